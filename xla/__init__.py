@@ -1,0 +1,1 @@
+"""A compiler for linear algebra in the spirit of XLA."""

@@ -1,0 +1,1 @@
+"""Backends: each folder holds one target's compiler and executable."""

@@ -1,0 +1,41 @@
+"""Error types, one per kind of failure (see shared/GUIDE.md, "Errors").
+
+Each is raised where the fact is known and printed cleanly at the edge
+(command-line tools, ``jit``) without a Python traceback.
+"""
+
+
+class XlaError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class HloParseError(XlaError):
+    """Malformed HLO text. Carries the 1-based line and column."""
+
+    def __init__(self, message, line, column, source_line=None, filename=None):
+        self.message = message
+        self.line = line
+        self.column = column
+        self.source_line = source_line
+        self.filename = filename
+        where = f"{filename}:" if filename else ""
+        text = f"{where}{line}:{column}: error: {message}"
+        if source_line is not None:
+            text += "\n" + source_line.rstrip("\n") + "\n" + " " * max(column - 1, 0) + "^"
+        super().__init__(text)
+
+
+class ShapeError(XlaError):
+    """Shape inference failed: operand shapes or attributes do not fit the op."""
+
+
+class VerifierError(XlaError):
+    """The module breaks an invariant; the message names the instruction."""
+
+
+class UnimplementedError(XlaError):
+    """An op (or a form of it) a backend does not support; names op and backend."""
+
+
+class InvalidArgumentError(XlaError):
+    """Bad arguments at run time (wrong count, shape or dtype of inputs)."""

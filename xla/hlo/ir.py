@@ -1,0 +1,246 @@
+"""HloInstruction, HloComputation, HloModule: the in-memory HLO IR.
+
+The IR is deliberately plain: an instruction is an opcode string, a Shape,
+a list of operand instructions and a dict of typed attributes (see
+``xla.hlo.attributes``). Opcode-specific facts live in per-opcode tables in
+the layers that need them (shape inference, interpreter, emitters).
+"""
+import itertools
+
+import numpy as np
+
+from xla.hlo.attributes import kind_of
+from xla.hlo.shape import Shape
+
+_ids = itertools.count()
+
+
+class HloInstruction:
+    """One HLO instruction.
+
+    Attributes:
+      opcode: the opcode as spelled in HLO text (``add``, ``get-tuple-element``).
+      shape: the result Shape.
+      operands: list of HloInstruction.
+      name: unique within the module (without the ``%`` sigil).
+      attrs: dict name -> typed value, in printing order.
+      literal: for ``constant``: a NumPy array (tuple constants: a tuple of
+        literals). None otherwise.
+      parameter_number: for ``parameter``: its index. None otherwise.
+      parent: the HloComputation that holds this instruction.
+    """
+
+    __slots__ = ("opcode", "shape", "operands", "name", "attrs", "literal",
+                 "parameter_number", "parent", "unique_id", "__weakref__")
+
+    def __init__(self, opcode, shape, operands=(), name=None, attrs=None, literal=None,
+                 parameter_number=None):
+        if not isinstance(shape, Shape):
+            raise TypeError(f"shape of {opcode} must be a Shape, got {type(shape).__name__}")
+        self.opcode = opcode
+        self.shape = shape
+        self.operands = list(operands)
+        self.unique_id = next(_ids)
+        self.name = name if name is not None else f"{opcode}.{self.unique_id}"
+        self.attrs = dict(attrs) if attrs else {}
+        self.literal = literal
+        self.parameter_number = parameter_number
+        self.parent = None
+
+    # ----- constructors for the two ops with a value in parentheses ----------
+    @staticmethod
+    def create_parameter(number, shape, name=None):
+        return HloInstruction("parameter", shape, name=name, parameter_number=number)
+
+    @staticmethod
+    def create_constant(value, shape=None, name=None):
+        if shape is None:
+            if isinstance(value, tuple):
+                raise ValueError("a tuple constant needs an explicit shape")
+            value = np.asarray(value)
+            shape = Shape.from_array(value)
+        return HloInstruction("constant", shape, name=name, literal=value)
+
+    # ----- attributes ---------------------------------------------------
+    def attr(self, name, default=None):
+        return self.attrs.get(name, default)
+
+    def has_attr(self, name):
+        return name in self.attrs
+
+    @property
+    def operand(self):
+        return self.operands
+
+    @property
+    def called_computations(self):
+        """Computations this instruction calls, in attribute order."""
+        out = []
+        for name, value in self.attrs.items():
+            kind = kind_of(name)
+            if kind == "computation":
+                out.append(value)
+            elif kind == "computations":
+                out.extend(value)
+        return out
+
+    @property
+    def control_predecessors(self):
+        return tuple(self.attrs.get("control-predecessors", ()))
+
+    @property
+    def is_root(self):
+        return self.parent is not None and self.parent.root_instruction is self
+
+    @property
+    def users(self):
+        """Instructions of the same computation that use this one, in order."""
+        if self.parent is None:
+            return []
+        return [i for i in self.parent.instructions if any(o is self for o in i.operands)]
+
+    def replace_operand(self, old, new):
+        self.operands = [new if o is old else o for o in self.operands]
+
+    def __repr__(self):
+        return f"<HloInstruction {self.name} = {self.shape} {self.opcode}>"
+
+
+class HloComputation:
+    """A list of instructions with one root; parameters are numbered 0..n-1.
+
+    ``instructions`` is kept in a valid order (operands before users) and,
+    for a scheduled module, is the schedule.
+    """
+
+    def __init__(self, name, instructions=(), root=None, is_entry=False):
+        self.name = name
+        self.instructions = []
+        self.root_instruction = None
+        self.is_entry = is_entry
+        self.parent = None
+        # Text after the signature that the IR does not model (e.g.
+        # ``execution_thread="main"``), kept verbatim for printing.
+        self.extra_attrs = {}
+        for instr in instructions:
+            self.add_instruction(instr)
+        if root is not None:
+            self.root_instruction = root
+        elif self.instructions:
+            self.root_instruction = self.instructions[-1]
+
+    def add_instruction(self, instr):
+        instr.parent = self
+        self.instructions.append(instr)
+        return instr
+
+    @property
+    def parameters(self):
+        params = [i for i in self.instructions if i.opcode == "parameter"]
+        return sorted(params, key=lambda p: p.parameter_number)
+
+    @property
+    def num_parameters(self):
+        return sum(1 for i in self.instructions if i.opcode == "parameter")
+
+    def parameter(self, number):
+        for instr in self.instructions:
+            if instr.opcode == "parameter" and instr.parameter_number == number:
+                return instr
+        raise IndexError(f"computation {self.name} has no parameter {number}")
+
+    @property
+    def result_shape(self):
+        return self.root_instruction.shape
+
+    def instruction(self, name):
+        for instr in self.instructions:
+            if instr.name == name:
+                return instr
+        raise KeyError(f"no instruction {name} in computation {self.name}")
+
+    def post_order(self):
+        """Instructions with operands (and control predecessors) before users.
+
+        Depth-first from the root and then every other instruction in list
+        order, so dead instructions are included too.
+        """
+        visited = set()
+        order = []
+        for start in [self.root_instruction] + self.instructions:
+            if start is None or id(start) in visited:
+                continue
+            stack = [(start, False)]
+            while stack:
+                node, expanded = stack.pop()
+                if expanded:
+                    order.append(node)
+                    continue
+                if id(node) in visited:
+                    continue
+                visited.add(id(node))
+                stack.append((node, True))
+                preds = list(node.operands) + list(node.control_predecessors)
+                for pred in reversed(preds):
+                    if id(pred) not in visited:
+                        stack.append((pred, False))
+        return order
+
+    def __repr__(self):
+        return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
+
+
+class HloModule:
+    """Computations plus the module header.
+
+    ``computations`` is in printing order (callees before callers, entry
+    last as XLA prints it). ``header_attrs`` holds the header's attributes
+    (``entry_computation_layout``, ``is_scheduled``, ``input_output_alias``,
+    ...) as name -> RawAttr/typed value, in text order. ``extra_sections``
+    keeps text sections the IR does not model (the stack-frame tables
+    ``FileNames``, ``FunctionNames``, ``FileLocations``, ``StackFrames`` of
+    newer dumps) as (section name, list of raw lines).
+    """
+
+    def __init__(self, name, computations=(), entry=None):
+        self.name = name
+        self.computations = []
+        self.entry = None
+        self.header_attrs = {}
+        self.extra_sections = []
+        for comp in computations:
+            self.add_computation(comp)
+        if entry is not None:
+            self.set_entry(entry)
+
+    def add_computation(self, comp):
+        comp.parent = self
+        self.computations.append(comp)
+        if comp.is_entry:
+            self.entry = comp
+        return comp
+
+    def set_entry(self, comp):
+        if comp not in self.computations:
+            self.add_computation(comp)
+        for c in self.computations:
+            c.is_entry = c is comp
+        self.entry = comp
+
+    def computation(self, name):
+        for comp in self.computations:
+            if comp.name == name:
+                return comp
+        raise KeyError(f"no computation {name} in module {self.name}")
+
+    @property
+    def is_scheduled(self):
+        value = self.header_attrs.get("is_scheduled")
+        return value is True or getattr(value, "text", None) == "true"
+
+    def all_instructions(self):
+        for comp in self.computations:
+            yield from comp.instructions
+
+    def __repr__(self):
+        return f"<HloModule {self.name}: {len(self.computations)} computations>"

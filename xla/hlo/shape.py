@@ -1,0 +1,220 @@
+"""Shapes: arrays (element type, dimensions, layout), tuples, tokens.
+
+Text forms, as XLA prints them::
+
+    f32[]                 scalar
+    f32[2,3]{1,0}         array with a minor-to-major layout
+    f32[<=8,3]            bounded dynamic dimension (bound 8)
+    f32[2,3]{1,0:T(8,128)}  layout with tiling etc. (the part after ':' is kept verbatim)
+    (f32[2]{0}, s32[])    tuple (nested tuples allowed)
+    token[]
+"""
+import math
+
+import numpy as np
+
+from xla.hlo.types import PrimitiveType, from_dtype
+
+
+class Layout:
+    """A minor-to-major dimension order, plus any extra layout text after ':'."""
+
+    __slots__ = ("minor_to_major", "extra")
+
+    def __init__(self, minor_to_major, extra=""):
+        self.minor_to_major = tuple(int(d) for d in minor_to_major)
+        self.extra = extra
+
+    def __eq__(self, other):
+        return (isinstance(other, Layout) and self.minor_to_major == other.minor_to_major
+                and self.extra == other.extra)
+
+    def __hash__(self):
+        return hash((self.minor_to_major, self.extra))
+
+    def __repr__(self):
+        return f"Layout({self.to_text()})"
+
+    def to_text(self):
+        body = ",".join(str(d) for d in self.minor_to_major)
+        if self.extra:
+            body += ":" + self.extra
+        return "{" + body + "}"
+
+    @staticmethod
+    def row_major(rank):
+        return Layout(tuple(range(rank - 1, -1, -1)))
+
+
+class Shape:
+    """An immutable HLO shape.
+
+    For arrays: ``element_type``, ``dimensions`` (for a bounded dynamic
+    dimension this is the bound), ``dynamic`` (one bool per dimension) and
+    ``layout`` (a Layout or None when the text had none). An unbounded
+    dynamic dimension (``?``) is stored as -1 with its dynamic flag set. For tuples:
+    ``element_type is PrimitiveType.TUPLE`` and ``tuple_shapes``.
+    """
+
+    __slots__ = ("element_type", "dimensions", "dynamic", "layout", "tuple_shapes")
+
+    def __init__(self, element_type, dimensions=(), layout=None, dynamic=None, tuple_shapes=()):
+        if isinstance(element_type, str):
+            from xla.hlo.types import from_text
+            et = from_text(element_type)
+            if et is None:
+                raise ValueError(f"unknown element type {element_type!r}")
+            element_type = et
+        self.element_type = element_type
+        self.dimensions = tuple(int(d) for d in dimensions)
+        self.dynamic = tuple(bool(d) for d in dynamic) if dynamic is not None else (False,) * len(self.dimensions)
+        if len(self.dynamic) != len(self.dimensions):
+            raise ValueError("dynamic flags must match dimensions")
+        self.layout = layout
+        self.tuple_shapes = tuple(tuple_shapes)
+
+    # ----- constructors -------------------------------------------------
+    @staticmethod
+    def array(element_type, dimensions, layout="default"):
+        """An array shape; ``layout='default'`` gives row-major, None gives none."""
+        dims = tuple(dimensions)
+        if layout == "default":
+            layout = Layout.row_major(len(dims))
+        elif isinstance(layout, (tuple, list)):
+            layout = Layout(layout)
+        return Shape(element_type, dims, layout)
+
+    @staticmethod
+    def scalar(element_type):
+        return Shape.array(element_type, ())
+
+    @staticmethod
+    def tuple(shapes):
+        return Shape(PrimitiveType.TUPLE, tuple_shapes=shapes)
+
+    @staticmethod
+    def token():
+        return Shape(PrimitiveType.TOKEN)
+
+    @staticmethod
+    def from_array(value):
+        value = np.asarray(value)
+        return Shape.array(from_dtype(value.dtype), value.shape)
+
+    # ----- predicates ---------------------------------------------------
+    @property
+    def is_tuple(self):
+        return self.element_type is PrimitiveType.TUPLE
+
+    @property
+    def is_token(self):
+        return self.element_type is PrimitiveType.TOKEN
+
+    @property
+    def is_array(self):
+        return self.element_type.is_array_type
+
+    @property
+    def rank(self):
+        return len(self.dimensions)
+
+    @property
+    def is_scalar(self):
+        return self.is_array and not self.dimensions
+
+    @property
+    def is_dynamic(self):
+        return any(self.dynamic) or any(s.is_dynamic for s in self.tuple_shapes)
+
+    @property
+    def dtype(self):
+        """The NumPy dtype of the elements (arrays only)."""
+        if not self.is_array:
+            raise ValueError(f"shape {self} has no NumPy dtype")
+        return self.element_type.dtype
+
+    def num_elements(self):
+        return math.prod(self.dimensions)
+
+    def byte_size(self):
+        """Bytes of the array (arrays) or of the tuple's pointer table (tuples)."""
+        if self.is_tuple:
+            return 8 * len(self.tuple_shapes)
+        if not self.is_array:
+            return 0
+        return (self.num_elements() * self.element_type.bits + 7) // 8
+
+    def leaves(self):
+        """Non-tuple subshapes in depth-first order, with their index paths."""
+        if not self.is_tuple:
+            return [((), self)]
+        out = []
+        for i, s in enumerate(self.tuple_shapes):
+            out.extend(((i,) + path, leaf) for path, leaf in s.leaves())
+        return out
+
+    def subshape(self, index):
+        shape = self
+        for i in index:
+            shape = shape.tuple_shapes[i]
+        return shape
+
+    # ----- derived shapes ---------------------------------------------
+    def with_element_type(self, element_type):
+        return Shape(element_type, self.dimensions, self.layout, self.dynamic, self.tuple_shapes)
+
+    def with_layout(self, layout):
+        return Shape(self.element_type, self.dimensions, layout, self.dynamic, self.tuple_shapes)
+
+    def without_layout(self):
+        if self.is_tuple:
+            return Shape.tuple([s.without_layout() for s in self.tuple_shapes])
+        return Shape(self.element_type, self.dimensions, None, self.dynamic)
+
+    def with_default_layout(self):
+        if self.is_tuple:
+            return Shape.tuple([s.with_default_layout() for s in self.tuple_shapes])
+        if not self.is_array:
+            return self
+        return Shape(self.element_type, self.dimensions, Layout.row_major(self.rank), self.dynamic)
+
+    # ----- comparison ---------------------------------------------------
+    def compatible(self, other):
+        """Equal ignoring layouts (XLA's ShapeUtil::Compatible)."""
+        if self.element_type is not other.element_type:
+            return False
+        if self.is_tuple:
+            return (len(self.tuple_shapes) == len(other.tuple_shapes) and
+                    all(a.compatible(b) for a, b in zip(self.tuple_shapes, other.tuple_shapes)))
+        return self.dimensions == other.dimensions and self.dynamic == other.dynamic
+
+    def same_dimensions(self, other):
+        return self.dimensions == other.dimensions
+
+    def __eq__(self, other):
+        if not isinstance(other, Shape):
+            return NotImplemented
+        return (self.element_type is other.element_type and self.dimensions == other.dimensions
+                and self.dynamic == other.dynamic and self.layout == other.layout
+                and self.tuple_shapes == other.tuple_shapes)
+
+    def __hash__(self):
+        return hash((self.element_type, self.dimensions, self.dynamic, self.layout, self.tuple_shapes))
+
+    # ----- text -----------------------------------------------------------
+    def to_text(self, print_layout=True):
+        if self.is_tuple:
+            return "(" + ", ".join(s.to_text(print_layout) for s in self.tuple_shapes) + ")"
+        dims = ",".join("?" if (dyn and d < 0) else ("<=" if dyn else "") + str(d)
+                        for d, dyn in zip(self.dimensions, self.dynamic))
+        text = f"{self.element_type.text}[{dims}]"
+        if print_layout and self.layout is not None and self.is_array:
+            if self.rank > 0 or self.layout.extra:
+                text += self.layout.to_text()
+        return text
+
+    def __str__(self):
+        return self.to_text()
+
+    def __repr__(self):
+        return f"Shape({self.to_text()})"

@@ -1,0 +1,114 @@
+"""Element types (XLA's PrimitiveType) and their NumPy counterparts.
+
+bf16 and the other narrow floats come from ml_dtypes, the package JAX uses.
+"""
+import enum
+
+import ml_dtypes
+import numpy as np
+
+
+class PrimitiveType(enum.Enum):
+    # value: (text name, numpy dtype or None, bit width, kind)
+    # kind: 'pred', 's' (signed int), 'u' (unsigned int), 'f' (float),
+    #       'c' (complex), 'token', 'tuple', 'opaque'
+    PRED = ("pred", np.bool_, 8, "pred")
+    S2 = ("s2", getattr(ml_dtypes, "int2", None), 2, "s")
+    S4 = ("s4", ml_dtypes.int4, 4, "s")
+    S8 = ("s8", np.int8, 8, "s")
+    S16 = ("s16", np.int16, 16, "s")
+    S32 = ("s32", np.int32, 32, "s")
+    S64 = ("s64", np.int64, 64, "s")
+    U2 = ("u2", getattr(ml_dtypes, "uint2", None), 2, "u")
+    U4 = ("u4", ml_dtypes.uint4, 4, "u")
+    U8 = ("u8", np.uint8, 8, "u")
+    U16 = ("u16", np.uint16, 16, "u")
+    U32 = ("u32", np.uint32, 32, "u")
+    U64 = ("u64", np.uint64, 64, "u")
+    F8E5M2 = ("f8e5m2", ml_dtypes.float8_e5m2, 8, "f")
+    F8E4M3FN = ("f8e4m3fn", ml_dtypes.float8_e4m3fn, 8, "f")
+    F16 = ("f16", np.float16, 16, "f")
+    BF16 = ("bf16", ml_dtypes.bfloat16, 16, "f")
+    F32 = ("f32", np.float32, 32, "f")
+    F64 = ("f64", np.float64, 64, "f")
+    C64 = ("c64", np.complex64, 64, "c")
+    C128 = ("c128", np.complex128, 128, "c")
+    TOKEN = ("token", None, 0, "token")
+    TUPLE = ("tuple", None, 0, "tuple")
+    OPAQUE = ("opaque", None, 0, "opaque")
+
+    def __init__(self, text, dtype, bits, kind):
+        self.text = text
+        self.dtype = np.dtype(dtype) if dtype is not None else None
+        self.bits = bits
+        self.kind = kind
+
+    def __repr__(self):
+        return f"PrimitiveType.{self.name}"
+
+    def __str__(self):
+        return self.text
+
+    @property
+    def is_pred(self):
+        return self.kind == "pred"
+
+    @property
+    def is_integer(self):
+        return self.kind in ("s", "u")
+
+    @property
+    def is_signed_integer(self):
+        return self.kind == "s"
+
+    @property
+    def is_unsigned_integer(self):
+        return self.kind == "u"
+
+    @property
+    def is_float(self):
+        return self.kind == "f"
+
+    @property
+    def is_complex(self):
+        return self.kind == "c"
+
+    @property
+    def is_array_type(self):
+        """True for element types that arrays can hold (not token/tuple/opaque)."""
+        return self.dtype is not None
+
+    @property
+    def byte_size(self):
+        return max(self.bits // 8, 1) if self.dtype is not None else 0
+
+    @property
+    def complex_component_type(self):
+        """f32 for c64, f64 for c128."""
+        if self is PrimitiveType.C64:
+            return PrimitiveType.F32
+        if self is PrimitiveType.C128:
+            return PrimitiveType.F64
+        raise ValueError(f"{self.text} is not a complex type")
+
+
+_BY_TEXT = {t.text: t for t in PrimitiveType}
+_BY_DTYPE = {t.dtype: t for t in PrimitiveType if t.dtype is not None}
+
+
+def from_text(text):
+    """The PrimitiveType spelled ``text`` in HLO (``f32``), or None."""
+    return _BY_TEXT.get(text)
+
+
+def from_dtype(dtype):
+    """The PrimitiveType of a NumPy dtype; raises ValueError if there is none."""
+    dtype = np.dtype(dtype)
+    try:
+        return _BY_DTYPE[dtype]
+    except KeyError:
+        raise ValueError(f"no HLO element type for NumPy dtype {dtype}") from None
+
+
+def all_type_names():
+    return list(_BY_TEXT)

@@ -1,0 +1,1 @@
+"""Library code behind the command-line tools in ``tools/``."""

@@ -1,0 +1,132 @@
+"""Arguments and results of tool runs: .npz files and random arguments.
+
+Convention (shared with the test corpus): inputs are ``arg0..argN`` in
+parameter order; results are the leaves of the result, a tuple flattened
+depth-first, as ``out0..outM``. NumPy cannot name ml_dtypes types in .npz
+files, so bf16 and friends load back as raw void data (``|V2``); they are
+reinterpreted here by the parameter's element type.
+"""
+import numpy as np
+
+from xla.errors import InvalidArgumentError
+
+
+def restore_dtype(value, dtype):
+    """Reinterprets raw void data saved from an ml_dtypes array as ``dtype``."""
+    value = np.asarray(value)
+    if value.dtype.kind == "V" and value.dtype.itemsize == np.dtype(dtype).itemsize:
+        return value.view(dtype)
+    return value
+
+
+def load_args(path, parameter_shapes):
+    """Loads ``arg0..argN`` from ``path`` and checks them against the parameters."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise InvalidArgumentError(f"cannot read arguments from {path}: {e}") from None
+    with data:
+        names = [f"arg{i}" for i in range(len(parameter_shapes))]
+        missing = [n for n in names if n not in data.files]
+        if missing:
+            raise InvalidArgumentError(
+                f"{path} lacks {', '.join(missing)}: the module takes {len(names)} arguments "
+                f"(found {', '.join(sorted(data.files)) or 'none'})")
+        extra = sorted(set(f for f in data.files if f.startswith("arg")) - set(names))
+        if extra:
+            raise InvalidArgumentError(
+                f"{path} has {', '.join(extra)} but the module takes only {len(names)} arguments")
+        args = []
+        for name, shape in zip(names, parameter_shapes):
+            value = data[name]
+            if shape.is_array:
+                value = restore_dtype(value, shape.dtype)
+            args.append(value)
+        return args
+
+
+def random_args(parameter_shapes, seed=0):
+    """Deterministic random arguments of the right shapes and dtypes.
+
+    Floats are standard normal; signed integers lie in [-8, 8], unsigned in
+    [0, 16], preds are fair coin flips; complex values have normal parts.
+    The same seed and shapes always give the same values.
+    """
+    rng = np.random.RandomState(seed)
+    return [_random_value(shape, rng) for shape in parameter_shapes]
+
+
+def _random_value(shape, rng):
+    if shape.is_tuple:
+        return tuple(_random_value(s, rng) for s in shape.tuple_shapes)
+    if not shape.is_array:
+        raise InvalidArgumentError(f"cannot make a random argument of shape {shape}")
+    et = shape.element_type
+    dims = shape.dimensions
+    if et.is_pred:
+        return rng.randint(0, 2, size=dims).astype(np.bool_)
+    if et.is_signed_integer:
+        lo, hi = (-8, 8) if et.bits > 4 else (-2, 1)
+        return rng.randint(lo, hi + 1, size=dims).astype(shape.dtype)
+    if et.is_unsigned_integer:
+        hi = 16 if et.bits > 4 else 3
+        return rng.randint(0, hi + 1, size=dims).astype(shape.dtype)
+    if et.is_complex:
+        return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(shape.dtype)
+    return rng.standard_normal(dims).astype(shape.dtype)
+
+
+def flatten_result(value):
+    """The leaves of a (nested tuple) result, depth-first."""
+    if isinstance(value, tuple):
+        out = []
+        for v in value:
+            out.extend(flatten_result(v))
+        return out
+    return [value]
+
+
+def save_outputs(path, leaves):
+    """Writes ``out0..outM``; the file is written whole or not at all."""
+    import os
+    import tempfile
+    arrays = {f"out{i}": np.asarray(v) for i, v in enumerate(leaves)}
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def summarize(name, value):
+    """One line describing an array result: shape, dtype, and a few statistics."""
+    value = np.asarray(value)
+    head = f"{name}: {value.dtype}{list(value.shape)}"
+    if value.size == 0:
+        return head + " (empty)"
+    flat = value.reshape(-1)
+    if value.dtype.kind == "V":
+        return head
+    shown = np.array2string(flat[:6], separator=", ", threshold=6)
+    if value.dtype.kind in "fc" or str(value.dtype) in ("bfloat16",):
+        wide = flat.astype(np.complex128 if value.dtype.kind == "c" else np.float64)
+        if value.dtype.kind == "c":
+            stats = f"mean={wide.mean():.6g}"
+        else:
+            finite = wide[np.isfinite(wide)]
+            stats = (f"min={finite.min():.6g} max={finite.max():.6g} mean={finite.mean():.6g}"
+                     if finite.size else "no finite values")
+            nonfinite = wide.size - finite.size
+            if nonfinite:
+                stats += f" non-finite={nonfinite}"
+    elif value.dtype.kind == "b":
+        stats = f"true={int(flat.sum())}/{flat.size}"
+    else:
+        stats = f"min={flat.min()} max={flat.max()}"
+    more = " ..." if flat.size > 6 else ""
+    return f"{head} {stats} values={shown}{more}"
