@@ -102,6 +102,21 @@ class HloInstruction:
     def replace_operand(self, old, new):
         self.operands = [new if o is old else o for o in self.operands]
 
+    @property
+    def is_elided_constant(self):
+        """A constant whose value the text elided as ``{...}`` (literal is None).
+
+        Such a module prints back unchanged but cannot be evaluated.
+        """
+        return self.opcode == "constant" and self.literal is None
+
+    def to_text(self):
+        from xla.hlo.printer import instruction_to_text
+        return instruction_to_text(self)
+
+    def __str__(self):
+        return self.to_text()
+
     def __repr__(self):
         return f"<HloInstruction {self.name} = {self.shape} {self.opcode}>"
 
@@ -186,6 +201,13 @@ class HloComputation:
                         stack.append((pred, False))
         return order
 
+    def to_text(self):
+        from xla.hlo.printer import computation_to_text
+        return computation_to_text(self)
+
+    def __str__(self):
+        return self.to_text()
+
     def __repr__(self):
         return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
 
@@ -199,7 +221,10 @@ class HloModule:
     ...) as name -> RawAttr/typed value, in text order. ``extra_sections``
     keeps text sections the IR does not model (the stack-frame tables
     ``FileNames``, ``FunctionNames``, ``FileLocations``, ``StackFrames`` of
-    newer dumps) as (section name, list of raw lines).
+    newer dumps) as (section name, list of raw lines). ``print_options``
+    records the text style the parser found (``%`` on names, operand shapes,
+    computation signatures...; see ``xla.hlo.printer``) so that printing
+    reproduces it; empty for modules built in code (XLA's default style).
     """
 
     def __init__(self, name, computations=(), entry=None):
@@ -208,6 +233,7 @@ class HloModule:
         self.entry = None
         self.header_attrs = {}
         self.extra_sections = []
+        self.print_options = {}
         for comp in computations:
             self.add_computation(comp)
         if entry is not None:
@@ -241,6 +267,13 @@ class HloModule:
     def all_instructions(self):
         for comp in self.computations:
             yield from comp.instructions
+
+    def to_text(self):
+        from xla.hlo.printer import module_to_text
+        return module_to_text(self)
+
+    def __str__(self):
+        return self.to_text()
 
     def __repr__(self):
         return f"<HloModule {self.name}: {len(self.computations)} computations>"

@@ -1,0 +1,606 @@
+"""Interpreter handlers: elementwise ops (unary, binary, ternary, convert).
+
+Semantics follow XLA's operation semantics and what XLA:CPU computes (the
+results JAX returns), element by element:
+
+* integers wrap around (two's complement); division rounds toward zero,
+  ``x / 0`` is all ones (-1 signed, the maximum unsigned), ``INT_MIN / -1``
+  is ``INT_MIN``, ``x % 0`` is ``x`` and ``INT_MIN % -1`` is 0;
+* shifts treat the amount as unsigned; an amount >= the bit width gives 0
+  (shift-left, shift-right-logical) or the sign fill (arithmetic);
+* integer power by repeated squaring (wrapping); a negative exponent gives
+  1 for base 1 and 0 otherwise (XLA's elemental emitter and evaluator);
+* maximum/minimum propagate NaN; compare FLOAT is IEEE (NaN != NaN),
+  TOTALORDER orders -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN;
+* f16/bf16/f8 compute in f32 and round once to the result type, as
+  XLA:CPU does;
+* pred arithmetic behaves like ``int8(x) OP int8(y) != 0``;
+* convert float -> int truncates toward zero, saturates to the integer
+  range and maps NaN to 0; x -> pred is ``x != 0``; complex -> real takes
+  the real part.
+
+Handlers also run in "elementwise mode" (see Evaluator.call_elementwise):
+operands may then be whole arrays where the instruction shape says scalar,
+so they rely on broadcasting and never reshape to ``instr.shape``.
+"""
+import math
+
+import numpy as np
+
+from xla.backends.interpreter.registry import register
+from xla.errors import UnimplementedError
+
+_NARROW_FLOAT_COMPUTE = np.dtype(np.float32)
+
+
+def _result_dtype(instr):
+    return instr.shape.dtype
+
+
+def _is_narrow_float(dtype):
+    """bf16, f16, the f8 types: computed in f32."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        return False
+    return dtype not in (np.dtype(np.float32), np.dtype(np.float64)) and (
+        dtype.kind == "f" or dtype.kind == "V" or _is_ml_float(dtype))
+
+
+def _is_ml_float(dtype):
+    try:
+        import ml_dtypes
+        return np.dtype(dtype) in (np.dtype(ml_dtypes.bfloat16), np.dtype(ml_dtypes.float8_e4m3fn),
+                                   np.dtype(ml_dtypes.float8_e5m2))
+    except Exception:  # pragma: no cover
+        return False
+
+
+def is_float_dtype(dtype):
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or _is_ml_float(dtype)
+
+
+def is_int_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return True
+    import ml_dtypes
+    return dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4))
+
+
+def _upcast(x):
+    x = np.asarray(x)
+    if _is_narrow_float(x.dtype):
+        return x.astype(_NARROW_FLOAT_COMPUTE)
+    return x
+
+
+def _store(x, dtype):
+    """The computed value as an array of the result dtype (one rounding)."""
+    x = np.asarray(x)
+    if x.dtype != dtype:
+        x = x.astype(dtype)
+    return x
+
+
+def _unsigned_of(dtype):
+    return np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+
+def _signed_of(dtype):
+    return np.dtype(f"i{np.dtype(dtype).itemsize}")
+
+
+# ----------------------------------------------------------------------------
+# unary
+# ----------------------------------------------------------------------------
+
+def _float_unary(fn):
+    """A handler computing fn on floats (narrow floats in f32) and complex."""
+    def handler(instr, operands, ctx):
+        x = np.asarray(operands[0])
+        if not (is_float_dtype(x.dtype) or x.dtype.kind == "c"):
+            raise UnimplementedError(
+                f"interpreter: {instr.opcode} of {x.dtype} is not supported ({instr.name})")
+        return _store(fn(_upcast(x)), _result_dtype(instr))
+    return handler
+
+
+def _logistic(x):
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    # Stable for both signs: exp of a non-positive number never overflows.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+_erf_scalar = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf(x):
+    if x.dtype.kind == "c":
+        raise UnimplementedError("interpreter: erf of complex values is not supported")
+    if x.size == 0:
+        return x.copy()
+    return _erf_scalar(x.astype(np.float64)).astype(x.dtype)
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+def _cbrt(x):
+    if x.dtype.kind == "c":
+        return x ** (1.0 / 3.0)
+    return np.cbrt(x)
+
+
+for _opcode, _fn in {
+    "exponential": np.exp,
+    "exponential-minus-one": np.expm1,
+    "log": np.log,
+    "log-plus-one": np.log1p,
+    "sqrt": np.sqrt,
+    "rsqrt": _rsqrt,
+    "cbrt": _cbrt,
+    "tanh": np.tanh,
+    "logistic": _logistic,
+    "sine": np.sin,
+    "cosine": np.cos,
+    "tan": np.tan,
+    "erf": _erf,
+}.items():
+    register(_opcode)(_float_unary(_fn))
+
+
+@register("floor", "ceil", "round-nearest-even", "round-nearest-afz")
+def _rounding(instr, operands, ctx):
+    x = np.asarray(operands[0])
+    if not is_float_dtype(x.dtype):
+        return _store(x, _result_dtype(instr))  # integers are already integral
+    x = _upcast(x)
+    if instr.opcode == "floor":
+        y = np.floor(x)
+    elif instr.opcode == "ceil":
+        y = np.ceil(x)
+    elif instr.opcode == "round-nearest-even":
+        y = np.rint(x)
+    else:
+        # Half away from zero. x - trunc(x) is exact, so no double rounding
+        # (unlike floor(|x| + 0.5), wrong for 0.49999999999999994).
+        t = np.trunc(x)
+        y = np.where(np.abs(x - t) >= 0.5, t + np.copysign(np.ones_like(x), x), t)
+    return _store(y, _result_dtype(instr))
+
+
+@register("abs")
+def _abs(instr, operands, ctx):
+    x = np.asarray(operands[0])
+    if x.dtype == np.bool_:
+        return x.copy()
+    return _store(np.abs(_upcast(x)), _result_dtype(instr))
+
+
+@register("negate")
+def _negate(instr, operands, ctx):
+    x = np.asarray(operands[0])
+    if x.dtype == np.bool_:
+        return x.copy()  # int8(x) negated is nonzero exactly when x is
+    return _store(np.negative(_upcast(x)), _result_dtype(instr))
+
+
+@register("sign")
+def _sign(instr, operands, ctx):
+    x = _upcast(operands[0])
+    if x.dtype == np.bool_:
+        return x.copy()
+    if x.dtype.kind == "c":
+        mag = np.abs(x)
+        y = np.where(mag == 0, x, x / np.where(mag == 0, 1, mag))
+    elif x.dtype.kind == "f":
+        # sign(NaN) = NaN, sign(+-0) = +-0 (np.sign(-0.0) is +0.0).
+        y = np.where((x == 0) | np.isnan(x), x, np.sign(x))
+    else:
+        y = np.sign(x)
+    return _store(y, _result_dtype(instr))
+
+
+@register("is-finite")
+def _is_finite(instr, operands, ctx):
+    return np.isfinite(_upcast(operands[0]))
+
+
+@register("not")
+def _not(instr, operands, ctx):
+    x = np.asarray(operands[0])
+    if x.dtype == np.bool_:
+        return np.logical_not(x)
+    return np.invert(x)
+
+
+@register("popcnt")
+def _popcnt(instr, operands, ctx):
+    x = np.asarray(operands[0])
+    u = x.view(_unsigned_of(x.dtype)) if x.dtype.kind == "i" else x
+    return _store(np.bitwise_count(u), _result_dtype(instr))
+
+
+@register("count-leading-zeros")
+def _clz(instr, operands, ctx):
+    x = np.asarray(operands[0])
+    bits = x.dtype.itemsize * 8
+    y = (x.view(_unsigned_of(x.dtype)) if x.dtype.kind == "i" else x).astype(np.uint64)
+    length = np.zeros(y.shape, np.int64)
+    s = 32
+    while s >= 1:
+        big = (y >> np.uint64(s)) != 0
+        length += np.where(big, s, 0)
+        y = np.where(big, y >> np.uint64(s), y)
+        s //= 2
+    length += (y != 0)
+    return _store(bits - length, _result_dtype(instr))
+
+
+@register("real")
+def _real(instr, operands, ctx):
+    x = np.asarray(operands[0])
+    return _store(np.real(x), _result_dtype(instr))
+
+
+@register("imag")
+def _imag(instr, operands, ctx):
+    x = np.asarray(operands[0])
+    if x.dtype.kind == "c":
+        return _store(np.imag(x), _result_dtype(instr))
+    return np.zeros(x.shape, _result_dtype(instr))
+
+
+@register("reduce-precision")
+def _reduce_precision(instr, operands, ctx):
+    x = np.asarray(operands[0])
+    out = reduce_precision(_upcast(x), instr.attr("exponent_bits"), instr.attr("mantissa_bits"))
+    return _store(out, _result_dtype(instr))
+
+
+def reduce_precision(x, exponent_bits, mantissa_bits):
+    """Rounds f32/f64 values to a float format with the given exponent and
+    mantissa widths (round to nearest even; too large -> inf; below the
+    smallest normal of the narrow format -> signed zero; NaN stays NaN)."""
+    x = np.asarray(x)
+    if x.dtype == np.float64:
+        utype, src_m, src_e = np.uint64, 52, 11
+    else:
+        x = x.astype(np.float32)
+        utype, src_m, src_e = np.uint32, 23, 8
+    u = x.view(utype).copy()
+    one = utype(1)
+    if mantissa_bits < src_m:
+        shift = utype(src_m - mantissa_bits)
+        last_bit = one << shift
+        bias = (last_bit >> one) - one + ((u & last_bit) >> shift)
+        u = (u + bias) & ~(last_bit - one)
+    if exponent_bits < src_e:
+        sign_mask = one << utype(src_m + src_e)
+        sign = u & sign_mask
+        mag = u & ~sign_mask
+        src_bias = (1 << (src_e - 1)) - 1
+        dst_bias = (1 << (exponent_bits - 1)) - 1
+        max_exp = src_bias + dst_bias           # biased (source) exponent of the largest normal
+        min_exp = src_bias - dst_bias + 1       # ... of the smallest normal
+        exp = mag >> utype(src_m)
+        inf_bits = utype(((1 << src_e) - 1) << src_m)
+        u = np.where(exp > max_exp, sign | inf_bits, np.where(exp < min_exp, sign, u)).astype(utype)
+    out = u.view(x.dtype)
+    nan = np.isnan(x)
+    if nan.any():
+        out = np.where(nan, x if mantissa_bits > 0 else np.asarray(np.nan, x.dtype), out)
+    return out
+
+
+# ----------------------------------------------------------------------------
+# binary
+# ----------------------------------------------------------------------------
+
+def _pred_arith(fn, a, b):
+    """pred arithmetic: int8(a) OP int8(b) != 0."""
+    return fn(np.asarray(a, np.int8), np.asarray(b, np.int8)) != 0
+
+
+@register("add", "subtract", "multiply")
+def _arith(instr, operands, ctx):
+    fn = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}[instr.opcode]
+    a, b = (np.asarray(o) for o in operands)
+    if a.dtype == np.bool_:
+        return _pred_arith(fn, a, b)
+    return _store(fn(_upcast(a), _upcast(b)), _result_dtype(instr))
+
+
+def int_divide(a, b):
+    """XLA integer division: toward zero; x/0 = -1 (all ones); MIN/-1 = MIN."""
+    dtype = a.dtype
+    zero = b == 0
+    if dtype.kind == "u":
+        q = a // np.where(zero, 1, b).astype(dtype)
+        return np.where(zero, np.iinfo(dtype).max, q).astype(dtype)
+    imin = np.iinfo(dtype).min
+    overflow = (a == imin) & (b == -1)
+    safe = np.where(zero | overflow, 1, b).astype(dtype)
+    q = a // safe
+    r = a - q * safe
+    q = q + ((r != 0) & ((a < 0) != (safe < 0))).astype(dtype)  # floor -> toward zero
+    return np.where(zero, -1, q).astype(dtype)
+
+
+def int_remainder(a, b):
+    """XLA integer remainder: sign of the dividend; x%0 = x; MIN%-1 = 0."""
+    dtype = a.dtype
+    zero = b == 0
+    if dtype.kind == "u":
+        return np.where(zero, a, a % np.where(zero, 1, b).astype(dtype)).astype(dtype)
+    overflow = (a == np.iinfo(dtype).min) & (b == -1)
+    safe = np.where(zero | overflow, 1, b).astype(dtype)
+    return np.where(zero, a, np.fmod(a, safe)).astype(dtype)
+
+
+@register("divide")
+def _divide(instr, operands, ctx):
+    a, b = (np.asarray(o) for o in operands)
+    if a.dtype == np.bool_:
+        # int8: 1/1 = 1, 0/1 = 0, x/0 = -1 (nonzero).
+        return np.where(b, a, True)
+    if is_int_dtype(a.dtype):
+        return _store(int_divide(a, b), _result_dtype(instr))
+    return _store(np.divide(_upcast(a), _upcast(b)), _result_dtype(instr))
+
+
+@register("remainder")
+def _remainder(instr, operands, ctx):
+    a, b = (np.asarray(o) for o in operands)
+    if a.dtype == np.bool_:
+        return np.where(b, False, a)
+    if is_int_dtype(a.dtype):
+        return _store(int_remainder(a, b), _result_dtype(instr))
+    a, b = _upcast(a), _upcast(b)
+    if a.dtype.kind == "c":
+        raise UnimplementedError("interpreter: remainder of complex values is not supported")
+    return _store(np.fmod(a, b), _result_dtype(instr))
+
+
+def int_power(a, b):
+    """Wrapping integer power; a negative exponent gives 1 for base 1, else 0."""
+    dtype = a.dtype
+    a, b = np.broadcast_arrays(a, b)
+    if dtype.kind == "i":
+        e = b.astype(np.int64)
+        negative = e < 0
+        e = np.where(negative, 0, e).astype(np.uint64)
+    else:
+        negative = np.zeros(b.shape, bool)
+        e = b.astype(np.uint64)
+    acc = np.ones(a.shape, dtype)
+    base = a.copy()
+    one = np.uint64(1)
+    while True:
+        odd = (e & one) != 0
+        acc = np.where(odd, acc * base, acc).astype(dtype)
+        e = e >> one
+        if not e.any():
+            break
+        base = (base * base).astype(dtype)
+    return np.where(negative, (a == 1).astype(dtype), acc).astype(dtype)
+
+
+@register("power")
+def _power(instr, operands, ctx):
+    a, b = (np.asarray(o) for o in operands)
+    if a.dtype == np.bool_:
+        return np.logical_or(a, np.logical_not(b))
+    if is_int_dtype(a.dtype):
+        return _store(int_power(a, b), _result_dtype(instr))
+    return _store(np.power(_upcast(a), _upcast(b)), _result_dtype(instr))
+
+
+def nan_max(a, b):
+    """XLA maximum: NaN-propagating (np.maximum)."""
+    return np.maximum(a, b)
+
+
+@register("maximum", "minimum")
+def _max_min(instr, operands, ctx):
+    a, b = (np.asarray(o) for o in operands)
+    if a.dtype == np.bool_:
+        return (np.logical_or if instr.opcode == "maximum" else np.logical_and)(a, b)
+    fn = np.maximum if instr.opcode == "maximum" else np.minimum
+    return _store(fn(_upcast(a), _upcast(b)), _result_dtype(instr))
+
+
+@register("and", "or", "xor")
+def _bitwise(instr, operands, ctx):
+    fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[instr.opcode]
+    a, b = (np.asarray(o) for o in operands)
+    return _store(fn(a, b), _result_dtype(instr))
+
+
+@register("shift-left", "shift-right-logical", "shift-right-arithmetic")
+def _shift(instr, operands, ctx):
+    a, b = (np.asarray(o) for o in operands)
+    dtype = a.dtype
+    bits = dtype.itemsize * 8
+    amount = b.view(_unsigned_of(b.dtype)) if b.dtype.kind == "i" else b
+    too_big = amount >= bits
+    amt = np.where(too_big, 0, amount)
+    if instr.opcode == "shift-left":
+        y = np.where(too_big, 0, np.left_shift(a, amt.astype(dtype))).astype(dtype)
+    elif instr.opcode == "shift-right-logical":
+        ua = a.view(_unsigned_of(dtype)) if dtype.kind == "i" else a
+        y = np.where(too_big, 0, np.right_shift(ua, amt.astype(ua.dtype))).astype(ua.dtype).view(dtype)
+    else:
+        sa = a.view(_signed_of(dtype)) if dtype.kind == "u" else a
+        shifted = np.right_shift(sa, np.where(too_big, bits - 1, amt).astype(sa.dtype))
+        y = shifted.astype(sa.dtype).view(dtype)
+    return _store(y, _result_dtype(instr))
+
+
+@register("atan2")
+def _atan2(instr, operands, ctx):
+    a, b = (_upcast(o) for o in operands)
+    return _store(np.arctan2(a, b), _result_dtype(instr))
+
+
+@register("complex")
+def _complex(instr, operands, ctx):
+    a, b = (np.asarray(o) for o in operands)
+    dtype = _result_dtype(instr)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype)
+    out.real = a
+    out.imag = b
+    return out
+
+
+def total_order_keys(x):
+    """Signed integers ordering x like TOTALORDER (floats via sign-magnitude bits)."""
+    x = np.asarray(x)
+    if x.dtype == np.bool_:
+        return x.astype(np.int8)
+    if not is_float_dtype(x.dtype):
+        return x
+    itype = _signed_of(x.dtype)
+    s = x.view(itype)
+    # Negative floats: flip the magnitude bits so larger magnitudes sort lower.
+    return np.where(s < 0, s ^ np.array(np.iinfo(itype).max, itype), s)
+
+
+_COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+            "GT": np.greater, "GE": np.greater_equal}
+
+
+@register("compare")
+def _compare(instr, operands, ctx):
+    a, b = (np.asarray(o) for o in operands)
+    direction = instr.attr("direction")
+    if direction not in _COMPARE:
+        raise UnimplementedError(f"interpreter: compare direction {direction!r} ({instr.name})")
+    fn = _COMPARE[direction]
+    ctype = instr.attr("type")
+    if is_float_dtype(a.dtype):
+        if ctype == "TOTALORDER":
+            a, b = total_order_keys(a), total_order_keys(b)
+        else:
+            a, b = _upcast(a), _upcast(b)
+    elif a.dtype.kind in "iu":
+        if ctype == "UNSIGNED" and a.dtype.kind == "i":
+            a, b = a.view(_unsigned_of(a.dtype)), b.view(_unsigned_of(b.dtype))
+        elif ctype == "SIGNED" and a.dtype.kind == "u":
+            a, b = a.view(_signed_of(a.dtype)), b.view(_signed_of(b.dtype))
+    elif a.dtype.kind == "c" and direction not in ("EQ", "NE"):
+        raise UnimplementedError(f"interpreter: compare {direction} of complex values ({instr.name})")
+    return np.asarray(fn(a, b))
+
+
+# ----------------------------------------------------------------------------
+# ternary
+# ----------------------------------------------------------------------------
+
+@register("select")
+def _select(instr, operands, ctx):
+    pred, a, b = (np.asarray(o) for o in operands)
+    return _store(np.where(pred, a, b), _result_dtype(instr))
+
+
+@register("clamp")
+def _clamp(instr, operands, ctx):
+    lo, x, hi = (np.asarray(o) for o in operands)
+    dtype = _result_dtype(instr)
+    if x.dtype == np.bool_:
+        return np.logical_and(np.logical_or(x, lo), hi)
+    return _store(np.minimum(np.maximum(_upcast(x), _upcast(lo)), _upcast(hi)), dtype)
+
+
+# ----------------------------------------------------------------------------
+# conversions
+# ----------------------------------------------------------------------------
+
+def convert(x, dtype):
+    """XLA's convert of array x to dtype (see the module docstring)."""
+    x = np.asarray(x)
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x.copy()
+    if dtype == np.bool_:
+        return x != 0
+    if x.dtype == np.bool_:
+        return x.astype(np.int8).astype(dtype)
+    if x.dtype.kind == "c" and dtype.kind != "c":
+        x = np.real(x)
+        if x.dtype == dtype:
+            return x.copy()
+    if is_int_dtype(dtype) and is_float_dtype(x.dtype):
+        return _float_to_int(x, dtype)
+    if is_int_dtype(dtype) and is_int_dtype(x.dtype) and dtype.kind in "iu" and x.dtype.kind in "iu":
+        return x.astype(dtype)  # modular
+    if is_float_dtype(dtype) and is_int_dtype(x.dtype) and _is_narrow_float(dtype):
+        # One rounding: integers up to 2**24 are exact in f32; larger ones go
+        # through f64 (exact to 2**53) before the narrow rounding.
+        return x.astype(np.float64).astype(dtype)
+    if x.dtype == np.float64 and _is_ml_float(dtype):
+        # ml_dtypes goes f64 -> f32 -> narrow: two roundings. Rounding to
+        # f32 with round-to-odd first makes the second rounding exact.
+        return _f64_to_f32_round_to_odd(x).astype(dtype)
+    return x.astype(dtype)
+
+
+def _f64_to_f32_round_to_odd(x):
+    y = x.astype(np.float32)
+    bits = y.view(np.uint32).copy()
+    wide = y.astype(np.float64)
+    fix = (wide != x) & np.isfinite(y) & ((bits & 1) == 0) & ~np.isnan(x)
+    # Step one ulp toward x (sign-magnitude: +1 on the bits grows |y|).
+    grow = np.abs(wide) < np.abs(x)
+    bits = np.where(fix & grow, bits + np.uint32(1), np.where(fix & ~grow, bits - np.uint32(1), bits))
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def _float_to_int(x, dtype):
+    import ml_dtypes
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo, hi = int(info.min), int(info.max)
+    else:
+        info = ml_dtypes.iinfo(dtype)
+        lo, hi = int(info.min), int(info.max)
+    v = x.astype(np.float64)
+    nan = np.isnan(v)
+    # float(hi + 1) is exact (a power of two); v >= it saturates.
+    too_big = v >= float(hi + 1)
+    too_small = v <= float(lo)
+    safe = np.where(nan | too_big | too_small, 0, np.trunc(v))
+    wide = np.uint64 if dtype == np.uint64 else np.int64
+    out = safe.astype(wide)
+    out = np.where(too_big, wide(hi), np.where(too_small, wide(lo) if lo >= 0 else np.int64(lo), out))
+    out = np.where(nan, 0, out)
+    return out.astype(dtype)
+
+
+@register("convert")
+def _convert(instr, operands, ctx):
+    return convert(operands[0], _result_dtype(instr))
+
+
+@register("bitcast-convert")
+def _bitcast_convert(instr, operands, ctx):
+    x = np.asarray(operands[0], order="C")
+    dtype = _result_dtype(instr)
+    if x.dtype.itemsize == dtype.itemsize:
+        return x.view(dtype).copy()
+    if x.dtype.itemsize > dtype.itemsize:
+        # Wider -> narrower: a new minor dimension of in/out elements
+        # (little-endian order, as XLA:CPU lays bytes out).
+        ratio = x.dtype.itemsize // dtype.itemsize
+        return x.reshape(x.shape + (1,)).view(dtype).reshape(x.shape + (ratio,)).copy()
+    # Narrower -> wider: the minor dimension disappears.
+    return x.view(dtype).reshape(x.shape[:-1]).copy()
+
+
+@register("stochastic-convert")
+def _stochastic_convert(instr, operands, ctx):
+    raise UnimplementedError(f"interpreter: stochastic-convert is not supported ({instr.name})")

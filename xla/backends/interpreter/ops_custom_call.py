@@ -1,0 +1,236 @@
+"""Interpreter handler: custom-call, dispatched on ``custom_call_target``.
+
+``CUSTOM_CALL_TARGETS`` maps a target name to a function
+``fn(instr, operands, ctx) -> value`` with the handler contract of
+registry.py. The targets are those XLA:CPU dumps of JAX programs contain;
+an unknown target raises UnimplementedError naming it.
+"""
+import re
+
+import numpy as np
+
+from xla.backends.interpreter import ops_linalg
+from xla.backends.interpreter.ops_sort import top_k
+from xla.backends.interpreter.registry import register
+from xla.errors import UnimplementedError
+
+CUSTOM_CALL_TARGETS = {}
+
+
+def custom_call_target(*names):
+    def wrap(fn):
+        for name in names:
+            if name in CUSTOM_CALL_TARGETS:
+                raise ValueError(f"custom-call target {name} registered twice")
+            CUSTOM_CALL_TARGETS[name] = fn
+        return fn
+    return wrap
+
+
+@register("custom-call")
+def custom_call(instr, operands, ctx):
+    target = instr.attr("custom_call_target")
+    fn = CUSTOM_CALL_TARGETS.get(target)
+    if fn is None:
+        raise UnimplementedError(
+            f"custom-call target {target!r} ({instr.name}) is not implemented on the interpreter")
+    return fn(instr, operands, ctx)
+
+
+@custom_call_target("TopK", "__cpu$TopK")
+def _topk(instr, operands, ctx):
+    """TopK as XLA's TopkRewriter emits it: (values, s32 indices) of the k
+    largest along the last dimension, k from the result shape."""
+    (x,) = operands
+    values_shape, indices_shape = instr.shape.tuple_shapes
+    k = values_shape.dimensions[-1]
+    values, indices = top_k(x, k, largest=True)
+    return values.astype(values_shape.dtype), indices.astype(indices_shape.dtype)
+
+
+@custom_call_target("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
+                    "MoveToHost", "MoveToDevice", "annotate_device_placement")
+def _identity(instr, operands, ctx):
+    """Annotations that do not change values on a single device."""
+    return np.asarray(operands[0]).astype(instr.shape.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------
+# LAPACK targets of jaxlib's CPU kernels (``lapack_<t><routine>_ffi``, t in
+# s/d/c/z). Attributes come in backend_config as an MLIR dictionary such as
+# ``{uplo = 76 : ui8}`` (character codes: 'L' = 76, 'U' = 85, 'N' = 78,
+# 'T' = 84, 'C' = 67, 'R' = 82). Results follow LAPACK: potrf leaves the
+# other triangle as it was and reports a positive info for a matrix that
+# is not positive definite; getrf returns 1-based pivots.
+# ----------------------------------------------------------------------------
+
+
+def backend_config_attrs(instr):
+    """The integer (and character) entries of an FFI backend_config dictionary."""
+    raw = instr.attr("backend_config")
+    text = getattr(raw, "text", raw) or ""
+    if not isinstance(text, str):
+        return {}
+    out = {}
+    for name, value in re.findall(r"(\w+)\s*=\s*(-?\d+)", text):
+        out[name] = int(value)
+    for name, value in re.findall(r"(\w+)\s*=\s*\"?'?([A-Za-z])'?\"?\s*[,}]", text):
+        out.setdefault(name, ord(value))
+    return out
+
+
+def _char(attrs, name, default):
+    v = attrs.get(name)
+    return chr(v) if v is not None else default
+
+
+def _results(instr):
+    return list(instr.shape.tuple_shapes) if instr.shape.is_tuple else [instr.shape]
+
+
+def _lapack_targets(routine):
+    return [f"lapack_{t}{routine}{suffix}" for t in "sdcz" for suffix in ("_ffi", "")]
+
+
+def _leading_minor_failure(m):
+    """LAPACK potrf's info for a matrix that is not positive definite (1-based order)."""
+    n = m.shape[-1]
+    for k in range(1, n + 1):
+        try:
+            np.linalg.cholesky(m[:k, :k])
+        except np.linalg.LinAlgError:
+            return k
+    return n
+
+
+@custom_call_target(*_lapack_targets("potrf"))
+def _potrf(instr, operands, ctx):
+    a = np.asarray(operands[0])
+    attrs = backend_config_attrs(instr)
+    lower = _char(attrs, "uplo", "L") == "L"
+    shapes = _results(instr)
+    n = a.shape[-1]
+    x = a.astype(ops_linalg._linalg_dtype(a.dtype))
+    tri = np.tril(x) if lower else np.triu(x)
+    strict = np.tril(x, -1) if lower else np.triu(x, 1)
+    herm = (tri + np.conj(np.swapaxes(strict, -1, -2))).reshape((-1, n, n))
+    fac = np.array(x.reshape((-1, n, n)), copy=True)
+    info = np.zeros(herm.shape[0], np.int32)
+    mask = np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
+    for i in range(herm.shape[0]):
+        try:
+            L = np.linalg.cholesky(herm[i])
+        except np.linalg.LinAlgError:
+            info[i] = _leading_minor_failure(herm[i])
+            continue
+        f = L if lower else np.conj(L.T)
+        fac[i] = np.where(mask, f, fac[i])
+    out = [fac.reshape(a.shape).astype(shapes[0].dtype)]
+    if len(shapes) > 1:
+        out.append(info.reshape(shapes[1].dimensions).astype(shapes[1].dtype))
+    return tuple(out) if instr.shape.is_tuple else out[0]
+
+
+@custom_call_target(*_lapack_targets("trsm"))
+def _trsm(instr, operands, ctx):
+    a, b = np.asarray(operands[0]), np.asarray(operands[1])
+    attrs = backend_config_attrs(instr)
+    left = _char(attrs, "side", "L") == "L"
+    lower = _char(attrs, "uplo", "L") == "L"
+    trans = {"N": "NO_TRANSPOSE", "T": "TRANSPOSE", "C": "ADJOINT"}[_char(attrs, "trans_x", "N")]
+    unit = _char(attrs, "diag", "N") == "U"
+    shapes = _results(instr)
+    from xla.hlo.ir import HloInstruction
+    fake = HloInstruction("triangular-solve", shapes[0], attrs={
+        "left_side": left, "lower": lower, "unit_diagonal": unit, "transpose_a": trans})
+    x = ops_linalg.triangular_solve(fake, [a, b], ctx)
+    if len(operands) > 2 and np.ndim(operands[2]) == 0:
+        x = x * np.asarray(operands[2])   # alpha
+    return x if not instr.shape.is_tuple else (x,)
+
+
+@custom_call_target(*_lapack_targets("getrf"))
+def _getrf(instr, operands, ctx):
+    """LU with partial pivoting (pivot = first entry of largest |.|), 1-based ipiv."""
+    a = np.asarray(operands[0])
+    shapes = _results(instr)
+    m, n = a.shape[-2:]
+    x = np.array(a.astype(ops_linalg._linalg_dtype(a.dtype)).reshape((-1, m, n)), copy=True)
+    B = x.shape[0]
+    k = min(m, n)
+    ipiv = np.zeros((B, k), np.int32)
+    info = np.zeros(B, np.int32)
+    rows = np.arange(B)
+    with np.errstate(all="ignore"):
+        for j in range(k):
+            col = np.abs(x[:, j:, j])
+            p = j + np.argmax(col, axis=1)
+            ipiv[:, j] = p + 1
+            pr = x[rows, p, :].copy()
+            x[rows, p, :] = x[:, j, :]
+            x[:, j, :] = pr
+            piv = x[:, j, j]
+            zero = piv == 0
+            info = np.where(zero & (info == 0), j + 1, info)
+            scale = np.where(zero, 1, piv)
+            x[:, j + 1:, j] = np.where(zero[:, None], x[:, j + 1:, j], x[:, j + 1:, j] / scale[:, None])
+            x[:, j + 1:, j + 1:] -= x[:, j + 1:, j:j + 1] * x[:, j:j + 1, j + 1:]
+    out = [x.reshape(a.shape).astype(shapes[0].dtype),
+           ipiv.reshape(shapes[1].dimensions).astype(shapes[1].dtype)]
+    if len(shapes) > 2:
+        out.append(info.reshape(shapes[2].dimensions).astype(shapes[2].dtype))
+    return tuple(out)
+
+
+@custom_call_target(*_lapack_targets("geqrf"))
+def _geqrf(instr, operands, ctx):
+    """Householder QR in LAPACK's (a, tau) form, via numpy's geqrf (mode='raw')."""
+    a = np.asarray(operands[0])
+    shapes = _results(instr)
+    m, n = a.shape[-2:]
+    x = a.astype(ops_linalg._linalg_dtype(a.dtype)).reshape((-1, m, n))
+    hs, taus = [], []
+    for i in range(x.shape[0]):
+        h, tau = np.linalg.qr(x[i], mode="raw")
+        hs.append(h.T)
+        taus.append(tau)
+    h = np.stack(hs) if hs else np.zeros_like(x)
+    tau = np.stack(taus) if taus else np.zeros((0, min(m, n)), x.dtype)
+    return (h.reshape(a.shape).astype(shapes[0].dtype),
+            tau.reshape(shapes[1].dimensions).astype(shapes[1].dtype))
+
+
+@custom_call_target(*_lapack_targets("orgqr"), *_lapack_targets("ungqr"))
+def _orgqr(instr, operands, ctx):
+    """Q = H_1 ... H_k (first n columns) from Householder vectors and taus."""
+    a, tau = np.asarray(operands[0]), np.asarray(operands[1])
+    shapes = _results(instr)
+    m, n = a.shape[-2:]
+    k = tau.shape[-1]
+    dt = ops_linalg._linalg_dtype(a.dtype)
+    v = np.tril(a.astype(dt).reshape((-1, m, n))[..., :k], -1)
+    idx = np.arange(min(m, k))
+    v[:, idx, idx] = 1
+    t = tau.astype(dt).reshape((-1, k))
+    q = np.broadcast_to(np.eye(m, n, dtype=dt), v.shape[:1] + (m, n)).copy()
+    for j in range(k - 1, -1, -1):
+        vj = v[:, :, j]                                          # (B, m)
+        w = np.einsum("bm,bmn->bn", np.conj(vj), q)
+        q -= t[:, j, None, None] * vj[:, :, None] * w[:, None, :]
+    q = q.reshape(a.shape).astype(shapes[0].dtype)
+    return q if not instr.shape.is_tuple else (q,)
+
+
+@custom_call_target(*_lapack_targets("syevd"), *_lapack_targets("heevd"))
+def _syevd(instr, operands, ctx):
+    """Symmetric eigendecomposition: (eigenvectors as columns, ascending eigenvalues, info)."""
+    a = np.asarray(operands[0])
+    attrs = backend_config_attrs(instr)
+    lower = _char(attrs, "uplo", "L") == "L"
+    shapes = _results(instr)
+    dt = ops_linalg._linalg_dtype(a.dtype)
+    w, v = np.linalg.eigh(a.astype(dt), UPLO="L" if lower else "U")
+    out = [v.astype(shapes[0].dtype), w.reshape(shapes[1].dimensions).astype(shapes[1].dtype)]
+    for s in shapes[2:]:
+        out.append(np.zeros(s.dimensions, s.dtype))
+    return tuple(out)

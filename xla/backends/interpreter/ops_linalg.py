@@ -1,0 +1,296 @@
+"""Interpreter handlers: dot, convolution, cholesky, triangular-solve, fft.
+
+Precision: integer results are computed in 64-bit integers and truncated to
+the result type, which is exactly XLA's wraparound arithmetic in the result
+type (operands are first converted, value-preserving, to the result type).
+bf16/f16/f8 results are computed in f32 and rounded once at the end, as
+XLA:CPU does after its float-normalization passes. The result element type
+is the preferred element type (mixed dots such as s8 x s8 -> s32 or
+bf16 x bf16 -> f32). ``operand_precision`` and ``algorithm`` are ignored.
+"""
+import numpy as np
+
+from xla.backends.interpreter.ops_common import compute_dtype, from_compute, to_compute
+from xla.backends.interpreter.registry import register
+from xla.errors import UnimplementedError
+
+
+def _matmul(a, b):
+    """Batched matmul; on int64/uint64 NumPy wraps modulo 2**64 (no overflow checks)."""
+    return np.matmul(a, b)
+
+
+@register("dot")
+def dot(instr, operands, ctx):
+    lhs, rhs = operands
+    lb = tuple(instr.attr("lhs_batch_dims", ()))
+    rb = tuple(instr.attr("rhs_batch_dims", ()))
+    lc = tuple(instr.attr("lhs_contracting_dims", ()))
+    rc = tuple(instr.attr("rhs_contracting_dims", ()))
+    out_dtype = instr.shape.dtype
+    cdt = compute_dtype(out_dtype, lhs.dtype, rhs.dtype)
+    lhs = to_compute(lhs, cdt)
+    rhs = to_compute(rhs, cdt)
+    lf = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
+    rf = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
+    bshape = [lhs.shape[d] for d in lb]
+    B = int(np.prod(bshape, dtype=np.int64))
+    M = int(np.prod([lhs.shape[d] for d in lf], dtype=np.int64))
+    N = int(np.prod([rhs.shape[d] for d in rf], dtype=np.int64))
+    K = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
+    a = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(B, M, K)
+    b = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(B, K, N)
+    if K == 0:
+        out = np.zeros((B, M, N), cdt)
+    else:
+        out = _matmul(a, b)
+    out = out.reshape(bshape + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf])
+    return from_compute(out, out_dtype)
+
+
+# ----------------------------------------------------------------------------
+# convolution
+# ----------------------------------------------------------------------------
+
+@register("convolution")
+def convolution(instr, operands, ctx):
+    """XLA's ConvGeneralDilated.
+
+    With input batch N, input features C, kernel output features O:
+    feature_group_count G splits C into G groups of C/G (the kernel's input
+    feature dimension is C/G) and O into G groups; output feature o uses
+    input feature group o // (O/G). batch_group_count Bg splits the input
+    batch into Bg contiguous groups of N/Bg (the output batch is N/Bg) and
+    O into Bg groups; output feature o reads input batch group o // (O/Bg).
+    Spatially, output position o of a dimension covers the positions
+    ``o*stride + k*rhs_dilate`` (k over the kernel, reversed if
+    rhs_reversal) of the input dilated by lhs_dilate and padded by pad
+    (negative padding crops).
+    """
+    lhs, rhs = operands
+    dn = instr.attr("dim_labels")
+    window = instr.attr("window")
+    G = int(instr.attr("feature_group_count", 1) or 1)
+    Bg = int(instr.attr("batch_group_count", 1) or 1)
+    out_dtype = instr.shape.dtype
+    cdt = compute_dtype(out_dtype, lhs.dtype, rhs.dtype)
+    nsp = len(dn.input_spatial_dimensions)
+    wdims = list(window.dimensions) if window is not None else []
+    if not wdims and nsp:
+        raise UnimplementedError("convolution without a window on the interpreter")
+
+    # Canonical layouts: x (N, C, S...), w (O, I, K...).
+    x = np.transpose(to_compute(lhs, cdt), [dn.input_batch_dimension, dn.input_feature_dimension]
+                     + list(dn.input_spatial_dimensions))
+    w = np.transpose(to_compute(rhs, cdt), [dn.kernel_output_feature_dimension,
+                                            dn.kernel_input_feature_dimension]
+                     + list(dn.kernel_spatial_dimensions))
+    N, C = x.shape[:2]
+    O, I = w.shape[:2]
+    ksizes = w.shape[2:]
+    for d, wd in enumerate(wdims):
+        if wd.window_reversal:
+            w = np.flip(w, axis=2 + d)
+
+    out_sp = [instr.shape.dimensions[d] for d in dn.output_spatial_dimensions]
+    P = int(np.prod(out_sp, dtype=np.int64))
+
+    if G > 1 and Bg > 1:
+        raise UnimplementedError("convolution with both feature_group_count and batch_group_count > 1")
+    if Bg > 1:
+        Nb = N // Bg
+        Ob = O // Bg
+        # x: (Bg, Nb, C, S...) ; w: (Bg, Ob, C, K...)
+        xg = x.reshape((Bg, Nb, C) + x.shape[2:])
+        wg = w.reshape((Bg, Ob, C) + tuple(ksizes))
+        acc = np.zeros((Bg, Ob, Nb * P), cdt)
+        batch_shape = (Bg, Nb)
+        groups, Ig = Bg, C
+    else:
+        Ig = C // G
+        Og = O // G
+        # x: (G, Ig, N, S...) as groups; w: (G, Og, Ig, K...)
+        xg = np.moveaxis(x.reshape((N, G, Ig) + x.shape[2:]), 0, 2)  # (G, Ig, N, S...)
+        wg = w.reshape((G, Og, Ig) + tuple(ksizes))
+        acc = np.zeros((G, Og, N * P), cdt)
+        groups = G
+
+    if P > 0 and N > 0:
+        per_dim = []
+        for d in range(nsp):
+            in_size = x.shape[2 + d]
+            per_dim.append([_conv_positions(in_size, wdims[d], out_sp[d], k) for k in range(ksizes[d])])
+        for koff in np.ndindex(*ksizes):
+            idxs = [per_dim[d][k][0] for d, k in enumerate(koff)]
+            valids = [per_dim[d][k][1] for d, k in enumerate(koff)]
+            if not all(v.any() for v in valids):
+                continue
+            mask = None
+            for d, v in enumerate(valids):
+                if not v.all():
+                    shape = [1] * nsp
+                    shape[d] = -1
+                    m = v.reshape(shape)
+                    mask = m if mask is None else (mask & m)
+            if Bg > 1:
+                sl = xg[(slice(None), slice(None), slice(None)) + np.ix_(*idxs)] if nsp else xg
+                if mask is not None:
+                    sl = np.where(mask, sl, np.zeros((), cdt))
+                # (Bg, Nb, C, P) -> (Bg, C, Nb*P)
+                sl = np.moveaxis(sl.reshape(Bg, Nb, C, P), 2, 1).reshape(Bg, C, Nb * P)
+                wk = wg[(slice(None), slice(None), slice(None)) + tuple(koff)]  # (Bg, Ob, C)
+            else:
+                sl = xg[(slice(None), slice(None), slice(None)) + np.ix_(*idxs)] if nsp else xg
+                if mask is not None:
+                    sl = np.where(mask, sl, np.zeros((), cdt))
+                sl = sl.reshape(groups, Ig, N * P)
+                wk = wg[(slice(None), slice(None), slice(None)) + tuple(koff)]  # (G, Og, Ig)
+            acc += np.matmul(wk, sl)
+
+    if Bg > 1:
+        out = acc.reshape(Bg * Ob, Nb, *out_sp)            # (O, Nb, S...)
+        out = np.moveaxis(out, 1, 0)                       # (Nb, O, S...)
+    else:
+        out = acc.reshape(groups * (O // groups), N, *out_sp)
+        out = np.moveaxis(out, 1, 0)                       # (N, O, S...)
+    # Canonical (N, O, S...) -> the output's dimension order.
+    perm = [0] * (2 + nsp)
+    perm[dn.output_batch_dimension] = 0
+    perm[dn.output_feature_dimension] = 1
+    for i, d in enumerate(dn.output_spatial_dimensions):
+        perm[d] = 2 + i
+    out = np.transpose(out, perm)
+    return from_compute(out, out_dtype)
+
+
+def _conv_positions(in_size, wd, out_size, k):
+    o = np.arange(out_size, dtype=np.int64)
+    pos = o * wd.stride + k * wd.window_dilation - wd.padding_low
+    dilated = (in_size - 1) * wd.base_dilation + 1 if in_size > 0 else 0
+    valid = (pos >= 0) & (pos < dilated) & (pos % wd.base_dilation == 0)
+    return np.where(valid, pos // wd.base_dilation, 0), valid
+
+
+# ----------------------------------------------------------------------------
+# cholesky, triangular-solve
+# ----------------------------------------------------------------------------
+
+def _linalg_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        return dtype
+    if dtype == np.float64:
+        return dtype
+    return np.dtype(np.float32)
+
+
+@register("cholesky")
+def cholesky(instr, operands, ctx):
+    """Batched Cholesky; reads only the ``lower`` (or upper) triangle.
+
+    lower=true gives L with a = L L^H, else U with a = U^H U; the other
+    triangle of the result is zero. A matrix that is not positive definite
+    gives an all-NaN result for that matrix (XLA leaves NaNs in it).
+    """
+    (a,) = operands
+    lower = bool(instr.attr("lower", False))
+    out_dtype = instr.shape.dtype
+    x = a.astype(_linalg_dtype(a.dtype))
+    n = x.shape[-1]
+    tri = np.tril(x) if lower else np.triu(x)
+    strict = np.tril(x, -1) if lower else np.triu(x, 1)
+    herm = tri + np.conj(np.swapaxes(strict, -1, -2))
+    flat = herm.reshape((-1, n, n))
+    out = np.empty_like(flat)
+    try:
+        with np.errstate(all="ignore"):
+            out[...] = np.linalg.cholesky(flat) if flat.shape[0] else flat
+    except np.linalg.LinAlgError:
+        for i in range(flat.shape[0]):
+            try:
+                with np.errstate(all="ignore"):
+                    out[i] = np.linalg.cholesky(flat[i])
+            except np.linalg.LinAlgError:
+                out[i] = np.nan
+    out = out.reshape(x.shape)
+    if not lower:
+        out = np.conj(np.swapaxes(out, -1, -2))  # a = L L^H = U^H U with U = L^H
+    return out.astype(out_dtype)
+
+
+@register("triangular-solve")
+def triangular_solve(instr, operands, ctx):
+    """Solves op(a) x = b (left_side) or x op(a) = b, batched.
+
+    Only the ``lower`` (or upper) triangle of a is read; with unit_diagonal
+    its diagonal is taken as ones. op is the identity, transpose or
+    conjugate transpose (transpose_a NO_TRANSPOSE/TRANSPOSE/ADJOINT).
+    A zero on the diagonal gives inf/NaN, as plain substitution does.
+    """
+    a, b = operands
+    left = bool(instr.attr("left_side", False))
+    lower = bool(instr.attr("lower", False))
+    unit = bool(instr.attr("unit_diagonal", False))
+    trans = instr.attr("transpose_a", "NO_TRANSPOSE") or "NO_TRANSPOSE"
+    out_dtype = instr.shape.dtype
+    cdt = _linalg_dtype(out_dtype)
+    A = a.astype(cdt)
+    B = b.astype(cdt)
+    A = np.tril(A) if lower else np.triu(A)
+    if unit:
+        n = A.shape[-1]
+        eye = np.eye(n, dtype=bool)
+        A = np.where(eye, np.ones((), cdt), A)
+    is_lower = lower
+    if trans in ("TRANSPOSE", "ADJOINT"):
+        A = np.swapaxes(A, -1, -2)
+        if trans == "ADJOINT":
+            A = np.conj(A)
+        is_lower = not is_lower
+    if left:
+        x = _solve_left(A, B, is_lower)
+    else:
+        # x A = b  <=>  A^T x^T = b^T
+        At = np.swapaxes(A, -1, -2)
+        x = np.swapaxes(_solve_left(At, np.swapaxes(B, -1, -2), not is_lower), -1, -2)
+    return x.astype(out_dtype)
+
+
+def _solve_left(A, B, lower):
+    """Solves A X = B for triangular A by substitution, vectorized over batch and columns."""
+    n = A.shape[-1]
+    X = np.zeros(np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + B.shape[-2:], A.dtype)
+    rows = range(n) if lower else range(n - 1, -1, -1)
+    with np.errstate(all="ignore"):
+        for i in rows:
+            if lower:
+                s = np.einsum("...j,...jk->...k", A[..., i, :i], X[..., :i, :]) if i else 0
+            else:
+                s = np.einsum("...j,...jk->...k", A[..., i, i + 1:], X[..., i + 1:, :]) if i < n - 1 else 0
+            X[..., i, :] = (B[..., i, :] - s) / A[..., i, i][..., None]
+    return X
+
+
+# ----------------------------------------------------------------------------
+# fft
+# ----------------------------------------------------------------------------
+
+@register("fft")
+def fft(instr, operands, ctx):
+    """FFT over the last len(fft_length) dimensions (numpy.fft, computed in f64/c128)."""
+    (x,) = operands
+    kind = instr.attr("fft_type", "FFT")
+    lengths = [int(v) for v in instr.attr("fft_length", ())]
+    axes = tuple(range(x.ndim - len(lengths), x.ndim))
+    out_dtype = instr.shape.dtype
+    if kind == "FFT":
+        out = np.fft.fftn(x.astype(np.complex128), axes=axes)
+    elif kind == "IFFT":
+        out = np.fft.ifftn(x.astype(np.complex128), axes=axes)
+    elif kind == "RFFT":
+        out = np.fft.rfftn(x.astype(np.float64), s=lengths, axes=axes)
+    elif kind == "IRFFT":
+        out = np.fft.irfftn(x.astype(np.complex128), s=lengths, axes=axes)
+    else:
+        raise UnimplementedError(f"fft_type {kind} on the interpreter")
+    return out.astype(out_dtype)

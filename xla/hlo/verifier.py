@@ -1,0 +1,263 @@
+"""The HLO verifier: checks that a module keeps the IR's invariants.
+
+``verify_module(module)`` returns None or raises ``xla.errors.VerifierError``
+whose message names where the problem is, e.g.::
+
+    instruction %add.3 in computation %main: operand 1 has shape f32[3] but add needs f32[4] ...
+
+What it checks, in order (the first violation is reported):
+
+* module: an entry computation that belongs to the module; computation and
+  instruction names unique within the module;
+* computations: a root that belongs to the computation; parameters numbered
+  0..n-1 with no gaps or duplicates; operands and control-predecessors in
+  the same computation; no cycles through operands and control-predecessors
+  (the C++ core's ``find_cycle``); called computations belong to the module,
+  no computation calls itself (directly or not), the entry is never called,
+  and a computation is not both fused (``fusion``'s ``calls``) and called
+  from non-fusion instructions;
+* instructions: valid layouts (minor_to_major a permutation of 0..rank-1),
+  non-negative dimensions, the operand count of the opcode, and a declared
+  shape compatible with the one ``xla.hlo.shape_inference`` infers (layouts
+  and dynamic flags ignored; for bounded dynamic dimensions the bounds are
+  compared). Shape inference also checks the signatures of called
+  computations (reducers, comparators, while condition/body, branches,
+  map/call/fusion parameters);
+* the header's ``entry_computation_layout``, when present, matches the entry
+  computation's parameters and result (ignoring layouts).
+
+What it does not check: that a scheduled module's order is a valid schedule,
+sharding, backend configs, or that custom-call targets exist.
+"""
+import numpy as np
+
+from xla.errors import ShapeError, VerifierError
+from xla.hlo import shape_inference
+from xla.hlo.attributes import RawAttr
+from xla.hlo.parser import parse_shape
+
+
+def _core():
+    try:
+        from xla import _core
+    except ImportError as e:
+        raise ImportError(
+            "the HLO verifier needs the C++ extension xla._core (for find_cycle), which is not "
+            "built; run `make setup` to build it") from e
+    return _core
+
+
+def find_cycle(offsets, indices):
+    """A node on a cycle of the CSR graph, or -1 (xla._core.find_cycle)."""
+    return int(_core().find_cycle(np.asarray(offsets, dtype=np.int64),
+                                  np.asarray(indices, dtype=np.int64)))
+
+
+def _where(comp, instr=None):
+    if instr is None:
+        return f"computation %{comp.name}"
+    return f"instruction %{instr.name} in computation %{comp.name}"
+
+
+def _fail(comp, instr, message):
+    raise VerifierError(f"{_where(comp, instr)}: {message}")
+
+
+def _check_layout(shape, path=""):
+    """A message when some layout in ``shape`` is invalid, else None."""
+    if shape.is_tuple:
+        for i, s in enumerate(shape.tuple_shapes):
+            msg = _check_layout(s, f"{path}{{{i}}}")
+            if msg:
+                return msg
+        return None
+    where = f" (at tuple index {path})" if path else ""
+    for d, dyn in zip(shape.dimensions, shape.dynamic):
+        if d < 0 and not (dyn and d == -1):
+            return f"shape {shape} has a negative dimension{where}"
+    if shape.layout is None or not shape.is_array:
+        return None
+    m2m = shape.layout.minor_to_major
+    if sorted(m2m) != list(range(shape.rank)):
+        return (f"layout {{{','.join(map(str, m2m))}}} of shape {shape.to_text(False)} is not a "
+                f"permutation of 0..{shape.rank - 1}{where}")
+    return None
+
+
+def _entry_layout_text(value):
+    if isinstance(value, RawAttr):
+        return value.text
+    return str(value)
+
+
+def _split_entry_layout(text):
+    """``{(a, b)->r}`` -> ("(a, b)", "r"), splitting at the top-level arrow."""
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1].strip()
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "-" and depth == 0 and text[i:i + 2] == "->":
+            return text[:i].strip(), text[i + 2:].strip()
+    raise VerifierError(f"entry_computation_layout {text!r} is not of the form {{(params)->result}}")
+
+
+class _Verifier:
+    def __init__(self, module):
+        self.module = module
+
+    def run(self):
+        module = self.module
+        comps = module.computations
+        if module.entry is None:
+            raise VerifierError(f"module {module.name} has no entry computation")
+        if not any(c is module.entry for c in comps):
+            raise VerifierError(f"module {module.name}: entry computation %{module.entry.name} "
+                                f"does not belong to the module")
+        seen = {}
+        for comp in comps:
+            if comp.name in seen:
+                raise VerifierError(f"module {module.name}: computation name %{comp.name} is used twice")
+            seen[comp.name] = comp
+            if comp.parent is not None and comp.parent is not module:
+                _fail(comp, None, "belongs to another module")
+        names = {}
+        for comp in comps:
+            for instr in comp.instructions:
+                if instr.name in names:
+                    _fail(comp, instr, f"name %{instr.name} is not unique in the module (also in "
+                                       f"computation %{names[instr.name].name})")
+                names[instr.name] = comp
+        for comp in comps:
+            self.verify_structure(comp)
+        for comp in comps:
+            self.verify_acyclic(comp)
+        self.verify_call_graph()
+        for comp in comps:
+            for instr in comp.instructions:
+                self.verify_shape(comp, instr)
+        self.verify_entry_layout()
+
+    # ----- structure --------------------------------------------------------
+    def verify_structure(self, comp):
+        members = {id(i) for i in comp.instructions}
+        root = comp.root_instruction
+        if root is None:
+            _fail(comp, None, "has no root instruction")
+        if id(root) not in members:
+            _fail(comp, None, f"root %{root.name} does not belong to the computation")
+        numbers = {}
+        for instr in comp.instructions:
+            if instr.parent is not comp:
+                _fail(comp, instr, "has a parent other than the computation holding it")
+            if instr.opcode == "parameter":
+                n = instr.parameter_number
+                if n is None or n < 0:
+                    _fail(comp, instr, f"parameter has an invalid number {n}")
+                if n in numbers:
+                    _fail(comp, instr, f"parameter number {n} is also used by %{numbers[n].name}")
+                numbers[n] = instr
+        if sorted(numbers) != list(range(len(numbers))):
+            missing = sorted(set(range(len(numbers))) - set(numbers))
+            _fail(comp, numbers[max(numbers)],
+                  f"parameters must be numbered 0..{len(numbers) - 1}; parameter {missing[0]} is missing")
+        module_comps = {id(c) for c in self.module.computations}
+        for instr in comp.instructions:
+            for i, op in enumerate(instr.operands):
+                if id(op) not in members:
+                    where = f"computation %{op.parent.name}" if op.parent is not None else "no computation"
+                    _fail(comp, instr, f"operand {i} (%{op.name}) belongs to {where}, not to "
+                                       f"computation %{comp.name}")
+            for pred in instr.control_predecessors:
+                if id(pred) not in members:
+                    _fail(comp, instr, f"control-predecessor %{pred.name} is not in computation %{comp.name}")
+            for callee in instr.called_computations:
+                if id(callee) not in module_comps:
+                    _fail(comp, instr, f"calls computation %{callee.name}, which does not belong "
+                                       f"to module {self.module.name}")
+            msg = _check_layout(instr.shape)
+            if msg:
+                _fail(comp, instr, msg)
+
+    def verify_acyclic(self, comp):
+        instrs = comp.instructions
+        index = {id(i): n for n, i in enumerate(instrs)}
+        offsets = [0]
+        indices = []
+        for instr in instrs:
+            for pred in list(instr.operands) + list(instr.control_predecessors):
+                indices.append(index[id(pred)])
+            offsets.append(len(indices))
+        node = find_cycle(offsets, indices)
+        if node >= 0:
+            _fail(comp, instrs[node], "is on a cycle (through operands or control-predecessors)")
+
+    def verify_call_graph(self):
+        comps = self.module.computations
+        index = {id(c): n for n, c in enumerate(comps)}
+        offsets = [0]
+        indices = []
+        contexts = {}  # computation id -> (fused?, first caller instruction, its computation)
+        for comp in comps:
+            for instr in comp.instructions:
+                for callee in instr.called_computations:
+                    indices.append(index[id(callee)])
+                    if callee is self.module.entry:
+                        _fail(comp, instr, f"calls the entry computation %{callee.name}")
+                    fused = instr.opcode == "fusion"
+                    prior = contexts.setdefault(id(callee), (fused, instr, comp))
+                    if prior[0] != fused:
+                        fused_caller, other = (instr, prior[1]) if fused else (prior[1], instr)
+                        _fail(comp, instr,
+                              f"computation %{callee.name} is called both as a fused computation "
+                              f"(by %{fused_caller.name}) and from a non-fusion instruction "
+                              f"(%{other.name})")
+            offsets.append(len(indices))
+        node = find_cycle(offsets, indices)
+        if node >= 0:
+            raise VerifierError(f"computation %{comps[node].name} calls itself (directly or through "
+                                f"other computations)")
+
+    # ----- shapes -----------------------------------------------------------
+    def verify_shape(self, comp, instr):
+        try:
+            inferred = shape_inference.infer_shape(instr)
+        except ShapeError as e:
+            _fail(comp, instr, str(e))
+        if not shape_inference.shapes_match(instr.shape, inferred):
+            _fail(comp, instr, f"declared shape {instr.shape.to_text(False)} does not match the "
+                               f"shape inferred for {instr.opcode}, {inferred.to_text(False)}")
+
+    def verify_entry_layout(self):
+        value = self.module.header_attrs.get("entry_computation_layout")
+        if value is None:
+            return
+        params_text, result_text = _split_entry_layout(_entry_layout_text(value))
+        entry = self.module.entry
+        try:
+            params = parse_shape(params_text)
+            result = parse_shape(result_text)
+        except Exception as e:  # noqa: BLE001 - reported as a verifier error
+            raise VerifierError(f"module {self.module.name}: cannot parse entry_computation_layout "
+                                f"{_entry_layout_text(value)}: {e}") from e
+        param_shapes = list(params.tuple_shapes) if params.is_tuple else [params]
+        if len(param_shapes) != entry.num_parameters:
+            _fail(entry, None, f"has {entry.num_parameters} parameters but entry_computation_layout "
+                               f"lists {len(param_shapes)}")
+        for p, want in zip(entry.parameters, param_shapes):
+            if not shape_inference.shapes_match(p.shape, want):
+                _fail(entry, p, f"parameter {p.parameter_number} has shape {p.shape.to_text(False)} "
+                                f"but entry_computation_layout says {want.to_text(False)}")
+        root = entry.root_instruction
+        if not shape_inference.shapes_match(root.shape, result):
+            _fail(entry, root, f"root shape {root.shape.to_text(False)} does not match the result "
+                               f"{result.to_text(False)} in entry_computation_layout")
+
+
+def verify_module(module):
+    """Raises VerifierError on the first broken invariant of ``module``."""
+    _Verifier(module).run()
