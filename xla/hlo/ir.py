@@ -201,6 +201,53 @@ class HloComputation:
                         stack.append((pred, False))
         return order
 
+    # ----- mutation (used by passes) ------------------------------------
+    def users_map(self):
+        """id(instruction) -> list of users (with repeats removed), in order.
+
+        One pass over the computation; passes that need users of many
+        instructions should call this once instead of ``instr.users``.
+        """
+        users = {id(i): [] for i in self.instructions}
+        for instr in self.instructions:
+            seen = set()
+            for op in instr.operands:
+                if id(op) not in seen:
+                    seen.add(id(op))
+                    users.setdefault(id(op), []).append(instr)
+        return users
+
+    def replace_all_uses(self, old, new):
+        """Makes every user of ``old`` (and the root, if it is ``old``) use ``new``."""
+        if old is new:
+            return
+        for instr in self.instructions:
+            if any(o is old for o in instr.operands):
+                instr.operands = [new if o is old else o for o in instr.operands]
+            preds = instr.attrs.get("control-predecessors")
+            if preds and any(p is old for p in preds):
+                instr.attrs["control-predecessors"] = tuple(new if p is old else p for p in preds)
+        if self.root_instruction is old:
+            self.root_instruction = new
+
+    def replace_instruction(self, old, new):
+        """Adds ``new`` if needed, redirects all uses of ``old`` to it, removes ``old``."""
+        if new.parent is not self:
+            self.add_instruction(new)
+        self.replace_all_uses(old, new)
+        self.remove_instruction(old)
+
+    def remove_instruction(self, instr):
+        """Removes an instruction that nothing uses any more."""
+        if instr is self.root_instruction:
+            raise ValueError(f"cannot remove the root {instr.name} of {self.name}")
+        self.instructions = [i for i in self.instructions if i is not instr]
+        instr.parent = None
+
+    def sort_post_order(self):
+        """Puts ``instructions`` in post order (after passes appended new ones)."""
+        self.instructions = self.post_order()
+
     def to_text(self):
         from xla.hlo.printer import computation_to_text
         return computation_to_text(self)
@@ -263,6 +310,53 @@ class HloModule:
     def is_scheduled(self):
         value = self.header_attrs.get("is_scheduled")
         return value is True or getattr(value, "text", None) == "true"
+
+    def remove_computation(self, comp):
+        if comp is self.entry:
+            raise ValueError(f"cannot remove the entry computation {comp.name}")
+        self.computations = [c for c in self.computations if c is not comp]
+        comp.parent = None
+
+    def unique_name(self, prefix):
+        """A name starting with ``prefix`` that no instruction or computation has."""
+        taken = getattr(self, "_taken_names", None)
+        if taken is None or len(taken) < sum(len(c.instructions) for c in self.computations):
+            taken = {i.name for i in self.all_instructions()} | {c.name for c in self.computations}
+            self._taken_names = taken
+        base = prefix.split(".")[0] if prefix.rsplit(".", 1)[-1].isdigit() else prefix
+        n = getattr(self, "_next_suffix", 0)
+        while True:
+            n += 1
+            name = f"{base}.{n}"
+            if name not in taken:
+                taken.add(name)
+                self._next_suffix = n
+                return name
+
+    def called_computations_of(self, comp):
+        """The computations ``comp`` calls directly, in first-use order."""
+        out = []
+        for instr in comp.instructions:
+            for c in instr.called_computations:
+                if c not in out:
+                    out.append(c)
+        return out
+
+    def computations_post_order(self):
+        """Computations with callees before callers; unreachable ones too."""
+        order, seen = [], set()
+
+        def visit(c):
+            if id(c) in seen:
+                return
+            seen.add(id(c))
+            for callee in self.called_computations_of(c):
+                visit(callee)
+            order.append(c)
+
+        for c in ([self.entry] if self.entry else []) + self.computations:
+            visit(c)
+        return order
 
     def all_instructions(self):
         for comp in self.computations:

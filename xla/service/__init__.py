@@ -1,0 +1,1 @@
+"""Target-independent passes over HLO modules and the pass pipeline."""

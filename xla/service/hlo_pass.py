@@ -1,0 +1,114 @@
+"""The pass interface, pipelines and fixed-point sub-pipelines.
+
+A pass has a ``name`` and ``run(module) -> bool`` that says whether it
+changed the module. A pipeline runs passes in order and, per pass:
+
+* skips it if its name is in ``disabled_passes`` (``--xla_disable_hlo_passes``);
+* times it (``pipeline.timings``: pass name -> seconds, summed over runs);
+* runs the verifier after it when ``verify`` is set and the pass changed
+  the module, so a broken invariant is blamed on the pass that broke it;
+* calls ``dump_hook(module, pipeline_name, pass_name, changed)`` when set, the
+  hook through which the dump options write the module before and after
+  chosen passes.
+
+``HloPassFix`` reruns a pass (or sub-pipeline) until it reports no change,
+bounded by ``max_iterations`` so that two passes undoing each other cannot
+loop forever.
+"""
+import time
+
+from xla.errors import XlaError
+
+
+class HloPass:
+    """Base class; subclasses set ``name`` and implement ``run``."""
+
+    name = "unnamed-pass"
+
+    def run(self, module):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class PassError(XlaError):
+    """A pass left the module invalid; names the pass."""
+
+
+class HloPassPipeline(HloPass):
+    def __init__(self, name, passes=(), verify=False, disabled_passes=(), dump_hook=None):
+        self.name = name
+        self.passes = list(passes)
+        self.verify = verify
+        self.disabled_passes = frozenset(disabled_passes)
+        self.dump_hook = dump_hook
+        self.timings = {}
+        self.run_log = []  # (pass name, changed, seconds), in order
+
+    def add_pass(self, p):
+        self.passes.append(p)
+        return p
+
+    def _propagate(self, p):
+        # Sub-pipelines inherit the options of the pipeline that runs them.
+        inner = p.body if isinstance(p, HloPassFix) else p
+        if isinstance(inner, HloPassPipeline):
+            inner.verify = inner.verify or self.verify
+            inner.disabled_passes = inner.disabled_passes | self.disabled_passes
+            inner.dump_hook = inner.dump_hook or self.dump_hook
+
+    def run(self, module):
+        changed_any = False
+        if self.dump_hook:
+            self.dump_hook(module, self.name, None, False)
+        for p in self.passes:
+            if p.name in self.disabled_passes:
+                continue
+            self._propagate(p)
+            start = time.perf_counter()
+            changed = bool(p.run(module))
+            seconds = time.perf_counter() - start
+            self.timings[p.name] = self.timings.get(p.name, 0.0) + seconds
+            self.run_log.append((p.name, changed, seconds))
+            if changed:
+                for comp in module.computations:
+                    if not module.is_scheduled:
+                        comp.sort_post_order()
+                if self.verify:
+                    self._verify(module, p.name)
+            if self.dump_hook:
+                self.dump_hook(module, self.name, p.name, changed)
+            changed_any |= changed
+        return changed_any
+
+    @staticmethod
+    def _verify(module, pass_name):
+        from xla.hlo.verifier import verify_module
+        try:
+            verify_module(module)
+        except XlaError as e:
+            raise PassError(f"module is invalid after pass {pass_name}: {e}") from e
+
+    def timing_report(self):
+        """Lines ``pass: seconds`` sorted by time, slowest first."""
+        rows = sorted(self.timings.items(), key=lambda kv: -kv[1])
+        return "\n".join(f"{name}: {sec * 1e3:.2f} ms" for name, sec in rows)
+
+
+class HloPassFix(HloPass):
+    """Runs ``body`` until it reports no change (at most ``max_iterations``)."""
+
+    def __init__(self, body, max_iterations=25):
+        self.body = body
+        self.name = body.name
+        self.max_iterations = max_iterations
+        self.iterations = 0
+
+    def run(self, module):
+        changed_any = False
+        for self.iterations in range(1, self.max_iterations + 1):
+            if not self.body.run(module):
+                break
+            changed_any = True
+        return changed_any
