@@ -63,3 +63,16 @@ def test_print_parse_print_is_a_fixed_point(path):
     once = module_to_text(parse_hlo_module(path.read_text(encoding="utf-8"), filename=str(path)))
     twice = module_to_text(parse_hlo_module(once))
     assert once == twice, _first_difference(once, twice)
+
+
+@pytest.mark.parametrize("path", FILES, ids=_ids)
+def test_truncated_and_corrupted_files_raise_only_parse_errors(path):
+    from xla.errors import HloParseError
+    text = path.read_text(encoding="utf-8")
+    step = max(len(text) // 6, 1)
+    for cut in range(step // 2, len(text), step):
+        for broken in (text[:cut], text[:cut] + "}" + text[cut + 1:], text[:cut] + text[cut + 3:]):
+            try:
+                parse_hlo_module(broken)
+            except HloParseError as e:
+                assert e.line >= 1 and e.column >= 1

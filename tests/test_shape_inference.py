@@ -426,7 +426,7 @@ def test_declared_shape_ops():
 
 
 def test_optimization_barrier_and_after_all():
-    check("optimization-barrier", "(f32[2], s32[])", ["(f32[2], s32[])"], "(f32[2], s32[])")
+    check("opt-barrier", "(f32[2], s32[])", ["(f32[2], s32[])"], "(f32[2], s32[])")
     check("after-all", "token[]", ["token[]", "token[]"], "token[]")
     check("after-all", "token[]", [], "token[]")
     check("add-dependency", "f32[2]", ["f32[2]", "token[]"], "f32[2]")

@@ -24,7 +24,8 @@ PRED_RESULT = frozenset(["compare", "is-finite"])
 COLLECTIVES = frozenset("""
 all-reduce all-gather reduce-scatter all-to-all collective-permute
 all-reduce-start all-reduce-done all-gather-start all-gather-done
-collective-permute-start collective-permute-done
+collective-permute-start collective-permute-done collective-broadcast
+ragged-all-to-all
 """.split())
 
 OTHER = frozenset("""
@@ -32,7 +33,7 @@ parameter constant iota broadcast reshape bitcast transpose slice dynamic-slice
 dynamic-update-slice concatenate pad reverse gather scatter reduce reduce-window
 select-and-scatter dot convolution sort topk tuple get-tuple-element call while
 conditional fusion custom-call rng rng-bit-generator rng-get-and-update-state
-cholesky triangular-solve after-all optimization-barrier replica-id partition-id
+cholesky triangular-solve after-all opt-barrier replica-id partition-id
 add-dependency domain fft dynamic-reshape get-dimension-size set-dimension-size
 infeed outfeed send recv send-done recv-done async-start async-update async-done
 copy-start copy-done batch-norm-training batch-norm-inference batch-norm-grad

@@ -31,13 +31,6 @@ from xla.hlo.types import PrimitiveType, from_text as _type_from_text
 
 __all__ = ["parse_hlo_module", "parse_shape", "parse_literal", "STACK_FRAME_SECTIONS"]
 
-# Opcodes XLA prints that xla.hlo.opcodes does not list (yet); accepted here
-# so that real dumps parse.
-_EXTRA_OPCODES = frozenset("""
-opt-barrier collective-broadcast ragged-all-to-all all-reduce-scatter
-collective-permute-start collective-permute-done send recv dot-general
-""".split())
-
 # Sections of newer dumps between the header and the first computation.
 STACK_FRAME_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
@@ -1136,13 +1129,13 @@ _ASYNC_SUFFIXES = ("-start", "-update", "-done")
 
 
 def _is_opcode(opcode):
-    if opcode in opcodes.ALL_OPCODES or opcode in _EXTRA_OPCODES:
+    if opcode in opcodes.ALL_OPCODES:
         return True
     # XLA's syntax sugar for async ops: 'custom-call-start', 'add-done'...
     for suffix in _ASYNC_SUFFIXES:
         if opcode.endswith(suffix):
             base = opcode[:-len(suffix)]
-            return base in opcodes.ALL_OPCODES or base in _EXTRA_OPCODES
+            return base in opcodes.ALL_OPCODES
     return False
 
 

@@ -1438,7 +1438,7 @@ def _conditional(instr, shapes):
     return infer_conditional_shape(shapes[0], branches, shapes[1:])
 
 
-@rule("optimization-barrier", "opt-barrier", operands=1)
+@rule("opt-barrier", operands=1)
 def _optimization_barrier(instr, shapes):
     return shapes[0].without_layout()
 

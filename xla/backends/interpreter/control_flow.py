@@ -78,7 +78,7 @@ def _after_all(instr, operands, ctx):
     return TOKEN
 
 
-@register("optimization-barrier", "opt-barrier", "domain")
+@register("opt-barrier", "domain")
 def _identity(instr, operands, ctx):
     return operands[0]
 
