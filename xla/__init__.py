@@ -1,1 +1,26 @@
-"""A compiler for linear algebra in the spirit of XLA."""
+"""A compiler for linear algebra in the spirit of XLA.
+
+The public surface so far::
+
+    import xla
+    module = xla.parse_hlo_module(text)        # XLA's HLO text format
+    xla.verify_module(module)                  # invariants, shapes
+    exe = xla.compile(module, "interpreter")   # a platform from xla.backends.registry
+    result = exe.execute(*numpy_arrays)
+"""
+from xla.errors import (HloParseError, InvalidArgumentError, ShapeError, UnimplementedError,
+                        VerifierError, XlaError)
+from xla.hlo import HloComputation, HloInstruction, HloModule, Layout, PrimitiveType, Shape
+from xla.hlo.parser import parse_hlo_module, parse_shape
+from xla.hlo.printer import module_to_text
+from xla.hlo.verifier import verify_module
+from xla.backends.registry import available_platforms, compile
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",
+    "Layout", "PrimitiveType", "Shape", "ShapeError", "UnimplementedError", "VerifierError",
+    "XlaError", "available_platforms", "compile", "module_to_text", "parse_hlo_module",
+    "parse_shape", "verify_module",
+]
