@@ -51,3 +51,55 @@ def opcodes(module, computation=None):
     """Opcodes of the entry computation's instructions (or a named one), in order."""
     comp = module.entry if computation is None else module.computation(computation)
     return [i.opcode for i in comp.instructions]
+
+
+# ----- the JAX corpus (tests/corpus) ------------------------------------------
+CORPUS_DIR = __import__("pathlib").Path(__file__).resolve().parent.parent / "corpus"
+
+
+def _corpus_interpreter_test():
+    """tests/test_corpus_interpreter.py, loaded by path for its comparison helpers
+    (npz loading, tolerances by dtype, implementation-defined rng)."""
+    import importlib.util
+    import sys
+    name = "_corpus_interpreter_helpers"
+    if name not in sys.modules:
+        path = CORPUS_DIR.parent / "test_corpus_interpreter.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name]
+
+
+def corpus_files():
+    """Every ``*.hlo`` of tests/corpus (unoptimized and optimized), sorted."""
+    return sorted(CORPUS_DIR.glob("*.hlo")) if CORPUS_DIR.is_dir() else []
+
+
+def corpus_has_elided_constants(module):
+    return any(i.is_elided_constant for i in module.all_instructions())
+
+
+def assert_corpus_results(path, module, original=None):
+    """The interpreter's results on ``module`` match JAX's outputs for the
+    corpus file ``path`` (inputs and outputs from its .npz), compared as
+    tests/test_corpus_interpreter.py compares them. Values are compared only
+    by type and shape when ``original`` (default: ``module``) uses an op
+    whose results are implementation-defined (rng)."""
+    helpers = _corpus_interpreter_test()
+    data = helpers.load_npz(helpers.npz_for(path))
+    args = [helpers._as_type(data[f"arg{i}"], p.shape) for i, p in enumerate(module.entry.parameters)]
+    leaf_shapes = [s for _, s in module.entry.root_instruction.shape.leaves()]
+    expected = [helpers._as_type(data[f"out{i}"], s) for i, s in enumerate(leaf_shapes)]
+    result = evaluate(module, args)
+    assert len(result) == len(expected), f"{path.name}: {len(result)} results, JAX has {len(expected)}"
+    random = ({i.opcode for i in (original or module).all_instructions()}
+              & helpers.IMPLEMENTATION_DEFINED)
+    for i, (a, e) in enumerate(zip(result, expected)):
+        where = f"{path.name} out{i}"
+        if random:
+            a, e = np.asarray(a), np.asarray(e)
+            assert (a.shape, a.dtype) == (e.shape, e.dtype), where
+            continue
+        helpers.assert_matches(a, e, where)

@@ -28,6 +28,12 @@ class InterpreterExecutable:
 class InterpreterCompiler:
     platform = "interpreter"
 
+    def optimization_pipeline(self, **options):
+        """The passes ``hlo_opt --platform=interpreter`` runs: the
+        target-independent pipeline (the interpreter evaluates fusions)."""
+        from xla.service.pipelines import target_independent_pipeline
+        return target_independent_pipeline(**options)
+
     def compile(self, module):
         verify_module(module)
         return InterpreterExecutable(module)

@@ -1,0 +1,177 @@
+"""CopyInsertion: copies for while inits, swapped body results, conditional
+branches and the entry result, and none where a buffer is already owned."""
+from pass_test_util import assert_same_results, opcodes, run_pass
+
+from xla.service.copy_insertion import CopyInsertion
+
+BODY_COND = """
+body {
+  bp = (s32[], f32[3], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(bp), index=0
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  a = f32[3] get-tuple-element(bp), index=1
+  b = f32[3] get-tuple-element(bp), index=2
+  ROOT t = (s32[], f32[3], f32[3]) tuple(i2, SECOND, THIRD)
+}
+
+cond {
+  cp = (s32[], f32[3], f32[3]) parameter(0)
+  ci = s32[] get-tuple-element(cp), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(ci, n), direction=LT
+}
+"""
+
+
+def loop_module(second="a", third="b", entry=None):
+    entry = entry or """
+ENTRY e {
+  p0 = f32[3] parameter(0)
+  e0 = f32[3] exponential(p0)
+  e1 = f32[3] sine(p0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[3], f32[3]) tuple(zero, e0, e1)
+  w = (s32[], f32[3], f32[3]) while(init), condition=cond, body=body
+  ROOT r = f32[3] get-tuple-element(w), index=1
+}
+"""
+    return "HloModule m\n" + BODY_COND.replace("SECOND", second).replace("THIRD", third) + entry
+
+
+def insert(text, changed=True):
+    module, did = run_pass(CopyInsertion(), text)
+    assert did is changed
+    assert_same_results(text, module)
+    return module
+
+
+def test_constant_init_element_is_copied_owned_ones_are_not():
+    m = insert(loop_module())
+    init = m.entry.instruction("init")
+    assert [o.opcode for o in init.operands] == ["copy", "exponential", "sine"]
+    assert init.operands[0].operands[0].name == "zero"
+    assert opcodes(m, "body").count("copy") == 0
+
+
+def test_parameter_and_shared_init_elements_are_copied():
+    entry = """
+ENTRY e {
+  p0 = f32[3] parameter(0)
+  e0 = f32[3] exponential(p0)
+  zero = s32[] constant(0)
+  i0 = s32[] negate(zero)
+  init = (s32[], f32[3], f32[3]) tuple(i0, p0, e0)
+  w = (s32[], f32[3], f32[3]) while(init), condition=cond, body=body
+  r = f32[3] get-tuple-element(w), index=1
+  ROOT s = f32[3] add(r, e0)
+}
+"""
+    m = insert(loop_module(entry=entry))
+    init = m.entry.instruction("init")
+    assert [o.opcode for o in init.operands] == ["negate", "copy", "copy"]
+
+
+def test_repeated_init_element_is_copied():
+    entry = """
+ENTRY e {
+  p0 = f32[3] parameter(0)
+  e0 = f32[3] exponential(p0)
+  zero = s32[] constant(0)
+  i0 = s32[] negate(zero)
+  init = (s32[], f32[3], f32[3]) tuple(i0, e0, e0)
+  w = (s32[], f32[3], f32[3]) while(init), condition=cond, body=body
+  ROOT r = f32[3] get-tuple-element(w), index=1
+}
+"""
+    m = insert(loop_module(entry=entry))
+    assert [o.opcode for o in m.entry.instruction("init").operands] == ["negate", "exponential", "copy"]
+
+
+def test_swapped_body_elements_are_copied():
+    m = insert(loop_module(second="b", third="a"))
+    root = m.computation("body").root_instruction
+    assert [o.opcode for o in root.operands] == ["add", "copy", "copy"]
+
+
+def test_repeated_body_element_is_copied():
+    m = insert(loop_module(second="a", third="a"))
+    root = m.computation("body").root_instruction
+    # a at index 1 is a pass-through; at index 2 it is swapped in and repeated.
+    assert [o.opcode for o in root.operands] == ["add", "get-tuple-element", "copy"]
+
+
+def test_entry_root_parameter_and_constant_are_copied():
+    text = """HloModule m
+
+ENTRY e {
+  p0 = f32[3] parameter(0)
+  c = f32[3] constant({1, 2, 3})
+  n = f32[3] negate(p0)
+  ROOT t = (f32[3], f32[3], f32[3], f32[3]) tuple(p0, c, n, n)
+}
+"""
+    m = insert(text)
+    assert [o.opcode for o in m.entry.root_instruction.operands] == ["copy", "copy", "negate", "copy"]
+
+
+def test_entry_root_alias_allows_the_parameter():
+    text = """HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }
+
+ENTRY e {
+  p0 = f32[3] parameter(0)
+  p1 = f32[3] parameter(1)
+  ROOT t = (f32[3], f32[3]) tuple(p0, p1)
+}
+"""
+    m = insert(text)
+    assert [o.opcode for o in m.entry.root_instruction.operands] == ["parameter", "copy"]
+
+
+def test_entry_root_that_is_a_parameter():
+    text = """HloModule m
+
+ENTRY e {
+  ROOT p0 = (f32[3], s32[]) parameter(0)
+}
+"""
+    m = insert(text)
+    root = m.entry.root_instruction
+    assert root.opcode == "tuple" and [o.opcode for o in root.operands] == ["copy", "copy"]
+
+
+def test_conditional_branch_returning_its_parameter_is_copied():
+    text = """HloModule m
+
+t {
+  tp = f32[3] parameter(0)
+  ROOT tn = f32[3] negate(tp)
+}
+
+f {
+  ROOT fp = f32[3] parameter(0)
+}
+
+ENTRY e {
+  p = pred[] parameter(0)
+  x = f32[3] parameter(1)
+  c = f32[3] conditional(p, x, x), true_computation=t, false_computation=f
+  ROOT n = f32[3] negate(c)
+}
+"""
+    m = insert(text)
+    assert m.computation("t").root_instruction.opcode == "negate"
+    assert m.computation("f").root_instruction.opcode == "copy"
+
+
+def test_nothing_to_copy_returns_false():
+    text = """HloModule m
+
+ENTRY e {
+  p0 = f32[3] parameter(0)
+  ROOT n = f32[3] negate(p0)
+}
+"""
+    module, changed = run_pass(CopyInsertion(), text)
+    assert not changed
+    assert opcodes(module) == ["parameter", "negate"]

@@ -1,0 +1,51 @@
+"""Every pass by name, for ``hlo_opt --passes=a,b`` and
+``--xla_disable_hlo_passes``. Names are XLA's where XLA has the pass.
+
+Modules are imported on first use, so listing the names costs nothing.
+"""
+import importlib
+
+from xla.errors import InvalidArgumentError
+
+# pass name -> "module:class" (the class takes no constructor arguments).
+PASSES = {
+    "algsimp": "xla.service.algebraic_simplifier:AlgebraicSimplifier",
+    "call-inliner": "xla.service.call_inliner:CallInliner",
+    "constant-folding": "xla.service.constant_folding:HloConstantFolding",
+    "copy-insertion": "xla.service.copy_insertion:CopyInsertion",
+    "cse": "xla.service.cse:HloCSE",
+    "dce": "xla.service.dce:HloDCE",
+    "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
+    "fusion": "xla.service.instruction_fusion:InstructionFusion",
+    "hlo-memory-scheduler": "xla.service.hlo_memory_scheduler:HloMemoryScheduler",
+    "layout-assignment": "xla.service.layout_assignment:LayoutAssignment",
+    "multi_output_fusion": "xla.service.multi_output_fusion:MultiOutputFusion",
+    "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
+    "while-loop-invariant-code-motion":
+        "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",
+    "while-loop-simplifier": "xla.service.while_loop_simplifier:WhileLoopSimplifier",
+}
+
+
+def pass_names():
+    return sorted(PASSES)
+
+
+def make_pass(name):
+    """A new instance of the pass called ``name``; unknown names are a clear error."""
+    try:
+        target = PASSES[name]
+    except KeyError:
+        import difflib
+        close = difflib.get_close_matches(name, PASSES, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise InvalidArgumentError(
+            f"unknown pass {name!r}{hint}; known passes: {', '.join(pass_names())}") from None
+    module_name, cls = target.split(":")
+    return getattr(importlib.import_module(module_name), cls)()
+
+
+def check_pass_names(names, what="pass"):
+    for name in names:
+        if name not in PASSES:
+            make_pass(name)  # raises with suggestions

@@ -1,0 +1,272 @@
+"""Small helpers shared by the simplification passes (DCE, CSE, tuple
+simplifier, constant folding, call inlining, while-loop passes).
+
+* ``SideEffects``: whether an instruction has a side effect, looking into
+  the computations it calls (XLA's ``HloInstruction::HasSideEffect``);
+* ``has_control_dependencies``: instructions a pass must leave in place;
+* ``apply_replacements``: redirects many uses at once (linear time) and
+  drops the replaced instructions, keeping the instruction list a valid
+  order (a scheduled module's order stays a valid schedule);
+* ``instruction_order``: the order a pass should walk a computation in;
+* ``clone_instruction`` and ``inline_computation``: copy a callee's
+  instructions into a caller under fresh unique names;
+* ``remove_unreferenced``: drops computations nothing calls any more;
+* ``evaluate_expression``: evaluates an expression from constants and
+  known leaf values with the interpreter's handlers.
+"""
+import numpy as np
+
+from xla.hlo import opcodes
+from xla.hlo.ir import HloInstruction
+
+
+def _is_true(value):
+    return value is True or getattr(value, "text", None) == "true"
+
+
+class SideEffects:
+    """Answers ``has_side_effect(instr)``, caching per computation.
+
+    An instruction has a side effect when its opcode is in
+    ``opcodes.SIDE_EFFECTING``, when it is a custom-call with
+    ``custom_call_has_side_effect=true``, or when a computation it calls
+    (transitively) contains such an instruction. Make a new object after
+    changing called computations.
+    """
+
+    def __init__(self):
+        self._computations = {}
+
+    def has_side_effect(self, instr):
+        if instr.opcode in opcodes.SIDE_EFFECTING:
+            return True
+        if instr.opcode == "custom-call" and _is_true(instr.attr("custom_call_has_side_effect")):
+            return True
+        return any(self.computation_has_side_effect(c) for c in instr.called_computations)
+
+    def computation_has_side_effect(self, comp):
+        cached = self._computations.get(id(comp))
+        if cached is None:
+            self._computations[id(comp)] = False  # breaks (invalid) call cycles
+            cached = any(self.has_side_effect(i) for i in comp.instructions)
+            self._computations[id(comp)] = cached
+        return cached
+
+
+def control_successor_ids(comp):
+    """ids of the instructions of ``comp`` that are some instruction's control predecessor."""
+    out = set()
+    for instr in comp.instructions:
+        for pred in instr.control_predecessors:
+            out.add(id(pred))
+    return out
+
+
+def has_control_dependencies(instr, successor_ids):
+    """True when ``instr`` has control predecessors or successors."""
+    return bool(instr.control_predecessors) or id(instr) in successor_ids
+
+
+def instruction_order(comp):
+    """Operands before users: the list itself for a scheduled module (so that
+    an earlier instruction stays earlier in the schedule), else post order."""
+    module = comp.parent
+    if module is not None and module.is_scheduled:
+        return list(comp.instructions)
+    return comp.post_order()
+
+
+def apply_replacements(comp, replacements):
+    """Makes every use of ``old`` a use of ``replacements[id(old)]`` and removes ``old``.
+
+    A replacement may itself be replaced (chains are followed). A
+    replacement that is not in any computation yet (``parent is None``) is
+    added at the position of the instruction it replaces. The replaced
+    instructions must have no side effects the caller still needs.
+    """
+    if not replacements:
+        return
+
+    def resolve(instr):
+        while id(instr) in replacements:
+            instr = replacements[id(instr)]
+        return instr
+
+    def rewire(instr):
+        if any(id(o) in replacements for o in instr.operands):
+            instr.operands = [resolve(o) for o in instr.operands]
+        preds = instr.attrs.get("control-predecessors")
+        if preds and any(id(p) in replacements for p in preds):
+            instr.attrs["control-predecessors"] = tuple(dict.fromkeys(resolve(p) for p in preds))
+
+    kept = []
+    for instr in comp.instructions:
+        new = replacements.get(id(instr))
+        if new is None:
+            rewire(instr)
+            kept.append(instr)
+            continue
+        if new.parent is None:
+            new.parent = comp
+            rewire(new)
+            kept.append(new)
+        instr.parent = None
+    comp.instructions = kept
+    comp.root_instruction = resolve(comp.root_instruction)
+
+
+def clone_instruction(instr, operands, name):
+    """A copy of ``instr`` with new operands and name (attributes copied,
+    literal shared: literals are never mutated in place)."""
+    return HloInstruction(instr.opcode, instr.shape, operands, name=name, attrs=dict(instr.attrs),
+                          literal=instr.literal, parameter_number=instr.parameter_number)
+
+
+def inline_computation(caller, before, callee, args):
+    """Clones ``callee``'s instructions into ``caller`` in front of ``before``.
+
+    Parameter ``i`` of the callee becomes ``args[i]``; every other
+    instruction (dead ones too, so side effects survive) is cloned with a
+    fresh name from ``module.unique_name`` and its control predecessors
+    mapped to the clones. Returns the instruction that holds the callee's
+    result in the caller (a clone, or one of ``args`` when the callee's root
+    is a parameter). Nothing uses it yet.
+    """
+    module = caller.parent
+    mapping = {}
+    clones = []
+    for instr in callee.post_order():
+        if instr.opcode == "parameter":
+            mapping[id(instr)] = args[instr.parameter_number]
+            continue
+        clone = clone_instruction(instr, [mapping[id(o)] for o in instr.operands],
+                                  module.unique_name(instr.name))
+        if "control-predecessors" in clone.attrs:
+            clone.attrs["control-predecessors"] = tuple(
+                mapping[id(p)] for p in instr.control_predecessors)
+        mapping[id(instr)] = clone
+        clones.append(clone)
+    insert_before(caller, before, clones)
+    return mapping[id(callee.root_instruction)]
+
+
+def insert_before(comp, anchor, instrs):
+    """Adds ``instrs`` (in order) to ``comp`` just before ``anchor``."""
+    if not instrs:
+        return
+    for instr in instrs:
+        instr.parent = comp
+    pos = next(n for n, i in enumerate(comp.instructions) if i is anchor)
+    comp.instructions[pos:pos] = list(instrs)
+
+
+def insert_after(comp, anchor, instrs):
+    """Adds ``instrs`` (in order) to ``comp`` just after ``anchor``."""
+    if not instrs:
+        return
+    for instr in instrs:
+        instr.parent = comp
+    pos = next(n for n, i in enumerate(comp.instructions) if i is anchor)
+    comp.instructions[pos + 1:pos + 1] = list(instrs)
+
+
+def referenced_computations(module):
+    """ids of the computations some instruction of ``module`` calls."""
+    out = set()
+    for comp in module.computations:
+        for instr in comp.instructions:
+            for callee in instr.called_computations:
+                out.add(id(callee))
+    return out
+
+
+def remove_unreferenced(module, candidates):
+    """Removes the computations of ``candidates`` that nothing calls, and then
+    the ones only they called; never the entry. Returns True if any went."""
+    removed = False
+    pending = list(candidates)
+    while pending:
+        referenced = referenced_computations(module)
+        next_round = []
+        for comp in pending:
+            if comp is module.entry or id(comp) in referenced or comp.parent is not module:
+                continue
+            next_round.extend(module.called_computations_of(comp))
+            module.remove_computation(comp)
+            removed = True
+        pending = next_round
+    return removed
+
+
+class NotEvaluable(Exception):
+    """The expression depends on something other than constants and known leaves."""
+
+
+# Opcodes evaluate_expression refuses: no fixed value, or possibly unbounded work.
+_NOT_EVALUABLE = opcodes.SIDE_EFFECTING | frozenset([
+    "parameter", "while", "custom-call", "rng-bit-generator", "replica-id", "partition-id",
+    "infeed", "outfeed", "async-start", "async-update", "async-done", "copy-start", "copy-done",
+    "optimization-barrier", "domain", "add-dependency", "set-dimension-size", "dynamic-reshape",
+    "get-dimension-size"])
+
+
+def evaluate_expression(root, leaf_value, evaluator, side_effects, max_elements=1 << 20):
+    """The value of ``root`` computed with the interpreter's handlers.
+
+    ``leaf_value(instr)`` returns a known value for an instruction (or None);
+    constants supply their literal. Raises NotEvaluable when the expression
+    needs anything else (a parameter, an unknown leaf, an elided constant, a
+    side effect, a while loop), or an intermediate result has more than
+    ``max_elements`` elements.
+    """
+    from xla.backends.interpreter.registry import HANDLERS
+
+    values = {}
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in values:
+            continue
+        if not expanded:
+            leaf = leaf_value(node)
+            if leaf is not None:
+                values[id(node)] = leaf
+                continue
+            if node.opcode == "constant":
+                if node.literal is None:
+                    raise NotEvaluable(f"{node.name} is an elided constant")
+                values[id(node)] = node.literal
+                continue
+            if node.opcode in _NOT_EVALUABLE or side_effects.has_side_effect(node):
+                raise NotEvaluable(f"{node.name} ({node.opcode}) cannot be evaluated")
+            if node.shape.is_dynamic or any(s.num_elements() > max_elements
+                                            for _, s in node.shape.leaves() if s.is_array):
+                raise NotEvaluable(f"{node.name} is dynamic or too large")
+            stack.append((node, True))
+            for op in reversed(node.operands):
+                if id(op) not in values:
+                    stack.append((op, False))
+            continue
+        handler = HANDLERS.get(node.opcode)
+        if handler is None:
+            raise NotEvaluable(f"the interpreter has no handler for {node.opcode}")
+        with np.errstate(all="ignore"):
+            value = handler(node, [values[id(o)] for o in node.operands], evaluator)
+        values[id(node)] = conform(value, node.shape)
+    return values[id(root)]
+
+
+def conform(value, shape):
+    """A handler's value as a contiguous array of ``shape``'s type (tuples recursively)."""
+    if shape.is_tuple:
+        return tuple(conform(v, s) for v, s in zip(value, shape.tuple_shapes))
+    if not shape.is_array:
+        return value
+    value = np.asarray(value)
+    if value.dtype != shape.dtype:
+        value = value.astype(shape.dtype)
+    if tuple(value.shape) != tuple(shape.dimensions):
+        raise NotEvaluable(f"value has dimensions {list(value.shape)}, shape says {shape}")
+    if not value.flags.c_contiguous:
+        value = np.array(value, order="C")
+    return value

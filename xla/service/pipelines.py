@@ -1,0 +1,58 @@
+"""The target-independent optimization pipeline, as backends run it.
+
+Order, and why:
+
+1. ``call-inliner``, ``dce``: later passes see one flat entry computation.
+2. ``simplification`` (to a fixed point): algsimp, constant-folding,
+   tuple-simplifier, while-loop-simplifier, cse, dce, each making work for
+   the others.
+3. ``while-loop-invariant-code-motion``, then ``dot_decomposer`` (canonical
+   dots for the emitters) and another simplification round to clean up the
+   reshapes and transposes it adds.
+4. ``layout-assignment``: every shape gets a layout; copies where they change.
+5. ``fusion``, ``multi_output_fusion``, ``dce``.
+6. ``copy-insertion`` (while/conditional buffers alias safely), then
+   ``hlo-memory-scheduler``, after which the module is scheduled and buffer
+   assignment (an analysis, not a pass) can run.
+"""
+from xla.service.hlo_pass import HloPassFix, HloPassPipeline
+from xla.service.pass_registry import make_pass
+
+
+def _pipeline(name, pass_names, **options):
+    return HloPassPipeline(name, [make_pass(n) for n in pass_names], **options)
+
+
+def simplification_pipeline(**options):
+    return HloPassFix(_pipeline("simplification", [
+        "algsimp", "constant-folding", "tuple-simplifier", "while-loop-simplifier", "cse", "dce",
+    ], **options))
+
+
+def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None, fusion=True,
+                                schedule=True):
+    """The whole pipeline; ``fusion``/``schedule`` False stop before those stages."""
+    options = dict(verify=verify, disabled_passes=disabled_passes, dump_hook=dump_hook)
+    p = HloPassPipeline("optimization", **options)
+    p.add_pass(make_pass("call-inliner"))
+    p.add_pass(make_pass("dce"))
+    p.add_pass(simplification_pipeline(**options))
+    p.add_pass(make_pass("while-loop-invariant-code-motion"))
+    p.add_pass(make_pass("dot_decomposer"))
+    p.add_pass(simplification_pipeline(**options))
+    p.add_pass(make_pass("layout-assignment"))
+    if fusion:
+        p.add_pass(make_pass("fusion"))
+        p.add_pass(make_pass("multi_output_fusion"))
+        p.add_pass(make_pass("dce"))
+    if schedule:
+        p.add_pass(make_pass("copy-insertion"))
+        p.add_pass(make_pass("hlo-memory-scheduler"))
+    return p
+
+
+def run_passes(module, pass_names, verify=True, disabled_passes=()):
+    """Runs the named passes in order (``hlo_opt --passes``); returns the pipeline."""
+    p = _pipeline("hlo-opt", pass_names, verify=verify, disabled_passes=disabled_passes)
+    p.run(module)
+    return p
