@@ -1,0 +1,71 @@
+"""End-to-end tests of tools/hlo_opt.py, run as a user runs it."""
+import os
+import subprocess
+import sys
+
+from xla.hlo.parser import parse_hlo_module
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = os.path.join(ROOT, "tools", "hlo_opt.py")
+
+MODULE = """\
+HloModule simplify_me
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %n1 = f32[4]{0} negate(f32[4]{0} %x)
+  %n2 = f32[4]{0} negate(f32[4]{0} %n1)
+  %one = f32[] constant(1)
+  %ones = f32[4]{0} broadcast(f32[] %one), dimensions={}
+  %dead = f32[4]{0} exponential(f32[4]{0} %x)
+  ROOT %m = f32[4]{0} multiply(f32[4]{0} %n2, f32[4]{0} %ones)
+}
+"""
+
+
+def run_tool(*args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_named_passes_print_the_result(tmp_path):
+    path = tmp_path / "m.hlo"
+    path.write_text(MODULE)
+    proc = run_tool("--passes=algsimp,dce", str(path))
+    assert proc.returncode == 0, proc.stderr
+    module = parse_hlo_module(proc.stdout)
+    # -(-x) * broadcast(1) is x; the dead exponential is gone.
+    root = module.entry.root_instruction
+    assert root.opcode == "parameter"
+    assert [i.opcode for i in module.entry.instructions] == ["parameter"]
+
+
+def test_disabled_pass_is_skipped(tmp_path):
+    path = tmp_path / "m.hlo"
+    path.write_text(MODULE)
+    proc = run_tool("--passes=algsimp,dce", "--xla_disable_hlo_passes=dce", str(path))
+    assert proc.returncode == 0, proc.stderr
+    module = parse_hlo_module(proc.stdout)
+    assert "exponential" in [i.opcode for i in module.entry.instructions]
+
+
+def test_unknown_pass_is_a_clear_error(tmp_path):
+    path = tmp_path / "m.hlo"
+    path.write_text(MODULE)
+    proc = run_tool("--passes=algsimpp", str(path))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "algsimpp" in proc.stderr and "did you mean algsimp" in proc.stderr
+
+
+def test_parse_error_and_output_over_input(tmp_path):
+    path = tmp_path / "m.hlo"
+    path.write_text(MODULE.replace("negate(", "negat(", 1))
+    proc = run_tool(str(path))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "m.hlo:5:" in proc.stderr and "negat" in proc.stderr
+    path.write_text(MODULE)
+    proc = run_tool(f"--output={path}", str(path))
+    assert proc.returncode != 0 and "overwrite" in proc.stderr
+    assert path.read_text() == MODULE
