@@ -22,11 +22,11 @@ def test_gte_of_tuple_becomes_the_element():
     assert module.to_text() == """HloModule m
 
 ENTRY %main (x: f32[4], y: s32[]) -> (s32[], f32[4]) {
-  %y = s32[] parameter(1)
   %x = f32[4] parameter(0)
+  %y = s32[] parameter(1)
+  %t = (f32[4], s32[]) tuple(%x, %y)
   %n = f32[4] negate(%x)
   ROOT %r = (s32[], f32[4]) tuple(%y, %n)
-  %t = (f32[4], s32[]) tuple(%x, %y)
 }
 """
     assert_same_results(GTE_OF_TUPLE, module)

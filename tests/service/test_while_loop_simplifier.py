@@ -46,9 +46,9 @@ def test_zero_trip_loop_becomes_its_init():
     assert module.to_text() == """HloModule m
 
 ENTRY %main (x: f32[4], a: f32[4]) -> (s32[], f32[4], f32[4]) {
-  %start = s32[] constant(5)
   %x = f32[4] parameter(0)
   %a = f32[4] parameter(1)
+  %start = s32[] constant(5)
   ROOT %init = (s32[], f32[4], f32[4]) tuple(%start, %x, %a)
 }
 """

@@ -15,6 +15,68 @@ from xla.hlo.shape import Shape
 _ids = itertools.count()
 
 
+class _OperandList(list):
+    """An instruction's operand list that keeps its operands' user sets current.
+
+    Any change (item assignment, append, insert, slice assignment, ...) is
+    applied and then reconciled: each operand's ``_users`` maps its users to
+    how many times they use it.
+    """
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner, items=()):
+        super().__init__(items)
+        self._owner = owner
+        for op in self:
+            _add_use(op, owner)
+
+    def _detach(self):
+        for op in self:
+            _remove_use(op, self._owner)
+
+    def _reconcile(self, before):
+        owner = self._owner
+        for op in before:
+            _remove_use(op, owner)
+        for op in self:
+            _add_use(op, owner)
+
+
+def _add_use(operand, user):
+    users = getattr(operand, "_users", None)  # the parser holds None for forward references
+    if users is not None:
+        users[user] = users.get(user, 0) + 1
+
+
+def _remove_use(operand, user):
+    users = getattr(operand, "_users", None)
+    if users is None:
+        return
+    n = users.get(user, 0) - 1
+    if n > 0:
+        users[user] = n
+    else:
+        users.pop(user, None)
+
+
+def _tracked(name):
+    method = getattr(list, name)
+
+    def wrapper(self, *args, **kwargs):
+        before = list(self)
+        result = method(self, *args, **kwargs)
+        self._reconcile(before)
+        return result if result is not self else self
+    wrapper.__name__ = name
+    return wrapper
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend",
+              "insert", "pop", "remove", "clear", "sort", "reverse"):
+    setattr(_OperandList, _name, _tracked(_name))
+
+
 class HloInstruction:
     """One HLO instruction.
 
@@ -30,7 +92,7 @@ class HloInstruction:
       parent: the HloComputation that holds this instruction.
     """
 
-    __slots__ = ("opcode", "shape", "operands", "name", "attrs", "literal",
+    __slots__ = ("opcode", "shape", "_operands", "_users", "name", "attrs", "literal",
                  "parameter_number", "parent", "unique_id", "__weakref__")
 
     def __init__(self, opcode, shape, operands=(), name=None, attrs=None, literal=None,
@@ -39,7 +101,8 @@ class HloInstruction:
             raise TypeError(f"shape of {opcode} must be a Shape, got {type(shape).__name__}")
         self.opcode = opcode
         self.shape = shape
-        self.operands = list(operands)
+        self._users = {}
+        self._operands = _OperandList(self, operands)
         self.unique_id = next(_ids)
         self.name = name if name is not None else f"{opcode}.{self.unique_id}"
         self.attrs = dict(attrs) if attrs else {}
@@ -93,11 +156,21 @@ class HloInstruction:
         return self.parent is not None and self.parent.root_instruction is self
 
     @property
+    def operands(self):
+        return self._operands
+
+    @operands.setter
+    def operands(self, value):
+        self._operands._detach()
+        self._operands = _OperandList(self, value)
+
+    @property
     def users(self):
-        """Instructions of the same computation that use this one, in order."""
-        if self.parent is None:
-            return []
-        return [i for i in self.parent.instructions if any(o is self for o in i.operands)]
+        """Instructions of the same computation that use this one, each once,
+        in the order they started using it. Kept up to date by every change
+        to an operand list, so this costs O(users), not O(instructions)."""
+        parent = self.parent
+        return [u for u in self._users if u.parent is parent and parent is not None]
 
     def replace_operand(self, old, new):
         self.operands = [new if o is old else o for o in self.operands]
@@ -177,12 +250,14 @@ class HloComputation:
     def post_order(self):
         """Instructions with operands (and control predecessors) before users.
 
-        Depth-first from the root and then every other instruction in list
-        order, so dead instructions are included too.
+        Depth-first from every instruction in list order, the root last, so
+        a valid order is kept as it is, dead instructions are included, and
+        the root comes last.
         """
         visited = set()
         order = []
-        for start in [self.root_instruction] + self.instructions:
+        root = self.root_instruction
+        for start in [i for i in self.instructions if i is not root] + [root]:
             if start is None or id(start) in visited:
                 continue
             stack = [(start, False)]
@@ -221,14 +296,21 @@ class HloComputation:
         """Makes every user of ``old`` (and the root, if it is ``old``) use ``new``."""
         if old is new:
             return
-        for instr in self.instructions:
-            if any(o is old for o in instr.operands):
-                instr.operands = [new if o is old else o for o in instr.operands]
-            preds = instr.attrs.get("control-predecessors")
-            if preds and any(p is old for p in preds):
-                instr.attrs["control-predecessors"] = tuple(new if p is old else p for p in preds)
+        for user in list(old._users):
+            if user.parent is self:
+                user.operands = [new if o is old else o for o in user.operands]
+        if self._has_control_dependencies():
+            for instr in self.instructions:
+                preds = instr.attrs.get("control-predecessors")
+                if preds and any(p is old for p in preds):
+                    instr.attrs["control-predecessors"] = tuple(new if p is old else p for p in preds)
         if self.root_instruction is old:
             self.root_instruction = new
+
+    def _has_control_dependencies(self):
+        # Control dependencies are rare (they come from parsed text); the
+        # scan over attrs is skipped when a computation has none.
+        return any("control-predecessors" in i.attrs for i in self.instructions)
 
     def replace_instruction(self, old, new):
         """Adds ``new`` if needed, redirects all uses of ``old`` to it, removes ``old``."""
@@ -241,7 +323,10 @@ class HloComputation:
         """Removes an instruction that nothing uses any more."""
         if instr is self.root_instruction:
             raise ValueError(f"cannot remove the root {instr.name} of {self.name}")
-        self.instructions = [i for i in self.instructions if i is not instr]
+        instructions = self.instructions
+        index = instructions.index(instr)  # identity comparison, at C speed
+        # A new list, so that callers iterating the old one are unaffected.
+        self.instructions = instructions[:index] + instructions[index + 1:]
         instr.parent = None
 
     def sort_post_order(self):

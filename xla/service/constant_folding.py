@@ -57,7 +57,7 @@ def _elements(shape):
 
 
 class HloConstantFolding(HloPass):
-    name = "constant-folding"
+    name = "constant_folding"
 
     def __init__(self, max_constant_elements=MAX_CONSTANT_ELEMENTS):
         self.max_constant_elements = max_constant_elements

@@ -27,6 +27,8 @@ compute the same value differently (``a+b`` vs ``b+a`` for subtract, or
 algebraic identities: that is the algebraic simplifier's job), or remove the
 operands that become dead (run DCE after).
 """
+import numpy as np
+
 from xla.hlo.ir import HloComputation
 from xla.service.hlo_pass import HloPass
 from xla.service.pass_utils import (SideEffects, apply_replacements, control_successor_ids,
@@ -43,7 +45,6 @@ def literal_key(literal):
     if isinstance(literal, tuple):
         parts = tuple(literal_key(x) for x in literal)
         return None if any(p is None for p in parts) else ("tuple", parts)
-    import numpy as np
     array = np.ascontiguousarray(literal)
     return (str(array.dtype), array.shape, array.tobytes())
 

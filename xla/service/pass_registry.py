@@ -11,7 +11,7 @@ from xla.errors import InvalidArgumentError
 PASSES = {
     "algsimp": "xla.service.algebraic_simplifier:AlgebraicSimplifier",
     "call-inliner": "xla.service.call_inliner:CallInliner",
-    "constant-folding": "xla.service.constant_folding:HloConstantFolding",
+    "constant_folding": "xla.service.constant_folding:HloConstantFolding",
     "copy-insertion": "xla.service.copy_insertion:CopyInsertion",
     "cse": "xla.service.cse:HloCSE",
     "dce": "xla.service.dce:HloDCE",
@@ -23,7 +23,7 @@ PASSES = {
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":
         "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",
-    "while-loop-simplifier": "xla.service.while_loop_simplifier:WhileLoopSimplifier",
+    "simplify-while-loops": "xla.service.while_loop_simplifier:WhileLoopSimplifier",
 }
 
 

@@ -9,7 +9,8 @@ simplifier, constant folding, call inlining, while-loop passes).
   order (a scheduled module's order stays a valid schedule);
 * ``instruction_order``: the order a pass should walk a computation in;
 * ``clone_instruction`` and ``inline_computation``: copy a callee's
-  instructions into a caller under fresh unique names;
+  instructions into a caller under fresh unique names; ``insert_before``
+  and ``insert_after`` place new instructions in a computation's order;
 * ``remove_unreferenced``: drops computations nothing calls any more;
 * ``evaluate_expression``: evaluates an expression from constants and
   known leaf values with the interpreter's handlers.

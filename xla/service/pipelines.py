@@ -3,8 +3,8 @@
 Order, and why:
 
 1. ``call-inliner``, ``dce``: later passes see one flat entry computation.
-2. ``simplification`` (to a fixed point): algsimp, constant-folding,
-   tuple-simplifier, while-loop-simplifier, cse, dce, each making work for
+2. ``simplification`` (to a fixed point): algsimp, constant_folding,
+   tuple-simplifier, simplify-while-loops, cse, dce, each making work for
    the others.
 3. ``while-loop-invariant-code-motion``, then ``dot_decomposer`` (canonical
    dots for the emitters) and another simplification round to clean up the
@@ -25,7 +25,7 @@ def _pipeline(name, pass_names, **options):
 
 def simplification_pipeline(**options):
     return HloPassFix(_pipeline("simplification", [
-        "algsimp", "constant-folding", "tuple-simplifier", "while-loop-simplifier", "cse", "dce",
+        "algsimp", "constant_folding", "tuple-simplifier", "simplify-while-loops", "cse", "dce",
     ], **options))
 
 

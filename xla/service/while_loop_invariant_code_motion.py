@@ -26,6 +26,9 @@ not ``get-tuple-element``s get a tuple of its original elements. Hoisted
 instructions left unused in the body are removed; cheap ones still used
 there stay (they are cheap).
 
+Dead instructions of the body are not hoisted (DCE's business), and the
+old init, if nothing else uses it, is left for DCE.
+
 Loops left alone: loops whose body root is not a tuple, with control
 predecessors or successors, whose condition or body is called from anywhere
 else, or whose body or condition use the parameter other than through
@@ -56,6 +59,20 @@ def _call_counts(module):
             for callee in instr.called_computations:
                 counts[id(callee)] = counts.get(id(callee), 0) + 1
     return counts
+
+
+def _live(comp, side_effects):
+    """ids of the instructions the root or a side effect depends on (the rest
+    is dead code, DCE's business)."""
+    live = set()
+    stack = [comp.root_instruction] + [i for i in comp.instructions if side_effects.has_side_effect(i)]
+    while stack:
+        instr = stack.pop()
+        if id(instr) not in live:
+            live.add(id(instr))
+            stack.extend(instr.operands)
+            stack.extend(instr.control_predecessors)
+    return live
 
 
 def _only_gte_users(parameter):
@@ -108,7 +125,9 @@ class WhileLoopInvariantCodeMotion(HloPass):
                   and not side_effects.has_side_effect(instr)):
                 invariant.add(id(instr))
 
-        worth = [i for i in order if id(i) in invariant and i.opcode not in NOT_WORTH_HOISTING_ALONE]
+        live = _live(body, side_effects)
+        worth = [i for i in order if id(i) in invariant and id(i) in live
+                 and i.opcode not in NOT_WORTH_HOISTING_ALONE]
         if not worth:
             return False
         # The hoisted set: the worthwhile instructions and their operands.
@@ -128,13 +147,17 @@ class WhileLoopInvariantCodeMotion(HloPass):
         outside = {}
         new_outside = []
 
+        init_elements = {}
+
         def init_element(i):
             if init.opcode == "tuple":
                 return init.operands[i]
-            gte = HloInstruction("get-tuple-element", loop.shape.tuple_shapes[i], [init],
-                                 name=module.unique_name("get-tuple-element"), attrs={"index": i})
-            new_outside.append(gte)
-            return gte
+            if i not in init_elements:
+                init_elements[i] = HloInstruction(
+                    "get-tuple-element", loop.shape.tuple_shapes[i], [init],
+                    name=module.unique_name("get-tuple-element"), attrs={"index": i})
+                new_outside.append(init_elements[i])
+            return init_elements[i]
 
         for instr in hoisted_order:
             if _is_gte_of(instr, param):

@@ -82,7 +82,7 @@ def _truth(value):
 
 
 class WhileLoopSimplifier(HloPass):
-    name = "while-loop-simplifier"
+    name = "simplify-while-loops"
 
     def run(self, module):
         evaluator = Evaluator()
