@@ -77,6 +77,38 @@ for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "e
     setattr(_OperandList, _name, _tracked(_name))
 
 
+class _Attrs(dict):
+    """Instruction attributes; notes when any instruction gains control
+    predecessors, so that rewiring uses can skip scanning for them in the
+    (usual) case where no instruction has any."""
+
+    __slots__ = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.get("control-predecessors"):
+            _control_dependencies_seen[0] = True
+
+    def __setitem__(self, key, value):
+        if key == "control-predecessors" and value:
+            _control_dependencies_seen[0] = True
+        super().__setitem__(key, value)
+
+    def update(self, *args, **kwargs):
+        super().update(*args, **kwargs)
+        if self.get("control-predecessors"):
+            _control_dependencies_seen[0] = True
+
+    def setdefault(self, key, default=None):
+        if key == "control-predecessors" and default:
+            _control_dependencies_seen[0] = True
+        return super().setdefault(key, default)
+
+
+# Whether any instruction in this process has had control predecessors.
+_control_dependencies_seen = [False]
+
+
 class HloInstruction:
     """One HLO instruction.
 
@@ -105,7 +137,7 @@ class HloInstruction:
         self._operands = _OperandList(self, operands)
         self.unique_id = next(_ids)
         self.name = name if name is not None else f"{opcode}.{self.unique_id}"
-        self.attrs = dict(attrs) if attrs else {}
+        self.attrs = _Attrs(attrs) if attrs else _Attrs()
         self.literal = literal
         self.parameter_number = parameter_number
         self.parent = None
@@ -309,8 +341,9 @@ class HloComputation:
 
     def _has_control_dependencies(self):
         # Control dependencies are rare (they come from parsed text); the
-        # scan over attrs is skipped when a computation has none.
-        return any("control-predecessors" in i.attrs for i in self.instructions)
+        # scan is skipped while no instruction in the process has any.
+        return _control_dependencies_seen[0] and any(
+            "control-predecessors" in i.attrs for i in self.instructions)
 
     def replace_instruction(self, old, new):
         """Adds ``new`` if needed, redirects all uses of ``old`` to it, removes ``old``."""
