@@ -57,6 +57,10 @@ class DotDecomposer(HloPass):
     def run(self, module):
         changed = False
         for comp in module.computations:
+            # New instructions go just before the dot they replace; the list
+            # is rebuilt once per computation (inserting one by one is
+            # quadratic on large modules).
+            inserted = {}
             for instr in list(comp.instructions):
                 if instr.opcode != "dot" or len(instr.operands) != 2 or "sparsity" in instr.attrs:
                     continue
@@ -64,12 +68,19 @@ class DotDecomposer(HloPass):
                     continue
                 if is_canonical_dot(instr):
                     continue
-                self._canonicalize(module, comp, instr)
+                self._canonicalize(module, comp, instr, inserted.setdefault(instr, []))
                 changed = True
+            if inserted:
+                order = []
+                for instr in comp.instructions:
+                    order.extend(inserted.get(instr, ()))
+                    if instr not in inserted:
+                        order.append(instr)
+                comp.instructions = order
         return changed
 
     @staticmethod
-    def _canonicalize(module, comp, dot):
+    def _canonicalize(module, comp, dot, new_instructions):
         lhs, rhs = dot.operands
         lb, rb, lc, rc = dot_dimension_numbers(dot)
         lfree = [d for d in range(lhs.shape.rank) if d not in lb and d not in lc]
@@ -81,7 +92,7 @@ class DotDecomposer(HloPass):
             shape = shape if shape is not None else Shape.array(element_type, dims, layout=layout)
             instr = HloInstruction(opcode, shape, operands, name=module.unique_name(opcode), attrs=attrs)
             instr.parent = comp
-            comp.instructions.insert(comp.instructions.index(dot), instr)
+            new_instructions.append(instr)
             return instr
 
         def prepare(operand, order, groups):
@@ -118,5 +129,5 @@ class DotDecomposer(HloPass):
             new_dot = add("dot", et, out_dims, [new_lhs, new_rhs], attrs=attrs)
             replacement = add("reshape", et, None, [new_dot], shape=dot.shape)
         comp.replace_all_uses(dot, replacement)
-        comp.remove_instruction(dot)
+        dot.parent = None  # dropped from comp.instructions by run()
         replacement.name = dot.name
