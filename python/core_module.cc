@@ -18,6 +18,11 @@
 
 namespace py = pybind11;
 
+// Scheduling and buffer assignment, defined in python/buffer_bindings.cc.
+void RegisterBufferAssignment(py::module_& m);
+// Fusion decisions, defined in python/fusion_bindings.cc.
+void RegisterFusion(py::module_& m);
+
 namespace {
 
 using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
@@ -129,4 +134,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("reachable", &Reachable, py::arg("offsets"), py::arg("indices"), py::arg("roots"),
         "Returns a bool array over nodes: True for the roots and everything they use, "
         "transitively (the live set for dead code elimination).");
+
+  RegisterBufferAssignment(m);
+  RegisterFusion(m);
 }

@@ -33,8 +33,6 @@ import numpy as np
 
 from xla.errors import ShapeError, VerifierError
 from xla.hlo import shape_inference
-from xla.hlo.attributes import RawAttr
-from xla.hlo.parser import parse_shape
 
 
 def _core():
@@ -82,28 +80,6 @@ def _check_layout(shape, path=""):
         return (f"layout {{{','.join(map(str, m2m))}}} of shape {shape.to_text(False)} is not a "
                 f"permutation of 0..{shape.rank - 1}{where}")
     return None
-
-
-def _entry_layout_text(value):
-    if isinstance(value, RawAttr):
-        return value.text
-    return str(value)
-
-
-def _split_entry_layout(text):
-    """``{(a, b)->r}`` -> ("(a, b)", "r"), splitting at the top-level arrow."""
-    text = text.strip()
-    if text.startswith("{") and text.endswith("}"):
-        text = text[1:-1].strip()
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "-" and depth == 0 and text[i:i + 2] == "->":
-            return text[:i].strip(), text[i + 2:].strip()
-    raise VerifierError(f"entry_computation_layout {text!r} is not of the form {{(params)->result}}")
 
 
 class _Verifier:
@@ -233,18 +209,14 @@ class _Verifier:
                                f"shape inferred for {instr.opcode}, {inferred.to_text(False)}")
 
     def verify_entry_layout(self):
-        value = self.module.header_attrs.get("entry_computation_layout")
-        if value is None:
-            return
-        params_text, result_text = _split_entry_layout(_entry_layout_text(value))
-        entry = self.module.entry
         try:
-            params = parse_shape(params_text)
-            result = parse_shape(result_text)
+            layout = self.module.entry_computation_layout()
         except Exception as e:  # noqa: BLE001 - reported as a verifier error
-            raise VerifierError(f"module {self.module.name}: cannot parse entry_computation_layout "
-                                f"{_entry_layout_text(value)}: {e}") from e
-        param_shapes = list(params.tuple_shapes) if params.is_tuple else [params]
+            raise VerifierError(f"module {self.module.name}: cannot parse entry_computation_layout: {e}") from e
+        if layout is None:
+            return
+        param_shapes, result = layout
+        entry = self.module.entry
         if len(param_shapes) != entry.num_parameters:
             _fail(entry, None, f"has {entry.num_parameters} parameters but entry_computation_layout "
                                f"lists {len(param_shapes)}")

@@ -34,10 +34,8 @@ other than the copies above. Layouts with tiling (the text after ``:``)
 are kept as they are. Filling a missing layout with row-major never
 changes what the module computes (no layout means row-major).
 """
-from xla.hlo.attributes import RawAttr
 from xla.hlo.ir import HloInstruction
 from xla.hlo.opcodes import ELEMENTWISE
-from xla.hlo.parser import parse_shape
 from xla.hlo.shape import Layout, Shape
 from xla.service.hlo_pass import HloPass
 
@@ -66,26 +64,6 @@ def _merge(shape, wanted):
     return shape
 
 
-def entry_computation_layout(module):
-    """(parameter shapes, result shape) from the header, or None."""
-    value = module.header_attrs.get("entry_computation_layout")
-    if value is None:
-        return None
-    text = value.text if isinstance(value, RawAttr) else str(value)
-    text = text.strip()
-    if text.startswith("{") and text.endswith("}"):
-        text = text[1:-1].strip()
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and text.startswith("->", i):
-            params = parse_shape(text[:i].strip())
-            result = parse_shape(text[i + 2:].strip())
-            return list(params.tuple_shapes) if params.is_tuple else [params], result
-    return None
 
 
 class _Assigner:
@@ -147,7 +125,7 @@ class _Assigner:
     def run(self):
         module = self.module
         entry = module.entry
-        layout = entry_computation_layout(module)
+        layout = module.entry_computation_layout()
         if layout is not None:
             params, result = layout
             self.constraints[id(entry)] = (params if len(params) == entry.num_parameters else None, result)

@@ -1,0 +1,78 @@
+// Buffer assignment: packs logical buffers into allocations.
+//
+// Python describes each logical buffer with flat arrays (one entry per
+// buffer): its size and alignment in bytes, its live range [start, end] in
+// positions of the flattened schedule (inclusive: the buffer is live at every
+// position p with start <= p <= end; Python computes liveness, see
+// xla/service/buffer_assignment.py), a colocation set id (buffers with the
+// same id >= 0 must share one slot: while loop state, in-place reuse, an
+// output aliased to a parameter; -1 means a slot of its own) and a kind.
+//
+// The buffers of one colocation set form a slot whose size and alignment are
+// the members' maximum, whose live range spans the members' ranges, and whose
+// kind is the strongest member kind (parameter > constant > output > temp).
+// Parameter, constant and output slots each get an allocation of their own
+// at offset 0. Temp slots are packed into one arena allocation (the last
+// allocation) by the global decreasing-size heuristic: slots sorted by size,
+// largest first (ties: earlier start, then lower id), each placed in a free
+// gap among the already placed slots whose live ranges intersect its own.
+// kBestFit takes the smallest gap that fits (ties: lowest offset), as XLA's
+// GlobalDecreasingSizeBestFitHeap does; kFirstFit the lowest offset. Placed
+// slots sit in a segment tree over slots sorted by start that keeps the
+// largest end per subtree, so finding the k slots interfering with one slot
+// costs O(k log n) instead of a scan of all placed slots.
+#ifndef XLA_CSRC_BUFFER_ASSIGNMENT_H_
+#define XLA_CSRC_BUFFER_ASSIGNMENT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xla_core {
+
+enum BufferKind : int64_t {
+  kTempBuffer = 0,
+  kParameterBuffer = 1,
+  kConstantBuffer = 2,
+  kOutputBuffer = 3,
+};
+
+enum FitPolicy : int64_t { kBestFit = 0, kFirstFit = 1 };
+
+struct BufferAssignmentInput {
+  size_t num_buffers = 0;
+  const int64_t* sizes = nullptr;
+  const int64_t* alignments = nullptr;
+  const int64_t* starts = nullptr;
+  const int64_t* ends = nullptr;
+  const int64_t* colocations = nullptr;
+  const int64_t* kinds = nullptr;
+  FitPolicy fit = kBestFit;
+};
+
+struct BufferAssignmentResult {
+  // Per buffer.
+  std::vector<int64_t> slot;          // slot (colocation set) index
+  std::vector<int64_t> allocation;    // allocation index
+  std::vector<int64_t> offset;        // offset inside the allocation
+  // Per slot, in order of first member.
+  std::vector<int64_t> slot_size, slot_start, slot_end, slot_kind, slot_allocation, slot_offset;
+  // Per allocation.
+  std::vector<int64_t> allocation_size, allocation_kind;
+  int64_t arena_allocation = -1;  // index of the temp arena, -1 without temps
+  int64_t arena_size = 0;
+  // Max over positions of the summed sizes of live temp slots: a lower bound
+  // of arena_size.
+  int64_t peak_temp_bytes = 0;
+};
+
+// Empty string if the arrays are valid (sizes >= 0, alignments >= 1,
+// start <= end, kinds known, colocation ids >= -1), else a message.
+std::string ValidateBufferAssignmentInput(const BufferAssignmentInput& input);
+
+BufferAssignmentResult AssignBuffers(const BufferAssignmentInput& input);
+
+}  // namespace xla_core
+
+#endif  // XLA_CSRC_BUFFER_ASSIGNMENT_H_

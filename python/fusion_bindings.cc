@@ -1,0 +1,123 @@
+// Bindings for the fusion decisions (csrc/fusion.h): one call per
+// computation, arrays in, a dict of arrays out. Integer arguments may be
+// NumPy arrays or sequences of ints; malformed input raises ValueError. The
+// GIL is released while the core runs.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "csrc/fusion.h"
+#include "csrc/graph.h"
+
+namespace py = pybind11;
+
+namespace {
+
+template <typename T>
+using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+template <typename T>
+Array<T> AsArray(py::handle value, const char* name, int64_t expected_size) {
+  py::array array = py::array::ensure(value);
+  if (!array) {
+    throw py::type_error(std::string(name) + " must be a 1-D integer array; got " +
+                         std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+  }
+  if (array.ndim() != 1) {
+    throw py::value_error(std::string(name) + " must be a 1-D array; got " +
+                          std::to_string(array.ndim()) + " dimensions");
+  }
+  const char kind = array.dtype().kind();
+  if (array.size() > 0 && kind != 'i' && kind != 'u' && kind != 'b') {
+    throw py::type_error(std::string(name) + " must be an integer array; got dtype " +
+                         std::string(py::str(array.dtype())));
+  }
+  if (expected_size >= 0 && array.size() != expected_size) {
+    throw py::value_error(std::string(name) + " has " + std::to_string(array.size()) +
+                          " entries; expected " + std::to_string(expected_size));
+  }
+  return Array<T>::ensure(array);
+}
+
+template <typename NumpyT, typename T>
+py::array_t<NumpyT> ToNumpy(std::vector<T>&& values) {
+  static_assert(sizeof(NumpyT) == sizeof(T), "element sizes must match");
+  auto* owned = new std::vector<T>(std::move(values));
+  py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<NumpyT>(static_cast<py::ssize_t>(owned->size()),
+                             reinterpret_cast<const NumpyT*>(owned->data()), owner);
+}
+
+py::dict ComputeFusion(py::handle offsets_arg, py::handle indices_arg, py::handle kind_arg,
+                       py::handle expensive_arg, py::handle bytes_arg, py::handle live_out_arg,
+                       py::handle shape_key_arg, int64_t max_operands, int64_t max_duplicates,
+                       bool multi_output, int64_t sibling_min_bytes, bool fuse_singletons,
+                       bool check) {
+  Array<int64_t> offsets = AsArray<int64_t>(offsets_arg, "offsets", -1);
+  Array<int64_t> indices = AsArray<int64_t>(indices_arg, "indices", -1);
+  std::string error = xla_core::ValidateGraph(offsets.data(), static_cast<size_t>(offsets.size()),
+                                              indices.data(), static_cast<size_t>(indices.size()));
+  if (!error.empty()) throw py::value_error(error);
+  const int64_t n = static_cast<int64_t>(offsets.size()) - 1;
+  Array<int8_t> kind = AsArray<int8_t>(kind_arg, "kind", n);
+  Array<uint8_t> expensive = AsArray<uint8_t>(expensive_arg, "expensive", n);
+  Array<int64_t> bytes = AsArray<int64_t>(bytes_arg, "bytes", n);
+  Array<uint8_t> live_out = AsArray<uint8_t>(live_out_arg, "live_out", n);
+  Array<int64_t> shape_key = AsArray<int64_t>(shape_key_arg, "shape_key", n);
+
+  xla_core::FusionInput input;
+  input.graph = xla_core::MakeOperandGraph(offsets.data(), static_cast<size_t>(offsets.size()),
+                                           indices.data());
+  input.kind = kind.data();
+  input.expensive = expensive.data();
+  input.bytes = bytes.data();
+  input.live_out = live_out.data();
+  input.shape_key = shape_key.data();
+  error = xla_core::ValidateFusionInput(input);
+  if (!error.empty()) throw py::value_error(error);
+
+  xla_core::FusionOptions options;
+  options.max_operands = max_operands;
+  options.max_duplicates = max_duplicates;
+  options.multi_output = multi_output;
+  options.sibling_min_bytes = sibling_min_bytes;
+  options.fuse_singletons = fuse_singletons;
+
+  xla_core::FusionResult result;
+  {
+    py::gil_scoped_release release;
+    result = xla_core::ComputeFusion(input, options);
+    if (check) error = xla_core::CheckFusionResult(input, result);
+  }
+  if (!error.empty()) throw std::runtime_error("fusion result is inconsistent: " + error);
+
+  py::dict out;
+  out["instruction_group"] = ToNumpy<int64_t>(std::move(result.instruction_group));
+  out["unfused"] = ToNumpy<bool>(std::move(result.unfused));
+  out["group_offsets"] = ToNumpy<int64_t>(std::move(result.group_offsets));
+  out["group_members"] = ToNumpy<int64_t>(std::move(result.group_members));
+  out["member_is_output"] = ToNumpy<bool>(std::move(result.member_is_output));
+  out["group_kind"] = ToNumpy<int8_t>(std::move(result.group_kind));
+  return out;
+}
+
+}  // namespace
+
+void RegisterFusion(py::module_& m) {
+  m.def("compute_fusion", &ComputeFusion, py::arg("offsets"), py::arg("indices"),
+        py::arg("kind"), py::arg("expensive"), py::arg("bytes"), py::arg("live_out"),
+        py::arg("shape_key"), py::arg("max_operands") = 64, py::arg("max_duplicates") = 4,
+        py::arg("multi_output") = true, py::arg("sibling_min_bytes") = 256,
+        py::arg("fuse_singletons") = false, py::arg("check") = false,
+        "Decides the fusions of one computation (see csrc/fusion.h).\n\n"
+        "Nodes are in post order; node i's operands are indices[offsets[i]:offsets[i+1]].\n"
+        "kind: 0 unfusible, 1 loop-fusible, 2 reduce, 3 scalar constant. Returns a dict:\n"
+        "instruction_group (home group or -1), unfused (bool: stays as is), group_offsets and\n"
+        "group_members (CSR, members in post order), member_is_output (bool, aligned with\n"
+        "group_members), group_kind (0 kLoop, 1 kInput). Groups come after what they read.\n"
+        "check=True verifies the result's invariants (RuntimeError if broken).");
+}

@@ -1,0 +1,156 @@
+"""Multi-output fusion (phase 2 of InstructionFusion, csrc/fusion.h): a
+producer fusion read by several consumers joins its shallowest consumer,
+and independent fusions reading the same large value with compatible
+shapes merge, so softmax and layernorm read their input at most twice.
+"""
+from pass_test_util import assert_same_results, run_pass
+from xla.service.instruction_fusion import InstructionFusion
+
+REDUCERS = """
+add_f32 {
+  lhs = f32[] parameter(0)
+  rhs = f32[] parameter(1)
+  ROOT sum = f32[] add(lhs, rhs)
+}
+
+max_f32 {
+  mlhs = f32[] parameter(0)
+  mrhs = f32[] parameter(1)
+  ROOT mx = f32[] maximum(mlhs, mrhs)
+}
+"""
+
+SOFTMAX = """HloModule softmax
+""" + REDUCERS + """
+ENTRY main {
+  x = f32[32,256] parameter(0)
+  ninf = f32[] constant(-inf)
+  m = f32[32] reduce(x, ninf), dimensions={1}, to_apply=max_f32
+  mb = f32[32,256] broadcast(m), dimensions={0}
+  sub = f32[32,256] subtract(x, mb)
+  e = f32[32,256] exponential(sub)
+  zero = f32[] constant(0)
+  s = f32[32] reduce(e, zero), dimensions={1}, to_apply=add_f32
+  sb = f32[32,256] broadcast(s), dimensions={0}
+  ROOT out = f32[32,256] divide(e, sb)
+}
+"""
+
+# Layernorm with var = E[x^2] - E[x]^2: the two sums are siblings over x.
+LAYERNORM = """HloModule layernorm
+""" + REDUCERS + """
+ENTRY main {
+  x = f32[32,256] parameter(0)
+  gamma = f32[256] parameter(1)
+  beta = f32[256] parameter(2)
+  zero = f32[] constant(0)
+  s1 = f32[32] reduce(x, zero), dimensions={1}, to_apply=add_f32
+  xx = f32[32,256] multiply(x, x)
+  s2 = f32[32] reduce(xx, zero), dimensions={1}, to_apply=add_f32
+  inv_n = f32[] constant(0.00390625)
+  inv_nb = f32[32] broadcast(inv_n), dimensions={}
+  mean = f32[32] multiply(s1, inv_nb)
+  ex2 = f32[32] multiply(s2, inv_nb)
+  mean2 = f32[32] multiply(mean, mean)
+  var = f32[32] subtract(ex2, mean2)
+  eps = f32[] constant(1e-05)
+  epsb = f32[32] broadcast(eps), dimensions={}
+  ve = f32[32] add(var, epsb)
+  rs = f32[32] rsqrt(ve)
+  meanb = f32[32,256] broadcast(mean), dimensions={0}
+  xc = f32[32,256] subtract(x, meanb)
+  rsb = f32[32,256] broadcast(rs), dimensions={0}
+  xn = f32[32,256] multiply(xc, rsb)
+  gb = f32[32,256] broadcast(gamma), dimensions={1}
+  xg = f32[32,256] multiply(xn, gb)
+  bb = f32[32,256] broadcast(beta), dimensions={1}
+  ROOT y = f32[32,256] add(xg, bb)
+}
+"""
+
+
+def fusions(module):
+    return [i for i in module.entry.instructions if i.opcode == "fusion"]
+
+
+def reads_by_fusions(module, name):
+    return sum(1 for f in fusions(module) for o in f.operands if o.name == name)
+
+
+def run(text, **options):
+    module, changed = run_pass(InstructionFusion(check=True, **options), text)
+    assert changed
+    assert_same_results(text, module, rtol=1e-5, atol=1e-5)
+    return module
+
+
+def test_softmax():
+    module = run(SOFTMAX)
+    fs = fusions(module)
+    # max stays a plain reduce; exp(x - max) and the sum share a kInput
+    # fusion with two outputs; the divide is a kLoop fusion.
+    assert sorted(f.attr("kind") for f in fs) == ["kInput", "kLoop"]
+    (mof,) = [f for f in fs if f.attr("kind") == "kInput"]
+    assert mof.shape.is_tuple and len(mof.shape.tuple_shapes) == 2
+    assert mof.attr("calls").root_instruction.opcode == "tuple"
+    users = [i for i in module.entry.instructions if mof in i.operands]
+    assert {u.opcode for u in users} == {"get-tuple-element"}
+    readers = [i for i in module.entry.instructions if any(o.name == "x" for o in i.operands)]
+    assert len(readers) <= 2
+    assert reads_by_fusions(module, "x") <= 2
+
+
+def test_layernorm():
+    module = run(LAYERNORM)
+    fs = fusions(module)
+    kinds = sorted(f.attr("kind") for f in fs)
+    assert kinds == ["kInput", "kLoop"]
+    (sums,) = [f for f in fs if f.attr("kind") == "kInput"]
+    reduces = [i for i in sums.attr("calls").instructions if i.opcode == "reduce"]
+    assert len(reduces) == 2  # both sums in one multi-output fusion
+    assert reads_by_fusions(module, "x") == 2
+
+
+def test_layernorm_without_multi_output_reads_x_more():
+    module = run(LAYERNORM, multi_output=False)
+    assert reads_by_fusions(module, "x") + sum(
+        1 for i in module.entry.instructions
+        if i.opcode == "reduce" and any(o.name == "x" for o in i.operands)) == 3
+
+
+def test_siblings_with_different_reductions_stay_apart():
+    text = """HloModule rows_cols
+""" + REDUCERS + """
+ENTRY main {
+  x = f32[64,64] parameter(0)
+  zero = f32[] constant(0)
+  e = f32[64,64] exponential(x)
+  rows = f32[64] reduce(e, zero), dimensions={1}, to_apply=add_f32
+  n = f32[64,64] negate(x)
+  cols = f32[64] reduce(n, zero), dimensions={0}, to_apply=add_f32
+  ROOT t = (f32[64], f32[64]) tuple(rows, cols)
+}
+"""
+    module = run(text)
+    fs = fusions(module)
+    assert len(fs) == 2
+    assert all(not f.shape.is_tuple for f in fs)
+
+
+def test_small_operands_do_not_merge():
+    text = """HloModule small
+""" + REDUCERS + """
+ENTRY main {
+  x = f32[4] parameter(0)
+  zero = f32[] constant(0)
+  e = f32[4] exponential(x)
+  a = f32[] reduce(e, zero), dimensions={0}, to_apply=add_f32
+  n = f32[4] negate(x)
+  b = f32[] reduce(n, zero), dimensions={0}, to_apply=add_f32
+  ROOT t = (f32[], f32[]) tuple(a, b)
+}
+"""
+    module = run(text)
+    assert len(fusions(module)) == 2
+    merged = run(text, sibling_min_bytes=0)
+    assert len(fusions(merged)) == 1

@@ -1,0 +1,544 @@
+"""Buffer assignment: where every array of a scheduled module lives.
+
+``assign_buffers(module)`` reads the schedule (each computation's
+``instructions``, see ``HloMemoryScheduler``) and returns a
+``BufferAssignment``: logical buffers, their live ranges, and allocations
+with each buffer's offset. The analysis is Python (one pass over the
+instructions); the packing is C++ (``xla._core.assign_buffers``,
+csrc/buffer_assignment.h), called once per module with flat arrays.
+
+Logical buffers (XLA's LogicalBuffer): every array leaf of an instruction's
+shape and every tuple's index table (8 bytes per element), tokens none, with
+these aliasing rules instead of new buffers:
+
+* get-tuple-element is the operand's buffer at its index; bitcast,
+  opt-barrier and add-dependency (operand 0) are their operand's buffers;
+  a tuple defines only its index table, its elements are its operands';
+* while: the result, the body parameter, the condition parameter and, when
+  it is safe, the body root and the init operand share one slot per shape
+  index (a colocation set). The body root's buffer joins only if it is a temp
+  of the body defined after the body parameter's buffer at that index was
+  last read (or by an elementwise op reading it last: in place); the init
+  buffer joins only if it is a temp of the caller, not live out, not in
+  another set, and the while is its last user. Otherwise XLA's copy
+  insertion would copy: the buffer keeps its own slot, live across the loop;
+* conditional and call: copy in, copy out. The called computations'
+  parameters and roots are buffers of their own, live over the whole call;
+* computations called by fusion, reduce, sort, map, scatter... get no
+  buffers: they run in registers inside their caller's loops;
+* in-place reuse (XLA's CanShareBuffer): an elementwise instruction, or a
+  kLoop fusion made only of elementwise ops (parameters, scalar constants and
+  their broadcasts aside), whose array result has the same dimensions and
+  byte size as an operand's buffer, shares that buffer when it is its last
+  user and the buffer is a temp (not a parameter, constant, live-out or loop
+  buffer);
+* ``input_output_alias`` in the header: the output shares its parameter's
+  allocation.
+
+Kinds: the entry's parameters are ``parameter`` allocations (one per
+buffer, never written unless aliased to an output); constants are read-only
+``constant`` allocations; the entry result's buffers are ``maybe-live-out``
+allocations; everything else is packed into one ``preallocated-temp`` arena.
+
+Liveness: the schedules are flattened into one sequence of positions: each
+computation a while, conditional or call runs is laid out, at its first
+call, just before the calling instruction (condition and body of a while in
+attribute order). A buffer lives from the position of the instruction that
+defines it to the position of its last user (through aliases); live-out
+buffers to the last position. Called computations nest: their buffers live
+inside the caller's window, so a while body's temporaries are packed in the
+same arena and may reuse memory the caller does not hold across the loop
+(the loop state and the while's operands span the whole window). A called
+computation's parameters live from the start of its window and its root's
+buffers until the calling instruction; a computation called from several
+places has all its buffers live from its first window to its last caller.
+"""
+import numpy as np
+
+from xla import _core
+from xla.errors import InvalidArgumentError
+from xla.hlo.attributes import RawAttr
+from xla.hlo.opcodes import ELEMENTWISE
+
+ALIGNMENT = 64
+
+# Instructions whose called computations have buffers of their own.
+_CONTROL_FLOW = frozenset(["while", "conditional", "call"])
+
+_KIND_CODES = {"temp": 0, "parameter": 1, "constant": 2, "output": 3}
+_KIND_NAMES = {0: "preallocated-temp", 1: "parameter", 2: "constant", 3: "maybe-live-out"}
+
+
+class LogicalBuffer:
+    """One array (or tuple index table) defined by ``instruction`` at ``index``."""
+
+    __slots__ = ("id", "instruction", "index", "shape", "size", "kind", "start", "end",
+                 "last_use", "live_out", "allocation", "offset", "slot")
+
+    def __init__(self, id, instruction, index, shape, kind):
+        self.id = id
+        self.instruction = instruction
+        self.index = index
+        self.shape = shape
+        self.size = shape.byte_size()
+        self.kind = kind
+        self.start = self.end = self.last_use = -1
+        self.live_out = False
+        self.allocation = None
+        self.offset = 0
+        self.slot = -1
+
+    @property
+    def name(self):
+        return f"%{self.instruction.name}{{{','.join(map(str, self.index))}}}"
+
+    def __repr__(self):
+        return f"<LogicalBuffer {self.id} {self.name} size={self.size} [{self.start}, {self.end}]>"
+
+
+class BufferAllocation:
+    """A contiguous block: one parameter, constant or output, or the temp arena."""
+
+    def __init__(self, index, size, kind):
+        self.index = index
+        self.size = size
+        self.kind = kind  # "parameter" | "constant" | "maybe-live-out" | "preallocated-temp"
+        self.buffers = []
+        self.parameter_number = None
+        self.parameter_index = None
+        self.maybe_live_out = kind == "maybe-live-out"
+
+    def __repr__(self):
+        return f"<BufferAllocation {self.index} {self.kind} size={self.size}>"
+
+
+class BufferAssignment:
+    """The result of ``assign_buffers``.
+
+    Attributes:
+      buffers: every LogicalBuffer, in definition order.
+      allocations: BufferAllocation list; each buffer's ``allocation`` and
+        ``offset`` say where it lives.
+      temp_bytes: size of the temp arena.
+      peak_bytes: the largest sum of sizes of temp slots live at one position
+        (computed here from the live ranges; the arena can only be larger).
+      sequence: the flattened schedule (instructions by position).
+    """
+
+    def __init__(self, module, buffers, allocations, sequence, points_to, core_result):
+        self.module = module
+        self.buffers = buffers
+        self.allocations = allocations
+        self.sequence = sequence
+        self._points_to = points_to
+        arena = core_result["arena_allocation"]
+        self.temp_bytes = int(core_result["arena_size"]) if arena >= 0 else 0
+        self.core_peak_bytes = int(core_result["peak_temp_bytes"])
+        self.slot_sizes = core_result["slot_size"]
+        self.slot_starts = core_result["slot_start"]
+        self.slot_ends = core_result["slot_end"]
+        self.slot_kinds = core_result["slot_kind"]
+        self.peak_bytes = self._peak_temp_bytes()
+
+    def _peak_temp_bytes(self):
+        temp = self.slot_kinds == _KIND_CODES["temp"]
+        if not np.any(temp) or not self.sequence:
+            return 0
+        delta = np.zeros(len(self.sequence) + 1, dtype=np.int64)
+        np.add.at(delta, self.slot_starts[temp], self.slot_sizes[temp])
+        np.add.at(delta, self.slot_ends[temp] + 1, -self.slot_sizes[temp])
+        return int(np.cumsum(delta).max())
+
+    def buffers_of(self, instr):
+        """{shape index: LogicalBuffer} for an instruction that has buffers."""
+        return dict(self._points_to[id(instr)])
+
+    def buffer(self, instr, index=()):
+        return self._points_to[id(instr)][tuple(index)]
+
+    def has_buffers(self, instr):
+        return id(instr) in self._points_to
+
+    def total_bytes(self):
+        return sum(a.size for a in self.allocations)
+
+    def to_text(self):
+        """A report in the style of XLA's ``*-buffer-assignment.txt``."""
+        lines = ["BufferAssignment:"]
+        for alloc in self.allocations:
+            head = f"allocation {alloc.index}: size {alloc.size}"
+            if alloc.kind == "parameter":
+                index = ",".join(map(str, alloc.parameter_index or ()))
+                head += f", parameter {alloc.parameter_number}, shape index {{{index}}}"
+                if alloc.maybe_live_out:
+                    head += ", maybe-live-out"
+            elif alloc.kind == "constant":
+                head += ", constant" + (", maybe-live-out" if alloc.maybe_live_out else "")
+            else:
+                head += f", {alloc.kind}"
+            lines.append(head + ":")
+            for b in sorted(alloc.buffers, key=lambda b: (b.offset, b.id)):
+                lines.append(f" value: {b.name} (size={b.size},offset={b.offset}): {b.shape}")
+        lines.append("")
+        total = self.total_bytes()
+        lines.append(f"Total bytes used: {total} ({_human(total)})")
+        lines.append(f"Temp arena bytes: {self.temp_bytes}")
+        lines.append(f"Peak live temp bytes: {self.peak_bytes}")
+        lines.append("")
+        lines.append("Live ranges (flattened schedule positions, inclusive):")
+        for b in self.buffers:
+            lines.append(f" {b.name}: [{b.start}, {b.end}]")
+        return "\n".join(lines) + "\n"
+
+    def memory_usage_report(self, top=10):
+        by_kind = {}
+        for alloc in self.allocations:
+            by_kind[alloc.kind] = by_kind.get(alloc.kind, 0) + alloc.size
+        lines = [f"Total temp bytes: {self.temp_bytes} ({_human(self.temp_bytes)})",
+                 f"Peak live temp bytes: {self.peak_bytes} ({_human(self.peak_bytes)})"]
+        for kind in ("parameter", "constant", "maybe-live-out"):
+            lines.append(f"Total {kind} bytes: {by_kind.get(kind, 0)}")
+        lines.append(f"Largest buffers (top {top}):")
+        largest = sorted(self.buffers, key=lambda b: (-b.size, b.id))[:top]
+        for rank, b in enumerate(largest, 1):
+            alloc = b.allocation
+            lines.append(f" {rank}. {b.name}: {b.size} bytes, {b.shape}, allocation {alloc.index} "
+                         f"({alloc.kind}) offset {b.offset}, live [{b.start}, {b.end}]")
+        return "\n".join(lines) + "\n"
+
+
+def _human(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n}{unit}" if unit == "B" else f"{n:.2f}{unit}"
+        n /= 1024
+
+
+def _buffer_positions(shape, index=()):
+    """(index, subshape) for every array leaf and tuple of ``shape``."""
+    if shape.is_tuple:
+        out = [(index, shape)]
+        for i, s in enumerate(shape.tuple_shapes):
+            out.extend(_buffer_positions(s, index + (i,)))
+        return out
+    return [(index, shape)] if shape.is_array else []
+
+
+def _is_elementwise_fusion(instr):
+    if instr.opcode != "fusion" or instr.attr("kind") != "kLoop":
+        return False
+    calls = instr.attr("calls")
+    if calls is None:
+        return False
+    for f in calls.instructions:
+        op = f.opcode
+        if op in ELEMENTWISE or op == "parameter":
+            continue
+        if op == "constant" and f.shape.is_scalar:
+            continue
+        if op == "broadcast" and f.operands[0].shape.is_scalar:
+            continue
+        return False
+    return True
+
+
+def _parse_input_output_alias(module):
+    """[(output index, parameter number, parameter index)] from the header."""
+    import re
+    value = module.header_attrs.get("input_output_alias")
+    if value is None:
+        return []
+    text = value.text if isinstance(value, RawAttr) else str(value)
+    out = []
+    for m in re.finditer(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}", text):
+        def idx(g):
+            return tuple(int(x) for x in g.replace(" ", "").split(",") if x)
+        out.append((idx(m.group(1)), int(m.group(2)), idx(m.group(3))))
+    return out
+
+
+class _UnionFind:
+    def __init__(self):
+        self.parent = []
+
+    def add(self):
+        self.parent.append(len(self.parent))
+
+    def find(self, x):
+        parent = self.parent
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(self, a, b):
+        a, b = self.find(a), self.find(b)
+        if a != b:
+            self.parent[b] = a
+        return a
+
+
+def assign_buffers(module, alignment=ALIGNMENT, fit="best"):
+    """Assigns buffers for a scheduled module (see the module docstring)."""
+    if not module.is_scheduled:
+        raise InvalidArgumentError(
+            f"buffer assignment needs a scheduled module; run HloMemoryScheduler on {module.name} first")
+    return _Assigner(module, alignment, fit).run()
+
+
+class _Assigner:
+    def __init__(self, module, alignment, fit):
+        self.module = module
+        self.alignment = alignment
+        self.fit = fit
+        self.buffers = []
+        self.points_to = {}        # id(instr) -> {index: LogicalBuffer}
+        self.pos = {}              # id(instr) -> position
+        self.sequence = []
+        self.window = {}           # id(comp) -> [start, end]
+        self.multi = set()         # id(comp) called from more than one place
+        self.comps = []            # computations with buffers, in layout order
+        self.call_edges = []       # (caller comp, callee comp) in discovery order
+        self.uf = _UnionFind()
+
+    # ----- flattening -------------------------------------------------------
+    def layout(self, comp):
+        self.comps.append(comp)
+        start = len(self.sequence)
+        self.window[id(comp)] = [start, start]
+        for instr in comp.instructions:
+            callees = instr.called_computations if instr.opcode in _CONTROL_FLOW else ()
+            for callee in callees:
+                self.call_edges.append((comp, callee))
+                if id(callee) in self.window:
+                    self.multi.add(id(callee))
+                else:
+                    self.layout(callee)
+            self.pos[id(instr)] = len(self.sequence)
+            self.sequence.append(instr)
+            for callee in callees:
+                w = self.window[id(callee)]
+                w[1] = max(w[1], self.pos[id(instr)])
+        self.window[id(comp)][1] = max(self.window[id(comp)][1], len(self.sequence) - 1)
+
+    # ----- logical buffers ----------------------------------------------------
+    def new_buffer(self, instr, index, shape, kind):
+        b = LogicalBuffer(len(self.buffers), instr, index, shape, kind)
+        self.buffers.append(b)
+        self.uf.add()
+        return b
+
+    def define(self, instr, kind):
+        return {index: self.new_buffer(instr, index, s, kind)
+                for index, s in _buffer_positions(instr.shape)}
+
+    def compute_points_to(self, comp):
+        entry = comp is self.module.entry
+        pts = self.points_to
+        for instr in comp.instructions:
+            op = instr.opcode
+            if op == "get-tuple-element":
+                k = instr.attr("index")
+                src = pts[id(instr.operands[0])]
+                out = {index[1:]: b for index, b in src.items() if index[:1] == (k,)}
+            elif op == "bitcast" and instr.operands and not instr.operands[0].shape.is_tuple:
+                out = dict(pts[id(instr.operands[0])])
+            elif op in ("opt-barrier", "add-dependency") and instr.operands:
+                out = dict(pts[id(instr.operands[0])])
+            elif op == "tuple":
+                out = {(): self.new_buffer(instr, (), instr.shape, "temp")}
+                for i, o in enumerate(instr.operands):
+                    for index, b in pts[id(o)].items():
+                        out[(i,) + index] = b
+            elif op == "parameter":
+                out = self.define(instr, "parameter" if entry else "temp")
+            elif op == "constant":
+                out = self.define(instr, "constant")
+            else:
+                out = self.define(instr, "temp")
+            pts[id(instr)] = out
+
+    # ----- liveness -----------------------------------------------------------
+    def compute_liveness(self):
+        pts = self.points_to
+        last = len(self.sequence) - 1
+        for b in self.buffers:
+            b.start = self.pos[id(b.instruction)]
+            b.end = b.start
+            b.last_use = -1
+        for comp in self.comps:
+            for instr in comp.instructions:
+                p = self.pos[id(instr)]
+                for o in instr.operands:
+                    for b in pts[id(o)].values():
+                        if p > b.last_use:
+                            b.last_use = p
+        for b in self.buffers:
+            b.end = max(b.end, b.last_use)
+        # Multi-called computations make their callees multi-called too.
+        for caller, callee in self.call_edges:
+            if id(caller) in self.multi:
+                self.multi.add(id(callee))
+                w = self.window[id(callee)]
+                w[1] = max(w[1], self.window[id(caller)][1])
+        for comp in self.comps:
+            start, end = self.window[id(comp)]
+            if comp is self.module.entry:
+                for param in comp.parameters:  # filled before the program runs
+                    for b in pts[id(param)].values():
+                        b.start = 0
+                for b in pts[id(comp.root_instruction)].values():
+                    b.live_out = True
+                    b.end = last
+                continue
+            if id(comp) in self.multi:
+                for instr in comp.instructions:
+                    for b in pts[id(instr)].values():
+                        b.start, b.end = min(b.start, start), max(b.end, end)
+            for param in comp.parameters:
+                for b in pts[id(param)].values():
+                    b.start = start
+            for b in pts[id(comp.root_instruction)].values():
+                b.end = max(b.end, end)
+        for b in self.buffers:
+            if b.live_out and b.kind == "temp":
+                b.kind = "output"
+
+    # ----- colocation ---------------------------------------------------------
+    def singleton(self, b):
+        return self.set_size[self.uf.find(b.id)] == 1
+
+    def join(self, a, b, pinned=False):
+        ra, rb = self.uf.find(a.id), self.uf.find(b.id)
+        if ra == rb:
+            return
+        r = self.uf.union(ra, rb)
+        other = rb if r == ra else ra
+        self.set_size[r] += self.set_size[other]
+        self.set_end[r] = max(self.set_end[r], self.set_end[other])
+        self.pinned[r] = self.pinned[r] or self.pinned[other] or pinned
+
+    def colocate(self):
+        pts = self.points_to
+        self.set_size = [1] * len(self.buffers)
+        self.set_end = [b.end for b in self.buffers]
+        self.pinned = [b.kind != "temp" for b in self.buffers]
+        for comp in self.comps:
+            for w in comp.instructions:
+                if w.opcode == "while":
+                    self.colocate_while(w)
+        for out_index, number, param_index in _parse_input_output_alias(self.module):
+            entry = self.module.entry
+            try:
+                out = pts[id(entry.root_instruction)][out_index]
+                param = pts[id(entry.parameter(number))][param_index]
+            except (KeyError, IndexError):
+                continue
+            self.join(param, out, pinned=True)
+        for comp in self.comps:
+            for instr in comp.instructions:
+                self.share_in_place(instr)
+
+    def colocate_while(self, w):
+        pts = self.points_to
+        body, cond = w.attr("body"), w.attr("condition")
+        init = w.operands[0]
+        body_param, cond_param = body.parameter(0), cond.parameter(0)
+        p_w = self.pos[id(w)]
+        for index, wb in pts[id(w)].items():
+            bp = pts[id(body_param)].get(index)
+            cp = pts[id(cond_param)].get(index)
+            for b in (bp, cp):
+                if b is not None and b.instruction.parent in (body, cond) and b.kind == "temp":
+                    self.join(wb, b, pinned=True)
+            br = pts[id(body.root_instruction)].get(index)
+            if (br is not None and bp is not None and br is not bp and br.kind == "temp"
+                    and self.singleton(br) and br.instruction.parent is body
+                    and br.instruction.opcode != "parameter"):
+                d = self.pos[id(br.instruction)]
+                in_place = (bp.last_use == d and self.can_update_in_place(br.instruction, bp))
+                if bp.last_use < d or in_place:
+                    self.join(wb, br, pinned=True)
+            ib = pts[id(init)].get(index)
+            if (ib is not None and ib.kind == "temp" and not ib.live_out and self.singleton(ib)
+                    and ib.instruction.parent is w.parent and ib.last_use == p_w
+                    and id(w.parent) not in self.multi):
+                self.join(wb, ib, pinned=True)
+
+    def can_update_in_place(self, instr, operand_buffer):
+        """Whether ``instr`` may write its array result over ``operand_buffer``."""
+        if not (instr.opcode in ELEMENTWISE or _is_elementwise_fusion(instr)):
+            return False
+        shape = instr.shape
+        if not shape.is_array or instr.opcode in ("bitcast", "bitcast-convert"):
+            return False
+        other = operand_buffer.shape
+        return (other.is_array and other.dimensions == shape.dimensions
+                and other.byte_size() == shape.byte_size()
+                and any(operand_buffer is self.points_to[id(o)].get(()) for o in instr.operands))
+
+    def share_in_place(self, instr):
+        pts = self.points_to
+        if instr.opcode in ("parameter", "constant") or not instr.shape.is_array:
+            return
+        if not (instr.opcode in ELEMENTWISE or _is_elementwise_fusion(instr)):
+            return
+        out = pts[id(instr)].get(())
+        if out is None or out.instruction is not instr or out.kind != "temp" or not self.singleton(out):
+            return
+        p = self.pos[id(instr)]
+        for o in instr.operands:
+            b = pts[id(o)].get(())
+            if b is None or b.kind != "temp":
+                continue
+            r = self.uf.find(b.id)
+            if self.pinned[r] or self.set_end[r] != p or not self.can_update_in_place(instr, b):
+                continue
+            self.join(b, out)
+            return
+
+    # ----- packing ------------------------------------------------------------
+    def run(self):
+        module = self.module
+        self.layout(module.entry)
+        for comp in self.comps:
+            self.compute_points_to(comp)
+        self.compute_liveness()
+        self.colocate()
+        n = len(self.buffers)
+        colocation = np.empty(n, dtype=np.int64)
+        for b in self.buffers:
+            r = self.uf.find(b.id)
+            colocation[b.id] = r if self.set_size[r] > 1 else -1
+        result = _core.assign_buffers(
+            sizes=np.fromiter((b.size for b in self.buffers), np.int64, n),
+            alignments=np.full(n, self.alignment, dtype=np.int64),
+            starts=np.fromiter((b.start for b in self.buffers), np.int64, n),
+            ends=np.fromiter((b.end for b in self.buffers), np.int64, n),
+            colocations=colocation,
+            kinds=np.fromiter((_KIND_CODES[b.kind] for b in self.buffers), np.int64, n),
+            fit=self.fit)
+        allocations = [BufferAllocation(i, int(size), _KIND_NAMES[int(kind)])
+                       for i, (size, kind) in enumerate(zip(result["allocation_size"],
+                                                            result["allocation_kind"]))]
+        alloc_of, offset_of, slot_of = result["allocation"], result["offset"], result["slot"]
+        slot_start, slot_end = result["slot_start"], result["slot_end"]
+        for b in self.buffers:
+            alloc = allocations[alloc_of[b.id]]
+            b.allocation = alloc
+            b.offset = int(offset_of[b.id])
+            b.slot = int(slot_of[b.id])
+            alloc.buffers.append(b)
+            if b.live_out:
+                alloc.maybe_live_out = True
+            if b.kind == "parameter" and alloc.parameter_number is None:
+                alloc.parameter_number = b.instruction.parameter_number
+                alloc.parameter_index = b.index
+        # A buffer's reported range is its slot's: in-place and loop sharing
+        # extend it to the members' span.
+        for b in self.buffers:
+            b.start, b.end = int(slot_start[b.slot]), int(slot_end[b.slot])
+        return BufferAssignment(module, self.buffers, allocations, self.sequence,
+                                self.points_to, result)

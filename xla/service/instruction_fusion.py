@@ -1,0 +1,325 @@
+"""Instruction fusion: groups elementwise work, reductions and cheap data
+movement into ``fusion`` instructions, with the decisions made in C++
+(``xla._core.compute_fusion``, csrc/fusion.h documents the algorithm).
+
+Which computations: the entry and, transitively, the computations it runs
+through ``while`` (condition and body), ``conditional`` and ``call``; never
+reducers, comparators, scatter/map bodies or existing fused computations.
+
+Per computation the pass flattens the instructions (in post order) into
+arrays: a kind code (``FUSION_OP_KIND``: unfusible, loop-fusible, reduce,
+scalar constant), an ``expensive`` flag (``EXPENSIVE``: never duplicated),
+result byte sizes, the operand graph, the root as the live-out value, and a
+shape key (reduce: operand dimensions and reduced dimensions; others: output
+dimensions). Instructions with control dependencies are unfusible. It gets
+back fusion groups and rewrites each into
+
+  %fused_computation.N (param_0: ..., ...) -> ... { members..., ROOT ... }
+  %fusion.N = SHAPE fusion(operands...), kind=kLoop|kInput, calls=%fused_computation.N
+
+where the parameters are the values the group reads from outside, in order
+of first use. A group with several outputs (a value used outside the group)
+is a multi-output fusion: the fused computation's root is a ``tuple`` and
+outside users read ``get-tuple-element``s of the fusion. Members computed
+only in the fusion move into it (same instruction, same name); duplicated
+members (cheap producers copied into several fusions) are clones with fresh
+names. Fused computations
+are added to the module just before the computation that calls them.
+
+``multi_output`` (the default) also runs phase 2 of the C++ planner: a
+producer fusion read by several consumers merges into its shallowest
+consumer, and fusions at the same depth that read the same large value
+with compatible shapes (reduces: same operand dimensions and reduced
+dimensions; loops: same output dimensions) merge into one multi-output
+fusion. XLA runs these as a separate ``multi_output_fusion`` pass; here
+both phases share one flattening and one call into C++.
+"""
+import numpy as np
+
+from xla.hlo import opcodes
+from xla.hlo.ir import HloComputation, HloInstruction
+from xla.hlo.shape import Shape
+from xla.service.hlo_pass import HloPass
+
+# Kind codes of csrc/fusion.h's FusionOpKind.
+UNFUSIBLE, LOOP, REDUCE, SCALAR_CONSTANT = 0, 1, 2, 3
+
+LOOP_FUSIBLE = (opcodes.ELEMENTWISE - {"map"}) | frozenset("""
+broadcast reshape bitcast transpose slice pad concatenate iota dynamic-slice gather reverse
+""".split())
+
+# Ops whose duplication costs real time: computed once, never copied.
+EXPENSIVE = frozenset("""
+exponential exponential-minus-one log log-plus-one tanh logistic divide power remainder
+atan2 sqrt rsqrt cbrt sine cosine tan erf gather
+""".split())
+
+FUSION_KINDS = ("kLoop", "kInput")
+
+# Computations reached through these opcodes are fused like the entry.
+_CONTROL_FLOW = frozenset(["while", "conditional", "call"])
+
+
+def fusion_op_kind(instr, has_control_deps):
+    if has_control_deps:
+        return UNFUSIBLE
+    op = instr.opcode
+    if op == "constant":
+        return SCALAR_CONSTANT if instr.shape.is_array and instr.shape.is_scalar else UNFUSIBLE
+    if op == "reduce":
+        return REDUCE
+    if op in LOOP_FUSIBLE and instr.shape.is_array:
+        return LOOP
+    return UNFUSIBLE
+
+
+def _byte_size(shape):
+    if shape.is_array:
+        return shape.num_elements() * shape.dtype.itemsize
+    if shape.is_tuple:
+        return sum(_byte_size(s) for s in shape.tuple_shapes)
+    return 0
+
+
+def _shape_key(instr):
+    if instr.opcode == "reduce":
+        return hash((tuple(instr.operands[0].shape.dimensions), -1,
+                     tuple(instr.attr("dimensions", ()))))
+    shape = instr.shape
+    return hash(tuple(shape.dimensions)) if shape.is_array else 0
+
+
+class _NameUniquer:
+    """Fresh names against every name already in the module (one scan)."""
+
+    def __init__(self, module):
+        self.taken = {i.name for i in module.all_instructions()}
+        self.taken.update(c.name for c in module.computations)
+        self.next = {}
+
+    def take(self, name):
+        self.taken.add(name)
+        return name
+
+    def __call__(self, prefix, bare_ok=True):
+        base = prefix
+        head, _, tail = prefix.rpartition(".")
+        if head and tail.isdigit():
+            base = head
+        if bare_ok and base not in self.taken:
+            return self.take(base)
+        n = self.next.get(base, 0)
+        while True:
+            n += 1
+            name = f"{base}.{n}"
+            if name not in self.taken:
+                self.next[base] = n
+                return self.take(name)
+
+
+def fusion_computations(module):
+    """The entry and what it reaches through while/conditional/call, callees first."""
+    if module.entry is None:
+        return []
+    order, seen = [], set()
+
+    def visit(comp):
+        if id(comp) in seen:
+            return
+        seen.add(id(comp))
+        for instr in comp.instructions:
+            if instr.opcode in _CONTROL_FLOW:
+                for callee in instr.called_computations:
+                    visit(callee)
+        order.append(comp)
+
+    visit(module.entry)
+    return order
+
+
+def flatten_for_fusion(comp):
+    """(instructions in post order, dict of arrays for xla._core.compute_fusion).
+
+    The instruction list itself when it already has operands before users
+    (as parsed or sorted), else ``comp.post_order()``.
+    """
+    order = comp.instructions
+    index = {id(instr): k for k, instr in enumerate(order)}
+    flat = []
+    ends = []
+    for k, instr in enumerate(order):
+        for o in instr.operands:
+            j = index.get(id(o), k)
+            if j >= k:
+                break
+            flat.append(j)
+        else:
+            ends.append(len(flat))
+            continue
+        order = comp.post_order()
+        index = {id(instr): k for k, instr in enumerate(order)}
+        flat = [index[id(o)] for instr in order for o in instr.operands]
+        ends = np.cumsum([len(instr.operands) for instr in order]).tolist()
+        break
+    n = len(order)
+    controlled = set()
+    for instr in order:
+        for pred in instr.control_predecessors:
+            controlled.add(id(pred))
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    offsets[1:] = ends
+    kind = np.zeros(n, dtype=np.int8)
+    expensive = np.zeros(n, dtype=np.uint8)
+    nbytes = np.zeros(n, dtype=np.int64)
+    shape_key = np.zeros(n, dtype=np.int64)
+    sizes = {}
+    for k, instr in enumerate(order):
+        op_kind = fusion_op_kind(instr, bool(instr.control_predecessors) or id(instr) in controlled)
+        kind[k] = op_kind
+        expensive[k] = instr.opcode in EXPENSIVE
+        shape = instr.shape
+        size = sizes.get(id(shape))
+        if size is None:
+            size = sizes[id(shape)] = _byte_size(shape)
+        nbytes[k] = size
+        if op_kind != UNFUSIBLE:
+            shape_key[k] = _shape_key(instr)
+    live_out = np.zeros(n, dtype=np.uint8)
+    if comp.root_instruction is not None:
+        live_out[index[id(comp.root_instruction)]] = 1
+    return order, dict(offsets=offsets, indices=np.asarray(flat, dtype=np.int64), kind=kind,
+                       expensive=expensive, bytes=nbytes, live_out=live_out, shape_key=shape_key)
+
+
+def _clone(instr, operands, name):
+    return HloInstruction(instr.opcode, instr.shape, operands, name=name, attrs=dict(instr.attrs),
+                          literal=instr.literal, parameter_number=instr.parameter_number)
+
+
+class InstructionFusion(HloPass):
+    """Producer-consumer fusion (and, with ``multi_output``, multi-output fusion)."""
+
+    name = "fusion"
+
+    def __init__(self, multi_output=True, max_operands=64, max_duplicates=4,
+                 sibling_min_bytes=256, fuse_singletons=False, check=False):
+        self.options = dict(max_operands=max_operands, max_duplicates=max_duplicates,
+                            multi_output=multi_output, sibling_min_bytes=sibling_min_bytes,
+                            fuse_singletons=fuse_singletons, check=check)
+
+    def run(self, module):
+        from xla import _core
+
+        names = None
+        changed = False
+        new_computations = {}  # id(caller) -> fused computations, in creation order
+        for comp in fusion_computations(module):
+            order, arrays = flatten_for_fusion(comp)
+            if not order:
+                continue
+            plan = _core.compute_fusion(**arrays, **self.options)
+            if len(plan["group_kind"]) == 0:
+                continue
+            if names is None:
+                names = _NameUniquer(module)
+            new_computations[id(comp)] = self._rewrite(comp, order, arrays, plan, names)
+            changed = True
+        if changed:
+            computations = []
+            for comp in module.computations:
+                for fused in new_computations.get(id(comp), ()):
+                    fused.parent = module
+                    computations.append(fused)
+                computations.append(comp)
+            module.computations = computations
+            module._taken_names = None  # module.unique_name's cache
+        return changed
+
+    @staticmethod
+    def _rewrite(comp, order, arrays, plan, names):
+        """Replaces the groups of ``plan`` by fusions. Home members move into
+        their fused computation (same object, same name); copies are clones."""
+        csr_offsets = arrays["offsets"].tolist()
+        csr_indices = arrays["indices"].tolist()
+        root_index = int(np.flatnonzero(arrays["live_out"])[0])
+        instruction_group = plan["instruction_group"].tolist()
+        unfused = plan["unfused"].tolist()
+        offsets = plan["group_offsets"].tolist()
+        members_all = plan["group_members"].tolist()
+        is_output_all = plan["member_is_output"].tolist()
+        kinds = plan["group_kind"].tolist()
+        value = {}  # node index -> the instruction that holds its value outside fusions
+
+        def value_of(q):
+            return order[q] if unfused[q] else value[q]
+
+        fused_computations = []
+        new_instrs = []
+        for g, kind in enumerate(kinds):
+            lo, hi = offsets[g], offsets[g + 1]
+            members = members_all[lo:hi]
+            outputs = [m for m, out in zip(members, is_output_all[lo:hi]) if out]
+            inside = {}  # node index -> its instruction in the fused computation
+            params = []
+            param_of = {}
+            body = []
+            for m in members:
+                instr = order[m]
+                operands = []
+                for q in csr_indices[csr_offsets[m]:csr_offsets[m + 1]]:
+                    p = inside.get(q)
+                    if p is None:
+                        p = param_of.get(q)
+                        if p is None:
+                            number = len(params)
+                            p = HloInstruction.create_parameter(number, order[q].shape,
+                                                                name=names(f"param_{number}"))
+                            param_of[q] = p
+                            params.append(q)
+                            body.append(p)
+                    operands.append(p)
+                if instruction_group[m] == g:
+                    instr.operands = operands
+                    member = instr
+                else:
+                    member = _clone(instr, operands, names(instr.name, False))
+                inside[m] = member
+                body.append(member)
+            if len(outputs) == 1:
+                root = inside[outputs[0]]
+            else:
+                root = HloInstruction("tuple", Shape.tuple([inside[m].shape for m in outputs]),
+                                      [inside[m] for m in outputs], name=names("tuple"))
+                body.append(root)
+            fused = HloComputation(names("fused_computation"), body, root=root)
+            fused_computations.append(fused)
+            attrs = {"kind": FUSION_KINDS[kind], "calls": fused}
+            metadata = order[members[-1]].attrs.get("metadata")
+            if metadata is not None:
+                attrs["metadata"] = metadata
+            fusion = HloInstruction("fusion", root.shape, [value_of(q) for q in params],
+                                    name=names("fusion"), attrs=attrs)
+            new_instrs.append(fusion)
+            if len(outputs) == 1:
+                value[outputs[0]] = fusion
+            else:
+                for k, m in enumerate(outputs):
+                    gte = HloInstruction("get-tuple-element", inside[m].shape, [fusion],
+                                         name=names("get-tuple-element"), attrs={"index": k})
+                    new_instrs.append(gte)
+                    value[m] = gte
+
+        kept = []
+        for k, instr in enumerate(order):
+            if not unfused[k]:
+                continue
+            ops = csr_indices[csr_offsets[k]:csr_offsets[k + 1]]
+            if not all(unfused[q] for q in ops):
+                instr.operands = [value_of(q) for q in ops]
+            kept.append(instr)
+        for instr in new_instrs:
+            instr.parent = comp
+        comp.instructions = kept + new_instrs
+        comp.root_instruction = value_of(root_index)
+        comp.sort_post_order()
+        return fused_computations
