@@ -40,8 +40,15 @@
 // Phase 2, sibling multi-output fusion (when enabled). Give every group and
 // every unfused instruction a depth in the graph of fusions: 1 + the largest
 // depth of what it reads (0 for no operands). An edge always goes from a
-// smaller depth to a strictly larger one, so merging nodes of EQUAL depth
-// keeps the graph acyclic no matter how many merges are made. For each value
+// smaller depth to a strictly larger one. First, producer-consumer
+// multi-output fusion: a kLoop group P (never a reduce) read by several
+// nodes merges into its reading group C of smallest depth when every other
+// reader of P is strictly deeper than C; no other path from P to C can
+// exist then, and the merged group, at C's depth, keeps every edge going
+// strictly deeper (softmax: exp(x - max) joins the sum's kInput fusion and
+// is a second output, read by the divide). Then siblings: merging nodes of
+// EQUAL depth keeps the graph acyclic no matter how many merges are made.
+// For each value
 // X of at least sibling_min_bytes bytes, the groups that read X and have the
 // same depth, the same kind and the same shape_key (reduces: same operand
 // dimensions and reduced dimensions; loops: same output dimensions) merge

@@ -478,12 +478,11 @@ class HloModule:
 
     def called_computations_of(self, comp):
         """The computations ``comp`` calls directly, in first-use order."""
-        out = []
+        out = {}
         for instr in comp.instructions:
             for c in instr.called_computations:
-                if c not in out:
-                    out.append(c)
-        return out
+                out[id(c)] = c
+        return list(out.values())
 
     def computations_post_order(self):
         """Computations with callees before callers; unreachable ones too."""

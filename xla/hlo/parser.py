@@ -27,6 +27,7 @@ from xla.hlo.attributes import (ConvDimensionNumbers, PaddingDim, RawAttr, Slice
                                 WindowDimension, kind_of)
 from xla.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla.hlo.shape import Layout, Shape
+from xla.gc_util import paused_gc
 from xla.hlo.types import PrimitiveType, from_text as _type_from_text
 
 __all__ = ["parse_hlo_module", "parse_shape", "parse_literal", "STACK_FRAME_SECTIONS"]
@@ -1182,7 +1183,8 @@ def parse_hlo_module(text, filename=None):
         raise TypeError("parse_hlo_module expects text (str)")
     parser = _Parser(text, filename)
     try:
-        return parser.parse_module()
+        with paused_gc():
+            return parser.parse_module()
     except HloParseError:
         raise
     except RecursionError:

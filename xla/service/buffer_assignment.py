@@ -55,6 +55,7 @@ places has all its buffers live from its first window to its last caller.
 """
 import numpy as np
 
+from xla.gc_util import paused_gc
 from xla import _core
 from xla.errors import InvalidArgumentError
 from xla.hlo.attributes import RawAttr
@@ -285,7 +286,8 @@ def assign_buffers(module, alignment=ALIGNMENT, fit="best"):
     if not module.is_scheduled:
         raise InvalidArgumentError(
             f"buffer assignment needs a scheduled module; run HloMemoryScheduler on {module.name} first")
-    return _Assigner(module, alignment, fit).run()
+    with paused_gc():
+        return _Assigner(module, alignment, fit).run()
 
 
 class _Assigner:

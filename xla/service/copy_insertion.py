@@ -103,13 +103,13 @@ class _Inserter:
         """``value`` with a copy of every leaf ``needs_copy(leaf, index, seen)`` selects.
 
         Returns ``value`` itself when nothing is copied."""
-        seen = [] if seen is None else seen
+        seen = set() if seen is None else seen
         shape = value.shape
         if shape.is_token:
             return value
         if shape.is_array:
             copy = needs_copy(value, index, seen)
-            seen.append(value)
+            seen.add(value)
             return self.new(comp, "copy", shape, [value], before) if copy else value
         if value.opcode == "tuple":
             elements = [self.rebuild(comp, e, needs_copy, before, index + (i,), seen)
@@ -142,14 +142,14 @@ class _Inserter:
         allowed = {id(loop), id(init)}
 
         def needs_copy(leaf, index, seen):
-            if shared or leaf.is_root or any(leaf is s for s in seen):
+            if shared or leaf.is_root or leaf in seen:
                 return True
             if _is_read_only_or_parameter(leaf):
                 return True
             return any(id(u) not in allowed for u in users.get(id(leaf), []))
 
         if init.opcode == "tuple" and not shared:
-            seen = []
+            seen = set()
             new_operands = [self.rebuild(comp, e, needs_copy, init, (i,), seen)
                             for i, e in enumerate(init.operands)]
             if not all(a is b for a, b in zip(new_operands, init.operands)):
@@ -170,18 +170,18 @@ class _Inserter:
         if root.opcode != "tuple":
             return
         new_operands = []
-        seen = []
+        seen = set()
         for i, e in enumerate(root.operands):
             swapped = (e.opcode == "get-tuple-element" and e.operands[0].opcode == "parameter"
                        and e.attr("index") != i)
             if e.shape.is_token:
                 new_operands.append(e)
-            elif swapped or e.opcode in ("constant", "parameter") or any(e is s for s in seen):
+            elif swapped or e.opcode in ("constant", "parameter") or e in seen:
                 new_operands.append(self.rebuild(comp=body, value=e, before=root,
                                                  needs_copy=lambda *_: True))
             else:
                 new_operands.append(e)
-            seen.append(e)
+            seen.add(e)
         if not all(a is b for a, b in zip(new_operands, root.operands)):
             root.operands = new_operands
             self.changed = True
@@ -198,7 +198,7 @@ class _Inserter:
         aliases = aliases or {}
 
         def needs_copy(leaf, index, seen):
-            if any(leaf is s for s in seen):
+            if leaf in seen:
                 return True
             if not _is_read_only_or_parameter(leaf):
                 return False
@@ -208,7 +208,7 @@ class _Inserter:
         users = comp.users_map()
         if root.opcode == "tuple" and not users.get(id(root)):
             # Change the root tuple in place.
-            seen = []
+            seen = set()
             new_operands = [self.rebuild(comp, e, needs_copy, root, (i,), seen)
                             for i, e in enumerate(root.operands)]
             if not all(a is b for a, b in zip(new_operands, root.operands)):

@@ -18,6 +18,7 @@ loop forever.
 import time
 
 from xla.errors import XlaError
+from xla.gc_util import paused_gc
 
 
 class HloPass:
@@ -59,6 +60,10 @@ class HloPassPipeline(HloPass):
             inner.dump_hook = inner.dump_hook or self.dump_hook
 
     def run(self, module):
+        with paused_gc():
+            return self._run(module)
+
+    def _run(self, module):
         changed_any = False
         if self.dump_hook:
             self.dump_hook(module, self.name, None, False)

@@ -19,7 +19,6 @@ PASSES = {
     "fusion": "xla.service.instruction_fusion:InstructionFusion",
     "hlo-memory-scheduler": "xla.service.hlo_memory_scheduler:HloMemoryScheduler",
     "layout-assignment": "xla.service.layout_assignment:LayoutAssignment",
-    "multi_output_fusion": "xla.service.multi_output_fusion:MultiOutputFusion",
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":
         "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",

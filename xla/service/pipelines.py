@@ -10,7 +10,8 @@ Order, and why:
    dots for the emitters) and another simplification round to clean up the
    reshapes and transposes it adds.
 4. ``layout-assignment``: every shape gets a layout; copies where they change.
-5. ``fusion``, ``multi_output_fusion``, ``dce``.
+5. ``fusion`` (producer-consumer, reduction and multi-output sibling
+   fusion, decided in one C++ call per computation), ``dce``.
 6. ``copy-insertion`` (while/conditional buffers alias safely), then
    ``hlo-memory-scheduler``, after which the module is scheduled and buffer
    assignment (an analysis, not a pass) can run.
@@ -43,7 +44,6 @@ def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None
     p.add_pass(make_pass("layout-assignment"))
     if fusion:
         p.add_pass(make_pass("fusion"))
-        p.add_pass(make_pass("multi_output_fusion"))
         p.add_pass(make_pass("dce"))
     if schedule:
         p.add_pass(make_pass("copy-insertion"))
