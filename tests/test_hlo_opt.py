@@ -69,3 +69,39 @@ def test_parse_error_and_output_over_input(tmp_path):
     proc = run_tool(f"--output={path}", str(path))
     assert proc.returncode != 0 and "overwrite" in proc.stderr
     assert path.read_text() == MODULE
+
+
+SEED = """\
+HloModule seed
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[1024], y: f32[1024], z: f32[1024]) -> f32[] {
+  %x = f32[1024] parameter(0)
+  %y = f32[1024] parameter(1)
+  %z = f32[1024] parameter(2)
+  %yz = f32[1024] multiply(%y, %z)
+  %s = f32[1024] add(%x, %yz)
+  %zero = f32[] constant(0)
+  ROOT %r = f32[] reduce(%s, %zero), dimensions={0}, to_apply=%add
+}
+"""
+
+
+def test_whole_pipeline_and_buffer_assignment_report(tmp_path):
+    path = tmp_path / "seed.hlo"
+    path.write_text(SEED)
+    proc = run_tool("--platform=interpreter", "--buffer_assignment", "--print_timing", str(path))
+    assert proc.returncode == 0, proc.stderr
+    module_text, report = proc.stdout.split("BufferAssignment:", 1)
+    module = parse_hlo_module(module_text)
+    assert module.is_scheduled
+    assert [i.opcode for i in module.entry.instructions] == ["parameter"] * 3 + ["fusion"]
+    assert "kind=kInput" in module_text
+    assert "allocation 3: size 4, maybe-live-out" in report
+    assert "Temp arena bytes: 0" in report
+    assert "fusion:" in proc.stderr  # the timing report names the passes
