@@ -9,8 +9,9 @@ BAZEL ?= bazel
 # Plain, sparse Bazel output under CI (CI=true): see .bazelrc.
 BAZEL_FLAGS := $(if $(filter true 1,$(CI)),--config=ci)
 # Bazel 4.2.3 and the rules_java it needs offline, GoogleTest for the C++
-# tests, and a C++ compiler.
-APT_PACKAGES := bazel-bootstrap bazel-rules-java libgtest-dev g++
+# tests, Eigen (header-only) for the CPU runtime's dot and convolution, and a
+# C++ compiler.
+APT_PACKAGES := bazel-bootstrap bazel-rules-java libgtest-dev libeigen3-dev g++
 EXAMPLES := $(patsubst $(ROOT)/%,%,$(sort $(wildcard $(ROOT)/examples/*.hlo)))
 
 .PHONY: setup system-packages build pth test demo clean

@@ -22,6 +22,8 @@ namespace py = pybind11;
 void RegisterBufferAssignment(py::module_& m);
 // Fusion decisions, defined in python/fusion_bindings.cc.
 void RegisterFusion(py::module_& m);
+// The CPU runtime and calls into compiled CPU code, in python/cpu_runtime_bindings.cc.
+void RegisterCpuRuntime(py::module_& m);
 
 namespace {
 
@@ -137,4 +139,5 @@ PYBIND11_MODULE(_core, m) {
 
   RegisterBufferAssignment(m);
   RegisterFusion(m);
+  RegisterCpuRuntime(m);
 }

@@ -11,6 +11,7 @@ from xla.errors import InvalidArgumentError
 
 # platform name -> "module:attribute" of its Compiler class.
 _BACKENDS = {
+    "cpu": "xla.backends.cpu.compiler:CpuCompiler",
     "interpreter": "xla.backends.interpreter.backend:InterpreterCompiler",
 }
 

@@ -1,0 +1,121 @@
+"""CPU runtime benchmark: __xla_cpu_matmul_f32/f64 against NumPy's matmul, and
+the cost of calling compiled code through xla._core.cpu_execute and
+ExecutableState.run.
+
+    .venv/bin/python benchmarks/cpu_runtime_matmul.py [--repeats N] [--threads N]
+
+The runtime's matmul is called directly through ctypes at the address from
+cpu_runtime_symbols() (a few microseconds of ctypes overhead, nothing next to
+the products measured). GFLOP/s counts 2*batch*m*k*n flops. Times are the
+best of --repeats, the two sides alternating.
+"""
+import argparse
+import ctypes
+import os
+import sys
+import time
+import timeit
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import llvmlite.binding as llvm  # noqa: E402
+
+from xla import _core  # noqa: E402
+
+MATMUL_ARGTYPES = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 4 + [ctypes.c_int32] * 2
+
+# (batch, m, k, n, transpose_lhs, transpose_rhs)
+SHAPES = [
+    (1, 1024, 1024, 1024, 0, 0),
+    (1, 1024, 1024, 1024, 1, 0),
+    (1, 1024, 1024, 1024, 0, 1),
+    (1, 2048, 2048, 2048, 0, 0),
+    (1, 256, 256, 256, 0, 0),
+    (1, 4096, 256, 1024, 0, 0),
+    (1, 1, 4096, 4096, 0, 0),
+    (64, 64, 64, 64, 0, 0),
+    (8, 512, 64, 512, 0, 0),
+]
+
+
+def best_times(fns, repeats):
+    """The best time of each function, run in turn each repeat so that load
+    from other processes (a shared machine) hits them alike."""
+    for fn in fns:
+        fn()  # warm-up (threads, caches, page faults)
+    best = [float("inf")] * len(fns)
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best
+
+
+def matmul_rows(dtype, shapes, repeats):
+    symbols = _core.cpu_runtime_symbols()
+    name = {np.float32: "__xla_cpu_matmul_f32", np.float64: "__xla_cpu_matmul_f64"}[dtype]
+    matmul = ctypes.CFUNCTYPE(None, *MATMUL_ARGTYPES)(symbols[name])
+    rng = np.random.default_rng(0)
+    for batch, m, k, n, tl, tr in shapes:
+        lhs = rng.standard_normal((batch, k, m) if tl else (batch, m, k)).astype(dtype)
+        rhs = rng.standard_normal((batch, n, k) if tr else (batch, k, n)).astype(dtype)
+        out = np.empty((batch, m, n), dtype)
+        a = lhs.transpose(0, 2, 1) if tl else lhs
+        b = rhs.transpose(0, 2, 1) if tr else rhs
+        np_out = np.empty((batch, m, n), dtype)
+        ours, theirs = best_times(
+            [lambda: matmul(lhs.ctypes.data, rhs.ctypes.data, out.ctypes.data, batch, m, k, n, tl, tr),
+             lambda: np.matmul(a, b, out=np_out)], repeats)
+        tol = 1e-3 * np.sqrt(k) if dtype == np.float32 else 1e-10 * np.sqrt(k)
+        assert np.allclose(out, np_out, rtol=tol, atol=tol), "result differs from NumPy"
+        flops = 2.0 * batch * m * k * n
+        label = f"{np.dtype(dtype).name} {batch}x{m}x{k}x{n}" + (" lhsT" if tl else "") + (
+            " rhsT" if tr else "")
+        print(f"{label:34s} xla {flops / ours / 1e9:7.1f} GFLOP/s   numpy {flops / theirs / 1e9:7.1f}"
+              f" GFLOP/s   ratio {theirs / ours:5.2f}")
+
+
+NOOP_IR = "define void @noop(ptr %table) {\nentry:\n  ret void\n}\n"
+
+
+def dispatch_overhead():
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target_machine = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(NOOP_IR), target_machine)
+    engine.finalize_object()
+    noop = engine.get_function_address("noop")
+    arrays = [np.zeros(4, np.float32) for _ in range(3)]
+    state = _core.ExecutableState(noop, 3, [0, 1], [2])
+    args, outputs = arrays[:2], arrays[2:]
+    number = 200_000
+    rows = [
+        ("cpu_execute(fn, [3 arrays])", lambda: _core.cpu_execute(noop, arrays)),
+        ("ExecutableState.run([2], [1])", lambda: state.run(args, outputs)),
+        ("(reference: empty Python call)", lambda: None),
+    ]
+    for label, fn in rows:
+        best = min(timeit.repeat(fn, number=number, repeat=5)) / number
+        print(f"{label:34s} {best * 1e6:6.2f} us per call")
+    del engine
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="runtime threads (default: XLA_CPU_NUM_THREADS or all CPUs)")
+    args = parser.parse_args()
+    if args.threads:
+        _core.set_cpu_runtime_num_threads(args.threads)
+    print(f"runtime threads: {_core.cpu_runtime_num_threads()}, CPUs: {os.cpu_count()}")
+    matmul_rows(np.float32, SHAPES, args.repeats)
+    matmul_rows(np.float64, SHAPES[:1], args.repeats)
+    dispatch_overhead()
+
+
+if __name__ == "__main__":
+    main()

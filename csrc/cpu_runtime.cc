@@ -1,0 +1,508 @@
+// The CPU runtime (see cpu_runtime.h): thread pool, parallel_for, and the
+// dot and convolution kernels, computed with Eigen as XLA:CPU does.
+#define EIGEN_USE_THREADS
+
+#include "csrc/cpu_runtime.h"
+
+#include <algorithm>
+#include <atomic>
+#include <complex>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#ifdef __linux__
+#include <sched.h>
+#endif
+
+#include <Eigen/Core>
+#include <unsupported/Eigen/CXX11/Tensor>
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// The process-wide pool.
+
+int DefaultNumThreads() {
+  if (const char* env = std::getenv("XLA_CPU_NUM_THREADS")) {
+    char* end = nullptr;
+    const long value = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && value > 0) return static_cast<int>(std::min(value, 1024L));
+  }
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int count = CPU_COUNT(&set);
+    if (count > 0) return count;
+  }
+#endif
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? static_cast<int>(hw) : 1;
+}
+
+// num_threads == 1 has no Eigen pool: work runs on the caller.
+struct Runtime {
+  int num_threads = 1;
+  std::unique_ptr<Eigen::ThreadPool> pool;
+};
+
+std::mutex g_runtime_mutex;
+std::atomic<Runtime*> g_runtime{nullptr};
+
+Runtime* MakeRuntime(int num_threads) {
+  auto* runtime = new Runtime;
+  runtime->num_threads = num_threads;
+  if (num_threads > 1) runtime->pool = std::make_unique<Eigen::ThreadPool>(num_threads);
+  return runtime;
+}
+
+Runtime* GetRuntime() {
+  Runtime* runtime = g_runtime.load(std::memory_order_acquire);
+  if (runtime != nullptr) return runtime;
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  runtime = g_runtime.load(std::memory_order_relaxed);
+  if (runtime == nullptr) {
+    runtime = MakeRuntime(DefaultNumThreads());
+    g_runtime.store(runtime, std::memory_order_release);
+  }
+  return runtime;
+}
+
+// The pool to parallelize over, or null to run on the calling thread: no
+// pool, or the caller is one of its workers (nested parallelism runs serially).
+Eigen::ThreadPool* PoolForCaller(Runtime* runtime) {
+  Eigen::ThreadPool* pool = runtime->pool.get();
+  if (pool == nullptr || pool->CurrentThreadId() >= 0) return nullptr;
+  return pool;
+}
+
+// ---------------------------------------------------------------------------
+// parallel_for: chunks claimed dynamically from an atomic counter by the
+// caller and up to num_threads - 1 helpers. The state is shared so that a
+// helper that starts after all chunks are done finds nothing to do and
+// touches nothing the caller owns.
+
+struct ParallelForState {
+  void (*body)(void*, int64_t, int64_t);
+  void* ctx;
+  int64_t n;
+  int64_t chunk;
+  int64_t num_chunks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> finished{0};
+  std::mutex mutex;
+  std::condition_variable done;
+
+  // Runs chunks until none are left to claim.
+  void Work() {
+    int64_t c;
+    while ((c = next.fetch_add(1, std::memory_order_relaxed)) < num_chunks) {
+      const int64_t begin = c * chunk;
+      body(ctx, begin, std::min(n, begin + chunk));
+      if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == num_chunks) {
+        std::lock_guard<std::mutex> lock(mutex);
+        done.notify_all();
+      }
+    }
+  }
+
+  bool Finished() const { return finished.load(std::memory_order_acquire) == num_chunks; }
+};
+
+template <typename T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using ColMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+
+// ---------------------------------------------------------------------------
+// Matmul.
+
+// Below this many multiply-adds per product, threads cost more than they save.
+constexpr int64_t kMinParallelMacs = int64_t{64} * 64 * 64;
+// Products thinner than this in M or N are split along the other dimension
+// instead of going to the tensor contraction.
+constexpr int64_t kMinContractionDim = 64;
+
+// The block [i0, i1) x [j0, j1) of one product, on the calling thread
+// (Eigen's blocked GEMM, or GEMV for a single row or column). A transposed
+// row-major operand is the same memory read as column-major.
+template <typename T, typename LhsStorage, typename RhsStorage>
+void MatmulBlockAs(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64_t n,
+                   int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  using Stride = Eigen::OuterStride<>;
+  constexpr bool kLhsRowMajor = static_cast<bool>(LhsStorage::IsRowMajor);
+  constexpr bool kRhsRowMajor = static_cast<bool>(RhsStorage::IsRowMajor);
+  Eigen::Map<const LhsStorage, 0, Stride> a(kLhsRowMajor ? lhs + i0 * k : lhs + i0, i1 - i0, k,
+                                            Stride(kLhsRowMajor ? k : m));
+  Eigen::Map<const RhsStorage, 0, Stride> b(kRhsRowMajor ? rhs + j0 : rhs + j0 * k, k, j1 - j0,
+                                            Stride(kRhsRowMajor ? n : k));
+  Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(out + i0 * n + j0, i1 - i0, j1 - j0, Stride(n));
+  c.noalias() = a * b;
+}
+
+template <typename T>
+void MatmulBlock(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64_t n,
+                 bool transpose_lhs, bool transpose_rhs, int64_t i0, int64_t i1, int64_t j0,
+                 int64_t j1) {
+  if (transpose_lhs) {
+    if (transpose_rhs) {
+      MatmulBlockAs<T, ColMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1);
+    } else {
+      MatmulBlockAs<T, ColMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1);
+    }
+  } else if (transpose_rhs) {
+    MatmulBlockAs<T, RowMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1);
+  } else {
+    MatmulBlockAs<T, RowMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1);
+  }
+}
+
+template <typename T>
+void MatmulSerial(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64_t n,
+                  bool transpose_lhs, bool transpose_rhs) {
+  MatmulBlock(lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs, 0, m, 0, n);
+}
+
+// One product over the pool: Eigen's tensor contraction on a ThreadPoolDevice
+// (it blocks the caller and shards the blocked GEMM over the workers).
+template <typename T>
+void MatmulParallel(Eigen::ThreadPool* pool, int num_threads, const T* lhs, const T* rhs, T* out,
+                    int64_t m, int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs) {
+  using Index = Eigen::Index;
+  Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor>> a(
+      lhs, transpose_lhs ? k : m, transpose_lhs ? m : k);
+  Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor>> b(
+      rhs, transpose_rhs ? n : k, transpose_rhs ? k : n);
+  Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor>> c(out, m, n);
+  const Eigen::array<Eigen::IndexPair<Index>, 1> dims = {
+      Eigen::IndexPair<Index>(transpose_lhs ? 0 : 1, transpose_rhs ? 1 : 0)};
+  Eigen::ThreadPoolDevice device(pool, num_threads);
+  c.device(device) = a.contract(b, dims);
+}
+
+// One thin product over the pool: the larger of M and N split into blocks,
+// one serial product each. For matrix-vector-like shapes, where the
+// contraction's 2-D blocking has too little to work with.
+template <typename T>
+struct SplitContext {
+  const T* lhs;
+  const T* rhs;
+  T* out;
+  int64_t m, k, n;
+  bool transpose_lhs, transpose_rhs;
+  bool split_rows;
+};
+
+template <typename T>
+void MatmulSplitBody(void* ctx, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const SplitContext<T>*>(ctx);
+  if (c.split_rows) {
+    MatmulBlock(c.lhs, c.rhs, c.out, c.m, c.k, c.n, c.transpose_lhs, c.transpose_rhs, begin, end,
+                0, c.n);
+  } else {
+    MatmulBlock(c.lhs, c.rhs, c.out, c.m, c.k, c.n, c.transpose_lhs, c.transpose_rhs, 0, c.m,
+                begin, end);
+  }
+}
+
+template <typename T>
+void MatmulSplit(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64_t n,
+                 bool transpose_lhs, bool transpose_rhs) {
+  SplitContext<T> ctx{lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs, m >= n};
+  const int64_t extent = m >= n ? m : n;
+  const int64_t macs_per_unit = k * (m >= n ? n : m);
+  // Blocks of >= 8 rows or columns keep Eigen's kernels on full panels.
+  const int64_t min_chunk =
+      std::max<int64_t>(8, kMinParallelMacs / std::max<int64_t>(1, macs_per_unit));
+  __xla_cpu_parallel_for(&MatmulSplitBody<T>, &ctx, extent, min_chunk);
+}
+
+template <typename T>
+struct BatchContext {
+  const T* lhs;
+  const T* rhs;
+  T* out;
+  int64_t m, k, n;
+  bool transpose_lhs, transpose_rhs;
+};
+
+template <typename T>
+void MatmulBatchBody(void* ctx, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const BatchContext<T>*>(ctx);
+  for (int64_t b = begin; b < end; ++b) {
+    MatmulSerial(c.lhs + b * c.m * c.k, c.rhs + b * c.k * c.n, c.out + b * c.m * c.n, c.m, c.k,
+                 c.n, c.transpose_lhs, c.transpose_rhs);
+  }
+}
+
+template <typename T>
+void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_t k, int64_t n,
+            bool transpose_lhs, bool transpose_rhs) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    std::fill(out, out + batch * m * n, T(0));
+    return;
+  }
+  Runtime* runtime = GetRuntime();
+  Eigen::ThreadPool* pool = PoolForCaller(runtime);
+  const int64_t macs = m * k * n;
+  if (pool == nullptr || macs * batch < kMinParallelMacs) {
+    for (int64_t b = 0; b < batch; ++b) {
+      MatmulSerial(lhs + b * m * k, rhs + b * k * n, out + b * m * n, m, k, n, transpose_lhs,
+                   transpose_rhs);
+    }
+    return;
+  }
+  const int64_t threads = runtime->num_threads;
+  if (batch > 1 && (macs < kMinParallelMacs * threads || batch % threads == 0 ||
+                    batch >= 4 * threads)) {
+    // Products spread evenly over the threads, or many small ones: whole
+    // products per task, each serial.
+    BatchContext<T> ctx{lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs};
+    __xla_cpu_parallel_for(&MatmulBatchBody<T>, &ctx, batch,
+                           std::max<int64_t>(1, kMinParallelMacs / macs));
+    return;
+  }
+  if (std::min(m, n) < kMinContractionDim) {
+    for (int64_t b = 0; b < batch; ++b) {
+      MatmulSplit(lhs + b * m * k, rhs + b * k * n, out + b * m * n, m, k, n, transpose_lhs,
+                  transpose_rhs);
+    }
+    return;
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    MatmulParallel(pool, runtime->num_threads, lhs + b * m * k, rhs + b * k * n, out + b * m * n,
+                   m, k, n, transpose_lhs, transpose_rhs);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Convolution: im2col over blocks of output pixels, then one GEMM per feature
+// group and block, blocks spread over the pool with parallel_for.
+
+struct ConvParams {
+  int64_t batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, out_h, out_w;
+  int64_t stride_h, stride_w, pad_h_lo, pad_w_lo;
+  int64_t lhs_dilation_h, lhs_dilation_w, rhs_dilation_h, rhs_dilation_w;
+  int64_t groups;
+};
+
+// Output pixels per im2col block: bounds the patch buffer of each thread.
+constexpr int64_t kConvBlockPixels = 256;
+
+// The input index that dilated, padded position `pos` reads, or -1 (padding,
+// or a hole between dilated elements).
+inline int64_t SourceIndex(int64_t pos, int64_t dilation, int64_t size) {
+  if (pos < 0) return -1;
+  if (dilation != 1) {
+    if (pos % dilation != 0) return -1;
+    pos /= dilation;
+  }
+  return pos < size ? pos : -1;
+}
+
+template <typename T>
+struct ConvContext {
+  const T* input;
+  const T* kernel;
+  T* out;
+  ConvParams p;
+};
+
+template <typename T>
+void ConvPixels(const ConvContext<T>& ctx, int64_t begin, int64_t end, std::vector<T>& patches) {
+  const ConvParams& p = ctx.p;
+  const int64_t cg = p.in_c / p.groups;
+  const int64_t og = p.out_c / p.groups;
+  const int64_t patch = p.kernel_h * p.kernel_w * cg;
+  const int64_t rows = end - begin;
+  patches.resize(static_cast<size_t>(rows * patch));
+  using Stride = Eigen::OuterStride<>;
+  for (int64_t g = 0; g < p.groups; ++g) {
+    // im2col: one row per output pixel, (ky, kx, c) along the row.
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t pixel = begin + r;
+      const int64_t ox = pixel % p.out_w;
+      const int64_t oy = (pixel / p.out_w) % p.out_h;
+      const int64_t b = pixel / (p.out_w * p.out_h);
+      T* row = patches.data() + r * patch;
+      for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+        const int64_t iy = SourceIndex(oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h,
+                                       p.lhs_dilation_h, p.in_h);
+        for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+          T* dst = row + (ky * p.kernel_w + kx) * cg;
+          const int64_t ix = iy < 0 ? -1
+                                    : SourceIndex(ox * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w,
+                                                  p.lhs_dilation_w, p.in_w);
+          if (ix < 0) {
+            std::fill(dst, dst + cg, T(0));
+          } else {
+            const T* src = ctx.input + ((b * p.in_h + iy) * p.in_w + ix) * p.in_c + g * cg;
+            std::copy(src, src + cg, dst);
+          }
+        }
+      }
+    }
+    Eigen::Map<const RowMajorMatrix<T>> a(patches.data(), rows, patch);
+    Eigen::Map<const RowMajorMatrix<T>, 0, Stride> w(ctx.kernel + g * og, patch, og,
+                                                     Stride(p.out_c));
+    Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(ctx.out + begin * p.out_c + g * og, rows, og,
+                                               Stride(p.out_c));
+    c.noalias() = a * w;
+  }
+}
+
+template <typename T>
+void ConvBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  const auto& ctx = *static_cast<const ConvContext<T>*>(ctx_ptr);
+  std::vector<T> patches;
+  for (int64_t start = begin; start < end; start += kConvBlockPixels) {
+    ConvPixels(ctx, start, std::min(end, start + kConvBlockPixels), patches);
+  }
+}
+
+template <typename T>
+void Conv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
+  const int64_t pixels = p.batch * p.out_h * p.out_w;
+  if (pixels <= 0 || p.out_c <= 0) return;
+  if (p.groups <= 0 || p.in_c % p.groups != 0 || p.out_c % p.groups != 0) return;
+  const int64_t patch = p.kernel_h * p.kernel_w * (p.in_c / p.groups);
+  if (patch <= 0) {
+    std::fill(out, out + pixels * p.out_c, T(0));
+    return;
+  }
+  ConvContext<T> ctx{input, kernel, out, p};
+  // Enough pixels per task that its GEMMs amortize the scheduling.
+  const int64_t macs_per_pixel = patch * (p.out_c / p.groups) * p.groups;
+  const int64_t min_chunk = std::max<int64_t>(16, kMinParallelMacs / std::max<int64_t>(1, macs_per_pixel));
+  __xla_cpu_parallel_for(&ConvBody<T>, &ctx, pixels, min_chunk);
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t __xla_cpu_runtime_num_threads(void) { return GetRuntime()->num_threads; }
+
+void __xla_cpu_runtime_set_num_threads(int32_t num_threads) {
+  Runtime* fresh = MakeRuntime(num_threads > 0 ? num_threads : DefaultNumThreads());
+  Runtime* old;
+  {
+    std::lock_guard<std::mutex> lock(g_runtime_mutex);
+    old = g_runtime.exchange(fresh, std::memory_order_acq_rel);
+  }
+  delete old;  // joins its workers
+}
+
+void __xla_cpu_parallel_for(void (*body)(void* ctx, int64_t begin, int64_t end), void* ctx,
+                            int64_t n, int64_t min_chunk) {
+  if (n <= 0) return;
+  if (min_chunk < 1) min_chunk = 1;
+  Runtime* runtime = GetRuntime();
+  Eigen::ThreadPool* pool = n <= min_chunk ? nullptr : PoolForCaller(runtime);
+  if (pool == nullptr) {
+    body(ctx, 0, n);
+    return;
+  }
+  const int64_t threads = runtime->num_threads;
+  // About four chunks per thread balances uneven chunks without many claims.
+  const int64_t chunk = std::max(min_chunk, (n + 4 * threads - 1) / (4 * threads));
+  const int64_t num_chunks = (n + chunk - 1) / chunk;
+  if (num_chunks == 1) {
+    body(ctx, 0, n);
+    return;
+  }
+  auto state = std::make_shared<ParallelForState>();
+  state->body = body;
+  state->ctx = ctx;
+  state->n = n;
+  state->chunk = chunk;
+  state->num_chunks = num_chunks;
+  const int64_t helpers = std::min(threads - 1, num_chunks - 1);
+  for (int64_t i = 0; i < helpers; ++i) {
+    pool->Schedule([state] { state->Work(); });
+  }
+  state->Work();
+  if (!state->Finished()) {
+    // Chunks still running on helpers: spin briefly (they are usually about
+    // to finish), then sleep.
+    for (int i = 0; i < 2000 && !state->Finished(); ++i) std::this_thread::yield();
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->done.wait(lock, [&] { return state->Finished(); });
+  }
+}
+
+void __xla_cpu_matmul_f32(const float* lhs, const float* rhs, float* out, int64_t batch,
+                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                          int32_t transpose_rhs) {
+  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_f64(const double* lhs, const double* rhs, double* out, int64_t batch,
+                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                          int32_t transpose_rhs) {
+  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_c64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m,
+                          int64_t k, int64_t n, int32_t transpose_lhs, int32_t transpose_rhs) {
+  using C = std::complex<float>;
+  Matmul(static_cast<const C*>(lhs), static_cast<const C*>(rhs), static_cast<C*>(out), batch, m,
+         k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t batch,
+                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                           int32_t transpose_rhs) {
+  using C = std::complex<double>;
+  Matmul(static_cast<const C*>(lhs), static_cast<const C*>(rhs), static_cast<C*>(out), batch, m,
+         k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_conv2d_f32(const float* input, const float* kernel, float* out, int64_t batch,
+                          int64_t in_h, int64_t in_w, int64_t in_c, int64_t kernel_h,
+                          int64_t kernel_w, int64_t out_c, int64_t out_h, int64_t out_w,
+                          int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,
+                          int64_t pad_w_lo, int64_t lhs_dilation_h, int64_t lhs_dilation_w,
+                          int64_t rhs_dilation_h, int64_t rhs_dilation_w,
+                          int64_t feature_group_count) {
+  Conv2D(input, kernel, out,
+         ConvParams{batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, out_h, out_w, stride_h,
+                    stride_w, pad_h_lo, pad_w_lo, lhs_dilation_h, lhs_dilation_w,
+                    rhs_dilation_h, rhs_dilation_w, feature_group_count});
+}
+
+void __xla_cpu_conv2d_f64(const double* input, const double* kernel, double* out,
+                          int64_t batch, int64_t in_h, int64_t in_w, int64_t in_c,
+                          int64_t kernel_h, int64_t kernel_w, int64_t out_c, int64_t out_h,
+                          int64_t out_w, int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,
+                          int64_t pad_w_lo, int64_t lhs_dilation_h, int64_t lhs_dilation_w,
+                          int64_t rhs_dilation_h, int64_t rhs_dilation_w,
+                          int64_t feature_group_count) {
+  Conv2D(input, kernel, out,
+         ConvParams{batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, out_h, out_w, stride_h,
+                    stride_w, pad_h_lo, pad_w_lo, lhs_dilation_h, lhs_dilation_w,
+                    rhs_dilation_h, rhs_dilation_w, feature_group_count});
+}
+
+const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count) {
+#define XLA_CPU_RUNTIME_SYMBOL(name) {#name, reinterpret_cast<void*>(&name)}
+  static const XlaCpuRuntimeSymbol kSymbols[] = {
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_runtime_num_threads),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_parallel_for),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_c64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_c128),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f64),
+  };
+#undef XLA_CPU_RUNTIME_SYMBOL
+  if (count != nullptr) *count = static_cast<int64_t>(sizeof(kSymbols) / sizeof(kSymbols[0]));
+  return kSymbols;
+}
+
+}  // extern "C"

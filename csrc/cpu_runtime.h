@@ -1,0 +1,94 @@
+// The CPU backend's runtime: functions that JIT-compiled code calls by name
+// (registered with llvmlite's add_symbol from cpu_runtime_symbols()), and the
+// process-wide thread pool they share.
+//
+// Generated code is one function `void NAME(i8** buffer_table)`; when it needs
+// a parallel loop, a matrix product or a convolution it calls the entry points
+// below. All of them are plain C (no exceptions cross them) and block until the
+// work is done.
+//
+// Threading: one process-wide pool of N workers, N = the number of CPUs this
+// process may run on (sched_getaffinity), or XLA_CPU_NUM_THREADS when set
+// (read when the pool is first used), or __xla_cpu_runtime_set_num_threads.
+// N == 1 means no worker threads: everything runs on the calling thread.
+// Calls made from inside a pool worker (e.g. a matmul inside a parallel_for
+// body) run on that worker, serially, so nested parallelism cannot deadlock.
+#ifndef XLA_CSRC_CPU_RUNTIME_H_
+#define XLA_CSRC_CPU_RUNTIME_H_
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+// One runtime entry point: the name generated code calls it by, and its address.
+struct XlaCpuRuntimeSymbol {
+  const char* name;
+  void* address;
+};
+
+// All runtime entry points; *count receives their number. The table is static.
+const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count);
+
+// The pool's thread count (>= 1), creating the pool on first use.
+int32_t __xla_cpu_runtime_num_threads(void);
+
+// Replaces the pool with one of `num_threads` threads (<= 0: the default, as
+// above). Must not be called while runtime work is in flight.
+void __xla_cpu_runtime_set_num_threads(int32_t num_threads);
+
+// Calls body(ctx, begin, end) for disjoint [begin, end) ranges covering
+// [0, n) exactly once, on the pool and the calling thread, and returns when
+// all have finished. Each range has at least min_chunk iterations except
+// possibly the last (min_chunk <= 0 counts as 1). Runs body(ctx, 0, n) inline
+// when n <= min_chunk, the pool has one thread, or the caller is a pool worker.
+void __xla_cpu_parallel_for(void (*body)(void* ctx, int64_t begin, int64_t end), void* ctx,
+                            int64_t n, int64_t min_chunk);
+
+// out[b] = op(lhs[b]) x op(rhs[b]) for b in [0, batch): row-major, dense,
+// out[b] is m x n. op(lhs) is m x k, stored k x m when transpose_lhs != 0;
+// op(rhs) is k x n, stored n x k when transpose_rhs != 0. `out` must not
+// overlap the operands. k == 0 writes zeros. Complex variants take
+// interleaved (real, imag) pairs of float / double.
+void __xla_cpu_matmul_f32(const float* lhs, const float* rhs, float* out, int64_t batch,
+                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                          int32_t transpose_rhs);
+void __xla_cpu_matmul_f64(const double* lhs, const double* rhs, double* out, int64_t batch,
+                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                          int32_t transpose_rhs);
+void __xla_cpu_matmul_c64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m,
+                          int64_t k, int64_t n, int32_t transpose_lhs, int32_t transpose_rhs);
+void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t batch,
+                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                           int32_t transpose_rhs);
+
+// 2-D convolution, XLA's semantics, dense row-major:
+//   input  [batch, in_h, in_w, in_c]                       (NHWC)
+//   kernel [kernel_h, kernel_w, in_c / feature_group_count, out_c]  (HWIO)
+//   out    [batch, out_h, out_w, out_c]                    (NHWC)
+// out[b, oy, ox, o] = sum over (ky, kx, c) of input[b, iy, ix, g*cg + c] *
+// kernel[ky, kx, c, o], with g = o / (out_c / feature_group_count),
+// cg = in_c / feature_group_count, and (iy, ix) the position in the input
+// dilated by lhs_dilation (zeros between elements) then padded low by pad_lo:
+//   iy * lhs_dilation_h = oy * stride_h - pad_h_lo + ky * rhs_dilation_h
+// (terms where that has no integer iy in [0, in_h) contribute zero; likewise x).
+// High padding is implied by out_h / out_w. Negative padding crops. in_c and
+// out_c must be divisible by feature_group_count.
+void __xla_cpu_conv2d_f32(const float* input, const float* kernel, float* out, int64_t batch,
+                          int64_t in_h, int64_t in_w, int64_t in_c, int64_t kernel_h,
+                          int64_t kernel_w, int64_t out_c, int64_t out_h, int64_t out_w,
+                          int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,
+                          int64_t pad_w_lo, int64_t lhs_dilation_h, int64_t lhs_dilation_w,
+                          int64_t rhs_dilation_h, int64_t rhs_dilation_w,
+                          int64_t feature_group_count);
+void __xla_cpu_conv2d_f64(const double* input, const double* kernel, double* out,
+                          int64_t batch, int64_t in_h, int64_t in_w, int64_t in_c,
+                          int64_t kernel_h, int64_t kernel_w, int64_t out_c, int64_t out_h,
+                          int64_t out_w, int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,
+                          int64_t pad_w_lo, int64_t lhs_dilation_h, int64_t lhs_dilation_w,
+                          int64_t rhs_dilation_h, int64_t rhs_dilation_w,
+                          int64_t feature_group_count);
+
+}  // extern "C"
+
+#endif  // XLA_CSRC_CPU_RUNTIME_H_

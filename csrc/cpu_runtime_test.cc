@@ -1,0 +1,377 @@
+#include "csrc/cpu_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+// Restores the default thread count when a test changes it.
+class CpuRuntimeTest : public ::testing::Test {
+ protected:
+  void TearDown() override { __xla_cpu_runtime_set_num_threads(0); }
+};
+
+struct CoverageContext {
+  std::vector<std::atomic<int>> hits;
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  explicit CoverageContext(int64_t n) : hits(static_cast<size_t>(n)) {}
+};
+
+void CoverageBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  auto& ctx = *static_cast<CoverageContext*>(ctx_ptr);
+  for (int64_t i = begin; i < end; ++i) ctx.hits[static_cast<size_t>(i)]++;
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  ctx.ranges.emplace_back(begin, end);
+}
+
+TEST_F(CpuRuntimeTest, ParallelForCoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3, 8}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    ASSERT_EQ(__xla_cpu_runtime_num_threads(), threads);
+    for (int64_t n : {0, 1, 2, 3, 7, 64, 100, 1000, 12345}) {
+      for (int64_t min_chunk : {-1, 0, 1, 3, 64, 1000, 100000}) {
+        SCOPED_TRACE("threads=" + std::to_string(threads) + " n=" + std::to_string(n) +
+                     " min_chunk=" + std::to_string(min_chunk));
+        CoverageContext ctx(n);
+        __xla_cpu_parallel_for(&CoverageBody, &ctx, n, min_chunk);
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(ctx.hits[static_cast<size_t>(i)].load(), 1) << i;
+        std::sort(ctx.ranges.begin(), ctx.ranges.end());
+        const int64_t min_size = std::max<int64_t>(1, min_chunk);
+        for (size_t r = 0; r < ctx.ranges.size(); ++r) {
+          const auto& [begin, end] = ctx.ranges[r];
+          ASSERT_LT(begin, end);
+          if (r + 1 < ctx.ranges.size()) {
+            ASSERT_GE(end - begin, min_size);
+          }
+        }
+        if (n <= std::max<int64_t>(1, min_chunk) || threads == 1) {
+          ASSERT_LE(ctx.ranges.size(), 1u);  // inline: one call
+        }
+      }
+    }
+  }
+}
+
+struct NestedContext {
+  std::vector<std::atomic<int>> hits;
+  int64_t inner;
+  explicit NestedContext(int64_t outer, int64_t inner_n)
+      : hits(static_cast<size_t>(outer * inner_n)), inner(inner_n) {}
+};
+
+struct InnerContext {
+  NestedContext* nested;
+  int64_t row;
+};
+
+void InnerBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  auto& ctx = *static_cast<InnerContext*>(ctx_ptr);
+  for (int64_t j = begin; j < end; ++j) {
+    ctx.nested->hits[static_cast<size_t>(ctx.row * ctx.nested->inner + j)]++;
+  }
+}
+
+void OuterBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  auto* nested = static_cast<NestedContext*>(ctx_ptr);
+  for (int64_t i = begin; i < end; ++i) {
+    InnerContext inner{nested, i};
+    __xla_cpu_parallel_for(&InnerBody, &inner, nested->inner, 1);
+  }
+}
+
+TEST_F(CpuRuntimeTest, NestedParallelForDoesNotDeadlock) {
+  for (int threads : {2, 4}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    NestedContext ctx(37, 53);
+    __xla_cpu_parallel_for(&OuterBody, &ctx, 37, 1);
+    for (const auto& hit : ctx.hits) ASSERT_EQ(hit.load(), 1);
+  }
+}
+
+TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
+  int64_t count = 0;
+  const XlaCpuRuntimeSymbol* symbols = __xla_cpu_runtime_symbols(&count);
+  std::set<std::string> names;
+  for (int64_t i = 0; i < count; ++i) {
+    ASSERT_NE(symbols[i].address, nullptr);
+    names.insert(symbols[i].name);
+  }
+  EXPECT_EQ(names.size(), static_cast<size_t>(count));
+  for (const char* name : {"__xla_cpu_parallel_for", "__xla_cpu_matmul_f32", "__xla_cpu_matmul_f64",
+                           "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
+                           "__xla_cpu_conv2d_f64", "__xla_cpu_runtime_num_threads"}) {
+    EXPECT_EQ(names.count(name), 1u) << name;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Matmul against a naive loop.
+
+template <typename T>
+T RandomValue(std::mt19937& rng) {
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(dist(rng));
+  } else {
+    using R = typename T::value_type;
+    const R re = static_cast<R>(dist(rng));
+    return T(re, static_cast<R>(dist(rng)));
+  }
+}
+
+template <typename T>
+std::vector<T> RandomVector(std::mt19937& rng, int64_t size) {
+  std::vector<T> v(static_cast<size_t>(size));
+  for (auto& x : v) x = RandomValue<T>(rng);
+  return v;
+}
+
+template <typename T>
+std::vector<T> NaiveMatmul(const std::vector<T>& lhs, const std::vector<T>& rhs, int64_t batch,
+                           int64_t m, int64_t k, int64_t n, bool tl, bool tr) {
+  std::vector<T> out(static_cast<size_t>(batch * m * n));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        T sum(0);
+        for (int64_t p = 0; p < k; ++p) {
+          const T a = lhs[b * m * k + (tl ? p * m + i : i * k + p)];
+          const T c = rhs[b * k * n + (tr ? j * k + p : p * n + j)];
+          sum += a * c;
+        }
+        out[b * m * n + i * n + j] = sum;
+      }
+    }
+  }
+  return out;
+}
+
+template <typename T>
+void CallMatmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_t k,
+                int64_t n, int32_t tl, int32_t tr) {
+  if constexpr (std::is_same_v<T, float>) {
+    __xla_cpu_matmul_f32(lhs, rhs, out, batch, m, k, n, tl, tr);
+  } else if constexpr (std::is_same_v<T, double>) {
+    __xla_cpu_matmul_f64(lhs, rhs, out, batch, m, k, n, tl, tr);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    __xla_cpu_matmul_c64(lhs, rhs, out, batch, m, k, n, tl, tr);
+  } else {
+    __xla_cpu_matmul_c128(lhs, rhs, out, batch, m, k, n, tl, tr);
+  }
+}
+
+template <typename T>
+void CheckMatmul(std::mt19937& rng, int64_t batch, int64_t m, int64_t k, int64_t n, bool tl,
+                 bool tr, double tolerance) {
+  SCOPED_TRACE("batch=" + std::to_string(batch) + " m=" + std::to_string(m) +
+               " k=" + std::to_string(k) + " n=" + std::to_string(n) + " tl=" +
+               std::to_string(tl) + " tr=" + std::to_string(tr));
+  const auto lhs = RandomVector<T>(rng, batch * m * k);
+  const auto rhs = RandomVector<T>(rng, batch * k * n);
+  std::vector<T> out(static_cast<size_t>(batch * m * n), T(12345));
+  CallMatmul(lhs.data(), rhs.data(), out.data(), batch, m, k, n, tl, tr);
+  const auto expected = NaiveMatmul(lhs, rhs, batch, m, k, n, tl, tr);
+  const double bound = tolerance * std::max<double>(1.0, std::sqrt(static_cast<double>(k)));
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_LE(std::abs(out[i] - expected[i]), bound) << "element " << i;
+  }
+}
+
+template <typename T>
+void MatmulSuite(double tolerance) {
+  std::mt19937 rng(42);
+  // Small, odd, degenerate, batched, and large enough for the threaded paths.
+  const std::vector<std::array<int64_t, 4>> shapes = {
+      {1, 1, 1, 1},   {1, 3, 5, 7},     {2, 4, 0, 3},      {1, 0, 4, 3},   {4, 17, 33, 9},
+      {9, 31, 16, 40}, {3, 64, 64, 64},  {1, 1, 300, 1},    {1, 130, 70, 150},
+      {2, 150, 129, 97}, {40, 24, 24, 24}, {1, 257, 255, 131},
+      // Thin products, split along M or N over the pool.
+      {1, 1, 500, 700}, {1, 700, 500, 1}, {1, 3, 400, 900}, {3, 1, 512, 1024}, {5, 40, 100, 70}};
+  for (const auto& [batch, m, k, n] : shapes) {
+    for (int tl = 0; tl < 2; ++tl) {
+      for (int tr = 0; tr < 2; ++tr) CheckMatmul<T>(rng, batch, m, k, n, tl, tr, tolerance);
+    }
+  }
+  // Random shapes.
+  std::uniform_int_distribution<int64_t> dim(1, 90), batches(1, 4), flag(0, 1);
+  for (int trial = 0; trial < 20; ++trial) {
+    CheckMatmul<T>(rng, batches(rng), dim(rng), dim(rng), dim(rng), flag(rng), flag(rng),
+                   tolerance);
+  }
+}
+
+TEST_F(CpuRuntimeTest, MatmulF32MatchesNaiveLoop) {
+  for (int threads : {1, 2, 3}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    MatmulSuite<float>(1e-4);
+  }
+}
+
+TEST_F(CpuRuntimeTest, MatmulF64MatchesNaiveLoop) {
+  for (int threads : {1, 2}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    MatmulSuite<double>(1e-12);
+  }
+}
+
+TEST_F(CpuRuntimeTest, MatmulComplexMatchesNaiveLoop) {
+  __xla_cpu_runtime_set_num_threads(2);
+  MatmulSuite<std::complex<float>>(2e-4);
+  MatmulSuite<std::complex<double>>(1e-12);
+}
+
+struct MatmulInParallelFor {
+  const float* lhs;
+  const float* rhs;
+  float* out;
+  int64_t size;
+};
+
+void MatmulTaskBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const MatmulInParallelFor*>(ctx_ptr);
+  const int64_t s = c.size * c.size;
+  for (int64_t b = begin; b < end; ++b) {
+    __xla_cpu_matmul_f32(c.lhs + b * s, c.rhs + b * s, c.out + b * s, 1, c.size, c.size, c.size,
+                         0, 0);
+  }
+}
+
+TEST_F(CpuRuntimeTest, MatmulInsideParallelForRunsSerially) {
+  __xla_cpu_runtime_set_num_threads(2);
+  std::mt19937 rng(7);
+  const int64_t batch = 4, size = 96;
+  const auto lhs = RandomVector<float>(rng, batch * size * size);
+  const auto rhs = RandomVector<float>(rng, batch * size * size);
+  std::vector<float> out(lhs.size());
+  MatmulInParallelFor ctx{lhs.data(), rhs.data(), out.data(), size};
+  __xla_cpu_parallel_for(&MatmulTaskBody, &ctx, batch, 1);
+  const auto expected = NaiveMatmul(lhs, rhs, batch, size, size, size, false, false);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], 1e-3) << i;
+}
+
+// ---------------------------------------------------------------------------
+// Convolution against a naive loop.
+
+struct ConvCase {
+  int64_t batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c;
+  int64_t stride_h, stride_w, pad_h_lo, pad_h_hi, pad_w_lo, pad_w_hi;
+  int64_t lhs_dil_h, lhs_dil_w, rhs_dil_h, rhs_dil_w, groups;
+
+  // XLA's output size: (dilated input + padding - dilated kernel) / stride + 1.
+  int64_t OutSize(int64_t in, int64_t kernel, int64_t stride, int64_t lo, int64_t hi,
+                  int64_t lhs_dil, int64_t rhs_dil) const {
+    const int64_t dilated_in = in == 0 ? 0 : (in - 1) * lhs_dil + 1;
+    const int64_t dilated_kernel = kernel == 0 ? 0 : (kernel - 1) * rhs_dil + 1;
+    const int64_t padded = dilated_in + lo + hi;
+    if (padded < dilated_kernel) return 0;
+    return (padded - dilated_kernel) / stride + 1;
+  }
+  int64_t out_h() const {
+    return OutSize(in_h, kernel_h, stride_h, pad_h_lo, pad_h_hi, lhs_dil_h, rhs_dil_h);
+  }
+  int64_t out_w() const {
+    return OutSize(in_w, kernel_w, stride_w, pad_w_lo, pad_w_hi, lhs_dil_w, rhs_dil_w);
+  }
+  std::string Describe() const {
+    std::string s;
+    for (int64_t v : {batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, stride_h, stride_w,
+                      pad_h_lo, pad_h_hi, pad_w_lo, pad_w_hi, lhs_dil_h, lhs_dil_w, rhs_dil_h,
+                      rhs_dil_w, groups}) {
+      s += std::to_string(v) + " ";
+    }
+    return s;
+  }
+};
+
+template <typename T>
+std::vector<T> NaiveConv(const ConvCase& c, const std::vector<T>& input,
+                         const std::vector<T>& kernel) {
+  const int64_t oh = c.out_h(), ow = c.out_w();
+  const int64_t cg = c.in_c / c.groups, og = c.out_c / c.groups;
+  std::vector<T> out(static_cast<size_t>(c.batch * oh * ow * c.out_c), T(0));
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t o = 0; o < c.out_c; ++o) {
+          const int64_t g = o / og;
+          T sum(0);
+          for (int64_t ky = 0; ky < c.kernel_h; ++ky)
+            for (int64_t kx = 0; kx < c.kernel_w; ++kx) {
+              const int64_t py = oy * c.stride_h - c.pad_h_lo + ky * c.rhs_dil_h;
+              const int64_t px = ox * c.stride_w - c.pad_w_lo + kx * c.rhs_dil_w;
+              if (py < 0 || px < 0 || py % c.lhs_dil_h != 0 || px % c.lhs_dil_w != 0) continue;
+              const int64_t iy = py / c.lhs_dil_h, ix = px / c.lhs_dil_w;
+              if (iy >= c.in_h || ix >= c.in_w) continue;
+              for (int64_t ci = 0; ci < cg; ++ci) {
+                sum += input[((b * c.in_h + iy) * c.in_w + ix) * c.in_c + g * cg + ci] *
+                       kernel[((ky * c.kernel_w + kx) * cg + ci) * c.out_c + o];
+              }
+            }
+          out[((b * oh + oy) * ow + ox) * c.out_c + o] = sum;
+        }
+  return out;
+}
+
+template <typename T>
+void CheckConv(std::mt19937& rng, const ConvCase& c, double tolerance) {
+  SCOPED_TRACE(c.Describe());
+  const auto input = RandomVector<T>(rng, c.batch * c.in_h * c.in_w * c.in_c);
+  const auto kernel =
+      RandomVector<T>(rng, c.kernel_h * c.kernel_w * (c.in_c / c.groups) * c.out_c);
+  const int64_t oh = c.out_h(), ow = c.out_w();
+  std::vector<T> out(static_cast<size_t>(c.batch * oh * ow * c.out_c), T(999));
+  if constexpr (std::is_same_v<T, float>) {
+    __xla_cpu_conv2d_f32(input.data(), kernel.data(), out.data(), c.batch, c.in_h, c.in_w, c.in_c,
+                         c.kernel_h, c.kernel_w, c.out_c, oh, ow, c.stride_h, c.stride_w,
+                         c.pad_h_lo, c.pad_w_lo, c.lhs_dil_h, c.lhs_dil_w, c.rhs_dil_h,
+                         c.rhs_dil_w, c.groups);
+  } else {
+    __xla_cpu_conv2d_f64(input.data(), kernel.data(), out.data(), c.batch, c.in_h, c.in_w, c.in_c,
+                         c.kernel_h, c.kernel_w, c.out_c, oh, ow, c.stride_h, c.stride_w,
+                         c.pad_h_lo, c.pad_w_lo, c.lhs_dil_h, c.lhs_dil_w, c.rhs_dil_h,
+                         c.rhs_dil_w, c.groups);
+  }
+  const auto expected = NaiveConv(c, input, kernel);
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_LE(std::abs(out[i] - expected[i]), tolerance) << "element " << i;
+  }
+}
+
+TEST_F(CpuRuntimeTest, Conv2DMatchesNaiveLoop) {
+  std::mt19937 rng(3);
+  const std::vector<ConvCase> cases = {
+      // batch h w c kh kw o | sh sw | pads h lo hi, w lo hi | lhs dil | rhs dil | groups
+      {1, 5, 5, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1},
+      {2, 8, 7, 3, 3, 2, 4, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1},
+      {2, 9, 9, 4, 3, 3, 6, 2, 3, 1, 2, 2, 0, 1, 1, 1, 1, 1},
+      {1, 10, 11, 2, 3, 3, 2, 1, 1, 2, 2, 2, 2, 1, 1, 2, 3, 1},   // atrous
+      {1, 5, 6, 3, 3, 3, 2, 1, 1, 2, 2, 1, 2, 2, 3, 1, 1, 1},     // transposed-conv style
+      {3, 7, 7, 6, 3, 3, 9, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 3},     // grouped
+      {2, 6, 6, 8, 3, 3, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 8},     // depthwise
+      {1, 8, 8, 4, 2, 2, 4, 2, 2, -1, 0, 0, -1, 1, 1, 1, 1, 2},   // negative padding
+      {2, 32, 32, 16, 3, 3, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, // several blocks and tasks
+      {1, 4, 4, 5, 1, 1, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1},     // 1x1
+      {1, 3, 3, 2, 5, 5, 2, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1},     // kernel larger than input
+  };
+  for (int threads : {1, 2}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    for (const auto& c : cases) {
+      CheckConv<float>(rng, c, 1e-4);
+      CheckConv<double>(rng, c, 1e-11);
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,336 @@
+// Bindings for the CPU runtime (csrc/cpu_runtime.h) and for calling
+// JIT-compiled CPU code, `void fn(void** buffer_table)`, from Python.
+//
+// A buffer is a NumPy array (its data pointer is used in place; it must be
+// C-contiguous and aligned, and writable where the code writes it: ValueError
+// otherwise) or an int (a raw address, e.g. into a preallocated arena). Calls
+// release the GIL while the compiled code runs. Addresses are not checked
+// beyond that: passing buffers smaller than the code expects corrupts memory,
+// which ExecutableState's optional byte sizes guard against.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "csrc/cpu_runtime.h"
+
+namespace py = pybind11;
+
+namespace {
+
+using EntryFunction = void (*)(void**);
+
+enum class Access { kRead, kWrite };
+
+std::string TypeName(py::handle value) {
+  return py::str(py::type::handle_of(value).attr("__name__"));
+}
+
+// The address of one buffer, checked as the module comment says. `what` and
+// `index` name it in errors; expected_nbytes < 0 skips the size check.
+void* BufferAddress(py::handle value, const char* what, size_t index, Access access,
+                    uintptr_t alignment, int64_t expected_nbytes) {
+  const auto& api = py::detail::npy_api::get();
+  PyObject* obj = value.ptr();
+  void* address;
+  if (api.PyArray_Check_(obj)) {
+    const auto* proxy = py::detail::array_proxy(obj);
+    const int flags = proxy->flags;
+    if ((flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) == 0) {
+      throw py::value_error(std::string(what) + " " + std::to_string(index) +
+                            " must be a C-contiguous array");
+    }
+    if ((flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) == 0) {
+      throw py::value_error(std::string(what) + " " + std::to_string(index) +
+                            " must be an aligned array");
+    }
+    if (access == Access::kWrite && (flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) == 0) {
+      throw py::value_error(std::string(what) + " " + std::to_string(index) +
+                            " must be a writable array");
+    }
+    if (expected_nbytes >= 0) {
+      const auto nbytes = static_cast<int64_t>(py::reinterpret_borrow<py::array>(value).nbytes());
+      if (nbytes != expected_nbytes) {
+        throw py::value_error(std::string(what) + " " + std::to_string(index) + " has " +
+                              std::to_string(nbytes) + " bytes; expected " +
+                              std::to_string(expected_nbytes));
+      }
+    }
+    address = proxy->data;
+  } else if (PyLong_Check(obj)) {
+    address = PyLong_AsVoidPtr(obj);
+    if (address == nullptr && PyErr_Occurred()) throw py::error_already_set();
+  } else {
+    throw py::type_error(std::string(what) + " " + std::to_string(index) +
+                         " must be a NumPy array or an int address; got " + TypeName(value));
+  }
+  if (alignment > 1 && reinterpret_cast<uintptr_t>(address) % alignment != 0) {
+    throw py::value_error(std::string(what) + " " + std::to_string(index) + " at address " +
+                          std::to_string(reinterpret_cast<uintptr_t>(address)) +
+                          " is not aligned to " + std::to_string(alignment) + " bytes");
+  }
+  return address;
+}
+
+// A new reference to `value` as a tuple (the same object for a tuple): its
+// items stay alive while the GIL is released, whatever happens to a list.
+py::tuple AsTuple(py::handle value, const char* name) {
+  if (PyTuple_Check(value.ptr())) return py::reinterpret_borrow<py::tuple>(value);
+  if (!PyList_Check(value.ptr())) {
+    throw py::type_error(std::string(name) + " must be a list or tuple; got " + TypeName(value));
+  }
+  PyObject* tuple = PyList_AsTuple(value.ptr());
+  if (tuple == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::tuple>(tuple);
+}
+
+EntryFunction AsFunction(uintptr_t address) {
+  if (address == 0) throw py::value_error("fn_address must not be 0");
+  return reinterpret_cast<EntryFunction>(address);
+}
+
+void CpuExecute(uintptr_t fn_address, py::handle buffers_arg) {
+  EntryFunction fn = AsFunction(fn_address);
+  py::tuple buffers = AsTuple(buffers_arg, "buffers");
+  const size_t count = PyTuple_GET_SIZE(buffers.ptr());
+  constexpr size_t kInline = 16;
+  void* inline_table[kInline];
+  std::vector<void*> heap_table;
+  void** table = inline_table;
+  if (count > kInline) {
+    heap_table.resize(count);
+    table = heap_table.data();
+  }
+  for (size_t i = 0; i < count; ++i) {
+    // Any buffer may be written: the table does not say which.
+    table[i] = BufferAddress(PyTuple_GET_ITEM(buffers.ptr(), i), "buffer", i, Access::kRead, 1, -1);
+  }
+  py::gil_scoped_release release;
+  fn(table);
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Arena = std::unique_ptr<uint8_t, FreeDeleter>;
+
+constexpr size_t kArenaAlignment = 64;
+
+Arena AllocateArena(int64_t size) {
+  const size_t bytes =
+      (static_cast<size_t>(size) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  if (bytes == 0) return nullptr;
+  void* p = std::aligned_alloc(kArenaAlignment, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  return Arena(static_cast<uint8_t*>(p));
+}
+
+// Everything one executable needs per call, allocated once: the entry
+// function, its buffer table (constant entries filled in advance) and the
+// temp arena. run() fills the argument and output slots and calls; a call
+// that finds the state busy (another thread inside run) uses a private table
+// and arena instead, so concurrent runs are safe.
+class ExecutableState {
+ public:
+  ExecutableState(uintptr_t fn_address, int64_t num_slots, std::vector<int64_t> arg_slots,
+                  std::vector<int64_t> output_slots, int64_t arena_size,
+                  std::vector<std::pair<int64_t, int64_t>> arena_slots,
+                  std::vector<int64_t> arg_nbytes, std::vector<int64_t> output_nbytes,
+                  uintptr_t alignment)
+      : fn_(AsFunction(fn_address)),
+        arg_slots_(std::move(arg_slots)),
+        output_slots_(std::move(output_slots)),
+        arena_size_(arena_size),
+        arena_slots_(std::move(arena_slots)),
+        arg_nbytes_(std::move(arg_nbytes)),
+        output_nbytes_(std::move(output_nbytes)),
+        alignment_(alignment == 0 ? 1 : alignment) {
+    if (num_slots < 0) throw py::value_error("num_slots must be >= 0");
+    if (arena_size < 0) throw py::value_error("arena_size must be >= 0");
+    table_.assign(static_cast<size_t>(num_slots), nullptr);
+    kinds_.assign(static_cast<size_t>(num_slots), SlotKind::kUnset);
+    constants_.resize(static_cast<size_t>(num_slots));
+    for (int64_t slot : arg_slots_) Claim(slot, SlotKind::kArg);
+    for (int64_t slot : output_slots_) Claim(slot, SlotKind::kOutput);
+    for (const auto& [slot, offset] : arena_slots_) {
+      Claim(slot, SlotKind::kArena);
+      if (offset < 0 || offset > arena_size_) {
+        throw py::value_error("arena offset " + std::to_string(offset) + " of slot " +
+                              std::to_string(slot) + " is outside the arena of " +
+                              std::to_string(arena_size_) + " bytes");
+      }
+    }
+    CheckSizes(arg_nbytes_, arg_slots_, "arg_nbytes");
+    CheckSizes(output_nbytes_, output_slots_, "output_nbytes");
+    arena_ = AllocateArena(arena_size_);
+    PointIntoArena(table_.data(), arena_.get());
+  }
+
+  // Fixes a slot that is neither an argument, an output nor in the arena
+  // (e.g. a constant); an array is kept alive by the state.
+  void SetSlot(int64_t slot, py::object value) {
+    CheckSlot(slot);
+    if (kinds_[slot] != SlotKind::kUnset && kinds_[slot] != SlotKind::kFixed) {
+      throw py::value_error("slot " + std::to_string(slot) +
+                            " is an argument, output or arena slot");
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    table_[slot] = BufferAddress(value, "slot", static_cast<size_t>(slot), Access::kRead,
+                                 alignment_, -1);
+    kinds_[slot] = SlotKind::kFixed;
+    constants_[slot] = std::move(value);
+  }
+
+  void Run(py::handle args_arg, py::handle outputs_arg) {
+    py::tuple args = AsTuple(args_arg, "args");
+    py::tuple outputs = AsTuple(outputs_arg, "outputs");
+    const size_t num_args = PyTuple_GET_SIZE(args.ptr());
+    const size_t num_outputs = PyTuple_GET_SIZE(outputs.ptr());
+    if (num_args != arg_slots_.size()) {
+      throw py::value_error("expected " + std::to_string(arg_slots_.size()) + " args; got " +
+                            std::to_string(num_args));
+    }
+    if (num_outputs != output_slots_.size()) {
+      throw py::value_error("expected " + std::to_string(output_slots_.size()) +
+                            " outputs; got " + std::to_string(num_outputs));
+    }
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    std::vector<void*> private_table;
+    Arena private_arena;
+    void** table = table_.data();
+    if (!lock.owns_lock()) {
+      private_table = table_;  // fixed slots, read under the GIL like SetSlot's writes
+      private_arena = AllocateArena(arena_size_);
+      PointIntoArena(private_table.data(), private_arena.get());
+      table = private_table.data();
+    }
+    for (size_t i = 0; i < num_args; ++i) {
+      table[arg_slots_[i]] =
+          BufferAddress(PyTuple_GET_ITEM(args.ptr(), i), "arg", i, Access::kRead, alignment_,
+                        arg_nbytes_.empty() ? -1 : arg_nbytes_[i]);
+    }
+    for (size_t i = 0; i < num_outputs; ++i) {
+      table[output_slots_[i]] =
+          BufferAddress(PyTuple_GET_ITEM(outputs.ptr(), i), "output", i, Access::kWrite,
+                        alignment_, output_nbytes_.empty() ? -1 : output_nbytes_[i]);
+    }
+    py::gil_scoped_release release;
+    fn_(table);
+    if (lock.owns_lock()) lock.unlock();  // before taking the GIL back
+  }
+
+  uintptr_t arena_address() const { return reinterpret_cast<uintptr_t>(arena_.get()); }
+  int64_t arena_size() const { return arena_size_; }
+  int64_t num_slots() const { return static_cast<int64_t>(table_.size()); }
+
+ private:
+  enum class SlotKind : uint8_t { kUnset, kArg, kOutput, kArena, kFixed };
+
+  void CheckSlot(int64_t slot) const {
+    if (slot < 0 || slot >= static_cast<int64_t>(table_.size())) {
+      throw py::value_error("slot " + std::to_string(slot) + " is outside the table of " +
+                            std::to_string(table_.size()) + " slots");
+    }
+  }
+
+  void Claim(int64_t slot, SlotKind kind) {
+    CheckSlot(slot);
+    if (kinds_[slot] != SlotKind::kUnset) {
+      throw py::value_error("slot " + std::to_string(slot) + " is given more than once");
+    }
+    kinds_[slot] = kind;
+  }
+
+  static void CheckSizes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& slots,
+                         const char* name) {
+    if (!sizes.empty() && sizes.size() != slots.size()) {
+      throw py::value_error(std::string(name) + " must be empty or have one entry per slot");
+    }
+  }
+
+  void PointIntoArena(void** table, uint8_t* arena) const {
+    for (const auto& [slot, offset] : arena_slots_) table[slot] = arena + offset;
+  }
+
+  EntryFunction fn_;
+  std::vector<int64_t> arg_slots_;
+  std::vector<int64_t> output_slots_;
+  int64_t arena_size_;
+  std::vector<std::pair<int64_t, int64_t>> arena_slots_;
+  std::vector<int64_t> arg_nbytes_;
+  std::vector<int64_t> output_nbytes_;
+  uintptr_t alignment_;
+  std::vector<void*> table_;
+  std::vector<SlotKind> kinds_;
+  std::vector<py::object> constants_;
+  Arena arena_;
+  std::mutex mutex_;
+};
+
+py::dict CpuRuntimeSymbols() {
+  int64_t count = 0;
+  const XlaCpuRuntimeSymbol* symbols = __xla_cpu_runtime_symbols(&count);
+  py::dict result;
+  for (int64_t i = 0; i < count; ++i) {
+    result[py::str(symbols[i].name)] = py::int_(reinterpret_cast<uintptr_t>(symbols[i].address));
+  }
+  return result;
+}
+
+}  // namespace
+
+void RegisterCpuRuntime(py::module_& m) {
+  m.def("cpu_runtime_symbols", &CpuRuntimeSymbols,
+        "Returns {name: address} for every CPU runtime entry point that generated code may call "
+        "(register each with llvmlite.binding.add_symbol).");
+  m.def("cpu_runtime_num_threads", &__xla_cpu_runtime_num_threads,
+        "The CPU runtime's thread count (XLA_CPU_NUM_THREADS, or the CPUs this process may "
+        "use).");
+  m.def(
+      "set_cpu_runtime_num_threads",
+      [](int32_t num_threads) {
+        py::gil_scoped_release release;
+        __xla_cpu_runtime_set_num_threads(num_threads);
+      },
+      py::arg("num_threads"),
+      "Replaces the CPU runtime's thread pool (num_threads <= 0: the default). Not while "
+      "compiled code runs.");
+  m.def("cpu_execute", &CpuExecute, py::arg("fn_address"), py::arg("buffers"),
+        "Calls the compiled `void fn(void** buffer_table)` at fn_address with a table of the\n"
+        "buffers' addresses, in order. Each buffer is a C-contiguous, aligned NumPy array (its\n"
+        "data, in place) or an int address. The GIL is released during the call.");
+
+  py::class_<ExecutableState>(
+      m, "ExecutableState",
+      "Per-executable state for calling compiled CPU code once per execute: the entry\n"
+      "function, a reusable buffer table of num_slots entries and a 64-byte-aligned temp\n"
+      "arena of arena_size bytes (zeroed once). arena_slots are (slot, byte offset) pairs\n"
+      "pointing into the arena; arg_slots and output_slots are filled by run(); other slots\n"
+      "can be fixed with set_slot(). arg_nbytes / output_nbytes, when given, are checked\n"
+      "against the arrays' sizes; every array and address must be aligned to `alignment`.")
+      .def(py::init<uintptr_t, int64_t, std::vector<int64_t>, std::vector<int64_t>, int64_t,
+                    std::vector<std::pair<int64_t, int64_t>>, std::vector<int64_t>,
+                    std::vector<int64_t>, uintptr_t>(),
+           py::arg("fn_address"), py::arg("num_slots"), py::arg("arg_slots"),
+           py::arg("output_slots"), py::arg("arena_size") = 0,
+           py::arg("arena_slots") = std::vector<std::pair<int64_t, int64_t>>(),
+           py::arg("arg_nbytes") = std::vector<int64_t>(),
+           py::arg("output_nbytes") = std::vector<int64_t>(), py::arg("alignment") = 1)
+      .def("run", &ExecutableState::Run, py::arg("args"), py::arg("outputs"),
+           "Calls the function with args and outputs (lists or tuples of arrays or int\n"
+           "addresses) in their slots. The GIL is released during the call.")
+      .def("set_slot", &ExecutableState::SetSlot, py::arg("slot"), py::arg("buffer"),
+           "Fixes a slot that is not an argument, output or arena slot (e.g. a constant).")
+      .def_property_readonly("arena_address", &ExecutableState::arena_address)
+      .def_property_readonly("arena_size", &ExecutableState::arena_size)
+      .def_property_readonly("num_slots", &ExecutableState::num_slots);
+}

@@ -1,0 +1,416 @@
+"""The CPU backend on small HLO modules, checked against the interpreter.
+
+Integers and predicates must match exactly; floats to rtol 1e-5 (f32
+reductions are reassociated, see reduction_emitter) or the narrow types'
+precision.
+"""
+import pathlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from xla.backends import registry
+from xla.backends.interpreter.evaluator import Evaluator
+from xla.errors import InvalidArgumentError, UnimplementedError
+from xla.hlo.parser import parse_hlo_module
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+ADD_F32 = """
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+"""
+
+
+def compile_cpu(text):
+    return registry.compile(parse_hlo_module(text), "cpu")
+
+
+def random_array(shape, rng):
+    dtype = shape.dtype
+    dims = shape.dimensions
+    if dtype == np.bool_:
+        return rng.random(dims) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=dims, dtype=dtype, endpoint=True)
+    return (rng.standard_normal(dims) * 3).astype(dtype)
+
+
+def check(text, args=None, rtol=1e-5, atol=1e-6, seed=0):
+    """Compiles ``text`` for cpu, runs it and the interpreter; returns the executable."""
+    exe = compile_cpu(text)
+    reference = parse_hlo_module(text)
+    if args is None:
+        rng = np.random.default_rng(seed)
+        args = [random_array(p.shape, rng) for p in reference.entry.parameters]
+    expected = Evaluator().evaluate(reference, list(args))
+    actual = exe.execute(*args)
+    assert_same(actual, expected, rtol, atol)
+    return exe
+
+
+def assert_same(actual, expected, rtol, atol):
+    if isinstance(expected, tuple):
+        assert isinstance(actual, tuple) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_same(a, e, rtol, atol)
+        return
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype, \
+        (actual.shape, actual.dtype, expected.shape, expected.dtype)
+    if expected.dtype.kind in "fcV":
+        np.testing.assert_allclose(actual.astype(np.float64 if expected.dtype.kind != "c" else np.complex128),
+                                   expected.astype(np.float64 if expected.dtype.kind != "c" else np.complex128),
+                                   rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(actual, expected)
+
+
+# ----- the seed example ----------------------------------------------------------------
+def test_seed_reduce_sum_matches_interpreter():
+    check((EXAMPLES / "fma_reduce.hlo").read_text())
+
+
+def test_seed_inner_loop_is_vectorized():
+    text = (EXAMPLES / "fma_reduce.hlo").read_text().replace("f32[8]", "f32[4099]")
+    exe = check(text, rtol=1e-4, atol=1e-4)
+    ir = exe.optimized_ir_text
+    assert "<8 x float>" in ir or "<4 x float>" in ir or "<16 x float>" in ir
+    assert "fmul <" in ir and "fadd <" in ir
+    assert "define void @\"entry\"(ptr" in exe.ir_text
+
+
+def test_examples():
+    for name in ("softmax.hlo", "dense_relu.hlo"):
+        check((EXAMPLES / name).read_text())
+
+
+# ----- elementwise ------------------------------------------------------------------
+@pytest.mark.parametrize("ty", ["f32", "f64", "s32", "u8", "s64", "u16", "bf16", "f16"])
+def test_elementwise_chain(ty):
+    text = f"""
+HloModule chain
+ENTRY %main (x: {ty}[3,17], y: {ty}[3,17]) -> {ty}[3,17] {{
+  %x = {ty}[3,17] parameter(0)
+  %y = {ty}[3,17] parameter(1)
+  %s = {ty}[3,17] add(%x, %y)
+  %p = {ty}[3,17] multiply(%s, %y)
+  %m = {ty}[3,17] maximum(%p, %x)
+  %n = {ty}[3,17] minimum(%m, %s)
+  %d = {ty}[3,17] subtract(%n, %p)
+  %c = pred[3,17] compare(%d, %x), direction=LT
+  ROOT %r = {ty}[3,17] select(%c, %d, %s)
+}}
+"""
+    tol = {"bf16": 1e-2, "f16": 1e-3}.get(ty, 1e-6)
+    check(text, rtol=tol, atol=tol)
+
+
+def test_convert_and_pred():
+    check("""
+HloModule conv
+ENTRY %main (x: f32[40], y: s32[40]) -> (s8[40], f64[40], pred[40], u32[40]) {
+  %x = f32[40] parameter(0)
+  %y = s32[40] parameter(1)
+  %a = s8[40] convert(%x)
+  %b = f64[40] convert(%y)
+  %c = pred[40] compare(%x, %x), direction=EQ
+  %n = pred[40] not(%c)
+  %d = u32[40] convert(%y)
+  ROOT %t = (s8[40], f64[40], pred[40], u32[40]) tuple(%a, %b, %n, %d)
+}
+""")
+
+
+def test_large_elementwise_runs_in_parallel_chunks():
+    # >= 64K elements: split across threads when the runtime provides parallel_for.
+    check("""
+HloModule big
+ENTRY %main (x: f32[300,700], y: f32[300,700]) -> f32[300,700] {
+  %x = f32[300,700] parameter(0)
+  %y = f32[300,700] parameter(1)
+  %e = f32[300,700] exponential(%x)
+  ROOT %r = f32[300,700] add(%e, %y)
+}
+""")
+
+
+# ----- data movement ------------------------------------------------------------------
+def test_broadcast_transpose_reshape():
+    check("""
+HloModule move
+ENTRY %main (x: f32[3,4], v: f32[4]) -> (f32[4,3], f32[2,3,4], f32[12], f32[6,2]) {
+  %x = f32[3,4] parameter(0)
+  %v = f32[4] parameter(1)
+  %t = f32[4,3] transpose(%x), dimensions={1,0}
+  %b = f32[2,3,4] broadcast(%v), dimensions={2}
+  %bx = f32[2,3,4] broadcast(%x), dimensions={1,2}
+  %s = f32[2,3,4] add(%b, %bx)
+  %r = f32[12] reshape(%x)
+  %e = f32[12] exponential(%r)
+  %r2 = f32[6,2] reshape(%e)
+  ROOT %out = (f32[4,3], f32[2,3,4], f32[12], f32[6,2]) tuple(%t, %s, %e, %r2)
+}
+""")
+
+
+def test_slice_pad_concatenate_reverse_iota():
+    check("""
+HloModule move2
+ENTRY %main (x: f32[5,6], y: f32[5,2]) -> (f32[2,3], f32[11,12], f32[5,8], f32[5,6], s32[5,6], f32[3,4]) {
+  %x = f32[5,6] parameter(0)
+  %y = f32[5,2] parameter(1)
+  %s = f32[2,3] slice(%x), slice={[1:5:2], [0:6:2]}
+  %zero = f32[] constant(-1.5)
+  %p = f32[11,12] pad(%x, %zero), padding=1_1_1x-1_2_1
+  %c = f32[5,8] concatenate(%x, %y), dimensions={1}
+  %r = f32[5,6] reverse(%x), dimensions={0,1}
+  %i = s32[5,6] iota(), iota_dimension=1
+  %pneg = f32[3,4] pad(%x, %zero), padding=-1_-1x-2_0
+  ROOT %t = (f32[2,3], f32[11,12], f32[5,8], f32[5,6], s32[5,6], f32[3,4]) tuple(%s, %p, %c, %r, %i, %pneg)
+}
+""")
+
+
+@pytest.mark.parametrize("starts", [(1, 2), (-5, 100), (7, -1), (2147483647, -2147483648)])
+def test_dynamic_slice_clamps_out_of_range_starts(starts):
+    text = """
+HloModule ds
+ENTRY %main (x: f32[6,7], i: s32[], j: s32[], u: f32[2,3]) -> (f32[3,4], f32[6,7]) {
+  %x = f32[6,7] parameter(0)
+  %i = s32[] parameter(1)
+  %j = s32[] parameter(2)
+  %u = f32[2,3] parameter(3)
+  %d = f32[3,4] dynamic-slice(%x, %i, %j), dynamic_slice_sizes={3,4}
+  %e = f32[3,4] exponential(%d)
+  %w = f32[6,7] dynamic-update-slice(%x, %u, %i, %j)
+  ROOT %t = (f32[3,4], f32[6,7]) tuple(%e, %w)
+}
+"""
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((6, 7)).astype(np.float32), np.int32(starts[0]), np.int32(starts[1]),
+            rng.standard_normal((2, 3)).astype(np.float32)]
+    check(text, args=args)
+
+
+def test_non_default_parameter_layout():
+    check("""
+HloModule layouts, entry_computation_layout={(f32[3,5]{0,1}, f32[3,5]{1,0})->f32[5,3]{1,0}}
+ENTRY %main (x: f32[3,5], y: f32[3,5]) -> f32[5,3] {
+  %x = f32[3,5]{0,1} parameter(0)
+  %y = f32[3,5]{1,0} parameter(1)
+  %a = f32[3,5]{1,0} add(%x, %y)
+  ROOT %t = f32[5,3]{1,0} transpose(%a), dimensions={1,0}
+}
+""")
+
+
+# ----- reductions -------------------------------------------------------------------
+@pytest.mark.parametrize("dims,out", [("{1}", "f32[37]"), ("{0}", "f32[45]"), ("{0,1}", "f32[]")])
+def test_reduce_rows_columns_all(dims, out):
+    check(f"""
+HloModule red
+{ADD_F32}
+ENTRY %main (x: f32[37,45]) -> {out} {{
+  %x = f32[37,45] parameter(0)
+  %e = f32[37,45] multiply(%x, %x)
+  %z = f32[] constant(0)
+  ROOT %r = {out} reduce(%e, %z), dimensions={dims}, to_apply=%add
+}}
+""")
+
+
+def test_reduce_integer_max_and_f64():
+    check("""
+HloModule red2
+%max (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %m = s32[] maximum(%a, %b)
+}
+%addd (c: f64[], d: f64[]) -> f64[] {
+  %c = f64[] parameter(0)
+  %d = f64[] parameter(1)
+  ROOT %m2 = f64[] add(%c, %d)
+}
+ENTRY %main (x: s32[9,33], y: f64[4,50]) -> (s32[33], f64[4]) {
+  %x = s32[9,33] parameter(0)
+  %y = f64[4,50] parameter(1)
+  %lo = s32[] constant(-2147483648)
+  %r = s32[33] reduce(%x, %lo), dimensions={0}, to_apply=%max
+  %z = f64[] constant(0.5)
+  %s = f64[4] reduce(%y, %z), dimensions={1}, to_apply=%addd
+  ROOT %t = (s32[33], f64[4]) tuple(%r, %s)
+}
+""", rtol=1e-12)
+
+
+def test_argmax_variadic_reduce():
+    check("""
+HloModule argmax
+%argmax (a: f32[], ai: s32[], b: f32[], bi: s32[]) -> (f32[], s32[]) {
+  %a = f32[] parameter(0)
+  %ai = s32[] parameter(1)
+  %b = f32[] parameter(2)
+  %bi = s32[] parameter(3)
+  %gt = pred[] compare(%a, %b), direction=GT
+  %eq = pred[] compare(%a, %b), direction=EQ
+  %lt = pred[] compare(%ai, %bi), direction=LT
+  %tie = pred[] and(%eq, %lt)
+  %take = pred[] or(%gt, %tie)
+  %v = f32[] select(%take, %a, %b)
+  %i = s32[] select(%take, %ai, %bi)
+  ROOT %vi = (f32[], s32[]) tuple(%v, %i)
+}
+ENTRY %main (x: f32[7,30]) -> (f32[7], s32[7]) {
+  %x = f32[7,30] parameter(0)
+  %iota = s32[7,30] iota(), iota_dimension=1
+  %ninf = f32[] constant(-inf)
+  %zero = s32[] constant(0)
+  ROOT %r = (f32[7], s32[7]) reduce(%x, %iota, %ninf, %zero), dimensions={1}, to_apply=%argmax
+}
+""")
+
+
+# ----- dot ------------------------------------------------------------------------
+@pytest.mark.parametrize("ty", ["f32", "f64", "s32"])
+def test_dot(ty):
+    check(f"""
+HloModule dot
+ENTRY %main (a: {ty}[5,7], b: {ty}[7,3], c: {ty}[2,4,6], d: {ty}[2,6,3], v: {ty}[7]) -> ({ty}[5,3], {ty}[2,4,3], {ty}[5]) {{
+  %a = {ty}[5,7] parameter(0)
+  %b = {ty}[7,3] parameter(1)
+  %c = {ty}[2,4,6] parameter(2)
+  %d = {ty}[2,6,3] parameter(3)
+  %v = {ty}[7] parameter(4)
+  %ab = {ty}[5,3] dot(%a, %b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %cd = {ty}[2,4,3] dot(%c, %d), lhs_batch_dims={{0}}, rhs_batch_dims={{0}}, lhs_contracting_dims={{2}}, rhs_contracting_dims={{1}}
+  %av = {ty}[5] dot(%a, %v), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  ROOT %t = ({ty}[5,3], {ty}[2,4,3], {ty}[5]) tuple(%ab, %cd, %av)
+}}
+""", rtol=1e-5, atol=1e-5)
+
+
+def test_layernorm():
+    check("""
+HloModule layernorm
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[8,64], g: f32[64], bb: f32[64]) -> f32[8,64] {
+  %x = f32[8,64] parameter(0)
+  %g = f32[64] parameter(1)
+  %bb = f32[64] parameter(2)
+  %z = f32[] constant(0)
+  %sum = f32[8] reduce(%x, %z), dimensions={1}, to_apply=%add
+  %n = f32[] constant(0.015625)
+  %nb = f32[8] broadcast(%n), dimensions={}
+  %mean = f32[8] multiply(%sum, %nb)
+  %mb = f32[8,64] broadcast(%mean), dimensions={0}
+  %c = f32[8,64] subtract(%x, %mb)
+  %sq = f32[8,64] multiply(%c, %c)
+  %ss = f32[8] reduce(%sq, %z), dimensions={1}, to_apply=%add
+  %var = f32[8] multiply(%ss, %nb)
+  %eps = f32[] constant(1e-5)
+  %eb = f32[8] broadcast(%eps), dimensions={}
+  %ve = f32[8] add(%var, %eb)
+  %r = f32[8] rsqrt(%ve)
+  %rb = f32[8,64] broadcast(%r), dimensions={0}
+  %y = f32[8,64] multiply(%c, %rb)
+  %gb = f32[8,64] broadcast(%g), dimensions={1}
+  %bb2 = f32[8,64] broadcast(%bb), dimensions={1}
+  %yg = f32[8,64] multiply(%y, %gb)
+  ROOT %out = f32[8,64] add(%yg, %bb2)
+}
+""", rtol=1e-4, atol=1e-5)
+
+
+# ----- results, arguments, errors -------------------------------------------------------
+def test_tuple_result_with_parameter_and_constant_leaves():
+    exe = check("""
+HloModule tup
+ENTRY %main (x: f32[4], y: s32[]) -> (f32[4], s32[], f32[2], (f32[4])) {
+  %x = f32[4] parameter(0)
+  %y = s32[] parameter(1)
+  %c = f32[2] constant({1.5, -2})
+  %e = f32[4] exponential(%x)
+  %inner = (f32[4]) tuple(%e)
+  ROOT %t = (f32[4], s32[], f32[2], (f32[4])) tuple(%x, %y, %c, %inner)
+}
+""")
+    x = np.arange(4, dtype=np.float32)
+    out = exe.execute(x, np.int32(3))
+    out[0][0] = 100  # results never alias the arguments
+    assert x[0] == 0
+
+
+def test_repeated_execution_reuses_the_arena():
+    exe = compile_cpu((EXAMPLES / "softmax.hlo").read_text())
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = rng.standard_normal((2, 5)).astype(np.float32)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(exe.execute(x), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_bad_arguments():
+    exe = compile_cpu((EXAMPLES / "fma_reduce.hlo").read_text())
+    x = np.zeros(8, np.float32)
+    with pytest.raises(InvalidArgumentError):
+        exe.execute(x, x)
+    with pytest.raises(InvalidArgumentError):
+        exe.execute(x, x, np.zeros(8, np.float64))
+    with pytest.raises(InvalidArgumentError):
+        exe.execute(x, x, np.zeros(9, np.float32))
+
+
+def test_unsupported_op_names_op_and_backend():
+    with pytest.raises(UnimplementedError, match=r"cpu.*\bwhile\b|\bwhile\b.*cpu"):
+        compile_cpu("""
+HloModule loop
+%cond (s: s32[]) -> pred[] {
+  %s = s32[] parameter(0)
+  %n = s32[] constant(10)
+  ROOT %lt = pred[] compare(%s, %n), direction=LT
+}
+%body (b: s32[]) -> s32[] {
+  %b = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %a = s32[] add(%b, %one)
+}
+ENTRY %main (x: s32[]) -> s32[] {
+  %x = s32[] parameter(0)
+  ROOT %w = s32[] while(%x), condition=%cond, body=%body
+}
+""")
+
+
+def test_bf16_reduce_and_dot():
+    text = """
+HloModule bf
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: bf16[4,8], y: bf16[8,3]) -> (bf16[4,3], f32[4]) {
+  %x = bf16[4,8] parameter(0)
+  %y = bf16[8,3] parameter(1)
+  %d = bf16[4,3] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %xf = f32[4,8] convert(%x)
+  %z = f32[] constant(0)
+  %r = f32[4] reduce(%xf, %z), dimensions={1}, to_apply=%add
+  ROOT %t = (bf16[4,3], f32[4]) tuple(%d, %r)
+}
+"""
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal((4, 8)).astype(ml_dtypes.bfloat16),
+            rng.standard_normal((8, 3)).astype(ml_dtypes.bfloat16)]
+    check(text, args=args, rtol=2e-2, atol=2e-2)

@@ -1,0 +1,127 @@
+"""Every corpus module (tests/corpus/*.hlo, unoptimized and optimized)
+compiled for cpu: modules using an op the backend does not generate code
+for must fail to compile with UnimplementedError naming that op (and the
+backend); all others must reproduce JAX's outputs from the .npz.
+
+``UNSUPPORTED`` is the explicit expected-failure list (file -> the op its
+error names). A module that starts compiling fails its test until it is
+removed from the list, so newly supported modules are noticed.
+"""
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
+from pass_test_util import _corpus_interpreter_test, corpus_files  # noqa: E402
+
+from xla.backends import registry  # noqa: E402
+from xla.errors import UnimplementedError  # noqa: E402
+from xla.hlo.parser import parse_hlo_module  # noqa: E402
+from xla.tools.arrays import flatten_result  # noqa: E402
+
+FILES = corpus_files()
+
+UNSUPPORTED = {
+    "attention.optimized.hlo": "fusion",
+    "cond_pred.hlo": "conditional",
+    "cond_pred.optimized.hlo": "conditional",
+    "conv1d.hlo": "convolution",
+    "conv1d.optimized.hlo": "convolution",
+    "conv_dilated.hlo": "convolution",
+    "conv_dilated.optimized.hlo": "convolution",
+    "conv_grad.hlo": "convolution",
+    "conv_grad.optimized.hlo": "convolution",
+    "conv_grouped.hlo": "convolution",
+    "conv_grouped.optimized.hlo": "convolution",
+    "conv_nchw.hlo": "convolution",
+    "conv_nchw.optimized.hlo": "convolution",
+    "conv_nhwc.hlo": "convolution",
+    "conv_nhwc.optimized.hlo": "convolution",
+    "conv_strided.hlo": "convolution",
+    "conv_strided.optimized.hlo": "convolution",
+    "cumulative.hlo": "reduce-window",
+    "cumulative.optimized.hlo": "reduce-window",
+    "dot_general_multi.optimized.hlo": "fusion",
+    "einsum_batch.optimized.hlo": "fusion",
+    "f64_ops.hlo": "reduce-window",
+    "f64_ops.optimized.hlo": "reduce-window",
+    "float8_convert.hlo": "convert",
+    "float8_convert.optimized.hlo": "convert",
+    "fori_loops.hlo": "while",
+    "fori_loops.optimized.hlo": "while",
+    "gather_ops.hlo": "gather",
+    "gather_ops.optimized.hlo": "gather",
+    "hlo_pred_conditional.hlo": "conditional",
+    "lax_map_rows.hlo": "while",
+    "lax_map_rows.optimized.hlo": "while",
+    "linalg_hlo_ops.hlo": "cholesky",
+    "linalg_hlo_ops.optimized.hlo": "while",
+    "linalg_lapack.hlo": "custom-call",
+    "linalg_lapack.optimized.hlo": "custom-call",
+    "maxpool_grad.hlo": "select-and-scatter",
+    "maxpool_grad.optimized.hlo": "reduce-window",
+    "mlp_train_step.optimized.hlo": "fusion",
+    "pooling.hlo": "reduce-window",
+    "pooling.optimized.hlo": "reduce-window",
+    "prng_threefry.hlo": "while",
+    "prng_threefry.optimized.hlo": "while",
+    "rng_bit_generator.hlo": "rng-bit-generator",
+    "rng_uniform.hlo": "rng",
+    "rng_uniform.optimized.hlo": "rng-get-and-update-state",
+    "scan_rnn.hlo": "while",
+    "scan_rnn.optimized.hlo": "while",
+    "scatter_ops.hlo": "scatter",
+    "scatter_ops.optimized.hlo": "scatter",
+    "sort_multi_key.hlo": "sort",
+    "sort_multi_key.optimized.hlo": "sort",
+    "sort_ops.hlo": "sort",
+    "sort_ops.optimized.hlo": "sort",
+    "switch_index.hlo": "conditional",
+    "switch_index.optimized.hlo": "conditional",
+    "top_k.hlo": "topk",
+    "top_k.optimized.hlo": "custom-call",
+    "while_collatz.hlo": "while",
+    "while_collatz.optimized.hlo": "while",
+    "while_newton_sqrt.hlo": "while",
+    "while_newton_sqrt.optimized.hlo": "while",
+}
+
+
+def test_corpus_is_not_empty():
+    assert len(FILES) >= 80, "tests/corpus is missing or incomplete"
+
+
+def test_unsupported_list_names_existing_files():
+    names = {p.name for p in FILES}
+    assert set(UNSUPPORTED) <= names, sorted(set(UNSUPPORTED) - names)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_corpus_module_on_cpu(path):
+    helpers = _corpus_interpreter_test()
+    text = path.read_text()
+    module = parse_hlo_module(text, filename=str(path))
+    op = UNSUPPORTED.get(path.name)
+    if op is not None:
+        with pytest.raises(UnimplementedError) as info:
+            registry.compile(module, "cpu")
+        message = str(info.value)
+        assert "cpu" in message and re.search(rf"(?<![\w-]){re.escape(op)}(?![\w-])", message), message
+        return
+    executable = registry.compile(module, "cpu")
+    data = helpers.load_npz(helpers.npz_for(path))
+    params = executable.module.entry.parameters
+    args = [helpers._as_type(data[f"arg{i}"], p.shape) for i, p in enumerate(params)]
+    leaves = [s for _, s in executable.module.entry.root_instruction.shape.leaves()]
+    expected = [helpers._as_type(data[f"out{i}"], s) for i, s in enumerate(leaves)]
+    result = flatten_result(executable.execute(*args))
+    assert len(result) == len(expected), f"{path.name}: {len(result)} results, JAX has {len(expected)}"
+    original_ops = {i.opcode for i in parse_hlo_module(text).all_instructions()}
+    for i, (a, e) in enumerate(zip(result, expected)):
+        where = f"{path.name} out{i}"
+        if original_ops & helpers.IMPLEMENTATION_DEFINED:
+            assert (a.shape, a.dtype) == (e.shape, e.dtype), where
+            continue
+        helpers.assert_matches(a, e, where)

@@ -1,0 +1,151 @@
+"""jit.py: host compilation, symbol resolution, runtime symbols, threads."""
+import ctypes
+import math
+import threading
+
+import numpy as np
+import pytest
+
+from xla.backends.cpu import jit
+
+
+def test_compiles_and_calls_libm():
+    text = r"""
+declare float @tanhf(float)
+declare double @llvm.exp.f64(double)
+declare double @atan2(double, double)
+define float @f(float %x) {
+  %r = call float @tanhf(float %x)
+  ret float %r
+}
+define double @g(double %x, double %y) {
+  %e = call double @llvm.exp.f64(double %x)
+  %r = call double @atan2(double %e, double %y)
+  ret double %r
+}
+"""
+    module = jit.JitModule(text)
+    f = module.function("f", ctypes.c_float, ctypes.c_float)
+    g = module.function("g", ctypes.c_double, ctypes.c_double, ctypes.c_double)
+    assert f(0.5) == pytest.approx(math.tanh(0.5), rel=1e-6)
+    assert g(1.0, 2.0) == pytest.approx(math.atan2(math.e, 2.0), rel=1e-15)
+
+
+def test_add_symbol_resolves_runtime_function():
+    callback_type = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+    callback = callback_type(lambda x: 3 * x + 1)
+    jit.add_symbol("xla_test_runtime_fn", callback)
+    text = r"""
+declare i64 @xla_test_runtime_fn(i64)
+define i64 @f(i64 %x) {
+  %r = call i64 @xla_test_runtime_fn(i64 %x)
+  ret i64 %r
+}
+"""
+    module = jit.JitModule(text)
+    assert module.function("f", ctypes.c_int64, ctypes.c_int64)(5) == 16
+
+
+def test_unresolved_symbol_is_an_error():
+    text = r"""
+declare i64 @xla_no_such_symbol_anywhere(i64)
+define i64 @f(i64 %x) {
+  %r = call i64 @xla_no_such_symbol_anywhere(i64 %x)
+  ret i64 %r
+}
+"""
+    with pytest.raises(RuntimeError, match="xla_no_such_symbol_anywhere"):
+        jit.JitModule(text)
+
+
+def test_missing_function_name():
+    module = jit.JitModule("define void @f() {\n  ret void\n}\n")
+    with pytest.raises(KeyError):
+        module.address("g")
+
+
+def test_half_and_bfloat_truncations_resolve():
+    """fptrunc double -> half/bfloat may become compiler-runtime calls."""
+    text = r"""
+define i16 @h(double %x) {
+  %t = fptrunc double %x to half
+  %b = bitcast half %t to i16
+  ret i16 %b
+}
+define i16 @bf(double %x) {
+  %t = fptrunc double %x to bfloat
+  %b = bitcast bfloat %t to i16
+  ret i16 %b
+}
+define i16 @bf32(float %x) {
+  %t = fptrunc float %x to bfloat
+  %b = bitcast bfloat %t to i16
+  ret i16 %b
+}
+"""
+    import ml_dtypes
+    module = jit.JitModule(text, opt_level=0)
+    h = module.function("h", ctypes.c_uint16, ctypes.c_double)
+    bf = module.function("bf", ctypes.c_uint16, ctypes.c_double)
+    bf32 = module.function("bf32", ctypes.c_uint16, ctypes.c_float)
+    for x in [1.0, 1 + 2.0 ** -11 + 2.0 ** -40, 65519.0, 1e-8, -3.75, 1 + 2.0 ** -8 + 2.0 ** -40]:
+        assert h(x) == int(np.array(x).astype(np.float16).view(np.uint16))
+        correct = np.array(x, np.float64)
+        # correctly rounded: the nearer of the two bf16 neighbours
+        got = np.array(bf(x), np.uint16).view(ml_dtypes.bfloat16).astype(np.float64)
+        assert abs(got - correct) <= abs(
+            np.array(x).astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64) - correct)
+        assert bf32(np.float32(x)) == int(
+            np.array(np.float32(x)).astype(ml_dtypes.bfloat16).view(np.uint16))
+
+
+def test_vectorizes_a_simple_loop():
+    text = r"""
+define void @axpy(ptr noalias %x, ptr noalias %y, i64 %n) {
+entry:
+  %c = icmp sgt i64 %n, 0
+  br i1 %c, label %loop, label %done
+loop:
+  %i = phi i64 [0, %entry], [%next, %loop]
+  %px = getelementptr float, ptr %x, i64 %i
+  %py = getelementptr float, ptr %y, i64 %i
+  %a = load float, ptr %px
+  %b = load float, ptr %py
+  %m = fmul float %a, 2.0
+  %s = fadd float %m, %b
+  store float %s, ptr %py
+  %next = add i64 %i, 1
+  %more = icmp slt i64 %next, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}
+"""
+    module = jit.JitModule(text)
+    assert "<4 x float>" in module.optimized_ir or "<8 x float>" in module.optimized_ir
+    x = np.arange(100, dtype=np.float32)
+    y = np.ones(100, np.float32)
+    fn = module.function("axpy", None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+    fn(x.ctypes.data, y.ctypes.data, 100)
+    assert np.array_equal(y, 2 * np.arange(100, dtype=np.float32) + 1)
+
+
+def test_concurrent_compiles():
+    errors = []
+    results = {}
+
+    def work(k):
+        try:
+            text = f"define i64 @f(i64 %x) {{\n  %r = mul i64 %x, {k}\n  ret i64 %r\n}}\n"
+            module = jit.JitModule(text)
+            results[k] = module.function("f", ctypes.c_int64, ctypes.c_int64)(7)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert results == {k: 7 * k for k in range(8)}

@@ -1,0 +1,65 @@
+"""CpuCompiler: the target-independent pipeline, buffer assignment, LLVM IR
+emission (``ir_emitter``) and the JIT (``jit``), giving a CpuExecutable.
+
+``compile(module)`` optimizes the module it is given in place (as XLA's
+compilers take ownership of theirs); the executable keeps it as ``module``.
+Ops the backend does not generate code for raise UnimplementedError naming
+the op and "cpu" here, at compile time.
+"""
+from xla.backends.cpu import jit
+from xla.backends.cpu.executable import CpuExecutable
+from xla.backends.cpu.ir_emitter import emit_module
+from xla.errors import UnimplementedError
+from xla.gc_util import paused_gc
+from xla.hlo.verifier import verify_module
+from xla.service.buffer_assignment import assign_buffers
+
+_runtime = None
+# TEMPORARY: MCJIT takes ownership of the target machine jit.py caches, so
+# freeing a JitModule's engine leaves the cache dangling (segfault on the next
+# compile). Until jit.py hands each engine its own target machine, engines
+# are kept alive.
+_KEEP_ALIVE = []
+
+
+def runtime_symbols():
+    """The C++ runtime's functions (name -> address), registered with the JIT
+    once; empty when the extension has none."""
+    global _runtime
+    if _runtime is None:
+        from xla import _core
+        get = getattr(_core, "cpu_runtime_symbols", None)
+        symbols = dict(get()) if get is not None else {}
+        for name, address in symbols.items():
+            jit.add_symbol(name, address)
+        _runtime = symbols
+    return _runtime
+
+
+class CpuCompiler:
+    platform = "cpu"
+
+    def __init__(self, opt_level=3):
+        self.opt_level = opt_level
+
+    def optimization_pipeline(self, **options):
+        """The passes ``hlo_opt --platform=cpu`` runs: the target-independent
+        pipeline (fusion decides what each kernel computes)."""
+        from xla.service.pipelines import target_independent_pipeline
+        return target_independent_pipeline(**options)
+
+    def compile(self, module):
+        verify_module(module)
+        for p in module.entry.parameters:
+            if p.shape.is_dynamic:
+                raise UnimplementedError(f"the cpu backend does not support dynamic shapes "
+                                         f"(parameter {p.name}: {p.shape})")
+        self.optimization_pipeline().run(module)
+        assignment = assign_buffers(module)
+        symbols = runtime_symbols()
+        with paused_gc():
+            llvm_module = emit_module(module, assignment, symbols)
+        ir_text = str(llvm_module)
+        jit_module = jit.JitModule(ir_text, opt_level=self.opt_level)
+        _KEEP_ALIVE.append(jit_module)
+        return CpuExecutable(module, assignment, jit_module, ir_text)

@@ -1,0 +1,748 @@
+"""The CPU IR emitter: a scheduled, buffer-assigned module -> one LLVM module.
+
+Entry point ``emit_module(module, assignment, runtime_symbols)``. The LLVM
+module has one exported function ``void entry(i8** buffer_table)``: entry
+``i`` of the table is the base address of buffer allocation ``i`` (see
+``BufferAssignment.allocations``). Parameters are read in place, results
+written in place, temporaries live at their offsets in the temp arena, and
+the entry computation's constants are allocations too, which the executable
+fills once when it is created. Constants inside fused computations become
+LLVM global constants (LLVM folds loads of their scalars).
+
+Each instruction that defines a buffer becomes a *kernel*: a loop nest over
+its output shape (innermost loop over the minor-most dimension of the
+layout, so stores are contiguous), in a function
+``void kernel(i8** table, i64 begin, i64 end)`` that runs the outermost loop
+from ``begin`` to ``end``. The kernel loads its buffer pointers from the
+table and calls an always-inline ``.impl`` function that takes them as
+``noalias``, aligned arguments (one argument per distinct buffer slice, so
+an operand updated in place is the output's own argument and ``noalias``
+stays true); inlining turns those into alias scopes. The entry function
+calls each kernel over its whole range, or, when the output has at least
+``PARALLEL_MIN_ELEMENTS`` elements and the runtime provides it, hands it to
+``__xla_cpu_parallel_for`` which splits the outermost loop across threads.
+
+Element values come from *generators* (``ElementGenerator.value``): for
+each instruction of a fused computation, a function from a multi-dimensional
+index (i64 values, logical dimensions) to the element's register value. An
+operand that has a buffer (a fusion operand, the operand of a standalone
+op) is loaded at its layout-aware linear index; everything else is computed
+from its operands' generators (``GENERATORS``, one row per opcode;
+elementwise opcodes go to ``elemental_ir_emitter.emit_elementwise``). Results
+are memoized per index inside one loop body, so a value used twice is
+computed once. Generators that need a loop (reduce, dot) emit it in place
+(``reduction_emitter``) and scope the memo table to it.
+
+Data movement never reads outside a buffer: pad and concatenate clamp the
+index they read with and select, dynamic-slice and dynamic-update-slice
+clamp their start indices as XLA specifies.
+"""
+import math
+
+import numpy as np
+from llvmlite import ir
+
+from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu import reduction_emitter
+from xla.backends.cpu.loop_emitter import I64, i64
+from xla.errors import UnimplementedError
+from xla.hlo.opcodes import ELEMENTWISE
+
+from xla.backends.cpu.elemental_ir_emitter import emit_elementwise
+from xla.backends.cpu.llvm_types import (bf16_bits_to_f32, f16_bits_to_f32, load_element, memory_type,
+                                         register_type, round_to_type, store_element, to_memory)
+from xla.hlo.types import PrimitiveType
+
+PTR = ir.PointerType()
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+VOID = ir.VoidType()
+KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
+
+PARALLEL_MIN_ELEMENTS = 1 << 16
+# Elements per parallel chunk at least (keeps tiny chunks from thrashing).
+PARALLEL_MIN_CHUNK_ELEMENTS = 1 << 14
+
+# Ops that define no code of their own: their buffers alias their operands'
+# (or are parameters/constants filled from outside).
+NO_CODE = frozenset(["parameter", "constant", "get-tuple-element", "tuple", "bitcast",
+                     "opt-barrier", "add-dependency", "after-all"])
+
+
+def unsupported(instr, what=None):
+    detail = f" ({what})" if what else ""
+    return UnimplementedError(
+        f"the cpu backend does not support {instr.opcode}{detail} (instruction {instr.name})")
+
+
+def convert_register(b, v, src, dst):
+    """Numeric conversion between register values of real element types
+    (used by dot and iota; elementwise convert goes through the elemental
+    emitter)."""
+    return round_to_type(b, _convert(b, v, src, dst), dst)
+
+
+def _convert(b, v, src, dst):
+    st, dt = register_type(src), register_type(dst)
+    if st == dt:
+        return v
+    if src.kind == "pred":
+        v, src = b.zext(v, I8), PrimitiveType.U8
+        st = I8
+    if dst.kind == "pred":
+        zero = ir.Constant(st, 0)
+        return b.fcmp_unordered("!=", v, zero) if src.kind == "f" else b.icmp_unsigned("!=", v, zero)
+    if src.kind in "su" and dst.kind in "su":
+        if dt.width > st.width:
+            return b.sext(v, dt) if src.kind == "s" else b.zext(v, dt)
+        return b.trunc(v, dt)
+    if src.kind in "su":
+        return b.sitofp(v, dt) if src.kind == "s" else b.uitofp(v, dt)
+    if dst.kind in "su":
+        return b.fptosi(v, dt) if dst.kind == "s" else b.fptoui(v, dt)
+    return b.fpext(v, dt) if isinstance(dt, ir.DoubleType) else b.fptrunc(v, dt)
+
+
+def literal_array(instr):
+    """A constant's value as an array of its shape's dtype, logical order."""
+    shape = instr.shape
+    value = np.asarray(instr.literal)
+    if value.dtype != shape.dtype:
+        value = value.astype(shape.dtype)
+    if value.shape != shape.dimensions:
+        if value.size == 1:
+            value = np.broadcast_to(value.reshape(()), shape.dimensions)
+        else:
+            value = value.reshape(shape.dimensions)
+    return value
+
+
+def physical_bytes(array, shape):
+    """The bytes of ``array`` as a buffer of ``shape`` (its layout) stores them."""
+    order = le.major_to_minor(shape)
+    return np.ascontiguousarray(np.transpose(array, order)).tobytes()
+
+
+def check_element_type(shape, instr):
+    for _, leaf in shape.leaves():
+        if leaf.is_array and (leaf.element_type.bits < 8 or leaf.element_type.text.startswith("f8")):
+            raise unsupported(instr, f"element type {leaf.element_type}")
+
+
+class Slice:
+    """A buffer slice: allocation index and offset."""
+
+    __slots__ = ("allocation", "offset", "align")
+
+    def __init__(self, buffer):
+        self.allocation = buffer.allocation.index
+        self.offset = buffer.offset
+        base = 16 if buffer.allocation.kind == "parameter" else 64
+        self.align = math.gcd(base, buffer.offset) if buffer.offset else base
+
+    @property
+    def key(self):
+        return (self.allocation, self.offset)
+
+
+class Kernel:
+    """One kernel function being emitted: its builder, buffer arguments,
+    alloca block and the memo table of the generators."""
+
+    def __init__(self, emitter, name, slices):
+        self.emitter = emitter
+        module = emitter.llmod
+        keys = []
+        for s in slices:
+            if s.key not in keys:
+                keys.append(s.key)
+        self.keys = keys
+        aligns = {}
+        for s in slices:
+            aligns[s.key] = min(aligns.get(s.key, 64), s.align)
+        impl_type = ir.FunctionType(VOID, [PTR] * len(keys) + [I64, I64])
+        impl = ir.Function(module, impl_type, f"{name}.impl")
+        impl.linkage = "internal"
+        impl.attributes.add("alwaysinline")
+        impl.attributes.add("nounwind")
+        for arg, key in zip(impl.args, keys):
+            for a in ("noalias", "nonnull"):
+                arg.add_attribute(a)
+            arg.attributes.align = aligns[key]
+        self.impl = impl
+        self.ptrs = dict(zip(keys, impl.args[:len(keys)]))
+        self.begin, self.end = impl.args[len(keys)], impl.args[len(keys) + 1]
+        self.alloca_block = impl.append_basic_block("allocas")
+        self.alloca_builder = ir.IRBuilder(self.alloca_block)
+        self.start_block = impl.append_basic_block("start")
+        self.b = ir.IRBuilder(self.start_block)
+
+        # The wrapper with the table signature.
+        wrapper = ir.Function(module, KERNEL_TYPE, name)
+        wrapper.linkage = "internal"
+        wb = ir.IRBuilder(wrapper.append_basic_block("entry"))
+        table, begin, end = wrapper.args
+        args = [emitter.slice_pointer(wb, table, key) for key in keys]
+        wb.call(impl, args + [begin, end])
+        wb.ret_void()
+        self.function = wrapper
+
+    def alloca(self, typ, name=""):
+        return self.alloca_builder.alloca(typ, name=name)
+
+    def pointer(self, slice_):
+        return self.ptrs[slice_.key]
+
+    def finish(self):
+        self.alloca_builder.branch(self.start_block)
+        self.b.ret_void()
+
+
+class ElementGenerator:
+    """Element values of the instructions of one kernel (see module docstring)."""
+
+    def __init__(self, emitter, kernel, fusion=None):
+        self.emitter = emitter
+        self.kernel = kernel
+        self.fusion = fusion
+        self.memo = {}
+
+    @property
+    def b(self):
+        return self.kernel.b
+
+    # ----- memo scoping -------------------------------------------------------
+    def push_scope(self):
+        saved = self.memo
+        self.memo = dict(saved)
+        return saved
+
+    def pop_scope(self, saved):
+        self.memo = saved
+
+    # ----- values ---------------------------------------------------------------
+    def value(self, h, index):
+        key = (id(h),) + tuple(("c", v.constant) if isinstance(v, ir.Constant) else id(v)
+                               for v in index)
+        v = self.memo.get(key)
+        if v is None:
+            v = self._compute(h, index)
+            self.memo[key] = v
+        return v
+
+    def _compute(self, h, index):
+        if h.parent is self.emitter.entry and h is not self.kernel.root:
+            return self.load(h, index)
+        if h.opcode == "parameter" and self.fusion is not None:
+            return self.value(self.fusion.operands[h.parameter_number], index)
+        gen = GENERATORS.get(h.opcode)
+        if gen is None:
+            if h.opcode in ELEMENTWISE:
+                return self.elementwise(h, index)
+            raise unsupported(h)
+        return gen(self, h, index)
+
+    def load(self, h, index, shape_index=()):
+        """The element of materialized instruction ``h`` at ``index``."""
+        buffer = self.emitter.assignment.buffer(h, shape_index)
+        shape = h.shape.subshape(shape_index)  # a bitcast reads its operand's buffer its own way
+        ptr = self.kernel.pointer(Slice(buffer))
+        return load_element(self.b, self.element_pointer(ptr, shape, index), shape.element_type)
+
+    def element_pointer(self, base, shape, index):
+        linear = le.linear_index(self.b, shape, index)
+        size = shape.element_type.byte_size
+        offset = linear if size == 1 else self.b.mul(linear, i64(size), flags=("nsw", "nuw"))
+        return self.b.gep(base, [offset], inbounds=True, source_etype=I8)
+
+    def elementwise(self, h, index):
+        if h.opcode == "map":
+            args = [self.value(o, index) for o in h.operands]
+            return self.emitter.emit_scalar_computation(self.b, h.attr("to_apply"), args)
+        if not h.shape.is_array:
+            raise unsupported(h, "tuple-shaped")
+        return emit_elementwise(self.b, h, [self.value(o, index) for o in h.operands])
+
+
+# ----- generators: one row per opcode -------------------------------------------
+def _gen_constant(g, h, index):
+    gv = g.emitter.constant_global(h)
+    shape = h.shape
+    ptr = g.element_pointer(gv, shape, index) if shape.rank else gv
+    return load_element(g.b, ptr, shape.element_type)
+
+
+def _gen_copy(g, h, index):
+    return g.value(h.operands[0], index)
+
+
+def _gen_broadcast(g, h, index):
+    dims = h.attr("dimensions", ())
+    return g.value(h.operands[0], [index[d] for d in dims])
+
+
+def _gen_transpose(g, h, index):
+    perm = h.attr("dimensions")
+    operand_index = [None] * len(perm)
+    for i, d in enumerate(perm):
+        operand_index[d] = index[i]
+    return g.value(h.operands[0], operand_index)
+
+
+def _gen_reshape(g, h, index):
+    op = h.operands[0]
+    out_dims, in_dims = h.shape.dimensions, op.shape.dimensions
+    if [d for d in out_dims if d != 1] == [d for d in in_dims if d != 1]:
+        # Only size-1 dimensions added or removed: map the others one to one.
+        real = [v for v, d in zip(index, out_dims) if d != 1]
+        it = iter(real)
+        return g.value(op, [next(it) if d != 1 else i64(0) for d in in_dims])
+    linear = le.row_major_linear(g.b, out_dims, index)
+    return g.value(op, le.delinearize(g.b, linear, in_dims))
+
+
+def _gen_bitcast(g, h, index):
+    op = h.operands[0]
+    if op.shape.element_type is not h.shape.element_type:
+        raise unsupported(h, "changing the element type inside a fusion")
+    linear = le.linear_index(g.b, h.shape, index)
+    return g.value(op, le.delinearize(g.b, linear, op.shape.dimensions, le.major_to_minor(op.shape)))
+
+
+def _gen_slice(g, h, index):
+    operand_index = []
+    for v, s in zip(index, h.attr("slice")):
+        stride = s.stride or 1
+        if stride != 1:
+            v = g.b.mul(v, i64(stride), flags=("nsw", "nuw"))
+        if s.start:
+            v = g.b.add(v, i64(s.start), flags=("nsw", "nuw"))
+        operand_index.append(v)
+    return g.value(h.operands[0], operand_index)
+
+
+def _gen_reverse(g, h, index):
+    dims = set(h.attr("dimensions", ()))
+    n = h.shape.dimensions
+    return g.value(h.operands[0], [g.b.sub(i64(n[d] - 1), v) if d in dims else v
+                                   for d, v in enumerate(index)])
+
+
+def _gen_iota(g, h, index):
+    d = h.attr("iota_dimension", 0)
+    v = index[d] if h.shape.rank else i64(0)
+    return convert_register(g.b, v, PrimitiveType.S64, h.shape.element_type)
+
+
+def _gen_pad(g, h, index):
+    b = g.b
+    op, pad_value = h.operands
+    pv = g.value(pad_value, [])
+    if op.shape.num_elements() == 0:
+        return pv
+    valid = None
+    operand_index = []
+    for v, p, n in zip(index, h.attr("padding"), op.shape.dimensions):
+        pos = b.sub(v, i64(p.low)) if p.low else v
+        conds = [b.icmp_signed(">=", pos, i64(0))]
+        if p.interior:
+            step = i64(p.interior + 1)
+            conds.append(b.icmp_signed("==", b.srem(pos, step), i64(0)))
+            pos = b.sdiv(pos, step)
+        conds.append(b.icmp_signed("<", pos, i64(n)))
+        for c in conds:
+            valid = c if valid is None else b.and_(valid, c)
+        operand_index.append(le.clamp(b, pos, 0, n - 1))
+    ov = g.value(op, operand_index)
+    return b.select(valid, ov, pv) if valid is not None else ov
+
+
+def _gen_concatenate(g, h, index):
+    b = g.b
+    (axis,) = h.attr("dimensions")
+    pieces = []
+    offset = 0
+    for op in h.operands:
+        n = op.shape.dimensions[axis]
+        if n:
+            pieces.append((op, offset, n))
+        offset += n
+    result = None
+    for k, (op, start, n) in enumerate(pieces):
+        local = b.sub(index[axis], i64(start)) if start else index[axis]
+        operand_index = list(index)
+        operand_index[axis] = le.clamp(b, local, 0, n - 1) if len(pieces) > 1 else local
+        v = g.value(op, operand_index)
+        if result is None:
+            result = v
+        else:
+            result = b.select(b.icmp_signed(">=", index[axis], i64(start)), v, result)
+    return result
+
+
+def _start_index(g, h, operand):
+    b = g.b
+    v = g.value(operand, [])
+    et = operand.shape.element_type
+    if v.type.width < 64:
+        v = b.sext(v, I64) if et.kind == "s" else b.zext(v, I64)
+    return v
+
+
+def _dynamic_starts(g, h, first, data_shape, sizes):
+    ops = h.operands[first:]
+    if len(ops) == 1 and ops[0].shape.rank == 1:
+        raise unsupported(h, "start indices as one vector")
+    return [le.clamp(g.b, _start_index(g, h, o), 0, max(d - n, 0))
+            for o, d, n in zip(ops, data_shape.dimensions, sizes)]
+
+
+def _gen_dynamic_slice(g, h, index):
+    op = h.operands[0]
+    sizes = h.attr("dynamic_slice_sizes") or h.shape.dimensions
+    starts = _dynamic_starts(g, h, 1, op.shape, sizes)
+    return g.value(op, [g.b.add(s, v) for s, v in zip(starts, index)])
+
+
+def _gen_dynamic_update_slice(g, h, index):
+    b = g.b
+    op, update = h.operands[0], h.operands[1]
+    sizes = update.shape.dimensions
+    base = g.value(op, index)
+    if update.shape.num_elements() == 0:
+        return base
+    starts = _dynamic_starts(g, h, 2, op.shape, sizes)
+    inside = None
+    update_index = []
+    for v, s, n in zip(index, starts, sizes):
+        local = b.sub(v, s)
+        c = b.and_(b.icmp_signed(">=", local, i64(0)), b.icmp_signed("<", local, i64(n)))
+        inside = c if inside is None else b.and_(inside, c)
+        update_index.append(le.clamp(b, local, 0, n - 1))
+    uv = g.value(update, update_index)
+    return b.select(inside, uv, base) if inside is not None else uv
+
+
+def _gen_get_tuple_element(g, h, index):
+    value = g.value(h.operands[0], index)
+    if not isinstance(value, (list, tuple)):
+        raise unsupported(h, "of a non-tuple value")
+    return value[h.attr("index")]
+
+
+def _gen_tuple(g, h, index):
+    return [g.value(o, index) for o in h.operands]
+
+
+def _to_bits(b, v, et):
+    """The in-memory bits of a register value, as an integer."""
+    mem = to_memory(b, v, et)
+    width = et.byte_size * 8
+    return mem if isinstance(mem.type, ir.IntType) else b.bitcast(mem, ir.IntType(width))
+
+
+def _from_bits(b, bits, et):
+    """The register value of an element whose memory holds ``bits``."""
+    mem = memory_type(et)
+    if et.kind == "pred":
+        return b.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0))
+    if isinstance(mem, ir.IntType):
+        value = bits
+    else:
+        value = b.bitcast(bits, mem)
+    if et.text == "f16":
+        return f16_bits_to_f32(b, value)
+    if et.text == "bf16":
+        return bf16_bits_to_f32(b, value)
+    return value
+
+
+def _gen_bitcast_convert(g, h, index):
+    op = h.operands[0]
+    src, dst = op.shape.element_type, h.shape.element_type
+    if src.byte_size == dst.byte_size:
+        return g.elementwise(h, index)
+    if src.kind == "c" or dst.kind == "c":
+        raise unsupported(h, f"{src} to {dst}")
+    b = g.b
+    if src.byte_size > dst.byte_size:  # one operand element -> a minor dimension of pieces
+        bits = _to_bits(b, g.value(op, index[:-1]), src)
+        shift = b.mul(index[-1], i64(dst.byte_size * 8))
+        piece = b.lshr(bits, b.trunc(shift, bits.type) if bits.type.width < 64 else shift)
+        return _from_bits(b, b.trunc(piece, ir.IntType(dst.byte_size * 8)), dst)
+    wide = ir.IntType(dst.byte_size * 8)
+    n = op.shape.dimensions[-1]
+    acc = ir.Constant(wide, 0)
+    for k in range(n):  # little-endian: piece k holds bits [k*w, (k+1)*w)
+        piece = b.zext(_to_bits(b, g.value(op, list(index) + [i64(k)]), src), wide)
+        acc = b.or_(acc, b.shl(piece, ir.Constant(wide, k * src.byte_size * 8)) if k else piece)
+    return _from_bits(b, acc, dst)
+
+
+GENERATORS = {
+    "bitcast-convert": _gen_bitcast_convert,
+    "constant": _gen_constant,
+    "copy": _gen_copy,
+    "broadcast": _gen_broadcast,
+    "transpose": _gen_transpose,
+    "reshape": _gen_reshape,
+    "bitcast": _gen_bitcast,
+    "slice": _gen_slice,
+    "reverse": _gen_reverse,
+    "iota": _gen_iota,
+    "pad": _gen_pad,
+    "concatenate": _gen_concatenate,
+    "dynamic-slice": _gen_dynamic_slice,
+    "dynamic-update-slice": _gen_dynamic_update_slice,
+    "get-tuple-element": _gen_get_tuple_element,
+    "tuple": _gen_tuple,
+    "reduce": reduction_emitter.generate_reduce,
+    "dot": reduction_emitter.generate_dot,
+}
+
+
+class ModuleEmitter:
+    def __init__(self, module, assignment, runtime_symbols=()):
+        self.module = module
+        self.entry = module.entry
+        self.assignment = assignment
+        self.runtime_symbols = set(runtime_symbols)
+        self.llmod = ir.Module(name=module.name)
+        self.entry_function = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR]), "entry")
+        self.entry_function.args[0].add_attribute("nonnull")
+        self.builder = ir.IRBuilder(self.entry_function.append_basic_block("entry"))
+        self.table = self.entry_function.args[0]
+        self._globals = {}
+        self._declared = {}
+        self._names = set()
+        self.kernel_count = 0
+
+    # ----- helpers ----------------------------------------------------------
+    def slice_pointer(self, b, table, key):
+        alloc, offset = key
+        slot = b.gep(table, [i64(alloc)], inbounds=True, source_etype=PTR)
+        base = b.load(slot, typ=PTR)
+        return b.gep(base, [i64(offset)], inbounds=True, source_etype=I8) if offset else base
+
+    def declare(self, name, ftype):
+        fn = self._declared.get(name)
+        if fn is None:
+            fn = ir.Function(self.llmod, ftype, name)
+            self._declared[name] = fn
+        return fn
+
+    def constant_global(self, h):
+        gv = self._globals.get(id(h))
+        if gv is None:
+            if h.literal is None:
+                raise unsupported(h, "elided constant value")
+            data = bytearray(physical_bytes(literal_array(h), h.shape)) or bytearray(1)
+            typ = ir.ArrayType(I8, len(data))
+            gv = ir.GlobalVariable(self.llmod, typ, name=self.unique(f"const.{h.name}"))
+            gv.initializer = ir.Constant(typ, data)
+            gv.global_constant = True
+            gv.linkage = "internal"
+            gv.align = 64
+            self._globals[id(h)] = gv
+        return gv
+
+    def unique(self, base):
+        base = "".join(c if c.isalnum() or c in "._" else "_" for c in base)
+        name, n = base, 0
+        while name in self._names:
+            n += 1
+            name = f"{base}.{n}"
+        self._names.add(name)
+        return name
+
+    def emit_scalar_computation(self, b, comp, args):
+        """Emits a scalar computation (a reducer or map function) inline;
+        returns its root's value (a list for a tuple root)."""
+        values = {}
+        for h in comp.post_order():
+            op = h.opcode
+            if op == "parameter":
+                v = args[h.parameter_number]
+            elif op == "constant":
+                gv = self.constant_global(h)
+                if h.shape.rank:
+                    raise unsupported(h, "non-scalar constant in a scalar computation")
+                v = load_element(b, gv, h.shape.element_type)
+            elif op == "tuple":
+                v = [values[id(o)] for o in h.operands]
+            elif op == "get-tuple-element":
+                v = values[id(h.operands[0])][h.attr("index")]
+            elif op in ("reshape", "broadcast", "copy", "bitcast", "transpose") \
+                    and h.shape.is_array and h.shape.rank == 0 \
+                    and h.operands[0].shape.element_type is h.shape.element_type:
+                v = values[id(h.operands[0])]
+            elif op in ELEMENTWISE and op != "map":
+                v = emit_elementwise(b, h, [values[id(o)] for o in h.operands])
+            else:
+                raise unsupported(h, f"in scalar computation {comp.name}")
+            values[id(h)] = v
+        return values[id(comp.root_instruction)]
+
+    # ----- the entry function --------------------------------------------------
+    def emit(self):
+        for h in self.entry.instructions:
+            self.emit_instruction(h)
+        root = self.entry.root_instruction
+        if root.shape.is_tuple:
+            self.write_tuple_table(root)
+        self.builder.ret_void()
+        return self.llmod
+
+    def write_tuple_table(self, h):
+        b = self.builder
+        table_ptr = self.slice_pointer(b, self.table, Slice(self.assignment.buffer(h, ())).key)
+        for k, s in enumerate(h.shape.tuple_shapes):
+            if not (s.is_array or s.is_tuple):
+                continue
+            elem = self.slice_pointer(b, self.table, Slice(self.assignment.buffer(h, (k,))).key)
+            b.store(elem, b.gep(table_ptr, [i64(k)], inbounds=True, source_etype=PTR))
+
+    def emit_instruction(self, h):
+        op = h.opcode
+        check_element_type(h.shape, h)
+        if op in NO_CODE:
+            if op == "bitcast" and self.assignment.buffer(h) is not self.assignment.buffer(h.operands[0]):
+                self.emit_loops(h, h)
+            return
+        if op == "fusion":
+            kind = h.attr("kind")
+            if kind not in ("kLoop", "kInput"):
+                raise unsupported(h, f"kind={kind}")
+            comp = h.attr("calls")
+            for f in comp.instructions:
+                check_element_type(f.shape, f)
+            self.emit_loops(h, comp.root_instruction, fusion=h)
+            return
+        if op == "dot" and self.emit_runtime_matmul(h):
+            return
+        if op in GENERATORS or (op in ELEMENTWISE):
+            if not h.shape.is_array and op not in ("reduce",):
+                raise unsupported(h, "tuple-shaped")
+            self.emit_loops(h, h)
+            return
+        raise unsupported(h)
+
+    def output_groups(self, h, root):
+        """[(loop shape, [(shape index, value getter)])]: outputs that share
+        one loop nest (same dimensions)."""
+        if root.opcode == "tuple" and root.shape.is_tuple:
+            groups = {}
+            for k, leaf in enumerate(root.operands):
+                if not leaf.shape.is_array:
+                    raise unsupported(h, "nested tuple output")
+                out_shape = h.shape.tuple_shapes[k]
+                key = out_shape.dimensions
+                groups.setdefault(key, (out_shape, []))[1].append(
+                    ((k,), lambda g, idx, leaf=leaf: g.value(leaf, idx)))
+            return list(groups.values())
+        if root.shape.is_tuple:  # variadic reduce: one loop, a list of values
+            leaves = []
+            for k, s in enumerate(root.shape.tuple_shapes):
+                leaves.append(((k,), lambda g, idx, k=k: g.value(root, idx)[k]))
+            return [(h.shape.tuple_shapes[0], leaves)]
+        return [(h.shape, [((), lambda g, idx: g.value(root, idx))])]
+
+    def operand_slices(self, h):
+        slices = []
+        for o in h.operands:
+            if not o.shape.is_array:
+                if o.shape.is_tuple:
+                    raise unsupported(h, "tuple-shaped operand")
+                continue
+            slices.append(Slice(self.assignment.buffer(o, ())))
+        return slices
+
+    def emit_loops(self, h, root, fusion=None):
+        in_slices = self.operand_slices(h)
+        for loop_shape, outputs in self.output_groups(h, root):
+            if loop_shape.num_elements() == 0:
+                continue
+            out = [(Slice(self.assignment.buffer(h, si)), h.shape.subshape(si), get)
+                   for si, get in outputs]
+            name = self.unique(f"kernel.{h.name}")
+            kernel = Kernel(self, name, in_slices + [s for s, _, _ in out])
+            kernel.root = h
+            g = ElementGenerator(self, kernel, fusion)
+
+            def body(index):
+                for s, shape, get in out:
+                    v = get(g, index)
+                    ptr = g.element_pointer(kernel.pointer(s), shape, index)
+                    store_element(kernel.b, v, ptr, shape.element_type)
+
+            le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end)
+            kernel.finish()
+            self.call_kernel(kernel.function, loop_shape)
+
+    def call_kernel(self, fn, loop_shape):
+        b = self.builder
+        n = le.outer_extent(loop_shape)
+        elements = loop_shape.num_elements()
+        if (elements >= PARALLEL_MIN_ELEMENTS and n >= 2
+                and "__xla_cpu_parallel_for" in self.runtime_symbols):
+            pf = self.declare("__xla_cpu_parallel_for",
+                              ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
+            per_row = max(elements // n, 1)
+            min_chunk = max(1, -(-PARALLEL_MIN_CHUNK_ELEMENTS // per_row))
+            b.call(pf, [fn, self.table, i64(n), i64(min_chunk)])
+        else:
+            b.call(fn, [self.table, i64(0), i64(n)])
+
+    def emit_runtime_matmul(self, h):
+        """A canonical f32/f64/c64/c128 dot with row-major operands as a call
+        to the runtime's Eigen matmul; False when it does not apply."""
+        et = h.shape.element_type.text
+        name = f"__xla_cpu_matmul_{et}"
+        if et not in ("f32", "f64", "c64", "c128") or name not in self.runtime_symbols:
+            return False
+        lhs, rhs = h.operands
+        if lhs.shape.element_type is not h.shape.element_type or \
+                rhs.shape.element_type is not h.shape.element_type:
+            return False
+        nb = len(h.attr("lhs_batch_dims", ()))
+        lb, rb = tuple(h.attr("lhs_batch_dims", ())), tuple(h.attr("rhs_batch_dims", ()))
+        lc, rc = tuple(h.attr("lhs_contracting_dims", ())), tuple(h.attr("rhs_contracting_dims", ()))
+        if lb != tuple(range(nb)) or rb != lb or len(lc) != 1 or len(rc) != 1:
+            return False
+        if lc[0] != lhs.shape.rank - 1 or rc[0] != nb or lhs.shape.rank > nb + 2 or rhs.shape.rank > nb + 2:
+            return False
+        transposed = [_matmul_transposed(s, nb) for s in (lhs.shape, rhs.shape, h.shape)]
+        if None in transposed or transposed[2]:
+            return False
+        batch = math.prod(lhs.shape.dimensions[:nb])
+        m = lhs.shape.dimensions[nb] if lhs.shape.rank == nb + 2 else 1
+        k = lhs.shape.dimensions[-1]
+        n = rhs.shape.dimensions[nb + 1] if rhs.shape.rank == nb + 2 else 1
+        if h.shape.num_elements() == 0:
+            return True
+        b = self.builder
+        fn = self.declare(name, ir.FunctionType(VOID, [PTR, PTR, PTR] + [I64] * 4 + [I32, I32]))
+        ptrs = [self.slice_pointer(b, self.table, Slice(self.assignment.buffer(x)).key)
+                for x in (lhs, rhs, h)]
+        b.call(fn, ptrs + [i64(batch), i64(m), i64(k), i64(n),
+                            ir.Constant(I32, transposed[0]), ir.Constant(I32, transposed[1])])
+        return True
+
+
+def _matmul_transposed(shape, nb):
+    """For a matmul operand with ``nb`` leading batch dimensions: 0 when its
+    layout stores it row-major, 1 when its two matrix dimensions are stored
+    swapped, None otherwise (batch dimensions must be major, in order)."""
+    order = le.major_to_minor(shape)
+    if order[:nb] != list(range(nb)):
+        return None
+    rest = order[nb:]
+    if rest == sorted(rest):
+        return 0
+    return 1 if rest == [nb + 1, nb] else None
+
+
+def emit_module(module, assignment, runtime_symbols=()):
+    """The LLVM module (llvmlite ``ir.Module``) for a scheduled,
+    buffer-assigned HloModule; see the module docstring."""
+    return ModuleEmitter(module, assignment, runtime_symbols).emit()

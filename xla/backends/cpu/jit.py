@@ -1,0 +1,266 @@
+"""A small JIT over llvmlite: LLVM IR in, host machine code and function
+addresses out.
+
+``JitModule(ir_text_or_module, opt_level=3)`` parses the IR, retargets it to
+the host (triple, data layout, CPU name and features), optimizes it with
+LLVM's new pass manager (the O<opt_level> pipeline, loop and SLP
+vectorization on) and compiles it with MCJIT. Functions are looked up by
+name with ``address(name)`` or wrapped for ctypes with ``function(name,
+restype, *argtypes)``.
+
+Symbols the generated code calls are resolved, in order, among those
+registered with ``add_symbol(name, address)`` and those of the process
+(libm is loaded into the symbol search path once, so ``expf``, ``tanhf``,
+``erff``, ``atan2``, ... resolve even where the interpreter binary does not
+export them).
+
+Initialization is lazy and thread-safe; compilation is serialized with one
+lock because LLVM's global context is shared.
+"""
+import ctypes
+import ctypes.util
+import struct
+import threading
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+_lock = threading.RLock()
+_target_machines = {}
+_initialized = False
+
+
+def _initialize():
+    global _initialized
+    if _initialized:
+        return
+    with _lock:
+        if _initialized:
+            return
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()
+        # The process itself (symbols of already loaded libraries), then libm
+        # by name in case it was loaded with RTLD_LOCAL or not at all.
+        try:
+            llvm.load_library_permanently(None)
+        except Exception:  # pragma: no cover - older llvmlite
+            pass
+        libm = ctypes.util.find_library("m")
+        if libm:
+            try:
+                llvm.load_library_permanently(libm)
+            except RuntimeError:  # pragma: no cover
+                pass
+        _initialized = True
+        _install_support_functions()
+
+
+# Compiler-runtime conversions LLVM may call for half/bfloat that the
+# process may not export (libgcc/compiler-rt builtins); defined here in IR
+# with round-to-odd through f32, so no double rounding.
+_SUPPORT_IR = r"""
+define internal float @round_to_odd(double %x) {
+  %y = fptrunc double %x to float
+  %w = fpext float %y to double
+  %bits = bitcast float %y to i32
+  %ay = call float @llvm.fabs.f32(float %y)
+  %finite = fcmp olt float %ay, 0x7FF0000000000000
+  %inexact = fcmp one double %w, %x
+  %lsb = and i32 %bits, 1
+  %even = icmp eq i32 %lsb, 0
+  %f1 = and i1 %finite, %inexact
+  %fix = and i1 %f1, %even
+  %aw = call double @llvm.fabs.f64(double %w)
+  %ax = call double @llvm.fabs.f64(double %x)
+  %grow = fcmp olt double %aw, %ax
+  %step = select i1 %grow, i32 1, i32 -1
+  %moved = add i32 %bits, %step
+  %r = select i1 %fix, i32 %moved, i32 %bits
+  %f = bitcast i32 %r to float
+  ret float %f
+}
+define internal i16 @f32_to_bf16_bits(float %x) {
+  %bits = bitcast float %x to i32
+  %hi = lshr i32 %bits, 16
+  %lsb = and i32 %hi, 1
+  %bias = add i32 %lsb, 32767
+  %sum = add i32 %bits, %bias
+  %sh = lshr i32 %sum, 16
+  %out = trunc i32 %sh to i16
+  %nan = fcmp uno float %x, %x
+  %sign = trunc i32 %hi to i16
+  %s = and i16 %sign, -32768
+  %q = or i16 %s, 32704
+  %r = select i1 %nan, i16 %q, i16 %out
+  ret i16 %r
+}
+define half @__truncdfhf2(double %x) {
+  %f = call float @round_to_odd(double %x)
+  %h = fptrunc float %f to half
+  ret half %h
+}
+define bfloat @__truncsfbf2(float %x) {
+  %b = call i16 @f32_to_bf16_bits(float %x)
+  %r = bitcast i16 %b to bfloat
+  ret bfloat %r
+}
+define bfloat @__truncdfbf2(double %x) {
+  %f = call float @round_to_odd(double %x)
+  %b = call i16 @f32_to_bf16_bits(float %f)
+  %r = bitcast i16 %b to bfloat
+  ret bfloat %r
+}
+declare float @llvm.fabs.f32(float)
+declare double @llvm.fabs.f64(double)
+"""
+_SUPPORT_NAMES = ("__truncdfhf2", "__truncsfbf2", "__truncdfbf2")
+_support_module = None
+
+
+def _install_support_functions():
+    global _support_module
+    needed = [n for n in _SUPPORT_NAMES if not llvm.address_of_symbol(n)]
+    if not needed:
+        return
+    _support_module = JitModule(_SUPPORT_IR, opt_level=2)
+    for name in needed:
+        llvm.add_symbol(name, _support_module.address(name))
+
+
+def _create_target_machine(opt_level):
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        opt=opt_level, reloc="default", codemodel="jitdefault")
+
+
+def target_machine(opt_level=3):
+    """The host TargetMachine (host CPU name and features), cached per level.
+
+    Never hand this one to an execution engine: MCJIT takes ownership of its
+    target machine and frees it with the engine (JitModule makes its own).
+    """
+    _initialize()
+    with _lock:
+        tm = _target_machines.get(opt_level)
+        if tm is None:
+            tm = _target_machines[opt_level] = _create_target_machine(opt_level)
+        return tm
+
+
+def host_triple():
+    _initialize()
+    return llvm.get_process_triple()
+
+
+def host_data_layout():
+    return str(target_machine().target_data)
+
+
+def add_symbol(name, address):
+    """Makes ``name`` resolve to ``address`` in code compiled from now on
+    (runtime functions the generated code calls by name)."""
+    _initialize()
+    if isinstance(address, ctypes._CFuncPtr):
+        address = ctypes.cast(address, ctypes.c_void_p).value
+    with _lock:
+        llvm.add_symbol(name, int(address))
+
+
+def address_of_symbol(name):
+    """The address ``name`` resolves to in generated code, or None."""
+    _initialize()
+    return llvm.address_of_symbol(name)
+
+
+def optimize(module_ref, opt_level=3, tm=None):
+    """Runs the new pass manager's O<opt_level> pipeline on a ModuleRef."""
+    tm = tm or target_machine(opt_level)
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    if opt_level >= 2:
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    mpm.run(module_ref, pb)
+
+
+def undefined_symbols(elf_bytes):
+    """Names of the undefined symbols of an ELF64 little-endian object (what
+    the JIT must resolve); empty for other formats."""
+    data = memoryview(elf_bytes)
+    if len(data) < 64 or bytes(data[:4]) != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return []
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names = []
+    for sh in sections:
+        if sh[1] != 2:  # SHT_SYMTAB
+            continue
+        _, _, _, _, off, size, link, _, _, entsize = sh
+        stroff = sections[link][4]
+        for k in range(1, size // entsize):
+            st_name, st_info, _, st_shndx = struct.unpack_from("<IBBH", data, off + k * entsize)
+            if st_shndx == 0 and st_name and (st_info >> 4) != 0:  # undefined, not local
+                end = bytes(data[stroff + st_name:stroff + st_name + 256]).split(b"\0", 1)[0]
+                names.append(end.decode())
+    return names
+
+
+class JitModule:
+    """One LLVM module compiled for the host; keeps its engine alive."""
+
+    def __init__(self, llvm_ir, opt_level=3):
+        _initialize()
+        text = str(llvm_ir) if isinstance(llvm_ir, ir.Module) else llvm_ir
+        with _lock:
+            tm = target_machine(opt_level)
+            mod = llvm.parse_assembly(text)
+            mod.triple = llvm.get_process_triple()
+            mod.data_layout = str(tm.target_data)
+            mod.verify()
+            if opt_level > 0:
+                optimize(mod, opt_level, tm)
+            objects = []
+            # The engine owns (and frees) the target machine it is given.
+            self.engine = llvm.create_mcjit_compiler(mod, _create_target_machine(opt_level))
+            self.engine.set_object_cache(notify_func=lambda _m, data: objects.append(bytes(data)))
+            self.engine.finalize_object()
+            missing = sorted({name for obj in objects for name in undefined_symbols(obj)
+                              if not llvm.address_of_symbol(name)})
+            if missing:
+                raise RuntimeError("JIT: unresolved symbols " + ", ".join(missing)
+                                   + " (register runtime functions with jit.add_symbol)")
+            self.engine.run_static_constructors()
+        self.module_ref = mod
+        self.opt_level = opt_level
+
+    @property
+    def optimized_ir(self):
+        """The module's IR after optimization (to check vectorization)."""
+        return str(self.module_ref)
+
+    def assembly(self):
+        """Host assembly of the optimized module (compiled again, for reading)."""
+        with _lock:
+            clone = llvm.parse_assembly(str(self.module_ref))
+            return target_machine(self.opt_level).emit_assembly(clone)
+
+    def address(self, name):
+        """The address of function ``name``; KeyError if it is not defined."""
+        with _lock:
+            addr = self.engine.get_function_address(name)
+        if not addr:
+            raise KeyError(f"no function {name!r} in the JIT module")
+        return addr
+
+    get_function_address = address
+
+    def function(self, name, restype=None, *argtypes):
+        """A ctypes callable for function ``name`` (keeps this module alive)."""
+        fn = ctypes.CFUNCTYPE(restype, *argtypes)(self.address(name))
+        fn._jit_module = self  # noqa: SLF001 - tie the engine's lifetime to the callable
+        return fn

@@ -1,0 +1,199 @@
+"""LLVM types of HLO element types, in memory and in registers.
+
+=========  ===============  ==============================================
+type       memory           register
+=========  ===============  ==============================================
+pred       i8 (0 or 1)      i1 (loaded as ``x != 0``, stored zero-extended)
+sN / uN    iN               iN (signedness lives in the ops, not the type)
+f16        i16 (bits)       float; ``fpext half`` on load, ``fptrunc`` on store
+bf16       i16 (bits)       float; ``bits << 16`` on load, round to nearest
+                            even on store (NaN -> quiet NaN with its sign,
+                            as ml_dtypes does)
+f32 / f64  float / double   float / double
+c64        {float, float}   {float, float}  (real, imag)
+c128       {double, double} {double, double}
+=========  ===============  ==============================================
+
+An f16/bf16 register value produced by the elemental emitter is always
+exactly representable in its type (each op rounds its result once, as the
+interpreter does), so storing it is exact; rounding on store only matters
+for values computed elsewhere.
+"""
+import math
+
+import numpy as np
+from llvmlite import ir
+
+from xla.errors import UnimplementedError
+from xla.hlo.types import PrimitiveType as PT
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F16 = ir.HalfType()
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+C64 = ir.LiteralStructType([F32, F32])
+C128 = ir.LiteralStructType([F64, F64])
+
+NARROW_FLOATS = (PT.F16, PT.BF16)
+
+_REGISTER = {
+    PT.PRED: I1,
+    PT.S8: I8, PT.S16: I16, PT.S32: I32, PT.S64: I64,
+    PT.U8: I8, PT.U16: I16, PT.U32: I32, PT.U64: I64,
+    PT.F16: F32, PT.BF16: F32, PT.F32: F32, PT.F64: F64,
+    PT.C64: C64, PT.C128: C128,
+}
+
+_MEMORY = dict(_REGISTER)
+_MEMORY.update({PT.PRED: I8, PT.F16: I16, PT.BF16: I16})
+
+
+def _unsupported(element_type, what):
+    return UnimplementedError(f"cpu: element type {element_type} is not supported ({what})")
+
+
+def register_type(element_type):
+    """The LLVM type an element of ``element_type`` has in registers."""
+    try:
+        return _REGISTER[element_type]
+    except KeyError:
+        raise _unsupported(element_type, "register type") from None
+
+
+def memory_type(element_type):
+    """The LLVM type an element of ``element_type`` has in memory."""
+    try:
+        return _MEMORY[element_type]
+    except KeyError:
+        raise _unsupported(element_type, "memory type") from None
+
+
+def is_supported(element_type):
+    return element_type in _REGISTER
+
+
+# ----------------------------------------------------------------------------
+# narrow floats
+# ----------------------------------------------------------------------------
+
+def f32_to_bf16_bits(b, value):
+    """The bf16 bits (i16) of f32 ``value``: round to nearest even; NaN ->
+    0x7fc0 / 0xffc0 (quiet, sign kept), as ml_dtypes does."""
+    bits = b.bitcast(value, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb))
+    out = b.trunc(b.lshr(rounded, ir.Constant(I32, 16)), I16)
+    is_nan = b.fcmp_unordered("uno", value, value)
+    sign = b.trunc(b.lshr(bits, ir.Constant(I32, 16)), I16)
+    qnan = b.or_(b.and_(sign, ir.Constant(I16, 0x8000)), ir.Constant(I16, 0x7FC0))
+    return b.select(is_nan, qnan, out)
+
+
+def bf16_bits_to_f32(b, bits16):
+    """The f32 value of bf16 bits (i16); exact."""
+    return b.bitcast(b.shl(b.zext(bits16, I32), ir.Constant(I32, 16)), F32)
+
+
+def f32_to_f16_bits(b, value):
+    return b.bitcast(b.fptrunc(value, F16), I16)
+
+
+def f16_bits_to_f32(b, bits16):
+    return b.fpext(b.bitcast(bits16, F16), F32)
+
+
+def round_to_type(b, value, element_type):
+    """An f32 register value rounded to ``element_type`` (f16/bf16) and
+    widened back, so that it is exactly representable; other types as is."""
+    if element_type is PT.F16:
+        return b.fpext(b.fptrunc(value, F16), F32)
+    if element_type is PT.BF16:
+        return bf16_bits_to_f32(b, f32_to_bf16_bits(b, value))
+    return value
+
+
+# ----------------------------------------------------------------------------
+# loads and stores
+# ----------------------------------------------------------------------------
+
+def _typed_pointer(b, ptr, typ):
+    """``ptr`` as a pointer to ``typ`` (typed-pointer llvmlite IR needs it)."""
+    ptype = ptr.type
+    if not isinstance(ptype, ir.PointerType):
+        raise TypeError(f"expected a pointer, got {ptype}")
+    if getattr(ptype, "is_opaque", False) or ptype.pointee == typ:
+        return ptr
+    return b.bitcast(ptr, typ.as_pointer(getattr(ptype, "addrspace", 0)))
+
+
+def load_element(b, ptr, element_type, align=None):
+    """Loads the element at ``ptr`` and returns its register value."""
+    mem = memory_type(element_type)
+    raw = b.load(_typed_pointer(b, ptr, mem), typ=mem, align=align)
+    if element_type is PT.PRED:
+        return b.icmp_unsigned("!=", raw, ir.Constant(I8, 0))
+    if element_type is PT.F16:
+        return f16_bits_to_f32(b, raw)
+    if element_type is PT.BF16:
+        return bf16_bits_to_f32(b, raw)
+    return raw
+
+
+def to_memory(b, value, element_type):
+    """The in-memory form of a register value (i8 0/1, rounded i16, ...)."""
+    if element_type is PT.PRED:
+        return b.zext(value, I8)
+    if element_type is PT.F16:
+        return f32_to_f16_bits(b, value)
+    if element_type is PT.BF16:
+        return f32_to_bf16_bits(b, value)
+    return value
+
+
+def store_element(b, value, ptr, element_type, align=None):
+    """Stores register value ``value`` to ``ptr`` in its memory form."""
+    mem = memory_type(element_type)
+    return b.store(to_memory(b, value, element_type), _typed_pointer(b, ptr, mem), align=align)
+
+
+# ----------------------------------------------------------------------------
+# constants
+# ----------------------------------------------------------------------------
+
+def _float_constant(typ, element_type, value):
+    value = float(value)
+    if element_type in NARROW_FLOATS and math.isfinite(value):
+        with np.errstate(over="ignore"):
+            value = float(np.asarray(value).astype(element_type.dtype).astype(np.float32))
+    elif element_type in NARROW_FLOATS and math.isnan(value):
+        value = float("nan")
+    return ir.Constant(typ, value)
+
+
+def constant(element_type, value):
+    """The register value of constant ``value`` (a Python or NumPy scalar),
+    first rounded to ``element_type`` as the interpreter would hold it."""
+    typ = register_type(element_type)
+    if element_type is PT.PRED:
+        return ir.Constant(I1, 1 if bool(value) else 0)
+    if element_type.is_integer:
+        v = int(np.asarray(value).astype(element_type.dtype))
+        return ir.Constant(typ, v & ((1 << typ.width) - 1))
+    if element_type.is_float:
+        if element_type is PT.F32:
+            with np.errstate(over="ignore"):
+                value = np.float32(value)
+        return _float_constant(typ, element_type, value)
+    if element_type.is_complex:
+        c = complex(np.asarray(value).astype(element_type.dtype))
+        comp = element_type.complex_component_type
+        ctyp = register_type(comp)
+        re, im = c.real, c.imag
+        if comp is PT.F32:
+            re, im = np.float32(re), np.float32(im)
+        return ir.Constant(typ, [ir.Constant(ctyp, float(re)), ir.Constant(ctyp, float(im))])
+    raise _unsupported(element_type, "constant")

@@ -1,0 +1,134 @@
+"""Loops and index arithmetic for the CPU emitters.
+
+Every loop is canonical (an i64 induction variable from ``start`` to ``end``
+step 1, tested at the top), the shape LLVM's loop passes and vectorizer
+expect. A loop nest over an array shape runs its dimensions from the most
+major to the most minor *in the layout*, so that the innermost loop walks
+contiguous memory.
+"""
+import contextlib
+
+from llvmlite import ir
+
+I64 = ir.IntType(64)
+
+
+def i64(n):
+    return ir.Constant(I64, int(n))
+
+
+@contextlib.contextmanager
+def for_loop(b, start, end, name="i"):
+    """``for (i = start; i < end; ++i) { body }``: yields ``i``; the builder
+    is left after the loop when the block ends."""
+    start = start if isinstance(start, ir.Value) else i64(start)
+    end = end if isinstance(end, ir.Value) else i64(end)
+    pre = b.block
+    header = b.append_basic_block(f"{name}.header")
+    body = b.append_basic_block(f"{name}.body")
+    exit_ = b.append_basic_block(f"{name}.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    iv = b.phi(I64, name=name)
+    iv.add_incoming(start, pre)
+    b.cbranch(b.icmp_signed("<", iv, end), body, exit_)
+    b.position_at_end(body)
+    yield iv
+    nxt = b.add(iv, i64(1), name=f"{name}.next", flags=("nsw", "nuw"))
+    iv.add_incoming(nxt, b.block)
+    b.branch(header)
+    b.position_at_end(exit_)
+
+
+def major_to_minor(shape):
+    """Dimension numbers from the most major to the most minor in the layout."""
+    layout = shape.layout
+    if layout is None or len(layout.minor_to_major) != shape.rank:
+        return list(range(shape.rank))
+    return list(reversed(layout.minor_to_major))
+
+
+def physical_strides(shape):
+    """Element stride of each logical dimension in the layout's storage order."""
+    strides = [0] * shape.rank
+    s = 1
+    for d in reversed(major_to_minor(shape)):
+        strides[d] = s
+        s *= shape.dimensions[d]
+    return strides
+
+
+def linear_index(b, shape, index):
+    """The element offset of ``index`` (i64 values, logical dims) in a buffer
+    stored with ``shape``'s layout."""
+    acc = None
+    for d, s in enumerate(physical_strides(shape)):
+        if shape.dimensions[d] == 1:
+            continue
+        term = index[d] if s == 1 else b.mul(index[d], i64(s), flags=("nsw", "nuw"))
+        acc = term if acc is None else b.add(acc, term, flags=("nsw", "nuw"))
+    return acc if acc is not None else i64(0)
+
+
+def row_major_linear(b, dims, index):
+    acc = None
+    stride = 1
+    for d in reversed(range(len(dims))):
+        if dims[d] != 1:
+            term = index[d] if stride == 1 else b.mul(index[d], i64(stride), flags=("nsw", "nuw"))
+            acc = term if acc is None else b.add(acc, term, flags=("nsw", "nuw"))
+        stride *= dims[d]
+    return acc if acc is not None else i64(0)
+
+
+def delinearize(b, linear, dims, order=None):
+    """Logical index into ``dims`` of a linear offset, dimensions laid out
+    from major to minor in ``order`` (default row-major)."""
+    order = list(range(len(dims))) if order is None else order
+    index = [i64(0)] * len(dims)
+    stride = 1
+    for d in reversed(order):
+        n = dims[d]
+        if n != 1:
+            q = linear if stride == 1 else b.udiv(linear, i64(stride))
+            index[d] = q if d == order[0] else b.urem(q, i64(n))
+        stride *= n
+    return index
+
+
+def clamp(b, v, lo, hi):
+    """min(max(v, lo), hi) for signed i64 values (hi >= lo assumed)."""
+    lo = lo if isinstance(lo, ir.Value) else i64(lo)
+    hi = hi if isinstance(hi, ir.Value) else i64(hi)
+    v = b.select(b.icmp_signed("<", v, lo), lo, v)
+    return b.select(b.icmp_signed(">", v, hi), hi, v)
+
+
+def loop_nest(b, shape, body, begin=None, end=None, name="d"):
+    """Emits loops over every index of ``shape`` (layout order, the most
+    major loop optionally restricted to ``[begin, end)``) and calls
+    ``body(index)`` in the innermost one."""
+    order = [d for d in major_to_minor(shape)]
+    index = [i64(0)] * shape.rank
+
+    def emit(level):
+        if level == len(order):
+            body(list(index))
+            return
+        d = order[level]
+        lo, hi = (begin, end) if level == 0 and begin is not None else (0, shape.dimensions[d])
+        if level != 0 and shape.dimensions[d] == 1:
+            index[d] = i64(0)
+            emit(level + 1)
+            return
+        with for_loop(b, lo, hi, name=f"{name}{d}") as iv:
+            index[d] = iv
+            emit(level + 1)
+
+    emit(0)
+
+
+def outer_extent(shape):
+    """Trip count of the outermost loop of ``loop_nest(shape)`` (1 for scalars)."""
+    order = major_to_minor(shape)
+    return shape.dimensions[order[0]] if order else 1

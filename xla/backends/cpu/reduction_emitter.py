@@ -1,0 +1,196 @@
+"""Generators with an inner loop: reduce and dot.
+
+Both are emitted where their element is needed (a standalone reduce, the
+root of a kInput fusion, or inside any fused expression): the generator is
+called inside the output loop nest with the output index, emits a loop nest
+over the reduced (contracting) dimensions at the builder's position, and
+returns the accumulated value(s). Accumulators live in allocas of the
+kernel's entry block (SROA turns them into phis).
+
+Reduce: the reduced dimensions are walked from the most major to the most
+minor in the input's layout, so the innermost loop reads contiguous memory
+when the minor-most dimension is reduced (a row reduction). Variadic
+reduces (argmax: a value and an index reduced together) keep one
+accumulator per input and apply the reducer computation, emitted as scalar
+code, to all of them at once; the result is a list.
+
+Row reductions of f32/f64 with a plain ``add`` reducer use ``LANES``
+independent accumulators, held as one vector: the innermost loop is unrolled
+by the lane count, each lane's element computed by the generators and
+inserted into a vector that is added to the accumulator vector (the SLP
+vectorizer turns the per-lane loads and arithmetic into vector operations),
+the remainder is added to a scalar accumulator, and the lanes are summed
+pairwise at the end. Like XLA:CPU's vectorized reductions this reassociates
+the sum (results differ from a sequential sum in the last bits, and are
+usually more accurate); other reducers and types accumulate sequentially.
+
+Dot (the naive form, for integer and other types, fused dots, and f32/f64
+dots when the runtime has no matmul): for each output element, a loop over
+the contracting dimensions multiplying and accumulating in the result's
+register type (operands converted to it first; integers wrap around).
+"""
+from llvmlite import ir
+
+from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu.loop_emitter import i64
+from xla.backends.cpu.llvm_types import round_to_type
+from xla.errors import UnimplementedError
+
+LANES = {"f32": 8, "f64": 4}
+
+
+def _unsupported(h, what):
+    return UnimplementedError(
+        f"the cpu backend does not support {h.opcode} ({what}) (instruction {h.name})")
+
+
+def _is_plain_add(comp):
+    root = comp.root_instruction
+    return (root.opcode == "add" and len(comp.instructions) == 3
+            and sorted(o.parameter_number for o in root.operands
+                       if o.opcode == "parameter") == [0, 1])
+
+
+def generate_reduce(g, h, index):
+    b = g.b
+    n = len(h.operands) // 2
+    inputs, inits = h.operands[:n], h.operands[n:]
+    in_shape = inputs[0].shape
+    reduced = sorted(h.attr("dimensions", ()))
+    kept = [d for d in range(in_shape.rank) if d not in reduced]
+    comp = h.attr("to_apply")
+    init_values = [g.value(i, []) for i in inits]
+    if any(in_shape.dimensions[d] == 0 for d in reduced):
+        return init_values[0] if n == 1 else list(init_values)
+    base_index = [None] * in_shape.rank
+    for i, d in enumerate(kept):
+        base_index[d] = index[i]
+    order = [d for d in le.major_to_minor(in_shape) if d in reduced]
+    et = inputs[0].shape.element_type
+    lanes = LANES.get(et.text)
+    if (n == 1 and lanes and _is_plain_add(comp) and order and order[-1] == le.major_to_minor(in_shape)[-1]
+            and in_shape.dimensions[order[-1]] >= 2 * lanes):
+        return _vector_row_reduce(g, inputs[0], init_values[0], base_index, order, lanes)
+
+    accs = [g.kernel.alloca(v.type, name=f"acc.{h.name}") for v in init_values]
+    for a, v in zip(accs, init_values):
+        b.store(v, a)
+    saved = g.push_scope()
+    idx = list(base_index)
+
+    def emit(level):
+        if level == len(order):
+            xs = [g.value(x, list(idx)) for x in inputs]
+            cur = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
+            out = g.emitter.emit_scalar_computation(g.b, comp, cur + xs)
+            out = out if isinstance(out, (list, tuple)) else [out]
+            for a, v in zip(accs, out):
+                g.b.store(v, a)
+            return
+        d = order[level]
+        with le.for_loop(g.b, 0, in_shape.dimensions[d], name=f"r{d}") as iv:
+            idx[d] = iv
+            emit(level + 1)
+
+    emit(0)
+    g.pop_scope(saved)
+    result = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
+    return result[0] if n == 1 else result
+
+
+def _vector_row_reduce(g, x, init, base_index, order, lanes):
+    b = g.b
+    scalar_t = init.type
+    vec_t = ir.VectorType(scalar_t, lanes)
+    neg_zero = ir.Constant(scalar_t, -0.0)  # the identity of fadd, -0.0 included
+    vacc = g.kernel.alloca(vec_t, name="vacc")
+    sacc = g.kernel.alloca(scalar_t, name="sacc")
+    start = ir.Constant(vec_t, [neg_zero] * lanes)
+    b.store(b.insert_element(start, init, ir.Constant(ir.IntType(32), 0)), vacc)
+    b.store(neg_zero, sacc)
+    saved = g.push_scope()
+    idx = list(base_index)
+    inner = order[-1]
+    n_inner = x.shape.dimensions[inner]
+    full = n_inner // lanes
+
+    def emit(level):
+        if level < len(order) - 1:
+            d = order[level]
+            with le.for_loop(g.b, 0, x.shape.dimensions[d], name=f"r{d}") as iv:
+                idx[d] = iv
+                emit(level + 1)
+            return
+        with le.for_loop(g.b, 0, full, name="rv") as j:
+            scope = g.push_scope()
+            base = g.b.mul(j, i64(lanes), flags=("nsw", "nuw"))
+            vec = ir.Constant(vec_t, ir.Undefined)
+            for lane in range(lanes):
+                idx[inner] = g.b.add(base, i64(lane), flags=("nsw", "nuw")) if lane else base
+                vec = g.b.insert_element(vec, g.value(x, list(idx)), ir.Constant(ir.IntType(32), lane))
+            g.pop_scope(scope)
+            g.b.store(g.b.fadd(g.b.load(vacc, typ=vec_t), vec), vacc)
+        if n_inner % lanes:
+            with le.for_loop(g.b, full * lanes, n_inner, name="rs") as k:
+                scope = g.push_scope()
+                idx[inner] = k
+                v = g.value(x, list(idx))
+                g.pop_scope(scope)
+                g.b.store(g.b.fadd(g.b.load(sacc, typ=scalar_t), v), sacc)
+
+    emit(0)
+    g.pop_scope(saved)
+    v = b.load(vacc, typ=vec_t)
+    parts = [b.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(lanes)]
+    while len(parts) > 1:
+        parts = [b.fadd(parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
+    return b.fadd(parts[0], b.load(sacc, typ=scalar_t))
+
+
+def generate_dot(g, h, index):
+    from xla.backends.cpu.ir_emitter import convert_register, register_type
+    b = g.b
+    lhs, rhs = h.operands
+    lb, rb = list(h.attr("lhs_batch_dims", ())), list(h.attr("rhs_batch_dims", ()))
+    lc, rc = list(h.attr("lhs_contracting_dims", ())), list(h.attr("rhs_contracting_dims", ()))
+    et = h.shape.element_type
+    if et.kind not in "suf" or lhs.shape.element_type.kind == "c" or rhs.shape.element_type.kind == "c":
+        raise _unsupported(h, f"element type {et}")
+    rt = register_type(et)
+    lf = [d for d in range(lhs.shape.rank) if d not in lb and d not in lc]
+    rf = [d for d in range(rhs.shape.rank) if d not in rb and d not in rc]
+    li, ri = [None] * lhs.shape.rank, [None] * rhs.shape.rank
+    pos = 0
+    for dl, dr in zip(lb, rb):
+        li[dl] = ri[dr] = index[pos]
+        pos += 1
+    for d in lf:
+        li[d] = index[pos]
+        pos += 1
+    for d in rf:
+        ri[d] = index[pos]
+        pos += 1
+    zero = ir.Constant(rt, 0.0 if et.kind == "f" else 0)
+    acc = g.kernel.alloca(rt, name=f"acc.{h.name}")
+    b.store(zero, acc)
+    saved = g.push_scope()
+
+    def emit(level):
+        if level == len(lc):
+            x = convert_register(g.b, g.value(lhs, list(li)), lhs.shape.element_type, et)
+            y = convert_register(g.b, g.value(rhs, list(ri)), rhs.shape.element_type, et)
+            cur = g.b.load(acc, typ=rt)
+            if et.kind == "f":
+                g.b.store(g.b.fadd(cur, g.b.fmul(x, y)), acc)
+            else:
+                g.b.store(g.b.add(cur, g.b.mul(x, y)), acc)
+            return
+        n = lhs.shape.dimensions[lc[level]]
+        with le.for_loop(g.b, 0, n, name=f"k{level}") as k:
+            li[lc[level]] = k
+            ri[rc[level]] = k
+            emit(level + 1)
+
+    emit(0)
+    g.pop_scope(saved)
+    return round_to_type(b, b.load(acc, typ=rt), et)
