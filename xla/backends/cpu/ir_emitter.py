@@ -501,6 +501,50 @@ GENERATORS = {
 }
 
 
+# Instructions whose code is not one element loop (control flow, sort,
+# convolution, scatter...): opcode -> fn(module_emitter, instr), emitting
+# into module_emitter.builder. Rows live in the emit_*.py files of this
+# folder (imported on first use) and register with these decorators, as do
+# extra GENERATORS rows.
+INSTRUCTION_EMITTERS = {}
+
+
+def register_generator(*opcodes):
+    def wrap(fn):
+        for op in opcodes:
+            if op in GENERATORS:
+                raise ValueError(f"cpu generator for {op} registered twice")
+            GENERATORS[op] = fn
+        return fn
+    return wrap
+
+
+def register_instruction(*opcodes):
+    def wrap(fn):
+        for op in opcodes:
+            if op in INSTRUCTION_EMITTERS:
+                raise ValueError(f"cpu instruction emitter for {op} registered twice")
+            INSTRUCTION_EMITTERS[op] = fn
+        return fn
+    return wrap
+
+
+_extensions_loaded = False
+
+
+def _load_extensions():
+    global _extensions_loaded
+    if _extensions_loaded:
+        return
+    import importlib
+    import pkgutil
+    import xla.backends.cpu as package
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("emit_"):
+            importlib.import_module(f"xla.backends.cpu.{info.name}")
+    _extensions_loaded = True
+
+
 class ModuleEmitter:
     def __init__(self, module, assignment, runtime_symbols=()):
         self.module = module
@@ -619,6 +663,10 @@ class ModuleEmitter:
             self.emit_loops(h, comp.root_instruction, fusion=h)
             return
         if op == "dot" and self.emit_runtime_matmul(h):
+            return
+        emitter = INSTRUCTION_EMITTERS.get(op)
+        if emitter is not None:
+            emitter(self, h)
             return
         if op in GENERATORS or (op in ELEMENTWISE):
             if not h.shape.is_array and op not in ("reduce",):
@@ -745,4 +793,5 @@ def _matmul_transposed(shape, nb):
 def emit_module(module, assignment, runtime_symbols=()):
     """The LLVM module (llvmlite ``ir.Module``) for a scheduled,
     buffer-assigned HloModule; see the module docstring."""
+    _load_extensions()
     return ModuleEmitter(module, assignment, runtime_symbols).emit()
