@@ -15,11 +15,6 @@ from xla.hlo.verifier import verify_module
 from xla.service.buffer_assignment import assign_buffers
 
 _runtime = None
-# TEMPORARY: MCJIT takes ownership of the target machine jit.py caches, so
-# freeing a JitModule's engine leaves the cache dangling (segfault on the next
-# compile). Until jit.py hands each engine its own target machine, engines
-# are kept alive.
-_KEEP_ALIVE = []
 
 
 def runtime_symbols():
@@ -61,5 +56,4 @@ class CpuCompiler:
             llvm_module = emit_module(module, assignment, symbols)
         ir_text = str(llvm_module)
         jit_module = jit.JitModule(ir_text, opt_level=self.opt_level)
-        _KEEP_ALIVE.append(jit_module)
         return CpuExecutable(module, assignment, jit_module, ir_text)
