@@ -118,3 +118,16 @@ def test_missing_file_and_output_over_input(tmp_path, module_file):
     proc = run_tool(f"--output={module_file}", str(module_file))
     assert proc.returncode != 0 and "overwrite" in proc.stderr
     assert module_file.read_text() == before
+
+
+def test_cpu_platform_gives_the_same_results(tmp_path, module_file):
+    args = tmp_path / "in.npz"
+    np.savez(args, arg0=np.array([1, 2, 3, 4], np.float32), arg1=np.array([1, 1, 2, 2], np.float32),
+             arg2=np.array([0.5, -1, 3, 0], np.float32))
+    out = tmp_path / "out.npz"
+    proc = run_tool("--platform=cpu", f"--args={args}", f"--output={out}", str(module_file))
+    assert proc.returncode == 0, proc.stderr
+    assert "on cpu" in proc.stdout
+    with np.load(out) as result:
+        np.testing.assert_array_equal(result["out1"], np.array([1.5, 1, 9, 4], np.float32))
+        assert result["out0"] == np.float32(15.5)
