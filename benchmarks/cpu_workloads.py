@@ -1,0 +1,271 @@
+"""CPU backend workloads, side by side with NumPy and (where installed) jax.jit.
+
+    .venv/bin/python benchmarks/cpu_workloads.py [--repeats=N] [--quick]
+
+Each workload is an HLO module compiled by this project's CPU backend, the
+same computation written in NumPy, and, when ``import jax`` works, the same
+function under jax.jit. Times are medians over ``--repeats`` runs after a
+warm-up; ratios are other/ours (above 1 means this project is faster).
+jax is never a dependency: run the script from an environment that has it
+to get that column (the README says how the table was made).
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import xla
+
+REDUCERS = """
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%max (c: f32[], d: f32[]) -> f32[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%c, %d)
+}
+"""
+
+
+def seed(n):
+    return f"""HloModule seed
+{REDUCERS}
+ENTRY %main (x: f32[{n}], y: f32[{n}], z: f32[{n}]) -> f32[] {{
+  %x = f32[{n}] parameter(0)
+  %y = f32[{n}] parameter(1)
+  %z = f32[{n}] parameter(2)
+  %yz = f32[{n}] multiply(%y, %z)
+  %t = f32[{n}] add(%x, %yz)
+  %zero = f32[] constant(0)
+  ROOT %r = f32[] reduce(%t, %zero), dimensions={{0}}, to_apply=%add
+}}
+"""
+
+
+def softmax(r, c):
+    return f"""HloModule softmax
+{REDUCERS}
+ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
+  %x = f32[{r},{c}] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[{r}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
+  %mb = f32[{r},{c}] broadcast(%mx), dimensions={{0}}
+  %sub = f32[{r},{c}] subtract(%x, %mb)
+  %e = f32[{r},{c}] exponential(%sub)
+  %zero = f32[] constant(0)
+  %sm = f32[{r}] reduce(%e, %zero), dimensions={{1}}, to_apply=%add
+  %sb = f32[{r},{c}] broadcast(%sm), dimensions={{0}}
+  ROOT %out = f32[{r},{c}] divide(%e, %sb)
+}}
+"""
+
+
+def layernorm(r, c):
+    return f"""HloModule layernorm
+{REDUCERS}
+ENTRY %main (x: f32[{r},{c}], g: f32[{c}], bt: f32[{c}]) -> f32[{r},{c}] {{
+  %x = f32[{r},{c}] parameter(0)
+  %g = f32[{c}] parameter(1)
+  %bt = f32[{c}] parameter(2)
+  %zero = f32[] constant(0)
+  %s1 = f32[{r}] reduce(%x, %zero), dimensions={{1}}, to_apply=%add
+  %inv = f32[] constant({1.0 / c!r})
+  %invb = f32[{r}] broadcast(%inv), dimensions={{}}
+  %mean = f32[{r}] multiply(%s1, %invb)
+  %meanb = f32[{r},{c}] broadcast(%mean), dimensions={{0}}
+  %xc = f32[{r},{c}] subtract(%x, %meanb)
+  %sq = f32[{r},{c}] multiply(%xc, %xc)
+  %s2 = f32[{r}] reduce(%sq, %zero), dimensions={{1}}, to_apply=%add
+  %var = f32[{r}] multiply(%s2, %invb)
+  %eps = f32[] constant(1e-05)
+  %epsb = f32[{r}] broadcast(%eps), dimensions={{}}
+  %ve = f32[{r}] add(%var, %epsb)
+  %rs = f32[{r}] rsqrt(%ve)
+  %rsb = f32[{r},{c}] broadcast(%rs), dimensions={{0}}
+  %xn = f32[{r},{c}] multiply(%xc, %rsb)
+  %gb = f32[{r},{c}] broadcast(%g), dimensions={{1}}
+  %xg = f32[{r},{c}] multiply(%xn, %gb)
+  %bb = f32[{r},{c}] broadcast(%bt), dimensions={{1}}
+  ROOT %y = f32[{r},{c}] add(%xg, %bb)
+}}
+"""
+
+
+def _gelu_lines(v, shape, dims):
+    """HLO lines computing gelu (tanh form) of %v; the result is %{v}_gelu."""
+    def const(name, value):
+        return [f"  %{v}_{name}s = f32[] constant({value!r})",
+                f"  %{v}_{name} = {shape} broadcast(%{v}_{name}s), dimensions={{}}"]
+    lines = const("half", 0.5) + const("one", 1.0) + const("c", 0.044715) + \
+        const("k", float(np.float32(np.sqrt(2 / np.pi))))
+    lines += [
+        f"  %{v}_x2 = {shape} multiply(%{v}, %{v})",
+        f"  %{v}_x3 = {shape} multiply(%{v}_x2, %{v})",
+        f"  %{v}_cx3 = {shape} multiply(%{v}_c, %{v}_x3)",
+        f"  %{v}_in = {shape} add(%{v}, %{v}_cx3)",
+        f"  %{v}_kin = {shape} multiply(%{v}_k, %{v}_in)",
+        f"  %{v}_t = {shape} tanh(%{v}_kin)",
+        f"  %{v}_1t = {shape} add(%{v}_one, %{v}_t)",
+        f"  %{v}_hx = {shape} multiply(%{v}_half, %{v})",
+        f"  %{v}_gelu = {shape} multiply(%{v}_hx, %{v}_1t)",
+    ]
+    return lines
+
+
+def gelu(n):
+    shape = f"f32[{n}]"
+    body = "\n".join(_gelu_lines("x", shape, 1))
+    return f"""HloModule gelu
+
+ENTRY %main (x: {shape}) -> {shape} {{
+  %x = {shape} parameter(0)
+{body}
+  ROOT %out = {shape} copy(%x_gelu)
+}}
+"""
+
+
+def matmul(n):
+    return f"""HloModule matmul
+
+ENTRY %main (a: f32[{n},{n}], b: f32[{n},{n}]) -> f32[{n},{n}] {{
+  %a = f32[{n},{n}] parameter(0)
+  %b = f32[{n},{n}] parameter(1)
+  ROOT %c = f32[{n},{n}] dot(%a, %b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+}}
+"""
+
+
+def mlp(b, d, h):
+    hs = f"f32[{b},{h}]"
+    body = "\n".join(_gelu_lines("z1", hs, 2))
+    return f"""HloModule mlp
+
+ENTRY %main (x: f32[{b},{d}], w1: f32[{d},{h}], b1: f32[{h}], w2: f32[{h},{d}], b2: f32[{d}]) -> f32[{b},{d}] {{
+  %x = f32[{b},{d}] parameter(0)
+  %w1 = f32[{d},{h}] parameter(1)
+  %b1 = f32[{h}] parameter(2)
+  %w2 = f32[{h},{d}] parameter(3)
+  %b2 = f32[{d}] parameter(4)
+  %mm1 = {hs} dot(%x, %w1), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %b1b = {hs} broadcast(%b1), dimensions={{1}}
+  %z1 = {hs} add(%mm1, %b1b)
+{body}
+  %mm2 = f32[{b},{d}] dot(%z1_gelu, %w2), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  %b2b = f32[{b},{d}] broadcast(%b2), dimensions={{1}}
+  ROOT %out = f32[{b},{d}] add(%mm2, %b2b)
+}}
+"""
+
+
+def np_gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.float32(np.sqrt(2 / np.pi)) * (x + np.float32(0.044715) * x ** 3)))
+
+
+def np_softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def np_layernorm(x, g, b):
+    mean = x.mean(axis=1, keepdims=True)
+    xc = x - mean
+    var = (xc * xc).mean(axis=1, keepdims=True)
+    return xc / np.sqrt(var + np.float32(1e-5)) * g + b
+
+
+def workloads(quick):
+    scale = 16 if quick else 1
+    rng = np.random.RandomState(0)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    n = (1 << 24) // scale
+    r, c = 4096 // scale, 1024
+    g = (1 << 22) // scale
+    m = 1024 // (4 if quick else 1)
+    b, d, h = 256, 1024 // (4 if quick else 1), 4096 // (4 if quick else 1)
+    return [
+        ("sum(x + y*z) f32[%d]" % n, seed(n), [f(n), f(n), f(n)],
+         lambda x, y, z: np.sum(x + y * z), lambda jnp: (lambda x, y, z: jnp.sum(x + y * z)),
+         3 * n * 4, None),
+        ("softmax f32[%d,%d]" % (r, c), softmax(r, c), [f(r, c)], np_softmax,
+         lambda jnp: (lambda x: __import__("jax").nn.softmax(x, axis=1)), 2 * r * c * 4, None),
+        ("layernorm f32[%d,%d]" % (r, c), layernorm(r, c), [f(r, c), f(c), f(c)], np_layernorm,
+         lambda jnp: (lambda x, g_, b_: (lambda mu, xc: xc * jnp.reciprocal(jnp.sqrt(
+             jnp.mean(xc * xc, axis=1, keepdims=True) + 1e-5)) * g_ + b_)(
+             None, x - jnp.mean(x, axis=1, keepdims=True))), 2 * r * c * 4, None),
+        ("gelu f32[%d]" % g, gelu(g), [f(g)], np_gelu,
+         lambda jnp: (lambda x: 0.5 * x * (1 + jnp.tanh(np.float32(np.sqrt(2 / np.pi)) *
+                                                       (x + 0.044715 * x ** 3)))), 2 * g * 4, None),
+        ("matmul f32[%d]^3" % m, matmul(m), [f(m, m), f(m, m)], lambda a, b_: a @ b_,
+         lambda jnp: (lambda a, b_: a @ b_), None, 2 * m ** 3),
+        ("mlp %dx%d->%d->%d gelu" % (b, d, h, d), mlp(b, d, h),
+         [f(b, d), f(d, h) * 0.03, f(h), f(h, d) * 0.03, f(d)],
+         lambda x, w1, b1, w2, b2: np_gelu(x @ w1 + b1) @ w2 + b2,
+         lambda jnp: (lambda x, w1, b1, w2, b2: (lambda z: 0.5 * z * (1 + jnp.tanh(
+             np.float32(np.sqrt(2 / np.pi)) * (z + 0.044715 * z ** 3))))(x @ w1 + b1) @ w2 + b2),
+         None, 2 * b * d * h * 2),
+    ]
+
+
+def median_time(fn, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    args = parser.parse_args()
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_platforms", "cpu")
+    except ImportError:
+        jax = jnp = None
+
+    # Compile time of the seed example, parse to executable: the first
+    # compile in the process also pays for imports and LLVM's start-up.
+    start = time.perf_counter()
+    xla.compile(xla.parse_hlo_module(seed(1 << 10)), "cpu")
+    cold_ms = (time.perf_counter() - start) * 1e3
+    start = time.perf_counter()
+    xla.compile(xla.parse_hlo_module(seed(1 << 24)), "cpu")
+    compile_ms = (time.perf_counter() - start) * 1e3
+
+    header = f"{'workload':34} {'ours':>10} {'numpy':>10} {'jax.jit':>10} {'np/ours':>8} {'jax/ours':>9}  throughput"
+    print(header)
+    print("-" * len(header))
+    for name, text, inputs, np_fn, jax_fn, nbytes, flops in workloads(args.quick):
+        exe = xla.compile(xla.parse_hlo_module(text), "cpu")
+        ours_out = exe.execute(*inputs)
+        expected = np_fn(*inputs)
+        np.testing.assert_allclose(np.asarray(ours_out, np.float64), np.asarray(expected, np.float64),
+                                   rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(expected).max())))
+        t_ours = median_time(lambda: exe.execute(*inputs), args.repeats)
+        t_np = median_time(lambda: np_fn(*inputs), args.repeats)
+        t_jax = None
+        if jax is not None:
+            jf = jax.jit(jax_fn(jnp))
+            dev = [jax.device_put(a) for a in inputs]
+            t_jax = median_time(lambda: jf(*dev).block_until_ready(), args.repeats)
+        rate = (f"{nbytes / t_ours / 1e9:.1f} GB/s" if nbytes else f"{flops / t_ours / 1e9:.0f} GFLOP/s")
+        jax_col = f"{t_jax * 1e3:9.2f}ms" if t_jax else f"{'-':>10}"
+        jax_ratio = f"{t_jax / t_ours:9.2f}" if t_jax else f"{'-':>9}"
+        print(f"{name:34} {t_ours * 1e3:9.2f}ms {t_np * 1e3:9.2f}ms {jax_col} {t_np / t_ours:8.2f} {jax_ratio}  {rate}")
+    print(f"compile time of the seed example (parse to executable): {compile_ms:.0f} ms "
+          f"({cold_ms:.0f} ms for the first compile in the process)")
+
+
+if __name__ == "__main__":
+    main()
