@@ -10,8 +10,11 @@ BAZEL ?= bazel
 BAZEL_FLAGS := $(if $(filter true 1,$(CI)),--config=ci)
 # Bazel 4.2.3 and the rules_java it needs offline, GoogleTest for the C++
 # tests, Eigen (header-only) for the CPU runtime's dot and convolution, and a
-# C++ compiler.
-APT_PACKAGES := bazel-bootstrap bazel-rules-java libgtest-dev libeigen3-dev g++
+# C++ compiler; an AArch64 cross compiler with its C library and qemu's user
+# mode emulator, to link and run ahead-of-time compiled objects for aarch64
+# (tests/cpu/test_aot.py).
+APT_PACKAGES := bazel-bootstrap bazel-rules-java libgtest-dev libeigen3-dev g++ \
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 EXAMPLES := $(patsubst $(ROOT)/%,%,$(sort $(wildcard $(ROOT)/examples/*.hlo)))
 
 .PHONY: setup system-packages build pth test demo clean

@@ -7,7 +7,7 @@ ExecutableState.run.
 The runtime's matmul is called directly through ctypes at the address from
 cpu_runtime_symbols() (a few microseconds of ctypes overhead, nothing next to
 the products measured). GFLOP/s counts 2*batch*m*k*n flops. Times are the
-best of --repeats, the two sides alternating.
+best of 3 rounds of --repeats calls each (see best_times).
 """
 import argparse
 import ctypes
@@ -40,17 +40,20 @@ SHAPES = [
 ]
 
 
-def best_times(fns, repeats):
-    """The best time of each function, run in turn each repeat so that load
-    from other processes (a shared machine) hits them alike."""
-    for fn in fns:
-        fn()  # warm-up (threads, caches, page faults)
+def best_times(fns, repeats, rounds=3):
+    """The best time of each function. Each runs `repeats` times in a row, then
+    the next: OpenBLAS's idle threads busy-wait for a while after a call and
+    would slow whatever ran right after it. Rounds alternate the functions so
+    that load from other processes on a shared machine hits them alike."""
     best = [float("inf")] * len(fns)
-    for _ in range(repeats):
+    for _ in range(rounds):
         for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - start)
+            time.sleep(0.2)  # the other side's threads go idle
+            fn()  # warm-up (threads, caches, page faults)
+            for _ in range(repeats):
+                start = time.perf_counter()
+                fn()
+                best[i] = min(best[i], time.perf_counter() - start)
     return best
 
 
@@ -105,7 +108,7 @@ def dispatch_overhead():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=0,
                         help="runtime threads (default: XLA_CPU_NUM_THREADS or all CPUs)")
     args = parser.parse_args()

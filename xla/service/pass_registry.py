@@ -16,6 +16,7 @@ PASSES = {
     "cse": "xla.service.cse:HloCSE",
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
+    "flatten-call-graph": "xla.service.flatten_call_graph:FlattenCallGraph",
     "fusion": "xla.service.instruction_fusion:InstructionFusion",
     "hlo-memory-scheduler": "xla.service.hlo_memory_scheduler:HloMemoryScheduler",
     "layout-assignment": "xla.service.layout_assignment:LayoutAssignment",

@@ -12,7 +12,9 @@ Order, and why:
 4. ``layout-assignment``: every shape gets a layout; copies where they change.
 5. ``fusion`` (producer-consumer, reduction and multi-output sibling
    fusion, decided in one C++ call per computation), ``dce``.
-6. ``copy-insertion`` (while/conditional buffers alias safely), then
+6. ``flatten-call-graph`` (one call site per while/conditional/call
+   computation, so each gets buffers of its own), ``copy-insertion``
+   (while/conditional buffers alias safely), then
    ``hlo-memory-scheduler``, after which the module is scheduled and buffer
    assignment (an analysis, not a pass) can run.
 """
@@ -46,6 +48,7 @@ def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None
         p.add_pass(make_pass("fusion"))
         p.add_pass(make_pass("dce"))
     if schedule:
+        p.add_pass(make_pass("flatten-call-graph"))
         p.add_pass(make_pass("copy-insertion"))
         p.add_pass(make_pass("hlo-memory-scheduler"))
     return p

@@ -231,7 +231,9 @@ class ElementGenerator:
         return v
 
     def _compute(self, h, index):
-        if h.parent is self.emitter.entry and h is not self.kernel.root:
+        # Instructions of computations with buffers (the entry, while bodies
+        # and conditions, conditional branches, calls) are materialized.
+        if h is not self.kernel.root and self.emitter.assignment.has_buffers(h):
             return self.load(h, index)
         if h.opcode == "parameter" and self.fusion is not None:
             return self.value(self.fusion.operands[h.parameter_number], index)
@@ -620,6 +622,13 @@ class ModuleEmitter:
                     and h.shape.is_array and h.shape.rank == 0 \
                     and h.operands[0].shape.element_type is h.shape.element_type:
                 v = values[id(h.operands[0])]
+            elif op == "bitcast" and h.shape.is_array and h.shape.rank == 0 \
+                    and h.operands[0].shape.is_array and h.operands[0].shape.rank == 0 \
+                    and h.operands[0].shape.element_type.byte_size == h.shape.element_type.byte_size \
+                    and "c" not in (h.shape.element_type.kind, h.operands[0].shape.element_type.kind):
+                # A scalar bitcast changing the element type reinterprets the bits.
+                v = _from_bits(b, _to_bits(b, values[id(h.operands[0])], h.operands[0].shape.element_type),
+                               h.shape.element_type)
             elif op in ELEMENTWISE and op != "map":
                 v = emit_elementwise(b, h, [values[id(o)] for o in h.operands])
             else:

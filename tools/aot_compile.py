@@ -1,0 +1,76 @@
+"""Compiles an HLO module ahead of time into an object file and a C header.
+
+  aot_compile [--target=x86_64|aarch64] --out_dir=DIR [--name=NAME] [--host_cpu]
+              [--runtime_c] MODULE.hlo
+
+Writes DIR/NAME.o (an ELF relocatable object defining
+`void NAME(void** buffer_table)`) and DIR/NAME.h (its prototype, the buffer
+table's size and layout, which entry holds each argument and result). NAME
+defaults to the module file's name. The object is built for the target's
+baseline CPU; --host_cpu uses the host's CPU and features (host target
+only). Link the object with -lm. With --runtime_c, ops the CPU backend
+compiles only to runtime calls (complex dots, convolutions) are supported
+too, and DIR/xla_cpu_runtime.c (serial C versions of those runtime
+functions) is written when the object needs it: link it too. Errors are printed without a traceback and
+the exit status is non-zero.
+"""
+import os
+import sys
+
+from absl import app, flags
+
+from xla.backends.cpu import aot
+from xla.errors import UnimplementedError, XlaError
+from xla.tools import aot_compile
+
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("target", "x86_64", sorted(aot.TARGETS), "Architecture of the object file.")
+flags.DEFINE_string("out_dir", None, "Directory for NAME.o and NAME.h (created if missing).")
+flags.DEFINE_string("name", None, "Name of the generated C function (and of the files); "
+                    "defaults to the module file's name.")
+flags.DEFINE_bool("runtime_c", False, "Let the code call the CPU runtime's matmul and "
+                  "convolution functions, and write serial C versions of them to "
+                  "OUT_DIR/xla_cpu_runtime.c when it does.")
+flags.DEFINE_bool("host_cpu", False, "Compile for the host's CPU and its features instead of "
+                  "the architecture's baseline (the host's architecture only).")
+
+
+def _resolve(path):
+    # Under `bazel run` the working directory is the runfiles tree.
+    base = os.environ.get("BUILD_WORKING_DIRECTORY")
+    if path and base and not os.path.isabs(path):
+        return os.path.join(base, path)
+    return path
+
+
+def main(argv):
+    if len(argv) != 2:
+        raise app.UsageError("give exactly one HLO module file")
+    if not FLAGS.out_dir:
+        raise app.UsageError("--out_dir is required")
+    path = _resolve(argv[1])
+    try:
+        result, paths = aot_compile.compile_file(path, _resolve(FLAGS.out_dir), FLAGS.target,
+                                                 FLAGS.name, FLAGS.host_cpu, FLAGS.runtime_c)
+    except XlaError as e:
+        hint = ""
+        if isinstance(e, UnimplementedError) and not FLAGS.runtime_c:
+            hint = (" (--runtime_c lets the object call the runtime for complex dots and "
+                    "convolutions)")
+        print(f"aot_compile: error: {e}{hint}", file=sys.stderr)
+        return 1
+    for p in paths:
+        print(f"wrote {p}")
+    if result.undefined_symbols:
+        print("link with -lm (the object calls " + ", ".join(result.undefined_symbols) + ")")
+    if result.runtime_symbols:
+        print(f"link {aot.RUNTIME_C_FILE} too (the object calls " + ", ".join(result.runtime_symbols) + ")")
+    return 0
+
+
+def run():
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,168 @@
+"""Convolution: the runtime's conv2d for the layouts it supports, else a
+loop per output element.
+
+Fast path (an instruction emitter): f32/f64 convolutions whose operands
+and result have the result's element type, no batch groups, no window
+reversal, one or two spatial dimensions, and buffers stored as the runtime
+reads them (input NHWC, kernel HWIO, output NHWC in physical order, any
+dim_labels) become one call to ``__xla_cpu_conv2d_f32/f64`` (im2col + Eigen
+GEMM, parallel inside the runtime). A 1-D convolution is a 2-D one with a
+unit height.
+
+Everything else (integer and narrow types, other layouts, batch groups,
+reversal, any number of spatial dimensions, convolutions inside fusions)
+goes through the generator: for one output element, a loop nest over the
+kernel's spatial positions (skipping positions that fall in padding or
+in lhs-dilation holes, see ``emit_window.window_position``) and, inside,
+over the input features of the output feature's group, accumulating
+``lhs * rhs`` in the result's register type (operands converted to the
+result type first; integers wrap around, narrow floats accumulate in f32
+and round once, as the interpreter does).
+
+Groups, as the interpreter defines them: with feature_group_count G the
+output feature ``o`` reads input features ``[g*I, (g+1)*I)`` with
+``g = o // (O/G)`` (I the kernel's input feature size); with
+batch_group_count Bg the output batch ``b`` and output feature ``o`` read
+input batch ``(o // (O/Bg)) * (N/Bg) + b`` and every input feature.
+"""
+from llvmlite import ir
+
+from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu.emit_window import all_valid, window_dimensions, window_position
+from xla.backends.cpu.ir_emitter import (Slice, convert_register, register_generator,
+                                         register_instruction, unsupported)
+from xla.backends.cpu.llvm_types import register_type, round_to_type
+from xla.backends.cpu.loop_emitter import i64
+
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+
+@register_generator("convolution")
+def generate_convolution(g, h, index):
+    lhs, rhs = h.operands
+    dn = h.attr("dim_labels")
+    et = h.shape.element_type
+    if et.kind not in "suf" or lhs.shape.element_type.kind == "c" or rhs.shape.element_type.kind == "c":
+        raise unsupported(h, f"element type {et}")
+    nsp = len(dn.input_spatial_dimensions)
+    wdims = window_dimensions(h, nsp)
+    G = int(h.attr("feature_group_count", 1) or 1)
+    Bg = int(h.attr("batch_group_count", 1) or 1)
+    ldims, rdims = lhs.shape.dimensions, rhs.shape.dimensions
+    N, C = ldims[dn.input_batch_dimension], ldims[dn.input_feature_dimension]
+    O, I = rdims[dn.kernel_output_feature_dimension], rdims[dn.kernel_input_feature_dimension]
+    in_sizes = [ldims[d] for d in dn.input_spatial_dimensions]
+    ksizes = [rdims[d] for d in dn.kernel_spatial_dimensions]
+    out_sizes = [h.shape.dimensions[d] for d in dn.output_spatial_dimensions]
+    rt = register_type(et)
+    zero = ir.Constant(rt, 0.0 if et.kind == "f" else 0)
+    if min([N, C, O, I] + in_sizes + ksizes, default=1) == 0:
+        return zero
+    b = g.b
+    ob = index[dn.output_batch_dimension]
+    of = index[dn.output_feature_dimension]
+    if Bg > 1:
+        group = b.udiv(of, i64(O // Bg))
+        in_batch = b.add(b.mul(group, i64(N // Bg)), ob)
+        feature_base = None
+    else:
+        in_batch = ob
+        feature_base = b.mul(b.udiv(of, i64(O // G)), i64(I)) if G > 1 else None
+
+    acc = g.kernel.alloca(rt, name=f"acc.{h.name}")
+    b.store(zero, acc)
+    saved = g.push_scope()
+    li, ri = [None] * lhs.shape.rank, [None] * rhs.shape.rank
+    li[dn.input_batch_dimension] = in_batch
+    ri[dn.kernel_output_feature_dimension] = of
+
+    def features():
+        b = g.b
+        with le.for_loop(b, 0, I, name="c") as c:
+            li[dn.input_feature_dimension] = c if feature_base is None else b.add(feature_base, c)
+            ri[dn.kernel_input_feature_dimension] = c
+            x = convert_register(b, g.value(lhs, list(li)), lhs.shape.element_type, et)
+            y = convert_register(b, g.value(rhs, list(ri)), rhs.shape.element_type, et)
+            cur = b.load(acc, typ=rt)
+            b.store(b.fadd(cur, b.fmul(x, y)) if et.kind == "f" else b.add(cur, b.mul(x, y)), acc)
+
+    def spatial(level):
+        if level == nsp:
+            features()
+            return
+        b = g.b
+        wd = wdims[level]
+        with le.for_loop(b, 0, ksizes[level], name=f"k{level}") as k:
+            o = index[dn.output_spatial_dimensions[level]]
+            valid, pos = window_position(b, o, k, wd, in_sizes[level], out_sizes[level])
+            li[dn.input_spatial_dimensions[level]] = pos
+            ri[dn.kernel_spatial_dimensions[level]] = (
+                b.sub(i64(ksizes[level] - 1), k) if wd.window_reversal else k)
+            valid = all_valid(b, [valid])
+            if valid is None:
+                spatial(level + 1)
+            else:
+                with b.if_then(valid):
+                    spatial(level + 1)
+
+    spatial(0)
+    g.pop_scope(saved)
+    return round_to_type(g.b, g.b.load(acc, typ=rt), et)
+
+
+def _runtime_conv_params(h):
+    """The runtime conv2d's shape arguments for ``h``, or None when it does not apply."""
+    lhs, rhs = h.operands
+    et = h.shape.element_type
+    if et.text not in ("f32", "f64") or lhs.shape.element_type is not et or rhs.shape.element_type is not et:
+        return None
+    if int(h.attr("batch_group_count", 1) or 1) != 1:
+        return None
+    dn = h.attr("dim_labels")
+    nsp = len(dn.input_spatial_dimensions)
+    if nsp not in (1, 2):
+        return None
+    wdims = window_dimensions(h, nsp)
+    if any(wd.window_reversal or wd.stride < 1 or wd.base_dilation < 1 or wd.window_dilation < 1
+           for wd in wdims):
+        return None
+    isp, ksp, osp = (list(dn.input_spatial_dimensions), list(dn.kernel_spatial_dimensions),
+                     list(dn.output_spatial_dimensions))
+    if le.major_to_minor(lhs.shape) != [dn.input_batch_dimension] + isp + [dn.input_feature_dimension]:
+        return None
+    if le.major_to_minor(rhs.shape) != ksp + [dn.kernel_input_feature_dimension,
+                                              dn.kernel_output_feature_dimension]:
+        return None
+    if le.major_to_minor(h.shape) != [dn.output_batch_dimension] + osp + [dn.output_feature_dimension]:
+        return None
+    G = int(h.attr("feature_group_count", 1) or 1)
+    ld, rd, od = lhs.shape.dimensions, rhs.shape.dimensions, h.shape.dimensions
+    in_c, out_c = ld[dn.input_feature_dimension], rd[dn.kernel_output_feature_dimension]
+    if G < 1 or in_c % G or out_c % G or rd[dn.kernel_input_feature_dimension] * G != in_c:
+        return None
+    sizes = [(ld[i], rd[k], od[o], wd) for i, k, o, wd in zip(isp, ksp, osp, wdims)]
+    if nsp == 1:
+        from xla.hlo.attributes import WindowDimension
+        sizes.insert(0, (1, 1, 1, WindowDimension(size=1)))
+    (ih, kh, oh, wh), (iw, kw, ow, ww) = sizes
+    return [ld[dn.input_batch_dimension], ih, iw, in_c, kh, kw, out_c, oh, ow,
+            wh.stride, ww.stride, wh.padding_low, ww.padding_low,
+            wh.base_dilation, ww.base_dilation, wh.window_dilation, ww.window_dilation, G]
+
+
+@register_instruction("convolution")
+def emit_convolution(me, h):
+    name = f"__xla_cpu_conv2d_{h.shape.element_type.text}"
+    params = _runtime_conv_params(h) if name in me.runtime_symbols else None
+    if params is None:
+        me.emit_loops(h, h)
+        return
+    if h.shape.num_elements() == 0:
+        return
+    b = me.builder
+    fn = me.declare(name, ir.FunctionType(VOID, [PTR] * 3 + [le.I64] * len(params)))
+    ptrs = [me.slice_pointer(b, me.table, Slice(me.assignment.buffer(x)).key)
+            for x in (h.operands[0], h.operands[1], h)]
+    b.call(fn, ptrs + [i64(p) for p in params])
+

@@ -1,0 +1,352 @@
+"""Sort and top-k on the CPU backend.
+
+sort (variadic, along ``dimensions={d}``) becomes one function
+``void sort.N(i8** table, i64 begin, i64 end)`` over rows ``[begin, end)``
+(a row: every index of the other dimensions, in row-major order), called
+once, or through ``__xla_cpu_parallel_for`` when there are several rows and
+enough elements. Each row is sorted as a *permutation*: an i64 array
+``perm`` starts as ``0..n-1`` and is stably merge-sorted with the comparator
+(runs of ``RUN`` elements by insertion sort, then bottom-up merge passes
+ping-ponging between two scratch arrays; the number of passes is known at
+compile time since ``n`` is), comparing operand elements ``perm[i]`` and
+``perm[j]`` read straight from the operand buffers; then every result is
+gathered, ``result_k[.., i, ..] = operand_k[.., perm[i], ..]``. So operands
+of any number and element types, and any layouts of operands and results,
+are handled alike, and nothing is written before the row is sorted.
+
+The comparator (``to_apply``: parameters lhs0, rhs0, lhs1, rhs1, ...) is an
+internal LLVM function ``i1 (lhs0, rhs0, ...)`` on register values, emitted
+with ``ModuleEmitter.emit_scalar_computation``. Stability: an element moves
+before an earlier one only if the comparator says it is strictly less
+(insertion shifts while ``less(x, prev)``; a merge takes from the right run
+only if ``less(right, left)``), which is the stable order for any strict
+weak order, and the interpreter's order for sort with is_stable true or
+false. Every comparator call reads valid indices: conditions are evaluated
+without branches on indices clamped into the row, then selected.
+
+Scratch memory: ``2 * n`` i64s per call of the function, an ``alloca`` of
+the function's entry block when that is at most ``STACK_SCRATCH_BYTES``,
+otherwise ``malloc``'d at the start of the call and ``free``'d at its end
+(one allocation per thread chunk, never per row).
+
+topk (``k``, ``largest``) and the ``TopK`` custom call (XLA's TopkRewriter
+form: k from the result shape, largest) sort each last-dimension row by the
+interpreter's key: descending (ascending for largest=false) in TOTALORDER
+for floats (+NaN largest, -NaN smallest, -0 before +0 descending), ties by
+the lower index; the first ``k`` of the permutation give the values and
+the s32 indices.
+"""
+from llvmlite import ir
+
+from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu.ir_emitter import (I8, PARALLEL_MIN_CHUNK_ELEMENTS, PARALLEL_MIN_ELEMENTS,
+                                         KERNEL_TYPE, PTR, VOID, Slice, register_instruction,
+                                         unsupported)
+from xla.backends.cpu.llvm_types import load_element, register_type, store_element
+from xla.backends.cpu.loop_emitter import I64, i64
+
+RUN = 16
+STACK_SCRATCH_BYTES = 64 * 1024
+I1 = ir.IntType(1)
+
+
+class _Loops:
+    """Loops whose variables live in allocas (mem2reg makes them phis)."""
+
+    def __init__(self, b, alloca_builder):
+        self.b = b
+        self.ab = alloca_builder
+
+    def var(self, init, name):
+        slot = self.ab.alloca(I64, name=name)
+        self.b.store(init if isinstance(init, ir.Value) else i64(init), slot)
+        return slot
+
+    def get(self, slot):
+        return self.b.load(slot, typ=I64)
+
+    def while_(self, cond, body, name):
+        b = self.b
+        fn = b.function
+        header = fn.append_basic_block(f"{name}.header")
+        loop = fn.append_basic_block(f"{name}.body")
+        exit_ = fn.append_basic_block(f"{name}.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(cond(), loop, exit_)
+        b.position_at_end(loop)
+        body()
+        b.branch(header)
+        b.position_at_end(exit_)
+
+
+def _smin(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
+    """Emits and calls the row-sorting function.
+
+    inputs: [(Slice, shape)] read by ``less``; outputs: [(Slice, shape)]
+    written by ``write_row``. ``less(b, load, i, j)`` -> i1 says whether
+    element ``i`` of the row sorts strictly before element ``j`` (``load(k,
+    p)`` is input k's register value at row position p). ``write_row(b,
+    load, store, perm_at)`` writes the outputs (``store(k, p, v)``;
+    ``perm_at(p)`` the i64 row position that sorts p-th).
+    """
+    shape = inputs[0][1]
+    n = shape.dimensions[dim]
+    row_dims = [d for d in range(shape.rank) if d != dim]
+    rows = 1
+    for d in row_dims:
+        rows *= shape.dimensions[d]
+    if rows == 0 or n == 0:
+        return
+    slices = [s for s, _ in inputs] + [s for s, _ in outputs]
+    fn = ir.Function(me.llmod, KERNEL_TYPE, me.unique(name))
+    fn.linkage = "internal"
+    table, begin, end = fn.args
+    alloca_block = fn.append_basic_block("allocas")
+    start = fn.append_basic_block("start")
+    ab = ir.IRBuilder(alloca_block)
+    b = ir.IRBuilder(start)
+    loops = _Loops(b, ab)
+    ptrs = {}
+    for s in slices:
+        if s.key not in ptrs:
+            ptrs[s.key] = me.slice_pointer(b, table, s.key)
+
+    scratch_bytes = 2 * n * 8
+    heap = scratch_bytes > STACK_SCRATCH_BYTES
+    if heap:
+        malloc = me.declare("malloc", ir.FunctionType(PTR, [I64]))
+        scratch = b.call(malloc, [i64(scratch_bytes)])
+    else:
+        scratch = ab.alloca(I64, size=i64(2 * n), name="perm")
+        scratch.align = 16
+    bufs = [scratch, b.gep(scratch, [i64(n)], inbounds=True, source_etype=I64)]
+
+    def perm_ptr(buf, p):
+        return b.gep(buf, [p], inbounds=True, source_etype=I64)
+
+    row = loops.var(begin, "row")
+
+    def row_body():
+        r = loops.get(row)
+        sub = le.delinearize(b, r, [shape.dimensions[d] for d in row_dims]) if row_dims else []
+        index = [i64(0)] * shape.rank
+        for d, v in zip(row_dims, sub):
+            index[d] = v
+
+        def addressing(s, sh):
+            base = le.linear_index(b, sh, index)
+            stride = le.physical_strides(sh)[dim]
+            return ptrs[s.key], base, stride
+
+        in_addr = [addressing(s, sh) for s, sh in inputs]
+        out_addr = [addressing(s, sh) for s, sh in outputs]
+
+        def element_ptr(addr, et, p):
+            base_ptr, base, stride = addr
+            off = b.add(base, b.mul(p, i64(stride)) if stride != 1 else p)
+            size = et.byte_size
+            off = off if size == 1 else b.mul(off, i64(size))
+            return b.gep(base_ptr, [off], inbounds=True, source_etype=I8)
+
+        def load(k, p):
+            et = inputs[k][1].element_type
+            return load_element(b, element_ptr(in_addr[k], et, p), et)
+
+        def store(k, p, v):
+            et = outputs[k][1].element_type
+            store_element(b, v, element_ptr(out_addr[k], et, p), et)
+
+        def lt(i, j):
+            return less(b, load, i, j)
+
+        a0, a1 = bufs
+        with le.for_loop(b, 0, n, name="init") as i:
+            b.store(i, perm_ptr(a0, i))
+        # Insertion sort of each run of RUN elements, in a0.
+        with le.for_loop(b, 0, (n + RUN - 1) // RUN, name="run") as q:
+            s = b.mul(q, i64(RUN))
+            e = _smin(b, b.add(s, i64(RUN)), i64(n))
+            with le.for_loop(b, b.add(s, i64(1)), e, name="ins") as i:
+                x = b.load(perm_ptr(a0, i), typ=I64)
+                j = loops.var(i, "j")
+
+                # Keep every read in bounds: read a0[max(j-1, s)].
+                def cond_safe():
+                    jv = loops.get(j)
+                    jm1 = b.sub(jv, i64(1))
+                    jm1c = b.select(b.icmp_signed(">", jv, s), jm1, s)
+                    prev = b.load(perm_ptr(a0, jm1c), typ=I64)
+                    return b.and_(b.icmp_signed(">", jv, s), lt(x, prev))
+
+                def shift():
+                    jv = loops.get(j)
+                    jm1 = b.sub(jv, i64(1))
+                    b.store(b.load(perm_ptr(a0, jm1), typ=I64), perm_ptr(a0, jv))
+                    b.store(jm1, j)
+
+                loops.while_(cond_safe, shift, "shift")
+                b.store(x, perm_ptr(a0, loops.get(j)))
+        # Bottom-up merge passes.
+        src, dst = a0, a1
+        width = RUN
+        while width < n:
+            with le.for_loop(b, 0, (n + 2 * width - 1) // (2 * width), name=f"m{width}") as q:
+                lo = b.mul(q, i64(2 * width))
+                mid = _smin(b, b.add(lo, i64(width)), i64(n))
+                hi = _smin(b, b.add(lo, i64(2 * width)), i64(n))
+                iv = loops.var(lo, "i")
+                jv = loops.var(mid, "j")
+                with le.for_loop(b, lo, hi, name="k") as k:
+                    ii, jj = loops.get(iv), loops.get(jv)
+                    ic = _smin(b, ii, i64(n - 1))
+                    jc = _smin(b, jj, i64(n - 1))
+                    left = b.load(perm_ptr(src, ic), typ=I64)
+                    right = b.load(perm_ptr(src, jc), typ=I64)
+                    right_ok = b.icmp_signed("<", jj, hi)
+                    left_done = b.icmp_signed(">=", ii, mid)
+                    take_right = b.and_(right_ok, b.or_(left_done, lt(right, left)))
+                    b.store(b.select(take_right, right, left), perm_ptr(dst, k))
+                    b.store(b.select(take_right, ii, b.add(ii, i64(1))), iv)
+                    b.store(b.select(take_right, b.add(jj, i64(1)), jj), jv)
+            src, dst = dst, src
+            width *= 2
+        final = src
+        write_row(b, load, store, lambda p: b.load(perm_ptr(final, p), typ=I64))
+        b.store(b.add(r, i64(1)), row)
+
+    loops.while_(lambda: b.icmp_signed("<", loops.get(row), end), row_body, "rows")
+    if heap:
+        free = me.declare("free", ir.FunctionType(VOID, [PTR]))
+        b.call(free, [scratch])
+    b.ret_void()
+    ab.branch(start)
+
+    eb = me.builder
+    if (rows >= 2 and rows * n >= PARALLEL_MIN_ELEMENTS
+            and "__xla_cpu_parallel_for" in me.runtime_symbols):
+        pf = me.declare("__xla_cpu_parallel_for", ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
+        min_chunk = max(1, -(-PARALLEL_MIN_CHUNK_ELEMENTS // n))
+        eb.call(pf, [fn, me.table, i64(rows), i64(min_chunk)])
+    else:
+        eb.call(fn, [me.table, i64(0), i64(rows)])
+
+
+def _comparator_function(me, comp, arg_types, name):
+    ftype = ir.FunctionType(I1, arg_types)
+    fn = ir.Function(me.llmod, ftype, me.unique(name))
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    v = me.emit_scalar_computation(b, comp, list(fn.args))
+    if isinstance(v, (list, tuple)) or v.type != I1:
+        raise unsupported(comp.root_instruction, "sort comparator without a pred result")
+    b.ret(v)
+    return fn
+
+
+@register_instruction("sort")
+def emit_sort(me, h):
+    a = me.assignment
+    shapes = list(h.shape.tuple_shapes) if h.shape.is_tuple else [h.shape]
+    out_index = [(k,) for k in range(len(shapes))] if h.shape.is_tuple else [()]
+    inputs = [(Slice(a.buffer(o, ())), o.shape) for o in h.operands]
+    outputs = [(Slice(a.buffer(h, si)), s) for si, s in zip(out_index, shapes)]
+    (dim,) = h.attr("dimensions", (0,))
+    arg_types = []
+    for o in h.operands:
+        t = register_type(o.shape.element_type)
+        arg_types += [t, t]
+    cmp = _comparator_function(me, h.attr("to_apply"), arg_types, f"cmp.{h.name}")
+
+    def less(b, load, i, j):
+        args = []
+        for k in range(len(inputs)):
+            args += [load(k, i), load(k, j)]
+        return b.call(cmp, args)
+
+    n = shapes[0].dimensions[dim] if shapes[0].rank else 1
+
+    def write_row(b, load, store, perm_at):
+        with le.for_loop(b, 0, n, name="gather") as p:
+            src = perm_at(p)
+            for k in range(len(inputs)):
+                store(k, p, load(k, src))
+
+    _emit_row_sort(me, h, f"sort.{h.name}", inputs, outputs, dim, less, write_row)
+
+
+def _order_key(b, v, et):
+    """An integer whose signed order is the element type's total order."""
+    if et.kind == "f":
+        if isinstance(v.type, ir.DoubleType):
+            ityp = I64
+        else:
+            ityp = ir.IntType(32)
+            if not isinstance(v.type, ir.FloatType):
+                v = b.fpext(v, ir.FloatType())
+        s = b.bitcast(v, ityp)
+        flipped = b.xor(s, ir.Constant(ityp, (1 << (ityp.width - 1)) - 1))
+        return b.select(b.icmp_signed("<", s, ir.Constant(ityp, 0)), flipped, s), True
+    if et.kind == "pred":
+        return b.zext(v, I8), False
+    return v, et.kind == "s"
+
+
+def _emit_topk(me, h, k, largest):
+    a = me.assignment
+    x = h.operands[0]
+    if x.shape.rank == 0 or not h.shape.is_tuple:
+        raise unsupported(h, "operand of rank 0")
+    et = x.shape.element_type
+    if et.kind == "c":
+        raise unsupported(h, f"element type {et}")
+    values_shape, indices_shape = h.shape.tuple_shapes
+    inputs = [(Slice(a.buffer(x, ())), x.shape)]
+    outputs = [(Slice(a.buffer(h, (0,))), values_shape), (Slice(a.buffer(h, (1,))), indices_shape)]
+    dim = x.shape.rank - 1
+
+    def less(b, load, i, j):
+        ki, signed = _order_key(b, load(0, i), et)
+        kj, _ = _order_key(b, load(0, j), et)
+        cmp = b.icmp_signed if signed else b.icmp_unsigned
+        return cmp(">" if largest else "<", ki, kj)
+
+    idx_type = register_type(indices_shape.element_type)
+
+    def write_row(b, load, store, perm_at):
+        with le.for_loop(b, 0, k, name="topk") as p:
+            src = perm_at(p)
+            store(0, p, load(0, src))
+            store(1, p, b.trunc(src, idx_type) if idx_type.width < 64 else src)
+
+    if k == 0:
+        return
+    _emit_row_sort(me, h, f"topk.{h.name}", inputs, outputs, dim, less, write_row)
+
+
+@register_instruction("topk")
+def emit_topk(me, h):
+    largest = h.attr("largest", True)
+    _emit_topk(me, h, int(h.attr("k")), True if largest is None else bool(largest))
+
+
+# custom_call_target -> fn(module_emitter, instr).
+CUSTOM_CALL_TARGETS = {
+    "TopK": lambda me, h: _emit_topk(me, h, h.shape.tuple_shapes[0].dimensions[-1], True),
+    "__cpu$TopK": lambda me, h: _emit_topk(me, h, h.shape.tuple_shapes[0].dimensions[-1], True),
+}
+
+
+@register_instruction("custom-call")
+def emit_custom_call(me, h):
+    target = h.attr("custom_call_target")
+    fn = CUSTOM_CALL_TARGETS.get(target)
+    if fn is None:
+        raise unsupported(h, f"custom_call_target={target!r}")
+    fn(me, h)

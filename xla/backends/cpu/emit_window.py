@@ -1,0 +1,245 @@
+"""Windowed ops: reduce-window (a generator) and select-and-scatter (an
+instruction emitter).
+
+Window semantics per dimension, as the interpreter defines them
+(``ops_window.py``): output position ``o`` and window offset ``k`` cover
+position ``o*stride + k*window_dilation - padding_low`` of the input
+dilated by ``base_dilation``; positions in the padding or in a hole of the
+dilation are skipped (not combined with anything). ``window_position``
+computes that input index and its validity; every read is guarded by the
+validity, so no index outside the operand is ever dereferenced.
+
+reduce-window: for each output element, the accumulators start at the init
+values and the reducer is applied to every valid window element in
+row-major order of the window offsets (the interpreter's order, so float
+results are bit-identical). Variadic reduce-windows return a list, like
+variadic reduces.
+
+select-and-scatter: one sequential kernel. The output is filled with the
+init value; then for each source element in row-major order, the window's
+valid operand elements are visited in row-major order: the first is
+selected, and a later element ``e`` replaces the selected ``s`` when
+``select(s, e)`` is false; the source value is combined into the output at
+the selected position with ``scatter(output, source)``. A window with no
+valid element selects nothing.
+"""
+from llvmlite import ir
+
+from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, convert_register,
+                                         register_generator, register_instruction, unsupported)
+from xla.backends.cpu.llvm_types import constant, load_element, register_type, store_element
+from xla.backends.cpu.loop_emitter import i64
+from xla.hlo.attributes import WindowDimension
+
+I1 = ir.IntType(1)
+
+
+def window_dimensions(h, rank):
+    """The window's dimensions, padded with size-1 dimensions to ``rank``."""
+    window = h.attr("window")
+    dims = list(window.dimensions) if window is not None else []
+    if len(dims) < rank:
+        dims += [WindowDimension(size=1)] * (rank - len(dims))
+    return dims
+
+
+def window_position(b, o, k, wd, in_size, out_size):
+    """(valid, index) of window offset ``k`` at output position ``o`` (i64
+    values) in an input dimension of ``in_size`` elements. ``valid`` is an
+    i1, or None when every (o, k) of this dimension is valid; ``index`` is
+    only meaningful where valid."""
+    bd = wd.base_dilation or 1
+    dilated = (in_size - 1) * bd + 1 if in_size > 0 else 0
+    lo = -wd.padding_low
+    hi = (out_size - 1) * wd.stride + (wd.size - 1) * wd.window_dilation - wd.padding_low
+    pos = o if wd.stride == 1 else b.mul(o, i64(wd.stride), flags=("nsw",))
+    term = k if wd.window_dilation == 1 else b.mul(k, i64(wd.window_dilation), flags=("nsw",))
+    pos = b.add(pos, term, flags=("nsw",))
+    if wd.padding_low:
+        pos = b.sub(pos, i64(wd.padding_low), flags=("nsw",))
+    if bd == 1 and lo >= 0 and hi < in_size:
+        return None, pos
+    valid = b.and_(b.icmp_signed(">=", pos, i64(0)), b.icmp_signed("<", pos, i64(dilated)))
+    if bd == 1:
+        return valid, pos
+    valid = b.and_(valid, b.icmp_unsigned("==", b.urem(pos, i64(bd)), i64(0)))
+    return valid, b.udiv(pos, i64(bd))
+
+
+def all_valid(b, conditions):
+    conditions = [c for c in conditions if c is not None]
+    if not conditions:
+        return None
+    acc = conditions[0]
+    for c in conditions[1:]:
+        acc = b.and_(acc, c)
+    return acc
+
+
+def window_loops(b, shape_sizes, body, name="w"):
+    """Loops over every offset of a window of ``shape_sizes`` in row-major
+    order; ``body(offsets)`` gets i64 values (constant 0 for size-1 dims)."""
+    offsets = [None] * len(shape_sizes)
+
+    def emit(level):
+        if level == len(shape_sizes):
+            body(list(offsets))
+            return
+        if shape_sizes[level] == 1:
+            offsets[level] = i64(0)
+            emit(level + 1)
+            return
+        with le.for_loop(b, 0, shape_sizes[level], name=f"{name}{level}") as k:
+            offsets[level] = k
+            emit(level + 1)
+
+    emit(0)
+
+
+# ----- reduce-window ------------------------------------------------------------------
+@register_generator("reduce-window")
+def generate_reduce_window(g, h, index):
+    n = len(h.operands) // 2
+    inputs, inits = h.operands[:n], h.operands[n:]
+    in_shape = inputs[0].shape
+    rank = in_shape.rank
+    out_shape = h.shape if n == 1 and not h.shape.is_tuple else h.shape.tuple_shapes[0]
+    wdims = window_dimensions(h, rank)
+    comp = h.attr("to_apply")
+    init_values = [g.value(i, []) for i in inits]
+    if in_shape.num_elements() == 0 or any(wd.size == 0 for wd in wdims):
+        return init_values[0] if n == 1 else list(init_values)
+    accs = [g.kernel.alloca(v.type, name=f"acc.{h.name}") for v in init_values]
+    b = g.b
+    for a, v in zip(accs, init_values):
+        b.store(v, a)
+    saved = g.push_scope()
+
+    def body(offsets):
+        b = g.b
+        idx, conds = [], []
+        for d, wd in enumerate(wdims):
+            valid, pos = window_position(b, index[d], offsets[d], wd, in_shape.dimensions[d],
+                                         out_shape.dimensions[d])
+            idx.append(pos)
+            conds.append(valid)
+        valid = all_valid(b, conds)
+
+        def combine():
+            xs = [g.value(x, list(idx)) for x in inputs]
+            cur = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
+            out = g.emitter.emit_scalar_computation(g.b, comp, cur + xs)
+            out = out if isinstance(out, (list, tuple)) else [out]
+            for a, v in zip(accs, out):
+                g.b.store(v, a)
+
+        if valid is None:
+            combine()
+        else:
+            with b.if_then(valid):
+                combine()
+
+    window_loops(b, [wd.size for wd in wdims], body)
+    g.pop_scope(saved)
+    result = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
+    return result[0] if n == 1 else result
+
+
+@register_instruction("reduce-window")
+def emit_reduce_window(me, h):
+    # A loop over the output, variadic (tuple-shaped) results included.
+    me.emit_loops(h, h)
+
+
+# ----- select-and-scatter -------------------------------------------------------------
+def sequential_kernel(me, h, extra_slices=()):
+    """A kernel over the buffers of ``h``'s operands and result, with its
+    generator; the caller emits its body and calls ``finish_sequential``."""
+    out_slices = [Slice(me.assignment.buffer(h, si)) for si, leaf in h.shape.leaves() if leaf.is_array]
+    kernel = Kernel(me, me.unique(f"kernel.{h.name}"),
+                    me.operand_slices(h) + list(extra_slices) + out_slices)
+    kernel.root = h
+    return kernel, ElementGenerator(me, kernel)
+
+
+def finish_sequential(me, kernel):
+    kernel.finish()
+    me.builder.call(kernel.function, [me.table, i64(0), i64(1)])
+
+
+@register_instruction("select-and-scatter")
+def emit_select_and_scatter(me, h):
+    operand, source, init = h.operands
+    shape = h.shape
+    et = shape.element_type
+    if not shape.is_array:
+        raise unsupported(h, "tuple-shaped")
+    if shape.num_elements() == 0:
+        return
+    out_slice = Slice(me.assignment.buffer(h))
+    kernel, g = sequential_kernel(me, h)
+    b = kernel.b
+    out_ptr = kernel.pointer(out_slice)
+    init_value = g.load(init, [])
+
+    def fill(idx):
+        store_element(b, init_value, g.element_pointer(out_ptr, shape, idx), et)
+
+    le.loop_nest(b, shape, fill, name="fill")
+    rank = operand.shape.rank
+    wdims = window_dimensions(h, rank)
+    if (source.shape.num_elements() == 0 or operand.shape.num_elements() == 0
+            or any(wd.size == 0 for wd in wdims)):
+        finish_sequential(me, kernel)
+        return
+    select, scatter = h.attr("select"), h.attr("scatter")
+    ot = operand.shape.element_type
+    sel_val = kernel.alloca(register_type(ot), name="sel.val")
+    have = kernel.alloca(I1, name="sel.have")
+    sel_idx = [kernel.alloca(le.I64, name=f"sel.i{d}") for d in range(rank)]
+    zero_value = constant(ot, 0)
+
+    def per_source(sidx):
+        b.store(ir.Constant(I1, 0), have)
+        b.store(zero_value, sel_val)  # a defined value for the first select call
+
+        def visit(offsets):
+            idx, conds = [], []
+            for d, wd in enumerate(wdims):
+                valid, pos = window_position(b, sidx[d], offsets[d], wd, operand.shape.dimensions[d],
+                                             source.shape.dimensions[d])
+                idx.append(pos)
+                conds.append(valid)
+            valid = all_valid(b, conds)
+
+            def consider():
+                v = g.load(operand, idx)
+                cur = b.load(sel_val, typ=v.type)
+                keep = me.emit_scalar_computation(b, select, [cur, v])
+                take = b.or_(b.not_(b.load(have, typ=I1)), b.not_(keep))
+                with b.if_then(take):
+                    b.store(v, sel_val)
+                    for a, x in zip(sel_idx, idx):
+                        b.store(x, a)
+                    b.store(ir.Constant(I1, 1), have)
+
+            if valid is None:
+                consider()
+            else:
+                with b.if_then(valid):
+                    consider()
+
+        window_loops(b, [wd.size for wd in wdims], visit)
+        with b.if_then(b.load(have, typ=I1)):
+            target = [b.load(a, typ=le.I64) for a in sel_idx]
+            ptr = g.element_pointer(out_ptr, shape, target)
+            cur = load_element(b, ptr, et)
+            s = convert_register(b, g.load(source, sidx), source.shape.element_type, et)
+            new = me.emit_scalar_computation(b, scatter, [cur, s])
+            store_element(b, new, ptr, et)
+
+    # Row-major over the source (logical order, d=0 outermost): the order the
+    # scatter combines repeated positions in.
+    window_loops(b, list(source.shape.dimensions), per_source, name="s")
+    finish_sequential(me, kernel)

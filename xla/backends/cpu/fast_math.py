@@ -1,0 +1,297 @@
+"""Branch-free, call-free LLVM IR for exp, log, expm1, log1p, tanh and logistic.
+
+libm calls (and the ``llvm.exp``/``llvm.log`` intrinsics, which LLVM lowers
+to them) are opaque to the loop vectorizer, so a loop applying them runs one
+element at a time (GUIDE, "Code generation"). The functions here emit only
+arithmetic, integer bit manipulation, ``select`` and the ``llvm.fmuladd``
+/ ``llvm.copysign`` intrinsics, which vectorize (``<8 x float>`` with AVX2);
+``fmuladd`` is fused where the target has FMA and is a multiply and an add
+otherwise, and the error bounds below hold either way.
+
+Each function takes an llvmlite ``IRBuilder`` and a ``float`` or ``double``
+register value and returns one of the same type. f16/bf16 are computed in
+f32 by the caller and rounded once.
+
+Algorithms (polynomial coefficients: Taylor coefficients, or our own
+near-minimax fit for f32 exp; nothing is copied from a libm):
+
+* exp(x): x clamped to [lo, hi] (just past the underflow-to-zero and
+  overflow-to-inf points, NaN kept); n = round(x / ln 2) with the
+  1.5 * 2^p "magic number" addition; Cody-Waite reduction
+  r = (x - n * ln2_hi) - n * ln2_lo with ln2_hi short enough that
+  n * ln2_hi and the subtraction are exact, so |r| <= ln2 / 2 + tiny;
+  e^r - 1 = r + r^2 * Q(r) (f32: degree-5 Q fitted by iteratively
+  reweighted least squares to the relative error of both e^r and e^r - 1,
+  approximation error <= 0.04 ulp; f64: Taylor to r^13, error <= 0.13 ulp);
+  result (1 + (e^r - 1)) * 2^n1 * 2^n2 with n1 = n >> 1, n2 = n - n1, so
+  that 2^n1 and 2^n2 are normal and the only rounding into a denormal
+  result is the last multiplication. Overflow to inf, underflow to 0 and
+  exp(-inf) = 0 fall out of the clamp; NaN propagates through every step.
+* log(x): denormals scaled by 2^p first; exponent k and mantissa m in
+  [sqrt(1/2), sqrt 2) from the bits (subtracting the bits of sqrt(1/2)
+  carries into the exponent exactly when m >= sqrt 2); f = m - 1 (exact);
+  log(1 + f) = 2 atanh(s), s = f / (2 + f), written as
+  f - (f^2/2 - s * (f^2/2 + R(s^2))) with R(z) = sum 2 z^j / (2j + 1)
+  (Taylor, j <= 4 for f32, j <= 10 for f64), so the rounding errors of s
+  and R only touch a term 30x smaller than the result; plus
+  k * ln2_hi + k * ln2_lo. Specials by select: log(+-0) = -inf,
+  log(x < 0) = NaN, log(inf) = inf, NaN -> NaN.
+* expm1(x): the same reduction; for n = 0 the result is the polynomial
+  itself (relative accuracy near 0); otherwise 2^n * (e^r - 1) + (2^n - 1)
+  (both terms exact but the last addition) while 2^n is far below the
+  overflow range, and the exp path above for large n.
+* log1p(x): u = 1 + x with its exact rounding error c (TwoSum); log(u)
+  with c / u added to the small terms of the log sum. Specials: -1 -> -inf,
+  < -1 -> NaN, inf -> inf, +-0 and NaN -> x.
+* tanh(x) = -copysign(e / (2 + e), x) with e = expm1(-2|x|) in (-1, 0]:
+  no cancellation anywhere and relative accuracy near 0.
+* logistic(x) = (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|).
+
+Measured max errors (tests/cpu/test_fast_math.py, against float64 NumPy
+rounded, ~1M+ inputs per function over the whole range incl. denormals):
+see that file's table; all f32 results are within 2 ulp.
+"""
+import math
+
+import numpy as np
+from llvmlite import ir
+
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+
+
+class _Consts:
+    """Per-type constants."""
+
+    def __init__(self, typ):
+        self.typ = typ
+        if isinstance(typ, ir.DoubleType):
+            self.ityp, self.mant, self.bias = I64, 52, 1023
+            # exp(x) overflows for x > 709.78, is 0 (rounded) for x < -745.13.
+            self.exp_lo, self.exp_hi = -746.0, 710.0
+            self.expm1_lo = -40.0  # e^-40 < 2^-54: expm1 rounds to -1 below
+            # 32-bit ln2_hi: n * ln2_hi exact for |n| < 2^21.
+            self.ln2_hi = _truncate_f64(math.log(2), 32)
+            self.ln2_lo = _ln2_lo(self.ln2_hi)
+            # e^r - 1 = r + r^2 Q(r): Taylor, Q(r) = sum r^k / (k + 2)!
+            self.exp_q = [1.0 / math.factorial(k + 2) for k in range(12)]
+            # log: R(z) = sum_{j>=1} 2 z^j / (2j + 1)
+            self.log_r = [2.0 / (2 * j + 1) for j in range(1, 11)]
+        else:
+            self.ityp, self.mant, self.bias = I32, 23, 127
+            # exp(x) overflows for x > 88.7228, is 0 (rounded) for x < -103.973.
+            self.exp_lo, self.exp_hi = -104.0, 89.0
+            self.expm1_lo = -25.0  # e^-25 < 2^-25
+            # 16-bit ln2_hi: n * ln2_hi exact for |n| < 2^8 (|n| <= 151 here).
+            self.ln2_hi = _truncate_f32(math.log(2), 16)
+            self.ln2_lo = float(np.float32(_ln2_lo(self.ln2_hi)))
+            # Q fitted to (e^r - 1 - r) / r^2 on [-ln2/2, ln2/2], weight r^2/|e^r - 1|
+            # (the relative error of expm1; that of exp is then smaller still).
+            self.exp_q = [0.5, 0.1666666567325592, 0.041666362434625626, 0.008333389647305012,
+                          0.0013940627686679363, 0.00019845877250190824]
+            self.log_r = [2.0 / (2 * j + 1) for j in range(1, 5)]
+        self.inv_ln2 = 1.0 / math.log(2)
+        self.magic = 1.5 * 2.0 ** self.mant  # adding it rounds to an integer
+        self.sqrt_half_bits = _bits(math.sqrt(0.5), typ)
+        self.exp_mask = (1 << self.mant) - 1
+        self.min_normal = 2.0 ** (1 - self.bias)
+
+
+def _truncate_f32(v, bits):
+    i = int(np.float32(v).view(np.uint32))
+    return float(np.uint32(i & ~((1 << (24 - bits)) - 1)).view(np.float32))
+
+
+def _truncate_f64(v, bits):
+    i = int(np.float64(v).view(np.uint64))
+    return float(np.uint64(i & ~((1 << (53 - bits)) - 1)).view(np.float64))
+
+
+def _ln2_lo(hi):
+    # ln 2 to ~30 digits (from the series; the constant is standard).
+    from decimal import Decimal
+    ln2 = Decimal("0.693147180559945309417232121458176568")
+    return float(ln2 - Decimal(hi))
+
+
+def _bits(v, typ):
+    if isinstance(typ, ir.DoubleType):
+        return int(np.float64(v).view(np.uint64))
+    return int(np.float32(v).view(np.uint32))
+
+
+_CONSTS = {}
+
+
+def _consts(typ):
+    key = str(typ)
+    c = _CONSTS.get(key)
+    if c is None:
+        c = _CONSTS[key] = _Consts(typ)
+    return c
+
+
+def _f(typ, v):
+    return ir.Constant(typ, float(v))
+
+
+def _i(typ, v):
+    return ir.Constant(typ, int(v) & ((1 << typ.width) - 1))
+
+
+def _intrinsic(b, name, args):
+    typ = args[0].type
+    suffix = "f64" if isinstance(typ, ir.DoubleType) else "f32"
+    full = f"llvm.{name}.{suffix}"
+    fn = b.module.globals.get(full)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(typ, [a.type for a in args]), full)
+    return b.call(fn, list(args))
+
+
+def _fma(b, x, y, z):
+    """x * y + z, fused where the target has FMA (``llvm.fmuladd``)."""
+    return _intrinsic(b, "fmuladd", [x, y, z])
+
+
+def _horner(b, x, coeffs):
+    """coeffs[0] + x * (coeffs[1] + x * (...))."""
+    typ = x.type
+    acc = _f(typ, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        acc = _fma(b, acc, x, _f(typ, c))
+    return acc
+
+
+def _clamp_keep_nan(b, x, lo, hi):
+    typ = x.type
+    x = b.select(b.fcmp_ordered("<", x, _f(typ, lo)), _f(typ, lo), x)
+    return b.select(b.fcmp_ordered(">", x, _f(typ, hi)), _f(typ, hi), x)
+
+
+def _pow2(b, n, c):
+    """2^n for an integer register n with a normal result."""
+    biased = b.add(n, _i(c.ityp, c.bias))
+    return b.bitcast(b.shl(biased, _i(c.ityp, c.mant)), c.typ)
+
+
+def _reduce(b, x, c):
+    """(n as float, n as int, r, e^r - 1) for x already clamped."""
+    typ = x.type
+    k = b.fadd(b.fmul(x, _f(typ, c.inv_ln2)), _f(typ, c.magic))
+    nf = b.fsub(k, _f(typ, c.magic))
+    ni = b.sub(b.bitcast(k, c.ityp), _i(c.ityp, _bits(c.magic, typ)))
+    neg_n = b.fneg(nf)
+    r = _fma(b, neg_n, _f(typ, c.ln2_hi), x)  # exact
+    r = _fma(b, neg_n, _f(typ, c.ln2_lo), r)
+    r2 = b.fmul(r, r)
+    pm1 = _fma(b, r2, _horner(b, r, c.exp_q), r)
+    return nf, ni, r, pm1
+
+
+def _scale(b, p, ni, c):
+    """p * 2^n for n in the clamped range, rounded once."""
+    n1 = b.ashr(ni, _i(c.ityp, 1))
+    n2 = b.sub(ni, n1)
+    return b.fmul(b.fmul(p, _pow2(b, n1, c)), _pow2(b, n2, c))
+
+
+def exp(b, x):
+    c = _consts(x.type)
+    xc = _clamp_keep_nan(b, x, c.exp_lo, c.exp_hi)
+    _, ni, _, pm1 = _reduce(b, xc, c)
+    return _scale(b, b.fadd(pm1, _f(x.type, 1.0)), ni, c)
+
+
+def expm1(b, x):
+    typ = x.type
+    c = _consts(typ)
+    xc = _clamp_keep_nan(b, x, c.expm1_lo, c.exp_hi)
+    _, ni, _, pm1 = _reduce(b, xc, c)
+    one = _f(typ, 1.0)
+    # Moderate n: 2^n (e^r - 1) + (2^n - 1); n is in [-58, 1024] after the
+    # clamp, and 2^n is formed for small n only (the select picks the other
+    # path otherwise).
+    small_n = b.icmp_signed("<=", ni, _i(c.ityp, c.mant + 1))  # 2^n - 1 exact
+    safe_n = b.select(small_n, ni, _i(c.ityp, 0))
+    t = _pow2(b, safe_n, c)
+    moderate = _fma(b, t, pm1, b.fsub(t, one))
+    # Large n: 1 is below a quarter ulp of e^x; one more rounding.
+    large = b.fsub(_scale(b, b.fadd(pm1, one), ni, c), one)
+    res = b.select(small_n, moderate, large)
+    # expm1(+-0) = +-0 (the sign of zero).
+    return b.select(b.fcmp_ordered("==", x, _f(typ, 0.0)), x, res)
+
+
+def _log_core(b, x, corr):
+    """log(x) for finite x > 0, plus the small term ``corr`` (None: 0)."""
+    typ = x.type
+    c = _consts(typ)
+    ityp = c.ityp
+    sub = b.fcmp_ordered("<", x, _f(typ, c.min_normal))
+    xs = b.select(sub, b.fmul(x, _f(typ, 2.0 ** c.mant)), x)
+    bits = b.bitcast(xs, ityp)
+    ix = b.sub(bits, _i(ityp, c.sqrt_half_bits))
+    # Exponent of x relative to m in [sqrt(1/2), sqrt 2).
+    e = b.sub(b.ashr(ix, _i(ityp, c.mant)), b.select(sub, _i(ityp, c.mant), _i(ityp, 0)))
+    m = b.bitcast(b.add(b.and_(ix, _i(ityp, c.exp_mask)), _i(ityp, c.sqrt_half_bits)), typ)
+    f = b.fsub(m, _f(typ, 1.0))
+    s = b.fdiv(f, b.fadd(f, _f(typ, 2.0)))
+    z = b.fmul(s, s)
+    big_r = b.fmul(z, _horner(b, z, c.log_r))
+    hfsq = b.fmul(b.fmul(f, f), _f(typ, 0.5))
+    k = b.sitofp(e, typ)
+    lo = b.fmul(k, _f(typ, c.ln2_lo))
+    if corr is not None:
+        lo = b.fadd(lo, corr)
+    t = _fma(b, s, b.fadd(hfsq, big_r), lo)
+    v = b.fsub(f, b.fsub(hfsq, t))
+    return _fma(b, k, _f(typ, c.ln2_hi), v)
+
+
+def _log_specials(b, x, res, at_zero):
+    """res for x > 0 finite; x == at_zero -> -inf; below it NaN; inf -> inf;
+    NaN -> NaN."""
+    typ = x.type
+    inf = _f(typ, math.inf)
+    res = b.select(b.fcmp_ordered("==", x, inf), inf, res)
+    res = b.select(b.fcmp_ordered("<", x, _f(typ, at_zero)), _f(typ, math.nan), res)
+    res = b.select(b.fcmp_ordered("==", x, _f(typ, at_zero)), _f(typ, -math.inf), res)
+    return b.select(b.fcmp_unordered("uno", x, x), x, res)
+
+
+def log(b, x):
+    return _log_specials(b, x, _log_core(b, x, None), 0.0)
+
+
+def log1p(b, x):
+    typ = x.type
+    one = _f(typ, 1.0)
+    u = b.fadd(x, one)
+    # TwoSum: u + err == x + 1 exactly.
+    bp = b.fsub(u, x)
+    ap = b.fsub(u, bp)
+    err = b.fadd(b.fsub(x, ap), b.fsub(one, bp))
+    # u <= 0 only where the specials below take over; keep the core finite.
+    safe_u = b.select(b.fcmp_ordered(">", u, _f(typ, 0.0)), u, one)
+    res = _log_core(b, safe_u, b.fdiv(err, safe_u))
+    res = _log_specials(b, x, res, -1.0)
+    return b.select(b.fcmp_ordered("==", x, _f(typ, 0.0)), x, res)
+
+
+def tanh(b, x):
+    typ = x.type
+    ax = _intrinsic(b, "fabs", [x])
+    e = expm1(b, b.fmul(ax, _f(typ, -2.0)))
+    t = b.fdiv(e, b.fadd(e, _f(typ, 2.0)))
+    return _intrinsic(b, "copysign", [t, x])  # |t| with x's sign
+
+
+def logistic(b, x):
+    typ = x.type
+    one = _f(typ, 1.0)
+    e = exp(b, b.fneg(_intrinsic(b, "fabs", [x])))
+    num = b.select(b.fcmp_ordered(">=", x, _f(typ, 0.0)), one, e)
+    return b.fdiv(num, b.fadd(one, e))

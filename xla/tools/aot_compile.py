@@ -1,0 +1,51 @@
+"""aot_compile: an HLO module -> an object file and a C header for a target
+(see ``xla.backends.cpu.aot``).
+
+The command-line program ``tools/aot_compile.py`` is a thin wrapper over
+``compile_file``.
+"""
+import os
+import re
+
+from xla.backends.cpu import aot
+from xla.errors import InvalidArgumentError
+from xla.tools import replay
+
+
+def default_name(path):
+    """A C identifier from the module file's name (``fma_reduce.hlo`` ->
+    ``fma_reduce``)."""
+    stem = os.path.basename(path).split(".")[0]
+    name = re.sub(r"[^A-Za-z0-9_]", "_", stem) or "entry"
+    return "_" + name if name[0].isdigit() else name
+
+
+def compile_file(path, out_dir, target="x86_64", name=None, host_cpu=False, runtime_c=False):
+    """Compiles the HLO text file ``path``; writes OUT_DIR/NAME.o,
+    OUT_DIR/NAME.h and, when the object calls runtime functions,
+    OUT_DIR/xla_cpu_runtime.c (creating OUT_DIR); returns (AotResult, [paths])."""
+    name = name or default_name(path)
+    aot.check_name(name)
+    outputs = [os.path.join(out_dir, f"{name}.o"), os.path.join(out_dir, f"{name}.h"),
+               os.path.join(out_dir, aot.RUNTIME_C_FILE)]
+    source = os.path.realpath(path)
+    for out in outputs:
+        if os.path.realpath(out) == source:
+            raise InvalidArgumentError(f"writing {out} would overwrite the input {path}")
+    module = replay.read_module(path)
+    result = aot.aot_compile(module, target=target, name=name, host_cpu=host_cpu,
+                             runtime_c=runtime_c)
+    if result.runtime_source is None:
+        outputs.pop()
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        with open(outputs[0], "wb") as f:
+            f.write(result.object_bytes)
+        with open(outputs[1], "w", encoding="utf-8") as f:
+            f.write(result.header_text)
+        if result.runtime_source is not None:
+            with open(outputs[2], "w", encoding="utf-8") as f:
+                f.write(result.runtime_source)
+    except OSError as e:
+        raise InvalidArgumentError(f"cannot write {e.filename}: {e.strerror}") from None
+    return result, outputs
