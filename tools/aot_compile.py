@@ -8,10 +8,11 @@ Writes DIR/NAME.o (an ELF relocatable object defining
 table's size and layout, which entry holds each argument and result). NAME
 defaults to the module file's name. The object is built for the target's
 baseline CPU; --host_cpu uses the host's CPU and features (host target
-only). Link the object with -lm. With --runtime_c, ops the CPU backend
-compiles only to runtime calls (complex dots, convolutions) are supported
-too, and DIR/xla_cpu_runtime.c (serial C versions of those runtime
-functions) is written when the object needs it: link it too. Errors are printed without a traceback and
+only). Link the object with -lm. With --runtime_c, dots and convolutions
+may call the CPU runtime's matmul and conv2d functions (needed for ops the
+backend compiles only to runtime calls, such as complex dots), and
+DIR/xla_cpu_runtime.c (serial C versions of them) is written when the
+object calls any: link it too. Errors are printed without a traceback and
 the exit status is non-zero.
 """
 import os
@@ -55,8 +56,8 @@ def main(argv):
     except XlaError as e:
         hint = ""
         if isinstance(e, UnimplementedError) and not FLAGS.runtime_c:
-            hint = (" (--runtime_c lets the object call the runtime for complex dots and "
-                    "convolutions)")
+            hint = (" (--runtime_c lets the object call the runtime's matmul and conv2d, "
+                    "e.g. for complex dots)")
         print(f"aot_compile: error: {e}{hint}", file=sys.stderr)
         return 1
     for p in paths:

@@ -31,7 +31,7 @@ linkage when it calls them. ``AotResult.undefined_symbols`` lists them.
 
 Runtime functions: by default none (the IR emitter gets no runtime
 symbols). Ops the emitter generates code for only through the runtime (a
-complex dot; convolution) then fail with UnimplementedError. With
+complex dot) then fail with UnimplementedError. With
 ``runtime_c=True`` the emitter may call the runtime's matmul and conv2d
 entry points, and ``AotResult.runtime_source`` is ``aot_runtime.c`` (serial,
 portable C implementations of them, written next to the object as
@@ -52,11 +52,9 @@ from llvmlite import ir
 from xla.backends.cpu import jit
 from xla.backends.cpu.compiler import CpuCompiler
 from xla.backends.cpu.executable import literal_array_at
-from xla.backends.cpu.ir_emitter import emit_module, physical_bytes
+from xla.backends.cpu.ir_emitter import physical_bytes
 from xla.errors import InvalidArgumentError, UnimplementedError
-from xla.gc_util import paused_gc
-from xla.hlo.verifier import verify_module
-from xla.service.buffer_assignment import ALIGNMENT, assign_buffers
+from xla.service.buffer_assignment import ALIGNMENT
 
 # target -> (LLVM triple, baseline CPU)
 TARGETS = {
@@ -198,23 +196,8 @@ def aot_compile(module, target="x86_64", name="entry", host_cpu=False, runtime_c
 
 # ----- the CPU compiler's pieces -------------------------------------------------
 def _emit(module, runtime_symbols):
-    """Pipeline, buffer assignment and IR emission with the given runtime
-    symbols (names only: nothing is resolved here).
-
-    These are the steps of ``CpuCompiler.compile`` before the JIT; a
-    ``CpuCompiler.emit(module, runtime_symbols) -> (assignment, ir.Module)``
-    there would let both share them.
-    """
-    verify_module(module)
-    for p in module.entry.parameters:
-        if p.shape.is_dynamic:
-            raise UnimplementedError(f"the cpu backend does not support dynamic shapes "
-                                     f"(parameter {p.name}: {p.shape})")
-    CpuCompiler().optimization_pipeline().run(module)
-    assignment = assign_buffers(module)
-    with paused_gc():
-        llvm_module = emit_module(module, assignment, {s: 0 for s in runtime_symbols})
-    return assignment, llvm_module
+    """CpuCompiler.emit with runtime symbol names only (nothing is resolved)."""
+    return CpuCompiler().emit(module, {s: 0 for s in runtime_symbols})
 
 
 def _constant_allocations(assignment):

@@ -43,7 +43,12 @@ class CpuCompiler:
         from xla.service.pipelines import target_independent_pipeline
         return target_independent_pipeline(**options)
 
-    def compile(self, module):
+    def emit(self, module, runtime_symbols):
+        """Verifies and optimizes ``module`` in place, assigns buffers and
+        emits the LLVM module; returns (buffer assignment, llvmlite module).
+        ``runtime_symbols`` names the runtime functions the code may call
+        (the JIT passes the C++ runtime's; AOT passes none, or its C file's).
+        """
         verify_module(module)
         for p in module.entry.parameters:
             if p.shape.is_dynamic:
@@ -51,9 +56,12 @@ class CpuCompiler:
                                          f"(parameter {p.name}: {p.shape})")
         self.optimization_pipeline().run(module)
         assignment = assign_buffers(module)
-        symbols = runtime_symbols()
         with paused_gc():
-            llvm_module = emit_module(module, assignment, symbols)
+            llvm_module = emit_module(module, assignment, runtime_symbols)
+        return assignment, llvm_module
+
+    def compile(self, module):
+        assignment, llvm_module = self.emit(module, runtime_symbols())
         ir_text = str(llvm_module)
         jit_module = jit.JitModule(ir_text, opt_level=self.opt_level)
         return CpuExecutable(module, assignment, jit_module, ir_text)

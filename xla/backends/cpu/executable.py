@@ -17,7 +17,7 @@ from xla.backends.cpu.loop_emitter import major_to_minor
 from xla.backends.interpreter.evaluator import _check_arg
 from xla.errors import InvalidArgumentError
 
-from xla._core import cpu_execute
+from xla._core import ExecutableState, cpu_execute
 
 ALIGN = 64
 
@@ -75,6 +75,7 @@ class CpuExecutable:
             else:
                 self._outputs.append(alloc.index)
         self._sizes = [a.size for a in allocations]
+        self._fast = _FastPath.build(self)
 
     @property
     def parameter_shapes(self):
@@ -86,6 +87,11 @@ class CpuExecutable:
 
     def execute(self, *args):
         """Runs the module on NumPy arrays; a tuple result comes back as a tuple."""
+        fast = self._fast
+        if fast is not None and fast.accepts(args):
+            result = fast.run(args)
+            if result is not None:
+                return result
         entry = self.module.entry
         params = entry.parameters
         if len(args) != len(params):
@@ -145,3 +151,95 @@ def literal_array_at(instr, index):
         literal, shape = literal[i], shape.tuple_shapes[i]
     from xla.hlo.ir import HloInstruction
     return literal_array(HloInstruction.create_constant(literal, shape))
+
+
+class _FastPath:
+    """The per-call path when arguments need no conversion.
+
+    Built when every parameter is an array in its own row-major parameter
+    allocation that is never written, and every result leaf fills an output
+    allocation of its own. A call whose arguments are C-contiguous NumPy
+    arrays of exactly the parameter dtypes and shapes then costs a few
+    checks, one ``np.empty`` per result and one C++ call
+    (``ExecutableState.run``: table, arena and constants prepared once,
+    GIL released). Anything else takes the general path.
+    """
+
+    def __init__(self, state, signature, outputs, result):
+        self.state = state
+        self.signature = signature  # [(dtype, dims)] per parameter
+        self.outputs = outputs  # [(dtype, dims) or byte count] per output allocation
+        self.result = result  # index into outputs, or a nested tuple of them
+
+    @staticmethod
+    def build(exe):
+        entry = exe.module.entry
+        params = entry.parameters
+        arg_slots = []
+        for p in params:
+            shape = p.shape
+            if not shape.is_array or major_to_minor(shape) != list(range(shape.rank)):
+                return None
+            alloc = exe.assignment.buffer(p, ()).allocation
+            if alloc.kind != "parameter" or alloc.maybe_live_out or alloc.parameter_index not in ((), None):
+                return None
+            arg_slots.append(alloc.index)
+        if len(set(arg_slots)) != len(arg_slots):
+            return None
+        output_slots = list(exe._outputs)
+        position = {a: i for i, a in enumerate(output_slots)}
+        outputs = [exe._sizes[a] for a in output_slots]
+        root = entry.root_instruction
+
+        def leaf(shape, index):
+            if shape.is_tuple:
+                parts = [leaf(s, index + (i,)) for i, s in enumerate(shape.tuple_shapes)]
+                return None if None in parts else tuple(parts)
+            if not shape.is_array or major_to_minor(shape) != list(range(shape.rank)):
+                return None
+            buffer = exe.assignment.buffer(root, index)
+            slot = buffer.allocation.index
+            if slot not in position or buffer.offset != 0 or exe._sizes[slot] != shape.byte_size():
+                return None
+            k = position[slot]
+            if not isinstance(outputs[k], int):
+                return None  # two leaves in one allocation
+            outputs[k] = (shape.dtype, shape.dimensions)
+            return k
+
+        result = leaf(root.shape, ())
+        if result is None:
+            return None
+        arena = [(a.index, 0) for a in exe.assignment.allocations if a.kind == "preallocated-temp"]
+        arena_size = max([exe._sizes[i] for i, _ in arena], default=0)
+        state = ExecutableState(exe._address, exe._num_allocations, arg_slots, output_slots,
+                                arena_size, arena, alignment=16)
+        for index, memory in exe._persistent.items():
+            if exe.assignment.allocations[index].kind == "constant":
+                state.set_slot(index, memory)
+        signature = [(p.shape.dtype, p.shape.dimensions) for p in params]
+        return _FastPath(state, signature, outputs, result)
+
+    def accepts(self, args):
+        if len(args) != len(self.signature):
+            return False
+        for a, (dtype, dims) in zip(args, self.signature):
+            if type(a) is not np.ndarray or a.shape != dims or a.dtype != dtype \
+                    or not a.flags.c_contiguous:
+                return False
+        return True
+
+    def run(self, args):
+        buffers = tuple(np.empty(o, np.uint8) if isinstance(o, int) else np.empty(o[1], o[0])
+                        for o in self.outputs)
+        try:
+            self.state.run(args, buffers)
+        except ValueError:
+            return None  # e.g. an argument NumPy did not align to 16 bytes
+        return _pick(self.result, buffers)
+
+
+def _pick(result, buffers):
+    if isinstance(result, tuple):
+        return tuple(_pick(r, buffers) for r in result)
+    return buffers[result]
