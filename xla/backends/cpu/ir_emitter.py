@@ -137,7 +137,9 @@ class Slice:
     def __init__(self, buffer):
         self.allocation = buffer.allocation.index
         self.offset = buffer.offset
-        base = 16 if buffer.allocation.kind == "parameter" else 64
+        # Parameters and results are the caller's NumPy arrays, which NumPy
+        # aligns to 16 bytes; constants and the temp arena are ours, at 64.
+        base = 16 if buffer.allocation.kind in ("parameter", "maybe-live-out") else 64
         self.align = math.gcd(base, buffer.offset) if buffer.offset else base
 
     @property
