@@ -263,6 +263,24 @@ def main():
         jax_col = f"{t_jax * 1e3:9.2f}ms" if t_jax else f"{'-':>10}"
         jax_ratio = f"{t_jax / t_ours:9.2f}" if t_jax else f"{'-':>9}"
         print(f"{name:34} {t_ours * 1e3:9.2f}ms {t_np * 1e3:9.2f}ms {jax_col} {t_np / t_ours:8.2f} {jax_ratio}  {rate}")
+    # Per-call dispatch: an f32[4] add, Python to native code and back.
+    add = xla.compile(xla.parse_hlo_module("""HloModule add
+ENTRY %main (x: f32[4], y: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %y = f32[4] parameter(1)
+  ROOT %a = f32[4] add(%x, %y)
+}
+"""), "cpu")
+    a4 = np.ones(4, np.float32)
+    calls = 20000
+    t_add = median_time(lambda: [add.execute(a4, a4) for _ in range(calls)], 3) / calls
+    line = f"dispatch of an f32[4] add: {t_add * 1e6:.2f} us per call"
+    if jax is not None:
+        jadd = jax.jit(lambda x, y: x + y)
+        j4 = jax.device_put(a4)
+        t_jadd = median_time(lambda: [jadd(j4, j4).block_until_ready() for _ in range(calls)], 3) / calls
+        line += f" (jax.jit: {t_jadd * 1e6:.2f} us)"
+    print(line)
     print(f"compile time of the seed example (parse to executable): {compile_ms:.0f} ms "
           f"({cold_ms:.0f} ms for the first compile in the process)")
 
