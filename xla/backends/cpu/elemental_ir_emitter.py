@@ -21,12 +21,15 @@ and docs/interpreter.md); the notable points:
   0). int64 -> bf16 rounds through f64 and f32 (like NumPy + ml_dtypes);
   f64 -> bf16 rounds to f32 with round-to-odd first (one rounding overall);
   f64 -> f16 likewise (no ``__truncdfhf2`` libcall).
-* Math functions: LLVM intrinsics where they exist (exp, log, sin, cos,
-  pow, sqrt, fabs, floor, ceil, round, roundeven, copysign, ctpop, ctlz,
-  fpto[su]i.sat), which LLVM lowers to instructions or libm calls; the
-  others call libm directly (expm1, log1p, cbrt, tanh, tan, erf, atan2,
-  hypot, with an ``f`` suffix for f32). ``jit.py`` makes the process's libm
-  resolvable.
+* Math functions: exp, log, expm1, log1p, tanh and logistic of real
+  floats are branch-free, call-free IR from ``fast_math.py`` (so loops over
+  them vectorize; f32 within 1 ulp, tanh/logistic 2 ulp, see
+  tests/cpu/test_fast_math.py). Otherwise LLVM intrinsics where they exist
+  (sin, cos, pow, sqrt, fabs, floor, ceil, round, roundeven, copysign,
+  ctpop, ctlz, fpto[su]i.sat, and exp/log inside complex functions), which
+  LLVM lowers to instructions or libm calls; the others call libm directly
+  (cbrt, tan, erf, atan2, hypot, and log1p inside complex log, with an
+  ``f`` suffix for f32). ``jit.py`` makes the process's libm resolvable.
 
 One row per opcode in ``_EMITTERS`` (GUIDE: "One opcode, one row per
 layer"). A combination with no row raises UnimplementedError naming the
@@ -34,7 +37,7 @@ opcode, the element type and "cpu".
 """
 from llvmlite import ir
 
-from xla.backends.cpu import llvm_types
+from xla.backends.cpu import fast_math, llvm_types
 from xla.backends.cpu.llvm_types import F16, F32, F64, I1, I16, I32, I64
 from xla.errors import UnimplementedError
 from xla.hlo.types import PrimitiveType as PT
@@ -268,11 +271,7 @@ def _float_math(real_fn, complex_fn=None):
 
 
 def _logistic(b, x):
-    typ = x.type
-    one = _fconst(typ, 1.0)
-    e = _intrinsic(b, "exp", [b.fneg(_intrinsic(b, "fabs", [x]))])
-    denom = b.fadd(one, e)
-    return b.select(b.fcmp_ordered(">=", x, _fconst(typ, 0.0)), b.fdiv(one, denom), b.fdiv(e, denom))
+    return fast_math.logistic(b, x)
 
 
 def _complex_rsqrt(b, z):
@@ -828,11 +827,11 @@ def _bitcast_convert(b, instr, x):
 # ----------------------------------------------------------------------------
 
 def _exp(b, x):
-    return _intrinsic(b, "exp", [x])
+    return fast_math.exp(b, x)
 
 
 def _log(b, x):
-    return _intrinsic(b, "log", [x])
+    return fast_math.log(b, x)
 
 
 def _sqrt(b, x):
@@ -857,13 +856,13 @@ _EMITTERS = {
     "negate": _negate,
     "sign": _sign,
     "exponential": _float_math(_exp, _complex_exp),
-    "exponential-minus-one": _float_math(_libm_unary("expm1")),
+    "exponential-minus-one": _float_math(fast_math.expm1),
     "log": _float_math(_log, _complex_log),
-    "log-plus-one": _float_math(_libm_unary("log1p")),
+    "log-plus-one": _float_math(fast_math.log1p),
     "sqrt": _float_math(_sqrt, _complex_sqrt),
     "rsqrt": _float_math(_rsqrt, _complex_rsqrt),
     "cbrt": _float_math(_libm_unary("cbrt")),
-    "tanh": _float_math(_libm_unary("tanh")),
+    "tanh": _float_math(fast_math.tanh),
     "logistic": _float_math(_logistic),
     "sine": _float_math(_intrinsic_unary("sin"), _complex_sin),
     "cosine": _float_math(_intrinsic_unary("cos"), _complex_cos),

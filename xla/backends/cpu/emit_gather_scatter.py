@@ -23,6 +23,10 @@ the start itself, so huge indices cannot overflow) is skipped entirely;
 otherwise every window element, in row-major order, becomes
 ``to_apply(output..., update...)`` (variadic scatters combine all outputs
 at once). Repeated indices therefore see their updates in order.
+Inside a fusion (XLA's "wrapped" scatters in optimized modules) scatter is
+a generator instead: one output element is its input element combined, in
+the same order, with every in-bounds update that lands on it (a loop over
+all scatter indices per element: fine for the small wrapped cases).
 """
 from llvmlite import ir
 

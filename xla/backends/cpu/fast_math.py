@@ -47,9 +47,12 @@ near-minimax fit for f32 exp; nothing is copied from a libm):
   no cancellation anywhere and relative accuracy near 0.
 * logistic(x) = (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|).
 
-Measured max errors (tests/cpu/test_fast_math.py, against float64 NumPy
-rounded, ~1M+ inputs per function over the whole range incl. denormals):
-see that file's table; all f32 results are within 2 ulp.
+Measured max errors (tests/cpu/test_fast_math.py: ~1.6M inputs per type
+over the whole range incl. denormals and specials, against NumPy in float64
+/ long double rounded to the type), in ulps:
+
+    exp 1 / 1, log 1 / 1, expm1 1 / 2, log1p 1 / 1, tanh 2 / 2,
+    logistic 2 / 2   (f32 / f64)
 """
 import math
 
@@ -110,7 +113,7 @@ def _truncate_f64(v, bits):
 
 
 def _ln2_lo(hi):
-    # ln 2 to ~30 digits (from the series; the constant is standard).
+    # ln 2 to 36 digits, so that hi + lo is ln 2 to ~2^-48 relative.
     from decimal import Decimal
     ln2 = Decimal("0.693147180559945309417232121458176568")
     return float(ln2 - Decimal(hi))
