@@ -188,3 +188,20 @@ ENTRY %main (x: f32[5]) -> f32[5] {
 """
     with pytest.raises(UnimplementedError, match="no_such_target"):
         run(bad, np.zeros(5, np.float32))
+
+
+def test_gather_with_unsigned_start_indices_clamps():
+    # u32 start indices: 7 clamps to 3 (= 4 - 1), 4000000000 clamps to 3 too.
+    import numpy as np
+    from xla.backends.interpreter import evaluate
+    from xla.hlo.parser import parse_hlo_module
+    module = parse_hlo_module("""HloModule g
+ENTRY %main (x: f32[4], i: u32[3,1]) -> f32[3,1] {
+  %x = f32[4] parameter(0)
+  %i = u32[3,1] parameter(1)
+  ROOT %g = f32[3,1] gather(%x, %i), offset_dims={1}, collapsed_slice_dims={}, start_index_map={0}, index_vector_dim=1, slice_sizes={1}
+}
+""")
+    x = np.array([10, 11, 12, 13], np.float32)
+    i = np.array([[1], [7], [4000000000]], np.uint32)
+    np.testing.assert_array_equal(evaluate(module, x, i), np.array([[11], [13], [13]], np.float32))

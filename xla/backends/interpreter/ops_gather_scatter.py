@@ -20,9 +20,9 @@ def _index_array(indices, index_vector_dim):
         idx = idx[..., None]
     else:
         idx = np.moveaxis(idx, index_vector_dim, -1)
-    if idx.dtype.kind == "u":
+    if idx.dtype == np.uint64:
         # Values beyond int64 are out of bounds anyway; keep them large.
-        idx = np.minimum(idx, np.iinfo(np.int64).max).astype(np.int64)
+        idx = np.minimum(idx, np.uint64(np.iinfo(np.int64).max))
     return idx.astype(np.int64)
 
 
