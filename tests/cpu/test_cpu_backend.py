@@ -372,12 +372,12 @@ def test_bad_arguments():
 
 
 def test_unsupported_op_names_op_and_backend():
-    with pytest.raises(UnimplementedError, match=r"cpu.*\bcholesky\b|\bcholesky\b.*cpu"):
+    with pytest.raises(UnimplementedError, match=r"cpu.*\bfft\b|\bfft\b.*cpu"):
         compile_cpu("""
-HloModule chol
-ENTRY %main (x: f32[4,4]) -> f32[4,4] {
-  %x = f32[4,4] parameter(0)
-  ROOT %c = f32[4,4] cholesky(%x), lower=true
+HloModule f
+ENTRY %main (x: c64[8]) -> c64[8] {
+  %x = c64[8] parameter(0)
+  ROOT %c = c64[8] fft(%x), fft_type=FFT, fft_length={8}
 }
 """)
 

@@ -24,18 +24,6 @@ from xla.tools.arrays import flatten_result  # noqa: E402
 FILES = corpus_files()
 
 UNSUPPORTED = {
-    "attention.optimized.hlo": "fusion",
-    "dot_general_multi.optimized.hlo": "fusion",
-    "einsum_batch.optimized.hlo": "fusion",
-    "float8_convert.hlo": "convert",
-    "float8_convert.optimized.hlo": "convert",
-    "linalg_hlo_ops.hlo": "cholesky",
-    "linalg_lapack.hlo": "custom-call",
-    "linalg_lapack.optimized.hlo": "custom-call",
-    "mlp_train_step.optimized.hlo": "fusion",
-    "rng_bit_generator.hlo": "rng-bit-generator",
-    "rng_uniform.hlo": "rng",
-    "rng_uniform.optimized.hlo": "rng-get-and-update-state",
 }
 
 

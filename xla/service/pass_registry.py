@@ -14,6 +14,7 @@ PASSES = {
     "constant_folding": "xla.service.constant_folding:HloConstantFolding",
     "copy-insertion": "xla.service.copy_insertion:CopyInsertion",
     "cse": "xla.service.cse:HloCSE",
+    "custom-fusion-inliner": "xla.service.custom_fusion_inliner:CustomFusionInliner",
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
     "flatten-call-graph": "xla.service.flatten_call_graph:FlattenCallGraph",

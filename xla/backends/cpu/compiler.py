@@ -38,10 +38,15 @@ class CpuCompiler:
         self.opt_level = opt_level
 
     def optimization_pipeline(self, **options):
-        """The passes ``hlo_opt --platform=cpu`` runs: the target-independent
-        pipeline (fusion decides what each kernel computes)."""
+        """The passes ``hlo_opt --platform=cpu`` runs: ``custom-fusion-inliner``
+        (kCustom fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO
+        for the pipeline to re-fuse), then the target-independent pipeline
+        (fusion decides what each kernel computes)."""
+        from xla.service.pass_registry import make_pass
         from xla.service.pipelines import target_independent_pipeline
-        return target_independent_pipeline(**options)
+        pipeline = target_independent_pipeline(**options)
+        pipeline.passes.insert(0, make_pass("custom-fusion-inliner"))
+        return pipeline
 
     def emit(self, module, runtime_symbols):
         """Verifies and optimizes ``module`` in place, assigns buffers and

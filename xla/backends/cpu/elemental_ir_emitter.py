@@ -699,7 +699,7 @@ def _float_to_float(b, x, src, dst_typ, dst=None):
     # double -> float. To f16/bf16: round to odd in f32 here, so that the
     # caller's rounding to the narrow type is one correct rounding of x
     # (and no __truncdfhf2 libcall is needed).
-    if dst in (PT.F16, PT.BF16):
+    if dst in llvm_types.NARROW_FLOATS:
         return _round_f64_to_f32_odd(b, x)
     return b.fptrunc(x, dst_typ)
 
@@ -778,6 +778,8 @@ def _to_bits(b, x, et):
         return b.bitcast(b.fptrunc(x, F16), I16)
     if et is PT.BF16:
         return b.trunc(b.lshr(b.bitcast(x, I32), ir.Constant(I32, 16)), I16)
+    if et in llvm_types.F8_TYPES:
+        return llvm_types.f32_to_f8_bits(b, x, et)
     if kind == "f":
         return b.bitcast(x, ir.IntType(et.bits))
     if kind == "c":
@@ -799,6 +801,8 @@ def _from_bits(b, bits, et):
         return b.fpext(b.bitcast(bits, F16), F32)
     if et is PT.BF16:
         return llvm_types.bf16_bits_to_f32(b, bits)
+    if et in llvm_types.F8_TYPES:
+        return llvm_types.f8_bits_to_f32(b, bits, et)
     if kind == "f":
         return b.bitcast(bits, llvm_types.register_type(et))
     if kind == "c":

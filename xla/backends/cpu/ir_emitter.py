@@ -51,6 +51,7 @@ from xla.hlo.opcodes import ELEMENTWISE
 from xla.backends.cpu.elemental_ir_emitter import emit_elementwise
 from xla.backends.cpu.llvm_types import (bf16_bits_to_f32, f16_bits_to_f32, load_element, memory_type,
                                          register_type, round_to_type, store_element, to_memory)
+from xla.backends.cpu.llvm_types import F8_TYPES, NARROW_FLOATS, f8_bits_to_f32
 from xla.hlo.types import PrimitiveType
 
 PTR = ir.PointerType()
@@ -62,6 +63,11 @@ KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
 PARALLEL_MIN_ELEMENTS = 1 << 16
 # Elements per parallel chunk at least (keeps tiny chunks from thrashing).
 PARALLEL_MIN_CHUNK_ELEMENTS = 1 << 14
+# Reductions to at most REDUCE_MAX_OUTPUTS elements are split along a reduced
+# dimension into at most REDUCE_CHUNKS chunks (a fixed number, so that the
+# result does not depend on the thread count); see emit_chunked_reduce.
+REDUCE_CHUNKS = 64
+REDUCE_MAX_OUTPUTS = 64
 
 # Ops that define no code of their own: their buffers alias their operands'
 # (or are parameters/constants filled from outside).
@@ -125,7 +131,8 @@ def physical_bytes(array, shape):
 
 def check_element_type(shape, instr):
     for _, leaf in shape.leaves():
-        if leaf.is_array and (leaf.element_type.bits < 8 or leaf.element_type.text.startswith("f8")):
+        if leaf.is_array and (leaf.element_type.bits < 8 or leaf.element_type.text.startswith("f8")
+                              and leaf.element_type not in NARROW_FLOATS):
             raise unsupported(instr, f"element type {leaf.element_type}")
 
 
@@ -151,7 +158,7 @@ class Kernel:
     """One kernel function being emitted: its builder, buffer arguments,
     alloca block and the memo table of the generators."""
 
-    def __init__(self, emitter, name, slices):
+    def __init__(self, emitter, name, slices, scratch=False):
         self.emitter = emitter
         module = emitter.llmod
         keys = []
@@ -162,7 +169,8 @@ class Kernel:
         aligns = {}
         for s in slices:
             aligns[s.key] = min(aligns.get(s.key, 64), s.align)
-        impl_type = ir.FunctionType(VOID, [PTR] * len(keys) + [I64, I64])
+        n_ptrs = len(keys) + (1 if scratch else 0)
+        impl_type = ir.FunctionType(VOID, [PTR] * n_ptrs + [I64, I64])
         impl = ir.Function(module, impl_type, f"{name}.impl")
         impl.linkage = "internal"
         impl.attributes.add("alwaysinline")
@@ -173,7 +181,10 @@ class Kernel:
             arg.attributes.align = aligns[key]
         self.impl = impl
         self.ptrs = dict(zip(keys, impl.args[:len(keys)]))
-        self.begin, self.end = impl.args[len(keys)], impl.args[len(keys) + 1]
+        self.scratch = impl.args[len(keys)] if scratch else None
+        if scratch:
+            self.scratch.add_attribute("noalias")
+        self.begin, self.end = impl.args[n_ptrs], impl.args[n_ptrs + 1]
         self.alloca_block = impl.append_basic_block("allocas")
         self.alloca_builder = ir.IRBuilder(self.alloca_block)
         self.start_block = impl.append_basic_block("start")
@@ -184,7 +195,12 @@ class Kernel:
         wrapper.linkage = "internal"
         wb = ir.IRBuilder(wrapper.append_basic_block("entry"))
         table, begin, end = wrapper.args
-        args = [emitter.slice_pointer(wb, table, key) for key in keys]
+        extra = []
+        if scratch:  # the argument is a ChunkContext: {buffer table, scratch}
+            ctx = table
+            table = wb.load(ctx, typ=PTR)
+            extra = [wb.load(wb.gep(ctx, [i64(1)], inbounds=True, source_etype=PTR), typ=PTR)]
+        args = [emitter.slice_pointer(wb, table, key) for key in keys] + extra
         wb.call(impl, args + [begin, end])
         wb.ret_void()
         self.function = wrapper
@@ -458,6 +474,8 @@ def _from_bits(b, bits, et):
         return f16_bits_to_f32(b, value)
     if et.text == "bf16":
         return bf16_bits_to_f32(b, value)
+    if et in F8_TYPES:
+        return f8_bits_to_f32(b, value, et)
     return value
 
 
@@ -558,7 +576,12 @@ class ModuleEmitter:
         self.llmod = ir.Module(name=module.name)
         self.entry_function = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR]), "entry")
         self.entry_function.args[0].add_attribute("nonnull")
+        # Allocas of the entry function (scratch of chunked reductions) go in
+        # a block of their own, which falls through to "entry".
+        self.alloca_builder = ir.IRBuilder(self.entry_function.append_basic_block("allocas"))
         self.builder = ir.IRBuilder(self.entry_function.append_basic_block("entry"))
+        self.alloca_builder.branch(self.builder.block)
+        self.alloca_builder.position_at_start(self.alloca_builder.block)
         self.table = self.entry_function.args[0]
         self._globals = {}
         self._declared = {}
@@ -718,6 +741,8 @@ class ModuleEmitter:
 
     def emit_loops(self, h, root, fusion=None):
         in_slices = self.operand_slices(h)
+        if self.emit_chunked_reduce(h, root, fusion, in_slices):
+            return
         for loop_shape, outputs in self.output_groups(h, root):
             if loop_shape.num_elements() == 0:
                 continue
@@ -736,12 +761,102 @@ class ModuleEmitter:
 
             le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end)
             kernel.finish()
-            self.call_kernel(kernel.function, loop_shape)
+            work = loop_shape.num_elements()
+            if root.opcode == "reduce":  # each output element reads this many inputs
+                work *= max(1, root.operands[0].shape.num_elements() // max(1, work))
+            self.call_kernel(kernel.function, loop_shape, work)
 
-    def call_kernel(self, fn, loop_shape):
+    def emit_chunked_reduce(self, h, root, fusion, in_slices):
+        """A reduce (standalone or a fusion's root) to a small output over
+        many elements, split into ``REDUCE_CHUNKS`` chunks of its most major
+        reduced dimension at most: one kernel computes each chunk's partial
+        results into a scratch array on the entry function's stack, spread
+        over the thread pool; a second combines them with the reducer in
+        chunk order (so the result does not depend on the thread count)
+        starting from the init value, and stores the output. False when it
+        does not apply."""
+        if (root.opcode != "reduce" or len(root.operands) != 2 or not h.shape.is_array
+                or "__xla_cpu_parallel_for" not in self.runtime_symbols):
+            return False
+        et = root.shape.element_type
+        identity = reduction_emitter.chunk_identity(root.attr("to_apply"), et)
+        dim = reduction_emitter.chunked_dimension(root)
+        if identity is None or dim is None or root.operands[0].shape.element_type is not et:
+            return False
+        outputs = h.shape.num_elements()
+        work = root.operands[0].shape.num_elements()
+        extent = root.operands[0].shape.dimensions[dim]
+        chunks = min(REDUCE_CHUNKS, extent, work // PARALLEL_MIN_CHUNK_ELEMENTS)
+        if (outputs == 0 or outputs > REDUCE_MAX_OUTPUTS or work < PARALLEL_MIN_ELEMENTS
+                or chunks < 2):
+            return False
+        out_slice = Slice(self.assignment.buffer(h, ()))
+        out_shape = h.shape
+        rt = identity.type
+        # Scratch and context live in the entry block (allocas elsewhere would
+        # grow the stack each time a loop runs this code).
+        ab = self.alloca_builder
+        scratch = ab.alloca(rt, size=i64(chunks * outputs), name=f"chunks.{h.name}")
+        scratch.align = 64
+        ctx = ab.alloca(PTR, size=i64(2), name=f"ctx.{h.name}")
+        b = self.builder
+        b.store(self.table, ctx)
+        b.store(b.bitcast(scratch, PTR), b.gep(ctx, [i64(1)], inbounds=True, source_etype=PTR))
+        ctx = b.bitcast(ctx, PTR)
+
+        def slot(kb, k, index):
+            pos = le.linear_index(kb, out_shape, index)
+            if k is not None:
+                pos = kb.add(kb.mul(k, i64(outputs), flags=("nsw", "nuw")), pos, flags=("nsw", "nuw"))
+            return kb.gep(kernel.scratch, [pos], inbounds=True, source_etype=rt)
+
+        # Partial results: chunk k covers [k*extent/chunks, (k+1)*extent/chunks).
+        kernel = Kernel(self, self.unique(f"kernel.{h.name}.chunks"), in_slices, scratch=True)
+        kernel.root = h
+        g = ElementGenerator(self, kernel, fusion)
+        kb = kernel.b
+        with le.for_loop(kb, kernel.begin, kernel.end, name="chunk") as k:
+            lo = kb.udiv(kb.mul(k, i64(extent), flags=("nsw", "nuw")), i64(chunks))
+            hi = kb.udiv(kb.mul(kb.add(k, i64(1), flags=("nsw", "nuw")), i64(extent),
+                                flags=("nsw", "nuw")), i64(chunks))
+            g.reduce_chunks = {id(root): (lo, hi, [identity])}
+            saved = g.push_scope()
+            le.loop_nest(kb, out_shape, lambda index: kb.store(g.value(root, index), slot(kb, k, index)))
+            g.pop_scope(saved)
+            g.reduce_chunks = {}
+        kernel.finish()
+        pf = self.declare("__xla_cpu_parallel_for", ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
+        b.call(pf, [kernel.function, ctx, i64(chunks), i64(1)])
+
+        # The combination, serial, in chunk order.
+        kernel = Kernel(self, self.unique(f"kernel.{h.name}.combine"), in_slices + [out_slice],
+                        scratch=True)
+        kernel.root = h
+        g = ElementGenerator(self, kernel, fusion)
+        kb = kernel.b
+        comp = root.attr("to_apply")
+        acc = kernel.alloca(rt, name="acc")
+
+        def combine(index):
+            kb.store(g.value(root.operands[1], []), acc)
+            with le.for_loop(kb, 0, chunks, name="c") as c:
+                part = kb.load(slot(kb, c, index), typ=rt)
+                kb.store(self.emit_scalar_computation(kb, comp, [kb.load(acc, typ=rt), part]), acc)
+            ptr = g.element_pointer(kernel.pointer(out_slice), out_shape, index)
+            store_element(kb, kb.load(acc, typ=rt), ptr, out_shape.element_type)
+
+        le.loop_nest(kb, out_shape, combine)
+        kernel.finish()
+        b.call(kernel.function, [ctx, i64(0), i64(le.outer_extent(out_shape))])
+        return True
+
+    def call_kernel(self, fn, loop_shape, work=None):
+        """Runs kernel ``fn`` over ``loop_shape``; ``work`` (default: its
+        element count) is the number of elements it reads, which decides
+        whether and how finely to split its outermost loop across threads."""
         b = self.builder
         n = le.outer_extent(loop_shape)
-        elements = loop_shape.num_elements()
+        elements = loop_shape.num_elements() if work is None else work
         if (elements >= PARALLEL_MIN_ELEMENTS and n >= 2
                 and "__xla_cpu_parallel_for" in self.runtime_symbols):
             pf = self.declare("__xla_cpu_parallel_for",

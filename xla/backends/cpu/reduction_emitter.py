@@ -24,6 +24,15 @@ pairwise at the end. Like XLA:CPU's vectorized reductions this reassociates
 the sum (results differ from a sequential sum in the last bits, and are
 usually more accurate); other reducers and types accumulate sequentially.
 
+Parallel reductions to small outputs (``chunk_identity`` says which
+reducers qualify): the module emitter splits the most major reduced
+dimension into a fixed number of chunks, independent of the thread count,
+and sets ``g.reduce_chunks[id(h)] = (lo, hi, identities)``; the reduce then
+walks only ``[lo, hi)`` of that dimension, starting from the reducer's
+identity instead of the init value. The partial results are combined in
+chunk order afterwards (``ir_emitter.ModuleEmitter.emit_chunked_reduce``),
+so results do not depend on the number of threads.
+
 Dot (the naive form, for integer and other types, fused dots, and f32/f64
 dots when the runtime has no matmul): for each output element, a loop over
 the contracting dimensions multiplying and accumulating in the result's
@@ -51,6 +60,48 @@ def _is_plain_add(comp):
                        if o.opcode == "parameter") == [0, 1])
 
 
+# Plain binary reducers whose identity is known; they are associative (add
+# and multiply of floats only up to rounding, which reductions already
+# reassociate, see above).
+_CHUNKABLE = ("add", "multiply", "maximum", "minimum", "and", "or")
+
+
+def chunk_identity(comp, et):
+    """The identity (an ir.Constant) of reducer ``comp`` on element type
+    ``et`` when a reduction with it may be split into chunks whose partial
+    results are combined with it; None otherwise."""
+    root = comp.root_instruction
+    if (root.opcode not in _CHUNKABLE or len(comp.instructions) != 3
+            or sorted(o.parameter_number for o in root.operands
+                      if o.opcode == "parameter") != [0, 1]
+            or any(o.shape.element_type is not et for o in root.operands)):
+        return None
+    op = root.opcode
+    if et.text in ("f32", "f64"):
+        t = ir.FloatType() if et.text == "f32" else ir.DoubleType()
+        value = {"add": -0.0, "multiply": 1.0, "maximum": float("-inf"),
+                 "minimum": float("inf")}.get(op)
+        return None if value is None else ir.Constant(t, value)
+    if et.kind in "su" and et.bits in (8, 16, 32, 64):
+        bits = et.bits
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if et.kind == "s" else (0, (1 << bits) - 1)
+        value = {"add": 0, "multiply": 1, "maximum": lo, "minimum": hi, "and": -1, "or": 0}[op]
+        return ir.Constant(ir.IntType(bits), value & ((1 << bits) - 1))
+    return None
+
+
+def _reduced_order(h):
+    in_shape = h.operands[0].shape
+    reduced = set(h.attr("dimensions", ()))
+    return [d for d in le.major_to_minor(in_shape) if d in reduced]
+
+
+def chunked_dimension(h):
+    """The input dimension a chunked reduce splits: the most major reduced one."""
+    order = _reduced_order(h)
+    return order[0] if order else None
+
+
 def generate_reduce(g, h, index):
     b = g.b
     n = len(h.operands) // 2
@@ -59,7 +110,14 @@ def generate_reduce(g, h, index):
     reduced = sorted(h.attr("dimensions", ()))
     kept = [d for d in range(in_shape.rank) if d not in reduced]
     comp = h.attr("to_apply")
-    init_values = [g.value(i, []) for i in inits]
+    chunk = getattr(g, "reduce_chunks", {}).get(id(h))
+    if chunk is not None:
+        lo, hi, identities = chunk
+        init_values = list(identities)
+        ranges = {chunked_dimension(h): (lo, hi)}
+    else:
+        init_values = [g.value(i, []) for i in inits]
+        ranges = {}
     if any(in_shape.dimensions[d] == 0 for d in reduced):
         return init_values[0] if n == 1 else list(init_values)
     base_index = [None] * in_shape.rank
@@ -70,7 +128,7 @@ def generate_reduce(g, h, index):
     lanes = LANES.get(et.text)
     if (n == 1 and lanes and _is_plain_add(comp) and order and order[-1] == le.major_to_minor(in_shape)[-1]
             and in_shape.dimensions[order[-1]] >= 2 * lanes):
-        return _vector_row_reduce(g, inputs[0], init_values[0], base_index, order, lanes)
+        return _vector_row_reduce(g, inputs[0], init_values[0], base_index, order, lanes, ranges)
 
     accs = [g.kernel.alloca(v.type, name=f"acc.{h.name}") for v in init_values]
     for a, v in zip(accs, init_values):
@@ -88,7 +146,8 @@ def generate_reduce(g, h, index):
                 g.b.store(v, a)
             return
         d = order[level]
-        with le.for_loop(g.b, 0, in_shape.dimensions[d], name=f"r{d}") as iv:
+        lo, hi = ranges.get(d, (0, in_shape.dimensions[d]))
+        with le.for_loop(g.b, lo, hi, name=f"r{d}") as iv:
             idx[d] = iv
             emit(level + 1)
 
@@ -98,7 +157,7 @@ def generate_reduce(g, h, index):
     return result[0] if n == 1 else result
 
 
-def _vector_row_reduce(g, x, init, base_index, order, lanes):
+def _vector_row_reduce(g, x, init, base_index, order, lanes, ranges):
     b = g.b
     scalar_t = init.type
     vec_t = ir.VectorType(scalar_t, lanes)
@@ -117,21 +176,30 @@ def _vector_row_reduce(g, x, init, base_index, order, lanes):
     def emit(level):
         if level < len(order) - 1:
             d = order[level]
-            with le.for_loop(g.b, 0, x.shape.dimensions[d], name=f"r{d}") as iv:
+            lo, hi = ranges.get(d, (0, x.shape.dimensions[d]))
+            with le.for_loop(g.b, lo, hi, name=f"r{d}") as iv:
                 idx[d] = iv
                 emit(level + 1)
             return
-        with le.for_loop(g.b, 0, full, name="rv") as j:
+        if inner in ranges:  # a chunk [lo, hi) of the only reduced dimension
+            lo, hi = ranges[inner]
+            count = g.b.udiv(g.b.sub(hi, lo, flags=("nsw", "nuw")), i64(lanes))
+            tail = g.b.add(lo, g.b.mul(count, i64(lanes), flags=("nsw", "nuw")), flags=("nsw", "nuw"))
+        else:
+            lo, count, tail, hi = None, full, full * lanes, n_inner
+        with le.for_loop(g.b, 0, count, name="rv") as j:
             scope = g.push_scope()
             base = g.b.mul(j, i64(lanes), flags=("nsw", "nuw"))
+            if lo is not None:
+                base = g.b.add(lo, base, flags=("nsw", "nuw"))
             vec = ir.Constant(vec_t, ir.Undefined)
             for lane in range(lanes):
                 idx[inner] = g.b.add(base, i64(lane), flags=("nsw", "nuw")) if lane else base
                 vec = g.b.insert_element(vec, g.value(x, list(idx)), ir.Constant(ir.IntType(32), lane))
             g.pop_scope(scope)
             g.b.store(g.b.fadd(g.b.load(vacc, typ=vec_t), vec), vacc)
-        if n_inner % lanes:
-            with le.for_loop(g.b, full * lanes, n_inner, name="rs") as k:
+        if lo is not None or n_inner % lanes:
+            with le.for_loop(g.b, tail, hi, name="rs") as k:
                 scope = g.push_scope()
                 idx[inner] = k
                 v = g.value(x, list(idx))
