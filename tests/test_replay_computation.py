@@ -131,3 +131,11 @@ def test_cpu_platform_gives_the_same_results(tmp_path, module_file):
     with np.load(out) as result:
         np.testing.assert_array_equal(result["out1"], np.array([1.5, 1, 9, 4], np.float32))
         assert result["out0"] == np.float32(15.5)
+
+
+def test_num_runs_prints_a_timing_summary(module_file):
+    proc = run_tool("--platform=cpu", "--num_runs=5", str(module_file))
+    assert proc.returncode == 0, proc.stderr
+    assert "5 runs: min " in proc.stdout and " median " in proc.stdout
+    proc = run_tool("--num_runs=0", str(module_file))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "num_runs" in proc.stderr

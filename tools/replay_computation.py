@@ -23,6 +23,8 @@ flags.DEFINE_string("args", None, "An .npz file with the arguments arg0..argN.")
 flags.DEFINE_string("output", None, "Write the results as out0..outM to this .npz file.")
 flags.DEFINE_integer("random_seed", 0, "Seed of the random arguments used without --args.")
 flags.DEFINE_bool("print_result", False, "Print every result array in full.")
+flags.DEFINE_integer("num_runs", 1, "Run each module this many times and print min/median times.",
+                     lower_bound=1)
 
 
 def _resolve(path):
@@ -46,9 +48,14 @@ def main(argv):
                 raise XlaError("--output takes one module; got " + str(len(paths)))
             replay.check_output_path(output, paths + [args_path])
         for path in paths:
-            result = replay.replay_file(path, FLAGS.platform, args_path, FLAGS.random_seed)
+            result = replay.replay_file(path, FLAGS.platform, args_path, FLAGS.random_seed,
+                                        FLAGS.num_runs)
             print(f"{path}: {len(result.leaves)} result(s) on {FLAGS.platform} "
                   f"in {result.seconds[0] * 1e3:.2f} ms")
+            if FLAGS.num_runs > 1:
+                times = sorted(result.seconds)
+                print(f"  {FLAGS.num_runs} runs: min {times[0] * 1e3:.3f} ms, "
+                      f"median {times[len(times) // 2] * 1e3:.3f} ms")
             for i, leaf in enumerate(result.leaves):
                 print("  " + arrays.summarize(f"out{i}", leaf))
                 if FLAGS.print_result:
