@@ -743,15 +743,25 @@ class ModuleEmitter:
         in_slices = self.operand_slices(h)
         if self.emit_chunked_reduce(h, root, fusion, in_slices):
             return
+        riders = self.reduce_riders(h, root, fusion)
         for loop_shape, outputs in self.output_groups(h, root):
-            if loop_shape.num_elements() == 0:
+            outputs = [(si, get) for si, get in outputs if si[:1] not in riders]
+            if loop_shape.num_elements() == 0 or not outputs:
                 continue
             out = [(Slice(self.assignment.buffer(h, si)), h.shape.subshape(si), get)
                    for si, get in outputs]
+            reduces = [root.operands[si[0]] for si, _ in outputs
+                       if root.opcode == "tuple" and root.operands[si[0]].opcode == "reduce"]
+            side = [(k, r) for k, r in riders.items() if r in reduces]
+            side_slices = [Slice(self.assignment.buffer(h, k)) for k, _ in side]
             name = self.unique(f"kernel.{h.name}")
-            kernel = Kernel(self, name, in_slices + [s for s, _, _ in out])
+            kernel = Kernel(self, name, in_slices + [s for s, _, _ in out] + side_slices)
             kernel.root = h
             g = ElementGenerator(self, kernel, fusion)
+            g.reduce_side_outputs = {}
+            for (k, r), s in zip(side, side_slices):
+                g.reduce_side_outputs.setdefault(id(r), []).append(
+                    (kernel.pointer(s), h.shape.subshape(k), root.operands[k[0]]))
 
             def body(index):
                 for s, shape, get in out:
@@ -764,7 +774,32 @@ class ModuleEmitter:
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs
                 work *= max(1, root.operands[0].shape.num_elements() // max(1, work))
+            elif reduces:
+                work = max([work] + [r.operands[0].shape.num_elements() for r in reduces])
             self.call_kernel(kernel.function, loop_shape, work)
+
+    def reduce_riders(self, h, root, fusion):
+        """Multi-output fusions (a reduce and the array it reduces, e.g. the
+        exponentials and their row sums in softmax): ``{(k,): reduce}`` for
+        each array output ``k`` with the dimensions of a reduce output's
+        input. Those outputs get no loop of their own: the reduce's loop,
+        which walks every input index once, stores them as it goes, so their
+        elements are computed once and in the reduce's (parallel) kernel."""
+        if fusion is None or root.opcode != "tuple" or not h.shape.is_tuple:
+            return {}
+        reduces = [r for r in root.operands
+                   if r.opcode == "reduce" and len(r.operands) == 2 and r.shape.is_array]
+        riders = {}
+        for k, leaf in enumerate(root.operands):
+            if leaf.opcode == "reduce" or not leaf.shape.is_array or leaf.shape.num_elements() == 0:
+                continue
+            for r in reduces:
+                if (tuple(r.operands[0].shape.dimensions) == tuple(leaf.shape.dimensions)
+                        and tuple(h.shape.tuple_shapes[k].dimensions) == tuple(leaf.shape.dimensions)
+                        and r.shape.num_elements() > 0):
+                    riders[(k,)] = r
+                    break
+        return riders
 
     def emit_chunked_reduce(self, h, root, fusion, in_slices):
         """A reduce (standalone or a fusion's root) to a small output over

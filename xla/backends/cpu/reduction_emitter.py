@@ -14,15 +14,23 @@ reduces (argmax: a value and an index reduced together) keep one
 accumulator per input and apply the reducer computation, emitted as scalar
 code, to all of them at once; the result is a list.
 
-Row reductions of f32/f64 with a plain ``add`` reducer use ``LANES``
+Row reductions of f32/f64 with a plain ``add``, ``maximum`` or ``minimum``
+reducer (``_VECTOR_REDUCERS``) use ``LANES``
 independent accumulators, held as one vector: the innermost loop is unrolled
 by the lane count, each lane's element computed by the generators and
 inserted into a vector that is added to the accumulator vector (the SLP
 vectorizer turns the per-lane loads and arithmetic into vector operations),
-the remainder is added to a scalar accumulator, and the lanes are summed
-pairwise at the end. Like XLA:CPU's vectorized reductions this reassociates
-the sum (results differ from a sequential sum in the last bits, and are
-usually more accurate); other reducers and types accumulate sequentially.
+the remainder is added to a scalar accumulator, and the lanes are combined
+pairwise at the end (max/min: the reducer applied lane-wise to the vectors).
+Like XLA:CPU's vectorized reductions this reassociates the sum (results
+differ from a sequential sum in the last bits, and are usually more
+accurate); max and min are exact in any order; other reducers and types
+accumulate sequentially.
+
+Multi-output fusions whose outputs include a reduce and arrays shaped like
+its input (``ModuleEmitter.reduce_riders``) set
+``g.reduce_side_outputs[id(reduce)]``: the reduce's loops store those
+outputs at each input index they visit, so each element is computed once.
 
 Parallel reductions to small outputs (``chunk_identity`` says which
 reducers qualify): the module emitter splits the most major reduced
@@ -51,13 +59,6 @@ LANES = {"f32": 8, "f64": 4}
 def _unsupported(h, what):
     return UnimplementedError(
         f"the cpu backend does not support {h.opcode} ({what}) (instruction {h.name})")
-
-
-def _is_plain_add(comp):
-    root = comp.root_instruction
-    return (root.opcode == "add" and len(comp.instructions) == 3
-            and sorted(o.parameter_number for o in root.operands
-                       if o.opcode == "parameter") == [0, 1])
 
 
 # Plain binary reducers whose identity is known; they are associative (add
@@ -102,6 +103,15 @@ def chunked_dimension(h):
     return order[0] if order else None
 
 
+def _store_side_outputs(g, h, idx):
+    """Stores the fusion outputs that ride along this reduce's loop (see
+    ``ModuleEmitter.reduce_side_outputs``) at input index ``idx``."""
+    from xla.backends.cpu.llvm_types import store_element
+    for ptr, shape, leaf in getattr(g, "reduce_side_outputs", {}).get(id(h), ()):
+        store_element(g.b, g.value(leaf, list(idx)), g.element_pointer(ptr, shape, list(idx)),
+                      shape.element_type)
+
+
 def generate_reduce(g, h, index):
     b = g.b
     n = len(h.operands) // 2
@@ -126,9 +136,12 @@ def generate_reduce(g, h, index):
     order = [d for d in le.major_to_minor(in_shape) if d in reduced]
     et = inputs[0].shape.element_type
     lanes = LANES.get(et.text)
-    if (n == 1 and lanes and _is_plain_add(comp) and order and order[-1] == le.major_to_minor(in_shape)[-1]
+    identity = chunk_identity(comp, et) if n == 1 and lanes else None
+    if (identity is not None and comp.root_instruction.opcode in _VECTOR_REDUCERS
+            and order and order[-1] == le.major_to_minor(in_shape)[-1]
             and in_shape.dimensions[order[-1]] >= 2 * lanes):
-        return _vector_row_reduce(g, inputs[0], init_values[0], base_index, order, lanes, ranges)
+        return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes, ranges,
+                                  comp, identity)
 
     accs = [g.kernel.alloca(v.type, name=f"acc.{h.name}") for v in init_values]
     for a, v in zip(accs, init_values):
@@ -139,6 +152,7 @@ def generate_reduce(g, h, index):
     def emit(level):
         if level == len(order):
             xs = [g.value(x, list(idx)) for x in inputs]
+            _store_side_outputs(g, h, idx)
             cur = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
             out = g.emitter.emit_scalar_computation(g.b, comp, cur + xs)
             out = out if isinstance(out, (list, tuple)) else [out]
@@ -157,11 +171,21 @@ def generate_reduce(g, h, index):
     return result[0] if n == 1 else result
 
 
-def _vector_row_reduce(g, x, init, base_index, order, lanes, ranges):
+# Float reducers that row reductions run in LANES accumulators: add
+# (reassociated, see above), maximum and minimum (exact in any order; NaN
+# propagates through every lane and the final combination).
+_VECTOR_REDUCERS = ("add", "maximum", "minimum")
+
+
+def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, identity):
     b = g.b
     scalar_t = init.type
     vec_t = ir.VectorType(scalar_t, lanes)
-    neg_zero = ir.Constant(scalar_t, -0.0)  # the identity of fadd, -0.0 included
+    neg_zero = identity  # -0.0 for fadd (the identity, -0.0 included), -inf for max, ...
+    if comp.root_instruction.opcode == "add":
+        combine = lambda bb, u, v: bb.fadd(u, v)  # noqa: E731
+    else:  # the reducer itself, applied lane-wise to vectors
+        combine = lambda bb, u, v: g.emitter.emit_scalar_computation(bb, comp, [u, v])  # noqa: E731
     vacc = g.kernel.alloca(vec_t, name="vacc")
     sacc = g.kernel.alloca(scalar_t, name="sacc")
     start = ir.Constant(vec_t, [neg_zero] * lanes)
@@ -196,23 +220,25 @@ def _vector_row_reduce(g, x, init, base_index, order, lanes, ranges):
             for lane in range(lanes):
                 idx[inner] = g.b.add(base, i64(lane), flags=("nsw", "nuw")) if lane else base
                 vec = g.b.insert_element(vec, g.value(x, list(idx)), ir.Constant(ir.IntType(32), lane))
+                _store_side_outputs(g, h, idx)
             g.pop_scope(scope)
-            g.b.store(g.b.fadd(g.b.load(vacc, typ=vec_t), vec), vacc)
+            g.b.store(combine(g.b, g.b.load(vacc, typ=vec_t), vec), vacc)
         if lo is not None or n_inner % lanes:
             with le.for_loop(g.b, tail, hi, name="rs") as k:
                 scope = g.push_scope()
                 idx[inner] = k
                 v = g.value(x, list(idx))
+                _store_side_outputs(g, h, idx)
                 g.pop_scope(scope)
-                g.b.store(g.b.fadd(g.b.load(sacc, typ=scalar_t), v), sacc)
+                g.b.store(combine(g.b, g.b.load(sacc, typ=scalar_t), v), sacc)
 
     emit(0)
     g.pop_scope(saved)
     v = b.load(vacc, typ=vec_t)
     parts = [b.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(lanes)]
     while len(parts) > 1:
-        parts = [b.fadd(parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
-    return b.fadd(parts[0], b.load(sacc, typ=scalar_t))
+        parts = [combine(b, parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
+    return combine(b, parts[0], b.load(sacc, typ=scalar_t))
 
 
 def generate_dot(g, h, index):
