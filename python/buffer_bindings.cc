@@ -14,40 +14,19 @@
 #include "csrc/buffer_assignment.h"
 #include "csrc/graph.h"
 #include "csrc/scheduler.h"
+#include "python/array_args.h"
 
 namespace py = pybind11;
 
 namespace {
 
-using I64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
-using U8Array = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+using I64Array = xla_python::Array<int64_t>;
+using U8Array = xla_python::Array<uint8_t>;
+using xla_python::ToNumpy;
 
 template <typename ArrayT>
 ArrayT AsArray(py::handle value, const char* name) {
-  py::array array = py::array::ensure(value);
-  if (!array) {
-    throw py::type_error(std::string(name) + " must be a 1-D integer array; got " +
-                         std::string(py::str(py::type::handle_of(value).attr("__name__"))));
-  }
-  if (array.ndim() != 1) {
-    throw py::value_error(std::string(name) + " must be a 1-D array; got " +
-                          std::to_string(array.ndim()) + " dimensions");
-  }
-  const char kind = array.dtype().kind();
-  if (array.size() > 0 && kind != 'i' && kind != 'u' && kind != 'b') {
-    throw py::type_error(std::string(name) + " must be an integer array; got dtype " +
-                         std::string(py::str(array.dtype())));
-  }
-  return ArrayT::ensure(array);
-}
-
-template <typename NumpyT, typename T>
-py::array_t<NumpyT> ToNumpy(std::vector<T>&& values) {
-  static_assert(sizeof(NumpyT) == sizeof(T), "element sizes must match");
-  auto* owned = new std::vector<T>(std::move(values));
-  py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<NumpyT>(static_cast<py::ssize_t>(owned->size()),
-                             reinterpret_cast<const NumpyT*>(owned->data()), owner);
+  return xla_python::AsIntegerArray<typename ArrayT::value_type>(value, name);
 }
 
 // Keeps the scheduler's arrays alive and validated while the core runs.

@@ -15,6 +15,7 @@
 
 #include "csrc/graph.h"
 #include "csrc/version.h"
+#include "python/array_args.h"
 
 namespace py = pybind11;
 
@@ -27,24 +28,11 @@ void RegisterCpuRuntime(py::module_& m);
 
 namespace {
 
-using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using IndexArray = xla_python::Array<int64_t>;
+using xla_python::ToNumpy;
 
 IndexArray AsIndexArray(py::handle value, const char* name) {
-  py::array array = py::array::ensure(value);
-  if (!array) {
-    throw py::type_error(std::string(name) + " must be a 1-D integer array; got " +
-                         std::string(py::str(py::type::handle_of(value).attr("__name__"))));
-  }
-  if (array.ndim() != 1) {
-    throw py::value_error(std::string(name) + " must be a 1-D integer array; got " +
-                          std::to_string(array.ndim()) + " dimensions");
-  }
-  const char kind = array.dtype().kind();
-  if (array.size() > 0 && kind != 'i' && kind != 'u') {
-    throw py::type_error(std::string(name) + " must be a 1-D integer array; got dtype " +
-                         std::string(py::str(array.dtype())));
-  }
-  return IndexArray::ensure(array);
+  return xla_python::AsIntegerArray<int64_t>(value, name, -1, /*allow_bool=*/false);
 }
 
 // Keeps the CSR arrays alive and checked for as long as the view is used.
@@ -73,15 +61,6 @@ struct CheckedGraph {
   }
 };
 
-// Hands a vector's storage to a NumPy array without copying it.
-template <typename NumpyT, typename T>
-py::array_t<NumpyT> ToNumpy(std::vector<T>&& values) {
-  static_assert(sizeof(NumpyT) == sizeof(T), "element sizes must match");
-  auto* owned = new std::vector<T>(std::move(values));
-  py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<NumpyT>(static_cast<py::ssize_t>(owned->size()),
-                             reinterpret_cast<const NumpyT*>(owned->data()), owner);
-}
 
 py::array_t<int64_t> PostOrder(py::handle offsets, py::handle indices, py::handle roots) {
   CheckedGraph checked(offsets, indices);

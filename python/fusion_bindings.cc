@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "csrc/fusion.h"
+#include "python/array_args.h"
 #include "csrc/graph.h"
 
 namespace py = pybind11;
@@ -18,38 +19,12 @@ namespace py = pybind11;
 namespace {
 
 template <typename T>
-using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
+using Array = xla_python::Array<T>;
+using xla_python::ToNumpy;
 
 template <typename T>
 Array<T> AsArray(py::handle value, const char* name, int64_t expected_size) {
-  py::array array = py::array::ensure(value);
-  if (!array) {
-    throw py::type_error(std::string(name) + " must be a 1-D integer array; got " +
-                         std::string(py::str(py::type::handle_of(value).attr("__name__"))));
-  }
-  if (array.ndim() != 1) {
-    throw py::value_error(std::string(name) + " must be a 1-D array; got " +
-                          std::to_string(array.ndim()) + " dimensions");
-  }
-  const char kind = array.dtype().kind();
-  if (array.size() > 0 && kind != 'i' && kind != 'u' && kind != 'b') {
-    throw py::type_error(std::string(name) + " must be an integer array; got dtype " +
-                         std::string(py::str(array.dtype())));
-  }
-  if (expected_size >= 0 && array.size() != expected_size) {
-    throw py::value_error(std::string(name) + " has " + std::to_string(array.size()) +
-                          " entries; expected " + std::to_string(expected_size));
-  }
-  return Array<T>::ensure(array);
-}
-
-template <typename NumpyT, typename T>
-py::array_t<NumpyT> ToNumpy(std::vector<T>&& values) {
-  static_assert(sizeof(NumpyT) == sizeof(T), "element sizes must match");
-  auto* owned = new std::vector<T>(std::move(values));
-  py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<NumpyT>(static_cast<py::ssize_t>(owned->size()),
-                             reinterpret_cast<const NumpyT*>(owned->data()), owner);
+  return xla_python::AsIntegerArray<T>(value, name, expected_size);
 }
 
 py::dict ComputeFusion(py::handle offsets_arg, py::handle indices_arg, py::handle kind_arg,
