@@ -404,3 +404,19 @@ ENTRY %main (x: bf16[4,8], y: bf16[8,3]) -> (bf16[4,3], f32[4]) {
     args = [rng.standard_normal((4, 8)).astype(ml_dtypes.bfloat16),
             rng.standard_normal((8, 3)).astype(ml_dtypes.bfloat16)]
     check(text, args=args, rtol=2e-2, atol=2e-2)
+
+
+def test_compile_takes_backend_keyword():
+    import xla
+    module = xla.parse_hlo_module("""HloModule add
+ENTRY %main (x: s32[3], y: s32[3]) -> s32[3] {
+  %x = s32[3] parameter(0)
+  %y = s32[3] parameter(1)
+  ROOT %a = s32[3] add(%x, %y)
+}
+""")
+    exe = xla.compile(module, backend="cpu")
+    assert exe.platform == "cpu"
+    x = np.array([1, 2, 2**31 - 1], np.int32)
+    np.testing.assert_array_equal(exe.execute(x, np.array([1, 1, 1], np.int32)),
+                                  np.array([2, 3, -2**31], np.int32))

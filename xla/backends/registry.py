@@ -31,6 +31,12 @@ def get_compiler(platform):
     return getattr(importlib.import_module(module_name), attr)()
 
 
-def compile(module, platform="interpreter"):
-    """Compiles an HloModule for ``platform`` and returns its Executable."""
-    return get_compiler(platform).compile(module)
+def compile(module, platform=None, *, backend=None):
+    """Compiles an HloModule for a platform and returns its Executable.
+
+    The platform is given positionally or, as in ``xla.jit``, as
+    ``backend=``; the default is the interpreter.
+    """
+    if platform is not None and backend is not None and platform != backend:
+        raise InvalidArgumentError(f"compile got platform={platform!r} and backend={backend!r}")
+    return get_compiler(platform or backend or "interpreter").compile(module)
