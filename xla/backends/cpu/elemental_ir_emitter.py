@@ -453,43 +453,30 @@ def _reduce_precision(b, instr, x):
 # binary
 # ----------------------------------------------------------------------------
 
-def _add(b, instr, x, y):
-    kind = _kind(_operand_type(instr, 0))
-    if kind == "pred":
-        return b.or_(x, y)
-    if kind in ("s", "u"):
-        return b.add(x, y)
-    if kind == "f":
-        return b.fadd(x, y)
-    if kind == "c":
-        return _make_complex(b, b.fadd(_re(b, x), _re(b, y)), b.fadd(_im(b, x), _im(b, y)))
-    raise _unimplemented(instr)
+def _arith(pred_op, int_op, float_op, complex_fn):
+    """add, subtract, multiply: one IRBuilder method per kind of element
+    (pred arithmetic is boolean: or, xor, and), complex by ``complex_fn``."""
+    def emit(b, instr, x, y):
+        kind = _kind(_operand_type(instr, 0))
+        op = {"pred": pred_op, "s": int_op, "u": int_op, "f": float_op}.get(kind)
+        if op is not None:
+            return getattr(b, op)(x, y)
+        if kind == "c":
+            return complex_fn(b, x, y)
+        raise _unimplemented(instr)
+    return emit
 
 
-def _subtract(b, instr, x, y):
-    kind = _kind(_operand_type(instr, 0))
-    if kind == "pred":
-        return b.xor(x, y)
-    if kind in ("s", "u"):
-        return b.sub(x, y)
-    if kind == "f":
-        return b.fsub(x, y)
-    if kind == "c":
-        return _make_complex(b, b.fsub(_re(b, x), _re(b, y)), b.fsub(_im(b, x), _im(b, y)))
-    raise _unimplemented(instr)
+def _componentwise(float_op):
+    def emit(b, x, y):
+        op = getattr(b, float_op)
+        return _make_complex(b, op(_re(b, x), _re(b, y)), op(_im(b, x), _im(b, y)))
+    return emit
 
 
-def _multiply(b, instr, x, y):
-    kind = _kind(_operand_type(instr, 0))
-    if kind == "pred":
-        return b.and_(x, y)
-    if kind in ("s", "u"):
-        return b.mul(x, y)
-    if kind == "f":
-        return b.fmul(x, y)
-    if kind == "c":
-        return _complex_mul(b, x, y)
-    raise _unimplemented(instr)
+_add = _arith("or_", "add", "fadd", _componentwise("fadd"))
+_subtract = _arith("xor", "sub", "fsub", _componentwise("fsub"))
+_multiply = _arith("and_", "mul", "fmul", _complex_mul)
 
 
 def _divide(b, instr, x, y):
