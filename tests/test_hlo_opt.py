@@ -71,25 +71,7 @@ def test_parse_error_and_output_over_input(tmp_path):
     assert path.read_text() == MODULE
 
 
-SEED = """\
-HloModule seed
-
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %sum = f32[] add(%a, %b)
-}
-
-ENTRY %main (x: f32[1024], y: f32[1024], z: f32[1024]) -> f32[] {
-  %x = f32[1024] parameter(0)
-  %y = f32[1024] parameter(1)
-  %z = f32[1024] parameter(2)
-  %yz = f32[1024] multiply(%y, %z)
-  %s = f32[1024] add(%x, %yz)
-  %zero = f32[] constant(0)
-  ROOT %r = f32[] reduce(%s, %zero), dimensions={0}, to_apply=%add
-}
-"""
+SEED = open(os.path.join(ROOT, "examples", "fma_reduce.hlo")).read()
 
 
 def test_whole_pipeline_and_buffer_assignment_report(tmp_path):

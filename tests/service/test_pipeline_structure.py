@@ -1,29 +1,15 @@
 """The whole pipeline on the classic examples, checked by structure and by
 the bytes buffer assignment gives them (expected values derived by hand)."""
+import pathlib
+
 from pass_test_util import assert_same_results
 from test_multi_output_fusion import LAYERNORM, SOFTMAX
 from xla.hlo.parser import parse_hlo_module
 from xla.service.buffer_assignment import assign_buffers
 from xla.service.pipelines import target_independent_pipeline
 
-SEED = """HloModule seed
-
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %sum = f32[] add(%a, %b)
-}
-
-ENTRY %main (x: f32[1024], y: f32[1024], z: f32[1024]) -> f32[] {
-  %x = f32[1024] parameter(0)
-  %y = f32[1024] parameter(1)
-  %z = f32[1024] parameter(2)
-  %yz = f32[1024] multiply(%y, %z)
-  %s = f32[1024] add(%x, %yz)
-  %zero = f32[] constant(0)
-  ROOT %r = f32[] reduce(%s, %zero), dimensions={0}, to_apply=%add
-}
-"""
+# The seed example reduce_sum(x + y*z), as bundled for `make demo`.
+SEED = (pathlib.Path(__file__).resolve().parents[2] / "examples" / "fma_reduce.hlo").read_text()
 
 
 def optimize(text):
