@@ -7,6 +7,10 @@ The public surface so far::
     xla.verify_module(module)                  # invariants, shapes
     exe = xla.compile(module, "interpreter")   # a platform from xla.backends.registry
     result = exe.execute(*numpy_arrays)
+
+    @xla.jit                                   # plain NumPy code, traced and compiled
+    def model_fn(x, y, z):
+        return np.sum(x + y * z)
 """
 from xla.errors import (HloParseError, InvalidArgumentError, ShapeError, UnimplementedError,
                         VerifierError, XlaError)
@@ -15,12 +19,14 @@ from xla.hlo.parser import parse_hlo_module, parse_shape
 from xla.hlo.printer import module_to_text
 from xla.hlo.verifier import verify_module
 from xla.backends.registry import available_platforms, compile
+from xla.frontend.builder import XlaBuilder, XlaOp
+from xla.frontend.jit import jit
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",
     "Layout", "PrimitiveType", "Shape", "ShapeError", "UnimplementedError", "VerifierError",
-    "XlaError", "available_platforms", "compile", "module_to_text", "parse_hlo_module",
+    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "jit", "compile", "module_to_text", "parse_hlo_module",
     "parse_shape", "verify_module",
 ]

@@ -39,3 +39,9 @@ class UnimplementedError(XlaError):
 
 class InvalidArgumentError(XlaError):
     """Bad arguments at run time (wrong count, shape or dtype of inputs)."""
+
+
+class TracingError(InvalidArgumentError):
+    """``xla.jit`` cannot compile the function whole (must-compile semantics):
+    a data-dependent shape, a Python branch on a traced value, an unsupported
+    NumPy function. The message starts with the user's file and line."""

@@ -1,0 +1,301 @@
+"""``xla.jit``: trace a NumPy function into HLO, compile it, cache it.
+
+::
+
+    @xla.jit
+    def model_fn(x, y, z):
+        return np.sum(x + y * z)
+
+The first call with a given signature (the argument pytree's structure, each
+leaf's shape, dtype and weak-typedness, the values of static arguments, the
+backend and options) traces ``model_fn`` on Tracers (``xla.frontend.tracing``),
+builds an HLO module, compiles it and runs it; later calls with the same
+signature reuse the executable. ``cache_info()`` counts hits, misses and
+compilations, so a new shape recompiling is observable.
+
+Must-compile: the whole function compiles or the call raises (TracingError
+and ShapeError name the user's file and line); nothing falls back to NumPy.
+A jitted function called inside another trace is inlined into it.
+"""
+import functools
+import inspect
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+from xla.errors import InvalidArgumentError, XlaError
+from xla.frontend import pytree, tracing
+from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape
+
+_WEAK_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64),
+                complex: np.dtype(np.complex128)}
+
+
+class CacheInfo(NamedTuple):
+    hits: int
+    misses: int
+    compilations: int
+    currsize: int
+
+
+class ArgSpec(NamedTuple):
+    """What a dynamic argument leaf contributes to the cache key."""
+    shape: tuple
+    dtype: np.dtype
+    weak: bool
+
+
+def arg_spec(x, where):
+    if isinstance(x, np.ndarray):
+        return ArgSpec(x.shape, x.dtype, False)
+    if isinstance(x, np.generic):
+        return ArgSpec((), x.dtype, False)
+    if isinstance(x, (bool, int, float, complex)):
+        dtype = _WEAK_DTYPES[type(x)] if type(x) in _WEAK_DTYPES else np.asarray(x).dtype
+        if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**63:
+            raise InvalidArgumentError(f"{where}: Python int {x} does not fit in int64")
+        return ArgSpec((), dtype, not isinstance(x, bool))
+    if hasattr(x, "__array__") and hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ArgSpec(tuple(x.shape), np.dtype(x.dtype), False)
+    raise InvalidArgumentError(
+        f"{where} is a {type(x).__name__}, not an array or scalar; pass it as a static argument "
+        "(static_argnums/static_argnames) if it is configuration")
+
+
+def _locate(error):
+    """The user's innermost frame in ``error``'s traceback, as ``file:line``."""
+    tb = error.__traceback__
+    where = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        import os
+        if not os.path.abspath(filename).startswith(tracing._INTERNAL_DIRS):
+            where = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+class Lowered:
+    """A traced function before compilation: its HLO module and signature."""
+
+    def __init__(self, module, out_treedef, specs):
+        self.module = module
+        self.out_treedef = out_treedef
+        self.in_specs = specs
+
+    def as_hlo_text(self):
+        return self.module.to_text()
+
+
+class _Entry(NamedTuple):
+    executable: object
+    out_treedef: object
+    n_outputs: int
+    constant_outputs: tuple   # (position, value) for outputs that are not computed
+
+
+class JitFunction:
+    """The callable ``xla.jit`` returns."""
+
+    def __init__(self, fn, backend="cpu", static_argnums=(), static_argnames=(), donate_argnums=(),
+                 **options):
+        if not callable(fn):
+            raise TypeError(f"xla.jit needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.backend = backend
+        self.options = dict(options)
+        self._signature = None
+        try:
+            self._signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            pass
+        static_argnums = _as_tuple(static_argnums)
+        static_argnames = _as_tuple(static_argnames)
+        # As in JAX, each of static_argnums/static_argnames implies the other
+        # where the signature names the parameter.
+        params = list(self._signature.parameters.values()) if self._signature else []
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        nums, names = set(static_argnums), set(static_argnames)
+        for i in static_argnums:
+            if not isinstance(i, int):
+                raise InvalidArgumentError(f"static_argnums must be ints, got {i!r}")
+            if i < len(positional) and positional[i].kind != positional[i].POSITIONAL_ONLY:
+                names.add(positional[i].name)
+        for name in static_argnames:
+            if self._signature and name not in self._signature.parameters and not any(
+                    p.kind == p.VAR_KEYWORD for p in params):
+                raise InvalidArgumentError(f"static_argnames names {name!r}, which is not a parameter "
+                                           f"of {getattr(fn, '__name__', fn)}")
+            for i, p in enumerate(positional):
+                if p.name == name:
+                    nums.add(i)
+        self.static_argnums = frozenset(nums)
+        self.static_argnames = frozenset(names)
+        self.donate_argnums = frozenset(_as_tuple(donate_argnums))
+        if self.donate_argnums & self.static_argnums:
+            raise InvalidArgumentError("an argument cannot be both static and donated: "
+                                       f"{sorted(self.donate_argnums & self.static_argnums)}")
+        self._cache = {}
+        self._lock = threading.Lock()
+        self._hits = self._misses = self._compilations = 0
+        functools.update_wrapper(self, fn)
+
+    # ----- cache ------------------------------------------------------------------
+    def cache_info(self):
+        return CacheInfo(self._hits, self._misses, self._compilations, len(self._cache))
+
+    def clear_cache(self):
+        with self._lock:
+            self._cache.clear()
+
+    # ----- calling ----------------------------------------------------------------
+    def _split(self, args, kwargs):
+        """(dynamic args with static ones replaced by None, statics key)."""
+        dyn_args, statics = [], []
+        for i, a in enumerate(args):
+            if i in self.static_argnums:
+                statics.append(("pos", i, _hashable(a, f"static argument {i}")))
+                dyn_args.append(None)
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self.static_argnames:
+                statics.append(("kw", k, _hashable(v, f"static argument {k!r}")))
+            else:
+                dyn_kwargs[k] = v
+        return dyn_args, dyn_kwargs, tuple(statics)
+
+    def _key(self, args, kwargs):
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, treedef = pytree.flatten((tuple(dyn_args), dyn_kwargs))
+        specs = tuple(arg_spec(x, f"argument leaf {i} of {getattr(self.fn, '__name__', 'fn')}")
+                      for i, x in enumerate(leaves))
+        return (treedef, specs, statics, self.backend, _hashable(self.options, "options")), leaves
+
+    def __call__(self, *args, **kwargs):
+        if tracing.current_context(required=False) is not None:
+            return self.fn(*args, **kwargs)   # inlined into the enclosing trace
+        key, leaves = self._key(args, kwargs)
+        entry = self._cache.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._cache.get(key)
+                if entry is None:
+                    self._misses += 1
+                    entry = self._compile(args, kwargs, key)
+                    self._cache[key] = entry
+                else:
+                    self._hits += 1
+        else:
+            self._hits += 1
+        return self._run(entry, key[1], leaves)
+
+    def lower(self, *args, **kwargs):
+        """Traces without compiling; ``.as_hlo_text()`` shows the module."""
+        key, _ = self._key(args, kwargs)
+        module, out_treedef, _ = self._trace(args, kwargs, key)
+        return Lowered(module, out_treedef, key[1])
+
+    def _trace(self, args, kwargs, key):
+        treedef, specs = key[0], key[1]
+        name = getattr(self.fn, "__name__", "jit_fn")
+        name = "jit_" + "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+        ctx = new_trace(name)
+        b = ctx.builder
+        try:
+            with ctx:
+                params = [Tracer(b.parameter(i, to_shape(s.dtype, s.shape), f"Arg_{i}"), weak=s.weak)
+                          for i, s in enumerate(specs)]
+                dyn_args, dyn_kwargs = treedef.unflatten(params)
+                call_args = [args[i] if i in self.static_argnums else a for i, a in enumerate(dyn_args)]
+                call_kwargs = dict(dyn_kwargs)
+                for k in self.static_argnames:
+                    if k in kwargs:
+                        call_kwargs[k] = kwargs[k]
+                out = self.fn(*call_args, **call_kwargs)
+                out_leaves, out_treedef = pytree.flatten(out)
+                ops, constants = [], []
+                for i, leaf in enumerate(out_leaves):
+                    if isinstance(leaf, Tracer):
+                        if leaf.op.builder is not b:
+                            raise tracing.tracing_error(
+                                f"output {i} is a traced value of another trace (it escaped from a "
+                                "loop or branch body)")
+                        ops.append(leaf.op)
+                    else:
+                        try:
+                            value = np.asarray(leaf)
+                        except Exception:
+                            value = None
+                        if value is None or value.dtype == object:
+                            raise InvalidArgumentError(
+                                f"output {i} of {name} is a {type(leaf).__name__}, not an array")
+                        ops.append(as_tracer(value).op)
+        except XlaError as e:
+            if getattr(e, "_located", False) or isinstance(e, tracing.TracingError):
+                raise
+            where = _locate(e)
+            err = type(e)(f"{where}: {e}" if where else str(e))
+            err._located = True
+            raise err from None
+        root = ops[0] if len(ops) == 1 and out_treedef == pytree.LEAF else b.tuple(ops)
+        module = b.build_module(root)
+        return module, out_treedef, len(ops)
+
+    def _compile(self, args, kwargs, key):
+        module, out_treedef, n = self._trace(args, kwargs, key)
+        from xla.frontend.compilation import compile_module
+        executable = compile_module(module, self.backend, self.options)
+        self._compilations += 1
+        return _Entry(executable, out_treedef, n, ())
+
+    def _run(self, entry, specs, leaves):
+        arrays = []
+        for x, s in zip(leaves, specs):
+            if isinstance(x, np.ndarray) and x.dtype == s.dtype:
+                arrays.append(x)
+            else:
+                arrays.append(np.asarray(x, dtype=s.dtype))
+        result = entry.executable.execute(*arrays)
+        if entry.out_treedef == pytree.LEAF:
+            return result
+        if entry.n_outputs == 0:
+            return entry.out_treedef.unflatten([])
+        return entry.out_treedef.unflatten(list(result))
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    if isinstance(x, (int, str)):
+        return (x,)
+    return tuple(x)
+
+
+def _hashable(value, what):
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        pass
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v, what)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_hashable(v, what) for v in value)
+    if isinstance(value, np.ndarray):
+        raise InvalidArgumentError(f"{what} is a NumPy array, which is not hashable; static "
+                                   "arguments must be hashable (pass arrays as dynamic arguments)")
+    raise InvalidArgumentError(f"{what} of type {type(value).__name__} is not hashable; static "
+                               "arguments must be hashable")
+
+
+def jit(fn=None, *, backend="cpu", static_argnums=(), static_argnames=(), donate_argnums=(),
+        **options):
+    """Compiles ``fn`` with XLA on first call per signature. Usable as
+    ``@xla.jit`` or ``@xla.jit(backend=..., static_argnums=...)``."""
+    if fn is None:
+        return lambda f: JitFunction(f, backend, static_argnums, static_argnames, donate_argnums,
+                                     **options)
+    return JitFunction(fn, backend, static_argnums, static_argnames, donate_argnums, **options)

@@ -1,0 +1,454 @@
+"""Traced values: NumPy code runs on ``Tracer`` objects and records HLO.
+
+A ``Tracer`` stands for an array inside a function being traced. It has a
+static ``shape`` and ``dtype`` and no value; every operation on it appends an
+instruction to the ``XlaBuilder`` of the trace it belongs to. NumPy's own
+dispatch protocols route ``np.exp(t)``, ``t + 1``, ``np.sum(t, axis=0)`` to
+the tables in ``xla.frontend.ufuncs`` (``__array_ufunc__``) and
+``xla.frontend.numpy_api`` (``__array_function__``), so unmodified NumPy code
+traces.
+
+Dtypes follow NumPy 2 exactly: ufunc loops are chosen with
+``ufunc.resolve_dtypes`` and everything else with ``np.result_type``. A
+Python scalar is *weak* (NEP 50): ``float32_array * 2.0`` stays float32. A
+Tracer made from a Python scalar argument is weak too.
+
+Traces nest (loop bodies, branches): ``TraceContext`` keeps a stack, and a
+Tracer of an enclosing trace used inside a nested one is *captured*: the
+nested context's ``capture`` turns it into a value of the inner computation
+(``xla.frontend.lax`` threads captures through as extra operands).
+"""
+import os
+import sys
+import threading
+
+import numpy as np
+
+from xla.errors import InvalidArgumentError, ShapeError, TracingError
+from xla.frontend.builder import XlaBuilder, XlaOp, element_type
+from xla.hlo.shape import Shape
+
+_local = threading.local()
+
+# Files of these packages are not "the user's line" in error messages.
+_INTERNAL_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                       for m in (sys.modules["xla"], np))
+
+
+def user_location(skip_internal=True):
+    """``file:line`` of the innermost frame outside xla/ and numpy/, or None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not (skip_internal and filename.startswith(_INTERNAL_DIRS)) and \
+                not filename.startswith("<frozen"):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def located(message):
+    """``message`` prefixed with the user's file and line."""
+    where = user_location()
+    return f"{where}: {message}" if where else message
+
+
+def tracing_error(message):
+    return TracingError(located(message))
+
+
+# ----- trace contexts ------------------------------------------------------------
+
+class TraceContext:
+    """One level of tracing: the builder ops go to, and how outer values enter."""
+
+    def __init__(self, builder, parent=None, capture=None):
+        self.builder = builder
+        self.parent = parent
+        self._capture = capture
+        self.captured = {}   # id(outer XlaOp instr) -> (outer Tracer, inner Tracer)
+
+    def capture(self, tracer):
+        """The value of ``tracer`` (from an enclosing trace) inside this one."""
+        key = id(tracer.op.instr)
+        hit = self.captured.get(key)
+        if hit is not None:
+            return hit[1]
+        if self._capture is None:
+            raise tracing_error(
+                "a traced value from another trace is used here (it escaped from an earlier "
+                "xla.jit trace or from a loop or branch body; return it instead of storing it)")
+        if tracer.op.builder is not self.parent.builder:
+            tracer = self.parent.capture(tracer)
+        inner = self._capture(tracer)
+        self.captured[key] = (tracer, inner)
+        return inner
+
+    def __enter__(self):
+        stack = _stack()
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stack().pop()
+        return False
+
+
+def _stack():
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def current_context(required=True):
+    stack = _stack()
+    if not stack:
+        if required:
+            raise InvalidArgumentError("no trace is active: call this inside a function under xla.jit")
+        return None
+    return stack[-1]
+
+
+def current_builder():
+    return current_context().builder
+
+
+# ----- values --------------------------------------------------------------------
+
+def _pytype_of(dtype):
+    """The weak Python scalar type standing for ``dtype`` in promotion."""
+    kind = dtype.kind
+    if kind == "b":
+        return bool
+    if kind in "iu":
+        return int
+    if kind == "f":
+        return float
+    return complex
+
+
+class Tracer:
+    """An array being traced: static shape and dtype, value unknown."""
+
+    __slots__ = ("op", "weak")
+    __array_priority__ = 1000
+
+    def __init__(self, op, weak=False):
+        assert isinstance(op, XlaOp)
+        self.op = op
+        self.weak = weak
+
+    # ----- static facts ---------------------------------------------------------
+    @property
+    def shape(self):
+        return self.op.dims
+
+    @property
+    def dtype(self):
+        return self.op.dtype
+
+    @property
+    def ndim(self):
+        return len(self.op.dims)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.op.dims:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    @property
+    def T(self):
+        return np.transpose(self)
+
+    @property
+    def mT(self):
+        return np.swapaxes(self, -1, -2)
+
+    @property
+    def real(self):
+        return np.real(self)
+
+    @property
+    def imag(self):
+        return np.imag(self)
+
+    @property
+    def promotion_type(self):
+        """What NumPy's promotion sees: a dtype, or a Python type when weak."""
+        return _pytype_of(self.dtype) if self.weak else self.dtype
+
+    def __repr__(self):
+        weak = ", weak" if self.weak else ""
+        return f"Tracer({self.dtype}{list(self.shape)}{weak})"
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d traced array")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        raise TypeError("traced arrays are unhashable")
+
+    # ----- concretization: what must-compile forbids ------------------------------
+    def __bool__(self):
+        raise tracing_error(
+            "the truth value of a traced array is not known while compiling (a Python `if`, "
+            "`while`, `and`/`or` or assert on a traced value); use xla.lax.cond / xla.lax.switch "
+            "for branches, xla.lax.while_loop / fori_loop for loops, or np.where to select values")
+
+    def _concrete(self, what):
+        raise tracing_error(
+            f"{what} of a traced array needs its value, which is not known while compiling; "
+            "keep it an array, or pass the value as a static argument (static_argnums/static_argnames)")
+
+    def __int__(self):
+        self._concrete("int()")
+
+    def __float__(self):
+        self._concrete("float()")
+
+    def __complex__(self):
+        self._concrete("complex()")
+
+    def __index__(self):
+        self._concrete("using as an index (operator.index)")
+
+    def item(self, *args):
+        self._concrete(".item()")
+
+    def tolist(self):
+        self._concrete(".tolist()")
+
+    def __array__(self, dtype=None, copy=None):
+        self._concrete("np.asarray()/np.array() (conversion to a NumPy array)")
+
+    def __setitem__(self, index, value):
+        raise tracing_error(
+            "traced arrays are immutable: instead of x[idx] = v write x = x.at[idx].set(v) "
+            "(also .add, .multiply, .min, .max)")
+
+    # ----- NumPy dispatch -------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from xla.frontend import ufuncs
+        return ufuncs.dispatch(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from xla.frontend import numpy_api
+        impl = numpy_api.FUNCTIONS.get(func)
+        if impl is None:
+            return numpy_api.unsupported(func)
+        return impl(*args, **kwargs)
+
+    # ----- operators (through the ufunc table, as NumPy arrays do) -----------------
+    def _u(name, reflected=False):
+        def op(self, other):
+            from xla.frontend import ufuncs
+            ufunc = getattr(np, name)
+            args = (other, self) if reflected else (self, other)
+            return ufuncs.dispatch(ufunc, "__call__", args, {})
+        op.__name__ = f"__{'r' if reflected else ''}{name}__"
+        return op
+
+    __add__, __radd__ = _u("add"), _u("add", True)
+    __sub__, __rsub__ = _u("subtract"), _u("subtract", True)
+    __mul__, __rmul__ = _u("multiply"), _u("multiply", True)
+    __truediv__, __rtruediv__ = _u("true_divide"), _u("true_divide", True)
+    __floordiv__, __rfloordiv__ = _u("floor_divide"), _u("floor_divide", True)
+    __mod__, __rmod__ = _u("remainder"), _u("remainder", True)
+    __pow__, __rpow__ = _u("power"), _u("power", True)
+    __and__, __rand__ = _u("bitwise_and"), _u("bitwise_and", True)
+    __or__, __ror__ = _u("bitwise_or"), _u("bitwise_or", True)
+    __xor__, __rxor__ = _u("bitwise_xor"), _u("bitwise_xor", True)
+    __lshift__, __rlshift__ = _u("left_shift"), _u("left_shift", True)
+    __rshift__, __rrshift__ = _u("right_shift"), _u("right_shift", True)
+    __lt__, __le__ = _u("less"), _u("less_equal")
+    __gt__, __ge__ = _u("greater"), _u("greater_equal")
+    __eq__, __ne__ = _u("equal"), _u("not_equal")
+    __matmul__, __rmatmul__ = _u("matmul"), _u("matmul", True)
+    del _u
+
+    def __divmod__(self, other):
+        return np.divmod(self, other)
+
+    def __rdivmod__(self, other):
+        return np.divmod(other, self)
+
+    def __neg__(self):
+        return np.negative(self)
+
+    def __pos__(self):
+        return np.positive(self)
+
+    def __abs__(self):
+        return np.absolute(self)
+
+    def __invert__(self):
+        return np.invert(self)
+
+    def __getitem__(self, index):
+        from xla.frontend import indexing
+        return indexing.getitem(self, index)
+
+    @property
+    def at(self):
+        from xla.frontend import indexing
+        return indexing.AtIndexer(self)
+
+    # ----- methods (NumPy's ndarray methods, through the function table) ---------
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return np.reshape(self, shape, order=order)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        return convert(self, np.dtype(dtype))
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return np.transpose(self, axes or None)
+
+    def __getattr__(self, name):
+        # ndarray methods that are NumPy functions of the same name
+        # (sum, mean, max, argmax, cumsum, clip, ...).
+        if name in _METHOD_FUNCTIONS:
+            func = getattr(np, name)
+            return lambda *args, **kwargs: func(self, *args, **kwargs)
+        raise AttributeError(f"traced array has no attribute {name!r}")
+
+
+_METHOD_FUNCTIONS = frozenset("""sum mean max min prod any all argmax argmin cumsum cumprod
+clip std var round flatten ravel squeeze swapaxes conj conjugate dot repeat take sort argsort
+nonzero trace diagonal copy ptp""".split())
+
+
+# ----- building blocks for the ufunc and function tables ----------------------------
+
+def is_traced(x):
+    return isinstance(x, Tracer)
+
+
+def as_tracer(x, dtype=None):
+    """``x`` as a Tracer of the current trace: Tracers pass through (captured
+    from an enclosing trace if needed), anything array-like becomes a
+    constant (a Python scalar a weak one). ``dtype`` converts it."""
+    ctx = current_context()
+    if isinstance(x, Tracer):
+        if x.op.builder is not ctx.builder:
+            x = ctx.capture(x)
+        return x if dtype is None else convert(x, dtype)
+    weak = isinstance(x, (bool, int, float, complex)) and dtype is None
+    if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer) for e in _flat(x)):
+        from xla.frontend import numpy_api
+        return numpy_api.array(x, dtype=dtype)
+    try:
+        value = np.asarray(x, dtype=dtype)
+    except (TypeError, ValueError) as e:
+        raise tracing_error(f"cannot use {type(x).__name__} as an array in a traced function: {e}") from None
+    if value.dtype == object:
+        raise tracing_error(f"cannot use {type(x).__name__} as an array in a traced function")
+    return Tracer(ctx.builder.constant(value), weak=weak)
+
+
+def _flat(x):
+    for e in x:
+        if isinstance(e, (list, tuple)):
+            yield from _flat(e)
+        else:
+            yield e
+
+
+def promotion_type(x):
+    """What NumPy's promotion rules see for ``x``."""
+    if isinstance(x, Tracer):
+        return x.promotion_type
+    if isinstance(x, (bool, int, float, complex)):
+        return type(x)
+    return np.asarray(x).dtype
+
+
+def result_type(*xs):
+    """NumPy's result dtype of ``xs`` (Tracers, arrays, weak Python scalars)."""
+    types = []
+    for x in xs:
+        t = promotion_type(x)
+        # np.result_type treats Python *values* as weak, not Python types.
+        types.append({bool: False, int: 0, float: 0.0, complex: 0j}.get(t, t))
+    return np.result_type(*types)
+
+
+def convert(x, dtype):
+    x = as_tracer(x)
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return Tracer(x.op) if x.weak else x
+    b = x.op.builder
+    if x.dtype.kind == "c" and dtype.kind != "c":
+        # NumPy drops the imaginary part (with a ComplexWarning); HLO convert refuses.
+        x = Tracer(b.unary("real", x.op))
+    if dtype.kind == "b" and x.dtype.kind != "b":
+        zero = b.broadcast_in_dim(b.constant(np.zeros((), x.dtype)), x.shape, ())
+        return Tracer(b.compare(x.op, zero, "NE"))
+    return Tracer(b.convert(x.op, dtype))
+
+
+def broadcast_shapes(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        text = " ".join(str(tuple(s)) for s in shapes)
+        raise ShapeError(f"operands could not be broadcast together with shapes {text}") from None
+
+
+def broadcast_to(x, shape):
+    x = as_tracer(x)
+    shape = tuple(int(d) for d in shape)
+    if x.shape == shape:
+        return x
+    if len(shape) < x.ndim or broadcast_shapes(x.shape, shape) != shape:
+        raise ShapeError(f"cannot broadcast a traced array of shape {x.shape} to {shape}")
+    b = x.op.builder
+    lead = len(shape) - x.ndim
+    # Size-1 dimensions that grow are dropped first: HLO broadcast maps
+    # operand dims to equal output dims.
+    keep = [i for i, d in enumerate(x.shape) if d == shape[lead + i]]
+    op = x.op
+    if len(keep) != x.ndim:
+        op = b.reshape(op, [x.shape[i] for i in keep])
+    return Tracer(b.broadcast_in_dim(op, shape, [lead + i for i in keep]), weak=x.weak)
+
+
+def broadcast_arrays(*xs):
+    shape = broadcast_shapes(*(x.shape for x in xs))
+    return [broadcast_to(x, shape) for x in xs]
+
+
+def full(shape, value, dtype):
+    b = current_builder()
+    c = b.constant(np.asarray(value, dtype=dtype))
+    return Tracer(b.broadcast_in_dim(c, tuple(shape), ()))
+
+
+def to_shape(dtype, dims):
+    return Shape.array(element_type(np.dtype(dtype)), tuple(dims))
+
+
+def new_trace(name):
+    """A fresh top-level trace context with a new builder."""
+    return TraceContext(XlaBuilder(name))

@@ -1,0 +1,403 @@
+"""NumPy ufuncs on traced arrays: one row per ufunc.
+
+``dispatch`` is what ``Tracer.__array_ufunc__`` calls. It picks the loop
+dtypes exactly as NumPy would (``ufunc.resolve_dtypes``, with Python scalars
+weak), converts and broadcasts the inputs, and calls the ufunc's row in
+``UFUNCS``: a function of the builder and the operands' XlaOps (all of the
+loop's input dtype and the broadcast shape) that returns the result XlaOp.
+Rows written in terms of other rows (``square``, ``logaddexp``) say what
+NumPy's definition is, in HLO.
+
+``reduce`` and ``accumulate`` of the ufuncs that have an HLO reduction
+(``np.add.reduce`` is ``np.sum``) go to ``xla.frontend.numpy_api``.
+"""
+import numpy as np
+
+from xla.frontend import tracing
+from xla.frontend.tracing import Tracer, as_tracer, broadcast_arrays, convert, tracing_error
+
+UFUNCS = {}
+
+
+def _row(*ufuncs):
+    def register(fn):
+        for u in ufuncs:
+            UFUNCS[u] = fn
+        return fn
+    return register
+
+
+def _const(b, like, value):
+    """``value`` broadcast to the shape and dtype of XlaOp ``like``."""
+    c = b.constant(np.asarray(value, dtype=like.dtype))
+    return b.broadcast_in_dim(c, like.dims, ()) if like.dims else c
+
+
+# ----- one HLO opcode each ------------------------------------------------------------
+
+def _unary_op(opcode):
+    return lambda b, x: b.unary(opcode, x)
+
+
+def _binary_op(opcode):
+    return lambda b, x, y: b.binary(opcode, x, y)
+
+
+for _u, _op in ((np.negative, "negate"), (np.exp, "exponential"), (np.expm1, "exponential-minus-one"),
+                (np.log, "log"), (np.log1p, "log-plus-one"), (np.sqrt, "sqrt"), (np.sin, "sine"),
+                (np.cos, "cosine"), (np.tan, "tan"), (np.tanh, "tanh"), (np.floor, "floor"),
+                (np.ceil, "ceil"), (np.rint, "round-nearest-even"), (np.cbrt, "cbrt"),
+                (np.invert, "not"), (np.logical_not, "not"), (np.isfinite, "is-finite")):
+    UFUNCS[_u] = _unary_op(_op)
+
+for _u, _op in ((np.add, "add"), (np.subtract, "subtract"), (np.multiply, "multiply"),
+                (np.true_divide, "divide"), (np.maximum, "maximum"), (np.minimum, "minimum"),
+                (np.arctan2, "atan2"), (np.fmod, "remainder"), (np.bitwise_and, "and"),
+                (np.bitwise_or, "or"), (np.bitwise_xor, "xor"), (np.logical_and, "and"),
+                (np.logical_or, "or"), (np.logical_xor, "xor"), (np.left_shift, "shift-left")):
+    UFUNCS[_u] = _binary_op(_op)
+
+for _u, _dir in ((np.equal, "EQ"), (np.not_equal, "NE"), (np.less, "LT"), (np.less_equal, "LE"),
+                 (np.greater, "GT"), (np.greater_equal, "GE")):
+    UFUNCS[_u] = (lambda d: lambda b, x, y: b.compare(x, y, d))(_dir)
+
+
+# ----- defined by NumPy in terms of others --------------------------------------------
+
+@_row(np.positive)
+def _positive(b, x):
+    return x
+
+
+@_row(np.absolute, np.fabs)
+def _absolute(b, x):
+    if x.dtype.kind in "ub":
+        return x
+    return b.unary("abs", x)
+
+
+@_row(np.sign)
+def _sign(b, x):
+    if x.dtype.kind == "u":
+        zero = _const(b, x, 0)
+        return b.convert(b.compare(x, zero, "NE"), x.dtype)
+    return b.unary("sign", x)
+
+
+@_row(np.square)
+def _square(b, x):
+    return b.binary("multiply", x, x)
+
+
+@_row(np.reciprocal)
+def _reciprocal(b, x):
+    return b.binary("divide", _const(b, x, 1), x)
+
+
+@_row(np.conjugate)
+def _conjugate(b, x):
+    if x.dtype.kind != "c":
+        return x
+    re, im = b.unary("real", x), b.unary("imag", x)
+    return b.binary("complex", re, b.unary("negate", im))
+
+
+@_row(np.exp2)
+def _exp2(b, x):
+    return b.unary("exponential", b.binary("multiply", x, _const(b, x, np.log(2.0))))
+
+
+@_row(np.log2)
+def _log2(b, x):
+    return b.binary("divide", b.unary("log", x), _const(b, x, np.log(2.0)))
+
+
+@_row(np.log10)
+def _log10(b, x):
+    return b.binary("divide", b.unary("log", x), _const(b, x, np.log(10.0)))
+
+
+def _sqrt_one_minus_square(b, x):
+    one = _const(b, x, 1)
+    return b.unary("sqrt", b.binary("multiply", b.binary("subtract", one, x), b.binary("add", one, x)))
+
+
+@_row(np.arctan)
+def _arctan(b, x):
+    return b.binary("atan2", x, _const(b, x, 1))
+
+
+@_row(np.arcsin)
+def _arcsin(b, x):
+    return b.binary("atan2", x, _sqrt_one_minus_square(b, x))
+
+
+@_row(np.arccos)
+def _arccos(b, x):
+    return b.binary("atan2", _sqrt_one_minus_square(b, x), x)
+
+
+@_row(np.sinh)
+def _sinh(b, x):
+    # (e^x - e^-x) / 2 through expm1, accurate near 0.
+    a = b.unary("exponential-minus-one", x)
+    c = b.unary("exponential-minus-one", b.unary("negate", x))
+    return b.binary("multiply", b.binary("subtract", a, c), _const(b, x, 0.5))
+
+
+@_row(np.cosh)
+def _cosh(b, x):
+    a = b.unary("exponential", x)
+    c = b.unary("exponential", b.unary("negate", x))
+    return b.binary("multiply", b.binary("add", a, c), _const(b, x, 0.5))
+
+
+@_row(np.arcsinh)
+def _arcsinh(b, x):
+    ax = b.unary("abs", x)
+    r = b.unary("log", b.binary("add", ax, b.unary("sqrt", b.binary(
+        "add", b.binary("multiply", ax, ax), _const(b, x, 1)))))
+    return b.binary("multiply", b.unary("sign", x), r)
+
+
+@_row(np.arccosh)
+def _arccosh(b, x):
+    return b.unary("log", b.binary("add", x, b.unary("sqrt", b.binary(
+        "subtract", b.binary("multiply", x, x), _const(b, x, 1)))))
+
+
+@_row(np.arctanh)
+def _arctanh(b, x):
+    one = _const(b, x, 1)
+    return b.binary("multiply", _const(b, x, 0.5),
+                    b.unary("log-plus-one", b.binary("divide", b.binary("add", x, x),
+                                                     b.binary("subtract", one, x))))
+
+
+@_row(np.deg2rad, np.radians)
+def _deg2rad(b, x):
+    return b.binary("multiply", x, _const(b, x, np.pi / 180))
+
+
+@_row(np.rad2deg, np.degrees)
+def _rad2deg(b, x):
+    return b.binary("multiply", x, _const(b, x, 180 / np.pi))
+
+
+@_row(np.isnan)
+def _isnan(b, x):
+    if x.dtype.kind in "biu":
+        return b.compare(x, x, "NE")  # always false
+    if x.dtype.kind == "c":
+        return b.binary("or", _isnan(b, b.unary("real", x)), _isnan(b, b.unary("imag", x)))
+    return b.compare(x, x, "NE")
+
+
+@_row(np.isinf)
+def _isinf(b, x):
+    if x.dtype.kind in "biu":
+        return b.compare(x, x, "NE")
+    if x.dtype.kind == "c":
+        return b.binary("or", _isinf(b, b.unary("real", x)), _isinf(b, b.unary("imag", x)))
+    return b.compare(b.unary("abs", x), _const(b, x, np.inf), "EQ")
+
+
+def _signbit_op(b, x):
+    if x.dtype.kind in "bu":
+        return b.compare(x, x, "NE")
+    if x.dtype.kind == "i":
+        return b.compare(x, _const(b, x, 0), "LT")
+    bits = np.dtype(f"i{x.dtype.itemsize}")
+    as_int = b.bitcast_convert(x, bits)
+    return b.compare(as_int, _const(b, as_int, 0), "LT")
+
+
+_row(np.signbit)(_signbit_op)
+
+
+@_row(np.trunc)
+def _trunc(b, x):
+    if x.dtype.kind in "biu":
+        return x
+    neg = b.compare(x, _const(b, x, 0), "LT")
+    return b.select(neg, b.unary("ceil", x), b.unary("floor", x))
+
+
+@_row(np.copysign)
+def _copysign(b, x, y):
+    ax = b.unary("abs", x)
+    return b.select(_signbit_op(b, y), b.unary("negate", ax), ax)
+
+
+@_row(np.right_shift)
+def _right_shift(b, x, y):
+    return b.binary("shift-right-logical" if x.dtype.kind == "u" else "shift-right-arithmetic", x, y)
+
+
+@_row(np.floor_divide)
+def _floor_divide(b, x, y):
+    if x.dtype.kind == "f":
+        return b.unary("floor", b.binary("divide", x, y))
+    if x.dtype.kind == "b":
+        return b.binary("and", x, y)
+    zero = _const(b, x, 0)
+    y_is_zero = b.compare(y, zero, "EQ")
+    safe_y = b.select(y_is_zero, _const(b, x, 1), y)
+    q = b.binary("divide", x, safe_y)
+    if x.dtype.kind == "i":
+        # HLO divides toward zero; NumPy floors.
+        r = b.binary("remainder", x, safe_y)
+        signs_differ = b.compare(b.compare(r, zero, "LT"), b.compare(safe_y, zero, "LT"), "NE")
+        adjust = b.binary("and", b.compare(r, zero, "NE"), signs_differ)
+        q = b.select(adjust, b.binary("subtract", q, _const(b, x, 1)), q)
+    return b.select(y_is_zero, zero, q)  # NumPy: integer x // 0 is 0
+
+
+@_row(np.remainder)
+def _remainder(b, x, y):
+    zero = _const(b, x, 0)
+    if x.dtype.kind == "b":
+        return b.binary("and", x, b.unary("not", y))
+    if x.dtype.kind == "u":
+        y_is_zero = b.compare(y, zero, "EQ")
+        r = b.binary("remainder", x, b.select(y_is_zero, _const(b, x, 1), y))
+        return b.select(y_is_zero, zero, r)
+    if x.dtype.kind == "i":
+        y_is_zero = b.compare(y, zero, "EQ")
+        safe_y = b.select(y_is_zero, _const(b, x, 1), y)
+    else:
+        safe_y = y
+    r = b.binary("remainder", x, safe_y)
+    # The result takes the divisor's sign (Python's %), HLO's the dividend's.
+    signs_differ = b.compare(b.compare(r, zero, "LT"), b.compare(safe_y, zero, "LT"), "NE")
+    adjust = b.binary("and", b.compare(r, zero, "NE"), signs_differ)
+    r = b.select(adjust, b.binary("add", r, safe_y), r)
+    if x.dtype.kind == "f":
+        # NumPy: a zero result carries the divisor's sign.
+        r = b.select(b.compare(r, zero, "EQ"), _copysign(b, r, safe_y), r)
+        return r
+    return b.select(y_is_zero, zero, r)
+
+
+@_row(np.power)
+def _power(b, x, y):
+    if x.dtype.kind == "b":
+        return b.binary("or", x, b.unary("not", y))
+    return b.binary("power", x, y)
+
+
+@_row(np.float_power)
+def _float_power(b, x, y):
+    return b.binary("power", x, y)
+
+
+@_row(np.fmax)
+def _fmax(b, x, y):
+    if x.dtype.kind != "f":
+        return b.binary("maximum", x, y)
+    m = b.binary("maximum", x, y)
+    return b.select(b.compare(x, x, "NE"), y, b.select(b.compare(y, y, "NE"), x, m))
+
+
+@_row(np.fmin)
+def _fmin(b, x, y):
+    if x.dtype.kind != "f":
+        return b.binary("minimum", x, y)
+    m = b.binary("minimum", x, y)
+    return b.select(b.compare(x, x, "NE"), y, b.select(b.compare(y, y, "NE"), x, m))
+
+
+@_row(np.hypot)
+def _hypot(b, x, y):
+    return b.unary("sqrt", b.binary("add", b.binary("multiply", x, x), b.binary("multiply", y, y)))
+
+
+@_row(np.logaddexp)
+def _logaddexp(b, x, y):
+    m = b.binary("maximum", x, y)
+    d = b.unary("negate", b.unary("abs", b.binary("subtract", x, y)))
+    r = b.binary("add", m, b.unary("log-plus-one", b.unary("exponential", d)))
+    # Equal infinities: x - y is NaN, but the answer is that infinity.
+    return b.select(b.compare(x, y, "EQ"), b.binary("add", x, _const(b, x, np.log(2.0))), r)
+
+
+@_row(np.logaddexp2)
+def _logaddexp2(b, x, y):
+    ln2 = _const(b, x, np.log(2.0))
+    r = _logaddexp(b, b.binary("multiply", x, ln2), b.binary("multiply", y, ln2))
+    return b.binary("divide", r, ln2)
+
+
+@_row(np.heaviside)
+def _heaviside(b, x, y):
+    zero = _const(b, x, 0)
+    one = _const(b, x, 1)
+    at_zero = b.select(b.compare(x, zero, "EQ"), y, one)
+    r = b.select(b.compare(x, zero, "LT"), zero, at_zero)
+    return b.select(b.compare(x, x, "NE"), x, r)
+
+
+@_row(np.ldexp)
+def _ldexp(b, x, y):
+    two = _const(b, x, 2)
+    return b.binary("multiply", x, b.binary("power", two, b.convert(y, x.dtype)))
+
+
+# ----- dispatch ----------------------------------------------------------------------
+
+_TWO_OUTPUTS = {np.divmod: (np.floor_divide, np.remainder)}
+
+
+def _resolve(ufunc, inputs, dtype):
+    types = []
+    for x in inputs:
+        t = tracing.promotion_type(x)
+        types.append(np.dtype(bool) if t is bool else t)
+    try:
+        return ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout,
+                                    **({"signature": (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout}
+                                       if dtype is not None else {}))
+    except TypeError as e:  # NumPy's "no loop" errors are TypeErrors
+        names = ", ".join(str(t) if not isinstance(t, type) else t.__name__ for t in types)
+        raise tracing_error(f"np.{ufunc.__name__} has no loop for ({names}): {e}") from None
+
+
+def dispatch(ufunc, method, inputs, kwargs):
+    if method != "__call__":
+        from xla.frontend import numpy_api
+        return numpy_api.ufunc_method(ufunc, method, inputs, kwargs)
+    out = kwargs.pop("out", None)
+    if out is not None and any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
+        raise tracing_error(f"np.{ufunc.__name__}(..., out=...) writes into an array in place; "
+                            "traced arrays are immutable, use the return value")
+    where = kwargs.pop("where", True)
+    if where is not True:
+        raise tracing_error(f"np.{ufunc.__name__}(..., where=...) is not supported under xla.jit; "
+                            "use np.where on the result")
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("casting", None)
+    kwargs.pop("order", None)
+    kwargs.pop("subok", None)
+    if kwargs:
+        raise tracing_error(f"np.{ufunc.__name__}: unsupported keyword arguments {sorted(kwargs)}")
+    if ufunc is np.matmul:
+        from xla.frontend import numpy_api
+        return numpy_api.matmul(*inputs)
+    if ufunc in _TWO_OUTPUTS:
+        return tuple(dispatch(u, "__call__", inputs, {"dtype": dtype} if dtype else {})
+                     for u in _TWO_OUTPUTS[ufunc])
+    row = UFUNCS.get(ufunc)
+    if row is None:
+        raise tracing_error(f"np.{ufunc.__name__} is not supported under xla.jit")
+    loop = _resolve(ufunc, inputs, dtype)
+    in_dtypes, out_dtypes = loop[:ufunc.nin], loop[ufunc.nin:]
+    ops = [convert(as_tracer(x), dt) for x, dt in zip(inputs, in_dtypes)]
+    ops = broadcast_arrays(*ops)
+    b = tracing.current_builder()
+    result = row(b, *(t.op for t in ops))
+    weak = all(isinstance(x, Tracer) and x.weak or isinstance(x, (int, float, complex))
+               for x in inputs)
+    t = Tracer(result, weak=weak)
+    if t.dtype != out_dtypes[0]:
+        t = convert(t, out_dtypes[0])
+    return t
