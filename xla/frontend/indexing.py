@@ -1,78 +1,107 @@
 """Indexing traced arrays: ``t[...]`` and ``t.at[...].set(v)``.
 
-Basic indices (ints, slices, ``None``, ``...``) become static slices and
-reshapes; a traced integer scalar becomes a dynamic-slice (clamped into
-range as XLA specifies, where NumPy would raise); integer arrays become a
-gather. A boolean mask selects a number of elements that depends on the
-data, so it is an error under ``xla.jit`` (use ``np.where``).
+Basic indices (ints, slices, ``None``, ``...``) become static slices,
+reverses and reshapes; a traced integer scalar becomes a dynamic-slice.
+Integer arrays (NumPy or traced; ints count as arrays when arrays are
+present) follow NumPy's advanced-indexing rules and become one HLO gather:
+the index arrays broadcast together, and the broadcast dimensions take the
+place of the indexed ones when those are adjacent, else they come first.
+
+Out-of-range indices: a concrete (NumPy) index is checked while tracing and
+raises IndexError as NumPy does. A traced index can't be checked, so it is
+clamped into range, as XLA's gather and dynamic-slice specify (negative
+indices wrap first, as in NumPy). Generated code never reads outside the
+array either way.
+
+A boolean mask selects a number of elements that depends on the data: a
+traced mask is a must-compile error (use ``np.where``); a NumPy boolean
+array is known while tracing and becomes integer indices.
+
+``x.at[idx].set(v)`` (also ``add``, ``multiply``, ``min``, ``max``, ``get``)
+is JAX's functional update: a dynamic-update-slice for basic indices, a
+scatter for integer arrays.
 """
 import operator
 
 import numpy as np
 
 from xla.errors import ShapeError
-from xla.frontend.tracing import Tracer, as_tracer, current_builder, tracing_error
+from xla.frontend.tracing import (Tracer, as_tracer, broadcast_to, convert, current_builder,
+                                  tracing_error)
 
 
 def _expand(index, ndim):
-    """``index`` as a tuple with Ellipsis expanded into full slices."""
+    """``index`` as a list with Ellipsis expanded into full slices and
+    concrete boolean arrays turned into integer arrays."""
     if not isinstance(index, tuple):
         index = (index,)
-    n_ellipsis = sum(1 for i in index if i is Ellipsis)
+    out = []
+    for i in index:
+        if isinstance(i, Tracer) and i.dtype == np.bool_:
+            raise tracing_error(
+                "boolean mask indexing selects a number of elements that depends on the data, so it "
+                "cannot be compiled (must-compile); use np.where(mask, x, fill) to keep the shape")
+        if isinstance(i, (list, np.ndarray)) and np.asarray(i).dtype == np.bool_:
+            out.extend(np.nonzero(np.asarray(i)))   # static: known while tracing
+            continue
+        if isinstance(i, list):
+            i = np.asarray(i)
+            if i.dtype.kind not in "iu" and i.size:
+                raise IndexError("arrays used as indices must be of integer (or boolean) type")
+            i = i.astype(np.int64)
+        out.append(i)
+    n_ellipsis = sum(1 for i in out if i is Ellipsis)
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for i in index if i is not None and i is not Ellipsis)
+    used = sum(1 for i in out if i is not None and i is not Ellipsis)
     if used > ndim:
         raise IndexError(f"too many indices for array: array is {ndim}-dimensional, "
                          f"but {used} were indexed")
-    out = []
-    for i in index:
+    full = []
+    for i in out:
         if i is Ellipsis:
-            out.extend([slice(None)] * (ndim - used))
+            full.extend([slice(None)] * (ndim - used))
         else:
-            out.append(i)
+            full.append(i)
     if n_ellipsis == 0:
-        out.extend([slice(None)] * (ndim - used))
-    return out
+        full.extend([slice(None)] * (ndim - used))
+    return full
 
 
-def getitem(t, index):
+def _is_array_index(i):
+    return isinstance(i, np.ndarray) or isinstance(i, Tracer) and i.ndim > 0
+
+
+def getitem(t, index, mode=None):
     idx = _expand(index, t.ndim)
-    for i in idx:
-        if isinstance(i, Tracer) and i.dtype.kind == "b" or \
-                isinstance(i, np.ndarray) and i.dtype.kind == "b" and isinstance(t, Tracer) and False:
-            raise tracing_error(
-                "boolean mask indexing selects a number of elements that depends on the data, so it "
-                "cannot be compiled; use np.where(mask, x, fill) to keep the shape")
-        if isinstance(i, (Tracer, np.ndarray, list)) and not (isinstance(i, Tracer) and i.ndim == 0
-                                                              and i.dtype.kind in "iu"):
-            return advanced_getitem(t, idx)
+    if any(_is_array_index(i) for i in idx):
+        return _advanced(t, idx, mode)
+    return _basic(t, idx)
+
+
+def _basic(t, idx):
     b = current_builder()
-    starts, limits, strides, out_shape, reverse_dims = [], [], [], [], []
-    dynamic = {}
+    starts, limits, strides, reverse_dims, out_shape, dynamic = [], [], [], [], [], {}
     dim = 0
     for i in idx:
         if i is None:
-            out_shape.append(("new",))
+            out_shape.append(1)
             continue
         size = t.shape[dim]
         if isinstance(i, slice):
             start, stop, step = i.indices(size)
-            if step > 0:
-                n = max(0, (stop - start + step - 1) // step)
-                starts.append(start)
-                limits.append(start + (n - 1) * step + 1 if n else start)
-                strides.append(step)
-            else:
-                n = max(0, (start - stop - step - 1) // -step)
+            if step < 0:
                 # Reverse the dimension, then slice forward.
                 reverse_dims.append(dim)
-                fstart = size - 1 - start
-                starts.append(fstart)
-                limits.append(fstart + (n - 1) * -step + 1 if n else fstart)
-                strides.append(-step)
-            out_shape.append(("keep", n))
+                start, stop, step = size - 1 - start, size - 1 - stop, -step
+            n = max(0, (stop - start + step - 1) // step)
+            starts.append(start if n else 0)
+            limits.append(start + (n - 1) * step + 1 if n else 0)
+            strides.append(step)
+            out_shape.append(n)
         elif isinstance(i, Tracer):
+            if i.dtype.kind not in "iu":
+                raise IndexError(f"only integer scalar arrays can be used as an index, got {i.dtype}")
             dynamic[dim] = i
             starts.append(0)
             limits.append(1)
@@ -94,44 +123,97 @@ def getitem(t, index):
     if reverse_dims:
         op = b.reverse(op, reverse_dims)
     if dynamic:
-        zero = b.constant(np.int32(0))
-        start_ops = []
-        for d in range(t.ndim):
-            if d in dynamic:
-                start_ops.append(b.convert(dynamic[d].op, np.int32) if dynamic[d].dtype != np.int32
-                                 else dynamic[d].op)
-            else:
-                start_ops.append(b.constant(np.int32(starts[d])))
-        sizes = [1 if d in dynamic else limits[d] - starts[d] for d in range(t.ndim)]
-        # NumPy wraps negative indices; do the same before XLA clamps.
-        fixed = []
-        for d, s in enumerate(start_ops):
-            if d in dynamic:
-                size_c = b.constant(np.int32(t.shape[d]))
-                neg = b.compare(s, zero, "LT")
-                s = b.select(neg, b.binary("add", s, size_c), s)
-            fixed.append(s)
-        op = b.dynamic_slice(op, fixed, sizes)
-        starts = [0 if d in dynamic else 0 for d in range(t.ndim)]
-        limits = sizes
+        sizes = [limits[d] - starts[d] if d not in dynamic else 1 for d in range(t.ndim)]
+        start_ops = [_wrapped_start(b, dynamic[d], t.shape[d]) if d in dynamic
+                     else b.constant(np.int64(starts[d])) for d in range(t.ndim)]
+        op = b.dynamic_slice(op, start_ops, [max(s, 0) for s in sizes])
         if any(st != 1 for st in strides):
-            op = b.slice(op, starts, limits, strides)
-    elif any(s != 0 for s in starts) or list(limits) != list(t.shape) or any(st != 1 for st in strides):
+            op = b.slice(op, [0] * t.ndim, [max(s, 0) for s in sizes], strides)
+    elif any(starts) or list(limits) != list(t.shape) or any(st != 1 for st in strides):
         op = b.slice(op, starts, limits, strides)
-    shape = []
-    for entry in out_shape:
-        shape.append(1 if entry[0] == "new" else entry[1])
-    if tuple(shape) != tuple(op.dims):
-        op = b.reshape(op, shape)
+    if tuple(out_shape) != tuple(op.dims):
+        op = b.reshape(op, out_shape)
     return Tracer(op, weak=t.weak)
 
 
-def advanced_getitem(t, idx):
-    raise tracing_error("indexing with integer arrays is not supported under xla.jit yet")
+def _wrapped_start(b, index, size):
+    """A traced index with NumPy's negative wrap-around, as s64."""
+    i = index.op if index.dtype == np.int64 else b.convert(index.op, np.int64)
+    zero = b.broadcast_in_dim(b.constant(np.int64(0)), i.dims, ()) if i.dims else b.constant(np.int64(0))
+    n = b.broadcast_in_dim(b.constant(np.int64(size)), i.dims, ()) if i.dims else b.constant(np.int64(size))
+    return b.select(b.compare(i, zero, "LT"), b.binary("add", i, n), i)
+
+
+def _prepare_advanced(t, idx, mode):
+    """Applies None and slices, then returns (operand Tracer, advanced
+    positions, broadcast index XlaOp of shape B + (len(adv),), B, the
+    positions' contiguity)."""
+    # None becomes a size-1 axis indexed by ':'.
+    shape, full_idx, dim = [], [], 0
+    for i in idx:
+        if i is None:
+            shape.append(1)
+            full_idx.append(slice(None))
+        else:
+            shape.append(t.shape[dim])
+            full_idx.append(i)
+            dim += 1
+    if tuple(shape) != t.shape:
+        t = Tracer(current_builder().reshape(t.op, shape), weak=t.weak)
+    # Slices first (static), leaving full slices.
+    basic = [i if isinstance(i, slice) else slice(None) for i in full_idx]
+    t = _basic(t, basic)
+    adv = [k for k, i in enumerate(full_idx) if not isinstance(i, slice)]
+    b = current_builder()
+    arrays = []
+    for k in adv:
+        i = full_idx[k]
+        size = t.shape[k]
+        if isinstance(i, Tracer):
+            if i.dtype.kind not in "iu":
+                raise IndexError(f"arrays used as indices must be of integer type, got {i.dtype}")
+            arrays.append(Tracer(_wrapped_start(b, i, size)))
+        else:
+            a = np.asarray(i)
+            if a.dtype.kind not in "iu" and a.size:
+                raise IndexError(f"arrays used as indices must be of integer type, got {a.dtype}")
+            a = a.astype(np.int64)
+            if mode == "clip":
+                a = np.clip(np.where(a < 0, a + size, a), 0, max(size - 1, 0))
+            elif mode == "wrap":
+                a = a % size if size else a
+            else:
+                bad = (a < -size) | (a >= size)
+                if bad.any():
+                    raise IndexError(f"index {int(a[bad].flat[0])} is out of bounds for axis {k} with "
+                                     f"size {size}")
+                a = np.where(a < 0, a + size, a)
+            arrays.append(as_tracer(a))
+    from xla.frontend.tracing import broadcast_shapes
+    bshape = broadcast_shapes(*(a.shape for a in arrays))
+    stacked = [broadcast_to(a, bshape) for a in arrays]
+    cols = [b.reshape(s.op, bshape + (1,)) for s in stacked]
+    index = cols[0] if len(cols) == 1 else b.concatenate(cols, len(bshape))
+    contiguous = adv == list(range(adv[0], adv[0] + len(adv)))
+    return t, adv, index, bshape, contiguous
+
+
+def _advanced(t, idx, mode):
+    t, adv, index, bshape, contiguous = _prepare_advanced(t, idx, mode)
+    b = current_builder()
+    rest = [d for d in range(t.ndim) if d not in adv]
+    nb = len(bshape)
+    first = adv[0] if contiguous else 0
+    # Output: rest dims before `first`, then B, then the other rest dims.
+    offset_dims = [j if j < first else j + nb for j in range(len(rest))]
+    slice_sizes = [1 if d in adv else t.shape[d] for d in range(t.ndim)]
+    out = b.gather(t.op, index, offset_dims=offset_dims, collapsed_slice_dims=adv,
+                   start_index_map=adv, index_vector_dim=nb, slice_sizes=slice_sizes)
+    return Tracer(out, weak=t.weak)
 
 
 class AtIndexer:
-    """``x.at[idx].set(v)``: functional updates, as in JAX."""
+    """``x.at[idx]``: functional updates, as in JAX."""
 
     def __init__(self, t):
         self._t = t
@@ -140,10 +222,117 @@ class AtIndexer:
         return _AtRef(self._t, index)
 
 
+_COMBINERS = {"set": None, "add": "add", "multiply": "multiply", "min": "minimum", "max": "maximum"}
+
+
 class _AtRef:
     def __init__(self, t, index):
         self.t = t
         self.index = index
 
-    def set(self, value):
-        raise tracing_error("x.at[...].set is not supported under xla.jit yet")
+    def get(self, mode=None):
+        return getitem(self.t, self.index, mode)
+
+    def set(self, values):
+        return self._update(values, "set")
+
+    def add(self, values):
+        return self._update(values, "add")
+
+    def multiply(self, values):
+        return self._update(values, "multiply")
+
+    def min(self, values):
+        return self._update(values, "min")
+
+    def max(self, values):
+        return self._update(values, "max")
+
+    def _update(self, values, how):
+        t = self.t
+        idx = _expand(self.index, t.ndim)
+        if any(_is_array_index(i) for i in idx):
+            return _scatter(t, idx, values, how)
+        return _update_basic(t, idx, values, how)
+
+
+def _update_basic(t, idx, values, how):
+    """Basic indices: read the slab, combine, write it back with a
+    dynamic-update-slice (steps other than 1 go through scatter)."""
+    b = current_builder()
+    slab = _basic(t, idx)
+    v = convert(as_tracer(values), t.dtype)
+    v = broadcast_to(v, slab.shape)
+    if how != "set":
+        v = Tracer(b.binary(_COMBINERS[how], slab.op, v.op))
+    if any(isinstance(i, slice) and (i.step or 1) != 1 for i in idx if i is not None):
+        # Express strided slices as index arrays and scatter.
+        arrays = []
+        for i, d in zip([i for i in idx if i is not None], t.shape):
+            arrays.append(np.arange(d)[i] if isinstance(i, slice) else i)
+        return _scatter(t, _outer(arrays), v, "set")
+    # Dims of the slab, without the None axes and int positions.
+    starts, sizes, dim = [], [], 0
+    for i in idx:
+        if i is None:
+            continue
+        if isinstance(i, slice):
+            start, stop, _ = i.indices(t.shape[dim])
+            starts.append(b.constant(np.int64(start)))
+            sizes.append(max(stop - start, 0))
+        elif isinstance(i, Tracer):
+            starts.append(_wrapped_start(b, i, t.shape[dim]))
+            sizes.append(1)
+        else:
+            k = operator.index(i)
+            if not -t.shape[dim] <= k < t.shape[dim]:
+                raise IndexError(f"index {k} is out of bounds for axis {dim} with size {t.shape[dim]}")
+            starts.append(b.constant(np.int64(k % t.shape[dim])))
+            sizes.append(1)
+        dim += 1
+    update = b.reshape(v.op, sizes)
+    return Tracer(b.dynamic_update_slice(t.op, update, starts))
+
+
+def _outer(arrays):
+    """Index arrays for the outer product of per-dimension indices: each
+    1-d array (from a slice) gets its own axis; ints stay scalars."""
+    vectors = [k for k, a in enumerate(arrays) if not isinstance(a, Tracer) and np.ndim(a) == 1]
+    out = list(arrays)
+    for pos, k in enumerate(vectors):
+        shape = [1] * len(vectors)
+        shape[pos] = len(arrays[k])
+        out[k] = np.asarray(arrays[k]).reshape(shape)
+    return out
+
+
+def _scatter(t, idx, values, how):
+    if any(isinstance(i, slice) and i != slice(None) for i in idx) or any(i is None for i in idx):
+        raise tracing_error("x.at[...] mixing integer arrays with partial slices or None is not "
+                            "supported; index with arrays and full slices (:)")
+    _, adv, index, bshape, contiguous = _prepare_advanced(t, idx, None)
+    b = current_builder()
+    rest = [d for d in range(t.ndim) if d not in adv]
+    nb = len(bshape)
+    first = adv[0] if contiguous else 0
+    update_window_dims = [j if j < first else j + nb for j in range(len(rest))]
+    upd_shape = [0] * (len(rest) + nb)
+    for j, d in zip(update_window_dims, rest):
+        upd_shape[j] = t.shape[d]
+    bpos = [p for p in range(len(upd_shape)) if p not in update_window_dims]
+    for p, s in zip(bpos, bshape):
+        upd_shape[p] = s
+    v = broadcast_to(convert(as_tracer(values), t.dtype), tuple(upd_shape))
+    from xla.frontend.builder import element_type
+    from xla.hlo.shape import Shape
+    sub = b.sub_builder(f"scatter_{how}")
+    et = element_type(t.dtype)
+    lhs = sub.parameter(0, Shape.scalar(et), "old")
+    rhs = sub.parameter(1, Shape.scalar(et), "new")
+    if how == "set":
+        comp = sub.build(rhs)
+    else:
+        comp = sub.build(sub.binary(_COMBINERS[how], lhs, rhs))
+    out = b.scatter(t.op, index, v.op, comp, update_window_dims=update_window_dims,
+                    inserted_window_dims=adv, scatter_dims_to_operand_dims=adv, index_vector_dim=nb)
+    return Tracer(out)

@@ -598,3 +598,886 @@ def _index_names():
 
 
 _index_names()
+
+
+# ----- index-producing reductions, sorting, scans -----------------------------------
+
+def _arg_reduce(a, axis, keepdims, direction):
+    """argmax/argmax as a variadic reduce over (value, index); the first
+    index wins ties and NaN wins everything, as in NumPy."""
+    a = as_tracer(a)
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    axis = normalize_axis(axis, a.ndim)
+    if a.shape[axis] == 0:
+        raise ShapeError(f"attempt to get arg{'max' if direction == 'GT' else 'min'} of an empty sequence")
+    b = current_builder()
+    idx = b.iota(np.int64, a.shape, axis)
+    sub = b.sub_builder(f"arg{'max' if direction == 'GT' else 'min'}")
+    from xla.frontend.builder import element_type
+    vt = element_type(a.dtype)
+    from xla.hlo.shape import Shape
+    av = sub.parameter(0, Shape.scalar(vt), "acc_value")
+    ai = sub.parameter(1, Shape.scalar(element_type(np.int64)), "acc_index")
+    xv = sub.parameter(2, Shape.scalar(vt), "value")
+    xi = sub.parameter(3, Shape.scalar(element_type(np.int64)), "index")
+    better = sub.compare(xv, av, direction)
+    same = sub.compare(xv, av, "EQ")
+    if a.dtype.kind in "fc":
+        x_nan = sub.compare(xv, xv, "NE")
+        a_nan = sub.compare(av, av, "NE")
+        # NaN beats numbers; between NaNs (and equal values) the first index.
+        better = sub.binary("or", sub.binary("and", x_nan, sub.unary("not", a_nan)),
+                            sub.binary("and", better, sub.unary("not", a_nan)))
+        same = sub.binary("or", same, sub.binary("and", x_nan, a_nan))
+    first = sub.compare(xi, ai, "LT")
+    take = sub.binary("or", better, sub.binary("and", same, first))
+    sub.build(sub.tuple([sub.select(take, xv, av), sub.select(take, xi, ai)]))
+    comp = sub._built
+    init_v = b.constant(_identity("maximum" if direction == "GT" else "minimum", a.dtype)) \
+        if a.dtype.kind != "c" else b.constant(np.zeros((), a.dtype))
+    init_i = b.constant(np.int64(-1))
+    out = b.reduce([a.op, idx], [init_v, init_i], comp, (axis,))
+    t = Tracer(b.get_tuple_element(out, 1))
+    if keepdims:
+        t = expand_dims(t, axis)
+    return t
+
+
+@implements(np.argmax)
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    _check_no_out("argmax", out)
+    return _arg_reduce(a, axis, keepdims, "GT")
+
+
+@implements(np.argmin)
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    _check_no_out("argmin", out)
+    return _arg_reduce(a, axis, keepdims, "LT")
+
+
+@implements(np.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    from xla.frontend import lax
+    a = as_tracer(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    if a.ndim == 0:
+        raise ShapeError("Cannot sort a 0-d array")
+    return lax.sort(a, dimension=normalize_axis(axis, a.ndim))
+
+
+@implements(np.argsort)
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    from xla.frontend import lax
+    a = as_tracer(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim)
+    idx = Tracer(current_builder().iota(np.int64, a.shape, axis))
+    return lax.sort((a, idx), dimension=axis, is_stable=True, num_keys=1)[1]
+
+
+def _cumulative(a, axis, dtype, opcode, name):
+    from xla.frontend import lax
+    a = as_tracer(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim)
+    if dtype is None:
+        dtype = _sum_dtype(a.dtype) if opcode in ("add", "multiply") else a.dtype
+    a = convert(a, dtype)
+    n = a.shape[axis]
+    if n == 0:
+        return a
+    window = [1] * a.ndim
+    window[axis] = n
+    padding = [(0, 0)] * a.ndim
+    padding[axis] = (n - 1, 0)
+    return lax.reduce_window(a, _identity(opcode, a.dtype), opcode, window, [1] * a.ndim, padding)
+
+
+@implements(np.cumsum)
+def cumsum(a, axis=None, dtype=None, out=None):
+    _check_no_out("cumsum", out)
+    return _cumulative(a, axis, dtype, "add", "cumsum")
+
+
+@implements(np.cumprod)
+def cumprod(a, axis=None, dtype=None, out=None):
+    _check_no_out("cumprod", out)
+    return _cumulative(a, axis, dtype, "multiply", "cumprod")
+
+
+if hasattr(np, "cumulative_sum"):
+    @implements(np.cumulative_sum)
+    def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        r = cumsum(x, axis, dtype)
+        if include_initial:
+            ax = 0 if axis is None else axis
+            z = zeros_like(take(r, [0], axis=ax))
+            r = concatenate([z, r], axis=ax)
+        return r
+
+
+# ----- gathering ----------------------------------------------------------------------
+
+@implements(np.take)
+def take(a, indices, axis=None, out=None, mode=None):
+    _check_no_out("take", out)
+    a = as_tracer(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim)
+    index = [slice(None)] * axis + [indices]
+    from xla.frontend import indexing
+    return indexing.getitem(a, tuple(index), mode=mode or "clip")
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    a = as_tracer(arr)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim)
+    idx = as_tracer(indices)
+    if idx.ndim != a.ndim:
+        raise ShapeError("`indices` and `arr` must have the same number of dimensions")
+    shape = tracing.broadcast_shapes(tuple(1 if i == axis else d for i, d in enumerate(a.shape)),
+                                     tuple(1 if i == axis else d for i, d in enumerate(idx.shape)))
+    index = []
+    b = current_builder()
+    for i in range(a.ndim):
+        if i == axis:
+            index.append(idx)
+        else:
+            dims = [1] * a.ndim
+            dims[i] = shape[i] if a.shape[i] != 1 else 1
+            index.append(Tracer(b.iota(np.int64, tuple(dims), i)) if dims[i] > 1
+                         else tracing.full(tuple(dims), 0, np.int64))
+    from xla.frontend import indexing
+    return indexing.getitem(a, tuple(index), mode="clip")
+
+
+# ----- shape-changing copies ------------------------------------------------------------
+
+@implements(np.flip)
+def flip(m, axis=None):
+    m = as_tracer(m)
+    axes = normalize_axes(axis, m.ndim)
+    if not axes:
+        return m
+    return Tracer(current_builder().reverse(m.op, axes), weak=m.weak)
+
+
+@implements(np.fliplr)
+def fliplr(m):
+    return flip(m, 1)
+
+
+@implements(np.flipud)
+def flipud(m):
+    return flip(m, 0)
+
+
+@implements(np.roll)
+def roll(a, shift, axis=None):
+    a = as_tracer(a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), a.shape)
+    shifts = np.broadcast_to(shift, np.shape(axis)) if isinstance(axis, (tuple, list)) else [shift]
+    axes = axis if isinstance(axis, (tuple, list)) else [axis]
+    out = a
+    for s, ax in zip(shifts, axes):
+        ax = normalize_axis(ax, a.ndim)
+        n = a.shape[ax]
+        if n == 0:
+            continue
+        s = int(s) % n
+        if s == 0:
+            continue
+        lo = [slice(None)] * a.ndim
+        hi = [slice(None)] * a.ndim
+        lo[ax] = slice(n - s, None)
+        hi[ax] = slice(0, n - s)
+        out = concatenate([out[tuple(lo)], out[tuple(hi)]], axis=ax)
+    return out
+
+
+@implements(np.tile)
+def tile(A, reps):
+    a = as_tracer(A)
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    d = builtins.max(len(reps), a.ndim)
+    reps = (1,) * (d - len(reps)) + reps
+    a = reshape(a, (1,) * (d - a.ndim) + a.shape)
+    # Broadcast to (r0, s0, r1, s1, ...) then merge pairs.
+    inter = []
+    dims = []
+    for i, (r, s) in enumerate(zip(reps, a.shape)):
+        inter += [r, s]
+        dims.append(2 * i + 1)
+    b = current_builder()
+    out = Tracer(b.broadcast_in_dim(a.op, tuple(inter), tuple(dims)))
+    return reshape(out, tuple(r * s for r, s in zip(reps, a.shape)))
+
+
+@implements(np.repeat)
+def repeat(a, repeats, axis=None):
+    a = as_tracer(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim)
+    if isinstance(repeats, Tracer):
+        raise tracing_error("np.repeat with traced repeats has a data-dependent output shape; "
+                            "pass repeats as a Python int or NumPy array")
+    reps = np.asarray(repeats)
+    if reps.ndim == 0:
+        r = int(reps)
+        shape = a.shape[:axis + 1] + (r,) + a.shape[axis + 1:]
+        dims = tuple(range(axis + 1)) + tuple(range(axis + 2, a.ndim + 1))
+        b = current_builder()
+        out = Tracer(b.broadcast_in_dim(a.op, shape, dims))
+        return reshape(out, a.shape[:axis] + (a.shape[axis] * r,) + a.shape[axis + 1:])
+    index = np.repeat(np.arange(a.shape[axis]), reps)
+    return take(a, index, axis=axis)
+
+
+@implements(np.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    a = as_tracer(array)
+    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (a.ndim, 2))
+    if (pw < 0).any():
+        raise ValueError("index can't contain negative values")
+    b = current_builder()
+    if mode == "constant":
+        cv = np.broadcast_to(np.asarray(kwargs.get("constant_values", 0)), (a.ndim, 2))
+        out = a
+        if np.all(cv == cv.flat[0]):
+            value = b.constant(np.asarray(cv.flat[0]).astype(a.dtype))
+            return Tracer(b.pad(a.op, value, [(int(lo), int(hi), 0) for lo, hi in pw]))
+        for ax in range(a.ndim):
+            lo, hi = pw[ax]
+            parts = []
+            if lo:
+                shape = list(out.shape)
+                shape[ax] = lo
+                parts.append(tracing.full(shape, cv[ax][0], a.dtype))
+            parts.append(out)
+            if hi:
+                shape = list(out.shape)
+                shape[ax] = hi
+                parts.append(tracing.full(shape, cv[ax][1], a.dtype))
+            out = concatenate(parts, axis=ax)
+        return out
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise tracing_error(f"np.pad(mode={mode!r}) is not supported under xla.jit "
+                            "(constant, edge, reflect, symmetric, wrap are)")
+    out = a
+    for ax in range(a.ndim):
+        lo, hi = int(pw[ax][0]), int(pw[ax][1])
+        n = out.shape[ax]
+        if lo == hi == 0:
+            continue
+        if n == 0:
+            raise ValueError(f"can't extend empty axis {ax} using modes other than 'constant'")
+        idx = np.arange(-lo, n + hi)
+        if mode == "edge":
+            idx = np.clip(idx, 0, n - 1)
+        elif mode == "wrap":
+            idx = idx % n
+        elif mode == "reflect":
+            if n == 1:
+                idx = np.zeros_like(idx)
+            else:
+                period = 2 * (n - 1)
+                idx = np.abs(idx) % period
+                idx = np.where(idx >= n, period - idx, idx)
+        else:  # symmetric
+            period = 2 * n
+            idx = idx % period
+            idx = np.where(idx >= n, period - 1 - idx, idx)
+        out = take(out, idx, axis=ax)
+    return out
+
+
+# ----- diagonals and triangles ------------------------------------------------------------
+
+def _tri_mask(n, m, k, lower):
+    b = current_builder()
+    rows = b.iota(np.int64, (n, m), 0)
+    cols = b.iota(np.int64, (n, m), 1)
+    shifted = b.binary("add", rows, b.broadcast_in_dim(b.constant(np.int64(k)), (n, m), ()))
+    return Tracer(b.compare(cols, shifted, "LE" if lower else "GT"))
+
+
+@implements(np.tril)
+def tril(m, k=0):
+    m = as_tracer(m)
+    mask = broadcast_to(_tri_mask(m.shape[-2], m.shape[-1], k, True), m.shape)
+    return where(mask, m, zeros_like(m))
+
+
+@implements(np.triu)
+def triu(m, k=0):
+    m = as_tracer(m)
+    mask = broadcast_to(_tri_mask(m.shape[-2], m.shape[-1], k - 1, False), m.shape)
+    return where(mask, m, zeros_like(m))
+
+
+@implements(np.diagonal)
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    a = as_tracer(a)
+    a1, a2 = normalize_axis(axis1, a.ndim), normalize_axis(axis2, a.ndim)
+    rest = [i for i in range(a.ndim) if i not in (a1, a2)]
+    t = transpose(a, rest + [a1, a2])
+    n, m = t.shape[-2], t.shape[-1]
+    if offset >= 0:
+        length = builtins.max(0, builtins.min(n, m - offset))
+        rows, cols = np.arange(length), np.arange(length) + offset
+    else:
+        length = builtins.max(0, builtins.min(n + offset, m))
+        rows, cols = np.arange(length) - offset, np.arange(length)
+    lead = (slice(None),) * (t.ndim - 2)
+    from xla.frontend import indexing
+    return indexing.getitem(t, lead + (rows, cols))
+
+
+@implements(np.diag)
+def diag(v, k=0):
+    v = as_tracer(v)
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = v.shape[0] + builtins.abs(k)
+    b = current_builder()
+    rows = b.iota(np.int64, (n, n), 0)
+    cols = b.iota(np.int64, (n, n), 1)
+    on = Tracer(b.compare(b.binary("subtract", cols, rows),
+                          b.broadcast_in_dim(b.constant(np.int64(k)), (n, n), ()), "EQ"))
+    # On the diagonal, column c holds v[c - k] (k >= 0) or v[c] (k < 0).
+    src = pad(v, (builtins.max(k, 0), builtins.max(-k, 0)))
+    vals = broadcast_to(reshape(src, (1, n)), (n, n))
+    return where(on, vals, zeros_like(vals))
+
+
+@implements(np.trace)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    _check_no_out("trace", out)
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+# ----- splitting --------------------------------------------------------------------------
+
+@implements(np.array_split)
+def array_split(ary, indices_or_sections, axis=0):
+    a = as_tracer(ary)
+    axis = normalize_axis(axis, a.ndim)
+    n = a.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        each, extra = divmod(n, sections)
+        sizes = [each + 1] * extra + [each] * (sections - extra)
+        bounds = np.cumsum([0] + sizes)
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        index = [slice(None)] * a.ndim
+        index[axis] = slice(int(lo), int(hi))
+        out.append(a[tuple(index)])
+    return out
+
+
+@implements(np.split)
+def split(ary, indices_or_sections, axis=0):
+    a = as_tracer(ary)
+    if isinstance(indices_or_sections, (int, np.integer)) and \
+            a.shape[normalize_axis(axis, a.ndim)] % int(indices_or_sections):
+        raise ValueError("array split does not result in an equal division")
+    return array_split(a, indices_or_sections, axis)
+
+
+# ----- comparisons, rounding, nan-aware reductions -----------------------------------------
+
+@implements(np.isclose)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    a, b = as_tracer(a), as_tracer(b)
+    dt = result_type(a, b, 1.0)
+    a, b = convert(a, dt), convert(b, dt)
+    close = np.less_equal(np.abs(a - b), atol + rtol * np.abs(b))
+    both_inf = np.logical_and(np.isinf(a), np.equal(a, b))
+    out = np.logical_or(close, both_inf)
+    if equal_nan:
+        out = np.logical_or(out, np.logical_and(np.isnan(a), np.isnan(b)))
+    return out
+
+
+@implements(np.allclose)
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+@implements(np.array_equal)
+def array_equal(a1, a2, equal_nan=False):
+    a1, a2 = as_tracer(a1), as_tracer(a2)
+    if a1.shape != a2.shape:
+        return tracing.full((), False, np.bool_)
+    return all(np.equal(a1, a2))
+
+
+@implements(np.round, np.around)
+def round(a, decimals=0, out=None):
+    _check_no_out("round", out)
+    a = as_tracer(a)
+    if a.dtype.kind in "biu":
+        if decimals >= 0:
+            return a
+        f = 10 ** -decimals
+        return (np.floor_divide(a + f // 2, f) * f).astype(a.dtype)
+    if decimals == 0:
+        return np.rint(a)
+    f = np.asarray(10.0 ** decimals, dtype=a.dtype)
+    return np.rint(a * f) / f
+
+
+def _nan_to(a, value):
+    a = as_tracer(a)
+    if a.dtype.kind not in "fc":
+        return a
+    return where(np.isnan(a), np.asarray(value, a.dtype), a)
+
+
+@implements(np.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    return sum(_nan_to(a, 0), axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
+
+
+@implements(np.nanprod)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    return prod(_nan_to(a, 1), axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
+
+
+@implements(np.nanmax)
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    return max(_nan_to(a, -np.inf), axis=axis, out=out, keepdims=keepdims, initial=initial)
+
+
+@implements(np.nanmin)
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    return min(_nan_to(a, np.inf), axis=axis, out=out, keepdims=keepdims, initial=initial)
+
+
+@implements(np.nanmean)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    a = as_tracer(a)
+    count = sum(np.logical_not(np.isnan(a)), axis=axis, keepdims=keepdims)
+    s = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    return np.true_divide(s, count.astype(s.dtype))
+
+
+@implements(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    a = as_tracer(a)
+    if weights is None:
+        avg = mean(a, axis=axis, keepdims=keepdims)
+        count = np.asarray(a.size // builtins.max(avg.size, 1), dtype=avg.dtype)
+        return (avg, broadcast_to(count, avg.shape)) if returned else avg
+    w = as_tracer(weights)
+    if w.shape != a.shape:
+        if axis is None or w.ndim != 1:
+            raise ShapeError("Axis must be specified when shapes of a and weights differ.")
+        ax = normalize_axis(axis, a.ndim)
+        w = reshape(w, [w.shape[0] if i == ax else 1 for i in range(a.ndim)])
+        w = broadcast_to(w, a.shape)
+    dt = result_type(a, w, 1.0)
+    scl = sum(convert(w, dt), axis=axis, keepdims=keepdims)
+    avg = np.true_divide(sum(np.multiply(convert(a, dt), convert(w, dt)), axis=axis,
+                             keepdims=keepdims), scl)
+    return (avg, scl) if returned else avg
+
+
+@implements(np.ptp)
+def ptp(a, axis=None, out=None, keepdims=False):
+    _check_no_out("ptp", out)
+    return np.subtract(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
+
+
+@implements(np.count_nonzero)
+def count_nonzero(a, axis=None, *, keepdims=False):
+    return sum(convert(as_tracer(a), np.bool_), axis=axis, keepdims=keepdims, dtype=np.int_)
+
+
+@implements(np.real)
+def real(val):
+    v = as_tracer(val)
+    return Tracer(current_builder().unary("real", v.op)) if v.dtype.kind == "c" else v
+
+
+@implements(np.imag)
+def imag(val):
+    v = as_tracer(val)
+    if v.dtype.kind == "c":
+        return Tracer(current_builder().unary("imag", v.op))
+    return zeros_like(v)
+
+
+@implements(np.angle)
+def angle(z, deg=False):
+    z = as_tracer(z)
+    if z.dtype.kind != "c":
+        z = convert(z, result_type(z, 1.0))
+        r = np.arctan2(zeros_like(z), z)
+    else:
+        r = np.arctan2(imag(z), real(z))
+    return np.degrees(r) if deg else r
+
+
+@implements(np.conj, np.conjugate)
+def conj(x):
+    return np.conjugate(as_tracer(x))
+
+
+@implements(np.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    a, b = as_tracer(a), as_tracer(b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = moveaxis(a, axisa, -1)
+    b = moveaxis(b, axisb, -1)
+    if a.shape[-1] != 3 or b.shape[-1] != 3:
+        raise tracing_error("np.cross is supported under xla.jit for 3-vectors only")
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    c = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return moveaxis(c, -1, axisc)
+
+
+@implements(np.kron)
+def kron(a, b):
+    a, b = as_tracer(a), as_tracer(b)
+    nd = builtins.max(a.ndim, b.ndim)
+    a = reshape(a, (1,) * (nd - a.ndim) + a.shape)
+    b = reshape(b, (1,) * (nd - b.ndim) + b.shape)
+    ea = reshape(a, tuple(x for d in a.shape for x in (d, 1)))
+    eb = reshape(b, tuple(x for d in b.shape for x in (1, d)))
+    return reshape(np.multiply(ea, eb), tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+@implements(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    xs = [ravel(as_tracer(x)) for x in xi]
+    nd = len(xs)
+    out = []
+    for i, x in enumerate(xs):
+        shape = [1] * nd
+        shape[i] = x.shape[0]
+        out.append(reshape(x, shape))
+    if indexing == "xy" and nd > 1:
+        for k in range(nd):
+            s = list(out[k].shape)
+            s[0], s[1] = s[1], s[0]
+            out[k] = reshape(out[k], s)
+    if not sparse:
+        full_shape = tracing.broadcast_shapes(*(o.shape for o in out))
+        out = [broadcast_to(o, full_shape) for o in out]
+    return tuple(out)
+
+
+@implements(np.searchsorted)
+def searchsorted(a, v, side="left", sorter=None):
+    a = as_tracer(a)
+    if sorter is not None:
+        a = take(a, sorter)
+    v = as_tracer(v)
+    dt = result_type(a, v)
+    a, v = convert(a, dt), convert(v, dt)
+    va = expand_dims(v, -1)
+    cmp = np.less(a, va) if side == "left" else np.less_equal(a, va)
+    return sum(cmp, axis=-1, dtype=np.int64)
+
+
+def _quantile(a, q, axis, keepdims, name):
+    a = as_tracer(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+        keep_shape = None
+    axis = normalize_axis(axis, a.ndim)
+    if isinstance(q, Tracer):
+        raise tracing_error(f"np.{name} with a traced q is not supported; pass q as a constant")
+    q = np.asarray(q, dtype=np.float64)
+    if np.any((q < 0) | (q > 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    s = sort(a, axis=axis)
+    if s.dtype.kind not in "fc":
+        s = convert(s, np.float64)
+    n = a.shape[axis]
+    pos = q * (n - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    frac = (pos - lo).astype(s.dtype)
+    vlo = take(s, lo.reshape(-1), axis=axis)
+    vhi = take(s, hi.reshape(-1), axis=axis)
+    shape = [1] * s.ndim
+    shape[axis] = lo.size
+    f = np.asarray(frac.reshape(-1)).reshape(shape)
+    r = vlo + (vhi - vlo) * f
+    # NaNs propagate as in NumPy.
+    has_nan = any(np.isnan(s), axis=axis, keepdims=True) if s.dtype.kind == "f" else None
+    if has_nan is not None:
+        r = where(has_nan, np.asarray(np.nan, s.dtype), r)
+    r = moveaxis(r, axis, 0)
+    r = reshape(r, q.shape + r.shape[1:])
+    if keepdims:
+        r = expand_dims(r, q.ndim + axis)
+    return r
+
+
+@implements(np.quantile)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
+    _check_no_out("quantile", out)
+    if method != "linear":
+        raise tracing_error(f"np.quantile(method={method!r}) is not supported under xla.jit (linear is)")
+    return _quantile(a, q, axis, keepdims, "quantile")
+
+
+@implements(np.percentile)
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
+    _check_no_out("percentile", out)
+    if method != "linear":
+        raise tracing_error(f"np.percentile(method={method!r}) is not supported under xla.jit")
+    return _quantile(a, np.asarray(q) / 100.0, axis, keepdims, "percentile")
+
+
+@implements(np.median)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    _check_no_out("median", out)
+    return _quantile(a, 0.5, axis, keepdims, "median")
+
+
+@implements(np.tensordot)
+def tensordot(a, b, axes=2):
+    a, b = as_tracer(a), as_tracer(b)
+    if isinstance(axes, (int, np.integer)):
+        ax_a = list(range(a.ndim - axes, a.ndim))
+        ax_b = list(range(axes))
+    else:
+        ax_a, ax_b = axes
+        ax_a = [normalize_axis(x, a.ndim) for x in np.atleast_1d(ax_a)]
+        ax_b = [normalize_axis(x, b.ndim) for x in np.atleast_1d(ax_b)]
+    return dot_general(a, b, (tuple(ax_a), tuple(ax_b)))
+
+
+# ----- norms ------------------------------------------------------------------------------
+
+@implements(np.linalg.norm)
+def norm(x, ord=None, axis=None, keepdims=False):
+    x = as_tracer(x)
+    if x.dtype.kind not in "fc":
+        x = convert(x, np.float64)
+    absx = np.abs(x)
+    if axis is None and ord is None:
+        return np.sqrt(sum(np.real(x * np.conjugate(x)) if x.dtype.kind == "c" else x * x,
+                           keepdims=keepdims) if not keepdims else
+                       sum(absx * absx, axis=None, keepdims=True))
+    if axis is None:
+        axis = tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(axes) == 1:
+        if ord is None or ord == 2:
+            return np.sqrt(sum(absx * absx, axis=axes, keepdims=keepdims))
+        if ord == np.inf:
+            return max(absx, axis=axes, keepdims=keepdims)
+        if ord == -np.inf:
+            return min(absx, axis=axes, keepdims=keepdims)
+        if ord == 0:
+            return sum(np.not_equal(x, 0).astype(absx.dtype), axis=axes, keepdims=keepdims)
+        if ord == 1:
+            return sum(absx, axis=axes, keepdims=keepdims)
+        p = np.asarray(ord, absx.dtype)
+        return sum(absx ** p, axis=axes, keepdims=keepdims) ** (1 / p)
+    if len(axes) == 2:
+        r, c = (normalize_axis(a, x.ndim) for a in axes)
+        if ord in (None, "fro"):
+            return np.sqrt(sum(absx * absx, axis=axes, keepdims=keepdims))
+        if ord == 1:
+            out = max(sum(absx, axis=r, keepdims=True), axis=c, keepdims=True)
+        elif ord == -1:
+            out = min(sum(absx, axis=r, keepdims=True), axis=c, keepdims=True)
+        elif ord == np.inf:
+            out = max(sum(absx, axis=c, keepdims=True), axis=r, keepdims=True)
+        elif ord == -np.inf:
+            out = min(sum(absx, axis=c, keepdims=True), axis=r, keepdims=True)
+        else:
+            raise tracing_error(f"np.linalg.norm(ord={ord!r}) for matrices is not supported under "
+                                "xla.jit (None, 'fro', 1, -1, inf, -inf are)")
+        return out if keepdims else squeeze(out, axis=(r, c))
+    raise ValueError("Improper number of dimensions to norm.")
+
+
+# ----- einsum -------------------------------------------------------------------------------
+
+@implements(np.einsum)
+def einsum(*operands, out=None, optimize=False, dtype=None, **kwargs):
+    """Lowered to one dot_general per pair of operands (left to right),
+    with diagonals taken and lone indices summed first."""
+    _check_no_out("einsum", out)
+    if not operands or not isinstance(operands[0], str):
+        raise tracing_error("np.einsum under xla.jit needs the subscripts string form")
+    spec, arrays = operands[0].replace(" ", ""), [as_tracer(a) for a in operands[1:]]
+    if "->" in spec:
+        inputs, output = spec.split("->")
+        explicit = True
+    else:
+        inputs, output, explicit = spec, None, False
+    in_specs = inputs.split(",")
+    if len(in_specs) != len(arrays):
+        raise ValueError("more operands provided to einstein sum function than specified in the "
+                         "subscripts string" if len(arrays) > len(in_specs) else
+                         "fewer operands provided to einstein sum function than specified")
+    # Expand "..." into fresh upper-case letters.
+    ell_rank = 0
+    for s, a in zip(in_specs, arrays):
+        if "..." in s:
+            ell_rank = builtins.max(ell_rank, a.ndim - (len(s) - 3))
+    ell = "".join(chr(ord("A") + i) for i in range(ell_rank))
+    specs = []
+    for s, a in zip(in_specs, arrays):
+        if "..." in s:
+            k = a.ndim - (len(s) - 3)
+            s = s.replace("...", ell[ell_rank - k:])
+        if len(s) != a.ndim:
+            raise ValueError(f"einstein sum subscripts string {s!r} does not match operand "
+                             f"dimension {a.ndim}")
+        specs.append(s)
+    if output is None:
+        counts = {}
+        for s in specs:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        output = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    else:
+        output = output.replace("...", ell)
+    sizes = {}
+    for s, a in zip(specs, arrays):
+        for c, d in zip(s, a.shape):
+            if sizes.setdefault(c, d) != d and d != 1 and sizes[c] != 1:
+                raise ShapeError(f"operands could not be broadcast together in einsum: index "
+                                 f"{c!r} has sizes {sizes[c]} and {d}")
+            if sizes[c] == 1:
+                sizes[c] = d
+    dt = np.dtype(dtype) if dtype is not None else result_type(*arrays)
+    ops = []
+    for s, a in zip(specs, arrays):
+        a = convert(a, dt)
+        a, s = _einsum_diagonal(a, s)
+        ops.append((a, s))
+
+    def needed_later(k, c):
+        return c in output or builtins.any(c in s for _, s in ops[k + 1:])
+
+    # Sum indices that appear in one operand only and not in the output.
+    acc, acc_s = ops[0]
+    acc, acc_s = _einsum_sum_lone(acc, acc_s, lambda c: needed_later(0, c))
+    for k in range(1, len(ops)):
+        b_, b_s = ops[k]
+        b_, b_s = _einsum_sum_lone(b_, b_s, lambda c: c in acc_s or needed_later(k, c))
+        acc, acc_s = _einsum_pair(acc, acc_s, b_, b_s, lambda c: needed_later(k, c))
+    acc, acc_s = _einsum_sum_lone(acc, acc_s, lambda c: c in output)
+    perm = [acc_s.index(c) for c in output]
+    result = transpose(acc, perm)
+    target = tuple(sizes[c] for c in output)
+    return broadcast_to(result, target) if result.shape != target else result
+
+
+def _einsum_diagonal(a, s):
+    """Repeated letters in one operand take the diagonal."""
+    while len(set(s)) != len(s):
+        for c in s:
+            if s.count(c) > 1:
+                i = s.index(c)
+                j = s.index(c, i + 1)
+                a = diagonal(a, 0, i, j)          # moves the diagonal to the end
+                s = "".join(ch for k, ch in enumerate(s) if k not in (i, j)) + c
+                break
+    return a, s
+
+
+def _einsum_sum_lone(a, s, keep):
+    drop = [i for i, c in enumerate(s) if not keep(c)]
+    if not drop:
+        return a, s
+    return sum(a, axis=tuple(drop)), "".join(c for i, c in enumerate(s) if i not in drop)
+
+
+def _einsum_pair(a, a_s, b, b_s, keep):
+    common = [c for c in a_s if c in b_s]
+    batch = [c for c in common if keep(c)]
+    contract = [c for c in common if not keep(c)]
+    # Size-1 broadcasting of a shared index: broadcast both first.
+    for c in common:
+        da, db = a.shape[a_s.index(c)], b.shape[b_s.index(c)]
+        if da != db:
+            n = builtins.max(da, db)
+            if da == 1:
+                a = broadcast_to(a, tuple(n if ch == c else d for ch, d in zip(a_s, a.shape)))
+            else:
+                b = broadcast_to(b, tuple(n if ch == c else d for ch, d in zip(b_s, b.shape)))
+    out = dot_general(a, b, (tuple(a_s.index(c) for c in contract), tuple(b_s.index(c) for c in contract)),
+                      (tuple(a_s.index(c) for c in batch), tuple(b_s.index(c) for c in batch)))
+    out_s = "".join(batch) + "".join(c for c in a_s if c not in common) + \
+        "".join(c for c in b_s if c not in common)
+    return out, out_s
+
+
+# ----- creation (xla.numpy only: NumPy's creation functions don't dispatch) -----------------
+
+def zeros(shape, dtype=float):
+    return tracing.full((shape,) if isinstance(shape, int) else tuple(shape), 0, np.dtype(dtype))
+
+
+def ones(shape, dtype=float):
+    return tracing.full((shape,) if isinstance(shape, int) else tuple(shape), 1, np.dtype(dtype))
+
+
+def full(shape, fill_value, dtype=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if isinstance(fill_value, Tracer):
+        v = fill_value if dtype is None else convert(fill_value, dtype)
+        return broadcast_to(v, shape)
+    dtype = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
+    return tracing.full(shape, fill_value, dtype)
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    if builtins.any(isinstance(v, Tracer) for v in (start, stop, step)):
+        raise tracing_error("np.arange with traced bounds has a data-dependent length; pass Python "
+                            "numbers")
+    return as_tracer(np.arange(start, stop, step, dtype=dtype))
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=None):
+    if builtins.any(isinstance(v, Tracer) for v in (start, stop)):
+        start, stop = as_tracer(start), as_tracer(stop)
+        dt = np.dtype(dtype) if dtype else result_type(start, stop, 1.0)
+        div = (num - 1) if endpoint else num
+        steps = Tracer(current_builder().iota(dt, (num,), 0))
+        delta = (convert(stop, dt) - convert(start, dt)) / np.asarray(builtins.max(div, 1), dt)
+        return convert(start, dt) + steps * delta
+    return as_tracer(np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
+
+
+def eye(N, M=None, k=0, dtype=float):
+    return as_tracer(np.eye(N, M, k, dtype=dtype))
+
+
+def identity(n, dtype=float):
+    return as_tracer(np.identity(n, dtype=dtype))
+
+
+FUNCTIONS_BY_NAME.clear()
+_index_names()
