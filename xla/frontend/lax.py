@@ -365,6 +365,8 @@ def _conv_dnums(lhs_spec, rhs_spec, out_spec):
 
 
 _REDUCERS = {"add": "add", "sum": "add", "max": "maximum", "min": "minimum", "mul": "multiply",
+             "maximum": "maximum", "minimum": "minimum", "multiply": "multiply",
+             "and": "and", "or": "or",
              np.add: "add", np.maximum: "maximum", np.minimum: "minimum", np.multiply: "multiply"}
 
 

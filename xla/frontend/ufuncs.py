@@ -47,14 +47,13 @@ for _u, _op in ((np.negative, "negate"), (np.exp, "exponential"), (np.expm1, "ex
                 (np.log, "log"), (np.log1p, "log-plus-one"), (np.sqrt, "sqrt"), (np.sin, "sine"),
                 (np.cos, "cosine"), (np.tan, "tan"), (np.tanh, "tanh"), (np.floor, "floor"),
                 (np.ceil, "ceil"), (np.rint, "round-nearest-even"), (np.cbrt, "cbrt"),
-                (np.invert, "not"), (np.logical_not, "not"), (np.isfinite, "is-finite")):
+                (np.invert, "not"), (np.isfinite, "is-finite")):
     UFUNCS[_u] = _unary_op(_op)
 
 for _u, _op in ((np.add, "add"), (np.subtract, "subtract"), (np.multiply, "multiply"),
                 (np.true_divide, "divide"), (np.maximum, "maximum"), (np.minimum, "minimum"),
                 (np.arctan2, "atan2"), (np.fmod, "remainder"), (np.bitwise_and, "and"),
-                (np.bitwise_or, "or"), (np.bitwise_xor, "xor"), (np.logical_and, "and"),
-                (np.logical_or, "or"), (np.logical_xor, "xor"), (np.left_shift, "shift-left")):
+                (np.bitwise_or, "or"), (np.bitwise_xor, "xor"), (np.left_shift, "shift-left")):
     UFUNCS[_u] = _binary_op(_op)
 
 for _u, _dir in ((np.equal, "EQ"), (np.not_equal, "NE"), (np.less, "LT"), (np.less_equal, "LE"),
@@ -63,6 +62,22 @@ for _u, _dir in ((np.equal, "EQ"), (np.not_equal, "NE"), (np.less, "LT"), (np.le
 
 
 # ----- defined by NumPy in terms of others --------------------------------------------
+
+def _truth(b, x):
+    """NumPy's truth value of each element (x != 0) as pred."""
+    if x.dtype == np.bool_:
+        return x
+    return b.compare(x, _const(b, x, 0), "NE")
+
+
+for _u, _op in ((np.logical_and, "and"), (np.logical_or, "or"), (np.logical_xor, "xor")):
+    UFUNCS[_u] = (lambda o: lambda b, x, y: b.binary(o, _truth(b, x), _truth(b, y)))(_op)
+
+
+@_row(np.logical_not)
+def _logical_not(b, x):
+    return b.unary("not", _truth(b, x))
+
 
 @_row(np.positive)
 def _positive(b, x):
