@@ -167,6 +167,17 @@ class JitFunction:
                 dyn_kwargs[k] = v
         return dyn_args, dyn_kwargs, tuple(statics)
 
+    def _normalize(self, args, kwargs):
+        """Arguments named by keyword but positional in the signature move
+        to their positions, so f(x, 2) and f(x, n=2) share a cache entry."""
+        if self._signature is None or not kwargs:
+            return args, kwargs
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{getattr(self.fn, '__name__', 'function')}(): {e}") from None
+        return bound.args, bound.kwargs
+
     def _key(self, args, kwargs):
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, treedef = pytree.flatten((tuple(dyn_args), dyn_kwargs))
@@ -177,6 +188,7 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if tracing.current_context(required=False) is not None:
             return self.fn(*args, **kwargs)   # inlined into the enclosing trace
+        args, kwargs = self._normalize(args, kwargs)
         key, leaves = self._key(args, kwargs)
         entry = self._cache.get(key)
         if entry is None:
@@ -194,6 +206,7 @@ class JitFunction:
 
     def lower(self, *args, **kwargs):
         """Traces without compiling; ``.as_hlo_text()`` shows the module."""
+        args, kwargs = self._normalize(args, kwargs)
         key, _ = self._key(args, kwargs)
         module, out_treedef, _ = self._trace(args, kwargs, key)
         return Lowered(module, out_treedef, key[1])

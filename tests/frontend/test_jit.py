@@ -1,0 +1,208 @@
+"""xla.jit: caching per signature, static arguments, pytrees, weak scalars,
+must-compile errors that name the user's line."""
+import collections
+import inspect
+
+import numpy as np
+import pytest
+
+import xla
+from xla.errors import InvalidArgumentError, ShapeError, TracingError
+
+
+def _line_of(marker, fn):
+    src, start = inspect.getsourcelines(fn)
+    for k, line in enumerate(src):
+        if marker in line:
+            return start + k
+    raise AssertionError(marker)
+
+
+def test_seed_model_fn_compiles_once_per_signature():
+    @xla.jit
+    def model_fn(x, y, z):
+        return np.sum(x + y * z)
+
+    rng = np.random.default_rng(1)
+    x, y, z = (rng.standard_normal(1000).astype(np.float32) for _ in range(3))
+    for _ in range(3):
+        np.testing.assert_allclose(model_fn(x, y, z), np.sum(x + y * z), rtol=1e-5)
+    assert model_fn.cache_info().compilations == 1
+    assert model_fn.cache_info().hits == 2
+    # recompiled_on_launch: a new shape compiles again, the old one is kept.
+    model_fn(x[:10], y[:10], z[:10])
+    model_fn(x, y, z)
+    info = model_fn.cache_info()
+    assert (info.compilations, info.currsize, info.misses) == (2, 2, 2)
+    model_fn(x.astype(np.float64), y, z)
+    assert model_fn.cache_info().compilations == 3
+
+
+def test_weak_python_scalar_keeps_float32_and_is_part_of_the_key():
+    f = xla.jit(lambda x, s: x * s)
+    x = np.ones(3, np.float32)
+    out = f(x, 2.0)
+    assert out.dtype == np.float32 and np.all(out == 2)
+    f(x, 3.0)          # same signature: weak float64 scalar
+    assert f.cache_info().compilations == 1
+    out = f(x, np.float64(2.0))   # a NumPy scalar is not weak: float64 result
+    assert out.dtype == np.float64
+    assert f.cache_info().compilations == 2
+
+
+def test_static_arguments_by_number_and_name():
+    def power_sum(x, n, axis=0):
+        out = x
+        for _ in range(n - 1):     # a Python loop over a static value
+            out = out * x
+        return np.sum(out, axis=axis)
+
+    f = xla.jit(power_sum, static_argnums=(1,), static_argnames=("axis",))
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(f(x, 3), np.sum(x ** 3, axis=0))
+    np.testing.assert_allclose(f(x, 2, axis=1), np.sum(x ** 2, axis=1))
+    np.testing.assert_allclose(f(x, n=2, axis=1), np.sum(x ** 2, axis=1))
+    # f(x, 2, axis=1) and f(x, n=2, axis=1) are one signature.
+    assert f.cache_info().compilations == 2
+    f(x, 3)
+    assert f.cache_info().compilations == 2
+
+
+def test_unhashable_static_argument_is_a_clear_error():
+    f = xla.jit(lambda x, cfg: x * len(cfg), static_argnums=1)
+    with pytest.raises(InvalidArgumentError, match="static argument 1"):
+        f(np.ones(2), np.ones(2))
+
+
+def test_pytrees_in_and_out():
+    Pair = collections.namedtuple("Pair", "a b")
+
+    @xla.jit
+    def f(params, xs):
+        h = xs[0] @ params["w"] + params["b"]
+        return {"h": h, "pair": Pair(h.sum(), [xs[1] * 2, None])}
+
+    rng = np.random.default_rng(2)
+    params = {"w": rng.standard_normal((3, 2)), "b": rng.standard_normal(2)}
+    xs = (rng.standard_normal((4, 3)), rng.standard_normal(5))
+    out = f(params, xs)
+    h = xs[0] @ params["w"] + params["b"]
+    np.testing.assert_allclose(out["h"], h)
+    assert isinstance(out["pair"], Pair)
+    np.testing.assert_allclose(out["pair"].a, h.sum())
+    np.testing.assert_allclose(out["pair"].b[0], xs[1] * 2)
+    assert out["pair"].b[1] is None
+
+
+def test_outputs_that_are_inputs_or_constants():
+    f = xla.jit(lambda x: (x, np.float32(3), 2 * x))
+    x = np.arange(3, dtype=np.float32)
+    a, c, d = f(x)
+    np.testing.assert_array_equal(a, x)
+    assert c == 3 and np.asarray(c).dtype == np.float32
+    np.testing.assert_array_equal(d, 2 * x)
+
+
+def test_nested_jit_is_inlined():
+    inner = xla.jit(lambda x: np.exp(x))
+    outer = xla.jit(lambda x: inner(x) + 1)
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(outer(x), np.exp(x) + 1)
+    assert inner.cache_info().compilations == 0
+    assert outer.cache_info().compilations == 1
+
+
+def test_python_if_on_traced_value_names_the_line_and_points_to_cond():
+    def f(x):
+        if np.sum(x) > 0:   # marker-if
+            return x
+        return -x
+
+    with pytest.raises(TracingError) as e:
+        xla.jit(f)(np.ones(3))
+    msg = str(e.value)
+    assert f"{__file__}:{_line_of('marker-if', f)}" in msg
+    assert "xla.lax.cond" in msg
+
+
+def test_data_dependent_shape_names_function_and_line():
+    def f(x):
+        return np.unique(x)   # marker-unique
+
+    with pytest.raises(TracingError) as e:
+        xla.jit(f)(np.array([1, 2, 2]))
+    msg = str(e.value)
+    assert "np.unique" in msg and "depends on the data" in msg
+    assert f"{__file__}:{_line_of('marker-unique', f)}" in msg
+
+    def g(x):
+        return x[x > 0]   # marker-mask
+
+    with pytest.raises(TracingError) as e:
+        xla.jit(g)(np.array([1.0, -2.0]))
+    assert "np.where" in str(e.value)
+    assert f":{_line_of('marker-mask', g)}" in str(e.value)
+
+
+@pytest.mark.parametrize("body,pattern", [
+    (lambda a, b: a + b, "could not be broadcast together with shapes"),
+    (lambda a, b: a @ b, "matmul"),
+    (lambda a, b: a.reshape(7), "cannot reshape array of size 6"),
+])
+def test_shape_errors_are_reported_at_trace_time_with_the_users_line(body, pattern):
+    with pytest.raises(ShapeError, match=pattern) as e:
+        xla.jit(body)(np.ones((2, 3)), np.ones((4,)))
+    assert __file__ in str(e.value)
+
+
+def test_in_place_update_points_to_at():
+    def f(x):
+        x[0] = 1.0
+        return x
+
+    with pytest.raises(TracingError, match=r"\.at\[idx\]\.set"):
+        xla.jit(f)(np.zeros(3))
+
+
+def test_non_array_argument_is_a_clear_error():
+    with pytest.raises(InvalidArgumentError, match="static"):
+        xla.jit(lambda x, name: x)(np.ones(2), "hello")
+
+
+def test_user_exceptions_propagate_unchanged():
+    def f(x):
+        raise KeyError("mine")
+
+    with pytest.raises(KeyError, match="mine"):
+        xla.jit(f)(np.ones(2))
+
+
+def test_lower_shows_the_traced_module():
+    lowered = xla.jit(lambda x, y: np.sum(x + y * 2)).lower(np.ones(4, np.float32), np.ones(4, np.float32))
+    text = lowered.as_hlo_text()
+    assert "reduce(" in text and "multiply(" in text and "f32[4]" in text
+    module = xla.parse_hlo_module(text)
+    xla.verify_module(module)
+
+
+def test_float64_program_stays_float64():
+    f = xla.jit(lambda x: np.tanh(x) * 0.5 + np.mean(x))
+    out = f(np.linspace(-1, 1, 7))
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, np.tanh(np.linspace(-1, 1, 7)) * 0.5, atol=1e-15)
+
+
+def test_interpreter_backend_matches_cpu():
+    def f(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    x = np.random.default_rng(3).standard_normal((3, 8)).astype(np.float32)
+    a = xla.jit(f, backend="cpu")(x)
+    b = xla.jit(f, backend="interpreter")(x)
+    np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(InvalidArgumentError, match="unknown platform 'tpu'"):
+        xla.jit(lambda x: x, backend="tpu")(np.ones(1))
