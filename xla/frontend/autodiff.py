@@ -496,6 +496,244 @@ def _permute_to(g, x, order):
     return g.b.transpose(x, perm)
 
 
+# ----- convolution (JAX's transpose rules, re-derived for HLO dimension numbers) --------
+
+def _dilate(n, d):
+    return 0 if n == 0 else 1 + d * (n - 1)
+
+
+def _conv_parts(instr):
+    dn = instr.attr("dim_labels")
+    window = instr.attr("window").dimensions
+    lhs, rhs = instr.operands
+    lhs_sp = [lhs.shape.dimensions[d] for d in dn.input_spatial_dimensions]
+    rhs_sp = [rhs.shape.dimensions[d] for d in dn.kernel_spatial_dimensions]
+    out_sp = [instr.shape.dimensions[d] for d in dn.output_spatial_dimensions]
+    return dn, window, lhs_sp, rhs_sp, out_sp
+
+
+def _window(sizes, strides, pads, lhs_dil, rhs_dil):
+    from xla.hlo.attributes import Window, WindowDimension
+    return Window([WindowDimension(size=k, stride=s, padding_low=lo, padding_high=hi,
+                                   window_dilation=rd, base_dilation=ld)
+                   for k, s, (lo, hi), ld, rd in zip(sizes, strides, pads, lhs_dil, rhs_dil)])
+
+
+def _conv_lhs_padding(lhs_sp, rhs_sp, window, out_sp):
+    pads = []
+    for n, k, w, o in zip(lhs_sp, rhs_sp, window, out_sp):
+        lhs_d = _dilate(n, w.base_dilation)
+        rhs_d = _dilate(k, w.window_dilation)
+        out_d = _dilate(o, w.stride)
+        before = rhs_d - w.padding_low - 1
+        after = lhs_d + rhs_d - 1 - out_d - before
+        pads.append((before, after))
+    return pads
+
+
+def _conv_rhs_padding(lhs_sp, rhs_sp, window, out_sp):
+    pads = []
+    for n, k, w, o in zip(lhs_sp, rhs_sp, window, out_sp):
+        lhs_d = _dilate(n, w.base_dilation)
+        rhs_d = _dilate(k, w.window_dilation)
+        out_d = _dilate(o, w.stride)
+        lo = w.padding_low
+        hi = (out_d - lhs_d) + (rhs_d - lo - 1)
+        pads.append((lo, hi))
+    return pads
+
+
+@vjp_rule("convolution")
+def _convolution(g, instr, ct):
+    from xla.hlo.attributes import ConvDimensionNumbers
+    b = g.b
+    dn, window, lhs_sp, rhs_sp, out_sp = _conv_parts(instr)
+    fgc = instr.attr("feature_group_count", 1)
+    bgc = instr.attr("batch_group_count", 1)
+    if bgc != 1:
+        raise UnimplementedError("gradient of a convolution with batch_group_count > 1")
+    if any(w.window_reversal for w in window):
+        raise UnimplementedError("gradient of a convolution with window reversal")
+    lhs, rhs = instr.operands
+    x, w = g.op(lhs), g.op(rhs)
+    # d lhs: ct convolved with the reversed kernel, in/out features swapped.
+    kern = w
+    ko, ki = dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension
+    if fgc > 1:
+        dims = list(kern.dims)
+        split = dims[:ko] + [fgc, dims[ko] // fgc] + dims[ko + 1:]
+        kern = b.reshape(kern, split)
+        # Move the group axis (at ko) next to (before) the input feature axis and merge.
+        rank = len(split)
+        perm = [i for i in range(rank) if i != ko]
+        dst = ki  # in the numbering without the group axis
+        perm.insert(dst, ko)
+        moved = b.transpose(kern, perm)
+        merged = [d for i, d in enumerate(split) if i != ko]
+        merged[dst] *= fgc
+        kern = b.reshape(moved, merged)
+    kern = b.reverse(kern, list(dn.kernel_spatial_dimensions))
+    t_dn = ConvDimensionNumbers(dn.output_batch_dimension, dn.output_feature_dimension,
+                                dn.output_spatial_dimensions, ko, ki, dn.kernel_spatial_dimensions,
+                                dn.input_batch_dimension, dn.input_feature_dimension,
+                                dn.input_spatial_dimensions)
+    pads = _conv_lhs_padding(lhs_sp, rhs_sp, window, out_sp)
+    win = _window(rhs_sp, [w_.base_dilation for w_ in window], pads, [w_.stride for w_ in window],
+                  [w_.window_dilation for w_ in window])
+    d_lhs = b.convolution(ct, kern, win, t_dn, fgc, 1, lhs.shape.element_type)
+    # d rhs: lhs convolved with ct, batch acting as the contracted feature.
+    r_dn = ConvDimensionNumbers(dn.input_feature_dimension, dn.input_batch_dimension,
+                                dn.input_spatial_dimensions, dn.output_batch_dimension,
+                                dn.output_feature_dimension, dn.output_spatial_dimensions,
+                                ki, ko, dn.kernel_spatial_dimensions)
+    pads = _conv_rhs_padding(lhs_sp, rhs_sp, window, out_sp)
+    win = _window(out_sp, [w_.window_dilation for w_ in window], pads, [w_.base_dilation for w_ in window],
+                  [w_.stride for w_ in window])
+    d_rhs = b.convolution(x, ct, win, r_dn, 1, fgc, rhs.shape.element_type)
+    return [d_lhs, d_rhs]
+
+
+# ----- windows: pooling ----------------------------------------------------------------
+
+@vjp_rule("reduce-window")
+def _reduce_window(g, instr, ct):
+    if len(instr.operands) != 2:
+        raise UnimplementedError("gradient of a variadic reduce-window is not supported")
+    operand, init = instr.operands
+    op = reducer_opcode(instr.attr("to_apply"))
+    window = instr.attr("window").dimensions
+    b = g.b
+    dims = operand.shape.dimensions
+    if op == "add":
+        pads = _conv_lhs_padding(dims, [w.size for w in window], window, instr.shape.dimensions)
+        padded = b.pad(ct, b.constant(np.zeros((), ct.dtype)),
+                       [(lo, hi, w.stride - 1) for (lo, hi), w in zip(pads, window)])
+        win = _window([w.size for w in window], [w.base_dilation for w in window],
+                      [(0, 0)] * len(dims), [1] * len(dims), [w.window_dilation for w in window])
+        out = b.reduce_window(padded, b.constant(np.zeros((), ct.dtype)),
+                              b.scalar_computation("add", ct.element_type), win)
+        return [out, None]
+    if op in ("maximum", "minimum"):
+        if any(w.base_dilation != 1 or w.window_dilation != 1 for w in window):
+            raise UnimplementedError("gradient of a dilated max/min reduce-window is not supported")
+        et = ct.element_type
+        from xla.hlo.shape import Shape as _S
+        sel = b.sub_builder("select_ge" if op == "maximum" else "select_le")
+        a_ = sel.parameter(0, _S.scalar(et), "a")
+        c_ = sel.parameter(1, _S.scalar(et), "b")
+        sel_comp = sel.build(sel.compare(a_, c_, "GE" if op == "maximum" else "LE"))
+        out = b.select_and_scatter(g.op(operand), ct, b.constant(np.zeros((), ct.dtype)),
+                                   instr.attr("window"), sel_comp, b.scalar_computation("add", et))
+        return [out, None]
+    raise UnimplementedError(f"gradient of reduce-window with reducer {op or 'computation'}")
+
+
+# ----- gather, scatter, sort ---------------------------------------------------------------
+
+def _clamped_indices(g, instr):
+    """Gather's start indices clamped as gather clamps them, so that the
+    scatter of the gradient lands where the values came from."""
+    b = g.b
+    operand, indices = instr.operands
+    ivd = instr.attr("index_vector_dim")
+    start_map = instr.attr("start_index_map")
+    sizes = instr.attr("slice_sizes")
+    idx = g.op(indices)
+    dims = idx.dims
+    hi = np.array([operand.shape.dimensions[d] - sizes[d] for d in start_map], dtype=idx.dtype)
+    if ivd == len(dims):
+        upper = b.broadcast_in_dim(b.constant(hi.reshape(())), dims, ()) if dims else b.constant(hi.reshape(()))
+    else:
+        upper = b.broadcast_in_dim(b.constant(hi), dims, (ivd,))
+    zero = b.broadcast_in_dim(b.constant(np.zeros((), idx.dtype)), dims, ()) if dims else \
+        b.constant(np.zeros((), idx.dtype))
+    return b.binary("minimum", b.binary("maximum", idx, zero), upper)
+
+
+@vjp_rule("gather")
+def _gather(g, instr, ct):
+    operand = instr.operands[0]
+    a = instr.attrs
+    b = g.b
+    idx = _clamped_indices(g, instr)
+    et = operand.shape.element_type
+    out = b.scatter(g.zeros(operand.shape), idx, ct, b.scalar_computation("add", et),
+                    update_window_dims=a["offset_dims"], inserted_window_dims=a["collapsed_slice_dims"],
+                    scatter_dims_to_operand_dims=a["start_index_map"], index_vector_dim=a["index_vector_dim"],
+                    input_batching_dims=a.get("operand_batching_dims", ()),
+                    scatter_indices_batching_dims=a.get("start_indices_batching_dims", ()))
+    return [out, None]
+
+
+@vjp_rule("scatter")
+def _scatter(g, instr, ct):
+    if len(instr.operands) != 3:
+        raise UnimplementedError("gradient of a variadic scatter is not supported")
+    operand, indices, updates = instr.operands
+    a = instr.attrs
+    b = g.b
+    comp = a["to_apply"]
+    root = comp.root_instruction
+    is_set = root.opcode == "parameter" and root.parameter_number == 1
+    op = reducer_opcode(comp)
+    window_dims = list(a["update_window_dims"])
+    inserted = set(a["inserted_window_dims"]) | set(a.get("input_batching_dims", ()))
+    win_sizes = iter(updates.shape.dimensions[d] for d in window_dims)
+    slice_sizes = [1 if d in inserted else next(win_sizes) for d in range(len(operand.shape.dimensions))]
+    gathered = b.gather(ct, g.op(indices), offset_dims=window_dims,
+                        collapsed_slice_dims=a["inserted_window_dims"],
+                        start_index_map=a["scatter_dims_to_operand_dims"],
+                        index_vector_dim=a["index_vector_dim"], slice_sizes=slice_sizes,
+                        operand_batching_dims=a.get("input_batching_dims", ()),
+                        start_indices_batching_dims=a.get("scatter_indices_batching_dims", ()))
+    if op == "add":
+        return [ct, None, gathered]
+    if is_set:
+        zeros = g.zeros(updates.shape)
+        set_comp = comp
+        c_operand = b.scatter(ct, g.op(indices), zeros, set_comp,
+                              update_window_dims=window_dims, inserted_window_dims=a["inserted_window_dims"],
+                              scatter_dims_to_operand_dims=a["scatter_dims_to_operand_dims"],
+                              index_vector_dim=a["index_vector_dim"],
+                              input_batching_dims=a.get("input_batching_dims", ()),
+                              scatter_indices_batching_dims=a.get("scatter_indices_batching_dims", ()))
+        return [c_operand, None, gathered]
+    raise UnimplementedError(f"gradient of scatter with combiner {op or 'computation'} is not supported")
+
+
+@vjp_rule("sort")
+def _sort(g, instr, ct):
+    from xla.hlo.shape import Shape as _S
+    from xla.hlo.types import PrimitiveType
+    b = g.b
+    ops = [g.op(o) for o in instr.operands]
+    dim = instr.attr("dimensions")[0]
+    comp = instr.attr("to_apply")
+    n = len(ops)
+    # The permutation: sort again with an iota riding along.
+    ext = b.sub_builder(f"{comp.name}_with_iota")
+    params = [ext.parameter(i, p.shape, f"p{i}") for i, p in enumerate(comp.parameters)]
+    ext.parameter(2 * n, _S.scalar(PrimitiveType.S32), "i_lhs")
+    ext.parameter(2 * n + 1, _S.scalar(PrimitiveType.S32), "i_rhs")
+    ext_comp = ext.build(inline(ext, comp, params))
+    iota = b.iota(PrimitiveType.S32, ops[0].dims, dim)
+    sorted_all = b.sort(ops + [iota], ext_comp, dim, bool(instr.attr("is_stable", False)))
+    perm = b.get_tuple_element(sorted_all, n)
+    by_perm = b.sub_builder("by_permutation")
+    pl = by_perm.parameter(0, _S.scalar(PrimitiveType.S32), "a")
+    pr = by_perm.parameter(1, _S.scalar(PrimitiveType.S32), "b")
+    cts = ct if isinstance(ct, list) else [ct]
+    for k, o in enumerate(ops):
+        by_perm.parameter(2 + 2 * k, _S.scalar(o.element_type), f"x{k}")
+        by_perm.parameter(3 + 2 * k, _S.scalar(o.element_type), f"y{k}")
+    by_perm_comp = by_perm.build(by_perm.compare(pl, pr, "LT"))
+    filled = [c if c is not None else g.zeros(o.shape) for c, o in zip(cts, ops)]
+    # Sorting (perm, ct...) by perm puts each cotangent back in operand order.
+    back = b.sort([perm] + filled, by_perm_comp, dim, False)
+    out = [b.get_tuple_element(back, 1 + k) for k in range(n)]
+    return out if n > 1 else out
+
+
 # ----- the backward pass ------------------------------------------------------------
 
 class _Cts:
@@ -919,16 +1157,13 @@ def value_and_grad(fn, argnums=0, has_aux=False):
     def wrapper(*args, **kwargs):
         if _in_trace():
             return traced(*args, **kwargs)
-        from xla.frontend.jit import jit
-        compiled = _compiled_cache.get(id(wrapper))
-        if compiled is None:
-            compiled = _compiled_cache[id(wrapper)] = jit(traced)
-        return compiled(*args, **kwargs)
+        if wrapper.compiled is None:
+            from xla.frontend.jit import jit
+            wrapper.compiled = jit(traced)
+        return wrapper.compiled(*args, **kwargs)
 
+    wrapper.compiled = None   # compiled on first use outside a trace
     return wrapper
-
-
-_compiled_cache = {}
 
 
 def grad(fn, argnums=0, has_aux=False):

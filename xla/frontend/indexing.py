@@ -73,6 +73,7 @@ def _is_array_index(i):
 
 
 def getitem(t, index, mode=None):
+    t = as_tracer(t)   # captured if it belongs to an enclosing trace
     idx = _expand(index, t.ndim)
     if any(_is_array_index(i) for i in idx):
         return _advanced(t, idx, mode)
@@ -249,7 +250,7 @@ class _AtRef:
         return self._update(values, "max")
 
     def _update(self, values, how):
-        t = self.t
+        t = as_tracer(self.t)
         idx = _expand(self.index, t.ndim)
         if any(_is_array_index(i) for i in idx):
             return _scatter(t, idx, values, how)
