@@ -341,7 +341,7 @@ def where(condition, x=None, y=None):
     c = convert(as_tracer(condition), np.bool_)
     xt, yt = convert(as_tracer(x), dt), convert(as_tracer(y), dt)
     c, xt, yt = broadcast_arrays(c, xt, yt)
-    weak = builtins.all(isinstance(v, (int, float, complex)) or isinstance(v, Tracer) and v.weak for v in (x, y))
+    weak = builtins.all(type(v) in tracing.PYTHON_SCALARS or isinstance(v, Tracer) and v.weak for v in (x, y))
     return Tracer(current_builder().select(c.op, xt.op, yt.op), weak=weak)
 
 

@@ -30,6 +30,10 @@ from xla.hlo.shape import Shape
 
 _local = threading.local()
 
+# Python scalars are weakly typed (NEP 50); NumPy scalars (np.float64 is a
+# float subclass) are not.
+PYTHON_SCALARS = (bool, int, float, complex)
+
 # Files of these packages are not "the user's line" in error messages.
 _INTERNAL_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                        for m in (sys.modules["xla"], np))
@@ -353,7 +357,7 @@ def as_tracer(x, dtype=None):
         if x.op.builder is not ctx.builder:
             x = ctx.capture(x)
         return x if dtype is None else convert(x, dtype)
-    weak = isinstance(x, (bool, int, float, complex)) and dtype is None
+    weak = type(x) in PYTHON_SCALARS and dtype is None
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer) for e in _flat(x)):
         from xla.frontend import numpy_api
         return numpy_api.array(x, dtype=dtype)
@@ -378,7 +382,7 @@ def promotion_type(x):
     """What NumPy's promotion rules see for ``x``."""
     if isinstance(x, Tracer):
         return x.promotion_type
-    if isinstance(x, (bool, int, float, complex)):
+    if type(x) in PYTHON_SCALARS:
         return type(x)
     return np.asarray(x).dtype
 

@@ -410,7 +410,7 @@ def dispatch(ufunc, method, inputs, kwargs):
     ops = broadcast_arrays(*ops)
     b = tracing.current_builder()
     result = row(b, *(t.op for t in ops))
-    weak = all(isinstance(x, Tracer) and x.weak or isinstance(x, (int, float, complex))
+    weak = all(isinstance(x, Tracer) and x.weak or type(x) in tracing.PYTHON_SCALARS
                for x in inputs)
     t = Tracer(result, weak=weak)
     if t.dtype != out_dtypes[0]:
