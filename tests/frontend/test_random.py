@@ -14,13 +14,16 @@ def test_same_key_same_numbers_different_keys_differ():
     assert np.mean(a == c) < 0.01
 
 
-def test_cpu_and_interpreter_agree_bit_for_bit():
+def test_cpu_and_interpreter_agree():
     k = xr.key(7)
-    f = lambda k: (xr.uniform(k, (64,), np.float64), xr.normal(k, (32,)), xr.randint(k, (16,), -5, 5))
+    f = lambda k: (xr.uniform(k, (64,), np.float64), xr.randint(k, (16,), -5, 5), xr.normal(k, (32,)))
     got_cpu = xla.jit(f, backend="cpu")(k)
     got_int = xla.jit(f, backend="interpreter")(k)
-    for a, b in zip(got_cpu, got_int):
-        np.testing.assert_array_equal(a, b)
+    # The same bits; uniform and randint are exact functions of them.
+    np.testing.assert_array_equal(got_cpu[0], got_int[0])
+    np.testing.assert_array_equal(got_cpu[1], got_int[1])
+    # normal goes through log and cos, whose last bit may differ by backend.
+    np.testing.assert_allclose(got_cpu[2], got_int[2], rtol=1e-6, atol=1e-6)
 
 
 def test_split_gives_independent_streams():

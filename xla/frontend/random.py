@@ -2,10 +2,12 @@
 
 A key is a ``uint64[2]`` array (a Threefry-2x32 key and a counter), the state
 HLO's ``rng-bit-generator`` with ``algorithm=rng_three_fry`` takes. Every
-function is pure: the same key gives the same numbers, on every backend
+function is pure: the same key gives the same random bits on every backend
 (the interpreter and the CPU backend implement the same bit-exact
 Threefry), inside ``xla.jit`` or outside it (then a small jitted function
-runs). Use ``split`` to get independent keys instead of reusing one.
+runs); ``uniform`` and ``randint`` are exact functions of the bits, while
+``normal`` goes through ``log`` and ``cos`` and may differ in the last bit
+between backends. Use ``split`` to get independent keys instead of reusing one.
 """
 import numpy as np
 
