@@ -1,8 +1,16 @@
 """Compiling traced modules for ``xla.jit``: the one place the frontend
-reaches a backend (through ``xla.backends.registry``)."""
-from xla.backends.registry import compile as _compile
+reaches a backend (through ``xla.backends.registry``), and where the
+persistent cache (``disk_cache``) is consulted for backends that can use it."""
+from xla.backends.registry import get_compiler
+from xla.frontend import disk_cache
 
 
 def compile_module(module, backend, options):
-    """An executable for ``module`` on ``backend``; ``options`` are jit's keyword options."""
-    return _compile(module, backend)
+    """An executable for ``module`` on ``backend``. ``options`` are jit's
+    keyword options: ``disk_cache`` (True/None: default directory, False:
+    off, a path: that directory)."""
+    compiler = get_compiler(backend)
+    cache = disk_cache.cache_for(options.get("disk_cache"))
+    if cache is not None and getattr(compiler, "supports_persistent_cache", False):
+        return compiler.compile(module, cache=cache)
+    return compiler.compile(module)

@@ -33,10 +33,11 @@ _WEAK_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dty
 
 
 class CacheInfo(NamedTuple):
-    hits: int
-    misses: int
-    compilations: int
-    currsize: int
+    hits: int            # calls served by the in-memory cache
+    misses: int          # calls that traced and compiled
+    compilations: int    # modules compiled (LLVM run, or loaded from disk)
+    currsize: int        # signatures in the in-memory cache
+    disk_hits: int = 0   # compilations served by the persistent cache
 
 
 class ArgSpec(NamedTuple):
@@ -138,12 +139,13 @@ class JitFunction:
                                        f"{sorted(self.donate_argnums & self.static_argnums)}")
         self._cache = {}
         self._lock = threading.Lock()
-        self._hits = self._misses = self._compilations = 0
+        self._hits = self._misses = self._compilations = self._disk_hits = 0
         functools.update_wrapper(self, fn)
 
     # ----- cache ------------------------------------------------------------------
     def cache_info(self):
-        return CacheInfo(self._hits, self._misses, self._compilations, len(self._cache))
+        return CacheInfo(self._hits, self._misses, self._compilations, len(self._cache),
+                         self._disk_hits)
 
     def clear_cache(self):
         with self._lock:
@@ -262,6 +264,8 @@ class JitFunction:
         from xla.frontend.compilation import compile_module
         executable = compile_module(module, self.backend, self.options)
         self._compilations += 1
+        if getattr(executable, "from_disk_cache", False):
+            self._disk_hits += 1
         return _Entry(executable, out_treedef, n, ())
 
     def _run(self, entry, specs, leaves):

@@ -33,6 +33,7 @@ def runtime_symbols():
 
 class CpuCompiler:
     platform = "cpu"
+    supports_persistent_cache = True   # compile(module, cache=...)
 
     def __init__(self, opt_level=3):
         self.opt_level = opt_level
@@ -48,25 +49,53 @@ class CpuCompiler:
         pipeline.passes.insert(0, make_pass("custom-fusion-inliner"))
         return pipeline
 
-    def emit(self, module, runtime_symbols):
-        """Verifies and optimizes ``module`` in place, assigns buffers and
-        emits the LLVM module; returns (buffer assignment, llvmlite module).
-        ``runtime_symbols`` names the runtime functions the code may call
-        (the JIT passes the C++ runtime's; AOT passes none, or its C file's).
-        """
+    def optimize(self, module):
+        """Verifies ``module`` and runs the optimization pipeline on it in
+        place; returns its buffer assignment."""
         verify_module(module)
         for p in module.entry.parameters:
             if p.shape.is_dynamic:
                 raise UnimplementedError(f"the cpu backend does not support dynamic shapes "
                                          f"(parameter {p.name}: {p.shape})")
         self.optimization_pipeline().run(module)
-        assignment = assign_buffers(module)
+        return assign_buffers(module)
+
+    def emit(self, module, runtime_symbols):
+        """Verifies and optimizes ``module`` in place, assigns buffers and
+        emits the LLVM module; returns (buffer assignment, llvmlite module).
+        ``runtime_symbols`` names the runtime functions the code may call
+        (the JIT passes the C++ runtime's; AOT passes none, or its C file's).
+        """
+        assignment = self.optimize(module)
         with paused_gc():
             llvm_module = emit_module(module, assignment, runtime_symbols)
         return assignment, llvm_module
 
-    def compile(self, module):
-        assignment, llvm_module = self.emit(module, runtime_symbols())
+    def compile(self, module, cache=None):
+        """An executable for ``module`` (optimized in place). With ``cache``
+        (an ``xla.frontend.disk_cache.PersistentCache``), native code is
+        looked up by a hash of the optimized module first, and stored after
+        compiling: a hit skips LLVM entirely."""
+        symbols = runtime_symbols()
+        assignment = self.optimize(module)
+        key = None
+        if cache is not None:
+            key = cache.key(module.to_text(), target=jit.host_triple() + ":" + jit.host_cpu(),
+                            options=f"O{self.opt_level}")
+            code = cache.get(key)
+            if code is not None:
+                try:
+                    jit_module = jit.JitModule.from_object(code, self.opt_level)
+                except RuntimeError as e:
+                    cache.discard(key, str(e))
+                else:
+                    exe = CpuExecutable(module, assignment, jit_module, None)
+                    exe.from_disk_cache = True
+                    return exe
+        with paused_gc():
+            llvm_module = emit_module(module, assignment, symbols)
         ir_text = str(llvm_module)
         jit_module = jit.JitModule(ir_text, opt_level=self.opt_level)
+        if cache is not None and jit_module.object_code is not None:
+            cache.put(key, jit_module.object_code)
         return CpuExecutable(module, assignment, jit_module, ir_text)

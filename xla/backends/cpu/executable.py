@@ -46,6 +46,7 @@ def from_physical(flat, shape):
 
 class CpuExecutable:
     platform = "cpu"
+    from_disk_cache = False   # True when the native code came from the persistent cache
 
     def __init__(self, module, assignment, jit_module, ir_text):
         self.module = module

@@ -154,6 +154,12 @@ def host_triple():
     return llvm.get_process_triple()
 
 
+def host_cpu():
+    """The host CPU name and features (what generated code may use)."""
+    _initialize()
+    return llvm.get_host_cpu_name() + ":" + llvm.get_host_cpu_features().flatten()
+
+
 def host_data_layout():
     return str(target_machine().target_data)
 
@@ -210,6 +216,26 @@ def undefined_symbols(elf_bytes):
     return names
 
 
+def _check_elf(data):
+    """Raises RuntimeError unless ``data`` is a well-formed ELF64 object whose
+    section table and sections lie inside it (LLVM trusts its input)."""
+    data = memoryview(data)
+    try:
+        if len(data) < 64 or bytes(data[:4]) != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            raise ValueError("not an ELF64 little-endian object")
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+        if shentsize != 64 or shoff + shnum * shentsize > len(data):
+            raise ValueError("section table outside the file")
+        for i in range(shnum):
+            sh_type, = struct.unpack_from("<I", data, shoff + i * 64 + 4)
+            offset, size = struct.unpack_from("<QQ", data, shoff + i * 64 + 24)
+            if sh_type != 8 and offset + size > len(data):   # 8: SHT_NOBITS
+                raise ValueError(f"section {i} outside the file")
+    except (ValueError, struct.error) as e:
+        raise RuntimeError(f"JIT: malformed object code: {e}") from None
+
+
 class JitModule:
     """One LLVM module compiled for the host; keeps its engine alive."""
 
@@ -237,11 +263,38 @@ class JitModule:
             self.engine.run_static_constructors()
         self.module_ref = mod
         self.opt_level = opt_level
+        # The native object MCJIT produced: what the persistent cache stores.
+        self.object_code = objects[0] if len(objects) == 1 else None
+
+    @classmethod
+    def from_object(cls, object_code, opt_level=3):
+        """A JitModule from native object bytes (``object_code`` of an earlier
+        JitModule for this host): no LLVM optimization or code generation,
+        only loading and linking. Raises RuntimeError for a malformed object
+        or unresolved symbols."""
+        _initialize()
+        _check_elf(object_code)
+        self = cls.__new__(cls)
+        missing = sorted({n for n in undefined_symbols(object_code) if not llvm.address_of_symbol(n)})
+        if missing:
+            raise RuntimeError("JIT: unresolved symbols " + ", ".join(missing))
+        with _lock:
+            empty = llvm.parse_assembly("")
+            empty.triple = llvm.get_process_triple()
+            self.engine = llvm.create_mcjit_compiler(empty, _create_target_machine(opt_level))
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(object_code)))
+            self.engine.finalize_object()
+            self.engine.run_static_constructors()
+        self.module_ref = None
+        self.opt_level = opt_level
+        self.object_code = bytes(object_code)
+        return self
 
     @property
     def optimized_ir(self):
-        """The module's IR after optimization (to check vectorization)."""
-        return str(self.module_ref)
+        """The module's IR after optimization (to check vectorization); None
+        for a module loaded from object code."""
+        return str(self.module_ref) if self.module_ref is not None else None
 
     def assembly(self):
         """Host assembly of the optimized module (compiled again, for reading)."""

@@ -1,0 +1,178 @@
+"""The persistent compilation cache: native code on disk, shared by processes.
+
+``xla.jit`` compiles for the cpu backend through a ``PersistentCache``: the
+optimized HLO module is hashed (sha256) together with the package version,
+a hash of the compiler's own source and extension (so any change to the
+compiler invalidates old entries), the target (LLVM triple, CPU name and
+features) and the options, and the object code LLVM produced is stored under
+that key. A new process that traces the same function to the same optimized
+module loads the object and skips LLVM IR emission, optimization and code
+generation entirely.
+
+Where: ``$XLA_PY_CACHE_DIR``, else ``$XDG_CACHE_HOME/xla-py``, else
+``~/.cache/xla-py``. ``XLA_PY_DISK_CACHE=0`` turns it off; so does
+``xla.jit(..., disk_cache=False)``, and ``disk_cache="/some/dir"`` picks a
+directory for one function.
+
+Entry file ``<key>.xlaobj``: the magic ``XLAPYOBJ``, a format version
+(u32), the payload length (u64) and the payload's sha256 (32 bytes), then
+the payload (the object file). A truncated or corrupt entry fails the
+check, is reported once as a warning naming the file, and is compiled again
+and rewritten. Writes go to a temporary file in the same directory and are
+renamed into place (``os.replace`` is atomic), so concurrent processes
+writing the same entry never leave a broken file.
+"""
+import hashlib
+import os
+import struct
+import tempfile
+import threading
+import warnings
+
+MAGIC = b"XLAPYOBJ"
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<8sIQ32s")
+
+_source_hash = None
+_lock = threading.Lock()
+
+
+def default_directory():
+    explicit = os.environ.get("XLA_PY_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "xla-py")
+
+
+def enabled_by_environment():
+    return os.environ.get("XLA_PY_DISK_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def compiler_fingerprint():
+    """A hash of the package's Python sources and its C++ extension."""
+    global _source_hash
+    with _lock:
+        if _source_hash is None:
+            import xla
+            root = os.path.dirname(os.path.abspath(xla.__file__))
+            h = hashlib.sha256(xla.__version__.encode())
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+                for name in sorted(filenames):
+                    if name.endswith((".py", ".so", ".c")):
+                        path = os.path.join(dirpath, name)
+                        h.update(os.path.relpath(path, root).encode())
+                        with open(path, "rb") as f:
+                            h.update(f.read())
+            _source_hash = h.hexdigest()
+        return _source_hash
+
+
+class PersistentCache:
+    """Object code by key in one directory (see the module docstring)."""
+
+    def __init__(self, directory=None):
+        self.directory = directory or default_directory()
+        self.hits = 0
+        self.misses = 0
+        self._warned = set()
+
+    def key(self, optimized_module_text, target, options=""):
+        h = hashlib.sha256()
+        for part in (compiler_fingerprint(), target, options, optimized_module_text):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def path(self, key):
+        return os.path.join(self.directory, f"{key}.xlaobj")
+
+    def _warn_once(self, what, message):
+        if what in self._warned:
+            return
+        self._warned.add(what)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+    def get(self, key):
+        """The stored payload, or None (missing, or corrupt: then warned once)."""
+        path = self.path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            self.misses += 1
+            return None
+        except OSError as e:
+            self._warn_once(path, f"xla persistent cache: cannot read {path}: {e}; compiling instead")
+            self.misses += 1
+            return None
+        payload = self._check(data)
+        if payload is None:
+            self.discard(key, "truncated or corrupt entry")
+            return None
+        self.hits += 1
+        return payload
+
+    @staticmethod
+    def _check(data):
+        if len(data) < _HEADER.size:
+            return None
+        magic, version, length, digest = _HEADER.unpack_from(data)
+        payload = data[_HEADER.size:]
+        if magic != MAGIC or version != FORMAT_VERSION or length != len(payload) or \
+                hashlib.sha256(payload).digest() != digest:
+            return None
+        return payload
+
+    def discard(self, key, why):
+        """Reports a bad entry once and removes it (it is recompiled and rewritten)."""
+        path = self.path(key)
+        self._warn_once(path, f"xla persistent cache: ignoring {path} ({why}); compiling again")
+        self.misses += 1
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+    def put(self, key, payload):
+        """Stores ``payload`` atomically; failures warn once and are otherwise ignored."""
+        path = self.path(key)
+        header = _HEADER.pack(MAGIC, FORMAT_VERSION, len(payload), hashlib.sha256(payload).digest())
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".xlaobj", dir=self.directory)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(header)
+                    f.write(payload)
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.remove(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError as e:
+            self._warn_once(self.directory, f"xla persistent cache: cannot write to {self.directory}: "
+                                            f"{e}; compiled code is not cached")
+
+
+_caches = {}
+
+
+def cache_for(setting):
+    """The PersistentCache a jit option selects: None when off; ``True`` or
+    None means the default directory (if the environment allows it)."""
+    if setting is False:
+        return None
+    if setting in (None, True):
+        if not enabled_by_environment():
+            return None
+        directory = default_directory()
+    else:
+        directory = os.fspath(setting)
+    cache = _caches.get(directory)
+    if cache is None:
+        cache = _caches[directory] = PersistentCache(directory)
+    return cache
