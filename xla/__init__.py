@@ -20,13 +20,16 @@ from xla.hlo.printer import module_to_text
 from xla.hlo.verifier import verify_module
 from xla.backends.registry import available_platforms, compile
 from xla.frontend.builder import XlaBuilder, XlaOp
+from xla.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla.frontend.jit import jit
+from xla import lax, numpy, random  # noqa: E402  (public submodules)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",
     "Layout", "PrimitiveType", "Shape", "ShapeError", "UnimplementedError", "VerifierError",
-    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "jit", "compile", "module_to_text", "parse_hlo_module",
+    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "grad", "jit", "jvp", "lax", "numpy", "random",
+    "value_and_grad", "vjp", "compile", "module_to_text", "parse_hlo_module",
     "parse_shape", "verify_module",
 ]
