@@ -1,12 +1,19 @@
-"""Runs HLO modules given as text files (XLA's own dumps included).
+"""Runs HLO modules given as text files (XLA's own dumps included) or as
+snapshots (``--xla_dump_hlo_snapshots``).
 
-  replay_computation --platform=interpreter [--args=IN.npz] [--output=OUT.npz]
-                     [--random_seed=N] [--print_result] MODULE.hlo [MORE.hlo ...]
+  replay_computation --platform=cpu [--args=IN.npz] [--output=OUT.npz]
+                     [--random_seed=N] [--num_runs=N] [--print_result]
+                     [--compare=interpreter [--rtol=R --atol=A]]
+                     [--xla_dump_to=DIR ...] MODULE.hlo|SNAPSHOT.npz [MORE ...]
 
-Arguments come from IN.npz (arg0..argN in parameter order) or, without
---args, are deterministic random values of the right shapes and dtypes. The
-result's leaves (a tuple flattened in order) go to OUT.npz as out0..outM.
-Errors are printed without a traceback and the exit status is non-zero.
+Arguments come from IN.npz (arg0..argN in parameter order), from the
+snapshot, or are deterministic random values of the right shapes and dtypes.
+The result's leaves (a tuple flattened in order) go to OUT.npz as out0..outM.
+``--compare=PLATFORM`` also runs each module there and prints, per output,
+the max absolute and relative error; the exit status is 1 if any output
+differs beyond ``atol + rtol * |expected|``. A snapshot's recorded results
+are compared the same way. XLA flags (``--xla_*``, as in XLA_FLAGS) apply to
+the compilations. Errors are printed without a traceback, exit status 1.
 """
 import os
 import sys
@@ -25,6 +32,9 @@ flags.DEFINE_integer("random_seed", 0, "Seed of the random arguments used withou
 flags.DEFINE_bool("print_result", False, "Print every result array in full.")
 flags.DEFINE_integer("num_runs", 1, "Run each module this many times and print min/median times.",
                      lower_bound=1)
+flags.DEFINE_string("compare", None, "Also run on this platform and compare the outputs.")
+flags.DEFINE_float("rtol", 1e-5, "Relative tolerance of --compare (and of snapshot checks).")
+flags.DEFINE_float("atol", 1e-6, "Absolute tolerance of --compare (and of snapshot checks).")
 
 
 def _resolve(path):
@@ -36,13 +46,24 @@ def _resolve(path):
     return path
 
 
+def _print_comparison(label, comparison):
+    print(f"  compare with {label}: {'OK' if comparison.ok else 'MISMATCH'}")
+    for name, abs_err, rel_err, good in comparison.rows:
+        print(f"    {name}: max abs error {abs_err:.3g}, max rel error {rel_err:.3g}"
+              f"{'' if good else '  <-- beyond tolerance'}")
+
+
 def main(argv):
     paths = [_resolve(p) for p in argv[1:]]
     if not paths:
-        raise app.UsageError("give at least one HLO module file")
+        raise app.UsageError("give at least one HLO module file or snapshot")
     args_path = _resolve(FLAGS.args)
     output = _resolve(FLAGS.output)
+    status = 0
     try:
+        if FLAGS.compare and FLAGS.compare not in registry.available_platforms():
+            raise XlaError(f"--compare: unknown platform {FLAGS.compare!r}; available: "
+                           + ", ".join(registry.available_platforms()))
         if output:
             if len(paths) > 1:
                 raise XlaError("--output takes one module; got " + str(len(paths)))
@@ -60,17 +81,37 @@ def main(argv):
                 print("  " + arrays.summarize(f"out{i}", leaf))
                 if FLAGS.print_result:
                     print(leaf)
+            if result.recorded and not args_path:
+                check = replay.compare_leaves(result.leaves, result.recorded, FLAGS.rtol, FLAGS.atol)
+                _print_comparison("the snapshot's recorded results", check)
+                status |= 0 if check.ok else 1
+            if FLAGS.compare:
+                module, args, _ = replay.load_inputs(path, args_path, FLAGS.random_seed)
+                other, _ = replay.run_module(module, result.args, FLAGS.compare)
+                check = replay.compare_leaves(result.leaves, other, FLAGS.rtol, FLAGS.atol)
+                _print_comparison(FLAGS.compare, check)
+                status |= 0 if check.ok else 1
             if output:
                 arrays.save_outputs(output, result.leaves)
                 print(f"wrote {output}")
     except XlaError as e:
         print(f"replay_computation: error: {e}", file=sys.stderr)
         return 1
-    return 0
+    return status
 
 
 def run():
-    app.run(main)
+    from xla.debug_options import parse_flags, split_xla_flags, using
+    xla_flags, rest = split_xla_flags(sys.argv[1:])
+    try:
+        from xla.debug_options import debug_options
+        options = parse_flags(xla_flags, base=debug_options())
+    except XlaError as e:
+        print(f"replay_computation: error: {e}", file=sys.stderr)
+        sys.exit(1)
+    sys.argv = [sys.argv[0]] + rest
+    with using(options):
+        app.run(main)
 
 
 if __name__ == "__main__":

@@ -31,12 +31,48 @@ def get_compiler(platform):
     return getattr(importlib.import_module(module_name), attr)()
 
 
-def compile(module, platform=None, *, backend=None):
+def compile(module, platform=None, *, backend=None, compiler=None, **compile_options):
     """Compiles an HloModule for a platform and returns its Executable.
 
     The platform is given positionally or, as in ``xla.jit``, as
-    ``backend=``; the default is the interpreter.
+    ``backend=``; the default is the interpreter. The debug options in force
+    (``XLA_FLAGS``, ``xla.debug_options.override``) decide what is dumped
+    (``xla/service/dump.py``): the module before and after optimization,
+    between passes, the backend's artifacts and, per execution, snapshots.
+    ``compile_options`` go to the compiler's ``compile`` (e.g. ``cache=``).
     """
     if platform is not None and backend is not None and platform != backend:
         raise InvalidArgumentError(f"compile got platform={platform!r} and backend={backend!r}")
-    return get_compiler(platform or backend or "interpreter").compile(module)
+    platform = platform or backend or "interpreter"
+    compiler = compiler or get_compiler(platform)
+    from xla.service.dump import dumper_for
+    dumper = dumper_for(module, platform)
+    if not dumper.enabled:
+        return compiler.compile(module, **compile_options)
+    original_text = module.to_text()
+    dumper.dump_module(module, "before_optimizations")
+    compiler.dumper = dumper
+    try:
+        executable = compiler.compile(module, **compile_options)
+    finally:
+        compiler.dumper = None
+    dumper.dump_module(executable.module, f"{platform}_after_optimizations")
+    artifacts = getattr(executable, "dump_artifacts", None)
+    for suffix, data in (artifacts() if artifacts else {}).items():
+        if data is not None:
+            dumper.write(f"{platform}_after_optimizations{suffix}" if suffix.startswith("-") else suffix, data)
+    if dumper.options.xla_dump_hlo_snapshots:
+        _record_snapshots(executable, dumper, original_text)
+    return executable
+
+
+def _record_snapshots(executable, dumper, module_text):
+    """Makes every execution of ``executable`` write a snapshot."""
+    execute = executable.execute
+
+    def execute_and_dump(*args, **kwargs):
+        result = execute(*args, **kwargs)
+        dumper.dump_snapshot(module_text, args, result)
+        return result
+
+    executable.execute = execute_and_dump

@@ -108,6 +108,7 @@ class XlaBuilder:
         self._instructions = []
         self._parameters = {}
         self._built = None
+        self.live_tracers = None   # id -> Tracer (weak values) under xla.autojit (see xla.frontend.autojit)
 
     # ----- plumbing ---------------------------------------------------------------
     @property

@@ -1,7 +1,8 @@
 """Compiling traced modules for ``xla.jit``: the one place the frontend
-reaches a backend (through ``xla.backends.registry``), and where the
-persistent cache (``disk_cache``) is consulted for backends that can use it."""
-from xla.backends.registry import get_compiler
+reaches a backend (through ``xla.backends.registry``, so dumps and snapshots
+happen as for any other module), and where the persistent cache
+(``disk_cache``) is consulted for backends that can use it."""
+from xla.backends import registry
 from xla.frontend import disk_cache
 
 
@@ -9,8 +10,8 @@ def compile_module(module, backend, options):
     """An executable for ``module`` on ``backend``. ``options`` are jit's
     keyword options: ``disk_cache`` (True/None: default directory, False:
     off, a path: that directory)."""
-    compiler = get_compiler(backend)
+    compiler = registry.get_compiler(backend)
     cache = disk_cache.cache_for(options.get("disk_cache"))
     if cache is not None and getattr(compiler, "supports_persistent_cache", False):
-        return compiler.compile(module, cache=cache)
-    return compiler.compile(module)
+        return registry.compile(module, backend, compiler=compiler, cache=cache)
+    return registry.compile(module, backend, compiler=compiler)

@@ -198,12 +198,22 @@ class JitFunction:
                 entry = self._cache.get(key)
                 if entry is None:
                     self._misses += 1
-                    entry = self._compile(args, kwargs, key)
+                    try:
+                        entry = self._compile(args, kwargs, key)
+                    except tracing.TracingError:
+                        # --xla_auto_jit=2: what can't compile whole is auto-clustered.
+                        from xla.debug_options import debug_options
+                        if debug_options().xla_auto_jit < 2:
+                            raise
+                        from xla.frontend.autojit import AutoJitFunction
+                        entry = AutoJitFunction(self.fn, self.backend)
                     self._cache[key] = entry
                 else:
                     self._hits += 1
         else:
             self._hits += 1
+        if not isinstance(entry, _Entry):
+            return entry(*args, **kwargs)
         return self._run(entry, key[1], leaves)
 
     def lower(self, *args, **kwargs):

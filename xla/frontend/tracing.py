@@ -18,6 +18,7 @@ Tracer of an enclosing trace used inside a nested one is *captured*: the
 nested context's ``capture`` turns it into a value of the inner computation
 (``xla.frontend.lax`` threads captures through as extra operands).
 """
+import operator
 import os
 import sys
 import threading
@@ -135,13 +136,26 @@ def _pytype_of(dtype):
 class Tracer:
     """An array being traced: static shape and dtype, value unknown."""
 
-    __slots__ = ("op", "weak")
+    __slots__ = ("op", "weak", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, op, weak=False):
         assert isinstance(op, XlaOp)
         self.op = op
         self.weak = weak
+        # Under xla.autojit the builder tracks its live values (a cut
+        # computes them); it is None otherwise.
+        live = op.builder.live_tracers
+        if live is not None:
+            live[id(self)] = self
+
+    def _session(self):
+        """The autojit session that may run this value eagerly, or None."""
+        ctx = current_context(required=False)
+        session = getattr(ctx, "autojit", None)
+        if session is not None and self.op.builder is ctx.builder:
+            return session
+        return None
 
     # ----- static facts ---------------------------------------------------------
     @property
@@ -211,36 +225,43 @@ class Tracer:
 
     # ----- concretization: what must-compile forbids ------------------------------
     def __bool__(self):
+        session = self._session()
+        if session is not None:
+            return bool(session.value_of(self, "bool() of a traced value (a Python branch)"))
         raise tracing_error(
             "the truth value of a traced array is not known while compiling (a Python `if`, "
             "`while`, `and`/`or` or assert on a traced value); use xla.lax.cond / xla.lax.switch "
             "for branches, xla.lax.while_loop / fori_loop for loops, or np.where to select values")
 
     def _concrete(self, what):
+        session = self._session()
+        if session is not None:
+            return session.value_of(self, what)
         raise tracing_error(
             f"{what} of a traced array needs its value, which is not known while compiling; "
             "keep it an array, or pass the value as a static argument (static_argnums/static_argnames)")
 
     def __int__(self):
-        self._concrete("int()")
+        return int(self._concrete("int()"))
 
     def __float__(self):
-        self._concrete("float()")
+        return float(self._concrete("float()"))
 
     def __complex__(self):
-        self._concrete("complex()")
+        return complex(self._concrete("complex()"))
 
     def __index__(self):
-        self._concrete("using as an index (operator.index)")
+        return operator.index(self._concrete("using as an index (operator.index)"))
 
     def item(self, *args):
-        self._concrete(".item()")
+        return self._concrete(".item()").item(*args)
 
     def tolist(self):
-        self._concrete(".tolist()")
+        return self._concrete(".tolist()").tolist()
 
     def __array__(self, dtype=None, copy=None):
-        self._concrete("np.asarray()/np.array() (conversion to a NumPy array)")
+        value = self._concrete("np.asarray()/np.array() (conversion to a NumPy array)")
+        return value if dtype is None else value.astype(dtype)
 
     def __setitem__(self, index, value):
         raise tracing_error(
@@ -250,14 +271,30 @@ class Tracer:
     # ----- NumPy dispatch -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from xla.frontend import ufuncs
-        return ufuncs.dispatch(ufunc, method, inputs, kwargs)
+        session = self._session()
+        if session is None:
+            return ufuncs.dispatch(ufunc, method, inputs, kwargs)
+        try:
+            return ufuncs.dispatch(ufunc, method, inputs, dict(kwargs))
+        except TracingError:
+            return session.eager(getattr(ufunc, method) if method != "__call__" else ufunc,
+                                 inputs, kwargs, f"np.{ufunc.__name__}")
 
     def __array_function__(self, func, types, args, kwargs):
         from xla.frontend import numpy_api
         impl = numpy_api.FUNCTIONS.get(func)
-        if impl is None:
-            return numpy_api.unsupported(func)
-        return impl(*args, **kwargs)
+        session = self._session()
+        if session is None:
+            if impl is None:
+                return numpy_api.unsupported(func)
+            return impl(*args, **kwargs)
+        # Under autojit, what can't be traced runs eagerly in NumPy.
+        if impl is not None:
+            try:
+                return impl(*args, **kwargs)
+            except TracingError:
+                pass
+        return session.eager(func, args, kwargs, f"np.{getattr(func, '__name__', func)}")
 
     # ----- operators (through the ufunc table, as NumPy arrays do) -----------------
     def _u(name, reflected=False):
@@ -307,7 +344,13 @@ class Tracer:
 
     def __getitem__(self, index):
         from xla.frontend import indexing
-        return indexing.getitem(self, index)
+        session = self._session()
+        if session is None:
+            return indexing.getitem(self, index)
+        try:
+            return indexing.getitem(self, index)
+        except TracingError:
+            return session.eager(lambda a, i: a[i], (self, index), {}, "indexing")
 
     @property
     def at(self):

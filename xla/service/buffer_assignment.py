@@ -33,7 +33,8 @@ these aliasing rules instead of new buffers:
   user and the buffer is a temp (not a parameter, constant, live-out or loop
   buffer);
 * ``input_output_alias`` in the header: the output shares its parameter's
-  allocation.
+  allocation when that is safe (``alias_is_safe``); otherwise the alias,
+  a ``may-alias``, is dropped rather than copied around.
 
 Kinds: the entry's parameters are ``parameter`` allocations (one per
 buffer, never written unless aliased to an output); constants are read-only
@@ -438,10 +439,34 @@ class _Assigner:
                 param = pts[id(entry.parameter(number))][param_index]
             except (KeyError, IndexError):
                 continue
-            self.join(param, out, pinned=True)
+            if self.alias_is_safe(param, out):
+                self.join(param, out, pinned=True)
         for comp in self.comps:
             for instr in comp.instructions:
                 self.share_in_place(instr)
+
+    def alias_is_safe(self, param, out):
+        """Whether the output buffer ``out`` may be written over the donated
+        parameter buffer ``param``. XLA's copy insertion would add a copy
+        where it may not; here the alias (``may-alias``) is dropped instead
+        and the output gets its own allocation. Safe when ``param`` is last
+        read before any buffer of ``out``'s set is defined, or when
+        ``out``'s instruction is that last reader and updates it in place
+        elementwise."""
+        rp, ro = self.uf.find(param.id), self.uf.find(out.id)
+        if rp == ro:
+            return True
+        if self.set_size[rp] != 1:
+            return False
+        members = [b for b in self.buffers if self.uf.find(b.id) == ro]
+        if any(b.kind not in ("temp", "output") for b in members):
+            return False
+        start = min(b.start for b in members)
+        end = self.set_end[rp]
+        if end < start:
+            return True
+        return (len(members) == 1 and end == start == self.pos[id(out.instruction)]
+                and self.can_update_in_place(out.instruction, param))
 
     def colocate_while(self, w):
         pts = self.points_to

@@ -7,9 +7,10 @@ changed the module. A pipeline runs passes in order and, per pass:
 * times it (``pipeline.timings``: pass name -> seconds, summed over runs);
 * runs the verifier after it when ``verify`` is set and the pass changed
   the module, so a broken invariant is blamed on the pass that broke it;
-* calls ``dump_hook(module, pipeline_name, pass_name, changed)`` when set, the
-  hook through which the dump options write the module before and after
-  chosen passes.
+* calls ``dump_hook(module, pipeline_name, pass_name, changed, next_pass)``
+  when set: once before the first pass (``pass_name`` None) and after each
+  pass (``next_pass`` None after the last), the hook through which the dump
+  options write the module between chosen passes (``xla/service/dump.py``).
 
 ``HloPassFix`` reruns a pass (or sub-pipeline) until it reports no change,
 bounded by ``max_iterations`` so that two passes undoing each other cannot
@@ -65,11 +66,10 @@ class HloPassPipeline(HloPass):
 
     def _run(self, module):
         changed_any = False
+        active = [p for p in self.passes if p.name not in self.disabled_passes]
         if self.dump_hook:
-            self.dump_hook(module, self.name, None, False)
-        for p in self.passes:
-            if p.name in self.disabled_passes:
-                continue
+            self.dump_hook(module, self.name, None, False, active[0].name if active else None)
+        for k, p in enumerate(active):
             self._propagate(p)
             start = time.perf_counter()
             changed = bool(p.run(module))
@@ -83,7 +83,8 @@ class HloPassPipeline(HloPass):
                 if self.verify:
                     self._verify(module, p.name)
             if self.dump_hook:
-                self.dump_hook(module, self.name, p.name, changed)
+                following = active[k + 1].name if k + 1 < len(active) else None
+                self.dump_hook(module, self.name, p.name, changed, following)
             changed_any |= changed
         return changed_any
 

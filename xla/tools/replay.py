@@ -12,6 +12,35 @@ from xla.hlo.parser import parse_hlo_module
 from xla.tools import arrays
 
 
+def is_snapshot(path):
+    return path.endswith(".npz")
+
+
+def read_snapshot(path):
+    """(module, arguments, recorded results) from a snapshot ``.npz``
+    written by ``--xla_dump_hlo_snapshots`` (see xla/service/dump.py)."""
+    import numpy as np
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise InvalidArgumentError(f"cannot read snapshot {path}: {e}") from None
+    with data:
+        if "hlo_module" not in data.files:
+            raise InvalidArgumentError(f"{path} is not a snapshot (no hlo_module entry)")
+        module = parse_hlo_module(str(data["hlo_module"]), filename=path)
+        shapes = [p.shape for p in module.entry.parameters]
+        args = []
+        for i, shape in enumerate(shapes):
+            if f"arg{i}" not in data.files:
+                raise InvalidArgumentError(f"snapshot {path} has no arg{i}")
+            args.append(arrays.restore_dtype(data[f"arg{i}"], shape.dtype) if shape.is_array
+                        else data[f"arg{i}"])
+        outs = []
+        while f"out{len(outs)}" in data.files:
+            outs.append(data[f"out{len(outs)}"])
+    return module, args, outs
+
+
 def read_module(path):
     """Parses the HLO text file at ``path``; parse errors name the file."""
     try:
@@ -25,28 +54,95 @@ def read_module(path):
 
 
 class ReplayResult:
-    def __init__(self, path, leaves, seconds):
+    def __init__(self, path, leaves, seconds, args=None, recorded=None):
         self.path = path
         self.leaves = leaves
         self.seconds = seconds
+        self.args = args
+        self.recorded = recorded   # a snapshot's recorded results, else None
 
 
-def replay_file(path, platform="interpreter", args_path=None, random_seed=0, num_runs=1):
-    """Parses, compiles and runs one module; returns its flattened results."""
+def load_inputs(path, args_path=None, random_seed=0):
+    """(module, arguments, recorded results or None) for a module file or snapshot."""
+    if is_snapshot(path):
+        module, args, recorded = read_snapshot(path)
+        if args_path:
+            args = arrays.load_args(args_path, [p.shape for p in module.entry.parameters])
+        return module, args, recorded
     module = read_module(path)
-    executable = registry.compile(module, platform)
     shapes = [p.shape for p in module.entry.parameters]
     if args_path:
-        args = arrays.load_args(args_path, shapes)
-    else:
-        args = arrays.random_args(shapes, seed=random_seed)
+        return module, arrays.load_args(args_path, shapes), None
+    return module, arrays.random_args(shapes, seed=random_seed), None
+
+
+def run_module(module, args, platform, num_runs=1):
+    """Compiles a copy of ``module`` for ``platform`` and runs it; returns
+    (flattened results, seconds per run)."""
+    module = parse_hlo_module(module.to_text())   # compilers optimize in place
+    executable = registry.compile(module, platform)
     seconds = []
     result = None
     for _ in range(max(num_runs, 1)):
         start = time.perf_counter()
         result = executable.execute(*args)
         seconds.append(time.perf_counter() - start)
-    return ReplayResult(path, arrays.flatten_result(result), seconds)
+    return arrays.flatten_result(result), seconds
+
+
+def replay_file(path, platform="interpreter", args_path=None, random_seed=0, num_runs=1):
+    """Parses, compiles and runs one module or snapshot; returns its flattened results."""
+    module, args, recorded = load_inputs(path, args_path, random_seed)
+    leaves, seconds = run_module(module, args, platform, num_runs)
+    return ReplayResult(path, leaves, seconds, args, recorded)
+
+
+class Comparison:
+    """Per-output errors between two runs; ``ok`` when all are within tolerance."""
+
+    def __init__(self, rows, ok):
+        self.rows = rows   # (name, max abs error, max rel error, within tolerance)
+        self.ok = ok
+
+
+def compare_leaves(got, want, rtol, atol):
+    """Max absolute and relative error per output; NaNs must match NaNs and
+    integers/bools must be equal."""
+    import numpy as np
+    rows, ok = [], True
+    if len(got) != len(want):
+        return Comparison([("result count", float(len(got)), float(len(want)), False)], False)
+    for i, (a, b) in enumerate(zip(got, want)):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            rows.append((f"out{i}", float("inf"), float("inf"), False))
+            ok = False
+            continue
+        if a.dtype.kind in "biuV" or b.dtype.kind in "biuV":
+            if a.dtype.kind == "V":
+                a, b = a.view(np.uint8), b.view(np.uint8)
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64)) if a.size else np.zeros(1)
+            err = float(diff.max()) if diff.size else 0.0
+            good = bool(np.array_equal(a, b))
+            rows.append((f"out{i}", err, err, good))
+            ok &= good
+            continue
+        a64 = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+        b64 = b.astype(np.complex128 if b.dtype.kind == "c" else np.float64)
+        nan_a, nan_b = np.isnan(a64), np.isnan(b64)
+        same_nan = bool(np.array_equal(nan_a, nan_b))
+        finite = ~(nan_a | nan_b)
+        with np.errstate(invalid="ignore"):
+            both_inf = np.isinf(a64) & np.isinf(b64) & (a64 == b64)
+        mask = finite & ~both_inf
+        diff = np.abs(a64 - b64)[mask]
+        scale = np.abs(b64)[mask]
+        abs_err = float(diff.max()) if diff.size else 0.0
+        rel_err = float((diff / np.maximum(scale, np.finfo(np.float64).tiny)).max()) if diff.size else 0.0
+        good = same_nan and bool(np.all(diff <= atol + rtol * scale))
+        rows.append((f"out{i}", abs_err, rel_err, good))
+        ok &= good
+    return Comparison(rows, ok)
 
 
 def check_output_path(output, protected):

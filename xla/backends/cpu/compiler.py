@@ -6,6 +6,8 @@ compilers take ownership of theirs); the executable keeps it as ``module``.
 Ops the backend does not generate code for raise UnimplementedError naming
 the op and "cpu" here, at compile time.
 """
+import re
+
 from xla.backends.cpu import jit
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
@@ -31,12 +33,44 @@ def runtime_symbols():
     return _runtime
 
 
+_FAST_MATH = re.compile(r"= (fadd|fsub|fmul|fdiv|frem|fneg) (?!fast )")
+
+
+def with_fast_math(ir_text):
+    """``--xla_cpu_enable_fast_math``: every floating-point arithmetic
+    instruction gets LLVM's ``fast`` flags (reassociation, contraction,
+    no NaN/inf guarantees), as XLA:CPU's option does."""
+    return _FAST_MATH.sub(lambda m: f"= {m.group(1)} fast ", ir_text)
+
+
+_threads_applied = None
+
+
+def _apply_thread_options(options):
+    """--xla_cpu_multi_thread_eigen=false: one thread; --xla_cpu_num_threads=N."""
+    global _threads_applied
+    wanted = 1 if not options.xla_cpu_multi_thread_eigen else options.xla_cpu_num_threads
+    if wanted == _threads_applied or (_threads_applied is None and wanted == 0):
+        return
+    from xla import _core
+    setter = getattr(_core, "set_cpu_runtime_num_threads", None)
+    if setter is not None:
+        setter(wanted)
+        _threads_applied = wanted
+
+
 class CpuCompiler:
     platform = "cpu"
     supports_persistent_cache = True   # compile(module, cache=...)
 
-    def __init__(self, opt_level=3):
-        self.opt_level = opt_level
+    def __init__(self, opt_level=None):
+        from xla.debug_options import debug_options
+        options = debug_options()
+        self.opt_level = options.xla_backend_optimization_level if opt_level is None else opt_level
+        self.fast_math = options.xla_cpu_enable_fast_math
+        self.disabled_passes = tuple(options.xla_disable_hlo_passes)
+        self.dumper = None   # set by xla.backends.registry.compile when dumping
+        _apply_thread_options(options)
 
     def optimization_pipeline(self, **options):
         """The passes ``hlo_opt --platform=cpu`` runs: ``custom-fusion-inliner``
@@ -57,7 +91,11 @@ class CpuCompiler:
             if p.shape.is_dynamic:
                 raise UnimplementedError(f"the cpu backend does not support dynamic shapes "
                                          f"(parameter {p.name}: {p.shape})")
-        self.optimization_pipeline().run(module)
+        pipeline = self.optimization_pipeline()
+        pipeline.disabled_passes = pipeline.disabled_passes | frozenset(self.disabled_passes)
+        if self.dumper is not None:
+            pipeline.dump_hook = self.dumper.pass_hook()
+        pipeline.run(module)
         return assign_buffers(module)
 
     def emit(self, module, runtime_symbols):
@@ -81,7 +119,7 @@ class CpuCompiler:
         key = None
         if cache is not None:
             key = cache.key(module.to_text(), target=jit.host_triple() + ":" + jit.host_cpu(),
-                            options=f"O{self.opt_level}")
+                            options=f"O{self.opt_level} fast_math={self.fast_math}")
             code = cache.get(key)
             if code is not None:
                 try:
@@ -95,6 +133,8 @@ class CpuCompiler:
         with paused_gc():
             llvm_module = emit_module(module, assignment, symbols)
         ir_text = str(llvm_module)
+        if self.fast_math:
+            ir_text = with_fast_math(ir_text)
         jit_module = jit.JitModule(ir_text, opt_level=self.opt_level)
         if cache is not None and jit_module.object_code is not None:
             cache.put(key, jit_module.object_code)

@@ -82,14 +82,33 @@ class CpuExecutable:
     def parameter_shapes(self):
         return [p.shape for p in self.module.entry.parameters]
 
+    def dump_artifacts(self):
+        """What ``--xla_dump_to`` writes for this executable: dump-file suffix -> data."""
+        return {
+            "-buffer-assignment.txt": self.assignment.to_text(),
+            "-memory-usage-report.txt": self.assignment.memory_usage_report(),
+            "ir-no-opt.ll": self.ir_text,
+            "ir-with-opt.ll": self.optimized_ir_text,
+            "o": self.jit_module.object_code,
+        }
+
     @property
     def result_shape(self):
         return self.module.entry.root_instruction.shape
 
-    def execute(self, *args):
-        """Runs the module on NumPy arrays; a tuple result comes back as a tuple."""
+    def execute(self, *args, donated=()):
+        """Runs the module on NumPy arrays; a tuple result comes back as a tuple.
+
+        ``donated``: numbers of parameters whose arrays the caller gives up
+        (``xla.jit``'s ``donate_argnums``). A result the module's
+        ``input_output_alias`` places in such a parameter's allocation is
+        written straight into that array, which is returned as the result,
+        when it is a writeable, 16-byte aligned, row-major array of the
+        parameter's exact type; otherwise (and for parameters not donated,
+        e.g. when replaying a dump with aliases) the parameter is copied
+        first and the caller's array is left alone."""
         fast = self._fast
-        if fast is not None and fast.accepts(args):
+        if fast is not None and not donated and fast.accepts(args):
             result = fast.run(args)
             if result is not None:
                 return result
@@ -101,6 +120,7 @@ class CpuExecutable:
         checked = [_check_arg(a, p.shape, f"argument {i} ({p.name})")
                    for i, (a, p) in enumerate(zip(args, params))]
         memory = dict(self._persistent)
+        in_place = {}   # allocation index -> the donated array written in place
         for index, (number, shape_index) in self._parameters.items():
             value = checked[number]
             for i in shape_index or ():
@@ -110,7 +130,11 @@ class CpuExecutable:
                 memory[index] = aligned_bytes(self._sizes[index])
                 continue
             array = to_physical(np.asarray(value), param_shape)
-            if array.ctypes.data % 16 or self.assignment.allocations[index].maybe_live_out:
+            if (self.assignment.allocations[index].maybe_live_out and number in donated
+                    and not shape_index and array is args[number] and array.flags.writeable
+                    and array.ctypes.data % 16 == 0):
+                in_place[index] = array
+            elif array.ctypes.data % 16 or self.assignment.allocations[index].maybe_live_out:
                 copy = aligned_bytes(array.nbytes)
                 copy[:] = array.reshape(-1).view(np.uint8)
                 array = copy
@@ -121,11 +145,11 @@ class CpuExecutable:
         with self._lock:
             cpu_execute(self._address, table)
             root = entry.root_instruction
-            return self._result(root, root.shape, (), memory)
+            return self._result(root, root.shape, (), memory, in_place)
 
-    def _result(self, root, shape, index, memory):
+    def _result(self, root, shape, index, memory, in_place=None):
         if shape.is_tuple:
-            return tuple(self._result(root, s, index + (i,), memory)
+            return tuple(self._result(root, s, index + (i,), memory, in_place)
                          for i, s in enumerate(shape.tuple_shapes))
         if not shape.is_array:
             from xla.backends.interpreter.registry import TOKEN
@@ -133,6 +157,9 @@ class CpuExecutable:
         buffer = self.assignment.buffer(root, index)
         alloc = buffer.allocation
         raw = memory[alloc.index]
+        if in_place and alloc.index in in_place and buffer.offset == 0 \
+                and raw.shape == shape.dimensions and raw.dtype == shape.dtype:
+            return raw
         raw = raw.reshape(-1).view(np.uint8) if raw.dtype != np.uint8 else raw
         nbytes = buffer.shape.byte_size()
         flat = raw[buffer.offset:buffer.offset + nbytes].view(shape.dtype)

@@ -1,0 +1,193 @@
+"""Debug options: XLA's flags, parsed once from ``XLA_FLAGS`` with absl.
+
+Every entry point (``xla.jit``, ``xla.compile``, the tools) reads the same
+``DebugOptions``: ``debug_options()`` parses the ``XLA_FLAGS`` environment
+variable the first time it is called (names and defaults as XLA's
+``debug_options_flags.cc``, plus the few this project adds). An unknown flag
+is an InvalidArgumentError that names it and suggests close matches; a bad
+value names the flag. Tools accept the same flags on their command line
+(``split_xla_flags``), and code can override them for a block::
+
+    with xla.debug_options.override(xla_dump_to="/tmp/d"):
+        exe = xla.compile(module, "cpu")
+
+The flags are parsed into a private ``absl.flags.FlagValues``, so they never
+clash with a program's own absl flags.
+"""
+import contextlib
+import dataclasses
+import difflib
+import os
+import shlex
+import threading
+
+from absl import flags as absl_flags
+
+from xla.errors import InvalidArgumentError
+
+
+@dataclasses.dataclass(frozen=True)
+class DebugOptions:
+    # Dumps (xla/service/dump.py).
+    xla_dump_to: str = ""
+    xla_dump_hlo_as_text: bool = False
+    xla_dump_hlo_as_dot: bool = False
+    xla_dump_hlo_as_html: bool = False
+    xla_dump_hlo_module_re: str = ""
+    xla_dump_hlo_pass_re: str = ""
+    xla_dump_hlo_snapshots: bool = False
+    xla_dump_max_hlo_modules: int = -1
+    xla_dump_include_timestamp: bool = False
+    # Compilation.
+    xla_disable_hlo_passes: tuple = ()
+    xla_backend_optimization_level: int = 3
+    xla_cpu_enable_fast_math: bool = False
+    xla_cpu_multi_thread_eigen: bool = True
+    # This project's additions (no XLA counterpart).
+    xla_cpu_num_threads: int = 0
+    xla_auto_jit: int = 0
+    xla_auto_jit_debug_dir: str = ""
+
+    @property
+    def dump_enabled(self):
+        return bool(self.xla_dump_to)
+
+
+_HELP = {
+    "xla_dump_to": "Directory into which debugging data is written (module text, IR, ...).",
+    "xla_dump_hlo_as_text": "Dump HLO modules as text (the default format when --xla_dump_to is set).",
+    "xla_dump_hlo_as_dot": "Dump HLO modules as Graphviz DOT.",
+    "xla_dump_hlo_as_html": "Dump HLO modules as self-contained HTML graph views.",
+    "xla_dump_hlo_module_re": "Only dump modules whose name matches this regular expression.",
+    "xla_dump_hlo_pass_re": "Dump the module before and after each pass whose name matches this regex.",
+    "xla_dump_hlo_snapshots": "Dump each execution's module, arguments and results (replayable).",
+    "xla_dump_max_hlo_modules": "Dump at most this many modules (-1: no limit).",
+    "xla_dump_include_timestamp": "Put a timestamp in dump file names.",
+    "xla_disable_hlo_passes": "Comma-separated HLO pass names not to run.",
+    "xla_backend_optimization_level": "LLVM optimization level of the CPU backend (0-3).",
+    "xla_cpu_enable_fast_math": "Let LLVM reassociate and contract floating-point arithmetic.",
+    "xla_cpu_multi_thread_eigen": "Use the CPU runtime's thread pool (false: one thread).",
+    "xla_cpu_num_threads": "Threads of the CPU runtime's pool (0: one per available CPU).",
+    "xla_auto_jit": "2: xla.jit functions that cannot compile whole are auto-clustered instead of failing.",
+    "xla_auto_jit_debug_dir": "Directory for xla.autojit's per-function cluster reports.",
+}
+
+
+def _define(registry):
+    for field in dataclasses.fields(DebugOptions):
+        name, default = field.name, field.default
+        if field.type is bool or isinstance(default, bool):
+            absl_flags.DEFINE_boolean(name, default, _HELP[name], flag_values=registry)
+        elif isinstance(default, int):
+            absl_flags.DEFINE_integer(name, default, _HELP[name], flag_values=registry)
+        elif isinstance(default, tuple):
+            absl_flags.DEFINE_list(name, list(default), _HELP[name], flag_values=registry)
+        else:
+            absl_flags.DEFINE_string(name, default, _HELP[name], flag_values=registry)
+
+
+def flag_names():
+    return [f.name for f in dataclasses.fields(DebugOptions)]
+
+
+def parse_flags(argv, base=None):
+    """DebugOptions from flags like ``["--xla_dump_to=/tmp/d", ...]`` (a list
+    or one string, as in ``XLA_FLAGS``) on top of ``base``."""
+    if isinstance(argv, str):
+        argv = shlex.split(argv)
+    registry = absl_flags.FlagValues()
+    _define(registry)
+    known = set(flag_names())
+    for arg in argv:
+        if not arg.startswith("-"):
+            raise InvalidArgumentError(f"XLA flags must look like --name=value, got {arg!r}")
+        name = arg.lstrip("-").split("=", 1)[0]
+        bare = name[2:] if name.startswith("no") and name[2:] in known else name
+        if bare not in known:
+            close = difflib.get_close_matches(bare, sorted(known), n=3)
+            hint = f"; did you mean {', '.join('--' + c for c in close)}?" if close else ""
+            raise InvalidArgumentError(f"unknown XLA flag --{name}{hint}")
+    try:
+        registry(["xla"] + list(argv), known_only=False)
+    except absl_flags.Error as e:
+        raise InvalidArgumentError(f"bad XLA flag value: {e}") from None
+    values = {} if base is None else dataclasses.asdict(base)
+    for name in known:
+        if registry[name].present:
+            value = registry[name].value
+            values[name] = tuple(value) if isinstance(value, list) else value
+    options = DebugOptions(**values)
+    if options.xla_backend_optimization_level not in (0, 1, 2, 3):
+        raise InvalidArgumentError(f"--xla_backend_optimization_level must be 0..3, got "
+                                   f"{options.xla_backend_optimization_level}")
+    return options
+
+
+_lock = threading.Lock()
+_from_environment = None
+_overrides = threading.local()
+
+
+def debug_options():
+    """The DebugOptions in force: ``XLA_FLAGS`` (parsed once), then any
+    ``override`` blocks of this thread."""
+    global _from_environment
+    stack = getattr(_overrides, "stack", None)
+    if stack:
+        return stack[-1]
+    with _lock:
+        if _from_environment is None:
+            _from_environment = parse_flags(os.environ.get("XLA_FLAGS", ""))
+        return _from_environment
+
+
+def reset():
+    """Forgets the parsed XLA_FLAGS (it is parsed again on next use)."""
+    global _from_environment
+    with _lock:
+        _from_environment = None
+
+
+@contextlib.contextmanager
+def override(**fields):
+    """Replaces some options for the duration of a ``with`` block (this thread)."""
+    unknown = set(fields) - set(flag_names())
+    if unknown:
+        raise InvalidArgumentError(f"unknown debug option(s): {', '.join(sorted(unknown))}")
+    options = dataclasses.replace(debug_options(), **fields)
+    stack = getattr(_overrides, "stack", None)
+    if stack is None:
+        stack = _overrides.stack = []
+    stack.append(options)
+    try:
+        yield options
+    finally:
+        stack.pop()
+
+
+@contextlib.contextmanager
+def using(options):
+    """Puts a whole DebugOptions in force for a ``with`` block."""
+    stack = getattr(_overrides, "stack", None)
+    if stack is None:
+        stack = _overrides.stack = []
+    stack.append(options)
+    try:
+        yield options
+    finally:
+        stack.pop()
+
+
+def split_xla_flags(argv):
+    """Splits a tool's argv into (XLA flags, the rest); the XLA flags are
+    those whose name is one of DebugOptions' fields."""
+    names = set(flag_names())
+    xla_flags, rest = [], []
+    for arg in argv:
+        name = arg.lstrip("-").split("=", 1)[0]
+        name = name[2:] if name.startswith("no") and name[2:] in names else name
+        if arg.startswith("--") and (name in names or name.startswith("xla_")):
+            xla_flags.append(arg)
+        else:
+            rest.append(arg)
+    return xla_flags, rest
