@@ -1,12 +1,16 @@
 """Optimizes an HLO module and prints the result.
 
   hlo_opt [--platform=interpreter] [--passes=a,b,c] [--buffer_assignment]
-          [--xla_disable_hlo_passes=a,b] [--print_timing] [--output=OUT.hlo] MODULE.hlo
+          [--xla_disable_hlo_passes=a,b] [--print_timing] [--format=text|dot|html]
+          [--dump_to=DIR] [--output=OUT] MODULE.hlo
 
 Without --passes it runs the platform's whole pipeline; with it, only the
 named passes in order. --buffer_assignment also prints the buffer
-assignment report of the (scheduled) result. Errors are printed without a
-traceback and the exit status is non-zero.
+assignment report of the (scheduled) result. --format picks the output:
+HLO text, Graphviz DOT or a self-contained HTML graph view. --dump_to
+writes the module between every two passes (XLA's per-pass dump files).
+Other XLA flags (--xla_*, as in XLA_FLAGS) are accepted too. Errors are
+printed without a traceback and the exit status is non-zero.
 """
 import os
 import sys
@@ -27,6 +31,8 @@ flags.DEFINE_bool("buffer_assignment", False, "Also print the buffer assignment 
 flags.DEFINE_bool("verify", True, "Run the verifier before and after every pass.")
 flags.DEFINE_bool("print_timing", False, "Print the time each pass took (to stderr).")
 flags.DEFINE_string("output", None, "Write the optimized module here instead of stdout.")
+flags.DEFINE_enum("format", "text", ["text", "dot", "html"], "Output format of the optimized module.")
+flags.DEFINE_string("dump_to", None, "Write the module before and after every pass into this directory.")
 
 
 def _resolve(path):
@@ -46,8 +52,15 @@ def main(argv):
             replay.check_output_path(output, [path])
         module = replay.read_module(path)
         pipeline = hlo_opt.optimize(module, FLAGS.platform, FLAGS.passes,
-                                    FLAGS.xla_disable_hlo_passes, FLAGS.verify)
-        text = module.to_text()
+                                    FLAGS.xla_disable_hlo_passes, FLAGS.verify,
+                                    dump_to=_resolve(FLAGS.dump_to))
+        if FLAGS.format == "text":
+            text = module.to_text()
+        else:
+            from xla.hlo import graph_views
+            text = (graph_views.module_to_dot if FLAGS.format == "dot" else graph_views.module_to_html)(module)
+        if FLAGS.buffer_assignment and FLAGS.format != "text":
+            raise XlaError("--buffer_assignment needs --format=text")
         if FLAGS.buffer_assignment:
             from xla.service.buffer_assignment import assign_buffers
             if not module.is_scheduled:
@@ -69,7 +82,19 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    from xla.debug_options import debug_options, parse_flags, split_xla_flags, using
+    xla_flags, rest = split_xla_flags(sys.argv[1:])
+    # hlo_opt's own --xla_disable_hlo_passes stays its flag.
+    own = [f for f in xla_flags if f.lstrip("-").startswith("xla_disable_hlo_passes")]
+    xla_flags = [f for f in xla_flags if f not in own]
+    try:
+        options = parse_flags(xla_flags, base=debug_options())
+    except XlaError as e:
+        print(f"hlo_opt: error: {e}", file=sys.stderr)
+        sys.exit(1)
+    sys.argv = [sys.argv[0]] + own + rest
+    with using(options):
+        app.run(main)
 
 
 if __name__ == "__main__":

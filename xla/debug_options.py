@@ -47,6 +47,8 @@ class DebugOptions:
     xla_cpu_num_threads: int = 0
     xla_auto_jit: int = 0
     xla_auto_jit_debug_dir: str = ""
+    xla_enable_persistent_cache: bool = True
+    xla_persistent_cache_dir: str = ""
 
     @property
     def dump_enabled(self):
@@ -70,6 +72,10 @@ _HELP = {
     "xla_cpu_num_threads": "Threads of the CPU runtime's pool (0: one per available CPU).",
     "xla_auto_jit": "2: xla.jit functions that cannot compile whole are auto-clustered instead of failing.",
     "xla_auto_jit_debug_dir": "Directory for xla.autojit's per-function cluster reports.",
+    "xla_enable_persistent_cache": "xla.jit stores and reuses cpu native code on disk "
+                                   "(xla/frontend/disk_cache.py).",
+    "xla_persistent_cache_dir": "Directory of the persistent cache (default: $XLA_PY_CACHE_DIR, "
+                                "else $XDG_CACHE_HOME/xla-py or ~/.cache/xla-py).",
 }
 
 

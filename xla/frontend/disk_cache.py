@@ -9,10 +9,12 @@ that key. A new process that traces the same function to the same optimized
 module loads the object and skips LLVM IR emission, optimization and code
 generation entirely.
 
-Where: ``$XLA_PY_CACHE_DIR``, else ``$XDG_CACHE_HOME/xla-py``, else
-``~/.cache/xla-py``. ``XLA_PY_DISK_CACHE=0`` turns it off; so does
+Where: ``XLA_FLAGS=--xla_persistent_cache_dir=DIR``, else
+``$XLA_PY_CACHE_DIR``, else ``$XDG_CACHE_HOME/xla-py``, else
+``~/.cache/xla-py``. ``XLA_FLAGS=--noxla_enable_persistent_cache`` or
+``XLA_PY_DISK_CACHE=0`` turns it off; so does
 ``xla.jit(..., disk_cache=False)``, and ``disk_cache="/some/dir"`` picks a
-directory for one function.
+directory for one function (and turns it on whatever the flags say).
 
 Entry file ``<key>.xlaobj``: the magic ``XLAPYOBJ``, a format version
 (u32), the payload length (u64) and the payload's sha256 (32 bytes), then
@@ -38,7 +40,8 @@ _lock = threading.Lock()
 
 
 def default_directory():
-    explicit = os.environ.get("XLA_PY_CACHE_DIR")
+    from xla.debug_options import debug_options
+    explicit = debug_options().xla_persistent_cache_dir or os.environ.get("XLA_PY_CACHE_DIR")
     if explicit:
         return explicit
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -46,6 +49,9 @@ def default_directory():
 
 
 def enabled_by_environment():
+    from xla.debug_options import debug_options
+    if not debug_options().xla_enable_persistent_cache:
+        return False
     return os.environ.get("XLA_PY_DISK_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 

@@ -25,8 +25,13 @@ from typing import NamedTuple
 import numpy as np
 
 from xla.errors import InvalidArgumentError, XlaError
+from xla.hlo.attributes import RawAttr
 from xla.frontend import pytree, tracing
 from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape
+
+# jit's keyword options (beyond backend, static and donated arguments).
+OPTIONS = {"disk_cache": "True/None: the persistent cache's default directory, False: off, "
+                         "a path: that directory"}
 
 _WEAK_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64),
                 complex: np.dtype(np.complex128)}
@@ -93,7 +98,7 @@ class _Entry(NamedTuple):
     executable: object
     out_treedef: object
     n_outputs: int
-    constant_outputs: tuple   # (position, value) for outputs that are not computed
+    donated: tuple   # parameter numbers the executable may write outputs into
 
 
 class JitFunction:
@@ -103,6 +108,14 @@ class JitFunction:
                  **options):
         if not callable(fn):
             raise TypeError(f"xla.jit needs a callable, got {type(fn).__name__}")
+        from xla.backends.registry import available_platforms
+        if backend not in available_platforms():
+            raise InvalidArgumentError(f"xla.jit: unknown backend {backend!r}; available platforms: "
+                                       f"{', '.join(available_platforms())}")
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise InvalidArgumentError(f"xla.jit: unknown option(s) {', '.join(unknown)}; options are "
+                                       + ", ".join(f"{k} ({v})" for k, v in OPTIONS.items()))
         self.fn = fn
         self.backend = backend
         self.options = dict(options)
@@ -133,6 +146,9 @@ class JitFunction:
                     nums.add(i)
         self.static_argnums = frozenset(nums)
         self.static_argnames = frozenset(names)
+        for i in _as_tuple(donate_argnums):
+            if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+                raise InvalidArgumentError(f"donate_argnums must be non-negative ints, got {i!r}")
         self.donate_argnums = frozenset(_as_tuple(donate_argnums))
         if self.donate_argnums & self.static_argnums:
             raise InvalidArgumentError("an argument cannot be both static and donated: "
@@ -185,7 +201,31 @@ class JitFunction:
         leaves, treedef = pytree.flatten((tuple(dyn_args), dyn_kwargs))
         specs = tuple(arg_spec(x, f"argument leaf {i} of {getattr(self.fn, '__name__', 'fn')}")
                       for i, x in enumerate(leaves))
-        return (treedef, specs, statics, self.backend, _hashable(self.options, "options")), leaves
+        donated = self._donated_leaves(dyn_args) if self.donate_argnums else ()
+        return (treedef, specs, statics, self.backend, _hashable(self.options, "options"),
+                donated), leaves
+
+    def _donated_leaves(self, dyn_args):
+        """Indices of the argument leaves that ``donate_argnums`` gives up."""
+        name = getattr(self.fn, "__name__", "fn")
+        for i in sorted(self.donate_argnums):
+            if i >= len(dyn_args):
+                raise InvalidArgumentError(
+                    f"donate_argnums names argument {i} of {name}, which was called with "
+                    f"{len(dyn_args)} positional argument(s)")
+        donated, start = [], 0
+        for i, a in enumerate(dyn_args):
+            leaves, _ = pytree.flatten(a)
+            if i in self.donate_argnums:
+                for k, leaf in enumerate(leaves):
+                    if not isinstance(leaf, np.ndarray):
+                        where = f"argument {i}" + (f" (leaf {k})" if len(leaves) > 1 else "")
+                        raise InvalidArgumentError(
+                            f"donate_argnums: {where} of {name} is a {type(leaf).__name__}, not a "
+                            "NumPy array; only arrays can be donated")
+                donated.extend(range(start, start + len(leaves)))
+            start += len(leaves)
+        return tuple(donated)
 
     def __call__(self, *args, **kwargs):
         if tracing.current_context(required=False) is not None:
@@ -264,9 +304,15 @@ class JitFunction:
             where = _locate(e)
             err = type(e)(f"{where}: {e}" if where else str(e))
             err._located = True
-            raise err from None
-        root = ops[0] if len(ops) == 1 and out_treedef == pytree.LEAF else b.tuple(ops)
+            # The traceback still runs through the user's frames.
+            raise err.with_traceback(e.__traceback__) from None
+        single = len(ops) == 1 and out_treedef == pytree.LEAF
+        root = ops[0] if single else b.tuple(ops)
         module = b.build_module(root)
+        aliases = _output_aliases(ops, params, key[5], single)
+        if aliases:
+            module.header_attrs["input_output_alias"] = RawAttr(
+                "{ " + ", ".join(f"{{{out}}}: ({p}, {{}}, may-alias)" for out, p in aliases) + " }")
         return module, out_treedef, len(ops)
 
     def _compile(self, args, kwargs, key):
@@ -276,7 +322,9 @@ class JitFunction:
         self._compilations += 1
         if getattr(executable, "from_disk_cache", False):
             self._disk_hits += 1
-        return _Entry(executable, out_treedef, n, ())
+        donated = tuple(key[5]) if "input_output_alias" in module.header_attrs \
+            and getattr(executable, "platform", None) == "cpu" else ()
+        return _Entry(executable, out_treedef, n, donated)
 
     def _run(self, entry, specs, leaves):
         arrays = []
@@ -285,12 +333,49 @@ class JitFunction:
                 arrays.append(x)
             else:
                 arrays.append(np.asarray(x, dtype=s.dtype))
-        result = entry.executable.execute(*arrays)
+        if entry.donated:
+            # An array passed twice (or a view of another argument) is read
+            # while the output is written: it is copied, not given up.
+            donated = tuple(i for i in entry.donated if not any(
+                j != i and np.may_share_memory(arrays[i], arrays[j]) for j in range(len(arrays))))
+            result = entry.executable.execute(*arrays, donated=donated)
+        else:
+            result = entry.executable.execute(*arrays)
         if entry.out_treedef == pytree.LEAF:
             return result
         if entry.n_outputs == 0:
             return entry.out_treedef.unflatten([])
         return entry.out_treedef.unflatten(list(result))
+
+
+def _output_aliases(ops, params, donated, single):
+    """``input_output_alias`` entries [(output index, parameter number)]:
+    an output that is a donated parameter keeps it; every other computed
+    output takes the first unused donated parameter of its shape and type.
+    The backend drops an alias it cannot honour safely (``may-alias``)."""
+    if not donated:
+        return []
+    free, aliases, seen = list(donated), [], set()
+    param_of = {id(params[p].op.instr): p for p in donated}
+    for j, op in enumerate(ops):
+        p = param_of.get(id(op.instr))
+        if p is not None and p in free and id(op.instr) not in seen:
+            aliases.append(("" if single else str(j), p))
+            free.remove(p)
+        seen.add(id(op.instr))
+    seen = {id(params[p].op.instr) for p in donated}
+    for j, op in enumerate(ops):
+        if id(op.instr) in seen or op.instr.opcode in ("constant", "parameter") \
+                or not op.shape.is_array:
+            continue
+        seen.add(id(op.instr))
+        for p in free:
+            s = params[p].op.shape
+            if s.dimensions == op.shape.dimensions and s.element_type == op.shape.element_type:
+                aliases.append(("" if single else str(j), p))
+                free.remove(p)
+                break
+    return aliases
 
 
 def _as_tuple(x):

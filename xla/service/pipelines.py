@@ -54,8 +54,9 @@ def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None
     return p
 
 
-def run_passes(module, pass_names, verify=True, disabled_passes=()):
+def run_passes(module, pass_names, verify=True, disabled_passes=(), dump_hook=None):
     """Runs the named passes in order (``hlo_opt --passes``); returns the pipeline."""
-    p = _pipeline("hlo-opt", pass_names, verify=verify, disabled_passes=disabled_passes)
+    p = _pipeline("hlo-opt", pass_names, verify=verify, disabled_passes=disabled_passes,
+                  dump_hook=dump_hook)
     p.run(module)
     return p

@@ -9,15 +9,32 @@ from xla.service import pass_registry
 from xla.service.pipelines import run_passes
 
 
-def optimize(module, platform="interpreter", passes=None, disabled_passes=(), verify=True):
-    """Optimizes ``module`` in place; returns the pipeline that ran (for timings)."""
+def optimize(module, platform="interpreter", passes=None, disabled_passes=(), verify=True,
+             dump_to=None):
+    """Optimizes ``module`` in place; returns the pipeline that ran (for timings).
+    ``dump_to``: write the module between every two passes there (XLA's
+    per-pass dump files, as ``--xla_dump_hlo_pass_re=.*`` would)."""
     pass_registry.check_pass_names(disabled_passes)
     if verify:
         verify_module(module)
+    hook = None
+    if dump_to:
+        import dataclasses
+        from xla.debug_options import debug_options
+        from xla.service.dump import ModuleDumper
+        options = dataclasses.replace(debug_options(), xla_dump_to=dump_to, xla_dump_hlo_pass_re=".*")
+        dumper = ModuleDumper(module, options, platform)
+        dumper.dump_module(module, "before_optimizations")
+        hook = dumper.pass_hook()
     if passes:
         pass_registry.check_pass_names(passes)
-        return run_passes(module, passes, verify=verify, disabled_passes=disabled_passes)
-    compiler = registry.get_compiler(platform)
-    pipeline = compiler.optimization_pipeline(disabled_passes=disabled_passes, verify=verify)
-    pipeline.run(module)
+        pipeline = run_passes(module, passes, verify=verify, disabled_passes=disabled_passes,
+                              dump_hook=hook)
+    else:
+        compiler = registry.get_compiler(platform)
+        pipeline = compiler.optimization_pipeline(disabled_passes=disabled_passes, verify=verify,
+                                                  dump_hook=hook)
+        pipeline.run(module)
+    if dump_to:
+        dumper.dump_module(module, f"{platform}_after_optimizations")
     return pipeline
