@@ -1,0 +1,86 @@
+"""replay_computation --compare, snapshots, XLA's optimized dumps, timings."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "replay_computation.py")
+CORPUS = os.path.join(ROOT, "tests", "corpus")
+
+
+def run_tool(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("name", ["argmax_argmin", "attention", "conv_nhwc", "scan_rnn", "mlp_train_step",
+                                  "gather_ops", "top_k"])
+def test_xla_optimized_dumps_run_on_cpu_and_match_the_interpreter(name):
+    path = os.path.join(CORPUS, f"{name}.optimized.hlo")
+    if not os.path.exists(path):
+        names = json.load(open(os.path.join(CORPUS, "MANIFEST.json")))
+        pytest.fail(f"{name} is not in the corpus; it has {sorted(names)[:10]}...")
+    args = os.path.join(CORPUS, f"{name}.npz")
+    proc = run_tool("--platform=cpu", "--compare=interpreter", "--rtol=1e-4", "--atol=1e-5",
+                    f"--args={args}", path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "compare with interpreter: OK" in proc.stdout
+    assert re.search(r"out0: max abs error \S+, max rel error \S+", proc.stdout)
+
+
+def test_mismatch_exits_non_zero(tmp_path):
+    # exp on cpu and on the interpreter agree to rounding, not bit for bit.
+    module = tmp_path / "m.hlo"
+    module.write_text("HloModule m\n\nENTRY %e (x: f32[1000]) -> f32[1000] {\n"
+                      "  %x = f32[1000]{0} parameter(0)\n"
+                      "  ROOT %y = f32[1000]{0} exponential(f32[1000]{0} %x)\n}\n")
+    ok = run_tool("--platform=cpu", "--compare=interpreter", str(module))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = run_tool("--platform=cpu", "--compare=interpreter", "--rtol=0", "--atol=0", str(module))
+    assert bad.returncode == 1
+    assert "MISMATCH" in bad.stdout and "beyond tolerance" in bad.stdout
+
+
+def test_snapshot_replay_uses_recorded_arguments(tmp_path):
+    code = ("import numpy as np, xla\n"
+            "f = xla.jit(lambda x: np.cumsum(x) * 3)\n"
+            "print(f(np.arange(5.0)).tolist())\n")
+    env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={tmp_path} --xla_dump_hlo_snapshots",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (snap,) = [n for n in os.listdir(tmp_path) if n.endswith(".snapshot.0.npz")]
+    out = tmp_path / "out.npz"
+    proc = run_tool("--platform=interpreter", "--compare=cpu", f"--output={out}", str(tmp_path / snap))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "compare with the snapshot's recorded results: OK" in proc.stdout
+    with np.load(out) as r:
+        np.testing.assert_allclose(r["out0"], np.cumsum(np.arange(5.0)) * 3)
+
+
+def test_num_runs_timing_summary_and_flags():
+    path = os.path.join(CORPUS, "argmax_argmin.hlo")
+    proc = run_tool("--platform=cpu", "--num_runs=4", "--xla_backend_optimization_level=1", path)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"4 runs: min \d+\.\d+ ms, median \d+\.\d+ ms", proc.stdout)
+    bad = run_tool("--xla_dump_too=/x", path)
+    assert bad.returncode == 1 and "did you mean --xla_dump_to" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    unknown = run_tool("--compare=tpu", path)
+    assert unknown.returncode == 1 and "unknown platform 'tpu'" in unknown.stderr
+
+
+def test_unknown_custom_call_target_is_named(tmp_path):
+    module = tmp_path / "cc.hlo"
+    module.write_text("HloModule cc\n\nENTRY %e (x: f32[4]) -> f32[4] {\n"
+                      "  %x = f32[4]{0} parameter(0)\n"
+                      "  ROOT %c = f32[4]{0} custom-call(f32[4]{0} %x), custom_call_target=\"MyKernel\"\n}\n")
+    for platform in ("cpu", "interpreter"):
+        proc = run_tool(f"--platform={platform}", str(module))
+        assert proc.returncode == 1
+        assert "MyKernel" in proc.stderr and "Traceback" not in proc.stderr
