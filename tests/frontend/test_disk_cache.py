@@ -126,3 +126,16 @@ def test_in_process_option_and_unwritable_directory(tmp_path):
     off = xla.jit(lambda x: x * 5, disk_cache=False)
     off(np.ones(2))
     assert off.cache_info().disk_hits == 0
+
+
+def test_xla_flags_turn_the_cache_off_and_choose_its_directory(tmp_path):
+    off, _ = _run_child(tmp_path / "env", env_extra={"XLA_FLAGS": "--noxla_enable_persistent_cache"})
+    assert off["disk_hits"] == 0 and not (tmp_path / "env").exists()
+    flagged = tmp_path / "flagged"
+    flags = {"XLA_FLAGS": f"--xla_persistent_cache_dir={flagged}"}
+    first, _ = _run_child(tmp_path / "env", env_extra=flags)
+    # The flag wins over XLA_PY_CACHE_DIR.
+    assert len(list(flagged.glob("*.xlaobj"))) == 1 and not (tmp_path / "env").exists()
+    second, _ = _run_child(tmp_path / "env", env_extra=flags)
+    assert (first["disk_hits"], second["disk_hits"]) == (0, 1)
+    np.testing.assert_allclose(second["out"], _expected(), rtol=1e-6)

@@ -203,6 +203,168 @@ def test_interpreter_backend_matches_cpu():
     np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
-def test_unknown_backend_is_a_clear_error():
-    with pytest.raises(InvalidArgumentError, match="unknown platform 'tpu'"):
-        xla.jit(lambda x: x, backend="tpu")(np.ones(1))
+def test_unknown_backend_and_option_are_clear_errors_at_jit_time():
+    with pytest.raises(InvalidArgumentError, match="unknown backend 'tpu'; available platforms: .*cpu"):
+        xla.jit(lambda x: x, backend="tpu")
+    with pytest.raises(InvalidArgumentError, match="unknown option.*disk_cach\\b.*disk_cache"):
+        xla.jit(lambda x: x, disk_cach=False)
+
+
+def test_xla_errors_keep_the_traceback_through_user_code():
+    def helper(a):
+        return a @ a   # marker-matmul
+
+    def f(x):
+        return helper(x)
+
+    with pytest.raises(ShapeError) as e:
+        xla.jit(f)(np.ones((2, 3)))
+    lines = {tb.lineno + 1 for tb in e.traceback if tb.path == __file__ or str(tb.path) == __file__}
+    assert _line_of("marker-matmul", helper) in lines
+
+
+# ----- donation -------------------------------------------------------------------
+
+def test_donated_array_receives_the_output():
+    f = xla.jit(lambda x, y: x * 2 + y, donate_argnums=0)
+    x = np.arange(8, dtype=np.float32)
+    y = np.ones(8, np.float32)
+    want = x * 2 + y
+    assert "input_output_alias={ {}: (0, {}, may-alias) }" in f.lower(x, y).as_hlo_text()
+    out = f(x, y)
+    np.testing.assert_array_equal(out, want)
+    assert out is x          # written in place: no new buffer
+    np.testing.assert_array_equal(y, np.ones(8, np.float32))
+    # Without donation the input is untouched and the output is new memory.
+    x2 = np.arange(8, dtype=np.float32)
+    out2 = xla.jit(lambda x, y: x * 2 + y)(x2, y)
+    assert not np.shares_memory(out2, x2)
+    np.testing.assert_array_equal(x2, np.arange(8, dtype=np.float32))
+
+
+def test_donation_in_a_pytree_training_step():
+    def step(params, grads, lr):
+        return {k: params[k] - lr * grads[k] for k in params}, sum(np.sum(g * g) for g in grads.values())
+
+    f = xla.jit(step, donate_argnums=0)
+    rng = np.random.default_rng(4)
+    params = {"w": rng.standard_normal((4, 3)), "b": rng.standard_normal(3)}
+    grads = {"w": rng.standard_normal((4, 3)), "b": rng.standard_normal(3)}
+    want_params, want_norm = step({k: v.copy() for k, v in params.items()}, grads, 0.1)
+    originals = dict(params)
+    new, norm = f(params, grads, 0.1)
+    for k in params:
+        np.testing.assert_allclose(new[k], want_params[k], rtol=1e-15)
+        assert new[k] is originals[k]
+    np.testing.assert_allclose(norm, want_norm, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x[::-1] * 1.0,               # reads x out of order while writing the output
+    lambda x: (x + 1, x),                  # x itself is an output too
+    lambda x: x @ x,                       # a dot reads all of x for every element
+    lambda x: np.tanh(x.T) + 1,            # transposed reads
+    lambda x: np.cumsum(x, axis=0),
+])
+def test_unsafe_aliases_are_dropped_and_results_stay_correct(fn):
+    x = np.random.default_rng(5).standard_normal((4, 4))
+    want = fn(x.copy())
+    got = xla.jit(fn, donate_argnums=0)(x.copy())
+    for g, w in zip(got if isinstance(want, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_unsafe_alias_in_an_hlo_module_is_not_honoured():
+    text = """HloModule m, input_output_alias={ {}: (0, {}, may-alias) }
+
+ENTRY main {
+  p = f32[8] parameter(0)
+  ROOT r = f32[8] reverse(p), dimensions={0}
+}
+"""
+    x = np.arange(8, dtype=np.float32)
+    exe = xla.compile(xla.parse_hlo_module(text), "cpu")
+    np.testing.assert_array_equal(exe.execute(x, donated=(0,)), x[::-1])
+    np.testing.assert_array_equal(x, np.arange(8, dtype=np.float32))
+
+
+def test_aliased_module_without_donation_leaves_the_argument_alone():
+    text = """HloModule m, input_output_alias={ {}: (0, {}, may-alias) }
+
+ENTRY main {
+  p = f32[8] parameter(0)
+  ROOT r = f32[8] negate(p)
+}
+"""
+    exe = xla.compile(xla.parse_hlo_module(text), "cpu")
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(exe.execute(x), -np.arange(8, dtype=np.float32))
+    np.testing.assert_array_equal(x, np.arange(8, dtype=np.float32))   # replaying a dump: inputs kept
+
+
+def test_donating_an_argument_passed_twice_copies_it():
+    f = xla.jit(lambda x, y: x + y * 2, donate_argnums=0)
+    x = np.arange(6.0)
+    out = f(x, x)
+    np.testing.assert_array_equal(out, np.arange(6.0) * 3)
+    np.testing.assert_array_equal(x, np.arange(6.0))
+    view = np.arange(6.0)
+    out = f(view[:3], view[3:])      # disjoint views of one array: still safe to write
+    np.testing.assert_array_equal(out, np.arange(3.0) + np.arange(3.0, 6.0) * 2)
+
+
+def test_donating_readonly_or_noncontiguous_arrays_copies():
+    f = xla.jit(lambda x: x * 3, donate_argnums=0)
+    ro = np.arange(4.0)
+    ro.flags.writeable = False
+    np.testing.assert_array_equal(f(ro), np.arange(4.0) * 3)
+    strided = np.arange(8.0)[::2]
+    np.testing.assert_array_equal(f(strided), np.arange(0.0, 8.0, 2) * 3)
+    np.testing.assert_array_equal(strided, np.arange(0.0, 8.0, 2))
+
+
+def test_interpreter_accepts_donation_and_computes_the_same():
+    f = xla.jit(lambda x: np.exp(x), backend="interpreter", donate_argnums=(0,))
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(f(x), np.exp(np.linspace(0, 1, 5)))
+
+
+def test_donation_errors():
+    with pytest.raises(InvalidArgumentError, match="both static and donated"):
+        xla.jit(lambda x, n: x, static_argnums=1, donate_argnums=1)
+    with pytest.raises(InvalidArgumentError, match="both static and donated"):
+        xla.jit(lambda x, n: x, static_argnames="n", donate_argnums=1)
+    with pytest.raises(InvalidArgumentError, match="non-negative ints"):
+        xla.jit(lambda x: x, donate_argnums="x")
+    f = xla.jit(lambda x, s: x * s, donate_argnums=1)
+    with pytest.raises(InvalidArgumentError, match="argument 1 of <lambda> is a float, not a NumPy array"):
+        f(np.ones(2), 2.0)
+    with pytest.raises(InvalidArgumentError, match="names argument 1 of <lambda>, which was called with 1"):
+        xla.jit(lambda x, s=1.0: x * s, donate_argnums=1)(np.ones(2))
+
+
+def test_keyword_arguments_and_defaults():
+    def f(x, y=None, *, scale=2.0):
+        out = x * scale
+        return out if y is None else out + y
+
+    jf = xla.jit(f)
+    x, y = np.arange(3.0), np.ones(3)
+    np.testing.assert_array_equal(jf(x), f(x))                 # defaults apply while tracing
+    np.testing.assert_array_equal(jf(x, y), f(x, y))
+    np.testing.assert_array_equal(jf(x, y=y), f(x, y))         # moved to its position: same entry
+    np.testing.assert_array_equal(jf(x, scale=np.float64(5)), f(x, scale=5.0))
+    assert jf.cache_info().compilations == 3
+    with pytest.raises(TypeError, match="f\\(\\).*unexpected keyword argument 'bogus'"):
+        jf(x, bogus=1)
+
+
+def test_clear_cache_recompiles():
+    f = xla.jit(lambda x: x + 1)
+    f(np.ones(2))
+    f(np.ones(2))
+    f.clear_cache()
+    assert f.cache_info().currsize == 0
+    np.testing.assert_array_equal(f(np.ones(2)), np.full(2, 2.0))
+    info = f.cache_info()
+    assert (info.compilations, info.hits, info.currsize) == (2, 1, 1)
