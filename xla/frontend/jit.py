@@ -16,6 +16,12 @@ compilations, so a new shape recompiling is observable.
 Must-compile: the whole function compiles or the call raises (TracingError
 and ShapeError name the user's file and line); nothing falls back to NumPy.
 A jitted function called inside another trace is inlined into it.
+
+Donation (``donate_argnums``): each computed output is aliased in the module
+header (``input_output_alias``) to a donated parameter of its shape and
+dtype; the cpu backend writes it into the donated NumPy array and returns
+that array where buffer assignment finds it safe, and otherwise copies (see
+docs/frontend.md).
 """
 import functools
 import inspect
