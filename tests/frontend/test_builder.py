@@ -124,3 +124,87 @@ def test_unique_names_across_computations():
     names = [i.name for i in module.all_instructions()]
     assert len(names) == len(set(names))
     xla.verify_module(module)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sort_with_a_comparator_dynamic_slice_and_indexed_conditional(backend):
+    b = XlaBuilder("misc")
+    keys = b.parameter(0, Shape.array("s32", [6]), "keys")
+    vals = b.parameter(1, f32(6), "vals")
+    i = b.parameter(2, Shape.array("s32", ()), "i")
+    cmp = b.sub_builder("less")      # sort's comparator takes (lhs, rhs) of every operand
+    a, c = (cmp.parameter(n, Shape.array("s32", ()), name) for n, name in ((0, "a"), (1, "c")))
+    cmp.parameter(2, f32(), "b")
+    cmp.parameter(3, f32(), "d")
+    cmp.build(cmp.compare(a, c, "LT"))
+    sorted_ = b.sort([keys, vals], cmp._built, 0, is_stable=True)
+    sv = b.get_tuple_element(sorted_, 1)
+    window = b.dynamic_slice(sv, [i], [2])
+    branches = []
+    for k, op in enumerate(["add", "multiply", "subtract"]):
+        br = b.sub_builder(f"branch{k}")
+        p = br.parameter(0, f32(2), "w")
+        br.build(br.binary(op, p, p) if op != "subtract" else br.unary("negate", p))
+        branches.append(br._built)
+    out = b.conditional(i, branches, [window] * 3)
+    module = b.build_module(b.tuple([sv, out]))
+    kv = np.array([3, 1, 2, 1, 0, 2], np.int32)
+    vv = np.arange(6, dtype=np.float32)
+    order = np.argsort(kv, kind="stable")
+    for idx in (0, 1, 2, 7, -4):
+        got_sorted, got = _run(module, backend, kv, vv, np.int32(idx))
+        np.testing.assert_array_equal(got_sorted, vv[order])
+        start = min(max(idx, 0), 4)                       # XLA clamps the start
+        w = vv[order][start:start + 2]
+        branch = min(max(idx, 0), 2) if 0 <= idx < 3 else 2  # out-of-range index: the last branch
+        np.testing.assert_array_equal(got, [w + w, w * w, -w][branch])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_convolution_and_reduce_window(backend):
+    from xla.hlo.attributes import ConvDimensionNumbers, Window, WindowDimension
+    b = XlaBuilder("conv")
+    x = b.parameter(0, f32(1, 1, 5, 5), "x")
+    w = b.parameter(1, f32(2, 1, 3, 3), "w")
+    window = Window([WindowDimension(size=3, stride=1, padding_low=1, padding_high=1)] * 2)
+    dnums = ConvDimensionNumbers(0, 1, [2, 3], 1, 0, [2, 3], 0, 1, [2, 3])
+    conv = b.convolution(x, w, window, dnums)
+    pool = b.reduce_window(conv, b.constant(np.float32(-np.inf)), b.scalar_computation("maximum", "f32"),
+                           Window([WindowDimension(size=1, stride=1)] * 2 +
+                                  [WindowDimension(size=2, stride=2)] * 2))
+    module = b.build_module(pool)
+    rng = np.random.default_rng(1)
+    xv = rng.standard_normal((1, 1, 5, 5)).astype(np.float32)
+    wv = rng.standard_normal((2, 1, 3, 3)).astype(np.float32)
+    xp = np.pad(xv[0, 0], 1)
+    conv_ref = np.array([[[np.sum(xp[i:i + 3, j:j + 3] * wv[o, 0]) for j in range(5)] for i in range(5)]
+                         for o in range(2)])
+    pool_ref = conv_ref[:, :4, :4].reshape(2, 2, 2, 2, 2).max(axis=(2, 4))[None]
+    np.testing.assert_allclose(_run(module, backend, xv, wv), pool_ref, rtol=1e-5, atol=1e-5)
+
+
+def test_control_flow_shape_errors_name_the_op():
+    b = XlaBuilder("bad_loop")
+    init = b.parameter(0, Shape.tuple([f32(2)]), "s")
+    cond = b.sub_builder("cond")
+    cond.parameter(0, Shape.tuple([f32(2)]), "s")
+    cond.build(cond.compare(cond.constant(np.int32(0)), cond.constant(np.int32(1)), "LT"))
+    body = b.sub_builder("body")
+    p = body.parameter(0, Shape.tuple([f32(2)]), "s")
+    body.build(body.tuple([body.slice(body.get_tuple_element(p, 0), [0], [1])]))
+    with pytest.raises(ShapeError, match=r"^while\(.*body returns"):
+        b.while_loop(cond._built, body._built, init)
+    with pytest.raises(ShapeError, match=r"conditional.*branch 1"):
+        b.conditional(b.constant(np.int32(0)), [cond._built, body._built], [init, init])
+
+
+def test_a_built_computation_takes_no_more_ops():
+    b = XlaBuilder("done")
+    x = b.parameter(0, f32(2), "x")
+    b.build(b.unary("negate", x))
+    with pytest.raises(InvalidArgumentError, match="already built"):
+        b.unary("negate", x)
+    with pytest.raises(InvalidArgumentError, match="already built"):
+        b.parameter(1, f32(2), "late")
+    with pytest.raises(InvalidArgumentError, match="already built"):
+        b.constant(np.float32(1))

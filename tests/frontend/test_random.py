@@ -75,3 +75,42 @@ def test_random_inside_jit_with_a_traced_key():
 
     x = np.zeros(4)
     np.testing.assert_array_equal(noisy(x, xr.key(9)), xr.uniform(xr.key(9), (4,), np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_low_precision_uniform_and_normal(dtype):
+    import ml_dtypes
+    dtype = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    u = xr.uniform(xr.key(12), (50000,), dtype, minval=2.0, maxval=4.0)
+    assert u.dtype == dtype
+    u64 = u.astype(np.float64)
+    assert u64.min() >= 2.0 and u64.max() < 4.0
+    assert abs(u64.mean() - 3.0) < 0.03
+    z = xr.normal(xr.key(12), (50000,), dtype).astype(np.float64)
+    assert np.all(np.isfinite(z)) and abs(z.mean()) < 0.02 and abs(z.std() - 1) < 0.02
+
+
+def test_uniform_stays_below_maxval_in_a_narrow_interval():
+    lo = np.float32(1.0)
+    hi = np.nextafter(np.nextafter(lo, np.float32(2)), np.float32(2))     # two floats above lo
+    u = xr.uniform(xr.key(13), (5000,), np.float32, minval=lo, maxval=hi)
+    assert u.min() >= lo and u.max() < hi
+
+
+def test_bernoulli_shape_follows_p_and_permutation_of_an_array():
+    p = np.array([0.0, 1.0, 0.5, 0.5])
+    draws = np.stack([xr.bernoulli(k, p) for k in xr.split(xr.key(14), 400)])
+    assert draws.shape == (400, 4)
+    assert not draws[:, 0].any() and draws[:, 1].all()
+    assert 0.4 < draws[:, 2].mean() < 0.6 and not np.array_equal(draws[:, 2], draws[:, 3])
+    x = np.arange(12.0).reshape(3, 4)
+    shuffled = xr.permutation(xr.key(15), x, axis=1)
+    np.testing.assert_array_equal(np.sort(shuffled, axis=1), x)
+    perm = xr.permutation(xr.key(15), 4)
+    np.testing.assert_array_equal(shuffled, x[:, perm])
+
+
+def test_key_from_a_traced_seed_matches_the_concrete_key():
+    f = xla.jit(lambda s: xr.uniform(xr.key(s), (8,)))
+    np.testing.assert_array_equal(f(np.int32(21)), xr.uniform(xr.key(21), (8,)))
+    assert not np.array_equal(f(np.int32(21)), f(np.int32(22)))

@@ -139,6 +139,10 @@ class XlaBuilder:
             out.append(op.instr)
         return out
 
+    def _check_open(self):
+        if self._built is not None:
+            raise InvalidArgumentError(f"computation {self.name} is already built")
+
     def add_instruction(self, opcode, operands=(), shape=None, **attrs):
         """Adds ``opcode`` with ``operands`` (XlaOps) and attributes named as in
         HLO text (Python identifiers: ``control_predecessors`` for dashes is not
@@ -147,8 +151,7 @@ class XlaBuilder:
         carries the result type (convert, dot, convolution); otherwise it is
         inferred. Raises ShapeError naming the op when operands don't fit.
         """
-        if self._built is not None:
-            raise InvalidArgumentError(f"computation {self.name} is already built")
+        self._check_open()
         instrs = self._check(operands)
         declared = shape if shape is not None else Shape.scalar(
             instrs[0].shape.element_type if instrs and instrs[0].shape.is_array else PrimitiveType.F32)
@@ -165,6 +168,7 @@ class XlaBuilder:
 
     # ----- leaves -----------------------------------------------------------------
     def parameter(self, number, shape, name=None):
+        self._check_open()
         if number in self._parameters:
             raise InvalidArgumentError(f"parameter {number} of {self.name} is already defined")
         shape = shape.with_default_layout() if shape.is_array else _tuple_layout(shape)
@@ -175,6 +179,7 @@ class XlaBuilder:
 
     def constant(self, value, dtype=None):
         """A constant from a NumPy array or scalar (``dtype`` converts it first)."""
+        self._check_open()
         value = np.asarray(value, dtype=dtype)
         et = element_type(value.dtype)
         instr = HloInstruction.create_constant(value, Shape.array(et, value.shape),

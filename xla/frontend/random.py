@@ -51,9 +51,15 @@ def _traced(fn):
 
 
 def key(seed):
-    """A key from an integer seed (a NumPy array, usable anywhere)."""
+    """A key from an integer seed: ``[seed mod 2**64, 0]`` (the Threefry key
+    word and the counter). A NumPy array for a Python or NumPy integer; a
+    traced key for a traced seed."""
+    if isinstance(seed, Tracer):
+        if seed.shape != () or seed.dtype.kind not in "iu":
+            raise tracing.tracing_error(f"random.key: the seed must be an integer scalar, got "
+                                        f"{seed.dtype}{list(seed.shape)}")
+        return np.stack([convert(seed, np.uint64), as_tracer(np.uint64(0))])
     seed = int(seed) & 0xFFFFFFFFFFFFFFFF
-    # Spread the seed over the key's high and low words as JAX's key does.
     return np.array([seed, 0], dtype=np.uint64)
 
 
@@ -83,17 +89,35 @@ def fold_in(key, data):
     return _bits(mixed, (2,), np.uint64)
 
 
+# float dtype -> (bits of the uint it is made from, mantissa bits, the bits of 1.0)
+_FLOAT_BITS = {np.dtype(np.float64): (np.uint64, 52, 0x3FF0000000000000),
+               np.dtype(np.float32): (np.uint32, 23, 0x3F800000),
+               np.dtype(np.float16): (np.uint16, 10, 0x3C00)}
+try:
+    import ml_dtypes
+    _FLOAT_BITS[np.dtype(ml_dtypes.bfloat16)] = (np.uint16, 7, 0x3F80)
+except ImportError:     # pragma: no cover
+    pass
+
+
 def _uniform01(key, shape, dtype):
+    """Uniform in [0, 1) exactly in ``dtype``: random mantissa bits under the
+    exponent of 1.0 give [1, 2), minus 1 (as JAX does)."""
     dtype = np.dtype(dtype)
-    if dtype == np.float64:
+    if dtype not in _FLOAT_BITS:
+        raise tracing.tracing_error(f"random: {dtype} is not a supported floating-point dtype "
+                                    f"({', '.join(str(d) for d in _FLOAT_BITS)})")
+    utype, nmant, one = _FLOAT_BITS[dtype]
+    nbits = np.dtype(utype).itemsize * 8
+    if nbits == 64:
         bits = _bits(key, shape, np.uint64)
-        mant = (bits >> np.uint64(12)) | np.uint64(0x3FF0000000000000)
-        f = Tracer(current_context().builder.bitcast_convert(mant.op, np.float64))
-        return f - np.float64(1.0)
-    bits = _bits(key, shape, np.uint32)
-    mant = (bits >> np.uint32(9)) | np.uint32(0x3F800000)
-    f = Tracer(current_context().builder.bitcast_convert(mant.op, np.float32))
-    return convert(f - np.float32(1.0), dtype)
+    else:
+        # 16-bit floats take the high bits of 32-bit draws.
+        bits = _bits(key, shape, np.uint32) >> np.uint32(32 - nbits)
+        bits = convert(bits, utype)
+    mant = (bits >> utype(nbits - nmant)) | utype(one)
+    f = Tracer(current_context().builder.bitcast_convert(mant.op, dtype))
+    return f - np.asarray(1, dtype)
 
 
 @_traced
@@ -103,18 +127,34 @@ def uniform(key, shape=(), dtype=np.float32, minval=0.0, maxval=1.0):
     u = _uniform01(key, shape, dtype)
     lo = convert(as_tracer(minval), np.dtype(dtype))
     hi = convert(as_tracer(maxval), np.dtype(dtype))
-    return np.maximum(lo, u * (hi - lo) + lo)
+    # Rounding of u * (hi - lo) + lo may reach either bound; keep [lo, hi).
+    return np.minimum(np.maximum(lo, u * (hi - lo) + lo), _next_below(hi))
+
+
+def _next_below(x):
+    """The largest float of x's dtype below the scalar ``x`` (NumPy's
+    ``nextafter(x, -inf)``), by stepping its bit pattern."""
+    utype, _, _ = _FLOAT_BITS[x.dtype]
+    b = current_context().builder
+    bits = Tracer(b.bitcast_convert(x.op, utype))
+    one = utype(1)
+    sign = utype(1 << (np.dtype(utype).itemsize * 8 - 1))
+    stepped = np.where(x > 0, bits - one, np.where(x < 0, bits + one, sign | one))
+    return Tracer(b.bitcast_convert(convert(stepped, utype).op, x.dtype))
 
 
 @_traced
 def normal(key, shape=(), dtype=np.float32):
     """Standard normal numbers (Box-Muller on two uniform draws)."""
     shape = tuple(shape)
+    dtype = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))
-    u = _uniform01(key, (2, n), dtype)
-    u1 = np.float32(1) - u[0] if np.dtype(dtype) == np.float32 else 1.0 - u[0]   # (0, 1]
+    # 16-bit floats draw in float32: their few mantissa bits would clip the tails.
+    cdt = dtype if dtype.itemsize >= 4 else np.dtype(np.float32)
+    u = _uniform01(key, (2, n), cdt)
+    u1 = np.asarray(1, cdt) - u[0]          # (0, 1]: log stays finite
     u2 = u[1]
-    z = np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * u2)
+    z = np.sqrt(np.asarray(-2, cdt) * np.log(u1)) * np.cos(np.asarray(2 * np.pi, cdt) * u2)
     return convert(z.reshape(shape), dtype)
 
 
@@ -130,14 +170,31 @@ def randint(key, shape, minval, maxval, dtype=np.int32):
 
 
 @_traced
-def bernoulli(key, p=0.5, shape=()):
-    return np.less(uniform(key, tuple(shape), np.float32), p)
+def bernoulli(key, p=0.5, shape=None):
+    """Booleans that are True with probability ``p``; ``shape`` defaults to
+    ``p``'s shape (one draw per element)."""
+    p = as_tracer(p)
+    shape = p.shape if shape is None else tuple(shape)
+    return np.less(uniform(key, shape, np.float32), p)
 
 
 @_traced
-def permutation(key, n):
-    """A random permutation of ``range(n)`` (``n`` a Python int)."""
+def permutation(key, x, axis=0):
+    """A random permutation of ``range(x)`` for an integer ``x``, or ``x``
+    shuffled along ``axis`` for an array."""
     from xla.frontend import lax
-    r = _bits(key, (int(n),), np.uint32)
-    idx = Tracer(current_context().builder.iota(np.int64, (int(n),), 0))
-    return lax.sort((r, idx), num_keys=1)[1]
+    if isinstance(x, (int, np.integer)):
+        n, arr = int(x), None
+    else:
+        arr = as_tracer(x)
+        if arr.ndim == 0:
+            raise tracing.tracing_error("random.permutation: x must be an integer or an array with "
+                                        "at least one dimension")
+        axis = axis % arr.ndim
+        n = arr.shape[axis]
+    # Sorting by 64 random bits: ties, which would favour the original
+    # order, have probability ~n**2 / 2**65.
+    r = _bits(key, (n,), np.uint64)
+    idx = Tracer(current_context().builder.iota(np.int64, (n,), 0))
+    perm = lax.sort((r, idx), num_keys=1)[1]
+    return perm if arr is None else np.take(arr, perm, axis=axis)

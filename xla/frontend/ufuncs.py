@@ -368,6 +368,12 @@ def _resolve(ufunc, inputs, dtype):
     for x in inputs:
         t = tracing.promotion_type(x)
         types.append(np.dtype(bool) if t is bool else t)
+    if all(isinstance(t, type) for t in types):
+        # Only weak operands: NumPy resolves Python types alone to object
+        # loops, so the widest stands as its own dtype (x < 100 for weak x).
+        j = max(range(len(types)), key=lambda k: (int, float, complex).index(types[k]))
+        x = inputs[j]
+        types[j] = x.dtype if isinstance(x, Tracer) else np.asarray(x).dtype
     try:
         return ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout,
                                     **({"signature": (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout}
