@@ -4,4 +4,5 @@ from xla.frontend.lax import (broadcast_in_dim, broadcasted_iota, clamp, cond,  
                               conv_general_dilated, convert_element_type, dot_general,
                               dynamic_index_in_dim, dynamic_slice, dynamic_update_index_in_dim,
                               dynamic_update_slice, fori_loop, iota, reduce, reduce_window,
-                              reshape, scan, select, sort, switch, top_k, transpose, while_loop)
+                              reshape, rsqrt, logistic, erf, scan, select, sort, switch, top_k,
+                              transpose, while_loop)

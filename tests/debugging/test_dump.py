@@ -122,3 +122,18 @@ def test_jit_snapshots_replay_on_both_platforms(tmp_path):
         np.testing.assert_allclose(result.leaves[0], want[0], rtol=1e-5)
         np.testing.assert_allclose(result.leaves[1], want[1], rtol=1e-5)
         assert replay.compare_leaves(result.leaves, result.recorded, 1e-5, 1e-6).ok
+
+
+def test_tool_run_dump_file_set(tmp_path):
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    tool = os.path.join(ROOT, "tools", "replay_computation.py")
+    proc = subprocess.run([sys.executable, tool, "--platform=cpu", f"--xla_dump_to={tmp_path}",
+                           "--xla_dump_hlo_snapshots", os.path.join(ROOT, "examples", "softmax.hlo")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    suffixes = sorted(n.split(".", 2)[2] for n in os.listdir(tmp_path))
+    assert suffixes == ["before_optimizations.txt", "cpu_after_optimizations-buffer-assignment.txt",
+                        "cpu_after_optimizations-memory-usage-report.txt", "cpu_after_optimizations.txt",
+                        "ir-no-opt.ll", "ir-with-opt.ll", "o", "snapshot.0.npz"]

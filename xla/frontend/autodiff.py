@@ -276,6 +276,8 @@ def _convert(g, instr, ct):
     src = instr.operands[0].shape
     if not _is_float(src):
         return [None]
+    if ct.element_type.kind == "c" and src.element_type.kind != "c":
+        ct = g.u("real", ct)   # real -> complex: the imaginary part of the cotangent drops
     return [g.b.convert(ct, src.element_type)]
 
 

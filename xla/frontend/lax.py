@@ -919,3 +919,22 @@ def broadcasted_iota(dtype, shape, dimension):
 @_eager
 def convert_element_type(operand, new_dtype):
     return convert(as_tracer(operand), np.dtype(new_dtype))
+
+
+# ----- elementwise primitives NumPy has no name for ---------------------------------------
+
+def _unary(opcode, name, doc):
+    @_eager
+    def op(x):
+        t = as_tracer(x)
+        if t.dtype.kind not in "fc":
+            t = convert(t, np.float64 if t.dtype.itemsize > 4 or t.dtype.kind == "b" else np.float32)
+        return Tracer(current_context().builder.unary(opcode, t.op))
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
+
+
+rsqrt = _unary("rsqrt", "rsqrt", "1 / sqrt(x) (HLO rsqrt).")
+logistic = _unary("logistic", "logistic", "1 / (1 + exp(-x)) (HLO logistic).")
+erf = _unary("erf", "erf", "The error function (HLO erf).")
