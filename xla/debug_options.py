@@ -154,26 +154,17 @@ def reset():
         _from_environment = None
 
 
-@contextlib.contextmanager
 def override(**fields):
     """Replaces some options for the duration of a ``with`` block (this thread)."""
     unknown = set(fields) - set(flag_names())
     if unknown:
         raise InvalidArgumentError(f"unknown debug option(s): {', '.join(sorted(unknown))}")
-    options = dataclasses.replace(debug_options(), **fields)
-    stack = getattr(_overrides, "stack", None)
-    if stack is None:
-        stack = _overrides.stack = []
-    stack.append(options)
-    try:
-        yield options
-    finally:
-        stack.pop()
+    return using(dataclasses.replace(debug_options(), **fields))
 
 
 @contextlib.contextmanager
 def using(options):
-    """Puts a whole DebugOptions in force for a ``with`` block."""
+    """Puts a whole DebugOptions in force for a ``with`` block (this thread)."""
     stack = getattr(_overrides, "stack", None)
     if stack is None:
         stack = _overrides.stack = []

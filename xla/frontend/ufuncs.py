@@ -306,20 +306,18 @@ def _float_power(b, x, y):
     return b.binary("power", x, y)
 
 
-@_row(np.fmax)
-def _fmax(b, x, y):
-    if x.dtype.kind != "f":
-        return b.binary("maximum", x, y)
-    m = b.binary("maximum", x, y)
-    return b.select(b.compare(x, x, "NE"), y, b.select(b.compare(y, y, "NE"), x, m))
+def _nan_ignoring(opcode):
+    """fmax/fmin: like maximum/minimum, but a NaN loses to a number."""
+    def row(b, x, y):
+        m = b.binary(opcode, x, y)
+        if x.dtype.kind != "f":
+            return m
+        return b.select(b.compare(x, x, "NE"), y, b.select(b.compare(y, y, "NE"), x, m))
+    return row
 
 
-@_row(np.fmin)
-def _fmin(b, x, y):
-    if x.dtype.kind != "f":
-        return b.binary("minimum", x, y)
-    m = b.binary("minimum", x, y)
-    return b.select(b.compare(x, x, "NE"), y, b.select(b.compare(y, y, "NE"), x, m))
+UFUNCS[np.fmax] = _nan_ignoring("maximum")
+UFUNCS[np.fmin] = _nan_ignoring("minimum")
 
 
 @_row(np.hypot)
