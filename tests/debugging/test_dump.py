@@ -137,3 +137,17 @@ def test_tool_run_dump_file_set(tmp_path):
     assert suffixes == ["before_optimizations.txt", "cpu_after_optimizations-buffer-assignment.txt",
                         "cpu_after_optimizations-memory-usage-report.txt", "cpu_after_optimizations.txt",
                         "ir-no-opt.ll", "ir-with-opt.ll", "o", "snapshot.0.npz"]
+
+
+def test_jit_function_dump_file_set(tmp_path):
+    with d.override(xla_dump_to=str(tmp_path), xla_dump_hlo_pass_re="^dce$"):
+        f = xla.jit(lambda x: np.sum(np.exp(x) * 2), disk_cache=False)
+        f(np.ones(4, np.float32))
+    names = os.listdir(tmp_path)
+    assert all(n.startswith("module_") and ".jit__lambda_." in n for n in names)
+    fixed = sorted(n.split(".", 2)[2] for n in names if not re.search(r"\.\d{4}\.", n))
+    assert fixed == ["before_optimizations.txt", "cpu_after_optimizations-buffer-assignment.txt",
+                     "cpu_after_optimizations-memory-usage-report.txt", "cpu_after_optimizations.txt",
+                     "ir-no-opt.ll", "ir-with-opt.ll", "o"]
+    per_pass = [n for n in names if re.search(r"\.\d{4}\.", n)]
+    assert per_pass and all("dce" in n for n in per_pass)
