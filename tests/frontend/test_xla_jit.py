@@ -368,3 +368,24 @@ def test_clear_cache_recompiles():
     np.testing.assert_array_equal(f(np.ones(2)), np.full(2, 2.0))
     info = f.cache_info()
     assert (info.compilations, info.hits, info.currsize) == (2, 1, 1)
+
+
+def test_repeated_array_calls_take_the_fast_path_without_mixing_signatures():
+    f = xla.jit(lambda x, y: x * 2 + y)
+    a32, b32 = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+    a64 = np.arange(4.0)
+    for _ in range(3):
+        r1 = f(a32, b32)
+        r2 = f(a32, a64)
+        r3 = f(a32, 1.5)
+        r4 = f(a32[:2], b32[:2])
+    assert r1.dtype == np.float32 and r2.dtype == np.float64 and r3.dtype == np.float32
+    np.testing.assert_array_equal(r1, a32 * 2 + 1)
+    np.testing.assert_array_equal(r2, a32 * 2 + a64)
+    np.testing.assert_array_equal(r3, a32 * 2 + 1.5)
+    np.testing.assert_array_equal(r4, a32[:2] * 2 + 1)
+    info = f.cache_info()
+    assert info.compilations == 4 and info.hits == 8
+    f.clear_cache()
+    f(a32, b32)
+    assert f.cache_info().compilations == 5

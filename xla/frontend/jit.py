@@ -160,6 +160,9 @@ class JitFunction:
             raise InvalidArgumentError("an argument cannot be both static and donated: "
                                        f"{sorted(self.donate_argnums & self.static_argnums)}")
         self._cache = {}
+        # (shape, dtype) of each positional array -> (entry, argument count),
+        # for calls with NumPy arrays only and no static or donated arguments.
+        self._fast = {}
         self._lock = threading.Lock()
         self._hits = self._misses = self._compilations = self._disk_hits = 0
         functools.update_wrapper(self, fn)
@@ -172,6 +175,7 @@ class JitFunction:
     def clear_cache(self):
         with self._lock:
             self._cache.clear()
+            self._fast.clear()
 
     # ----- calling ----------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -234,6 +238,17 @@ class JitFunction:
         return tuple(donated)
 
     def __call__(self, *args, **kwargs):
+        if not kwargs and self._fast:
+            # The common call: positional NumPy arrays only, seen before.
+            try:
+                entry = self._fast.get(tuple((a.shape, a.dtype) for a in args
+                                             if type(a) is np.ndarray))
+            except AttributeError:
+                entry = None
+            if entry is not None and len(args) == entry[1] and \
+                    tracing.current_context(required=False) is None:
+                self._hits += 1
+                return self._run(entry[0], None, args)
         if tracing.current_context(required=False) is not None:
             return self.fn(*args, **kwargs)   # inlined into the enclosing trace
         args, kwargs = self._normalize(args, kwargs)
@@ -260,6 +275,9 @@ class JitFunction:
             self._hits += 1
         if not isinstance(entry, _Entry):
             return entry(*args, **kwargs)
+        if not kwargs and not self.static_argnums and not entry.donated and \
+                all(type(a) is np.ndarray for a in args):
+            self._fast[tuple((a.shape, a.dtype) for a in args)] = (entry, len(args))
         return self._run(entry, key[1], leaves)
 
     def lower(self, *args, **kwargs):
@@ -333,12 +351,15 @@ class JitFunction:
         return _Entry(executable, out_treedef, n, donated)
 
     def _run(self, entry, specs, leaves):
-        arrays = []
-        for x, s in zip(leaves, specs):
-            if isinstance(x, np.ndarray) and x.dtype == s.dtype:
-                arrays.append(x)
-            else:
-                arrays.append(np.asarray(x, dtype=s.dtype))
+        if specs is None:   # the fast path: arrays of the signature's dtypes
+            arrays = leaves
+        else:
+            arrays = []
+            for x, s in zip(leaves, specs):
+                if isinstance(x, np.ndarray) and x.dtype == s.dtype:
+                    arrays.append(x)
+                else:
+                    arrays.append(np.asarray(x, dtype=s.dtype))
         if entry.donated:
             # An array passed twice (or a view of another argument) is read
             # while the output is written: it is copied, not given up.
