@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import difflib
 import os
+import re
 import shlex
 import threading
 
@@ -35,6 +36,7 @@ class DebugOptions:
     xla_dump_hlo_as_html: bool = False
     xla_dump_hlo_module_re: str = ""
     xla_dump_hlo_pass_re: str = ""
+    xla_dump_hlo_pipeline_re: str = ""
     xla_dump_hlo_snapshots: bool = False
     xla_dump_max_hlo_modules: int = -1
     xla_dump_include_timestamp: bool = False
@@ -62,6 +64,7 @@ _HELP = {
     "xla_dump_hlo_as_html": "Dump HLO modules as self-contained HTML graph views.",
     "xla_dump_hlo_module_re": "Only dump modules whose name matches this regular expression.",
     "xla_dump_hlo_pass_re": "Dump the module before and after each pass whose name matches this regex.",
+    "xla_dump_hlo_pipeline_re": "Only dump between passes of pipelines whose name matches this regex.",
     "xla_dump_hlo_snapshots": "Dump each execution's module, arguments and results (replayable).",
     "xla_dump_max_hlo_modules": "Dump at most this many modules (-1: no limit).",
     "xla_dump_include_timestamp": "Put a timestamp in dump file names.",
@@ -122,10 +125,27 @@ def parse_flags(argv, base=None):
         if registry[name].present:
             value = registry[name].value
             values[name] = tuple(value) if isinstance(value, list) else value
-    options = DebugOptions(**values)
+    return validate(DebugOptions(**values))
+
+
+_REGEX_FLAGS = ("xla_dump_hlo_module_re", "xla_dump_hlo_pass_re", "xla_dump_hlo_pipeline_re")
+
+
+def validate(options):
+    """Returns ``options``, or raises InvalidArgumentError naming the first
+    flag whose value cannot work (checked here, not deep in a compilation)."""
     if options.xla_backend_optimization_level not in (0, 1, 2, 3):
         raise InvalidArgumentError(f"--xla_backend_optimization_level must be 0..3, got "
                                    f"{options.xla_backend_optimization_level}")
+    if options.xla_cpu_num_threads < 0:
+        raise InvalidArgumentError(f"--xla_cpu_num_threads must be >= 0 (0: one per CPU), got "
+                                   f"{options.xla_cpu_num_threads}")
+    for name in _REGEX_FLAGS:
+        try:
+            re.compile(getattr(options, name))
+        except re.error as e:
+            raise InvalidArgumentError(f"--{name}={getattr(options, name)}: bad regular expression: "
+                                       f"{e}") from None
     return options
 
 
@@ -159,7 +179,23 @@ def override(**fields):
     unknown = set(fields) - set(flag_names())
     if unknown:
         raise InvalidArgumentError(f"unknown debug option(s): {', '.join(sorted(unknown))}")
-    return using(dataclasses.replace(debug_options(), **fields))
+    return using(resolve(fields))
+
+
+def resolve(spec):
+    """DebugOptions from ``spec``: a DebugOptions (checked), a dict of
+    fields or a string/list of XLA flags (over the options in force)."""
+    if isinstance(spec, DebugOptions):
+        return validate(spec)
+    if isinstance(spec, dict):
+        unknown = set(spec) - set(flag_names())
+        if unknown:
+            raise InvalidArgumentError(f"unknown debug option(s): {', '.join(sorted(unknown))}")
+        return validate(dataclasses.replace(debug_options(), **spec))
+    if isinstance(spec, (str, list, tuple)):
+        return parse_flags(list(spec) if not isinstance(spec, str) else spec, base=debug_options())
+    raise InvalidArgumentError(f"debug options must be a DebugOptions, a dict or XLA flags, "
+                               f"got {type(spec).__name__}")
 
 
 @contextlib.contextmanager

@@ -31,10 +31,19 @@ def test_unknown_flag_names_itself_and_suggests():
 
 
 @pytest.mark.parametrize("flag", ["--xla_backend_optimization_level=fast", "--xla_dump_max_hlo_modules=many",
-                                  "--xla_backend_optimization_level=9"])
+                                  "--xla_backend_optimization_level=9", "--xla_dump_hlo_as_text=maybe",
+                                  "--xla_dump_to", "--xla_cpu_num_threads=-2", "--xla_dump_hlo_module_re=(",
+                                  "--xla_dump_hlo_pass_re=[a", "--xla_dump_hlo_pipeline_re=*x"])
 def test_bad_values_name_the_flag(flag):
-    with pytest.raises(InvalidArgumentError, match="xla_backend_optimization_level|xla_dump_max_hlo_modules"):
+    name = flag.lstrip("-").split("=")[0]
+    with pytest.raises(InvalidArgumentError, match="--" + name):
         d.parse_flags(flag)
+
+
+def test_override_checks_values_too():
+    with pytest.raises(InvalidArgumentError, match="--xla_dump_hlo_pass_re"):
+        with d.override(xla_dump_hlo_pass_re="(unclosed"):
+            pass
 
 
 def test_override_is_scoped():
@@ -82,3 +91,51 @@ def test_options_reach_the_cpu_compiler():
         np.testing.assert_allclose(exe.execute(*args), np.sum(args[0] + args[1] * args[2]), rtol=1e-6)
     assert "fadd fast float" in with_fast_math("%1 = fadd float %a, %b")
     assert with_fast_math("%1 = fadd fast float %a, %b").count("fast") == 1
+
+
+def test_thread_options_size_the_cpu_runtime_pool():
+    from xla import _core
+    from xla.backends.cpu.compiler import CpuCompiler
+    default = _core.cpu_runtime_num_threads()
+    try:
+        with d.override(xla_cpu_num_threads=3):
+            CpuCompiler()
+            assert _core.cpu_runtime_num_threads() == 3
+        with d.override(xla_cpu_multi_thread_eigen=False, xla_cpu_num_threads=3):
+            CpuCompiler()
+            assert _core.cpu_runtime_num_threads() == 1
+        CpuCompiler()   # the defaults again: the default pool
+        assert _core.cpu_runtime_num_threads() == default
+    finally:
+        _core.set_cpu_runtime_num_threads(0)
+
+
+def test_pipeline_re_and_list_flags_parse():
+    o = d.parse_flags(["--xla_dump_hlo_pipeline_re=simp", "--xla_disable_hlo_passes=algsimp"])
+    assert o.xla_dump_hlo_pipeline_re == "simp" and o.xla_disable_hlo_passes == ("algsimp",)
+    with pytest.raises(InvalidArgumentError, match="did you mean --xla_dump_hlo_pipeline_re"):
+        d.parse_flags("--xla_dump_hlo_pipline_re=x")
+
+
+def test_compile_takes_debug_options(tmp_path):
+    import numpy as np
+    import xla
+    from xla.backends import registry
+    from xla.backends.cpu.compiler import CpuCompiler
+    text = open(os.path.join(ROOT, "examples", "fma_reduce.hlo")).read()
+    exe = xla.compile(xla.parse_hlo_module(text), "cpu",
+                      debug_options=f"--xla_dump_to={tmp_path} --xla_disable_hlo_passes=fusion")
+    assert not any(i.opcode == "fusion" for i in exe.module.all_instructions())
+    assert any(n.endswith("cpu_after_optimizations.txt") for n in os.listdir(tmp_path))
+    assert d.debug_options().xla_dump_to != str(tmp_path)   # only for that compilation
+    # A compiler made before follows the options of the compilation that uses it.
+    compiler = CpuCompiler()
+    exe = registry.compile(xla.parse_hlo_module(text), "cpu", compiler=compiler,
+                           debug_options={"xla_backend_optimization_level": 0})
+    assert exe.jit_module.opt_level == 0
+    args = [np.arange(8, dtype=np.float32)] * 3
+    np.testing.assert_allclose(exe.execute(*args), np.sum(args[0] + args[1] * args[2]), rtol=1e-6)
+    with pytest.raises(InvalidArgumentError, match="xla_dump_hlo_as_txt"):
+        xla.compile(xla.parse_hlo_module(text), "cpu", debug_options="--xla_dump_hlo_as_txt")
+    with pytest.raises(InvalidArgumentError, match="xla_dump_too"):
+        xla.compile(xla.parse_hlo_module(text), "cpu", debug_options={"xla_dump_too": "x"})

@@ -84,3 +84,37 @@ def test_unknown_custom_call_target_is_named(tmp_path):
         proc = run_tool(f"--platform={platform}", str(module))
         assert proc.returncode == 1
         assert "MyKernel" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bf16_outputs_compare_within_tolerance_not_bytewise():
+    import ml_dtypes
+    from xla.tools import replay
+    got = np.array([1.0, 2.0, 3.0], ml_dtypes.bfloat16)
+    want = np.array([1.0, 2.0, 3.02], ml_dtypes.bfloat16)
+    diff = abs(float(got[2]) - float(want[2]))
+    (row,) = replay.compare_leaves([got], [want], rtol=1e-2, atol=0).rows
+    assert row[1] == pytest.approx(diff) and row[2] == pytest.approx(diff / float(want[2])) and row[3]
+    assert not replay.compare_leaves([got], [want], rtol=1e-3, atol=0).ok
+    ints = np.array([1, 2], ml_dtypes.int4)
+    assert not replay.compare_leaves([ints], [np.array([1, 3], ml_dtypes.int4)], rtol=1, atol=1).ok
+
+
+def test_bf16_snapshot_results_keep_their_type(tmp_path):
+    import ml_dtypes
+    import xla
+    from xla import debug_options
+    from xla.tools import replay
+    text = ("HloModule bf\n\nENTRY %e (x: bf16[8]) -> (bf16[8], f32[8]) {\n"
+            "  %x = bf16[8]{0} parameter(0)\n  %e = bf16[8]{0} exponential(bf16[8]{0} %x)\n"
+            "  %c = f32[8]{0} convert(bf16[8]{0} %e)\n"
+            "  ROOT %t = (bf16[8]{0}, f32[8]{0}) tuple(bf16[8]{0} %e, f32[8]{0} %c)\n}\n")
+    x = np.linspace(-1, 1, 8).astype(ml_dtypes.bfloat16)
+    with debug_options.override(xla_dump_to=str(tmp_path), xla_dump_hlo_snapshots=True):
+        want = xla.compile(xla.parse_hlo_module(text), "cpu").execute(x)
+    (snap,) = [n for n in os.listdir(tmp_path) if ".snapshot." in n]
+    _, args, outs = replay.read_snapshot(str(tmp_path / snap))
+    assert args[0].dtype == ml_dtypes.bfloat16 and outs[0].dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(outs[0].astype(np.float32), want[0].astype(np.float32))
+    result = replay.replay_file(str(tmp_path / snap), "interpreter")
+    np.testing.assert_allclose(result.leaves[0].astype(np.float32), np.exp(x.astype(np.float32)), rtol=1e-2)
+    assert replay.compare_leaves(result.leaves, outs, rtol=1e-2, atol=1e-2).ok

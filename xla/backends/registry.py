@@ -31,16 +31,24 @@ def get_compiler(platform):
     return getattr(importlib.import_module(module_name), attr)()
 
 
-def compile(module, platform=None, *, backend=None, compiler=None, **compile_options):
+def compile(module, platform=None, *, backend=None, compiler=None, debug_options=None,
+            **compile_options):
     """Compiles an HloModule for a platform and returns its Executable.
 
     The platform is given positionally or, as in ``xla.jit``, as
     ``backend=``; the default is the interpreter. The debug options in force
-    (``XLA_FLAGS``, ``xla.debug_options.override``) decide what is dumped
+    (``XLA_FLAGS``, ``xla.debug_options.override``), or ``debug_options``
+    for this compilation (a DebugOptions, a dict of its fields or a string
+    of XLA flags, over those in force), decide what is dumped
     (``xla/service/dump.py``): the module before and after optimization,
-    between passes, the backend's artifacts and, per execution, snapshots.
+    between passes, the backend's artifacts and, per execution, snapshots;
+    and the backend's own options (LLVM opt level, disabled passes...).
     ``compile_options`` go to the compiler's ``compile`` (e.g. ``cache=``).
     """
+    if debug_options is not None:
+        from xla import debug_options as flags
+        with flags.using(flags.resolve(debug_options)):
+            return compile(module, platform, backend=backend, compiler=compiler, **compile_options)
     if platform is not None and backend is not None and platform != backend:
         raise InvalidArgumentError(f"compile got platform={platform!r} and backend={backend!r}")
     platform = platform or backend or "interpreter"
@@ -58,10 +66,9 @@ def compile(module, platform=None, *, backend=None, compiler=None, **compile_opt
         compiler.dumper = None
     dumper.dump_module(executable.module, f"{platform}_after_optimizations")
     artifacts = getattr(executable, "dump_artifacts", None)
-    for suffix, data in (artifacts() if artifacts else {}).items():
-        if data is not None:
-            dumper.write(f"{platform}_after_optimizations{suffix}" if suffix.startswith("-") else suffix, data)
-    if dumper.options.xla_dump_hlo_snapshots:
+    if artifacts is not None:
+        dumper.dump_artifacts(f"{platform}_after_optimizations", artifacts())
+    if dumper.options.xla_dump_hlo_snapshots and not dumper.to_stdout:
         _record_snapshots(executable, dumper, original_text)
     return executable
 
@@ -71,8 +78,15 @@ def _record_snapshots(executable, dumper, module_text):
     execute = executable.execute
 
     def execute_and_dump(*args, **kwargs):
+        # Donated arguments may be overwritten by the execution: keep them as given.
+        recorded = [_copy(a) for a in args] if kwargs.get("donated") else args
         result = execute(*args, **kwargs)
-        dumper.dump_snapshot(module_text, args, result)
+        dumper.dump_snapshot(module_text, recorded, result)
         return result
 
     executable.execute = execute_and_dump
+
+
+def _copy(value):
+    import numpy as np
+    return tuple(_copy(v) for v in value) if isinstance(value, tuple) else np.array(value, copy=True)

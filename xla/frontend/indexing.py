@@ -10,8 +10,11 @@ place of the indexed ones when those are adjacent, else they come first.
 Out-of-range indices: a concrete (NumPy) index is checked while tracing and
 raises IndexError as NumPy does. A traced index can't be checked, so it is
 clamped into range, as XLA's gather and dynamic-slice specify (negative
-indices wrap first, as in NumPy). Generated code never reads outside the
-array either way.
+indices wrap first, as in NumPy): ``x[i]`` with a traced ``i = 7`` on 5
+elements reads ``x[4]`` where NumPy would raise. ``np.take``'s ``mode``
+('raise', the default, 'wrap', 'clip') is honoured for concrete indices;
+for traced ones 'wrap' wraps and the others clamp. Generated code never
+reads outside the array either way.
 
 A boolean mask selects a number of elements that depends on the data: a
 traced mask is a must-compile error (use ``np.where``); a NumPy boolean
@@ -173,14 +176,19 @@ def _prepare_advanced(t, idx, mode):
         if isinstance(i, Tracer):
             if i.dtype.kind not in "iu":
                 raise IndexError(f"arrays used as indices must be of integer type, got {i.dtype}")
-            arrays.append(Tracer(_wrapped_start(b, i, size)))
+            if mode == "clip":     # np.take's clip: no wrap-around, gather clamps
+                arrays.append(convert(i, np.int64))
+            elif mode == "wrap":
+                arrays.append(np.remainder(convert(i, np.int64), max(size, 1)))
+            else:
+                arrays.append(Tracer(_wrapped_start(b, i, size)))
         else:
             a = np.asarray(i)
             if a.dtype.kind not in "iu" and a.size:
                 raise IndexError(f"arrays used as indices must be of integer type, got {a.dtype}")
             a = a.astype(np.int64)
             if mode == "clip":
-                a = np.clip(np.where(a < 0, a + size, a), 0, max(size - 1, 0))
+                a = np.clip(a, 0, max(size - 1, 0))
             elif mode == "wrap":
                 a = a % size if size else a
             else:
@@ -260,18 +268,14 @@ class _AtRef:
 def _update_basic(t, idx, values, how):
     """Basic indices: read the slab, combine, write it back with a
     dynamic-update-slice (steps other than 1 go through scatter)."""
+    if any(isinstance(i, slice) and (i.step or 1) != 1 for i in idx if i is not None):
+        return _scatter_elements(t, idx, values, how)
     b = current_builder()
     slab = _basic(t, idx)
     v = convert(as_tracer(values), t.dtype)
     v = broadcast_to(v, slab.shape)
     if how != "set":
         v = Tracer(b.binary(_COMBINERS[how], slab.op, v.op))
-    if any(isinstance(i, slice) and (i.step or 1) != 1 for i in idx if i is not None):
-        # Express strided slices as index arrays and scatter.
-        arrays = []
-        for i, d in zip([i for i in idx if i is not None], t.shape):
-            arrays.append(np.arange(d)[i] if isinstance(i, slice) else i)
-        return _scatter(t, _outer(arrays), v, "set")
     # Dims of the slab, without the None axes and int positions.
     starts, sizes, dim = [], [], 0
     for i in idx:
@@ -295,22 +299,39 @@ def _update_basic(t, idx, values, how):
     return Tracer(b.dynamic_update_slice(t.op, update, starts))
 
 
-def _outer(arrays):
-    """Index arrays for the outer product of per-dimension indices: each
-    1-d array (from a slice) gets its own axis; ints stay scalars."""
-    vectors = [k for k, a in enumerate(arrays) if not isinstance(a, Tracer) and np.ndim(a) == 1]
-    out = list(arrays)
-    for pos, k in enumerate(vectors):
-        shape = [1] * len(vectors)
-        shape[pos] = len(arrays[k])
-        out[k] = np.asarray(arrays[k]).reshape(shape)
-    return out
+def _scatter_elements(t, idx, values, how):
+    """Any index, one element at a time: indexing the iota of each dimension
+    with ``idx`` gives the coordinates of every selected element (NumPy's
+    rules, bounds checks and clamping included, by construction), and one
+    scatter with scalar windows writes them."""
+    b = current_builder()
+    coords = [getitem(Tracer(b.iota(np.int64, t.shape, d)), tuple(idx)) for d in range(t.ndim)]
+    rshape = coords[0].shape
+    nb = len(rshape)
+    cols = [b.reshape(c.op, rshape + (1,)) for c in coords]
+    index = cols[0] if len(cols) == 1 else b.concatenate(cols, nb)
+    v = broadcast_to(convert(as_tracer(values), t.dtype), rshape)
+    dims = list(range(t.ndim))
+    out = b.scatter(t.op, index, v.op, _combiner(b, t.dtype, how), update_window_dims=[],
+                    inserted_window_dims=dims, scatter_dims_to_operand_dims=dims, index_vector_dim=nb)
+    return Tracer(out)
+
+
+def _combiner(b, dtype, how):
+    from xla.frontend.builder import element_type
+    from xla.hlo.shape import Shape
+    sub = b.sub_builder(f"scatter_{how}")
+    et = element_type(dtype)
+    lhs = sub.parameter(0, Shape.scalar(et), "old")
+    rhs = sub.parameter(1, Shape.scalar(et), "new")
+    if how == "set":
+        return sub.build(rhs)
+    return sub.build(sub.binary(_COMBINERS[how], lhs, rhs))
 
 
 def _scatter(t, idx, values, how):
     if any(isinstance(i, slice) and i != slice(None) for i in idx) or any(i is None for i in idx):
-        raise tracing_error("x.at[...] mixing integer arrays with partial slices or None is not "
-                            "supported; index with arrays and full slices (:)")
+        return _scatter_elements(t, idx, values, how)
     _, adv, index, bshape, contiguous = _prepare_advanced(t, idx, None)
     b = current_builder()
     rest = [d for d in range(t.ndim) if d not in adv]
@@ -324,16 +345,6 @@ def _scatter(t, idx, values, how):
     for p, s in zip(bpos, bshape):
         upd_shape[p] = s
     v = broadcast_to(convert(as_tracer(values), t.dtype), tuple(upd_shape))
-    from xla.frontend.builder import element_type
-    from xla.hlo.shape import Shape
-    sub = b.sub_builder(f"scatter_{how}")
-    et = element_type(t.dtype)
-    lhs = sub.parameter(0, Shape.scalar(et), "old")
-    rhs = sub.parameter(1, Shape.scalar(et), "new")
-    if how == "set":
-        comp = sub.build(rhs)
-    else:
-        comp = sub.build(sub.binary(_COMBINERS[how], lhs, rhs))
-    out = b.scatter(t.op, index, v.op, comp, update_window_dims=update_window_dims,
+    out = b.scatter(t.op, index, v.op, _combiner(b, t.dtype, how), update_window_dims=update_window_dims,
                     inserted_window_dims=adv, scatter_dims_to_operand_dims=adv, index_vector_dim=nb)
     return Tracer(out)

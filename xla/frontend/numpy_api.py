@@ -48,6 +48,8 @@ _DATA_DEPENDENT = {
     "setdiff1d": "use np.isin with a static-size result",
     "union1d": "compute it outside the jitted function",
     "intersect1d": "compute it outside the jitted function",
+    "bincount": "its length is max(x) + 1; count into a static number of bins n with "
+                "np.sum(x[:, None] == np.arange(n), axis=0)",
 }
 
 
@@ -345,6 +347,9 @@ def where(condition, x=None, y=None):
     return Tracer(current_builder().select(c.op, xt.op, yt.op), weak=weak)
 
 
+_where = where   # for functions whose NumPy signature has a `where` parameter
+
+
 @implements(np.clip)
 def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
     _check_no_out("clip", out)
@@ -622,7 +627,11 @@ def _arg_reduce(a, axis, keepdims, direction):
     ai = sub.parameter(1, Shape.scalar(element_type(np.int64)), "acc_index")
     xv = sub.parameter(2, Shape.scalar(vt), "value")
     xi = sub.parameter(3, Shape.scalar(element_type(np.int64)), "index")
-    better = sub.compare(xv, av, direction)
+    if a.dtype.kind == "c":
+        from xla.frontend.ufuncs import _ordered_compare
+        better = _ordered_compare(direction)(sub, xv, av)
+    else:
+        better = sub.compare(xv, av, direction)
     same = sub.compare(xv, av, "EQ")
     if a.dtype.kind in "fc":
         x_nan = sub.compare(xv, xv, "NE")
@@ -635,9 +644,13 @@ def _arg_reduce(a, axis, keepdims, direction):
     take = sub.binary("or", better, sub.binary("and", same, first))
     sub.build(sub.tuple([sub.select(take, xv, av), sub.select(take, xi, ai)]))
     comp = sub._built
-    init_v = b.constant(_identity("maximum" if direction == "GT" else "minimum", a.dtype)) \
-        if a.dtype.kind != "c" else b.constant(np.zeros((), a.dtype))
-    init_i = b.constant(np.int64(-1))
+    if a.dtype.kind == "c":
+        inf = -np.inf if direction == "GT" else np.inf
+        init_v = b.constant(np.asarray(complex(inf, inf), a.dtype))
+    else:
+        init_v = b.constant(_identity("maximum" if direction == "GT" else "minimum", a.dtype))
+    # The largest index, so that any element equal to the init value wins the tie.
+    init_i = b.constant(np.int64(np.iinfo(np.int64).max))
     out = b.reduce([a.op, idx], [init_v, init_i], comp, (axis,))
     t = Tracer(b.get_tuple_element(out, 1))
     if keepdims:
@@ -665,7 +678,10 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         a, axis = ravel(a), 0
     if a.ndim == 0:
         raise ShapeError("Cannot sort a 0-d array")
-    return lax.sort(a, dimension=normalize_axis(axis, a.ndim))
+    axis = normalize_axis(axis, a.ndim)
+    if a.dtype.kind == "c":   # NumPy orders complex numbers lexicographically
+        return lax.sort((real(a), imag(a), a), dimension=axis, num_keys=2)[2]
+    return lax.sort(a, dimension=axis)
 
 
 @implements(np.argsort)
@@ -676,6 +692,8 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
         a, axis = ravel(a), 0
     axis = normalize_axis(axis, a.ndim)
     idx = Tracer(current_builder().iota(np.int64, a.shape, axis))
+    if a.dtype.kind == "c":
+        return lax.sort((real(a), imag(a), idx), dimension=axis, is_stable=True, num_keys=2)[2]
     return lax.sort((a, idx), dimension=axis, is_stable=True, num_keys=1)[1]
 
 
@@ -732,7 +750,7 @@ def take(a, indices, axis=None, out=None, mode=None):
     axis = normalize_axis(axis, a.ndim)
     index = [slice(None)] * axis + [indices]
     from xla.frontend import indexing
-    return indexing.getitem(a, tuple(index), mode=mode or "clip")
+    return indexing.getitem(a, tuple(index), mode=None if mode == "raise" else mode)
 
 
 @implements(np.take_along_axis)
@@ -757,7 +775,7 @@ def take_along_axis(arr, indices, axis=-1):
             index.append(Tracer(b.iota(np.int64, tuple(dims), i)) if dims[i] > 1
                          else tracing.full(tuple(dims), 0, np.int64))
     from xla.frontend import indexing
-    return indexing.getitem(a, tuple(index), mode="clip")
+    return indexing.getitem(a, tuple(index))
 
 
 # ----- shape-changing copies ------------------------------------------------------------
@@ -1038,7 +1056,9 @@ def round(a, decimals=0, out=None):
         if decimals >= 0:
             return a
         f = 10 ** -decimals
-        return (np.floor_divide(a + f // 2, f) * f).astype(a.dtype)
+        q, r = np.floor_divide(a, f), np.remainder(a, f)
+        up = np.logical_or(r * 2 > f, np.logical_and(r * 2 == f, np.remainder(q, 2) == 1))
+        return (np.where(up, q + 1, q) * f).astype(a.dtype)
     if decimals == 0:
         return np.rint(a)
     f = np.asarray(10.0 ** decimals, dtype=a.dtype)
@@ -1149,8 +1169,14 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         axisa = axisb = axisc = axis
     a = moveaxis(a, axisa, -1)
     b = moveaxis(b, axisb, -1)
-    if a.shape[-1] != 3 or b.shape[-1] != 3:
-        raise tracing_error("np.cross is supported under xla.jit for 3-vectors only")
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product (dimension must be 2 or 3)")
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    if a.shape[-1] == 2:
+        a = pad(a, [(0, 0)] * (a.ndim - 1) + [(0, 1)])
+    if b.shape[-1] == 2:
+        b = pad(b, [(0, 0)] * (b.ndim - 1) + [(0, 1)])
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     c = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
@@ -1201,20 +1227,30 @@ def searchsorted(a, v, side="left", sorter=None):
     return sum(cmp, axis=-1, dtype=np.int64)
 
 
-def _quantile(a, q, axis, keepdims, name):
+def _quantile_dtype(a, q):
+    """NumPy's result dtype: the float type of ``a`` promoted with ``q`` (a
+    Python number is weak)."""
+    dt = a.dtype if a.dtype.kind in "fc" else np.dtype(np.float64)
+    if type(q) in tracing.PYTHON_SCALARS:
+        return dt
+    return np.result_type(dt, np.asarray(q).dtype)
+
+
+def _quantile(a, q, axis, keepdims, name, q_src=None):
+    q_src = q if q_src is None else q_src
     a = as_tracer(a)
     if axis is None:
-        a, axis = ravel(a), 0
-        keep_shape = None
+        if keepdims:
+            r = _quantile(ravel(a), q, 0, False, name, q_src)
+            return reshape(r, r.shape + (1,) * a.ndim)
+        return _quantile(ravel(a), q, 0, False, name, q_src)
     axis = normalize_axis(axis, a.ndim)
     if isinstance(q, Tracer):
         raise tracing_error(f"np.{name} with a traced q is not supported; pass q as a constant")
     q = np.asarray(q, dtype=np.float64)
     if np.any((q < 0) | (q > 1)):
         raise ValueError("Quantiles must be in the range [0, 1]")
-    s = sort(a, axis=axis)
-    if s.dtype.kind not in "fc":
-        s = convert(s, np.float64)
+    s = convert(sort(a, axis=axis), _quantile_dtype(a, q_src))
     n = a.shape[axis]
     pos = q * (n - 1)
     lo = np.floor(pos).astype(np.int64)
@@ -1250,7 +1286,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     _check_no_out("percentile", out)
     if method != "linear":
         raise tracing_error(f"np.percentile(method={method!r}) is not supported under xla.jit")
-    return _quantile(a, np.asarray(q) / 100.0, axis, keepdims, "percentile")
+    return _quantile(a, np.asarray(q) / 100.0, axis, keepdims, "percentile", q)
 
 
 @implements(np.median)
@@ -1432,6 +1468,617 @@ def _einsum_pair(a, a_s, b, b_s, keep):
     out_s = "".join(batch) + "".join(c for c in a_s if c not in common) + \
         "".join(c for c in b_s if c not in common)
     return out, out_s
+
+
+# ----- more NaN-aware functions ------------------------------------------------------------
+
+@implements(np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+           correction=None):
+    _check_no_out("nanvar", out)
+    a = as_tracer(a)
+    if correction is not None:
+        ddof = correction
+    if a.dtype.kind not in "fc":
+        return var(a, axis, dtype, ddof=ddof, keepdims=keepdims)
+    if dtype is not None:
+        a = convert(a, dtype)
+    ok = np.logical_not(np.isnan(a))
+    count = sum(ok, axis=axis, keepdims=True)
+    m = np.true_divide(nansum(a, axis=axis, keepdims=True), count.astype(a.dtype))
+    d = _where(ok, np.subtract(a, m), np.asarray(0, a.dtype))
+    sq = np.real(np.multiply(d, np.conjugate(d))) if d.dtype.kind == "c" else np.multiply(d, d)
+    s = sum(sq, axis=axis, keepdims=keepdims)
+    n = sum(ok, axis=axis, keepdims=keepdims)
+    return np.true_divide(s, np.maximum(n - ddof, 0).astype(s.dtype))
+
+
+@implements(np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+           correction=None):
+    return np.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, correction=correction))
+
+
+@implements(np.nanargmax)
+def nanargmax(a, axis=None, out=None, *, keepdims=False):
+    """NaNs are skipped; an all-NaN slice gives index 0 (NumPy raises)."""
+    return argmax(_nan_to(a, -np.inf), axis=axis, out=out, keepdims=keepdims)
+
+
+@implements(np.nanargmin)
+def nanargmin(a, axis=None, out=None, *, keepdims=False):
+    """NaNs are skipped; an all-NaN slice gives index 0 (NumPy raises)."""
+    return argmin(_nan_to(a, np.inf), axis=axis, out=out, keepdims=keepdims)
+
+
+@implements(np.nancumsum)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    return cumsum(_nan_to(a, 0), axis=axis, dtype=dtype, out=out)
+
+
+@implements(np.nancumprod)
+def nancumprod(a, axis=None, dtype=None, out=None):
+    return cumprod(_nan_to(a, 1), axis=axis, dtype=dtype, out=out)
+
+
+if hasattr(np, "cumulative_prod"):
+    @implements(np.cumulative_prod)
+    def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        r = cumprod(x, axis, dtype, out)
+        if include_initial:
+            ax = 0 if axis is None else axis
+            r = concatenate([ones_like(take(r, [0], axis=ax)), r], axis=ax)
+        return r
+
+
+def _nan_quantile(a, q, axis, keepdims, name, q_src=None):
+    """Linear-interpolation quantiles of the non-NaN values: NaNs sort last,
+    so each slice's count of numbers picks the positions (traced)."""
+    q_src = q if q_src is None else q_src
+    a = as_tracer(a)
+    if a.dtype.kind != "f":
+        return _quantile(a, q, axis, keepdims, name, q_src)
+    if axis is None:
+        r = _nan_quantile(ravel(a), q, 0, False, name, q_src)
+        return reshape(r, r.shape + (1,) * a.ndim) if keepdims else r
+    axis = normalize_axis(axis, a.ndim)
+    q = np.asarray(q, dtype=np.float64)
+    if np.any((q < 0) | (q > 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    s = moveaxis(convert(sort(a, axis=axis), _quantile_dtype(a, q_src)), axis, -1)
+    n = sum(np.logical_not(np.isnan(s)), axis=-1, keepdims=True)        # int64
+    last = np.maximum(n - 1, 0)
+    results = []
+    for qv in q.reshape(-1):
+        pos = np.multiply(last.astype(s.dtype), np.asarray(qv, s.dtype))
+        lo = np.floor(pos)
+        frac = pos - lo
+        lo_i = lo.astype(np.int64)
+        hi_i = np.minimum(lo_i + 1, last)
+        vlo = take_along_axis(s, lo_i, axis=-1)
+        vhi = take_along_axis(s, hi_i, axis=-1)
+        r = vlo + (vhi - vlo) * frac
+        r = where(np.equal(n, 0), np.asarray(np.nan, s.dtype), r)   # all-NaN slice
+        results.append(r)
+    r = concatenate(results, axis=-1)                                # (..., len(q))
+    r = moveaxis(r, -1, 0)
+    r = reshape(r, q.shape + r.shape[1:])
+    if keepdims:
+        r = expand_dims(r, q.ndim + axis)
+    return r
+
+
+@implements(np.nanquantile)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
+    _check_no_out("nanquantile", out)
+    if method != "linear":
+        raise tracing_error(f"np.nanquantile(method={method!r}) is not supported under xla.jit (linear is)")
+    return _nan_quantile(a, q, axis, keepdims, "nanquantile")
+
+
+@implements(np.nanpercentile)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
+    _check_no_out("nanpercentile", out)
+    if method != "linear":
+        raise tracing_error(f"np.nanpercentile(method={method!r}) is not supported under xla.jit")
+    return _nan_quantile(a, np.asarray(q) / 100.0, axis, keepdims, "nanpercentile", q)
+
+
+@implements(np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    _check_no_out("nanmedian", out)
+    return _nan_quantile(a, 0.5, axis, keepdims, "nanmedian")
+
+
+# ----- statistics ---------------------------------------------------------------------------
+
+@implements(np.cov)
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+    if fweights is not None or aweights is not None:
+        raise tracing_error("np.cov(fweights=/aweights=) is not supported under xla.jit")
+    x = atleast_2d(as_tracer(m))
+    if not rowvar and x.shape[0] != 1:
+        x = transpose(x)
+    if y is not None:
+        yt = atleast_2d(as_tracer(y))
+        if not rowvar and yt.shape[0] != 1:
+            yt = transpose(yt)
+        x = concatenate([x, yt], axis=0)
+    dt = np.dtype(dtype) if dtype is not None else np.result_type(x.dtype, np.float64)
+    x = convert(x, dt)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = x.shape[1]
+    x = x - mean(x, axis=1, keepdims=True)
+    c = matmul(x, np.conjugate(transpose(x)))
+    c = np.true_divide(c, np.asarray(builtins.max(n - ddof, 0), dt))
+    return squeeze(c)
+
+
+@implements(np.corrcoef)
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return np.true_divide(c, c)
+    d = np.real(diagonal(c))
+    sd = np.sqrt(d)
+    c = np.true_divide(np.true_divide(c, reshape(sd, (-1, 1))), reshape(sd, (1, -1)))
+    if c.dtype.kind == "c":
+        return c
+    return clip(c, -1, 1)
+
+
+# ----- differences, convolution, interpolation ---------------------------------------------
+
+@implements(np.diff)
+def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+    a = as_tracer(a)
+    axis = normalize_axis(axis, a.ndim)
+    parts = []
+    for extra in (prepend, append):
+        if extra is np._NoValue:
+            parts.append(None)
+            continue
+        e = as_tracer(extra)
+        if e.ndim == 0:
+            shape = list(a.shape)
+            shape[axis] = 1
+            e = broadcast_to(e, tuple(shape))
+        parts.append(e)
+    if parts[0] is not None or parts[1] is not None:
+        a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], axis=axis)
+    hi = [slice(None)] * a.ndim
+    lo = [slice(None)] * a.ndim
+    hi[axis] = slice(1, None)
+    lo[axis] = slice(None, -1)
+    for _ in range(n):
+        a = np.not_equal(a[tuple(hi)], a[tuple(lo)]) if a.dtype == np.bool_ else \
+            np.subtract(a[tuple(hi)], a[tuple(lo)])
+    return a
+
+
+@implements(np.ediff1d)
+def ediff1d(ary, to_end=None, to_begin=None):
+    a = ravel(as_tracer(ary))
+    d = diff(a)
+    parts = [ravel(as_tracer(to_begin)).astype(a.dtype)] if to_begin is not None else []
+    parts.append(d)
+    if to_end is not None:
+        parts.append(ravel(as_tracer(to_end)).astype(a.dtype))
+    return concatenate(parts) if len(parts) > 1 else d
+
+
+def _full_correlate(a, v):
+    """c[k] = sum_j a_padded[k + j] v[j] for the full overlap, as one gather
+    and one dot (the window positions are static)."""
+    n, m = a.shape[0], v.shape[0]
+    ap = pad(a, (m - 1, m - 1))
+    idx = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
+    from xla.frontend import indexing
+    return matmul(indexing.getitem(ap, idx), v)
+
+
+def _mode_slice(full, n, m, mode):
+    if mode == "full":
+        return full
+    if mode == "same":
+        length = builtins.max(n, m)
+        start = (n + m - 1 - length) // 2
+        return full[start:start + length]
+    if mode == "valid":
+        return full[builtins.min(n, m) - 1:builtins.max(n, m)]
+    raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
+
+
+@implements(np.convolve)
+def convolve(a, v, mode="full"):
+    a, v = ravel(as_tracer(a)), ravel(as_tracer(v))
+    if a.shape[0] == 0 or v.shape[0] == 0:
+        raise ValueError("a cannot be empty" if a.shape[0] == 0 else "v cannot be empty")
+    if v.shape[0] > a.shape[0]:
+        a, v = v, a
+    full = _full_correlate(a, flip(v))
+    return _mode_slice(full, a.shape[0], v.shape[0], mode)
+
+
+@implements(np.correlate)
+def correlate(a, v, mode="valid"):
+    a, v = ravel(as_tracer(a)), ravel(as_tracer(v))
+    n, m = a.shape[0], v.shape[0]
+    v = np.conjugate(v)
+    if m > n:
+        full = flip(_full_correlate(v, a))
+    else:
+        full = _full_correlate(a, v)
+    return _mode_slice(full, n, m, mode)
+
+
+@implements(np.interp)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise-linear interpolation; ``xp`` must increase (as NumPy
+    requires, unchecked). Segments are found by compare-and-count."""
+    if period is not None:
+        raise tracing_error("np.interp(period=...) is not supported under xla.jit")
+    fpt = as_tracer(fp)
+    dt = np.dtype(np.complex128) if fpt.dtype.kind == "c" else np.dtype(np.float64)
+    x, xp, fp = convert(as_tracer(x), np.float64), convert(ravel(as_tracer(xp)), np.float64), \
+        convert(ravel(fpt), dt)
+    n = xp.shape[0]
+    if n == 0:
+        raise ValueError("array of sample points is empty")
+    if n == 1:
+        r = broadcast_to(fp, x.shape) if x.ndim else reshape(fp, ())
+    else:
+        j = np.clip(searchsorted(xp, x, side="right") - 1, 0, n - 2)
+        x0, x1 = take(xp, j), take(xp, j + 1)
+        f0, f1 = take(fp, j), take(fp, j + 1)
+        slope = np.true_divide(f1 - f0, x1 - x0)
+        r = slope * (x - x0) + f0
+        # At a sample point the sample value (also where the next segment has zero width).
+        r = where(np.equal(x, x1), f1, r)
+    lv = take(fp, 0) if left is None else as_tracer(left, dt)
+    rv = take(fp, n - 1) if right is None else as_tracer(right, dt)
+    r = where(np.less(x, take(xp, 0)), lv, r)
+    r = where(np.greater(x, take(xp, n - 1)), rv, r)
+    return convert(r, dt)
+
+
+@implements(np.polyval)
+def polyval(p, x):
+    if not isinstance(p, Tracer):
+        p = np.asarray(p)
+    y = zeros_like(as_tracer(x))
+    for k in range(len(p)):
+        y = y * x + p[k]
+    return y
+
+
+@implements(np.trapezoid)
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    y = as_tracer(y)
+    axis = normalize_axis(axis, y.ndim)
+    hi = [slice(None)] * y.ndim
+    lo = [slice(None)] * y.ndim
+    hi[axis] = slice(1, None)
+    lo[axis] = slice(None, -1)
+    if x is None:
+        d = dx
+    else:
+        x = as_tracer(x)
+        d = diff(x, axis=-1 if x.ndim == 1 else axis)
+        if x.ndim == 1:
+            shape = [1] * y.ndim
+            shape[axis] = d.shape[0]
+            d = reshape(d, shape)
+    return sum(d * (y[tuple(hi)] + y[tuple(lo)]) / 2.0, axis=axis)
+
+
+# ----- selection helpers -------------------------------------------------------------------
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if not condlist:
+        raise ValueError("select with an empty condition list is not possible")
+    dt = result_type(*choicelist, default)
+    out = convert(as_tracer(default), dt)
+    for c, v in reversed(list(zip(condlist, choicelist))):
+        out = where(c, convert(as_tracer(v), dt), out)
+    return out
+
+
+@implements(np.isin)
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    e = as_tracer(element)
+    t = ravel(as_tracer(test_elements))
+    if t.shape[0] == 0:
+        return tracing.full(e.shape, bool(invert), np.bool_)
+    hit = any(np.equal(expand_dims(e, -1), t), axis=-1)
+    return np.logical_not(hit) if invert else hit
+
+
+@implements(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = as_tracer(x)
+    if x.dtype.kind == "c":
+        return Tracer(current_builder().binary(
+            "complex", nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf).op,
+            nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf).op))
+    if x.dtype.kind != "f":
+        return x
+    info = np.finfo(x.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    x = where(np.isnan(x), np.asarray(nan, x.dtype), x)
+    x = where(np.equal(x, np.inf), np.asarray(hi, x.dtype), x)
+    return where(np.equal(x, -np.inf), np.asarray(lo, x.dtype), x)
+
+
+@implements(np.digitize)
+def digitize(x, bins, right=False):
+    """Bins must be monotonic; NumPy checks, and so do we when they are a
+    NumPy array (traced bins are taken as increasing)."""
+    if isinstance(bins, Tracer):
+        increasing = True
+    else:
+        bins_np = np.asarray(bins)
+        d = np.diff(bins_np)
+        if np.all(d >= 0):
+            increasing = True
+        elif np.all(d <= 0):
+            increasing = False
+        else:
+            raise ValueError("bins must be monotonically increasing or decreasing")
+    side = "left" if right else "right"
+    if increasing:
+        return searchsorted(bins, x, side=side)
+    b = flip(as_tracer(bins))
+    return np.subtract(b.shape[0], searchsorted(b, x, side=side))
+
+
+@implements(np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """A full sort, which is one valid partition (NumPy leaves the order
+    within each side unspecified)."""
+    return sort(a, axis=axis)
+
+
+@implements(np.argpartition)
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    return argsort(a, axis=axis)
+
+
+@implements(np.lexsort)
+def lexsort(keys, axis=-1):
+    from xla.frontend import lax
+    ks = [as_tracer(k) for k in keys] if not isinstance(keys, Tracer) else \
+        [keys[i] for i in range(keys.shape[0])]
+    ks = broadcast_arrays(*ks)
+    axis = normalize_axis(axis, ks[0].ndim)
+    idx = Tracer(current_builder().iota(np.int64, ks[0].shape, axis))
+    out = lax.sort(tuple(reversed(ks)) + (idx,), dimension=axis, is_stable=True, num_keys=len(ks))
+    return out[-1]
+
+
+# ----- small elementwise functions -----------------------------------------------------------
+
+@implements(np.sinc)
+def sinc(x):
+    x = as_tracer(x)
+    y = np.multiply(np.pi, where(np.equal(x, 0), 1.0e-20, x))
+    return np.true_divide(np.sin(y), y)
+
+
+@implements(np.fix)
+def fix(x, out=None):
+    _check_no_out("fix", out)
+    x = as_tracer(x)
+    return where(np.greater_equal(x, 0), np.floor(x), np.ceil(x))
+
+
+@implements(np.iscomplexobj)
+def iscomplexobj(x):
+    return as_tracer(x).dtype.kind == "c"
+
+
+@implements(np.isrealobj)
+def isrealobj(x):
+    return as_tracer(x).dtype.kind != "c"
+
+
+@implements(np.iscomplex)
+def iscomplex(x):
+    x = as_tracer(x)
+    if x.dtype.kind != "c":
+        return tracing.full(x.shape, False, np.bool_)
+    return np.not_equal(imag(x), 0)
+
+
+@implements(np.isreal)
+def isreal(x):
+    x = as_tracer(x)
+    if x.dtype.kind != "c":
+        return tracing.full(x.shape, True, np.bool_)
+    return np.equal(imag(x), 0)
+
+
+# ----- static facts and shape helpers ---------------------------------------------------------
+
+@implements(np.shape)
+def shape(a):
+    return as_tracer(a).shape
+
+
+@implements(np.ndim)
+def ndim(a):
+    return as_tracer(a).ndim
+
+
+@implements(np.size)
+def size(a, axis=None):
+    a = as_tracer(a)
+    return a.size if axis is None else a.shape[normalize_axis(axis, a.ndim)]
+
+
+@implements(np.copy)
+def copy(a, order="K", subok=False):
+    return as_tracer(a)
+
+
+@implements(np.matrix_transpose)
+def matrix_transpose(x, /):
+    x = as_tracer(x)
+    if x.ndim < 2:
+        raise ValueError(f"Input array must be at least 2-dimensional, but it is {x.ndim}")
+    return swapaxes(x, -1, -2)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """``np.vecdot`` (a gufunc, reached through ``ufuncs.dispatch``)."""
+    a, b = broadcast_arrays(as_tracer(x1), as_tracer(x2))
+    return sum(np.multiply(np.conjugate(a), b), axis=axis)
+
+
+@implements(np.rollaxis)
+def rollaxis(a, axis, start=0):
+    a = as_tracer(a)
+    n = a.ndim
+    axis = normalize_axis(axis, n)
+    if start < 0:
+        start += n
+    if not 0 <= start < n + 1:
+        raise ShapeError(f"'start' arg requires {-n} <= start < {n + 1}, but {start} was passed in")
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return a
+    order = [i for i in range(n) if i != axis]
+    order.insert(start, axis)
+    return transpose(a, order)
+
+
+@implements(np.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    m = as_tracer(m)
+    a0, a1 = (normalize_axis(x, m.ndim) for x in axes)
+    if a0 == a1:
+        raise ValueError("Axes must be different.")
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, a0), a1)
+    perm = list(range(m.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    return transpose(flip(m, a1), perm) if k == 1 else flip(transpose(m, perm), a1)
+
+
+@implements(np.atleast_3d)
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        a = as_tracer(a)
+        if a.ndim == 0:
+            a = reshape(a, (1, 1, 1))
+        elif a.ndim == 1:
+            a = reshape(a, (1, a.shape[0], 1))
+        elif a.ndim == 2:
+            a = reshape(a, a.shape + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@implements(np.column_stack)
+def column_stack(tup):
+    cols = []
+    for a in tup:
+        a = as_tracer(a)
+        cols.append(reshape(a, (a.shape[0], 1)) if a.ndim < 2 else a)
+    return concatenate(cols, axis=1)
+
+
+@implements(np.dstack)
+def dstack(tup):
+    return concatenate([atleast_3d(a) for a in tup], axis=2)
+
+
+@implements(np.append)
+def append(arr, values, axis=None):
+    arr, values = as_tracer(arr), as_tracer(values)
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], axis=0)
+    return concatenate([arr, values], axis=axis)
+
+
+@implements(np.hsplit)
+def hsplit(ary, indices_or_sections):
+    a = as_tracer(ary)
+    if a.ndim == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return split(a, indices_or_sections, axis=1 if a.ndim > 1 else 0)
+
+
+@implements(np.vsplit)
+def vsplit(ary, indices_or_sections):
+    a = as_tracer(ary)
+    if a.ndim < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(a, indices_or_sections, axis=0)
+
+
+@implements(np.dsplit)
+def dsplit(ary, indices_or_sections):
+    a = as_tracer(ary)
+    if a.ndim < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return split(a, indices_or_sections, axis=2)
+
+
+@implements(np.block)
+def block(arrays):
+    def depth(x):
+        return 1 + depth(x[0]) if isinstance(x, list) and x else (1 if isinstance(x, list) else 0)
+
+    def max_ndim(x):
+        return builtins.max(max_ndim(e) for e in x) if isinstance(x, list) else as_tracer(x).ndim
+
+    d = depth(arrays)
+    nd = builtins.max(d, max_ndim(arrays))
+
+    def build(x, level):
+        if not isinstance(x, list):
+            t = as_tracer(x)
+            return reshape(t, (1,) * (nd - t.ndim) + t.shape)
+        return concatenate([build(e, level + 1) for e in x], axis=nd - d + level)
+    return build(arrays, 0)
+
+
+@implements(np.resize)
+def resize(a, new_shape):
+    a = ravel(as_tracer(a))
+    new_shape = (new_shape,) if isinstance(new_shape, (int, np.integer)) else tuple(new_shape)
+    total = int(np.prod(new_shape, dtype=np.int64))
+    if total == 0 or a.size == 0:
+        return zeros_like(a, shape=new_shape)
+    reps = -(-total // a.size)
+    return reshape(tile(a, reps)[:total], new_shape)
+
+
+
+# ----- linear algebra through HLO's own ops --------------------------------------------------
+
+@implements(np.linalg.cholesky)
+def cholesky(a, /, *, upper=False):
+    """HLO cholesky; a matrix that is not positive definite gives NaNs (NumPy raises)."""
+    a = as_tracer(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"Last 2 dimensions of the array must be square, got {a.shape}")
+    if a.dtype.kind not in "fc":
+        a = convert(a, np.float64)
+    low = Tracer(current_builder().add_instruction("cholesky", (a.op,), lower=True))
+    low = tril(low)   # the other triangle is unspecified in HLO
+    return np.conjugate(swapaxes(low, -1, -2)) if upper else low
 
 
 # ----- creation (xla.numpy only: NumPy's creation functions don't dispatch) -----------------

@@ -366,6 +366,9 @@ class Tracer:
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         return convert(self, np.dtype(dtype))
 
+    def flatten(self, order="C"):   # an ndarray method with no np.flatten function
+        return np.ravel(self, order=order)
+
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])

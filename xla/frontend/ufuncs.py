@@ -43,22 +43,103 @@ def _binary_op(opcode):
     return lambda b, x, y: b.binary(opcode, x, y)
 
 
-for _u, _op in ((np.negative, "negate"), (np.exp, "exponential"), (np.expm1, "exponential-minus-one"),
-                (np.log, "log"), (np.log1p, "log-plus-one"), (np.sqrt, "sqrt"), (np.sin, "sine"),
-                (np.cos, "cosine"), (np.tan, "tan"), (np.tanh, "tanh"), (np.floor, "floor"),
-                (np.ceil, "ceil"), (np.rint, "round-nearest-even"), (np.cbrt, "cbrt"),
-                (np.invert, "not"), (np.isfinite, "is-finite")):
+for _u, _op in ((np.negative, "negate"), (np.exp, "exponential"),
+                (np.log, "log"), (np.sqrt, "sqrt"), (np.sin, "sine"),
+                (np.cos, "cosine"), (np.cbrt, "cbrt"),
+                (np.invert, "not")):
     UFUNCS[_u] = _unary_op(_op)
 
 for _u, _op in ((np.add, "add"), (np.subtract, "subtract"), (np.multiply, "multiply"),
-                (np.true_divide, "divide"), (np.maximum, "maximum"), (np.minimum, "minimum"),
-                (np.arctan2, "atan2"), (np.fmod, "remainder"), (np.bitwise_and, "and"),
+                (np.true_divide, "divide"),
+                (np.arctan2, "atan2"), (np.bitwise_and, "and"),
                 (np.bitwise_or, "or"), (np.bitwise_xor, "xor"), (np.left_shift, "shift-left")):
     UFUNCS[_u] = _binary_op(_op)
 
-for _u, _dir in ((np.equal, "EQ"), (np.not_equal, "NE"), (np.less, "LT"), (np.less_equal, "LE"),
-                 (np.greater, "GT"), (np.greater_equal, "GE")):
+for _u, _dir in ((np.equal, "EQ"), (np.not_equal, "NE")):
     UFUNCS[_u] = (lambda d: lambda b, x, y: b.compare(x, y, d))(_dir)
+
+
+def _ordered_compare(direction):
+    """<, <=, >, >=; complex numbers compare lexicographically (real part
+    first), as in NumPy, which HLO's compare does not define."""
+    strict = direction[0] + "T"
+
+    def row(b, x, y):
+        if x.dtype.kind != "c":
+            return b.compare(x, y, direction)
+        xr, xi, yr, yi = _re(b, x), _im(b, x), _re(b, y), _im(b, y)
+        return b.binary("or", b.compare(xr, yr, strict),
+                        b.binary("and", b.compare(xr, yr, "EQ"), b.compare(xi, yi, direction)))
+    return row
+
+
+for _u, _dir in ((np.less, "LT"), (np.less_equal, "LE"), (np.greater, "GT"), (np.greater_equal, "GE")):
+    UFUNCS[_u] = _ordered_compare(_dir)
+
+
+# ----- complex building blocks (rows whose complex form HLO backends lack) ---------------
+
+def _re(b, z):
+    return b.unary("real", z)
+
+
+def _im(b, z):
+    return b.unary("imag", z)
+
+
+def _cplx(b, re, im):
+    return b.binary("complex", re, im)
+
+
+def _times_i(b, z):
+    """i*z."""
+    return _cplx(b, b.unary("negate", _im(b, z)), _re(b, z))
+
+
+def _times_minus_i(b, z):
+    return _cplx(b, _im(b, z), b.unary("negate", _re(b, z)))
+
+
+def _each_part(fn):
+    """A real row applied to the real and imaginary parts of complex input
+    separately (NumPy's rint, floor... on complex)."""
+    def row(b, x):
+        if x.dtype.kind == "c":
+            return _cplx(b, fn(b, _re(b, x)), fn(b, _im(b, x)))
+        return fn(b, x)
+    return row
+
+
+def _float_only(opcode):
+    """floor/ceil: NumPy 2 keeps integer and bool inputs as they are."""
+    def row(b, x):
+        return x if x.dtype.kind in "biu" else b.unary(opcode, x)
+    return row
+
+
+UFUNCS[np.floor] = _float_only("floor")
+UFUNCS[np.ceil] = _float_only("ceil")
+UFUNCS[np.rint] = _each_part(_float_only("round-nearest-even"))
+
+
+@_row(np.isfinite)
+def _isfinite(b, x):
+    if x.dtype.kind in "biu":
+        return b.compare(x, x, "EQ")  # always true
+    if x.dtype.kind == "c":
+        return b.binary("and", _isfinite(b, _re(b, x)), _isfinite(b, _im(b, x)))
+    return b.unary("is-finite", x)
+
+
+@_row(np.fmod)
+def _fmod(b, x, y):
+    if x.dtype.kind in "iu":
+        # NumPy: integer fmod by zero is 0; HLO leaves it to the backend.
+        zero = _const(b, x, 0)
+        y_is_zero = b.compare(y, zero, "EQ")
+        r = b.binary("remainder", x, b.select(y_is_zero, _const(b, x, 1), y))
+        return b.select(y_is_zero, zero, r)
+    return b.binary("remainder", x, y)
 
 
 # ----- defined by NumPy in terms of others --------------------------------------------
@@ -252,7 +333,7 @@ def _right_shift(b, x, y):
 @_row(np.floor_divide)
 def _floor_divide(b, x, y):
     if x.dtype.kind == "f":
-        return b.unary("floor", b.binary("divide", x, y))
+        return _float_floor_divide(b, x, y)
     if x.dtype.kind == "b":
         return b.binary("and", x, y)
     zero = _const(b, x, 0)
@@ -298,31 +379,47 @@ def _remainder(b, x, y):
 def _power(b, x, y):
     if x.dtype.kind == "b":
         return b.binary("or", x, b.unary("not", y))
+    if x.dtype.kind == "c":
+        return _power_c(b, x, y)
     return b.binary("power", x, y)
 
 
 @_row(np.float_power)
 def _float_power(b, x, y):
-    return b.binary("power", x, y)
+    return _power_c(b, x, y) if x.dtype.kind == "c" else b.binary("power", x, y)
 
 
-def _nan_ignoring(opcode):
-    """fmax/fmin: like maximum/minimum, but a NaN loses to a number."""
-    def row(b, x, y):
-        m = b.binary(opcode, x, y)
-        if x.dtype.kind != "f":
-            return m
-        return b.select(b.compare(x, x, "NE"), y, b.select(b.compare(y, y, "NE"), x, m))
-    return row
-
-
-UFUNCS[np.fmax] = _nan_ignoring("maximum")
-UFUNCS[np.fmin] = _nan_ignoring("minimum")
+def _float_floor_divide(b, x, y):
+    """NumPy's npy_divmod quotient: (x - fmod(x, y)) / y, moved down one
+    when the remainder's sign differs from y's, then rounded to the nearest
+    integer (not floor(x / y), which differs at infinities and near
+    integers)."""
+    zero = _const(b, x, 0)
+    mod = b.binary("remainder", x, y)
+    div = b.binary("divide", b.binary("subtract", x, mod), y)
+    adjust = b.binary("and", b.compare(mod, zero, "NE"),
+                      b.compare(b.compare(y, zero, "LT"), b.compare(mod, zero, "LT"), "NE"))
+    div = b.select(adjust, b.binary("subtract", div, _const(b, x, 1)), div)
+    fl = b.unary("floor", div)
+    fl = b.select(b.compare(b.binary("subtract", div, fl), _const(b, x, 0.5), "GT"),
+                  b.binary("add", fl, _const(b, x, 1)), fl)
+    quotient = b.binary("divide", x, y)
+    fl = b.select(b.compare(div, zero, "EQ"), _copysign(b, zero, quotient), fl)
+    return b.select(b.compare(y, zero, "EQ"), quotient, fl)
 
 
 @_row(np.hypot)
 def _hypot(b, x, y):
-    return b.unary("sqrt", b.binary("add", b.binary("multiply", x, x), b.binary("multiply", y, y)))
+    # max * sqrt(1 + (min/max)^2): no overflow; an infinity wins over NaN.
+    ax, ay = b.unary("abs", x), b.unary("abs", y)
+    hi, lo = b.binary("maximum", ax, ay), b.binary("minimum", ax, ay)
+    zero = _const(b, x, 0)
+    safe = b.select(b.compare(hi, zero, "EQ"), _const(b, x, 1), hi)
+    q = b.binary("divide", lo, safe)
+    r = b.binary("multiply", hi, b.unary("sqrt", b.binary("add", _const(b, x, 1), b.binary("multiply", q, q))))
+    inf = _const(b, x, np.inf)
+    any_inf = b.binary("or", b.compare(ax, inf, "EQ"), b.compare(ay, inf, "EQ"))
+    return b.select(any_inf, inf, r)
 
 
 @_row(np.logaddexp)
@@ -356,6 +453,149 @@ def _ldexp(b, x, y):
     return b.binary("multiply", x, b.binary("power", two, b.convert(y, x.dtype)))
 
 
+# ----- complex forms of the transcendental rows ----------------------------------------
+# The backends have complex exp, log, sqrt, sin, cos and arithmetic; the rest
+# is written here from real parts with NumPy's branch cuts.
+
+def _real_or_complex(opcode, complex_row):
+    def row(b, x):
+        return complex_row(b, x) if x.dtype.kind == "c" else b.unary(opcode, x)
+    return row
+
+
+def _expm1_c(b, z):
+    x, y = _re(b, z), _im(b, z)
+    # Re: e^x cos y - 1 = expm1(x) cos y - 2 sin^2(y/2), accurate near 0.
+    s = b.unary("sine", b.binary("multiply", y, _const(b, y, 0.5)))
+    re = b.binary("subtract", b.binary("multiply", b.unary("exponential-minus-one", x), b.unary("cosine", y)),
+                  b.binary("multiply", _const(b, y, 2), b.binary("multiply", s, s)))
+    im = b.binary("multiply", b.unary("exponential", x), b.unary("sine", y))
+    return _cplx(b, re, im)
+
+
+def _log1p_c(b, z):
+    x, y = _re(b, z), _im(b, z)
+    # |1+z|^2 - 1 = x(2 + x) + y^2
+    t = b.binary("add", b.binary("multiply", x, b.binary("add", x, _const(b, x, 2))),
+                 b.binary("multiply", y, y))
+    re = b.binary("multiply", _const(b, x, 0.5), b.unary("log-plus-one", t))
+    im = b.binary("atan2", y, b.binary("add", x, _const(b, x, 1)))
+    return _cplx(b, re, im)
+
+
+def _tanh_c(b, z):
+    x, y = _re(b, z), _im(b, z)
+    x2, y2 = b.binary("add", x, x), b.binary("add", y, y)
+    den = b.binary("add", _cosh(b, x2), b.unary("cosine", y2))
+    re = b.binary("divide", _sinh(b, x2), den)
+    im = b.binary("divide", b.unary("sine", y2), den)
+    # Large |x|: cosh overflows, the limit is sign(x) + 0i.
+    big = b.compare(b.unary("abs", x), _const(b, x, 20), "GT")
+    re = b.select(big, b.unary("sign", x), re)
+    im = b.select(big, b.binary("multiply", im, _const(b, im, 0)), im)
+    return _cplx(b, re, im)
+
+
+def _tan_c(b, z):
+    return _times_minus_i(b, _tanh_c(b, _times_i(b, z)))   # tan z = -i tanh(iz)
+
+
+UFUNCS[np.expm1] = _real_or_complex("exponential-minus-one", _expm1_c)
+UFUNCS[np.log1p] = _real_or_complex("log-plus-one", _log1p_c)
+UFUNCS[np.tanh] = _real_or_complex("tanh", _tanh_c)
+UFUNCS[np.tan] = _real_or_complex("tan", _tan_c)
+
+
+def _one(b, z):
+    return _const(b, z, 1)
+
+
+def _arcsinh_c(b, z):
+    # log(z + sqrt(z^2 + 1)) computed for Re z >= 0 (no cancellation), odd symmetry.
+    neg = b.compare(_re(b, z), _const(b, _re(b, z), 0), "LT")
+    w = b.select(neg, b.unary("negate", z), z)
+    r = b.unary("log", b.binary("add", w, b.unary("sqrt", b.binary("add", b.binary("multiply", w, w),
+                                                                      _one(b, w)))))
+    return b.select(neg, b.unary("negate", r), r)
+
+
+def _arccosh_c(b, z):
+    # log(z + sqrt(z + 1) sqrt(z - 1)): the principal branch (Kahan).
+    one = _one(b, z)
+    s = b.binary("multiply", b.unary("sqrt", b.binary("add", z, one)), b.unary("sqrt", b.binary("subtract", z, one)))
+    return b.unary("log", b.binary("add", z, s))
+
+
+def _arctanh_c(b, z):
+    one = _one(b, z)
+    return b.binary("multiply", _const(b, z, 0.5),
+                    b.binary("subtract", _log1p_c(b, z), _log1p_c(b, b.unary("negate", z))))
+
+
+def _arcsin_c(b, z):
+    return _times_minus_i(b, _arcsinh_c(b, _times_i(b, z)))    # -i asinh(iz)
+
+
+def _arccos_c(b, z):
+    return b.binary("subtract", _const(b, z, np.pi / 2), _arcsin_c(b, z))
+
+
+def _arctan_c(b, z):
+    return _times_minus_i(b, _arctanh_c(b, _times_i(b, z)))    # -i atanh(iz)
+
+
+def _sinh_c(b, z):
+    x, y = _re(b, z), _im(b, z)
+    return _cplx(b, b.binary("multiply", _sinh(b, x), b.unary("cosine", y)),
+                 b.binary("multiply", _cosh(b, x), b.unary("sine", y)))
+
+
+def _with_complex(real_row, complex_row):
+    def row(b, x):
+        return complex_row(b, x) if x.dtype.kind == "c" else real_row(b, x)
+    return row
+
+
+for _u, _c in ((np.arcsinh, _arcsinh_c), (np.arccosh, _arccosh_c), (np.arctanh, _arctanh_c),
+               (np.arcsin, _arcsin_c), (np.arccos, _arccos_c), (np.arctan, _arctan_c),
+               (np.sinh, _sinh_c)):
+    UFUNCS[_u] = _with_complex(UFUNCS[_u], _c)
+
+
+def _power_c(b, x, y):
+    # z**w = exp(w log z); 0**w is 1 for w == 0 and 0 otherwise (NumPy gives
+    # nan for Re w <= 0 with w != 0; the common cases match).
+    zero = _const(b, x, 0)
+    r = b.unary("exponential", b.binary("multiply", y, b.unary("log", x)))
+    x_zero = b.compare(x, zero, "EQ")
+    at_zero = b.select(b.compare(y, zero, "EQ"), _const(b, x, 1), zero)
+    return b.select(x_zero, at_zero, r)
+
+
+def _lex_max_min(opcode, nan_wins):
+    """maximum/minimum (NaN wins) and fmax/fmin (NaN loses); complex values
+    order lexicographically, as NumPy orders them."""
+    def row(b, x, y):
+        if x.dtype.kind not in "fc":
+            return b.binary(opcode, x, y)
+        x_nan, y_nan = _isnan(b, x), _isnan(b, y)
+        if x.dtype.kind == "c":
+            pick_x = _ordered_compare("GE" if opcode == "maximum" else "LE")(b, x, y)
+            m = b.select(pick_x, x, y)
+        else:
+            m = b.binary(opcode, x, y)
+        if nan_wins:
+            return b.select(x_nan, x, b.select(y_nan, y, m))
+        return b.select(x_nan, y, b.select(y_nan, x, m))
+    return row
+
+
+UFUNCS[np.maximum] = _lex_max_min("maximum", True)
+UFUNCS[np.minimum] = _lex_max_min("minimum", True)
+UFUNCS[np.fmax] = _lex_max_min("maximum", False)
+UFUNCS[np.fmin] = _lex_max_min("minimum", False)
+
+
 # ----- dispatch ----------------------------------------------------------------------
 
 _TWO_OUTPUTS = {np.divmod: (np.floor_divide, np.remainder)}
@@ -385,6 +625,9 @@ def dispatch(ufunc, method, inputs, kwargs):
     if method != "__call__":
         from xla.frontend import numpy_api
         return numpy_api.ufunc_method(ufunc, method, inputs, kwargs)
+    if ufunc is getattr(np, "vecdot", None):   # a gufunc with an axis keyword
+        from xla.frontend import numpy_api
+        return numpy_api.vecdot(*inputs, **kwargs)
     out = kwargs.pop("out", None)
     if out is not None and any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
         raise tracing_error(f"np.{ufunc.__name__}(..., out=...) writes into an array in place; "
@@ -411,6 +654,9 @@ def dispatch(ufunc, method, inputs, kwargs):
     loop = _resolve(ufunc, inputs, dtype)
     in_dtypes, out_dtypes = loop[:ufunc.nin], loop[ufunc.nin:]
     ops = [convert(as_tracer(x), dt) for x, dt in zip(inputs, in_dtypes)]
+    if all(dt == np.float16 for dt in in_dtypes):
+        # NumPy's half loops compute in float32 and round once at the end.
+        ops = [convert(t, np.float32) for t in ops]
     ops = broadcast_arrays(*ops)
     b = tracing.current_builder()
     result = row(b, *(t.op for t in ops))

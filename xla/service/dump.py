@@ -1,7 +1,9 @@
-"""Dumps: what ``--xla_dump_to`` writes, named as XLA names it.
+"""Dumps: what ``--xla_dump_to`` writes, named as XLA's ``dump.cc`` names it.
 
 Per compiled module (``NNNN`` a per-process module id, ``NAME`` the module
-name; a ``--xla_dump_include_timestamp`` prefix ``<ms>.`` when asked for):
+name, dropped when the file name would pass 255 characters; with
+``--xla_dump_include_timestamp`` a ``<microseconds>.`` prefix, one per
+module):
 
 ==============================================================  ===========================
 ``module_NNNN.NAME.before_optimizations.txt``                   the module as given
@@ -16,24 +18,42 @@ name; a ``--xla_dump_include_timestamp`` prefix ``<ms>.`` when asked for):
                                                                 arguments and results
 ==============================================================  ===========================
 
-Text is written unless only other formats are asked for; with
-``--xla_dump_hlo_as_dot``/``--xla_dump_hlo_as_html`` each module dump is also
-written as ``.dot``/``.html`` by the renderers registered with
-``register_dump_format``. ``--xla_dump_hlo_module_re`` selects modules by
-name, ``--xla_dump_max_hlo_modules`` bounds how many are dumped.
+The options are read as XLA's ``CanonicalDebugOptions`` reads them:
+
+* no format flag (``--xla_dump_hlo_as_text/dot/html``,
+  ``--xla_dump_hlo_snapshots``) means text; so ``--xla_dump_to`` alone
+  writes text, and snapshots alone write no module text;
+* a format flag without ``--xla_dump_to`` dumps to stdout, as does
+  ``--xla_dump_to=-``: text files are printed between ``*** Begin FILE ***``
+  and ``*** End FILE ***`` lines, other files are not written;
+* ``--xla_dump_to=sponge`` (or ``test_undeclared_outputs_dir``) means
+  ``$TEST_UNDECLARED_OUTPUTS_DIR``;
+* ``--xla_dump_hlo_module_re`` selects modules by name (a search, not a
+  full match); ``--xla_dump_hlo_pass_re`` and ``--xla_dump_hlo_pipeline_re``
+  select between-passes dumps: one when the pass before or after matches,
+  steps ``SSSS`` counted from 0 per module; with the pattern ``.*`` only
+  passes that changed the module are followed by a dump;
+* ``--xla_dump_max_hlo_modules=N`` (N >= 0) writes no files of a module
+  once N other modules have files in the directory (-1: no limit).
+
+With ``--xla_dump_hlo_as_dot``/``--xla_dump_hlo_as_html`` each module dump
+is also written as ``.dot``/``.html`` by the renderers registered with
+``register_dump_format`` (``xla/hlo/graph_views.py``).
 
 Dumping never breaks compilation: a directory that cannot be written gives
 one warning per directory and compilation goes on.
 
 Snapshot format (XLA writes an HloSnapshot proto; there is no protobuf
-here): an ``.npz`` with ``hlo_module`` (the module text, as a 0-d unicode
-array), ``arg0``..``argN-1`` and ``out0``.. (a tuple result flattened), the
-conventions of ``xla/tools/arrays.py``; ``replay_computation`` takes it
-directly.
+here): an ``.npz`` with ``hlo_module`` (the module text as given to the
+compiler, a 0-d unicode array), ``arg0``..``argN-1`` and ``out0``.. (a tuple
+result flattened depth-first), the conventions of ``xla/tools/arrays.py``;
+``replay_computation`` takes it directly.
 """
+import io
 import itertools
 import os
 import re
+import sys
 import threading
 import time
 import warnings
@@ -43,8 +63,12 @@ import numpy as np
 _renderers = {}
 _ids = itertools.count()
 _lock = threading.Lock()
-_warned_dirs = set()
-_dumped_modules = set()
+_warned = set()             # directories (and "-") already warned about
+_admitted = {}              # dump directory -> module ids given files there
+_steps = {}                 # module id -> next between-passes step
+_timestamps = {}            # module id -> microseconds of its first dump
+
+_STDOUT_SUFFIXES = (".txt", ".ll")
 
 
 def register_dump_format(name, render):
@@ -61,12 +85,33 @@ def _ensure_renderers():
 
 
 def module_id(module):
-    """A per-process id for ``module`` (XLA's unique_id), assigned on first dump."""
+    """A per-process id for ``module`` (XLA's unique_id), assigned on first use."""
     with _lock:
         mid = getattr(module, "_dump_id", None)
         if mid is None:
             mid = module._dump_id = next(_ids)
         return mid
+
+
+def _dump_directory(options):
+    """Where dumps go: a directory, "-" for stdout, or "" for nowhere."""
+    formats = (options.xla_dump_hlo_as_text or options.xla_dump_hlo_as_dot
+               or options.xla_dump_hlo_as_html or options.xla_dump_hlo_snapshots)
+    directory = options.xla_dump_to or ("-" if formats else "")
+    if directory.lower() in ("sponge", "test_undeclared_outputs_dir"):
+        directory = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", "")
+        if not directory:
+            _warn_once("sponge", f"xla dump: --xla_dump_to={options.xla_dump_to} but "
+                                 "TEST_UNDECLARED_OUTPUTS_DIR is not set; nothing is dumped")
+    return directory
+
+
+def _warn_once(key, message):
+    with _lock:
+        first = key not in _warned
+        _warned.add(key)
+    if first:
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
 class ModuleDumper:
@@ -77,51 +122,80 @@ class ModuleDumper:
         self.module = module
         self.platform = platform
         self.module_name = module.name
-        self.enabled = self._enabled(module, options)
-        self.step = itertools.count(1)
+        self.directory = _dump_directory(options)
+        o = options
+        self.as_text = o.xla_dump_hlo_as_text or not (
+            o.xla_dump_hlo_as_dot or o.xla_dump_hlo_as_html or o.xla_dump_hlo_snapshots)
+        self.enabled = bool(self.directory) and (
+            not o.xla_dump_hlo_module_re or re.search(o.xla_dump_hlo_module_re, module.name) is not None)
         self.snapshot_count = itertools.count()
         self.prefix = None
         if self.enabled:
-            mid = module_id(module)
-            stamp = f"{int(time.time() * 1000)}." if options.xla_dump_include_timestamp else ""
-            self.prefix = f"{stamp}module_{mid:04d}.{_safe(module.name)}"
+            self.id = module_id(module)
+            stamp = ""
+            if o.xla_dump_include_timestamp:
+                with _lock:
+                    stamp = f"{_timestamps.setdefault(self.id, int(time.time() * 1e6))}."
+            self.prefix = f"{stamp}module_{self.id:04d}.{_safe(module.name)}"
+            self._short_prefix = f"{stamp}module_{self.id:04d}"
 
-    @staticmethod
-    def _enabled(module, options):
-        if not options.xla_dump_to:
-            return False
-        if options.xla_dump_hlo_module_re and not re.search(options.xla_dump_hlo_module_re, module.name):
-            return False
-        limit = options.xla_dump_max_hlo_modules
+    @property
+    def to_stdout(self):
+        return self.directory == "-"
+
+    def _admit(self):
+        """--xla_dump_max_hlo_modules: whether this module may have files in
+        the directory (those of modules dumped there before count, as XLA
+        counts the files it finds)."""
+        limit = self.options.xla_dump_max_hlo_modules
+        if limit < 0:
+            return True
         with _lock:
-            key = getattr(module, "_dump_id", None)
-            if key is not None and key in _dumped_modules:
+            admitted = _admitted.setdefault(self.directory, set())
+            if self.id in admitted:
                 return True
-            if limit >= 0 and len(_dumped_modules) >= limit:
+            present = set(admitted)
+            try:
+                for name in os.listdir(self.directory):
+                    m = re.search(r"(?:^|\.)module_(\d+)\.", name)
+                    if m:
+                        present.add(int(m.group(1)))
+            except OSError:
+                pass
+            if self.id not in present and len(present) >= limit:
                 return False
-            key = module._dump_id = key if key is not None else next(_ids)
-            _dumped_modules.add(key)
-        return True
+            admitted.add(self.id)
+            return True
+
+    def filename(self, suffix):
+        name = f"{self.prefix}.{suffix}"
+        return name if len(name) <= 255 else f"{self._short_prefix}.{suffix}"
 
     # ----- writing ------------------------------------------------------------------
     def write(self, suffix, data):
-        """Writes ``<prefix>.<suffix>``; returns the path or None (disabled or failed)."""
-        if not self.enabled:
+        """Writes ``<prefix>.<suffix>``; returns the path, or None when
+        disabled, printed to stdout or failed."""
+        if not self.enabled or data is None:
             return None
-        directory = self.options.xla_dump_to
-        path = os.path.join(directory, f"{self.prefix}.{suffix}")
+        filename = self.filename(suffix)
+        if self.to_stdout:
+            if isinstance(data, str) and filename.endswith(_STDOUT_SUFFIXES):
+                with _lock:
+                    sys.stdout.write(f"*** Begin {filename} ***\n{data}\n*** End {filename} ***\n")
+                    sys.stdout.flush()
+            return None
+        directory = self.directory
+        path = os.path.join(directory, filename)
         try:
             os.makedirs(directory, exist_ok=True)
+            if not self._admit():
+                return None
             mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
             with open(path, mode) as f:
                 f.write(data)
         except OSError as e:
-            with _lock:
-                first = directory not in _warned_dirs
-                _warned_dirs.add(directory)
-            if first:
-                warnings.warn(f"xla dump: cannot write to {directory}: {e}; compilation goes on "
-                              "without dumps", RuntimeWarning, stacklevel=3)
+            _warn_once(directory, f"xla dump: cannot write to {directory}: {e}; compilation goes on "
+                                  "without dumps")
             return None
         return path
 
@@ -131,8 +205,7 @@ class ModuleDumper:
         if not self.enabled:
             return
         o = self.options
-        text_wanted = o.xla_dump_hlo_as_text or not (o.xla_dump_hlo_as_dot or o.xla_dump_hlo_as_html)
-        if text_wanted:
+        if self.as_text:
             self.write(f"{stage}.txt", module.to_text())
         for fmt, flag in (("dot", o.xla_dump_hlo_as_dot), ("html", o.xla_dump_hlo_as_html)):
             if flag:
@@ -141,25 +214,46 @@ class ModuleDumper:
                 if render is not None:
                     self.write(f"{stage}.{fmt}", render(module))
 
+    def dump_artifacts(self, stage, artifacts):
+        """A backend's files (``Executable.dump_artifacts()``: suffix -> data).
+        Suffixes starting with "-" qualify ``stage`` and are module text
+        reports (buffer assignment, memory usage), written with the text
+        dumps as XLA does; the others (``ir-no-opt.ll``, ``o``) always."""
+        for suffix, data in artifacts.items():
+            if suffix.startswith("-"):
+                if self.as_text:
+                    self.write(f"{stage}{suffix}", data)
+            else:
+                self.write(suffix, data)
+
     def pass_hook(self):
         """The pipeline dump_hook for ``--xla_dump_hlo_pass_re``, or None."""
-        pattern = self.options.xla_dump_hlo_pass_re
-        if not self.enabled or not pattern:
+        o = self.options
+        if not self.enabled or not o.xla_dump_hlo_pass_re:
             return None
+        pattern = o.xla_dump_hlo_pass_re
         regex = re.compile(pattern)
+        pipeline_regex = re.compile(o.xla_dump_hlo_pipeline_re) if o.xla_dump_hlo_pipeline_re else None
 
         def hook(module, pipeline, pass_name, changed, next_pass=None):
             before = next_pass or "pipeline-end"
             after = pass_name or "pipeline-start"
-            if regex.search(after) or regex.search(before):
-                step = next(self.step)
-                self.dump_module(module, f"{step:04d}.{_safe(pipeline)}.after_{_safe(after)}."
-                                         f"before_{_safe(before)}")
+            if pass_name is not None and not changed and pattern == ".*":
+                return
+            if not (regex.search(after) or regex.search(before)):
+                return
+            if pipeline_regex is not None and not pipeline_regex.search(pipeline):
+                return
+            with _lock:
+                step = _steps.get(self.id, 0)
+                _steps[self.id] = step + 1
+            self.dump_module(module, f"{step:04d}.{_safe(pipeline)}.after_{_safe(after)}."
+                                     f"before_{_safe(before)}")
         return hook
 
     def dump_snapshot(self, module_text, args, result):
         """One execution: module text, arguments and results (see the module docstring)."""
-        if not self.enabled or not self.options.xla_dump_hlo_snapshots:
+        if not self.enabled or not self.options.xla_dump_hlo_snapshots or self.to_stdout:
             return None
         from xla.tools.arrays import flatten_result
         arrays = {"hlo_module": np.array(module_text)}
@@ -167,7 +261,6 @@ class ModuleDumper:
             arrays[f"arg{i}"] = np.asarray(a)
         for i, r in enumerate(flatten_result(result)):
             arrays[f"out{i}"] = np.asarray(r)
-        import io
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
         return self.write(f"snapshot.{next(self.snapshot_count)}.npz", buffer.getvalue())

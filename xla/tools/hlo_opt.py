@@ -12,20 +12,23 @@ from xla.service.pipelines import run_passes
 def optimize(module, platform="interpreter", passes=None, disabled_passes=(), verify=True,
              dump_to=None):
     """Optimizes ``module`` in place; returns the pipeline that ran (for timings).
-    ``dump_to``: write the module between every two passes there (XLA's
-    per-pass dump files, as ``--xla_dump_hlo_pass_re=.*`` would)."""
+    ``dump_to``: write the module there at each pipeline's start and after
+    every pass that changed it (XLA's per-pass dump files, as
+    ``--xla_dump_hlo_pass_re=.*`` would). Without
+    it, the dump options in force (``--xla_dump_to`` ...) apply as in
+    ``xla.compile``."""
+    import dataclasses
+    from xla.debug_options import debug_options
+    from xla.service.dump import ModuleDumper
     pass_registry.check_pass_names(disabled_passes)
     if verify:
         verify_module(module)
-    hook = None
+    options = debug_options()
     if dump_to:
-        import dataclasses
-        from xla.debug_options import debug_options
-        from xla.service.dump import ModuleDumper
-        options = dataclasses.replace(debug_options(), xla_dump_to=dump_to, xla_dump_hlo_pass_re=".*")
-        dumper = ModuleDumper(module, options, platform)
-        dumper.dump_module(module, "before_optimizations")
-        hook = dumper.pass_hook()
+        options = dataclasses.replace(options, xla_dump_to=dump_to, xla_dump_hlo_pass_re=".*")
+    dumper = ModuleDumper(module, options, platform)
+    dumper.dump_module(module, "before_optimizations")
+    hook = dumper.pass_hook()
     if passes:
         pass_registry.check_pass_names(passes)
         pipeline = run_passes(module, passes, verify=verify, disabled_passes=disabled_passes,
@@ -35,6 +38,5 @@ def optimize(module, platform="interpreter", passes=None, disabled_passes=(), ve
         pipeline = compiler.optimization_pipeline(disabled_passes=disabled_passes, verify=verify,
                                                   dump_hook=hook)
         pipeline.run(module)
-    if dump_to:
-        dumper.dump_module(module, f"{platform}_after_optimizations")
+    dumper.dump_module(module, f"{platform}_after_optimizations")
     return pipeline

@@ -35,10 +35,20 @@ def read_snapshot(path):
                 raise InvalidArgumentError(f"snapshot {path} has no arg{i}")
             args.append(arrays.restore_dtype(data[f"arg{i}"], shape.dtype) if shape.is_array
                         else data[f"arg{i}"])
+        result_leaves = _leaf_shapes(module.entry.root_instruction.shape)
         outs = []
         while f"out{len(outs)}" in data.files:
-            outs.append(data[f"out{len(outs)}"])
+            value = data[f"out{len(outs)}"]
+            if len(outs) < len(result_leaves) and result_leaves[len(outs)].is_array:
+                value = arrays.restore_dtype(value, result_leaves[len(outs)].dtype)
+            outs.append(value)
     return module, args, outs
+
+
+def _leaf_shapes(shape):
+    if shape.is_tuple:
+        return [leaf for s in shape.tuple_shapes for leaf in _leaf_shapes(s)]
+    return [shape]
 
 
 def read_module(path):
@@ -118,8 +128,8 @@ def compare_leaves(got, want, rtol, atol):
             rows.append((f"out{i}", float("inf"), float("inf"), False))
             ok = False
             continue
-        if a.dtype.kind in "biuV" or b.dtype.kind in "biuV":
-            if a.dtype.kind == "V":
+        if _exact(a.dtype) or _exact(b.dtype):
+            if a.dtype.type is np.void or b.dtype.type is np.void:
                 a, b = a.view(np.uint8), b.view(np.uint8)
             diff = np.abs(a.astype(np.float64) - b.astype(np.float64)) if a.size else np.zeros(1)
             err = float(diff.max()) if diff.size else 0.0
@@ -143,6 +153,23 @@ def compare_leaves(got, want, rtol, atol):
         rows.append((f"out{i}", abs_err, rel_err, good))
         ok &= good
     return Comparison(rows, ok)
+
+
+def _exact(dtype):
+    """Whether outputs of ``dtype`` must match exactly: integers, bools, the
+    ml_dtypes integer types (int4...) and raw bytes; floats (the ml_dtypes
+    ones too: bf16, float8...) are compared within tolerance."""
+    import numpy as np
+    if dtype.kind in "biu" or dtype.type is np.void:
+        return True
+    if dtype.kind == "V":
+        import ml_dtypes
+        try:
+            ml_dtypes.iinfo(dtype)
+            return True
+        except (TypeError, ValueError):
+            return False
+    return False
 
 
 def check_output_path(output, protected):

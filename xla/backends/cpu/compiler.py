@@ -64,12 +64,22 @@ class CpuCompiler:
     supports_persistent_cache = True   # compile(module, cache=...)
 
     def __init__(self, opt_level=None):
-        from xla.debug_options import debug_options
-        options = debug_options()
-        self.opt_level = options.xla_backend_optimization_level if opt_level is None else opt_level
+        self._opt_level = opt_level   # None: --xla_backend_optimization_level
+        self.dumper = None   # set by xla.backends.registry.compile when dumping
+        self.configure()
+
+    def configure(self, options=None):
+        """Takes the LLVM opt level, fast math, disabled passes and thread
+        options from ``options`` (default: the debug options in force).
+        ``compile`` and ``emit`` call it first, so a compiler made earlier
+        follows the options of the ``xla.compile`` that uses it."""
+        if options is None:
+            from xla.debug_options import debug_options
+            options = debug_options()
+        level = self._opt_level
+        self.opt_level = options.xla_backend_optimization_level if level is None else level
         self.fast_math = options.xla_cpu_enable_fast_math
         self.disabled_passes = tuple(options.xla_disable_hlo_passes)
-        self.dumper = None   # set by xla.backends.registry.compile when dumping
         _apply_thread_options(options)
 
     def optimization_pipeline(self, **options):
@@ -104,6 +114,7 @@ class CpuCompiler:
         ``runtime_symbols`` names the runtime functions the code may call
         (the JIT passes the C++ runtime's; AOT passes none, or its C file's).
         """
+        self.configure()
         assignment = self.optimize(module)
         with paused_gc():
             llvm_module = emit_module(module, assignment, runtime_symbols)
@@ -114,6 +125,7 @@ class CpuCompiler:
         (an ``xla.frontend.disk_cache.PersistentCache``), native code is
         looked up by a hash of the optimized module first, and stored after
         compiling: a hit skips LLVM entirely."""
+        self.configure()
         symbols = runtime_symbols()
         assignment = self.optimize(module)
         key = None
