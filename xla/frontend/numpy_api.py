@@ -1273,26 +1273,33 @@ def _quantile(a, q, axis, keepdims, name, q_src=None):
     return r
 
 
-@implements(np.quantile)
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
-    _check_no_out("quantile", out)
-    if method != "linear":
-        raise tracing_error(f"np.quantile(method={method!r}) is not supported under xla.jit (linear is)")
-    return _quantile(a, q, axis, keepdims, "quantile")
+def _quantile_functions(kernel, prefix):
+    """np.{prefix}quantile, np.{prefix}percentile and np.{prefix}median over
+    ``kernel(a, q, axis, keepdims, name[, q as given])``."""
+    def check(name, out, method):
+        _check_no_out(name, out)
+        if method != "linear":
+            raise tracing_error(f"np.{name}(method={method!r}) is not supported under xla.jit (linear is)")
+
+    def quantile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
+        check(prefix + "quantile", out, method)
+        return kernel(a, q, axis, keepdims, prefix + "quantile")
+
+    def percentile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
+        check(prefix + "percentile", out, method)
+        return kernel(a, np.asarray(q) / 100.0, axis, keepdims, prefix + "percentile", q)
+
+    def median_(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+        _check_no_out(prefix + "median", out)
+        return kernel(a, 0.5, axis, keepdims, prefix + "median")
+
+    for fn, name in ((quantile_, "quantile"), (percentile_, "percentile"), (median_, "median")):
+        fn.__name__ = fn.__qualname__ = prefix + name
+        implements(getattr(np, prefix + name))(fn)
+    return quantile_, percentile_, median_
 
 
-@implements(np.percentile)
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
-    _check_no_out("percentile", out)
-    if method != "linear":
-        raise tracing_error(f"np.percentile(method={method!r}) is not supported under xla.jit")
-    return _quantile(a, np.asarray(q) / 100.0, axis, keepdims, "percentile", q)
-
-
-@implements(np.median)
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    _check_no_out("median", out)
-    return _quantile(a, 0.5, axis, keepdims, "median")
+quantile, percentile, median = _quantile_functions(_quantile, "")
 
 
 @implements(np.tensordot)
@@ -1568,26 +1575,7 @@ def _nan_quantile(a, q, axis, keepdims, name, q_src=None):
     return r
 
 
-@implements(np.nanquantile)
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
-    _check_no_out("nanquantile", out)
-    if method != "linear":
-        raise tracing_error(f"np.nanquantile(method={method!r}) is not supported under xla.jit (linear is)")
-    return _nan_quantile(a, q, axis, keepdims, "nanquantile")
-
-
-@implements(np.nanpercentile)
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
-    _check_no_out("nanpercentile", out)
-    if method != "linear":
-        raise tracing_error(f"np.nanpercentile(method={method!r}) is not supported under xla.jit")
-    return _nan_quantile(a, np.asarray(q) / 100.0, axis, keepdims, "nanpercentile", q)
-
-
-@implements(np.nanmedian)
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    _check_no_out("nanmedian", out)
-    return _nan_quantile(a, 0.5, axis, keepdims, "nanmedian")
+nanquantile, nanpercentile, nanmedian = _quantile_functions(_nan_quantile, "nan")
 
 
 # ----- statistics ---------------------------------------------------------------------------
