@@ -85,6 +85,30 @@ def test_seed_inner_loop_is_vectorized():
     assert "define void @\"entry\"(ptr" in exe.ir_text
 
 
+def test_elementwise_inner_loop_is_interleaved():
+    # The innermost loop of an elementwise kernel carries the interleave
+    # hint; a reduction's does not. Odd sizes exercise the remainder loops.
+    text = """
+HloModule gelu_like
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[5,1037]) -> (f32[5,1037], f32[5]) {
+  %x = f32[5,1037] parameter(0)
+  %t = f32[5,1037] tanh(%x)
+  %m = f32[5,1037] multiply(%t, %x)
+  %zero = f32[] constant(0)
+  %r = f32[5] reduce(%x, %zero), dimensions={1}, to_apply=%add
+  ROOT %out = (f32[5,1037], f32[5]) tuple(%m, %r)
+}
+"""
+    exe = check(text, rtol=1e-5, atol=1e-5)
+    assert exe.ir_text.count('!"llvm.loop.interleave.count", i32 4') == 1
+    assert "distinct !{" in exe.ir_text
+
+
 def test_examples():
     for name in ("softmax.hlo", "dense_relu.hlo"):
         check((EXAMPLES / name).read_text())
@@ -417,6 +441,10 @@ ENTRY %main (x: s32[3], y: s32[3]) -> s32[3] {
 """)
     exe = xla.compile(module, backend="cpu")
     assert exe.platform == "cpu"
+    # HLO text compiles as well, also while dumping (which names the module).
+    with xla.debug_options.using(xla.debug_options.resolve("--xla_dump_to=-")):
+        from_text = xla.compile(module.to_text(), backend="cpu")
+    assert from_text.module.name == "add"
     x = np.array([1, 2, 2**31 - 1], np.int32)
     np.testing.assert_array_equal(exe.execute(x, np.array([1, 1, 1], np.int32)),
                                   np.array([2, 3, -2**31], np.int32))

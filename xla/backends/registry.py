@@ -33,7 +33,7 @@ def get_compiler(platform):
 
 def compile(module, platform=None, *, backend=None, compiler=None, debug_options=None,
             **compile_options):
-    """Compiles an HloModule for a platform and returns its Executable.
+    """Compiles an HloModule (or its HLO text) for a platform and returns its Executable.
 
     The platform is given positionally or, as in ``xla.jit``, as
     ``backend=``; the default is the interpreter. The debug options in force
@@ -52,6 +52,9 @@ def compile(module, platform=None, *, backend=None, compiler=None, debug_options
     if platform is not None and backend is not None and platform != backend:
         raise InvalidArgumentError(f"compile got platform={platform!r} and backend={backend!r}")
     platform = platform or backend or "interpreter"
+    if isinstance(module, str):
+        from xla.hlo.parser import parse_hlo_module
+        module = parse_hlo_module(module)
     compiler = compiler or get_compiler(platform)
     from xla.service.dump import dumper_for
     dumper = dumper_for(module, platform)

@@ -63,6 +63,9 @@ KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
 PARALLEL_MIN_ELEMENTS = 1 << 16
 # Elements per parallel chunk at least (keeps tiny chunks from thrashing).
 PARALLEL_MIN_CHUNK_ELEMENTS = 1 << 14
+# Vector iterations the innermost loop of an elementwise kernel interleaves
+# (loop_emitter.loop_hints): 4 independent chains per core.
+LOOP_INTERLEAVE = 4
 # Reductions to at most REDUCE_MAX_OUTPUTS elements are split along a reduced
 # dimension into at most REDUCE_CHUNKS chunks (a fixed number, so that the
 # result does not depend on the thread count); see emit_chunked_reduce.
@@ -769,7 +772,9 @@ class ModuleEmitter:
                     ptr = g.element_pointer(kernel.pointer(s), shape, index)
                     store_element(kernel.b, v, ptr, shape.element_type)
 
-            le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end)
+            elementwise = root.opcode != "reduce" and not reduces
+            le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
+                         interleave=LOOP_INTERLEAVE if elementwise else None)
             kernel.finish()
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs

@@ -17,10 +17,30 @@ def i64(n):
     return ir.Constant(I64, int(n))
 
 
+class _LoopID(ir.values.MDValue):
+    """A loop's ``!llvm.loop`` node: distinct and naming itself first, as
+    LLVM requires, then the hints."""
+
+    def descr(self, buf):
+        ops = [self.get_reference()] + [op.get_reference() for op in self.operands]
+        buf += ("distinct !{{ {0} }}".format(", ".join(ops)), "\n")
+
+
+def loop_hints(module, interleave):
+    """An ``!llvm.loop`` node asking the vectorizer to interleave
+    ``interleave`` vector iterations (independent dependency chains, which
+    long elementwise expressions such as tanh need to keep the FMA units
+    busy; LLVM's cost model picks 1 for them)."""
+    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                ir.Constant(ir.IntType(32), interleave)])
+    return _LoopID(module, [hint], name=str(len(module.metadata)))
+
+
 @contextlib.contextmanager
-def for_loop(b, start, end, name="i"):
+def for_loop(b, start, end, name="i", interleave=None):
     """``for (i = start; i < end; ++i) { body }``: yields ``i``; the builder
-    is left after the loop when the block ends."""
+    is left after the loop when the block ends. ``interleave``: see
+    ``loop_hints``."""
     start = start if isinstance(start, ir.Value) else i64(start)
     end = end if isinstance(end, ir.Value) else i64(end)
     pre = b.block
@@ -36,7 +56,9 @@ def for_loop(b, start, end, name="i"):
     yield iv
     nxt = b.add(iv, i64(1), name=f"{name}.next", flags=("nsw", "nuw"))
     iv.add_incoming(nxt, b.block)
-    b.branch(header)
+    latch = b.branch(header)
+    if interleave:
+        latch.set_metadata("llvm.loop", loop_hints(b.module, interleave))
     b.position_at_end(exit_)
 
 
@@ -104,10 +126,10 @@ def clamp(b, v, lo, hi):
     return b.select(b.icmp_signed(">", v, hi), hi, v)
 
 
-def loop_nest(b, shape, body, begin=None, end=None, name="d"):
+def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None):
     """Emits loops over every index of ``shape`` (layout order, the most
     major loop optionally restricted to ``[begin, end)``) and calls
-    ``body(index)`` in the innermost one."""
+    ``body(index)`` in the innermost one (with the ``interleave`` hint)."""
     order = [d for d in major_to_minor(shape)]
     index = [i64(0)] * shape.rank
 
@@ -121,7 +143,8 @@ def loop_nest(b, shape, body, begin=None, end=None, name="d"):
             index[d] = i64(0)
             emit(level + 1)
             return
-        with for_loop(b, lo, hi, name=f"{name}{d}") as iv:
+        inner = all(shape.dimensions[e] == 1 for e in order[level + 1:])
+        with for_loop(b, lo, hi, name=f"{name}{d}", interleave=interleave if inner else None) as iv:
             index[d] = iv
             emit(level + 1)
 
