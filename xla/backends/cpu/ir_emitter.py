@@ -43,7 +43,7 @@ import numpy as np
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu import reduction_emitter
+from xla.backends.cpu import reduction_emitter, row_groups
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.errors import UnimplementedError
 from xla.hlo.opcodes import ELEMENTWISE
@@ -571,7 +571,7 @@ def _load_extensions():
 
 
 class ModuleEmitter:
-    def __init__(self, module, assignment, runtime_symbols=()):
+    def __init__(self, module, assignment, runtime_symbols=(), row_groups_enabled=True):
         self.module = module
         self.entry = module.entry
         self.assignment = assignment
@@ -590,6 +590,8 @@ class ModuleEmitter:
         self._declared = {}
         self._names = set()
         self.kernel_count = 0
+        self.row_group = None  # the pending row_groups.Group
+        self.row_groups_enabled = row_groups_enabled
 
     # ----- helpers ----------------------------------------------------------
     def slice_pointer(self, b, table, key):
@@ -781,7 +783,9 @@ class ModuleEmitter:
                 work *= max(1, root.operands[0].shape.num_elements() // max(1, work))
             elif reduces:
                 work = max([work] + [r.operands[0].shape.num_elements() for r in reduces])
-            self.call_kernel(kernel.function, loop_shape, work)
+            access = row_groups.kernel_access(self, h, root, fusion, loop_shape,
+                                              [(si, h.shape.subshape(si)) for si, _ in outputs], side)
+            self.call_kernel(kernel.function, loop_shape, work, access)
 
     def reduce_riders(self, h, root, fusion):
         """Multi-output fusions (a reduce and the array it reduces, e.g. the
@@ -890,10 +894,13 @@ class ModuleEmitter:
         b.call(kernel.function, [ctx, i64(0), i64(le.outer_extent(out_shape))])
         return True
 
-    def call_kernel(self, fn, loop_shape, work=None):
+    def call_kernel(self, fn, loop_shape, work=None, access=None):
         """Runs kernel ``fn`` over ``loop_shape``; ``work`` (default: its
         element count) is the number of elements it reads, which decides
-        whether and how finely to split its outermost loop across threads."""
+        whether and how finely to split its outermost loop across threads.
+        With ``access`` (a ``row_groups.KernelAccess``), a parallel kernel
+        joins the row group of the parallel call just before it when it can
+        (see row_groups.py)."""
         b = self.builder
         n = le.outer_extent(loop_shape)
         elements = loop_shape.num_elements() if work is None else work
@@ -903,7 +910,18 @@ class ModuleEmitter:
                               ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
             per_row = max(elements // n, 1)
             min_chunk = max(1, -(-PARALLEL_MIN_CHUNK_ELEMENTS // per_row))
-            b.call(pf, [fn, self.table, i64(n), i64(min_chunk)])
+            group = self.row_group
+            if (access is not None and group is not None and self.row_groups_enabled
+                    and b.block.instructions and b.block.instructions[-1] is group.call
+                    and group.admits(access)):
+                b.block.instructions.pop()
+                group.add(fn, access, min_chunk)
+                fn = row_groups.group_function(self, group, KERNEL_TYPE)
+                group.call = b.call(pf, [fn, self.table, i64(n), i64(group.min_chunk)])
+                return
+            call = b.call(pf, [fn, self.table, i64(n), i64(min_chunk)])
+            self.row_group = (row_groups.Group(call, fn, access, min_chunk)
+                              if access is not None and access.groupable else None)
         else:
             b.call(fn, [self.table, i64(0), i64(n)])
 

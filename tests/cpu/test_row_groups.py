@@ -1,0 +1,178 @@
+"""Row groups (xla/backends/cpu/row_groups.py): consecutive row-parallel
+kernels run block by block of rows in one parallel call. Grouped modules
+must give exactly the results of the kernels run one after the other, and
+kernels that read another row of a group's output, or overwrite what the
+group still reads, must stay out of the group."""
+import re
+
+import numpy as np
+import pytest
+
+import xla
+from xla.backends.cpu import row_groups
+from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.parser import parse_hlo_module
+
+REDUCERS = """
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%max (c: f32[], d: f32[]) -> f32[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%c, %d)
+}
+"""
+
+R, C = 512, 1000  # 512K elements: every kernel is parallel
+
+SOFTMAX = f"""HloModule softmax
+{REDUCERS}
+ENTRY %main (x: f32[{R},{C}]) -> f32[{R},{C}] {{
+  %x = f32[{R},{C}] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[{R}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
+  %mb = f32[{R},{C}] broadcast(%mx), dimensions={{0}}
+  %sub = f32[{R},{C}] subtract(%x, %mb)
+  %e = f32[{R},{C}] exponential(%sub)
+  %zero = f32[] constant(0)
+  %sm = f32[{R}] reduce(%e, %zero), dimensions={{1}}, to_apply=%add
+  %sb = f32[{R},{C}] broadcast(%sm), dimensions={{0}}
+  ROOT %out = f32[{R},{C}] divide(%e, %sb)
+}}
+"""
+
+LAYERNORM = f"""HloModule layernorm
+{REDUCERS}
+ENTRY %main (x: f32[{R},{C}], g: f32[{C}]) -> f32[{R},{C}] {{
+  %x = f32[{R},{C}] parameter(0)
+  %g = f32[{C}] parameter(1)
+  %zero = f32[] constant(0)
+  %s1 = f32[{R}] reduce(%x, %zero), dimensions={{1}}, to_apply=%add
+  %inv = f32[] constant(0.001)
+  %invb = f32[{R}] broadcast(%inv), dimensions={{}}
+  %mean = f32[{R}] multiply(%s1, %invb)
+  %meanb = f32[{R},{C}] broadcast(%mean), dimensions={{0}}
+  %xc = f32[{R},{C}] subtract(%x, %meanb)
+  %sq = f32[{R},{C}] multiply(%xc, %xc)
+  %s2 = f32[{R}] reduce(%sq, %zero), dimensions={{1}}, to_apply=%add
+  %var = f32[{R}] multiply(%s2, %invb)
+  %rs = f32[{R}] rsqrt(%var)
+  %rsb = f32[{R},{C}] broadcast(%rs), dimensions={{0}}
+  %xn = f32[{R},{C}] multiply(%xc, %rsb)
+  %gb = f32[{R},{C}] broadcast(%g), dimensions={{1}}
+  ROOT %y = f32[{R},{C}] multiply(%xn, %gb)
+}}
+"""
+
+# Row r of the result reads the maximum of row R-1-r: the second kernel
+# must not run on a block before the first has finished every row.
+REVERSED_ROWS = f"""HloModule reversed_rows
+{REDUCERS}
+ENTRY %main (x: f32[{R},{C}]) -> f32[{R},{C}] {{
+  %x = f32[{R},{C}] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[{R}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
+  %rv = f32[{R}] reverse(%mx), dimensions={{0}}
+  %bc = f32[{R},{C}] broadcast(%rv), dimensions={{0}}
+  ROOT %out = f32[{R},{C}] subtract(%x, %bc)
+}}
+"""
+
+# The maxima broadcast along columns (row r reads all of %mx): not row-local.
+ALL_ROWS = f"""HloModule all_rows
+{REDUCERS}
+ENTRY %main (x: f32[{C},{C}]) -> f32[{C},{C}] {{
+  %x = f32[{C},{C}] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[{C}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
+  %bc = f32[{C},{C}] broadcast(%mx), dimensions={{1}}
+  ROOT %out = f32[{C},{C}] subtract(%x, %bc)
+}}
+"""
+
+
+def parallel_calls(exe):
+    return re.findall(r"call void @__xla_cpu_parallel_for\(ptr nonnull @([\w.]+)",
+                      exe.optimized_ir_text)
+
+
+def run(text, args):
+    exe = xla.compile(text, backend="cpu")
+    return exe, exe.execute(*args)
+
+
+def ungrouped(text, args, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(row_groups.Group, "admits", lambda self, access: False)
+        return run(text, args)
+
+
+def args_for(text, seed=0):
+    rng = np.random.default_rng(seed)
+    module = parse_hlo_module(text)
+    return [(rng.standard_normal(p.shape.dimensions) * 3).astype(np.float32)
+            for p in module.entry.parameters]
+
+
+@pytest.mark.parametrize("text,kernels", [(SOFTMAX, 3), (LAYERNORM, 3)])
+def test_row_parallel_chains_run_as_one_group(text, kernels, monkeypatch):
+    args = args_for(text)
+    exe, got = run(text, args)
+    calls = parallel_calls(exe)
+    assert len(calls) == 1 and calls[0].startswith("row_group"), calls
+    plain, want = ungrouped(text, args, monkeypatch)
+    assert len(parallel_calls(plain)) == kernels
+    # The same elements computed the same way: bit-identical.
+    np.testing.assert_array_equal(got, want)
+    expected = Evaluator().evaluate(parse_hlo_module(text), args)
+    np.testing.assert_allclose(got, expected, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("text", [REVERSED_ROWS, ALL_ROWS])
+def test_reads_of_other_rows_stay_out_of_the_group(text):
+    args = args_for(text)
+    exe, got = run(text, args)
+    calls = parallel_calls(exe)
+    assert len(calls) == 2 and not any(c.startswith("row_group") for c in calls), calls
+    expected = Evaluator().evaluate(parse_hlo_module(text), args)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def access(rows, reads=(), writes=()):
+    a = row_groups.KernelAccess(rows)
+    a.reads = list(reads)
+    a.writes = list(writes)
+    return a
+
+
+def test_admission_rules():
+    x, y, z = (1, 0, 4096), (0, 0, 4096), (0, 4096, 8192)
+    first = access(64, reads=[(x, True)], writes=[y])
+    group = row_groups.Group(None, None, first, 4)
+    # Reads the group's output row-locally: joins.
+    assert group.admits(access(64, reads=[(y, True)], writes=[z]))
+    # Another row count, or a read of other rows of the group's output: no.
+    assert not group.admits(access(32, reads=[(y, True)], writes=[z]))
+    assert not group.admits(access(64, reads=[(y, False)], writes=[z]))
+    # A read overlapping part of the group's output: no.
+    assert not group.admits(access(64, reads=[((0, 2048, 6144), True)], writes=[z]))
+    # Overwriting the group's output slice in place (read row-locally): yes;
+    # overwriting a buffer the group reads at other rows: no.
+    assert group.admits(access(64, reads=[(y, True)], writes=[y]))
+    spread = row_groups.Group(None, None, access(64, reads=[(z, False)], writes=[y]), 4)
+    assert not spread.admits(access(64, reads=[(y, True)], writes=[z]))
+    # Not groupable at all.
+    lone = access(64, reads=[(y, True)], writes=[z])
+    lone.groupable = False
+    assert not group.admits(lone)
+
+
+def test_block_rows_fit_the_block_budget():
+    a = access(1000, reads=[((1, 0, 4000 * 1000), True)], writes=[(0, 0, 4000 * 1000)])
+    group = row_groups.Group(None, None, a, 1)
+    rows = group.block_rows()
+    assert rows >= 1 and rows * 8000 <= max(row_groups.BLOCK_BYTES, 8000)

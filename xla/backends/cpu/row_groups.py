@@ -1,0 +1,218 @@
+"""Row groups: consecutive parallel kernels run block by block of rows.
+
+Softmax over f32[4096,1024] is three kernels in the schedule: the row
+maxima, the exponentials with their row sums, the quotients. Run one after
+the other, each streams 16 MB through memory. All three parallelize over
+the same 4096 rows, and row ``r`` of each output depends only on row ``r``
+of the arrays the earlier ones wrote. So the entry function calls one
+*group* function through ``__xla_cpu_parallel_for`` instead, which walks
+its rows in blocks of a few rows and runs every member kernel on a block
+before moving to the next: what one kernel writes, the next reads while
+it is still in the core's cache. (XLA:CPU gets the same effect for softmax
+by handing the whole fusion to a library kernel; here it falls out of the
+schedule for any chain of row-parallel kernels: layernorm, softmax, their
+gradients, elementwise chains between row reductions.)
+
+A kernel joins the group before it when
+
+* both split the same number of rows (the extent of the most major
+  dimension, in the layout, of their loop shapes);
+* every buffer of the group's outputs that it reads, it reads *row-locally*:
+  output row ``r`` reads row ``r`` of that buffer only, through elementwise
+  ops, broadcasts and reduces that keep the row dimension, transposes that
+  move it (``row_reads`` follows the index from the root to the buffers);
+* every buffer it writes is either untouched by the group or the very slice
+  the group accesses only row-locally (buffer assignment reuses dead
+  buffers: a later block must never read what an earlier block of a later
+  kernel has overwritten).
+
+Nothing else may have been emitted into the entry function between the two
+calls (the group call must be the block's last instruction). Results are
+the same as running the kernels one after the other: each kernel computes
+every element exactly as before, only the order of the rows changes.
+"""
+from llvmlite import ir
+
+from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu.loop_emitter import i64
+from xla.hlo.opcodes import ELEMENTWISE
+
+# A block's working set (the bytes per row of every buffer the group
+# touches, times the rows in a block) aims at this much of a core's cache.
+BLOCK_BYTES = 32 * 1024
+
+
+class KernelAccess:
+    """What one kernel reads and writes: byte ranges ``(allocation, begin,
+    end)`` of buffer slices, reads marked row-local or not."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.reads = []   # (range, row_local)
+        self.writes = []  # ranges, always row-local
+        self.groupable = True
+
+
+def buffer_range(assignment, instr, index=()):
+    buf = assignment.buffer(instr, index)
+    return (buf.allocation.index, buf.offset, buf.offset + buf.size)
+
+
+def row_dimension(shape):
+    """The logical dimension stored most major (what ``le.loop_nest``
+    splits), or None for a scalar."""
+    order = le.major_to_minor(shape)
+    return order[0] if order else None
+
+
+def row_reads(assignment, root, fusion, row_dim):
+    """{id(materialized instruction): (instruction, {dims})}: for each buffer
+    the element generators of ``root`` read, the logical dimension of it that
+    carries the loop's row index (``row_dim`` of ``root``), None where the
+    read index is not the row index (a broadcast along rows, an unknown op).
+    Mirrors ``ElementGenerator._compute``: instructions with buffers are
+    loads, a fusion's parameters stand for its operands."""
+    found = {}
+    seen = set()
+
+    def record(x, d):
+        found.setdefault(id(x), (x, set()))[1].add(d)
+
+    def visit(x, d):
+        key = (id(x), d)
+        if key in seen:
+            return
+        seen.add(key)
+        if x is not root and assignment.has_buffers(x):
+            record(x, d)
+            return
+        op = x.opcode
+        if op == "parameter" and fusion is not None:
+            visit(fusion.operands[x.parameter_number], d)
+            return
+        if op in ("constant", "iota"):
+            return
+        if op == "broadcast":
+            dims = list(x.attr("dimensions", ()))
+            visit(x.operands[0], dims.index(d) if d in dims else None)
+        elif op == "transpose":
+            visit(x.operands[0], None if d is None else x.attr("dimensions")[d])
+        elif op == "reduce":
+            k = len(x.operands) // 2
+            reduced = set(x.attr("dimensions", ()))
+            kept = [i for i in range(x.operands[0].shape.rank) if i not in reduced]
+            for o in x.operands[:k]:
+                visit(o, None if d is None else kept[d])
+            for o in x.operands[k:]:
+                visit(o, None)
+        elif op == "tuple":
+            for o in x.operands:
+                visit(o, d)
+        elif (op in ELEMENTWISE and op != "map") or op == "copy":
+            for o in x.operands:
+                same = o.shape.is_array and x.shape.is_array and o.shape.rank == x.shape.rank
+                visit(o, d if same else None)
+        else:
+            for o in x.operands:
+                visit(o, None)
+
+    visit(root, row_dim)
+    return found
+
+
+def kernel_access(emitter, h, root, fusion, loop_shape, outputs, sides):
+    """The KernelAccess of one kernel of ``emit_loops``: ``outputs`` are
+    (shape index, shape) of what its loop stores, ``sides`` (shape index,
+    reduce) the side outputs its reduces store at their input index."""
+    assignment = emitter.assignment
+    d = row_dimension(loop_shape)
+    acc = KernelAccess(loop_shape.dimensions[d] if d is not None else 1)
+    if d is None:
+        acc.groupable = False
+        return acc
+    leaves = [root.operands[si[0]] for si, _ in outputs] if root.opcode == "tuple" else [root]
+    found = {}
+    for leaf in leaves:
+        for key, (x, dims) in row_reads(assignment, leaf, fusion, d).items():
+            found.setdefault(key, (x, set()))[1].update(dims)
+    for x, dims in found.values():
+        if not x.shape.is_array:
+            acc.groupable = False
+            return acc
+        xd = row_dimension(x.shape)
+        local = dims == {xd} and xd is not None and x.shape.dimensions[xd] == acc.rows
+        acc.reads.append((buffer_range(assignment, x), local))
+    for si, shape in outputs:
+        if row_dimension(shape) != d:
+            acc.groupable = False
+        acc.writes.append(buffer_range(assignment, h, si))
+    for si, r in sides:
+        reduced = set(r.attr("dimensions", ()))
+        kept = [i for i in range(r.operands[0].shape.rank) if i not in reduced]
+        if row_dimension(h.shape.subshape(si)) != kept[d]:
+            acc.groupable = False
+        acc.writes.append(buffer_range(assignment, h, si))
+    return acc
+
+
+def _overlap(a, b):
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+class Group:
+    """The pending group: its members, their accesses, and the call of the
+    entry function that runs it."""
+
+    def __init__(self, call, fn, access, min_chunk):
+        self.call = call
+        self.functions = [fn]
+        self.rows = access.rows
+        self.reads = list(access.reads)
+        self.writes = list(access.writes)
+        self.min_chunk = min_chunk
+
+    def admits(self, access):
+        if not access.groupable or access.rows != self.rows:
+            return False
+        for rng, local in access.reads:
+            for w in self.writes:
+                if _overlap(rng, w) and not (rng == w and local):
+                    return False
+        accessed = self.reads + [(w, True) for w in self.writes]
+        for rng in access.writes:
+            for other, local in accessed:
+                if _overlap(rng, other) and not (rng == other and local):
+                    return False
+        return True
+
+    def add(self, fn, access, min_chunk):
+        self.functions.append(fn)
+        self.reads += access.reads
+        self.writes += access.writes
+        self.min_chunk = min(self.min_chunk, min_chunk)
+
+    def block_rows(self):
+        ranges = {rng for rng, _ in self.reads} | set(self.writes)
+        per_row = sum(hi - lo for _, lo, hi in ranges) // max(1, self.rows)
+        return max(1, BLOCK_BYTES // max(1, per_row))
+
+
+def group_function(emitter, group, kernel_type):
+    """``void group(table, begin, end)``: for each block of rows of
+    [begin, end), every member kernel on that block, in order."""
+    fn = ir.Function(emitter.llmod, kernel_type, emitter.unique("row_group"))
+    fn.linkage = "internal"
+    for member in group.functions:
+        member.attributes.add("alwaysinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    table, begin, end = fn.args
+    rows = group.block_rows()
+    count = b.udiv(b.add(b.sub(end, begin), i64(rows - 1)), i64(rows))
+    with le.for_loop(b, 0, count, name="block") as k:
+        lo = b.add(begin, b.mul(k, i64(rows), flags=("nsw", "nuw")), flags=("nsw", "nuw"))
+        hi = b.add(lo, i64(rows), flags=("nsw", "nuw"))
+        hi = b.select(b.icmp_signed("<", hi, end), hi, end)
+        for member in group.functions:
+            b.call(member, [table, lo, hi])
+    b.ret_void()
+    return fn
