@@ -5,7 +5,8 @@
 Each workload is an HLO module compiled by this project's CPU backend, the
 same computation written in NumPy, and, when ``import jax`` works, the same
 function under jax.jit. Times are medians over ``--repeats`` runs after a
-warm-up; ratios are other/ours (above 1 means this project is faster).
+pause (so that the previous contender's threads are idle) and a warm-up;
+ratios are other/ours (above 1 means this project is faster).
 jax is never a dependency: run the script from an environment that has it
 to get that column (the README says how the table was made).
 """
@@ -213,6 +214,10 @@ def workloads(quick):
 
 
 def median_time(fn, repeats):
+    # Another runtime's pool threads spin for a while after its last call
+    # (XLA's Eigen pool does), taking a core from whoever runs next: let
+    # them go to sleep first.
+    time.sleep(0.2)
     fn()
     times = []
     for _ in range(repeats):
