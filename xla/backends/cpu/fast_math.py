@@ -184,7 +184,7 @@ def _pow2(b, n, c):
 def _reduce(b, x, c):
     """(n as float, n as int, r, e^r - 1) for x already clamped."""
     typ = x.type
-    k = b.fadd(b.fmul(x, _f(typ, c.inv_ln2)), _f(typ, c.magic))
+    k = _fma(b, x, _f(typ, c.inv_ln2), _f(typ, c.magic))
     nf = b.fsub(k, _f(typ, c.magic))
     ni = b.sub(b.bitcast(k, c.ityp), _i(c.ityp, _bits(c.magic, typ)))
     neg_n = b.fneg(nf)
@@ -311,7 +311,9 @@ def tanh(b, x):
         one = _f(typ, 1.0)
         large = b.fsub(one, b.fdiv(_f(typ, 2.0), b.fadd(e, one)))
         t = b.select(b.fcmp_ordered("<", ax, _f(typ, _TANH_SMALL)), small, large)
-        return _intrinsic(b, "copysign", [t, x])
+        # t >= 0 (or NaN): x's sign bit or-ed in (two ops; copysign is three).
+        sign = b.and_(b.bitcast(x, c.ityp), _i(c.ityp, 1 << 31))
+        return b.bitcast(b.or_(b.bitcast(t, c.ityp), sign), typ)
     e = expm1(b, b.fmul(ax, _f(typ, -2.0)))
     t = b.fdiv(e, b.fadd(e, _f(typ, 2.0)))
     return _intrinsic(b, "copysign", [t, x])  # |t| with x's sign
