@@ -43,7 +43,7 @@ import numpy as np
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu import reduction_emitter, row_groups
+from xla.backends.cpu import column_reduce, reduction_emitter, row_groups
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.errors import UnimplementedError
 from xla.hlo.opcodes import ELEMENTWISE
@@ -748,6 +748,8 @@ class ModuleEmitter:
         in_slices = self.operand_slices(h)
         if self.emit_chunked_reduce(h, root, fusion, in_slices):
             return
+        if column_reduce.emit_column_reduce(self, h, root, fusion, in_slices):
+            return
         riders = self.reduce_riders(h, root, fusion)
         for loop_shape, outputs in self.output_groups(h, root):
             outputs = [(si, get) for si, get in outputs if si[:1] not in riders]
@@ -894,22 +896,24 @@ class ModuleEmitter:
         b.call(kernel.function, [ctx, i64(0), i64(le.outer_extent(out_shape))])
         return True
 
-    def call_kernel(self, fn, loop_shape, work=None, access=None):
+    def call_kernel(self, fn, loop_shape, work=None, access=None, extent=None, min_chunk=1):
         """Runs kernel ``fn`` over ``loop_shape``; ``work`` (default: its
         element count) is the number of elements it reads, which decides
         whether and how finely to split its outermost loop across threads.
         With ``access`` (a ``row_groups.KernelAccess``), a parallel kernel
         joins the row group of the parallel call just before it when it can
-        (see row_groups.py)."""
+        (see row_groups.py). ``extent`` overrides the range the kernel splits
+        (default: the loop shape's outermost extent), ``min_chunk`` is the
+        least it hands one thread."""
         b = self.builder
-        n = le.outer_extent(loop_shape)
+        n = le.outer_extent(loop_shape) if extent is None else extent
         elements = loop_shape.num_elements() if work is None else work
         if (elements >= PARALLEL_MIN_ELEMENTS and n >= 2
                 and "__xla_cpu_parallel_for" in self.runtime_symbols):
             pf = self.declare("__xla_cpu_parallel_for",
                               ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
             per_row = max(elements // n, 1)
-            min_chunk = max(1, -(-PARALLEL_MIN_CHUNK_ELEMENTS // per_row))
+            min_chunk = max(min_chunk, -(-PARALLEL_MIN_CHUNK_ELEMENTS // per_row))
             group = self.row_group
             if (access is not None and group is not None and self.row_groups_enabled
                     and b.block.instructions and b.block.instructions[-1] is group.call

@@ -1,0 +1,107 @@
+"""Column reductions (xla/backends/cpu/column_reduce.py): reduces that keep
+the input's minor dimension run row by row over contiguous runs of outputs.
+They must give bit for bit what the element-at-a-time loop gives, and the
+interpreter's values."""
+import numpy as np
+import pytest
+
+import xla
+from xla.backends.cpu import column_reduce
+from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.parser import parse_hlo_module
+
+
+def reducer(name, ty, op):
+    return f"""%{name} (a: {ty}[], b: {ty}[]) -> {ty}[] {{
+  %a = {ty}[] parameter(0)
+  %b = {ty}[] parameter(1)
+  ROOT %r = {ty}[] {op}(%a, %b)
+}}
+"""
+
+
+def module(ty, in_dims, dims, op="add", layout="", fused=False, init="0"):
+    out_dims = [n for i, n in enumerate(in_dims) if i not in dims]
+    in_shape = f"{ty}[{','.join(map(str, in_dims))}]{layout}"
+    out_shape = f"{ty}[{','.join(map(str, out_dims))}]"
+    body = f"  %x = {in_shape} parameter(0)\n"
+    src = "%x"
+    if fused:
+        body += f"  %sq = {in_shape} multiply(%x, %x)\n"
+        src = "%sq"
+    body += f"  %z = {ty}[] constant({init})\n"
+    body += (f"  ROOT %out = {out_shape} reduce({src}, %z), "
+             f"dimensions={{{','.join(map(str, dims))}}}, to_apply=%red\n")
+    return (f"HloModule colred\n{reducer('red', ty, op)}\n"
+            f"ENTRY %main (x: {in_shape}) -> {out_shape} {{\n{body}}}\n")
+
+
+CASES = [
+    # (type, input dims, reduced dims, reducer, layout, fused, init)
+    ("f32", [300, 700], [0], "add", "", False, "0"),
+    ("f32", [300, 700], [0], "add", "", True, "0"),
+    ("f32", [8, 64, 300], [1], "add", "", False, "0"),
+    ("f32", [8, 64, 300], [0, 1], "maximum", "", False, "-inf"),
+    ("f64", [513, 129], [0], "add", "", False, "1.5"),
+    ("s32", [1000, 96], [0], "add", "", False, "7"),
+    ("u8", [1000, 96], [0], "maximum", "", False, "0"),
+    ("f32", [64, 70, 100], [0, 1], "minimum", "", False, "inf"),
+]
+
+
+def args_for(text, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in parse_hlo_module(text).entry.parameters:
+        dtype = p.shape.dtype
+        dims = p.shape.dimensions
+        if dtype.kind in "iu":
+            out.append(rng.integers(0, 100, size=dims).astype(dtype))
+        else:
+            out.append((rng.standard_normal(dims) * 3).astype(dtype))
+    return out
+
+
+def element_at_a_time(text, args, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(column_reduce, "column_dimensions", lambda h, root: None)
+        exe = xla.compile(text, backend="cpu")
+    assert ".columns" not in exe.ir_text
+    return exe.execute(*args)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}{c[1]}-{c[2]}-{c[3]}{'-fused' if c[5] else ''}")
+def test_column_reduce_matches_loop_and_interpreter(case, monkeypatch):
+    ty, in_dims, dims, op, layout, fused, init = case
+    text = module(ty, in_dims, dims, op, layout, fused, init)
+    args = args_for(text)
+    exe = xla.compile(text, backend="cpu")
+    assert ".columns" in exe.ir_text
+    got = exe.execute(*args)
+    np.testing.assert_array_equal(got, element_at_a_time(text, args, monkeypatch))
+    want = Evaluator().evaluate(parse_hlo_module(text), args)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if ty in ("f32", "f64"):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("text", [
+    # The minor dimension is reduced (a row reduction).
+    module("f32", [300, 700], [1]),
+    # Column-major input: reducing dimension 0 reduces the minor one.
+    module("f32", [300, 700], [0], layout="{0,1}"),
+    # Narrow floats compute in f32 registers: not accumulated in the buffer.
+    module("f16", [30, 700], [0]),
+])
+def test_other_reduces_keep_their_emitters(text):
+    args = args_for(text)
+    exe = xla.compile(text, backend="cpu")
+    assert ".columns" not in exe.ir_text
+    got = exe.execute(*args)
+    want = Evaluator().evaluate(parse_hlo_module(text), args)
+    # Row sums are reassociated (vector lanes); f16 rounds each partial sum.
+    rtol, atol = (1e-2, 5e-2) if "f16" in text else (1e-4, 3e-4)
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                               rtol=rtol, atol=atol)

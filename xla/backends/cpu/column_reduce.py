@@ -1,0 +1,123 @@
+"""Column reductions: reduces that keep the input's minor-most dimension.
+
+``reduce(f32[4096,1024] x, dimensions={0})`` (a column sum) computed one
+output element at a time walks a column of ``x``: 4096 loads 4 KB apart,
+each from another cache line, for every one of the 1024 outputs. This
+emitter turns the loops around, as XLA:CPU's column-reduction codegen does:
+the kernel keeps a contiguous run of output elements and, for each input
+row in order, folds that row's matching run into them,
+
+    out[c] = init                      for c in [begin, end)
+    for each reduced index r (input layout order):
+        out[c] = reducer(out[c], x[r, c])   for c in [begin, end)
+
+so every load is contiguous and the inner loop vectorizes (loads, reducer,
+stores; the output run stays in L1). Each output element still folds its
+inputs in the same order, starting from the init value, so results are the
+ones the element-at-a-time loop gives, bit for bit. Threads split the
+output's minor dimension (``begin``/``end``); any other kept dimensions are
+loops inside the kernel.
+
+Applies to single-input reduces (a standalone reduce or a kInput fusion's
+root) whose output is stored in the type the reducer computes in (f32, f64
+and the integer types), whose kept minor input dimension is also the
+output's minor dimension, and which reduce at least one dimension.
+"""
+from xla.backends.cpu import loop_emitter as le
+
+# Element types whose register and memory forms agree (the output buffer
+# holds the accumulators between rows).
+_ACCUMULATE_IN_PLACE = frozenset("f32 f64 s8 s16 s32 s64 u8 u16 u32 u64".split())
+# Output elements per parallel chunk at least (a few vectors' worth).
+MIN_CHUNK_COLUMNS = 64
+
+
+def column_dimensions(h, root):
+    """(output minor dimension, reduced input dimensions in layout order) when
+    ``root`` (a reduce computing ``h``'s buffer) is a column reduction, else
+    None."""
+    if root.opcode != "reduce" or len(root.operands) != 2 or not h.shape.is_array:
+        return None
+    if h.shape.element_type.text not in _ACCUMULATE_IN_PLACE or h.shape.rank == 0:
+        return None
+    in_shape = root.operands[0].shape
+    reduced = set(root.attr("dimensions", ()))
+    if not reduced or in_shape.element_type is not h.shape.element_type:
+        return None
+    if any(in_shape.dimensions[d] == 0 for d in reduced):
+        return None
+    order = le.major_to_minor(in_shape)
+    minor = order[-1]
+    if minor in reduced:
+        return None
+    kept = [d for d in range(in_shape.rank) if d not in reduced]
+    out_minor = kept.index(minor)
+    if le.major_to_minor(h.shape)[-1] != out_minor:
+        return None
+    return out_minor, [d for d in order if d in reduced]
+
+
+def emit_column_reduce(emitter, h, root, fusion, in_slices):
+    """Emits ``h`` (a reduce, or a fusion whose root ``root`` is one) as a
+    column reduction and calls it; False when it does not apply."""
+    from xla.backends.cpu.ir_emitter import ElementGenerator, Kernel, Slice
+    from xla.backends.cpu.llvm_types import load_element, store_element
+    dims = column_dimensions(h, root)
+    if dims is None or h.shape.num_elements() == 0:
+        return False
+    out_minor, reduced_order = dims
+    in_shape = root.operands[0].shape
+    kept = [d for d in range(in_shape.rank) if d not in set(root.attr("dimensions", ()))]
+    out_shape = h.shape
+    out_slice = Slice(emitter.assignment.buffer(h, ()))
+    kernel = Kernel(emitter, emitter.unique(f"kernel.{h.name}.columns"), in_slices + [out_slice])
+    kernel.root = h
+    g = ElementGenerator(emitter, kernel, fusion)
+    kb = kernel.b
+    et = out_shape.element_type
+    comp = root.attr("to_apply")
+    out_ptr = kernel.pointer(out_slice)
+    init = g.value(root.operands[1], [])
+    index = [None] * out_shape.rank
+    in_index = [None] * in_shape.rank
+
+    def out_element(c):
+        idx = list(index)
+        idx[out_minor] = c
+        return g.element_pointer(out_ptr, out_shape, idx), idx
+
+    def rows(level):
+        if level == len(reduced_order):
+            with le.for_loop(kb, kernel.begin, kernel.end, name="col") as c:
+                ptr, idx = out_element(c)
+                for i, d in enumerate(kept):
+                    in_index[d] = idx[i]
+                saved = g.push_scope()
+                x = g.value(root.operands[0], list(in_index))
+                acc = load_element(kb, ptr, et)
+                store_element(kb, emitter.emit_scalar_computation(kb, comp, [acc, x]), ptr, et)
+                g.pop_scope(saved)
+            return
+        d = reduced_order[level]
+        with le.for_loop(kb, 0, in_shape.dimensions[d], name=f"r{d}") as iv:
+            in_index[d] = iv
+            rows(level + 1)
+
+    outer = [d for d in le.major_to_minor(out_shape) if d != out_minor]
+
+    def outputs(level):
+        if level == len(outer):
+            with le.for_loop(kb, kernel.begin, kernel.end, name="init") as c:
+                store_element(kb, init, out_element(c)[0], et)
+            rows(0)
+            return
+        d = outer[level]
+        with le.for_loop(kb, 0, out_shape.dimensions[d], name=f"o{d}") as iv:
+            index[d] = iv
+            outputs(level + 1)
+
+    outputs(0)
+    kernel.finish()
+    emitter.call_kernel(kernel.function, out_shape, work=in_shape.num_elements(),
+                        extent=out_shape.dimensions[out_minor], min_chunk=MIN_CHUNK_COLUMNS)
+    return True
