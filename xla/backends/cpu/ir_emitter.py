@@ -43,7 +43,7 @@ import numpy as np
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu import column_reduce, reduction_emitter, row_groups
+from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, tiling
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.errors import UnimplementedError
 from xla.hlo.opcodes import ELEMENTWISE
@@ -777,8 +777,16 @@ class ModuleEmitter:
                     store_element(kernel.b, v, ptr, shape.element_type)
 
             elementwise = root.opcode != "reduce" and not reduces
-            le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
-                         interleave=LOOP_INTERLEAVE if elementwise else None)
+            tile_dim = None
+            if elementwise and len(outputs) == 1:
+                leaf = root.operands[outputs[0][0][0]] if root.opcode == "tuple" else root
+                tile_dim = tiling.transposed_dimension(self.assignment, leaf, fusion, out[0][1])
+            if tile_dim is not None:
+                le.tiled_loop_nest(kernel.b, loop_shape, body, tile_dim, kernel.begin, kernel.end,
+                                   tile=tiling.TILE)
+            else:
+                le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
+                             interleave=LOOP_INTERLEAVE if elementwise else None)
             kernel.finish()
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs

@@ -155,3 +155,51 @@ def outer_extent(shape):
     """Trip count of the outermost loop of ``loop_nest(shape)`` (1 for scalars)."""
     order = major_to_minor(shape)
     return shape.dimensions[order[0]] if order else 1
+
+
+def tiled_loop_nest(b, shape, body, tile_dim, begin=None, end=None, tile=32, name="t"):
+    """Like ``loop_nest``, but the layout-minor dimension of ``shape`` and
+    ``tile_dim`` (another dimension) are walked in ``tile`` x ``tile``
+    tiles: a transpose then reads whole cache lines of its operand along
+    ``tile_dim`` while it writes whole lines of the output along the minor
+    dimension, and the tile's lines stay in L1 between the two (without
+    tiling, each output row touches a line and a page of the operand per
+    element). Every index is still visited exactly once."""
+    order = major_to_minor(shape)
+    minor = order[-1]
+    index = [i64(0)] * shape.rank
+    tiles = {}
+
+    def tile_loop(lo, hi, label, inner):
+        lo = lo if isinstance(lo, ir.Value) else i64(lo)
+        hi = hi if isinstance(hi, ir.Value) else i64(hi)
+        count = b.udiv(b.add(b.sub(hi, lo), i64(tile - 1)), i64(tile))
+        with for_loop(b, 0, count, name=label) as k:
+            t0 = b.add(lo, b.mul(k, i64(tile), flags=("nsw", "nuw")), flags=("nsw", "nuw"))
+            t1 = b.add(t0, i64(tile), flags=("nsw", "nuw"))
+            inner(t0, b.select(b.icmp_signed("<", t1, hi), t1, hi))
+
+    def outer(level):
+        if level == len(order) - 1:
+            def minor_tiles(a0, a1):
+                b0, b1 = tiles[tile_dim]
+                with for_loop(b, b0, b1, name=f"{name}{tile_dim}") as bi:
+                    index[tile_dim] = bi
+                    with for_loop(b, a0, a1, name=f"{name}{minor}") as ai:
+                        index[minor] = ai
+                        body(list(index))
+            tile_loop(0, shape.dimensions[minor], f"{name}{minor}.tile", minor_tiles)
+            return
+        d = order[level]
+        lo, hi = (begin, end) if level == 0 and begin is not None else (0, shape.dimensions[d])
+        if d == tile_dim:
+            def keep(t0, t1):
+                tiles[d] = (t0, t1)
+                outer(level + 1)
+            tile_loop(lo, hi, f"{name}{d}.tile", keep)
+            return
+        with for_loop(b, lo, hi, name=f"{name}{d}") as iv:
+            index[d] = iv
+            outer(level + 1)
+
+    outer(0)
