@@ -453,13 +453,24 @@ def _reduce_precision(b, instr, x):
 # binary
 # ----------------------------------------------------------------------------
 
+# f32/f64 multiplies and the adds and subtracts that consume them may fuse
+# into one FMA (LLVM's ``contract``), as XLA:CPU allows everywhere (its
+# target options set AllowFPOpFusion=Fast: one rounding instead of two).
+# Narrow floats, computed in f32 and rounded to their type, are left alone.
+_CONTRACT = ("contract",)
+_CONTRACTED_TYPES = frozenset(["f32", "f64"])
+
+
 def _arith(pred_op, int_op, float_op, complex_fn):
     """add, subtract, multiply: one IRBuilder method per kind of element
     (pred arithmetic is boolean: or, xor, and), complex by ``complex_fn``."""
     def emit(b, instr, x, y):
-        kind = _kind(_operand_type(instr, 0))
+        et = _operand_type(instr, 0)
+        kind = _kind(et)
         op = {"pred": pred_op, "s": int_op, "u": int_op, "f": float_op}.get(kind)
         if op is not None:
+            if kind == "f" and et.text in _CONTRACTED_TYPES:
+                return getattr(b, op)(x, y, flags=_CONTRACT)
             return getattr(b, op)(x, y)
         if kind == "c":
             return complex_fn(b, x, y)
