@@ -8,7 +8,7 @@ the op and "cpu" here, at compile time.
 """
 import re
 
-from xla.backends.cpu import jit
+from xla.backends.cpu import fast_math, jit
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
 from xla.errors import UnimplementedError
@@ -142,7 +142,7 @@ class CpuCompiler:
                     exe = CpuExecutable(module, assignment, jit_module, None)
                     exe.from_disk_cache = True
                     return exe
-        with paused_gc():
+        with paused_gc(), fast_math.approximations(self.fast_math):
             llvm_module = emit_module(module, assignment, symbols)
         ir_text = str(llvm_module)
         if self.fast_math:
