@@ -118,6 +118,50 @@ def args_for(text, seed=0):
             for p in module.entry.parameters]
 
 
+def softmax_variant(root_lines, root_shape):
+    """SOFTMAX whose exponentials are also read outside the group."""
+    head, _, _ = SOFTMAX.partition("  ROOT %out")
+    head = head.replace(f"-> f32[{R},{C}] {{{{", f"-> {root_shape} {{{{")
+    head = head.replace(f"-> f32[{R},{C}] {{", f"-> {root_shape} {{")
+    return head + f"  %out = f32[{R},{C}] divide(%e, %sb)\n" + root_lines + "}\n"
+
+
+# The exponentials are also a result of the module.
+E_LIVE_OUT = softmax_variant(f"  ROOT %t = (f32[{R},{C}], f32[{R},{C}]) tuple(%out, %e)\n",
+                             f"(f32[{R},{C}], f32[{R},{C}])")
+# A kernel outside the group (it reads the rows reversed) reads them later.
+E_READ_LATER = softmax_variant(
+    f"  %rev = f32[{R},{C}] reverse(%e), dimensions={{0}}\n"
+    f"  ROOT %t = (f32[{R},{C}], f32[{R},{C}]) tuple(%out, %rev)\n",
+    f"(f32[{R},{C}], f32[{R},{C}])")
+
+
+def scratch_rows(exe):
+    return re.findall(r'%"rows(?:\.\d+)?" = alloca i8, i64 (\d+)', exe.ir_text)
+
+
+def test_group_temporaries_live_in_scratch_rows():
+    # Softmax's exponentials are written and read inside the group only:
+    # they go to a few rows of scratch instead of the 2 MB arena slot.
+    args = args_for(SOFTMAX)
+    exe, got = run(SOFTMAX, args)
+    sizes = [int(n) for n in scratch_rows(exe)]
+    assert len(sizes) == 1 and 0 < sizes[0] <= row_groups.MAX_SCRATCH_BYTES
+    assert (sizes[0] - 64) % (C * 4) == 0
+    e = np.exp(args[0] - args[0].max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=2e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("text", [E_LIVE_OUT, E_READ_LATER])
+def test_temporaries_read_elsewhere_stay_in_memory(text):
+    args = args_for(text)
+    exe, got = run(text, args)
+    assert scratch_rows(exe) == []
+    expected = Evaluator().evaluate(parse_hlo_module(text), args)
+    for g, w in zip(got, expected):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("text,kernels", [(SOFTMAX, 3), (LAYERNORM, 3)])
 def test_row_parallel_chains_run_as_one_group(text, kernels, monkeypatch):
     args = args_for(text)

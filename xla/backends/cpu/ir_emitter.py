@@ -795,6 +795,7 @@ class ModuleEmitter:
                 work = max([work] + [r.operands[0].shape.num_elements() for r in reduces])
             access = row_groups.kernel_access(self, h, root, fusion, loop_shape,
                                               [(si, h.shape.subshape(si)) for si, _ in outputs], side)
+            access.kernel = kernel
             self.call_kernel(kernel.function, loop_shape, work, access)
 
     def reduce_riders(self, h, root, fusion):
