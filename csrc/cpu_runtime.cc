@@ -125,9 +125,12 @@ constexpr int64_t kMinParallelMacs = int64_t{64} * 64 * 64;
 // Products thinner than this in M or N are split along the other dimension
 // instead of going to the tensor contraction.
 constexpr int64_t kMinContractionDim = 64;
-// Products with M or N below this (and at least kMinContractionDim) are
-// split into one slab per thread (MatmulSplit) instead.
+// Products with M or N below kMinSquareContractionDim (and at least
+// kMinContractionDim) and the other at least kMinSlabDim are split into one
+// slab per thread (MatmulSplit) instead; smaller products (256^3) do better
+// in the contraction.
 constexpr int64_t kMinSquareContractionDim = 512;
+constexpr int64_t kMinSlabDim = 1024;
 
 // The block [i0, i1) x [j0, j1) of one product, on the calling thread
 // (Eigen's blocked GEMM, or GEMV for a single row or column). A transposed
@@ -280,7 +283,7 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
     return;
   }
   for (int64_t b = 0; b < batch; ++b) {
-    if (std::min(m, n) < kMinSquareContractionDim) {
+    if (std::min(m, n) < kMinSquareContractionDim && std::max(m, n) >= kMinSlabDim) {
       // One serial GEMM per thread on a slab of the larger dimension: for
       // wide products such as an MLP layer's (256 x 1024 x 4096) about 5%
       // faster than the contraction's 2-D sharding here; for square ones
