@@ -237,6 +237,94 @@ def _complex_sqrt(b, z):
     return _make_complex(b, re, im)
 
 
+def _complex_const(b, typ, re, im=0.0):
+    return _make_complex(b, _fconst(typ, re), _fconst(typ, im))
+
+
+def _complex_tanh(b, z):
+    """tanh(x + iy), Kahan's form: with t = tan y, s = sinh x, rho =
+    sqrt(1 + s^2), tanh z = (rho s (1 + t^2) + i t) / (1 + s^2 (1 + t^2));
+    beyond |x| = 22 (where tanh x is 1 to f64 precision) the real part is
+    sign(x) and the imaginary part 4 sin y cos y e^(-2|x|), so nothing
+    overflows."""
+    x, y = _re(b, z), _im(b, z)
+    typ = x.type
+    one = _fconst(typ, 1.0)
+    t = _libm(b, "tan", y)
+    beta = b.fadd(one, b.fmul(t, t))
+    sh = _libm(b, "sinh", x)
+    rho = _intrinsic(b, "sqrt", [b.fadd(one, b.fmul(sh, sh))])
+    den = b.fadd(one, b.fmul(beta, b.fmul(sh, sh)))
+    re = b.fdiv(b.fmul(beta, b.fmul(rho, sh)), den)
+    im = b.fdiv(t, den)
+    ax = _intrinsic(b, "fabs", [x])
+    big = b.fcmp_ordered(">", ax, _fconst(typ, 22.0))
+    tail = b.fmul(b.fmul(_fconst(typ, 4.0), b.fmul(_intrinsic(b, "sin", [y]), _intrinsic(b, "cos", [y]))),
+                  _intrinsic(b, "exp", [b.fmul(ax, _fconst(typ, -2.0))]))
+    re = b.select(big, _intrinsic(b, "copysign", [one, x]), re)
+    im = b.select(big, tail, im)
+    return _make_complex(b, re, im)
+
+
+def _complex_tan(b, z):
+    """tan z = -i tanh(i z)."""
+    x, y = _re(b, z), _im(b, z)
+    w = _complex_tanh(b, _make_complex(b, b.fneg(y), x))
+    return _make_complex(b, _im(b, w), b.fneg(_re(b, w)))
+
+
+def _complex_expm1(b, z):
+    """e^z - 1 = (expm1(x) cos y - 2 sin^2(y/2)) + i e^x sin y (NumPy's form):
+    accurate real part near 0."""
+    x, y = _re(b, z), _im(b, z)
+    typ = x.type
+    h = _intrinsic(b, "sin", [b.fmul(y, _fconst(typ, 0.5))])
+    re = b.fsub(b.fmul(fast_math.expm1(b, x), _intrinsic(b, "cos", [y])),
+                b.fmul(_fconst(typ, 2.0), b.fmul(h, h)))
+    im = b.fmul(fast_math.exp(b, x), _intrinsic(b, "sin", [y]))
+    return _make_complex(b, re, im)
+
+
+def _complex_log1p(b, z):
+    """log(1 + z) = log|1 + z| + i arg(1 + z) (NumPy's form)."""
+    x, y = _re(b, z), _im(b, z)
+    u = b.fadd(x, _fconst(x.type, 1.0))
+    return _make_complex(b, _intrinsic(b, "log", [_hypot(b, u, y)]), _libm(b, "atan2", y, u))
+
+
+def _complex_logistic(b, z):
+    """1 / (1 + e^-z)."""
+    typ = _re(b, z).type
+    e = _complex_exp(b, _make_complex(b, b.fneg(_re(b, z)), b.fneg(_im(b, z))))
+    den = _make_complex(b, b.fadd(_re(b, e), _fconst(typ, 1.0)), _im(b, e))
+    return _complex_div(b, _complex_const(b, typ, 1.0), den)
+
+
+def _complex_pow(b, z, w):
+    """z^w = e^(w log z); w = 0 gives 1 and z = 0 gives 0 when w is real and
+    positive, NaN otherwise (NumPy's special cases)."""
+    typ = _re(b, z).type
+    zero = _fconst(typ, 0.0)
+    r = _complex_exp(b, _complex_mul(b, w, _complex_log(b, z)))
+    w_zero = b.and_(b.fcmp_ordered("==", _re(b, w), zero), b.fcmp_ordered("==", _im(b, w), zero))
+    z_zero = b.and_(b.fcmp_ordered("==", _re(b, z), zero), b.fcmp_ordered("==", _im(b, z), zero))
+    w_pos = b.and_(b.fcmp_ordered(">", _re(b, w), zero), b.fcmp_ordered("==", _im(b, w), zero))
+    nan = _fconst(typ, float("nan"))
+    at_zero_re = b.select(w_pos, zero, nan)
+    at_zero_im = b.select(w_pos, zero, nan)
+    re = b.select(z_zero, at_zero_re, _re(b, r))
+    im = b.select(z_zero, at_zero_im, _im(b, r))
+    re = b.select(w_zero, _fconst(typ, 1.0), re)
+    im = b.select(w_zero, zero, im)
+    return _make_complex(b, re, im)
+
+
+def _complex_cbrt(b, z):
+    """The principal cube root, z^(1/3)."""
+    typ = _re(b, z).type
+    return _complex_pow(b, z, _complex_const(b, typ, 1.0 / 3.0))
+
+
 def _round_f64_to_f32_odd(b, x):
     """f64 -> f32 rounding to odd: the f32 nearest x toward zero, with its
     last bit set when inexact. A later rounding to a narrower type is then
@@ -558,6 +646,8 @@ def _power(b, instr, x, y):
         return acc
     if kind == "f":
         return _intrinsic(b, "pow", [x, y])
+    if kind == "c":
+        return _complex_pow(b, x, y)
     raise _unimplemented(instr)
 
 
@@ -858,17 +948,17 @@ _EMITTERS = {
     "negate": _negate,
     "sign": _sign,
     "exponential": _float_math(_exp, _complex_exp),
-    "exponential-minus-one": _float_math(fast_math.expm1),
+    "exponential-minus-one": _float_math(fast_math.expm1, _complex_expm1),
     "log": _float_math(_log, _complex_log),
-    "log-plus-one": _float_math(fast_math.log1p),
+    "log-plus-one": _float_math(fast_math.log1p, _complex_log1p),
     "sqrt": _float_math(_sqrt, _complex_sqrt),
     "rsqrt": _float_math(_rsqrt, _complex_rsqrt),
-    "cbrt": _float_math(_libm_unary("cbrt")),
-    "tanh": _float_math(fast_math.tanh),
-    "logistic": _float_math(_logistic),
+    "cbrt": _float_math(_libm_unary("cbrt"), _complex_cbrt),
+    "tanh": _float_math(fast_math.tanh, _complex_tanh),
+    "logistic": _float_math(_logistic, _complex_logistic),
     "sine": _float_math(_intrinsic_unary("sin"), _complex_sin),
     "cosine": _float_math(_intrinsic_unary("cos"), _complex_cos),
-    "tan": _float_math(_libm_unary("tan")),
+    "tan": _float_math(_libm_unary("tan"), _complex_tan),
     "erf": _float_math(_libm_unary("erf")),
     "floor": _rounding("floor"),
     "ceil": _rounding("ceil"),
