@@ -8,7 +8,7 @@ function under jax.jit. Times are medians over ``--repeats`` runs after a
 pause (so that the previous contender's threads are idle) and a warm-up;
 ratios are other/ours (above 1 means this project is faster). A workload
 named "fast-math" is compiled with --xla_cpu_enable_fast_math=true (for
-GELU: a 6-ulp rational tanh instead of the 1-ulp default; jax.jit's tanh is
+GELU: a 6-ulp rational tanh instead of the 2-ulp default; jax.jit's tanh is
 a 5-ulp rational function either way).
 jax is never a dependency: run the script from an environment that has it
 to get that column (the README says how the table was made).
