@@ -12,38 +12,11 @@ import xla
 from xla.backends.cpu import row_groups
 from xla.backends.interpreter.evaluator import Evaluator
 from xla.hlo.parser import parse_hlo_module
-
-REDUCERS = """
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-
-%max (c: f32[], d: f32[]) -> f32[] {
-  %c = f32[] parameter(0)
-  %d = f32[] parameter(1)
-  ROOT %m = f32[] maximum(%c, %d)
-}
-"""
+from hlo_texts import REDUCERS, softmax
 
 R, C = 512, 1000  # 512K elements: every kernel is parallel
 
-SOFTMAX = f"""HloModule softmax
-{REDUCERS}
-ENTRY %main (x: f32[{R},{C}]) -> f32[{R},{C}] {{
-  %x = f32[{R},{C}] parameter(0)
-  %ninf = f32[] constant(-inf)
-  %mx = f32[{R}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
-  %mb = f32[{R},{C}] broadcast(%mx), dimensions={{0}}
-  %sub = f32[{R},{C}] subtract(%x, %mb)
-  %e = f32[{R},{C}] exponential(%sub)
-  %zero = f32[] constant(0)
-  %sm = f32[{R}] reduce(%e, %zero), dimensions={{1}}, to_apply=%add
-  %sb = f32[{R},{C}] broadcast(%sm), dimensions={{0}}
-  ROOT %out = f32[{R},{C}] divide(%e, %sb)
-}}
-"""
+SOFTMAX = softmax(R, C)
 
 LAYERNORM = f"""HloModule layernorm
 {REDUCERS}

@@ -4,26 +4,8 @@ import numpy as np
 import pytest
 
 import xla
+from hlo_texts import REDUCERS, softmax
 
-REDUCERS = """
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-
-%max (c: f32[], d: f32[]) -> f32[] {
-  %c = f32[] parameter(0)
-  %d = f32[] parameter(1)
-  ROOT %m = f32[] maximum(%c, %d)
-}
-
-%min (p: f32[], q: f32[]) -> f32[] {
-  %p = f32[] parameter(0)
-  %q = f32[] parameter(1)
-  ROOT %mn = f32[] minimum(%p, %q)
-}
-"""
 
 
 def _compile(text):
@@ -53,20 +35,7 @@ ENTRY %main (x: f32[64,{c}]) -> (f32[64], f32[64]) {{
 @pytest.mark.parametrize("c", [13, 1000, 1024])
 def test_softmax_multi_output_fusion(c):
     r = 512
-    exe = _compile(f"""HloModule softmax
-{REDUCERS}
-ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
-  %x = f32[{r},{c}] parameter(0)
-  %ninf = f32[] constant(-inf)
-  %mx = f32[{r}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
-  %mb = f32[{r},{c}] broadcast(%mx), dimensions={{0}}
-  %sub = f32[{r},{c}] subtract(%x, %mb)
-  %e = f32[{r},{c}] exponential(%sub)
-  %zero = f32[] constant(0)
-  %sm = f32[{r}] reduce(%e, %zero), dimensions={{1}}, to_apply=%add
-  %sb = f32[{r},{c}] broadcast(%sm), dimensions={{0}}
-  ROOT %out = f32[{r},{c}] divide(%e, %sb)
-}}""")
+    exe = _compile(softmax(r, c))
     x = np.random.RandomState(0).standard_normal((r, c)).astype(np.float32)
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(exe.execute(x), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
