@@ -62,6 +62,19 @@ void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t 
                            int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                            int32_t transpose_rhs);
 
+// FFT over the last `rank` (1 to 3) dimensions of dense row-major arrays,
+// `batch` of them: kind 0 FFT (complex -> complex), 1 IFFT (scaled by
+// 1/N), 2 RFFT (real -> complex, the last dimension n becomes n/2 + 1),
+// 3 IRFFT (complex -> real, n/2 + 1 -> n, scaled; imaginary parts a real
+// signal cannot have are ignored, as numpy.fft.irfftn does). `lengths`
+// holds fft_length (the real-side sizes). Computed with Eigen's FFT module
+// (kissfft); `in` and `out` must not overlap. f32: complex<float> and
+// float; f64: complex<double> and double.
+void __xla_cpu_fft_f32(const void* in, void* out, int64_t batch, int32_t rank,
+                       const int64_t* lengths, int32_t kind);
+void __xla_cpu_fft_f64(const void* in, void* out, int64_t batch, int32_t rank,
+                       const int64_t* lengths, int32_t kind);
+
 // 2-D convolution, XLA's semantics, dense row-major:
 //   input  [batch, in_h, in_w, in_c]                       (NHWC)
 //   kernel [kernel_h, kernel_w, in_c / feature_group_count, out_c]  (HWIO)

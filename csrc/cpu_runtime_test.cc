@@ -111,7 +111,8 @@ TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
   EXPECT_EQ(names.size(), static_cast<size_t>(count));
   for (const char* name : {"__xla_cpu_parallel_for", "__xla_cpu_matmul_f32", "__xla_cpu_matmul_f64",
                            "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
-                           "__xla_cpu_conv2d_f64", "__xla_cpu_runtime_num_threads"}) {
+                           "__xla_cpu_conv2d_f64", "__xla_cpu_runtime_num_threads",
+                           "__xla_cpu_fft_f32", "__xla_cpu_fft_f64"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
 }
@@ -370,6 +371,63 @@ TEST_F(CpuRuntimeTest, Conv2DMatchesNaiveLoop) {
     for (const auto& c : cases) {
       CheckConv<float>(rng, c, 1e-4);
       CheckConv<double>(rng, c, 1e-11);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// FFT against the direct sum X[k] = sum_j x[j] exp(-2 pi i jk / n).
+
+std::vector<std::complex<double>> DirectDft(const std::vector<std::complex<double>>& x,
+                                            bool inverse) {
+  const size_t n = x.size();
+  std::vector<std::complex<double>> out(n);
+  const double sign = inverse ? 1.0 : -1.0;
+  for (size_t k = 0; k < n; ++k) {
+    std::complex<double> acc = 0;
+    for (size_t j = 0; j < n; ++j) {
+      acc += x[j] * std::polar(1.0, sign * 2 * M_PI * double(j * k % n) / double(n));
+    }
+    out[k] = inverse ? acc / double(n) : acc;
+  }
+  return out;
+}
+
+TEST_F(CpuRuntimeTest, FftMatchesTheDirectSum) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (int threads : {1, 2}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    for (int64_t n : {1, 2, 7, 12, 31}) {
+      const int64_t batch = 3;
+      std::vector<std::complex<double>> x(batch * n);
+      for (auto& v : x) v = {dist(rng), dist(rng)};
+      for (int32_t kind : {0, 1}) {
+        std::vector<std::complex<double>> out(batch * n);
+        __xla_cpu_fft_f64(x.data(), out.data(), batch, 1, &n, kind);
+        for (int64_t b = 0; b < batch; ++b) {
+          auto want = DirectDft({x.begin() + b * n, x.begin() + (b + 1) * n}, kind == 1);
+          for (int64_t k = 0; k < n; ++k) {
+            EXPECT_NEAR(std::abs(out[b * n + k] - want[k]), 0.0, 1e-12) << n << " " << kind;
+          }
+        }
+      }
+      // RFFT then IRFFT of a real signal gives it back; RFFT is the first
+      // n/2 + 1 terms of the complex transform.
+      std::vector<double> r(batch * n), back(batch * n);
+      for (auto& v : r) v = dist(rng);
+      const int64_t half = n / 2 + 1;
+      std::vector<std::complex<double>> spec(batch * half);
+      __xla_cpu_fft_f64(r.data(), spec.data(), batch, 1, &n, 2);
+      __xla_cpu_fft_f64(spec.data(), back.data(), batch, 1, &n, 3);
+      for (int64_t b = 0; b < batch; ++b) {
+        std::vector<std::complex<double>> c(r.begin() + b * n, r.begin() + (b + 1) * n);
+        auto want = DirectDft(c, false);
+        for (int64_t k = 0; k < half; ++k) {
+          EXPECT_NEAR(std::abs(spec[b * half + k] - want[k]), 0.0, 1e-12);
+        }
+      }
+      for (int64_t i = 0; i < batch * n; ++i) EXPECT_NEAR(back[i], r[i], 1e-12);
     }
   }
 }
