@@ -261,6 +261,11 @@ class XlaBuilder:
     def reverse(self, x, dimensions):
         return self.add_instruction("reverse", (x,), dimensions=tuple(dimensions))
 
+    def fft(self, x, fft_type, fft_length):
+        """FFT, IFFT, RFFT or IRFFT over the last len(fft_length) dimensions."""
+        return self.add_instruction("fft", (x,), fft_type=fft_type,
+                                    fft_length=tuple(int(n) for n in fft_length))
+
     def tuple(self, elements):
         return self.add_instruction("tuple", tuple(elements))
 

@@ -2116,3 +2116,130 @@ def identity(n, dtype=float):
 
 FUNCTIONS_BY_NAME.clear()
 _index_names()
+
+
+# ----- numpy.fft ---------------------------------------------------------------------
+# One HLO fft over up to three axes: the axes are moved last (transpose),
+# cropped or zero-padded to the requested lengths, transformed, and moved
+# back. NumPy 2's dtype rules: float32/complex64 stay single precision,
+# everything else computes in complex128. ``norm``: "backward" (the
+# default: inverse transforms scaled by 1/n), "ortho" (both by 1/sqrt n),
+# "forward" (forward transforms by 1/n).
+
+def _fft_axes(a, s, axes, default_all):
+    if axes is None:
+        if s is not None:
+            axes = tuple(range(a.ndim - len(s), a.ndim))
+        else:
+            axes = tuple(range(a.ndim)) if default_all else (a.ndim - 1,)
+    axes = tuple(normalize_axis(x, a.ndim) for x in (axes if isinstance(axes, (tuple, list)) else (axes,)))
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"fft: repeated axes {axes}")
+    if not 1 <= len(axes) <= 3:
+        raise tracing_error(f"xla.jit supports FFTs over 1 to 3 axes, got {len(axes)}; "
+                            "transform the rest in a second call")
+    if s is not None and len(s) != len(axes):
+        raise ShapeError(f"fft: s {tuple(s)} and axes {axes} differ in length")
+    return axes
+
+
+def _resize_last(x, sizes):
+    """Crops or zero-pads the last len(sizes) dimensions of x to sizes."""
+    k = len(sizes)
+    index = [slice(None)] * (x.ndim - k) + [slice(0, n) for n in sizes]
+    x = x[tuple(index)]
+    widths = [(0, 0)] * (x.ndim - k) + [(0, builtins.max(0, n - d)) for n, d in zip(sizes, x.shape[-k:])]
+    return pad(x, widths) if builtins.any(w for _, w in widths) else x
+
+
+def _fft(a, kind, s, axes, norm, default_all=False):
+    a = as_tracer(a)
+    axes = _fft_axes(a, s, axes, default_all)
+    single = a.dtype in (np.float32, np.complex64)
+    cdt, rdt = (np.complex64, np.float32) if single else (np.complex128, np.float64)
+    in_sizes = [a.shape[x] for x in axes]
+    if kind == "IRFFT":
+        lengths = list(s) if s is not None else in_sizes[:-1] + [2 * (in_sizes[-1] - 1)]
+        sizes = lengths[:-1] + [lengths[-1] // 2 + 1]
+    else:
+        lengths = list(s) if s is not None else in_sizes
+        sizes = lengths
+    if builtins.any(n < 1 for n in lengths):
+        raise ShapeError(f"fft: invalid number of data points {tuple(lengths)}")
+    perm = [d for d in range(a.ndim) if d not in axes] + list(axes)
+    x = transpose(a, perm)
+    x = convert(x, rdt if kind == "RFFT" else cdt)
+    x = _resize_last(x, sizes)
+    y = Tracer(current_builder().fft(x.op, kind, lengths))
+    n = int(np.prod(lengths))
+    inverse = kind in ("IFFT", "IRFFT")
+    scale = {"backward": 1.0, None: 1.0, "ortho": 1.0 / np.sqrt(n),
+             "forward": 1.0 / n}.get(norm)
+    if scale is None:
+        raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
+    if inverse:
+        # HLO's inverse transforms divide by n already ("backward").
+        scale = {"backward": 1.0, None: 1.0, "ortho": np.sqrt(n), "forward": float(n)}[norm]
+    if scale != 1.0:
+        y = y * np.asarray(scale, rdt)
+    return transpose(y, tuple(int(i) for i in np.argsort(perm)))
+
+
+@implements(np.fft.fft)
+def fft(a, n=None, axis=-1, norm=None, out=None):
+    return _fft(a, "FFT", None if n is None else [n], (axis,), norm)
+
+
+@implements(np.fft.ifft)
+def ifft(a, n=None, axis=-1, norm=None, out=None):
+    return _fft(a, "IFFT", None if n is None else [n], (axis,), norm)
+
+
+@implements(np.fft.rfft)
+def rfft(a, n=None, axis=-1, norm=None, out=None):
+    return _fft(a, "RFFT", None if n is None else [n], (axis,), norm)
+
+
+@implements(np.fft.irfft)
+def irfft(a, n=None, axis=-1, norm=None, out=None):
+    return _fft(a, "IRFFT", None if n is None else [n], (axis,), norm)
+
+
+@implements(np.fft.fftn)
+def fftn(a, s=None, axes=None, norm=None, out=None):
+    return _fft(a, "FFT", s, axes, norm, default_all=True)
+
+
+@implements(np.fft.ifftn)
+def ifftn(a, s=None, axes=None, norm=None, out=None):
+    return _fft(a, "IFFT", s, axes, norm, default_all=True)
+
+
+@implements(np.fft.rfftn)
+def rfftn(a, s=None, axes=None, norm=None, out=None):
+    return _fft(a, "RFFT", s, axes, norm, default_all=True)
+
+
+@implements(np.fft.irfftn)
+def irfftn(a, s=None, axes=None, norm=None, out=None):
+    return _fft(a, "IRFFT", s, axes, norm, default_all=True)
+
+
+@implements(np.fft.fft2)
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    return _fft(a, "FFT", s, axes, norm)
+
+
+@implements(np.fft.ifft2)
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    return _fft(a, "IFFT", s, axes, norm)
+
+
+@implements(np.fft.rfft2)
+def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    return _fft(a, "RFFT", s, axes, norm)
+
+
+@implements(np.fft.irfft2)
+def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    return _fft(a, "IRFFT", s, axes, norm)
