@@ -22,6 +22,8 @@ EXPECTED_SYMBOLS = {
     "__xla_cpu_matmul_c128",
     "__xla_cpu_conv2d_f32",
     "__xla_cpu_conv2d_f64",
+    "__xla_cpu_fft_f32",
+    "__xla_cpu_fft_f64",
     "__xla_cpu_runtime_num_threads",
 }
 
