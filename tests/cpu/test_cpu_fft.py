@@ -1,6 +1,7 @@
 """fft on the CPU backend (emit_fft.py, the runtime's Eigen FFT) against
 numpy.fft and the interpreter: every fft_type, 1 to 3 transform
-dimensions, batches, even, odd and prime lengths, c64 and c128."""
+dimensions, batches, even, odd and prime lengths, c64 and c128; numpy.fft
+under xla.jit on the cpu backend; the cases that name the op as unsupported."""
 import numpy as np
 import pytest
 
@@ -91,3 +92,33 @@ def test_ahead_of_time_objects_name_fft_as_unsupported():
     text = module("FFT", [3, 8], [8], "c64")
     with pytest.raises(UnimplementedError, match="fft.*ahead-of-time"):
         aot_compile(xla.parse_hlo_module(text), target="x86_64", name="f")
+
+
+def _spectra(v):
+    """numpy.fft over the last axes of a batch: complex and real transforms,
+    1-D to 3-D, so one jitted module holds every fft_type."""
+    return (np.fft.fft(v, axis=-1), np.fft.ifft2(v), np.fft.fftn(v, axes=(0, 1, 2)),
+            np.fft.rfft(v.real), np.fft.irfft(v[..., :5], n=9), np.fft.rfft2(v.real),
+            np.fft.irfftn(v[..., :6], s=(6, 10), axes=(1, 2)))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_jit_numpy_fft_runs_through_the_runtime(dtype):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((4, 6, 10)) + 1j * rng.standard_normal((4, 6, 10))).astype(dtype)
+    jitted = xla.jit(_spectra, backend="cpu")
+    text = jitted.lower(x).as_hlo_text()
+    for kind in ("FFT", "IFFT", "RFFT", "IRFFT"):
+        assert f"fft_type={kind}" in text
+    assert "__xla_cpu_fft" in xla.compile(text, backend="cpu").ir_text
+    got = jitted(x)
+    want = _spectra(x.astype(np.complex128))
+    single = dtype == np.complex64
+    # The largest transform is all of x (fftn over three axes).
+    tol = (1e-5 if single else 1e-12) * np.sqrt(x.size)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        # Single precision stays single (NumPy 2), real results stay real.
+        assert g.dtype == (np.dtype(np.float32 if w.dtype.kind == "f" else np.complex64) if single
+                           else w.dtype)
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * np.abs(w).max())
