@@ -2185,61 +2185,27 @@ def _fft(a, kind, s, axes, norm, default_all=False):
     return transpose(y, tuple(int(i) for i in np.argsort(perm)))
 
 
-@implements(np.fft.fft)
-def fft(a, n=None, axis=-1, norm=None, out=None):
-    return _fft(a, "FFT", None if n is None else [n], (axis,), norm)
+def _register_fft(kind, numpy_fn, form):
+    """Registers ``numpy_fn`` with NumPy's signature for its ``form``: "1d"
+    (n, axis), "2d" (s, axes=(-2, -1)) or "nd" (s, axes: all by default).
+    Module-private, so that xla.numpy does not gain top-level fft names
+    NumPy keeps under np.fft."""
+    if form == "1d":
+        def impl(a, n=None, axis=-1, norm=None, out=None):
+            return _fft(a, kind, None if n is None else [n], (axis,), norm)
+    elif form == "2d":
+        def impl(a, s=None, axes=(-2, -1), norm=None, out=None):
+            return _fft(a, kind, s, axes, norm)
+    else:
+        def impl(a, s=None, axes=None, norm=None, out=None):
+            return _fft(a, kind, s, axes, norm, default_all=True)
+    impl.__name__ = numpy_fn.__name__
+    implements(numpy_fn)(impl)
 
 
-@implements(np.fft.ifft)
-def ifft(a, n=None, axis=-1, norm=None, out=None):
-    return _fft(a, "IFFT", None if n is None else [n], (axis,), norm)
-
-
-@implements(np.fft.rfft)
-def rfft(a, n=None, axis=-1, norm=None, out=None):
-    return _fft(a, "RFFT", None if n is None else [n], (axis,), norm)
-
-
-@implements(np.fft.irfft)
-def irfft(a, n=None, axis=-1, norm=None, out=None):
-    return _fft(a, "IRFFT", None if n is None else [n], (axis,), norm)
-
-
-@implements(np.fft.fftn)
-def fftn(a, s=None, axes=None, norm=None, out=None):
-    return _fft(a, "FFT", s, axes, norm, default_all=True)
-
-
-@implements(np.fft.ifftn)
-def ifftn(a, s=None, axes=None, norm=None, out=None):
-    return _fft(a, "IFFT", s, axes, norm, default_all=True)
-
-
-@implements(np.fft.rfftn)
-def rfftn(a, s=None, axes=None, norm=None, out=None):
-    return _fft(a, "RFFT", s, axes, norm, default_all=True)
-
-
-@implements(np.fft.irfftn)
-def irfftn(a, s=None, axes=None, norm=None, out=None):
-    return _fft(a, "IRFFT", s, axes, norm, default_all=True)
-
-
-@implements(np.fft.fft2)
-def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
-    return _fft(a, "FFT", s, axes, norm)
-
-
-@implements(np.fft.ifft2)
-def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
-    return _fft(a, "IFFT", s, axes, norm)
-
-
-@implements(np.fft.rfft2)
-def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
-    return _fft(a, "RFFT", s, axes, norm)
-
-
-@implements(np.fft.irfft2)
-def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
-    return _fft(a, "IRFFT", s, axes, norm)
+for _kind, _fns in {"FFT": (np.fft.fft, np.fft.fft2, np.fft.fftn),
+                    "IFFT": (np.fft.ifft, np.fft.ifft2, np.fft.ifftn),
+                    "RFFT": (np.fft.rfft, np.fft.rfft2, np.fft.rfftn),
+                    "IRFFT": (np.fft.irfft, np.fft.irfft2, np.fft.irfftn)}.items():
+    for _form, _fn in zip(("1d", "2d", "nd"), _fns):
+        _register_fft(_kind, _fn, _form)
