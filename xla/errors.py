@@ -45,3 +45,8 @@ class TracingError(InvalidArgumentError):
     """``xla.jit`` cannot compile the function whole (must-compile semantics):
     a data-dependent shape, a Python branch on a traced value, an unsupported
     NumPy function. The message starts with the user's file and line."""
+
+
+class InternalError(XlaError):
+    """A failure of the compiler itself (e.g. a code-generation worker
+    process that died), not of the user's program."""

@@ -151,9 +151,9 @@ def aot_compile(module, target="x86_64", name="entry", host_cpu=False, runtime_c
     if host_cpu and target != host_target():
         raise InvalidArgumentError(f"host CPU features apply only to the host's target "
                                    f"({host_target()}), not {target}")
-    assignment, llvm_module = _emit(module, RUNTIME_C_SYMBOLS if runtime_c else ())
+    assignment, emitted = _emit(module, RUNTIME_C_SYMBOLS if runtime_c else ())
     constant_bytes = _constant_allocations(assignment)
-    _add_wrapper(llvm_module, assignment, constant_bytes)
+    _add_wrapper(emitted.driver, assignment, constant_bytes)
 
     triple, cpu = TARGETS[target]
     features = ""
@@ -163,7 +163,7 @@ def aot_compile(module, target="x86_64", name="entry", host_cpu=False, runtime_c
         _initialize_targets()
         tm = llvm.Target.from_triple(triple).create_target_machine(
             cpu=cpu, features=features, opt=opt_level, reloc="pic", codemodel="default")
-        mod = _finish_module(str(llvm_module), name, triple, tm, opt_level)
+        mod = _finish_module(emitted, name, triple, tm, opt_level)
         object_bytes = tm.emit_object(mod)
         undefined = jit.undefined_symbols(object_bytes)
         support = sorted(set(undefined) & set(jit._SUPPORT_NAMES))  # noqa: SLF001
@@ -250,10 +250,10 @@ def _initialize_targets():
         _targets_initialized = True
 
 
-def _finish_module(text, name, triple, tm, opt_level):
-    """Parses the IR, names the exported function ``name``, retargets and
-    optimizes it."""
-    mod = llvm.parse_assembly(text)
+def _finish_module(emitted, name, triple, tm, opt_level):
+    """Links the driver and kernel modules into one (kernels internal),
+    names the exported function ``name``, retargets and optimizes it."""
+    mod = emitted.link()
     existing = {g.name: g for g in list(mod.functions) + list(mod.global_variables)}
     clash = existing.get(name)
     if clash is not None:

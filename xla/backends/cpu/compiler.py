@@ -7,16 +7,26 @@ Ops the backend does not generate code for raise UnimplementedError naming
 the op and "cpu" here, at compile time.
 """
 import re
+import time
 
 from xla.backends.cpu import fast_math, jit
+from xla.backends.cpu.compile_progress import CompileProgress
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
+from xla.backends.cpu.kernel_compiler import KernelCompiler
+from xla.backends.cpu.kernels import KERNEL_PREFIX
 from xla.errors import UnimplementedError
 from xla.gc_util import paused_gc
 from xla.hlo.verifier import verify_module
 from xla.service.buffer_assignment import assign_buffers
 
 _runtime = None
+
+# Modules with at most this many distinct kernels compile as one LLVM module
+# with the kernels inlined into the driver (measured: as fast to compile for
+# small modules, and no call per kernel at run time); larger ones compile
+# each kernel separately.
+SINGLE_MODULE_MAX_KERNELS = 4
 
 
 def runtime_symbols():
@@ -80,6 +90,10 @@ class CpuCompiler:
         self.opt_level = options.xla_backend_optimization_level if level is None else level
         self.fast_math = options.xla_cpu_enable_fast_math
         self.disabled_passes = tuple(options.xla_disable_hlo_passes)
+        self.log_progress = getattr(options, "xla_log_compile_progress", False)
+        # The driver is calls, loads of buffer pointers and control flow:
+        # O3 buys it nothing that O1 does not.
+        self.driver_opt_level = min(self.opt_level, 1)
         _apply_thread_options(options)
 
     def optimization_pipeline(self, **options):
@@ -93,9 +107,11 @@ class CpuCompiler:
         pipeline.passes.insert(0, make_pass("custom-fusion-inliner"))
         return pipeline
 
-    def optimize(self, module):
+    def optimize(self, module, timings=None):
         """Verifies ``module`` and runs the optimization pipeline on it in
-        place; returns its buffer assignment."""
+        place; returns its buffer assignment. ``timings`` (a dict) gets the
+        seconds of "passes" and "buffer_assignment"."""
+        start = time.perf_counter()
         verify_module(module)
         for p in module.entry.parameters:
             if p.shape.is_dynamic:
@@ -106,48 +122,113 @@ class CpuCompiler:
         if self.dumper is not None:
             pipeline.dump_hook = self.dumper.pass_hook()
         pipeline.run(module)
-        return assign_buffers(module)
+        self.pass_timings = list(getattr(pipeline, "timings", ()) or ())
+        middle = time.perf_counter()
+        assignment = assign_buffers(module)
+        if timings is not None:
+            timings["passes"] = middle - start
+            timings["buffer_assignment"] = time.perf_counter() - middle
+        return assignment
 
     def emit(self, module, runtime_symbols):
         """Verifies and optimizes ``module`` in place, assigns buffers and
-        emits the LLVM module; returns (buffer assignment, llvmlite module).
+        emits LLVM IR; returns (buffer assignment, ``kernels.EmittedModule``).
         ``runtime_symbols`` names the runtime functions the code may call
         (the JIT passes the C++ runtime's; AOT passes none, or its C file's).
         """
         self.configure()
         assignment = self.optimize(module)
-        with paused_gc():
-            llvm_module = emit_module(module, assignment, runtime_symbols)
-        return assignment, llvm_module
+        with paused_gc(), fast_math.approximations(self.fast_math):
+            emitted = emit_module(module, assignment, runtime_symbols)
+        return assignment, emitted
+
+    def _transform(self, text):
+        return with_fast_math(text) if self.fast_math else text
 
     def compile(self, module, cache=None):
-        """An executable for ``module`` (optimized in place). With ``cache``
-        (an ``xla.frontend.disk_cache.PersistentCache``), native code is
-        looked up by a hash of the optimized module first, and stored after
-        compiling: a hit skips LLVM entirely."""
+        """An executable for ``module`` (optimized in place): a driver
+        function over separately compiled kernels (see ``kernels.py`` and
+        ``kernel_compiler.py``). With ``cache`` (an
+        ``xla.frontend.disk_cache.PersistentCache``), the driver's native
+        code is looked up by a hash of the optimized module first, and each
+        kernel's by its fingerprint: a hit on the module skips IR emission
+        and LLVM entirely, a hit on a kernel skips that kernel.
+
+        The executable's ``compile_timings`` has the seconds of each stage
+        (passes, buffer_assignment, codegen, llvm) and kernel counts."""
         self.configure()
+        started = time.perf_counter()
+        timings = {}
+        progress = CompileProgress(module.name) if self.log_progress else None
         symbols = runtime_symbols()
-        assignment = self.optimize(module)
+        if progress:
+            progress.stage("passes")
+        assignment = self.optimize(module, timings)
+        options = f"O{self.opt_level} fast_math={self.fast_math}"
+        kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
+                                 progress.kernels if progress else None)
         key = None
         if cache is not None:
             key = cache.key(module.to_text(), target=jit.host_triple() + ":" + jit.host_cpu(),
-                            options=f"O{self.opt_level} fast_math={self.fast_math}")
-            code = cache.get(key)
-            if code is not None:
-                try:
-                    jit_module = jit.JitModule.from_object(code, self.opt_level)
-                except RuntimeError as e:
-                    cache.discard(key, str(e))
-                else:
-                    exe = CpuExecutable(module, assignment, jit_module, None)
-                    exe.from_disk_cache = True
-                    return exe
+                            options=options + " driver")
+            exe = self._from_cache(cache, key, module, assignment, kernels)
+            if exe is not None:
+                timings["total"] = time.perf_counter() - started
+                exe.compile_timings = timings
+                return exe
+        if progress:
+            progress.stage("codegen")
+        t = time.perf_counter()
         with paused_gc(), fast_math.approximations(self.fast_math):
-            llvm_module = emit_module(module, assignment, symbols)
-        ir_text = str(llvm_module)
-        if self.fast_math:
-            ir_text = with_fast_math(ir_text)
-        jit_module = jit.JitModule(ir_text, opt_level=self.opt_level)
+            emitted = emit_module(module, assignment, symbols, on_kernel=kernels.submit)
+        timings["codegen"] = time.perf_counter() - t
+        if progress:
+            progress.stage("llvm")
+        t = time.perf_counter()
+        if len(emitted.kernels) <= SINGLE_MODULE_MAX_KERNELS:
+            # Few kernels: one LLVM module, kernels inlined into the driver
+            # (as fast to compile, and no call per kernel at run time).
+            kernels.queued = []
+            for future in kernels.futures.values():
+                future.cancel()
+            mod = emitted.link(transform=self._transform)
+            jit_module = jit.JitModule(str(mod), opt_level=self.opt_level)
+            objects = {}
+        else:
+            objects = kernels.finish()
+            jit_module = jit.JitModule.link(self._transform(emitted.driver_text), objects.values(),
+                                            opt_level=self.driver_opt_level)
         if cache is not None and jit_module.object_code is not None:
             cache.put(key, jit_module.object_code)
-        return CpuExecutable(module, assignment, jit_module, ir_text)
+        timings["llvm"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - started
+        timings["kernels"] = emitted.kernels_emitted
+        timings["kernels_distinct"] = len(emitted.kernels)
+        timings.update({f"kernels_{k}": v for k, v in kernels.stats.items() if k != "kernels"})
+        if progress:
+            progress.done(timings)
+        exe = CpuExecutable(module, assignment, jit_module, emitted, objects,
+                            self._transform)
+        exe.kernel_opt_level = self.opt_level
+        exe.compile_timings = timings
+        return exe
+
+    def _from_cache(self, cache, key, module, assignment, kernels):
+        code = cache.get(key)
+        if code is None:
+            return None
+        try:
+            wanted = [s for s in jit.undefined_symbols(code) if s.startswith(KERNEL_PREFIX)]
+            for symbol in wanted:
+                kernels.submit(symbol, None)
+            if kernels.queued or kernels.futures:   # a kernel is missing: compile all
+                kernels.queued, kernels.futures = [], {}
+                return None
+            jit_module = jit.JitModule.from_object(code, self.driver_opt_level,
+                                                   [kernels.objects[s] for s in wanted])
+        except RuntimeError as e:
+            cache.discard(key, str(e))
+            return None
+        exe = CpuExecutable(module, assignment, jit_module, None, kernels.objects, self._transform)
+        exe.from_disk_cache = True
+        return exe

@@ -70,7 +70,7 @@ def generate_convolution(g, h, index):
         in_batch = ob
         feature_base = b.mul(b.udiv(of, i64(O // G)), i64(I)) if G > 1 else None
 
-    acc = g.kernel.alloca(rt, name=f"acc.{h.name}")
+    acc = g.kernel.alloca(rt, name="acc")
     b.store(zero, acc)
     saved = g.push_scope()
     li, ri = [None] * lhs.shape.rank, [None] * rhs.shape.rank

@@ -199,7 +199,7 @@ def generate_scatter(g, h, index):
     cur = [g.value(x, index) for x in sd.inputs]
     if sd.upd_shape.num_elements() == 0:
         return cur[0] if not h.shape.is_tuple else cur
-    accs = [g.kernel.alloca(v.type, name=f"acc.{h.name}") for v in cur]
+    accs = [g.kernel.alloca(v.type, name="acc") for v in cur]
     for a, v in zip(accs, cur):
         g.b.store(v, a)
     saved = g.push_scope()

@@ -348,7 +348,8 @@ def emit_rng(me, h):
     counter = _module_global(me, "xla.rng.counter", I64)
     in_slices = [Slice(a.buffer(o, ())) for o in h.operands]
     out_slice = Slice(a.buffer(h, ()))
-    kernel = Kernel(me, me.unique(f"kernel.{h.name}"), in_slices + [out_slice])
+    # In the driver module: the kernel reads the module's counter.
+    kernel = Kernel(me, me.unique(f"kernel.{h.name}"), in_slices + [out_slice], in_driver=True)
     b = kernel.b
     lo = load_element(b, kernel.pointer(in_slices[0]), et)
     hi = load_element(b, kernel.pointer(in_slices[1]), et)

@@ -110,7 +110,7 @@ def generate_reduce_window(g, h, index):
     init_values = [g.value(i, []) for i in inits]
     if in_shape.num_elements() == 0 or any(wd.size == 0 for wd in wdims):
         return init_values[0] if n == 1 else list(init_values)
-    accs = [g.kernel.alloca(v.type, name=f"acc.{h.name}") for v in init_values]
+    accs = [g.kernel.alloca(v.type, name="acc") for v in init_values]
     b = g.b
     for a, v in zip(accs, init_values):
         b.store(v, a)

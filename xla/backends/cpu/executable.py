@@ -48,12 +48,24 @@ class CpuExecutable:
     platform = "cpu"
     from_disk_cache = False   # True when the native code came from the persistent cache
 
-    def __init__(self, module, assignment, jit_module, ir_text):
+    compile_timings = None    # stage -> seconds, and kernel counts (CpuCompiler.compile)
+    kernel_opt_level = 3      # the LLVM opt level the kernels were compiled at
+
+    def __init__(self, module, assignment, jit_module, emitted=None, kernel_objects=None,
+                 transform=None):
+        """``jit_module`` runs the driver (``entry``); ``emitted`` is the
+        ``kernels.EmittedModule`` it came from (None when loaded from the
+        persistent cache), ``kernel_objects`` the kernels' native code by
+        symbol (empty when they were compiled into the driver's module),
+        ``transform`` what was applied to each IR text before compiling."""
         self.module = module
         self.assignment = assignment
         self.jit_module = jit_module
-        self.ir_text = ir_text
-        self.optimized_ir_text = jit_module.optimized_ir
+        self.emitted = emitted
+        self.kernel_objects = dict(kernel_objects or {})
+        self._transform = transform or (lambda text: text)
+        self._ir_text = None
+        self._optimized_ir_text = None
         self._address = jit_module.address("entry")
         self._lock = threading.Lock()
         allocations = assignment.allocations
@@ -77,6 +89,28 @@ class CpuExecutable:
                 self._outputs.append(alloc.index)
         self._sizes = [a.size for a in allocations]
         self._fast = _FastPath.build(self)
+
+    @property
+    def ir_text(self):
+        """The LLVM IR before optimization: the driver module, then each
+        distinct kernel's module (None when loaded from the cache)."""
+        if self._ir_text is None and self.emitted is not None:
+            self._ir_text = self._transform(self.emitted.text())
+        return self._ir_text
+
+    @property
+    def optimized_ir_text(self):
+        """The optimized LLVM IR of the driver and the kernels (kernels
+        compiled separately are optimized again here, for reading)."""
+        if self._optimized_ir_text is None and self.jit_module.optimized_ir is not None:
+            from xla.backends.cpu import jit
+            parts = [self.jit_module.optimized_ir]
+            if self.kernel_objects and self.emitted is not None:
+                for symbol in sorted(self.kernel_objects):
+                    parts.append(jit.optimized_ir(self._transform(self.emitted.kernels[symbol]),
+                                                  self.kernel_opt_level))
+            self._optimized_ir_text = "\n".join(parts)
+        return self._optimized_ir_text
 
     @property
     def parameter_shapes(self):

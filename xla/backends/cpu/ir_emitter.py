@@ -44,6 +44,7 @@ from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, tiling
+from xla.backends.cpu.kernels import EmittedModule, KernelSet
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.errors import UnimplementedError
 from xla.hlo.opcodes import ELEMENTWISE
@@ -59,6 +60,9 @@ I8 = ir.IntType(8)
 I32 = ir.IntType(32)
 VOID = ir.VoidType()
 KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
+# The name a kernel's function has in its own module until it is named by
+# its fingerprint (kernels.KernelSet.add).
+KERNEL_PLACEHOLDER = "xla.kernel"
 
 PARALLEL_MIN_ELEMENTS = 1 << 16
 # Elements per parallel chunk at least (keeps tiny chunks from thrashing).
@@ -158,12 +162,26 @@ class Slice:
 
 
 class Kernel:
-    """One kernel function being emitted: its builder, buffer arguments,
-    alloca block and the memo table of the generators."""
+    """One kernel being emitted: its builder, buffer arguments, alloca block
+    and the memo table of the generators.
 
-    def __init__(self, emitter, name, slices, scratch=False):
+    The kernel's code is a function ``void (ptr noalias align(A) x N, [ptr
+    scratch,] i64 begin, i64 end)`` in an LLVM module of its own
+    (``kernel_module``), where every name is local to the kernel, so two
+    kernels that compute the same thing over buffers of the same alignment
+    print to the same text (see ``kernels.py``: they compile once). The
+    driver module gets, at ``finish``, a declaration of it (``impl``) and a
+    wrapper ``void name(i8** table, i64 begin, i64 end)`` (``function``) that
+    loads the buffer pointers from the table and calls it; that is what the
+    driver runs or hands to the thread pool.
+
+    ``in_driver=True`` emits the code into the driver module instead (an
+    internal, always-inline function): for kernels that use driver-module
+    state such as the rng counter."""
+
+    def __init__(self, emitter, name, slices, scratch=False, in_driver=False):
         self.emitter = emitter
-        module = emitter.llmod
+        self.name = name
         keys = []
         for s in slices:
             if s.key not in keys:
@@ -172,17 +190,28 @@ class Kernel:
         aligns = {}
         for s in slices:
             aligns[s.key] = min(aligns.get(s.key, 64), s.align)
+        self.has_scratch = scratch
         n_ptrs = len(keys) + (1 if scratch else 0)
-        impl_type = ir.FunctionType(VOID, [PTR] * n_ptrs + [I64, I64])
-        impl = ir.Function(module, impl_type, f"{name}.impl")
-        impl.linkage = "internal"
-        impl.attributes.add("alwaysinline")
+        self.impl_type = ir.FunctionType(VOID, [PTR] * n_ptrs + [I64, I64])
+        self.in_driver = in_driver
+        if in_driver:
+            self.module = emitter.llmod
+            impl = ir.Function(self.module, self.impl_type, emitter.unique(f"{name}.impl"))
+            impl.linkage = "internal"
+            impl.attributes.add("alwaysinline")
+        else:
+            self.module = ir.Module(name="kernel")
+            impl = ir.Function(self.module, self.impl_type, KERNEL_PLACEHOLDER)
         impl.attributes.add("nounwind")
+        self.arg_attributes = []
         for arg, key in zip(impl.args, keys):
             for a in ("noalias", "nonnull"):
                 arg.add_attribute(a)
             arg.attributes.align = aligns[key]
-        self.impl = impl
+            self.arg_attributes.append(aligns[key])
+        self.definition = impl
+        self.impl = impl if in_driver else None   # the driver's declaration, after finish()
+        self.function = None                       # the driver's wrapper, after finish()
         self.ptrs = dict(zip(keys, impl.args[:len(keys)]))
         self.scratch = impl.args[len(keys)] if scratch else None
         if scratch:
@@ -193,21 +222,6 @@ class Kernel:
         self.start_block = impl.append_basic_block("start")
         self.b = ir.IRBuilder(self.start_block)
 
-        # The wrapper with the table signature.
-        wrapper = ir.Function(module, KERNEL_TYPE, name)
-        wrapper.linkage = "internal"
-        wb = ir.IRBuilder(wrapper.append_basic_block("entry"))
-        table, begin, end = wrapper.args
-        extra = []
-        if scratch:  # the argument is a ChunkContext: {buffer table, scratch}
-            ctx = table
-            table = wb.load(ctx, typ=PTR)
-            extra = [wb.load(wb.gep(ctx, [i64(1)], inbounds=True, source_etype=PTR), typ=PTR)]
-        args = [emitter.slice_pointer(wb, table, key) for key in keys] + extra
-        wb.call(impl, args + [begin, end])
-        wb.ret_void()
-        self.function = wrapper
-
     def alloca(self, typ, name=""):
         return self.alloca_builder.alloca(typ, name=name)
 
@@ -217,6 +231,23 @@ class Kernel:
     def finish(self):
         self.alloca_builder.branch(self.start_block)
         self.b.ret_void()
+        emitter = self.emitter
+        if not self.in_driver:
+            self.impl = emitter.kernels.add(self)
+        # The wrapper with the table signature.
+        wrapper = ir.Function(emitter.llmod, KERNEL_TYPE, self.name)
+        wrapper.linkage = "internal"
+        wb = ir.IRBuilder(wrapper.append_basic_block("entry"))
+        table, begin, end = wrapper.args
+        extra = []
+        if self.has_scratch:  # the argument is a ChunkContext: {buffer table, scratch}
+            ctx = table
+            table = wb.load(ctx, typ=PTR)
+            extra = [wb.load(wb.gep(ctx, [i64(1)], inbounds=True, source_etype=PTR), typ=PTR)]
+        args = [emitter.slice_pointer(wb, table, key) for key in self.keys] + extra
+        wb.call(self.impl, args + [begin, end])
+        wb.ret_void()
+        self.function = wrapper
 
 
 class ElementGenerator:
@@ -289,7 +320,7 @@ class ElementGenerator:
 
 # ----- generators: one row per opcode -------------------------------------------
 def _gen_constant(g, h, index):
-    gv = g.emitter.constant_global(h)
+    gv = g.emitter.constant_global(h, g.kernel.module)
     shape = h.shape
     ptr = g.element_pointer(gv, shape, index) if shape.rank else gv
     return load_element(g.b, ptr, shape.element_type)
@@ -592,6 +623,7 @@ class ModuleEmitter:
         self.kernel_count = 0
         self.row_group = None  # the pending row_groups.Group
         self.row_groups_enabled = row_groups_enabled
+        self.kernels = KernelSet(self.llmod)
 
     # ----- helpers ----------------------------------------------------------
     def slice_pointer(self, b, table, key):
@@ -607,19 +639,23 @@ class ModuleEmitter:
             self._declared[name] = fn
         return fn
 
-    def constant_global(self, h):
-        gv = self._globals.get(id(h))
+    def constant_global(self, h, module):
+        """The LLVM global constant holding ``h``'s value in ``module`` (a
+        kernel's module or the driver's), made on first use."""
+        gv = self._globals.get((id(h), id(module)))
         if gv is None:
             if h.literal is None:
                 raise unsupported(h, "elided constant value")
             data = bytearray(physical_bytes(literal_array(h), h.shape)) or bytearray(1)
             typ = ir.ArrayType(I8, len(data))
-            gv = ir.GlobalVariable(self.llmod, typ, name=self.unique(f"const.{h.name}"))
+            name = (self.unique(f"const.{h.name}") if module is self.llmod
+                    else module.get_unique_name("const"))
+            gv = ir.GlobalVariable(module, typ, name=name)
             gv.initializer = ir.Constant(typ, data)
             gv.global_constant = True
             gv.linkage = "internal"
             gv.align = 64
-            self._globals[id(h)] = gv
+            self._globals[(id(h), id(module))] = gv
         return gv
 
     def unique(self, base):
@@ -640,7 +676,7 @@ class ModuleEmitter:
             if op == "parameter":
                 v = args[h.parameter_number]
             elif op == "constant":
-                gv = self.constant_global(h)
+                gv = self.constant_global(h, b.module)
                 if h.shape.rank:
                     raise unsupported(h, "non-scalar constant in a scalar computation")
                 v = load_element(b, gv, h.shape.element_type)
@@ -674,7 +710,7 @@ class ModuleEmitter:
         if root.shape.is_tuple:
             self.write_tuple_table(root)
         self.builder.ret_void()
-        return self.llmod
+        return EmittedModule(self.llmod, self.kernels)
 
     def write_tuple_table(self, h):
         b = self.builder
@@ -987,8 +1023,12 @@ def _matmul_transposed(shape, nb):
     return 1 if rest == [nb + 1, nb] else None
 
 
-def emit_module(module, assignment, runtime_symbols=()):
-    """The LLVM module (llvmlite ``ir.Module``) for a scheduled,
-    buffer-assigned HloModule; see the module docstring."""
+def emit_module(module, assignment, runtime_symbols=(), on_kernel=None):
+    """The driver and kernel modules (``kernels.EmittedModule``) for a
+    scheduled, buffer-assigned HloModule; see the module docstring.
+    ``on_kernel(symbol, text)`` is called for each distinct kernel as soon
+    as it is emitted (the kernel compiler starts on it)."""
     _load_extensions()
-    return ModuleEmitter(module, assignment, runtime_symbols).emit()
+    emitter = ModuleEmitter(module, assignment, runtime_symbols)
+    emitter.kernels.on_new = on_kernel
+    return emitter.emit()

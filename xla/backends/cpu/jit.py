@@ -30,6 +30,21 @@ _target_machines = {}
 _initialized = False
 
 
+_codegen_initialized = False
+
+
+def _initialize_codegen():
+    """LLVM's native target, enough to compile IR to object code."""
+    global _codegen_initialized
+    if not _codegen_initialized:
+        with _lock:
+            if not _codegen_initialized:
+                llvm.initialize_native_target()
+                llvm.initialize_native_asmprinter()
+                llvm.initialize_native_asmparser()
+                _codegen_initialized = True
+
+
 def _initialize():
     global _initialized
     if _initialized:
@@ -37,9 +52,7 @@ def _initialize():
     with _lock:
         if _initialized:
             return
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        llvm.initialize_native_asmparser()
+        _initialize_codegen()
         # The process itself (symbols of already loaded libraries), then libm
         # by name in case it was loaded with RTLD_LOCAL or not at all.
         try:
@@ -129,6 +142,7 @@ def _install_support_functions():
 
 
 def _create_target_machine(opt_level):
+    _initialize_codegen()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
@@ -141,7 +155,7 @@ def target_machine(opt_level=3):
     Never hand this one to an execution engine: MCJIT takes ownership of its
     target machine and frees it with the engine (JitModule makes its own).
     """
-    _initialize()
+    _initialize_codegen()
     with _lock:
         tm = _target_machines.get(opt_level)
         if tm is None:
@@ -193,9 +207,50 @@ def optimize(module_ref, opt_level=3, tm=None):
     mpm.run(module_ref, pb)
 
 
+def compile_to_object(text, opt_level=3):
+    """Native object code (bytes) for one LLVM IR module's text: parsed in a
+    context of its own, retargeted to the host, optimized at ``opt_level``
+    and compiled with the JIT's code model, so an engine can load it
+    (``JitModule.link``). Also what the kernel compiler's worker processes
+    run (``llvm_worker.py`` loads this file without the package)."""
+    _initialize_codegen()
+    with _lock:
+        tm = target_machine(opt_level)
+        context = llvm.create_context()
+        mod = llvm.parse_assembly(text, context=context)
+        mod.triple = llvm.get_process_triple()
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+        if opt_level > 0:
+            optimize(mod, opt_level, tm)
+        return bytes(tm.emit_object(mod))
+
+
+def optimized_ir(text, opt_level=3):
+    """The IR of ``text`` after the optimization ``compile_to_object`` runs."""
+    _initialize_codegen()
+    with _lock:
+        tm = target_machine(opt_level)
+        mod = llvm.parse_assembly(text, context=llvm.create_context())
+        mod.triple = llvm.get_process_triple()
+        mod.data_layout = str(tm.target_data)
+        if opt_level > 0:
+            optimize(mod, opt_level, tm)
+        return str(mod)
+
+
 def undefined_symbols(elf_bytes):
     """Names of the undefined symbols of an ELF64 little-endian object (what
     the JIT must resolve); empty for other formats."""
+    return _symbols(elf_bytes, defined=False)
+
+
+def defined_symbols(elf_bytes):
+    """Names of the global symbols an ELF64 little-endian object defines."""
+    return _symbols(elf_bytes, defined=True)
+
+
+def _symbols(elf_bytes, defined):
     data = memoryview(elf_bytes)
     if len(data) < 64 or bytes(data[:4]) != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         return []
@@ -210,7 +265,8 @@ def undefined_symbols(elf_bytes):
         stroff = sections[link][4]
         for k in range(1, size // entsize):
             st_name, st_info, _, st_shndx = struct.unpack_from("<IBBH", data, off + k * entsize)
-            if st_shndx == 0 and st_name and (st_info >> 4) != 0:  # undefined, not local
+            # Not local; undefined (section 0) or defined, as asked.
+            if st_name and (st_info >> 4) != 0 and (st_shndx != 0) == defined:
                 end = bytes(data[stroff + st_name:stroff + st_name + 256]).split(b"\0", 1)[0]
                 names.append(end.decode())
     return names
@@ -239,7 +295,7 @@ def _check_elf(data):
 class JitModule:
     """One LLVM module compiled for the host; keeps its engine alive."""
 
-    def __init__(self, llvm_ir, opt_level=3):
+    def __init__(self, llvm_ir, opt_level=3, _extra_objects=()):
         _initialize()
         text = str(llvm_ir) if isinstance(llvm_ir, ir.Module) else llvm_ir
         with _lock:
@@ -254,41 +310,67 @@ class JitModule:
             # The engine owns (and frees) the target machine it is given.
             self.engine = llvm.create_mcjit_compiler(mod, _create_target_machine(opt_level))
             self.engine.set_object_cache(notify_func=lambda _m, data: objects.append(bytes(data)))
+            for extra in _extra_objects:
+                self.engine.add_object_file(llvm.ObjectFileRef.from_data(extra))
+            defined = set()
+            for extra in _extra_objects:
+                defined.update(defined_symbols(extra))
             self.engine.finalize_object()
-            missing = sorted({name for obj in objects for name in undefined_symbols(obj)
-                              if not llvm.address_of_symbol(name)})
+            missing = sorted({name for obj in list(objects) + list(_extra_objects)
+                              for name in undefined_symbols(obj)
+                              if name not in defined and not llvm.address_of_symbol(name)})
             if missing:
                 raise RuntimeError("JIT: unresolved symbols " + ", ".join(missing)
                                    + " (register runtime functions with jit.add_symbol)")
             self.engine.run_static_constructors()
         self.module_ref = mod
         self.opt_level = opt_level
-        # The native object MCJIT produced: what the persistent cache stores.
+        # The native object MCJIT produced from ``llvm_ir`` (not the extra
+        # objects linked in): what the persistent cache stores.
         self.object_code = objects[0] if len(objects) == 1 else None
 
     @classmethod
-    def from_object(cls, object_code, opt_level=3):
+    def from_object(cls, object_code, opt_level=3, extra_objects=()):
         """A JitModule from native object bytes (``object_code`` of an earlier
-        JitModule for this host): no LLVM optimization or code generation,
-        only loading and linking. Raises RuntimeError for a malformed object
-        or unresolved symbols."""
+        JitModule for this host), with ``extra_objects`` (kernels) linked
+        into the same engine: no LLVM optimization or code generation, only
+        loading and linking. Raises RuntimeError for a malformed object or
+        unresolved symbols."""
         _initialize()
-        _check_elf(object_code)
+        objects = [bytes(object_code)] + [bytes(o) for o in extra_objects]
+        defined = set()
+        for o in objects:
+            _check_elf(o)
+            defined.update(defined_symbols(o))
         self = cls.__new__(cls)
-        missing = sorted({n for n in undefined_symbols(object_code) if not llvm.address_of_symbol(n)})
+        missing = sorted({n for o in objects for n in undefined_symbols(o)
+                          if n not in defined and not llvm.address_of_symbol(n)})
         if missing:
             raise RuntimeError("JIT: unresolved symbols " + ", ".join(missing))
         with _lock:
             empty = llvm.parse_assembly("")
             empty.triple = llvm.get_process_triple()
             self.engine = llvm.create_mcjit_compiler(empty, _create_target_machine(opt_level))
-            self.engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(object_code)))
+            for o in objects:
+                self.engine.add_object_file(llvm.ObjectFileRef.from_data(o))
             self.engine.finalize_object()
             self.engine.run_static_constructors()
         self.module_ref = None
         self.opt_level = opt_level
-        self.object_code = bytes(object_code)
+        self.object_code = objects[0]
         return self
+
+    @classmethod
+    def link(cls, llvm_ir, objects, opt_level=1):
+        """A JitModule for ``llvm_ir`` (the driver) with native ``objects``
+        (kernels from ``compile_to_object``) loaded into the same engine,
+        so the driver's calls to the kernels' symbols resolve to them.
+        Raises RuntimeError for a malformed object or unresolved symbols."""
+        _initialize()
+        objects = [bytes(o) for o in objects]
+        for o in objects:
+            _check_elf(o)
+        return cls(llvm_ir, opt_level=opt_level, _extra_objects=objects)
 
     @property
     def optimized_ir(self):

@@ -143,7 +143,7 @@ def generate_reduce(g, h, index):
         return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes, ranges,
                                   comp, identity)
 
-    accs = [g.kernel.alloca(v.type, name=f"acc.{h.name}") for v in init_values]
+    accs = [g.kernel.alloca(v.type, name="acc") for v in init_values]
     for a, v in zip(accs, init_values):
         b.store(v, a)
     saved = g.push_scope()
@@ -265,7 +265,7 @@ def generate_dot(g, h, index):
         ri[d] = index[pos]
         pos += 1
     zero = ir.Constant(rt, 0.0 if et.kind == "f" else 0)
-    acc = g.kernel.alloca(rt, name=f"acc.{h.name}")
+    acc = g.kernel.alloca(rt, name="acc")
     b.store(zero, acc)
     saved = g.push_scope()
 

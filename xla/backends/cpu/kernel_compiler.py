@@ -1,0 +1,311 @@
+"""Native code for kernels: deduplicated, cached and compiled in parallel.
+
+A ``KernelCompiler`` serves one compilation. The IR emitter hands it each
+distinct kernel (``submit(symbol, text)``, see ``kernels.py``) as soon as
+the kernel is emitted; ``finish()`` returns ``{symbol: object bytes}``.
+Each kernel is looked up, in order, in
+
+1. this process's memory (``symbol`` and options -> object; a kernel
+   compiled once in a process is never compiled again in it, up to
+   ``MEMORY_CACHE_BYTES``);
+2. the persistent cache, when the compilation has one: one entry per kernel,
+   keyed by its fingerprint, the target, the options and the LLVM version,
+   and not by the compiler's source hash, since the kernel's text is its
+   whole input: an edit that changes one layer of a network recompiles that
+   layer's kernels only;
+3. else it is compiled: in this process when the compilation has fewer than
+   ``PARALLEL_MIN_KERNELS`` to compile (a worker round trip costs more than
+   a small kernel), otherwise by a pool of worker processes
+   (``llvm_worker.py``, one per core; llvmlite serializes LLVM calls within
+   a process, so threads would not run in parallel). Workers start on first
+   use and live as long as the process; they compile while the emitter
+   goes on emitting.
+
+``XLA_CPU_COMPILE_WORKERS=N`` sets the pool's size (0: always compile in
+this process).
+"""
+import atexit
+import collections
+import concurrent.futures
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+
+import llvmlite
+
+from xla.backends.cpu import jit
+from xla.backends.cpu.llvm_worker import REPLY, REQUEST
+from xla.errors import InternalError
+
+PARALLEL_MIN_KERNELS = 8
+MEMORY_CACHE_BYTES = 256 << 20
+
+
+class _MemoryCache:
+    """Object code by key, least recently used first out past a byte budget."""
+
+    def __init__(self, budget):
+        self.budget = budget
+        self.entries = collections.OrderedDict()
+        self.size = 0
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            code = self.entries.get(key)
+            if code is not None:
+                self.entries.move_to_end(key)
+            return code
+
+    def put(self, key, code):
+        with self.lock:
+            if key in self.entries:
+                return
+            self.entries[key] = code
+            self.size += len(code)
+            while self.size > self.budget and len(self.entries) > 1:
+                _, old = self.entries.popitem(last=False)
+                self.size -= len(old)
+
+    def clear(self):
+        with self.lock:
+            self.entries.clear()
+            self.size = 0
+
+
+memory_cache = _MemoryCache(MEMORY_CACHE_BYTES)
+
+
+def _read_exact(stream, n):
+    chunks = []
+    while n:
+        chunk = stream.read(n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+class _Worker:
+    """One ``llvm_worker.py`` process and the thread that feeds it jobs."""
+
+    def __init__(self, jobs):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llvm_worker.py")
+        self.process = subprocess.Popen([sys.executable, script], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, bufsize=0)
+        self.jobs = jobs
+        self.thread = threading.Thread(target=self._serve, name="xla-cpu-llvm-worker", daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        stdin, stdout = self.process.stdin, self.process.stdout
+        while True:
+            item = self.jobs.get()
+            if item is None:
+                return
+            future, text, opt_level = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                data = text.encode()
+                stdin.write(REQUEST.pack(0, opt_level, len(data)) + data)
+                stdin.flush()
+                header = _read_exact(stdout, REPLY.size)
+                if header is None:
+                    raise InternalError("a kernel compiler worker process died "
+                                        f"(exit status {self.process.wait()})")
+                _, status, n = REPLY.unpack(header)
+                payload = _read_exact(stdout, n)
+                if payload is None:
+                    raise InternalError("a kernel compiler worker process died mid-reply")
+                if status:
+                    raise InternalError("LLVM rejected a kernel: " + payload.decode(errors="replace"))
+                future.set_result(payload)
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting compilation
+                future.set_exception(e)
+                if self.process.poll() is not None:
+                    # This worker is gone: fail the jobs it would have taken.
+                    self._drain(e)
+                    return
+
+    def _drain(self, error):
+        while True:
+            try:
+                item = self.jobs.get_nowait()
+            except Exception:  # noqa: BLE001 - queue.Empty
+                return
+            if item is None:
+                self.jobs.put(None)
+                return
+            future = item[0]
+            if future.set_running_or_notify_cancel():
+                future.set_exception(error)
+
+    def close(self):
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+class _Pool:
+    def __init__(self, size):
+        import queue
+        self.jobs = queue.Queue()
+        self.workers = [_Worker(self.jobs) for _ in range(size)]
+
+    def submit(self, text, opt_level):
+        future = concurrent.futures.Future()
+        self.jobs.put((future, text, opt_level))
+        return future
+
+    def alive(self):
+        return all(w.process.poll() is None for w in self.workers)
+
+    def close(self):
+        for _ in self.workers:
+            self.jobs.put(None)
+        for w in self.workers:
+            w.close()
+
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def worker_count():
+    value = os.environ.get("XLA_CPU_COMPILE_WORKERS")
+    if value is not None and value.strip():
+        try:
+            return max(0, int(value))
+        except ValueError:
+            raise InternalError(f"XLA_CPU_COMPILE_WORKERS={value!r} is not a number") from None
+    return min(os.cpu_count() or 1, 16)
+
+
+def _get_pool():
+    """The process's worker pool (started on first use), or None when it is
+    configured off or the machine has one core."""
+    global _pool
+    with _pool_lock:
+        if _pool is not None and not _pool.alive():
+            _pool.close()
+            _pool = None
+        if _pool is None:
+            n = worker_count()
+            if n < 2 and not os.environ.get("XLA_CPU_COMPILE_WORKERS"):
+                return None
+            if n == 0:
+                return None
+            _pool = _Pool(n)
+            atexit.register(_shutdown)
+        return _pool
+
+
+def _shutdown():
+    global _pool
+    with _pool_lock:
+        if _pool is not None:
+            _pool.close()
+            _pool = None
+
+
+class KernelCompiler:
+    """Object code for the kernels of one compilation (module docstring).
+
+    ``options`` is a string that, with the target, determines the machine
+    code for a given kernel text (opt level, fast math); ``transform``
+    rewrites a kernel's text before compiling (fast math)."""
+
+    def __init__(self, opt_level, options, transform=None, cache=None, progress=None):
+        self.opt_level = opt_level
+        self.options = options
+        self.transform = transform or (lambda text: text)
+        self.cache = cache
+        self.progress = progress
+        self.target = jit.host_triple() + ":" + jit.host_cpu()
+        self.objects = {}      # symbol -> object code
+        self.queued = []       # (symbol, text) waiting to be compiled
+        self.futures = {}      # symbol -> Future from the worker pool
+        self.pool = None
+        self.stats = collections.Counter()
+
+    def _memory_key(self, symbol):
+        return (symbol, self.opt_level, self.options, self.target)
+
+    def disk_key(self, symbol):
+        text = "\0".join(["xla-cpu-kernel", symbol, str(self.opt_level), self.options,
+                          self.target, llvmlite.__version__])
+        return "kernel-" + hashlib.sha256(text.encode()).hexdigest()
+
+    def submit(self, symbol, text):
+        if symbol in self.objects or symbol in self.futures or any(s == symbol for s, _ in self.queued):
+            return
+        self.stats["kernels"] += 1
+        code = memory_cache.get(self._memory_key(symbol))
+        if code is not None:
+            self.stats["memory_hits"] += 1
+            self.objects[symbol] = code
+            return
+        if self.cache is not None:
+            code = self.cache.get(self.disk_key(symbol))
+            if code is not None and not _valid_object(code, symbol):
+                self.cache.discard(self.disk_key(symbol), "not an object defining " + symbol)
+                code = None
+            if code is not None:
+                self.stats["disk_hits"] += 1
+                self.objects[symbol] = code
+                memory_cache.put(self._memory_key(symbol), code)
+                return
+        self.queued.append((symbol, text))
+        if self.pool is None and len(self.queued) >= PARALLEL_MIN_KERNELS:
+            self.pool = _get_pool()
+        if self.pool is not None:
+            self._dispatch()
+
+    def _dispatch(self):
+        for symbol, text in self.queued:
+            self.futures[symbol] = self.pool.submit(self.transform(text), self.opt_level)
+        self.queued = []
+
+    def finish(self):
+        """``{symbol: object code}`` for every kernel submitted."""
+        total = len(self.queued) + len(self.futures)
+        done = 0
+        for symbol, text in self.queued:   # few: compiled here
+            self._store(symbol, jit.compile_to_object(self.transform(text), self.opt_level))
+            done += 1
+            self._report(done, total)
+        self.queued = []
+        for symbol, future in self.futures.items():
+            self._store(symbol, future.result())
+            done += 1
+            self._report(done, total)
+        self.futures = {}
+        return self.objects
+
+    def _store(self, symbol, code):
+        self.stats["compiled"] += 1
+        self.objects[symbol] = code
+        memory_cache.put(self._memory_key(symbol), code)
+        if self.cache is not None:
+            self.cache.put(self.disk_key(symbol), code)
+
+    def _report(self, done, total):
+        if self.progress is not None:
+            self.progress(done, total)
+
+
+def _valid_object(code, symbol):
+    try:
+        jit._check_elf(code)  # noqa: SLF001 - the JIT's own object check
+    except RuntimeError:
+        return False
+    return symbol in jit.defined_symbols(code)
