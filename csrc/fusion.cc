@@ -52,7 +52,29 @@ struct Group {
   int8_t kind;
   int64_t key;  // the shape key of the instruction that started the group
   std::vector<int64_t> externals;  // distinct values read from outside the group
+  std::vector<int64_t> instances;  // Instance ids of its members (home and copies)
+  int64_t cost = 0;                // estimated emitted ops (see fusion.h)
+  int64_t chain = 0;               // longest operand chain inside the group
 };
+
+// One member of one group: an instruction's home instance or one of its
+// copies. `sources` are the indexing sources it is evaluated at: (instance
+// id of a member that reads it through a new index, number of index maps)
+// or (kOutputIndex, 1) for the group's own output index; sorted by id.
+struct Instance {
+  int64_t emitted = 1;  // distinct indices it is evaluated at (saturating)
+  int64_t height = 1;   // longest chain from it up to the group's output
+  std::vector<std::pair<int64_t, int64_t>> sources;
+};
+
+constexpr int64_t kOutputIndex = -1;
+constexpr int64_t kSaturated = int64_t{1} << 40;
+
+int64_t SaturatingAdd(int64_t a, int64_t b) { return std::min(a + b, kSaturated); }
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > kSaturated / b ? kSaturated : std::min(a * b, kSaturated);
+}
 
 class FusionPlanner {
  public:
@@ -64,7 +86,9 @@ class FusionPlanner {
         users_(input.graph),
         home_(n_, -1),
         copies_(n_),
-        unfused_(n_, 0) {}
+        unfused_(n_, 0),
+        home_instance_(n_, -1),
+        copy_instances_(n_) {}
 
   FusionResult Run() {
     ProducerConsumer();
@@ -110,8 +134,97 @@ class FusionPlanner {
     const int64_t id = static_cast<int64_t>(groups_.size());
     groups_.push_back(Group{p, kind, in_.shape_key[p], {}});
     Add(id, p);
-    home_[p] = id;
+    Instance root;
+    root.sources.emplace_back(kOutputIndex, 1);
+    Place(id, p, std::move(root), /*home=*/true);
     return id;
+  }
+
+  bool ReadsOwnIndex(int64_t u) const {
+    return in_.reads_own_index == nullptr || in_.reads_own_index[u] != 0;
+  }
+
+  // Scalar constants emit no code per index and end every chain: they are
+  // neither counted in a group's cost nor held to the depth bound.
+  int64_t Weight(int64_t p) const { return in_.kind[p] == kFusionScalarConst ? 0 : 1; }
+
+  int64_t InstanceIn(int64_t q, int64_t group) const {
+    if (home_[q] == group) return home_instance_[q];
+    for (size_t k = 0; k < copies_[q].size(); ++k) {
+      if (copies_[q][k] == group) return copy_instances_[q][k];
+    }
+    return -1;
+  }
+
+  // The instance p would have in `group`: evaluated at the indices of its
+  // readers there that read it at their own index, and at new indices for
+  // each reader that computes one (once per index map, i.e. per operand
+  // slot). The CPU emitter memoizes per (instruction, index), so the union
+  // counts a shared source once.
+  Instance Plan(int64_t group, int64_t p) {
+    Instance result;
+    result.height = 0;
+    std::vector<std::pair<int64_t, int64_t>>& sources = result.sources;
+    for (int64_t k = users_.offsets[p]; k < users_.offsets[p + 1]; ++k) {
+      const int64_t u = users_.indices[k];
+      const int64_t iu = InstanceIn(u, group);
+      if (iu < 0) continue;
+      const Instance& reader = instances_[iu];
+      result.height = std::max(result.height, reader.height);
+      if (ReadsOwnIndex(u)) {
+        sources.insert(sources.end(), reader.sources.begin(), reader.sources.end());
+      } else {
+        int64_t maps = 0;
+        for (int64_t j = g_.operand_begin(u); j < g_.operand_end(u); ++j) {
+          maps += g_.operand_indices[j] == p ? 1 : 0;
+        }
+        sources.emplace_back(iu, maps);
+      }
+    }
+    ++result.height;
+    std::sort(sources.begin(), sources.end());
+    // Keep the largest map count per source (the last of equal ids).
+    size_t out = 0;
+    for (size_t k = 0; k < sources.size(); ++k) {
+      if (out > 0 && sources[out - 1].first == sources[k].first) {
+        sources[out - 1].second = sources[k].second;
+      } else {
+        sources[out++] = sources[k];
+      }
+    }
+    sources.resize(out);
+    result.emitted = 0;
+    for (const auto& [source, maps] : sources) {
+      const int64_t each = source == kOutputIndex ? 1 : instances_[source].emitted;
+      result.emitted = SaturatingAdd(result.emitted, SaturatingMul(each, maps));
+    }
+    return result;
+  }
+
+  // The code-size and depth bounds: p may enter `group` as `instance`.
+  bool WithinBounds(int64_t group, int64_t p, const Instance& instance) const {
+    const Group& g = groups_[group];
+    if (Weight(p) == 0) return true;
+    if (instance.height > opts_.max_depth) return false;
+    if (in_.expensive[p] && instance.emitted > 1) return false;
+    return SaturatingAdd(g.cost, instance.emitted) <= opts_.max_emitted_ops;
+  }
+
+  void Place(int64_t group, int64_t p, Instance instance, bool home) {
+    Group& g = groups_[group];
+    g.cost = SaturatingAdd(g.cost, SaturatingMul(Weight(p), instance.emitted));
+    if (Weight(p) > 0) g.chain = std::max(g.chain, instance.height);
+    const int64_t id = static_cast<int64_t>(instances_.size());
+    instances_.push_back(std::move(instance));
+    g.instances.push_back(id);
+    instance_node_.push_back(p);
+    if (home) {
+      home_[p] = group;
+      home_instance_[p] = id;
+    } else {
+      copies_[p].push_back(group);
+      copy_instances_[p].push_back(id);
+    }
   }
 
   void ProducerConsumer() {
@@ -139,9 +252,12 @@ class FusionPlanner {
         }
       }
       if (!unfused_user && user_groups.size() == 1 && CanAdd(user_groups[0], p)) {
-        Add(user_groups[0], p);
-        home_[p] = user_groups[0];
-        continue;
+        Instance instance = Plan(user_groups[0], p);
+        if (WithinBounds(user_groups[0], p, instance)) {
+          Add(user_groups[0], p);
+          Place(user_groups[0], p, std::move(instance), /*home=*/true);
+          continue;
+        }
       }
       const bool duplicable =
           kind == kFusionScalarConst ||
@@ -149,9 +265,10 @@ class FusionPlanner {
       if (duplicable && !user_groups.empty()) {
         std::sort(user_groups.begin(), user_groups.end());
         for (int64_t group : user_groups) {
-          if (CanAdd(group, p)) {
+          Instance instance;
+          if (CanAdd(group, p) && WithinBounds(group, p, instance = Plan(group, p))) {
             Add(group, p);
-            copies_[p].push_back(group);
+            Place(group, p, std::move(instance), /*home=*/false);
           } else {
             unfused_user = true;
           }
@@ -169,6 +286,14 @@ class FusionPlanner {
       group = parent_[group];
     }
     return group;
+  }
+
+  void AppendInstances(int64_t target, int64_t other) {
+    auto& to = groups_[target].instances;
+    auto& from = groups_[other].instances;
+    to.insert(to.end(), from.begin(), from.end());
+    from.clear();
+    from.shrink_to_fit();
   }
 
   int64_t SourceDepth(int64_t q) const {
@@ -236,8 +361,15 @@ class FusionPlanner {
             if (!Contains(merged, q)) merged.push_back(q);
           }
           if (static_cast<int64_t>(merged.size()) > opts_.max_operands) continue;
+          // Each keeps its own indices: costs add, depths do not grow.
+          if (SaturatingAdd(groups_[target].cost, groups_[other].cost) > opts_.max_emitted_ops) {
+            continue;
+          }
           groups_[target].externals.swap(merged);
           groups_[target].root = std::max(groups_[target].root, groups_[other].root);
+          groups_[target].cost += groups_[other].cost;
+          groups_[target].chain = std::max(groups_[target].chain, groups_[other].chain);
+          AppendInstances(target, other);
           parent_[other] = target;
         }
         start = end;
@@ -299,9 +431,39 @@ class FusionPlanner {
         if (!Contains(merged, q)) merged.push_back(q);
       }
       if (static_cast<int64_t>(merged.size()) > opts_.max_operands) continue;
+      // P's members are evaluated at P's output index and again at every
+      // index at which C's members read P's outputs (an upper bound: the
+      // emitter shares what coincides), and their chains now continue up
+      // through those readers.
+      int64_t reads = 0;
+      int64_t reader_height = 0;
+      for (int64_t i : groups_[consumer].instances) {
+        const int64_t u = instance_node_[i];
+        for (int64_t k = g_.operand_begin(u); k < g_.operand_end(u); ++k) {
+          const int64_t q = g_.operand_indices[k];
+          if (home_[q] >= 0 && Find(home_[q]) == producer) {
+            reads = SaturatingAdd(reads, instances_[i].emitted);
+            reader_height = std::max(reader_height, instances_[i].height);
+          }
+        }
+      }
+      const int64_t scale = SaturatingAdd(reads, 1);
+      const int64_t cost =
+          SaturatingAdd(groups_[consumer].cost, SaturatingMul(groups_[producer].cost, scale));
+      if (cost > opts_.max_emitted_ops ||
+          groups_[producer].chain + reader_height > opts_.max_depth) {
+        continue;
+      }
+      for (int64_t i : groups_[producer].instances) {
+        instances_[i].emitted = SaturatingMul(instances_[i].emitted, scale);
+        instances_[i].height += reader_height;
+      }
       Group& c = groups_[consumer];
       c.externals.swap(merged);
       c.root = std::max(c.root, groups_[producer].root);
+      c.cost = cost;
+      c.chain = std::max(c.chain, groups_[producer].chain + reader_height);
+      AppendInstances(consumer, producer);
       parent_[producer] = consumer;
       for (int64_t r : rs) {
         if (r != consumer) readers[consumer].push_back(r);
@@ -426,6 +588,11 @@ class FusionPlanner {
   std::vector<Group> groups_;
   std::vector<uint32_t> seen_;
   uint32_t stamp_ = 0;
+  // Phase-1 instances (see Instance) and where they live.
+  std::vector<int64_t> home_instance_;                // per node, or -1
+  std::vector<std::vector<int64_t>> copy_instances_;  // aligned with copies_
+  std::vector<Instance> instances_;
+  std::vector<int64_t> instance_node_;
 
   std::vector<int64_t> parent_;
   std::vector<int64_t> depth_;

@@ -13,6 +13,10 @@
 //   shape_key  an opaque key: for a reduce, equal keys mean "same operand
 //              dimensions and same reduced dimensions"; for anything else,
 //              "same output dimensions". Only compared for equality.
+//   reads_own_index  1 when it reads every operand at its own output index
+//              (elementwise ops); 0 when it computes a new index per
+//              operand read (slice, pad, concatenate, broadcast, reshape,
+//              transpose, gather, reduce, ...). Null means all 1.
 //
 // Phase 1, producer-consumer fusion. Instructions are visited in reverse
 // post order, so every user of an instruction has been decided before the
@@ -32,6 +36,37 @@
 //     group that can take it; if P has an unfused user (or a group refused
 //     it), P also starts a new kLoop group of its own for those users;
 //   * otherwise P starts a new kLoop group as its root.
+// "Joins" and "is copied into" are both subject to the bounds below; a group
+// that cannot take P counts as an unfused user.
+//
+// Bounds: code size and depth. A fused computation is emitted by one element
+// generator per member, called at every index its readers ask for, memoized
+// per (instruction, index): a member read by elementwise users at their own
+// index costs once per index those users are evaluated at, but a member read
+// through data movement (two slices of a concatenate or pad at different
+// offsets, as a stencil does) is evaluated once per index map of each such
+// reader. Fusing the steps of a stencil unbounded multiplies the code by the
+// number of offsets per step (5 steps of a 3-point stencil: 91 HLO
+// instructions, 3 GB of LLVM IR). So each instance (home member or copy) of
+// P in group G gets
+//   sources(P) = the union of sources(U) over P's users U in G that read
+//                their own index, plus (U, number of operand slots of U that
+//                are P) for each other user U in G; the group's root has
+//                the single source "output index" (1 index);
+//   emitted(P) = sum over sources of maps * emitted(source)  (the output
+//                index counts 1): the distinct indices P is evaluated at;
+//   height(P)  = 1 + the largest height of P's users in G (the root: 1).
+// G's cost is the sum of emitted over its instances (scalar constants count
+// 0) and its chain the largest height. P may enter G only if
+//   * cost(G) + emitted(P) <= max_emitted_ops (kMaxFusionEmittedOps);
+//   * height(P) <= max_depth (kMaxFusionDepth): the emitter recurses once per
+//     instruction of an operand chain; a 100,000-op elementwise chain becomes
+//     ~1,000 fusions of 100;
+//   * an expensive P has emitted(P) == 1: as in XLA, an expensive producer is
+//     not fused into a consumer that reads its elements several times.
+// Scalar constants are exempt (no code per index, and they end every chain).
+// A refused P starts a group of its own, where it is the root (emitted 1,
+// height 1), so every instruction finds a place.
 // Phase 1 never creates a cycle: P joins or is copied into a group only when
 // the users reading that instance are all in the group, so no path can leave
 // the group and come back through P. Groups are numbered so that a group's
@@ -54,6 +89,11 @@
 // dimensions and reduced dimensions; loops: same output dimensions) merge
 // into one multi-output fusion, as long as it stays within max_operands.
 // Softmax's and layernorm's reductions over the same input so read it once.
+// Merges keep the bounds: merged siblings cost the sum of their costs (the
+// chain is the larger); a producer P merged into C is evaluated at its own
+// output index and at each index a member of C reads P's outputs at, so it
+// costs cost(P) * (1 + R), R the sum of emitted over those readers, and its
+// chains grow by the largest height among them.
 //
 // Finally a group with at most one member that is not a scalar constant is
 // dissolved (its instructions stay unfused) unless fuse_singletons is set,
@@ -61,9 +101,12 @@
 // outside the group (by another group, an unfused instruction, or as a live
 // out value): a group with several outputs is a multi-output fusion.
 //
-// Cost: O((n + e) * (max_duplicates + max_operands)) time for n instructions
-// and e operand edges, plus a sort of the phase-2 candidates per value; O(n +
-// e) memory. No reachability map is built.
+// Cost: O((n + e) * (max_duplicates + max_operands + S)) time for n
+// instructions and e operand edges, S the largest number of sources of an
+// instance (at most max_emitted_ops, 1 for elementwise chains), plus a sort
+// of the phase-2 candidates per value and, per producer-into-consumer
+// merge, a scan of the consumer (at most max_emitted_ops members); O(n * S
+// + e) memory. No reachability map is built.
 #ifndef XLA_CSRC_FUSION_H_
 #define XLA_CSRC_FUSION_H_
 
@@ -84,12 +127,22 @@ enum FusionOpKind : int8_t {
 
 enum FusionKind : int8_t { kLoopFusion = 0, kInputFusion = 1 };
 
+// Default bounds on one fused computation (see "Bounds" above). The CPU
+// backend's element generators recurse per fused instruction and fail past
+// about 240 in a chain; 100 leaves room for the caller's frames.
+constexpr int64_t kMaxFusionDepth = 100;
+// A few hundred emitted element computations: a stencil fuses 2-3 steps per
+// kernel; softmax, layernorm and GELU cost well under it (tens).
+constexpr int64_t kMaxFusionEmittedOps = 500;
+
 struct FusionOptions {
   int64_t max_operands = 64;        // distinct external operands per fusion
   int64_t max_duplicates = 4;       // user groups a cheap producer may be copied into
   bool multi_output = true;         // run phase 2
   int64_t sibling_min_bytes = 256;  // phase 2 merges readers of values at least this big
   bool fuse_singletons = false;     // keep groups of a single instruction as fusions
+  int64_t max_depth = kMaxFusionDepth;             // longest operand chain in a fusion
+  int64_t max_emitted_ops = kMaxFusionEmittedOps;  // estimated code size of a fusion
 };
 
 struct FusionInput {
@@ -99,6 +152,7 @@ struct FusionInput {
   const int64_t* bytes = nullptr;
   const uint8_t* live_out = nullptr;
   const int64_t* shape_key = nullptr;
+  const uint8_t* reads_own_index = nullptr;  // null: every instruction does
 };
 
 struct FusionResult {

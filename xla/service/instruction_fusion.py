@@ -11,8 +11,21 @@ arrays: a kind code (``FUSION_OP_KIND``: unfusible, loop-fusible, reduce,
 scalar constant), an ``expensive`` flag (``EXPENSIVE``: never duplicated),
 result byte sizes, the operand graph, the root as the live-out value, and a
 shape key (reduce: operand dimensions and reduced dimensions; others: output
-dimensions). Instructions with control dependencies are unfusible. It gets
-back fusion groups and rewrites each into
+dimensions), and ``reads_own_index`` (elementwise ops whose operands have
+their shape: they read each operand at their own index; everything else
+computes a new index per read). Instructions with control dependencies are
+unfusible.
+
+Each fusion is bounded (csrc/fusion.h, "Bounds"): its longest operand chain
+is at most ``max_depth`` instructions (``MAX_FUSION_DEPTH``, 100: the CPU
+element generators recurse per fused instruction), and its estimated
+emitted code, where a member read through k different index maps (slices
+of a concatenate or pad at different offsets) counts k times, at most
+``max_emitted_ops`` (``MAX_FUSION_EMITTED_OPS``); an expensive producer is
+not fused where it would be evaluated at several indices. A producer that
+does not fit starts a new fusion, so a stencil loop becomes a few steps per
+fusion instead of code exponential in the number of steps. It gets back
+fusion groups and rewrites each into
 
   %fused_computation.N (param_0: ..., ...) -> ... { members..., ROOT ... }
   %fusion.N = SHAPE fusion(operands...), kind=kLoop|kInput, calls=%fused_computation.N
@@ -56,6 +69,11 @@ atan2 sqrt rsqrt cbrt sine cosine tan erf gather
 
 FUSION_KINDS = ("kLoop", "kInput")
 
+# Defaults of the bounds on one fusion: csrc/fusion.h's kMaxFusionDepth and
+# kMaxFusionEmittedOps (checked against xla._core by the tests).
+MAX_FUSION_DEPTH = 100
+MAX_FUSION_EMITTED_OPS = 500
+
 # Computations reached through these opcodes are fused like the entry.
 _CONTROL_FLOW = frozenset(["while", "conditional", "call"])
 
@@ -79,6 +97,14 @@ def _byte_size(shape):
     if shape.is_tuple:
         return sum(_byte_size(s) for s in shape.tuple_shapes)
     return 0
+
+
+def reads_own_index(instr):
+    """Whether ``instr`` reads every operand at its own output index."""
+    if instr.opcode not in opcodes.ELEMENTWISE or not instr.shape.is_array:
+        return False
+    dims = instr.shape.dimensions
+    return all(o.shape.is_array and o.shape.dimensions == dims for o in instr.operands)
 
 
 def _shape_key(instr):
@@ -172,6 +198,7 @@ def flatten_for_fusion(comp):
     expensive = np.zeros(n, dtype=np.uint8)
     nbytes = np.zeros(n, dtype=np.int64)
     shape_key = np.zeros(n, dtype=np.int64)
+    own_index = np.zeros(n, dtype=np.uint8)
     sizes = {}
     for k, instr in enumerate(order):
         op_kind = fusion_op_kind(instr, bool(instr.control_predecessors) or id(instr) in controlled)
@@ -184,11 +211,13 @@ def flatten_for_fusion(comp):
         nbytes[k] = size
         if op_kind != UNFUSIBLE:
             shape_key[k] = _shape_key(instr)
+            own_index[k] = reads_own_index(instr)
     live_out = np.zeros(n, dtype=np.uint8)
     if comp.root_instruction is not None:
         live_out[index[id(comp.root_instruction)]] = 1
     return order, dict(offsets=offsets, indices=np.asarray(flat, dtype=np.int64), kind=kind,
-                       expensive=expensive, bytes=nbytes, live_out=live_out, shape_key=shape_key)
+                       expensive=expensive, bytes=nbytes, live_out=live_out, shape_key=shape_key,
+                       reads_own_index=own_index)
 
 
 def _clone(instr, operands, name):
@@ -202,10 +231,12 @@ class InstructionFusion(HloPass):
     name = "fusion"
 
     def __init__(self, multi_output=True, max_operands=64, max_duplicates=4,
-                 sibling_min_bytes=256, fuse_singletons=False, check=False):
+                 sibling_min_bytes=256, fuse_singletons=False, max_depth=MAX_FUSION_DEPTH,
+                 max_emitted_ops=MAX_FUSION_EMITTED_OPS, check=False):
         self.options = dict(max_operands=max_operands, max_duplicates=max_duplicates,
                             multi_output=multi_output, sibling_min_bytes=sibling_min_bytes,
-                            fuse_singletons=fuse_singletons, check=check)
+                            fuse_singletons=fuse_singletons, max_depth=max_depth,
+                            max_emitted_ops=max_emitted_ops, check=check)
 
     def run(self, module):
         from xla import _core
