@@ -51,6 +51,8 @@ class DebugOptions:
     xla_auto_jit_debug_dir: str = ""
     xla_enable_persistent_cache: bool = True
     xla_persistent_cache_dir: str = ""
+    xla_log_compile_progress: bool = False
+    xla_cpu_compile_workers: int = -1
 
     @property
     def dump_enabled(self):
@@ -79,6 +81,10 @@ _HELP = {
                                    "(xla/frontend/disk_cache.py).",
     "xla_persistent_cache_dir": "Directory of the persistent cache (default: $XLA_PY_CACHE_DIR, "
                                 "else $XDG_CACHE_HOME/xla-py or ~/.cache/xla-py).",
+    "xla_log_compile_progress": "Print each compilation's stages and kernels compiled of total "
+                                "on stderr.",
+    "xla_cpu_compile_workers": "Processes that compile the CPU backend's kernels in parallel "
+                               "(-1: one per CPU; 0: compile in the calling process).",
 }
 
 

@@ -31,6 +31,7 @@ def test_cpu_compile_writes_xla_named_files(tmp_path):
         f"module_N.{m}.cpu_after_optimizations.txt",
         f"module_N.{m}.cpu_after_optimizations-buffer-assignment.txt",
         f"module_N.{m}.cpu_after_optimizations-memory-usage-report.txt",
+        f"module_N.{m}.cpu_after_optimizations-compile-times.txt",
         f"module_N.{m}.ir-no-opt.ll",
         f"module_N.{m}.ir-with-opt.ll",
         f"module_N.{m}.o",
@@ -44,6 +45,12 @@ def test_cpu_compile_writes_xla_named_files(tmp_path):
     assert "define" in by_suffix["ir-no-opt.ll"].read_text()
     assert by_suffix["o"].read_bytes()[:4] == b"\x7fELF"
     assert "allocation" in by_suffix["cpu_after_optimizations-buffer-assignment.txt"].read_text().lower()
+    # Per-stage and per-pass compile times.
+    times = by_suffix["cpu_after_optimizations-compile-times.txt"].read_text()
+    for stage in ("passes", "buffer_assignment", "codegen", "llvm", "total"):
+        assert re.search(rf"^  {stage} +\d+\.\d+ s$", times, re.M), (stage, times)
+    for name in ("fusion", "simplification/algsimp", "simplification/cse", "dce"):
+        assert re.search(rf"^  {name} +\d+\.\d+ s$", times, re.M), (name, times)
 
 
 def test_interpreter_and_formats(tmp_path):
@@ -140,6 +147,7 @@ def test_tool_run_dump_file_set(tmp_path):
     assert proc.returncode == 0, proc.stderr
     suffixes = sorted(n.split(".", 2)[2] for n in os.listdir(tmp_path))
     assert suffixes == ["before_optimizations.txt", "cpu_after_optimizations-buffer-assignment.txt",
+                        "cpu_after_optimizations-compile-times.txt",
                         "cpu_after_optimizations-memory-usage-report.txt", "cpu_after_optimizations.txt",
                         "ir-no-opt.ll", "ir-with-opt.ll", "o", "snapshot.0.npz"]
 
@@ -152,7 +160,8 @@ def test_jit_function_dump_file_set(tmp_path):
     assert all(n.startswith("module_") and ".jit__lambda_." in n for n in names)
     fixed = sorted(n.split(".", 2)[2] for n in names if not re.search(r"\.\d{4}\.", n))
     assert fixed == ["before_optimizations.txt", "cpu_after_optimizations-buffer-assignment.txt",
-                     "cpu_after_optimizations-memory-usage-report.txt", "cpu_after_optimizations.txt",
+                     "cpu_after_optimizations-compile-times.txt",
+                        "cpu_after_optimizations-memory-usage-report.txt", "cpu_after_optimizations.txt",
                      "ir-no-opt.ll", "ir-with-opt.ll", "o"]
     per_pass = [n for n in names if re.search(r"\.\d{4}\.", n)]
     assert per_pass and all("dce" in n for n in per_pass)
@@ -179,6 +188,7 @@ def test_dump_to_stdout(tmp_path, capsys, monkeypatch):
             "module_N.fma_reduce.before_optimizations.txt", "module_N.fma_reduce.cpu_after_optimizations.txt",
             "module_N.fma_reduce.cpu_after_optimizations-buffer-assignment.txt",
             "module_N.fma_reduce.cpu_after_optimizations-memory-usage-report.txt",
+            "module_N.fma_reduce.cpu_after_optimizations-compile-times.txt",
             "module_N.fma_reduce.ir-no-opt.ll", "module_N.fma_reduce.ir-with-opt.ll"])
         assert len(re.findall(r"^\*\*\* End ", out, re.M)) == len(begins)
         text = out.split(f"*** Begin {begins[0]} ***\n", 1)[1].split(f"\n*** End {begins[0]} ***", 1)[0]

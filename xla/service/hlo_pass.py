@@ -96,6 +96,19 @@ class HloPassPipeline(HloPass):
         except XlaError as e:
             raise PassError(f"module is invalid after pass {pass_name}: {e}") from e
 
+    def all_timings(self, prefix=""):
+        """Seconds per pass, with the passes of sub-pipelines as
+        ``outer/inner`` after the sub-pipeline's own total."""
+        out = {}
+        for p in self.passes:
+            name = prefix + p.name
+            if p.name in self.timings:
+                out[name] = self.timings[p.name]
+            inner = p.body if isinstance(p, HloPassFix) else p
+            if isinstance(inner, HloPassPipeline):
+                out.update(inner.all_timings(name + "/"))
+        return out
+
     def timing_report(self):
         """Lines ``pass: seconds`` sorted by time, slowest first."""
         rows = sorted(self.timings.items(), key=lambda kv: -kv[1])

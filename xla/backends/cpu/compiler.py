@@ -90,10 +90,11 @@ class CpuCompiler:
         self.opt_level = options.xla_backend_optimization_level if level is None else level
         self.fast_math = options.xla_cpu_enable_fast_math
         self.disabled_passes = tuple(options.xla_disable_hlo_passes)
-        self.log_progress = getattr(options, "xla_log_compile_progress", False)
+        self.log_progress = options.xla_log_compile_progress
+        self.compile_workers = options.xla_cpu_compile_workers
         # The driver is calls, loads of buffer pointers and control flow:
         # O3 buys it nothing that O1 does not.
-        self.driver_opt_level = min(self.opt_level, 1)
+        self.driver_opt_level = 0
         _apply_thread_options(options)
 
     def optimization_pipeline(self, **options):
@@ -122,7 +123,7 @@ class CpuCompiler:
         if self.dumper is not None:
             pipeline.dump_hook = self.dumper.pass_hook()
         pipeline.run(module)
-        self.pass_timings = list(getattr(pipeline, "timings", ()) or ())
+        self.pass_timings = pipeline.all_timings()
         middle = time.perf_counter()
         assignment = assign_buffers(module)
         if timings is not None:
@@ -166,7 +167,7 @@ class CpuCompiler:
         assignment = self.optimize(module, timings)
         options = f"O{self.opt_level} fast_math={self.fast_math}"
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
-                                 progress.kernels if progress else None)
+                                 progress.kernels if progress else None, self.compile_workers)
         key = None
         if cache is not None:
             key = cache.key(module.to_text(), target=jit.host_triple() + ":" + jit.host_cpu(),
@@ -175,6 +176,7 @@ class CpuCompiler:
             if exe is not None:
                 timings["total"] = time.perf_counter() - started
                 exe.compile_timings = timings
+                exe.pass_timings = self.pass_timings
                 return exe
         if progress:
             progress.stage("codegen")
@@ -211,6 +213,7 @@ class CpuCompiler:
                             self._transform)
         exe.kernel_opt_level = self.opt_level
         exe.compile_timings = timings
+        exe.pass_timings = self.pass_timings
         return exe
 
     def _from_cache(self, cache, key, module, assignment, kernels):

@@ -50,6 +50,7 @@ class CpuExecutable:
 
     compile_timings = None    # stage -> seconds, and kernel counts (CpuCompiler.compile)
     kernel_opt_level = 3      # the LLVM opt level the kernels were compiled at
+    pass_timings = None       # HLO pass name -> seconds
 
     def __init__(self, module, assignment, jit_module, emitted=None, kernel_objects=None,
                  transform=None):
@@ -121,10 +122,24 @@ class CpuExecutable:
         return {
             "-buffer-assignment.txt": self.assignment.to_text(),
             "-memory-usage-report.txt": self.assignment.memory_usage_report(),
+            "-compile-times.txt": self.compile_times_report(),
             "ir-no-opt.ll": self.ir_text,
             "ir-with-opt.ll": self.optimized_ir_text,
             "o": self.jit_module.object_code,
         }
+
+    def compile_times_report(self):
+        """Seconds of each compile stage and HLO pass, and the kernel counts
+        (the ``-compile-times.txt`` dump)."""
+        lines = [f"compile times of module {self.module.name} (cpu)", "", "stages:"]
+        for name, value in (self.compile_timings or {}).items():
+            lines.append(f"  {name:<24} {value:10.4f} s" if isinstance(value, float)
+                         else f"  {name:<24} {value:10d}")
+        lines += ["", "HLO passes in pipeline order (seconds summed over runs; a",
+                  "sub-pipeline's total first, then its passes as pipeline/pass):"]
+        for name, seconds in (self.pass_timings or {}).items():
+            lines.append(f"  {name:<48} {seconds:10.4f} s")
+        return "\n".join(lines) + "\n"
 
     @property
     def result_shape(self):

@@ -44,7 +44,7 @@ from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, tiling
-from xla.backends.cpu.kernels import EmittedModule, KernelSet
+from xla.backends.cpu.kernels import EmittedModule, HloFingerprints, KernelSet
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.errors import UnimplementedError
 from xla.hlo.opcodes import ELEMENTWISE
@@ -161,6 +161,21 @@ class Slice:
         return (self.allocation, self.offset)
 
 
+def _distinct_keys(slices):
+    keys = []
+    for s in slices:
+        if s.key not in keys:
+            keys.append(s.key)
+    return keys
+
+
+def slice_pattern(slices):
+    """What a kernel's code depends on in its buffer slices: which of them
+    are the same buffer, and each one's alignment."""
+    first = {}
+    return tuple((first.setdefault(s.key, len(first)), s.align) for s in slices)
+
+
 class Kernel:
     """One kernel being emitted: its builder, buffer arguments, alloca block
     and the memo table of the generators.
@@ -182,11 +197,7 @@ class Kernel:
     def __init__(self, emitter, name, slices, scratch=False, in_driver=False):
         self.emitter = emitter
         self.name = name
-        keys = []
-        for s in slices:
-            if s.key not in keys:
-                keys.append(s.key)
-        self.keys = keys
+        keys = self.keys = _distinct_keys(slices)
         aligns = {}
         for s in slices:
             aligns[s.key] = min(aligns.get(s.key, 64), s.align)
@@ -222,6 +233,21 @@ class Kernel:
         self.start_block = impl.append_basic_block("start")
         self.b = ir.IRBuilder(self.start_block)
 
+    @classmethod
+    def reuse(cls, emitter, name, slices, impl):
+        """A finished kernel running the already emitted kernel ``impl`` (its
+        driver declaration) over ``slices``: only the table wrapper is new."""
+        self = cls.__new__(cls)
+        self.emitter = emitter
+        self.name = name
+        self.keys = _distinct_keys(slices)
+        self.has_scratch = False
+        self.in_driver = False
+        self.impl = impl
+        emitter.kernels.emitted += 1
+        self._emit_wrapper()
+        return self
+
     def alloca(self, typ, name=""):
         return self.alloca_builder.alloca(typ, name=name)
 
@@ -231,10 +257,13 @@ class Kernel:
     def finish(self):
         self.alloca_builder.branch(self.start_block)
         self.b.ret_void()
-        emitter = self.emitter
         if not self.in_driver:
-            self.impl = emitter.kernels.add(self)
-        # The wrapper with the table signature.
+            self.impl = self.emitter.kernels.add(self)
+        self._emit_wrapper()
+
+    def _emit_wrapper(self):
+        """The driver's ``void name(i8** table, i64 begin, i64 end)``."""
+        emitter = self.emitter
         wrapper = ir.Function(emitter.llmod, KERNEL_TYPE, self.name)
         wrapper.linkage = "internal"
         wb = ir.IRBuilder(wrapper.append_basic_block("entry"))
@@ -624,6 +653,8 @@ class ModuleEmitter:
         self.row_group = None  # the pending row_groups.Group
         self.row_groups_enabled = row_groups_enabled
         self.kernels = KernelSet(self.llmod)
+        self.fingerprints = HloFingerprints()
+        self.loop_kernels = {}   # (fingerprint, output group, slice pattern, tiling) -> impl
 
     # ----- helpers ----------------------------------------------------------
     def slice_pointer(self, b, table, key):
@@ -787,7 +818,7 @@ class ModuleEmitter:
         if column_reduce.emit_column_reduce(self, h, root, fusion, in_slices):
             return
         riders = self.reduce_riders(h, root, fusion)
-        for loop_shape, outputs in self.output_groups(h, root):
+        for group_number, (loop_shape, outputs) in enumerate(self.output_groups(h, root)):
             outputs = [(si, get) for si, get in outputs if si[:1] not in riders]
             if loop_shape.num_elements() == 0 or not outputs:
                 continue
@@ -798,32 +829,21 @@ class ModuleEmitter:
             side = [(k, r) for k, r in riders.items() if r in reduces]
             side_slices = [Slice(self.assignment.buffer(h, k)) for k, _ in side]
             name = self.unique(f"kernel.{h.name}")
-            kernel = Kernel(self, name, in_slices + [s for s, _, _ in out] + side_slices)
-            kernel.root = h
-            g = ElementGenerator(self, kernel, fusion)
-            g.reduce_side_outputs = {}
-            for (k, r), s in zip(side, side_slices):
-                g.reduce_side_outputs.setdefault(id(r), []).append(
-                    (kernel.pointer(s), h.shape.subshape(k), root.operands[k[0]]))
-
-            def body(index):
-                for s, shape, get in out:
-                    v = get(g, index)
-                    ptr = g.element_pointer(kernel.pointer(s), shape, index)
-                    store_element(kernel.b, v, ptr, shape.element_type)
-
+            slices = in_slices + [s for s, _, _ in out] + side_slices
             elementwise = root.opcode != "reduce" and not reduces
             tile_dim = None
             if elementwise and len(outputs) == 1:
                 leaf = root.operands[outputs[0][0][0]] if root.opcode == "tuple" else root
                 tile_dim = tiling.transposed_dimension(self.assignment, leaf, fusion, out[0][1])
-            if tile_dim is not None:
-                le.tiled_loop_nest(kernel.b, loop_shape, body, tile_dim, kernel.begin, kernel.end,
-                                   tile=tiling.TILE)
+            memo_key = (self.fingerprints.instruction(h), group_number, slice_pattern(slices),
+                        tile_dim)
+            impl = self.loop_kernels.get(memo_key)
+            if impl is not None:
+                kernel = Kernel.reuse(self, name, slices, impl)
             else:
-                le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
-                             interleave=LOOP_INTERLEAVE if elementwise else None)
-            kernel.finish()
+                kernel = self.emit_loop_kernel(h, root, fusion, name, slices, out, side, side_slices,
+                                               loop_shape, elementwise, tile_dim)
+                self.loop_kernels[memo_key] = kernel.impl
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs
                 work *= max(1, root.operands[0].shape.num_elements() // max(1, work))
@@ -833,6 +853,32 @@ class ModuleEmitter:
                                               [(si, h.shape.subshape(si)) for si, _ in outputs], side)
             access.kernel = kernel
             self.call_kernel(kernel.function, loop_shape, work, access)
+
+    def emit_loop_kernel(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
+                         elementwise, tile_dim):
+        """The kernel of one output group of ``emit_loops``, emitted and finished."""
+        kernel = Kernel(self, name, slices)
+        kernel.root = h
+        g = ElementGenerator(self, kernel, fusion)
+        g.reduce_side_outputs = {}
+        for (k, r), s in zip(side, side_slices):
+            g.reduce_side_outputs.setdefault(id(r), []).append(
+                (kernel.pointer(s), h.shape.subshape(k), root.operands[k[0]]))
+
+        def body(index):
+            for s, shape, get in out:
+                v = get(g, index)
+                ptr = g.element_pointer(kernel.pointer(s), shape, index)
+                store_element(kernel.b, v, ptr, shape.element_type)
+
+        if tile_dim is not None:
+            le.tiled_loop_nest(kernel.b, loop_shape, body, tile_dim, kernel.begin, kernel.end,
+                               tile=tiling.TILE)
+        else:
+            le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
+                         interleave=LOOP_INTERLEAVE if elementwise else None)
+        kernel.finish()
+        return kernel
 
     def reduce_riders(self, h, root, fusion):
         """Multi-output fusions (a reduce and the array it reduces, e.g. the

@@ -21,8 +21,9 @@ Each kernel is looked up, in order, in
    use and live as long as the process; they compile while the emitter
    goes on emitting.
 
-``XLA_CPU_COMPILE_WORKERS=N`` sets the pool's size (0: always compile in
-this process).
+``--xla_cpu_compile_workers=N`` sets the pool's size (-1, the default: one
+per CPU, at most 16; 0: always compile in this process). A pool of another
+size than the running one replaces it.
 """
 import atexit
 import collections
@@ -178,34 +179,28 @@ class _Pool:
 
 _pool = None
 _pool_lock = threading.Lock()
+_atexit_registered = False
 
 
-def worker_count():
-    value = os.environ.get("XLA_CPU_COMPILE_WORKERS")
-    if value is not None and value.strip():
-        try:
-            return max(0, int(value))
-        except ValueError:
-            raise InternalError(f"XLA_CPU_COMPILE_WORKERS={value!r} is not a number") from None
-    return min(os.cpu_count() or 1, 16)
-
-
-def _get_pool():
-    """The process's worker pool (started on first use), or None when it is
-    configured off or the machine has one core."""
-    global _pool
+def _get_pool(size):
+    """The process's worker pool of ``size`` workers (-1: one per CPU),
+    started on first use; None for 0 workers or a one-core machine."""
+    global _pool, _atexit_registered
+    if size < 0:
+        size = min(os.cpu_count() or 1, 16)
+        if size < 2:
+            return None
+    if size == 0:
+        return None
     with _pool_lock:
-        if _pool is not None and not _pool.alive():
+        if _pool is not None and (not _pool.alive() or len(_pool.workers) != size):
             _pool.close()
             _pool = None
         if _pool is None:
-            n = worker_count()
-            if n < 2 and not os.environ.get("XLA_CPU_COMPILE_WORKERS"):
-                return None
-            if n == 0:
-                return None
-            _pool = _Pool(n)
-            atexit.register(_shutdown)
+            _pool = _Pool(size)
+            if not _atexit_registered:
+                atexit.register(_shutdown)
+                _atexit_registered = True
         return _pool
 
 
@@ -224,8 +219,9 @@ class KernelCompiler:
     code for a given kernel text (opt level, fast math); ``transform``
     rewrites a kernel's text before compiling (fast math)."""
 
-    def __init__(self, opt_level, options, transform=None, cache=None, progress=None):
+    def __init__(self, opt_level, options, transform=None, cache=None, progress=None, workers=-1):
         self.opt_level = opt_level
+        self.workers = workers
         self.options = options
         self.transform = transform or (lambda text: text)
         self.cache = cache
@@ -266,7 +262,7 @@ class KernelCompiler:
                 return
         self.queued.append((symbol, text))
         if self.pool is None and len(self.queued) >= PARALLEL_MIN_KERNELS:
-            self.pool = _get_pool()
+            self.pool = _get_pool(self.workers)
         if self.pool is not None:
             self._dispatch()
 

@@ -20,7 +20,11 @@ which declares the kernels by symbol, and the distinct kernel modules.
 """
 import hashlib
 
+import numpy as np
 from llvmlite import ir
+
+from xla.hlo.attributes import kind_of
+from xla.hlo.printer import attr_to_text, shape_to_text
 
 KERNEL_PREFIX = "xla_k_"
 
@@ -100,3 +104,59 @@ class EmittedModule:
             fn = mod.get_function(symbol)
             fn.linkage = llvm.Linkage.internal
         return mod
+
+
+# Attributes that never change the code a kernel computes.
+_IGNORED_ATTRIBUTES = frozenset(["metadata", "frontend_attributes", "statistics_viz",
+                                 "origin", "sharding"])
+
+
+class HloFingerprints:
+    """Structural fingerprints of HLO instructions, for emitting identical
+    kernels once: two instructions have the same fingerprint when they have
+    the same opcode, shapes with layouts, operand shapes, attributes
+    (metadata aside), constant values and, for called computations (fused
+    computations, reducers), the same fingerprint of every instruction in
+    the same order. Names never matter."""
+
+    def __init__(self):
+        self._computations = {}
+
+    def instruction(self, h):
+        """The fingerprint of ``h`` and what it calls, with its operands'
+        shapes (not their values)."""
+        ops = "|".join(shape_to_text(o.shape) for o in h.operands)
+        return self._line(h, ops) + "#" + ops
+
+    def computation(self, comp):
+        key = self._computations.get(id(comp))
+        if key is None:
+            position = {id(x): i for i, x in enumerate(comp.instructions)}
+            lines = [self._line(x, ",".join(str(position[id(o)]) for o in x.operands))
+                     for x in comp.instructions]
+            lines.append(f"root={position[id(comp.root_instruction)]}")
+            key = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+            self._computations[id(comp)] = (key, comp)   # comp kept alive: ids stay unique
+            return key
+        return key[0]
+
+    def _line(self, x, operands):
+        parts = [x.opcode, shape_to_text(x.shape), operands]
+        if x.opcode == "parameter":
+            parts.append(str(x.parameter_number))
+        elif x.opcode == "constant":
+            value = np.ascontiguousarray(np.asarray(x.literal)) if x.literal is not None else None
+            parts.append("none" if value is None else
+                         f"{value.dtype}{value.shape}" + hashlib.sha256(value.tobytes()).hexdigest())
+        for name, value in x.attrs.items():
+            if name in _IGNORED_ATTRIBUTES:
+                continue
+            kind = kind_of(name)
+            if kind == "computation":
+                text = self.computation(value)
+            elif kind == "computations":
+                text = ",".join(self.computation(c) for c in value)
+            else:
+                text = attr_to_text(name, value)
+            parts.append(f"{name}={text}")
+        return ";".join(parts)

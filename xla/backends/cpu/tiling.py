@@ -26,14 +26,16 @@ def transposed_dimension(assignment, root, fusion, out_shape):
     if len(order) < 2:
         return None
     out_minor = order[-1]
-    found = []
     seen = set()
-
-    def visit(x, dims):
+    # Depth first, operands in order, with an explicit stack (fusions of
+    # long elementwise chains must not exhaust Python's recursion limit).
+    stack = [(root, list(range(out_shape.rank)))]
+    while stack:
+        x, dims = stack.pop()
         # dims[i]: the output dimension that indexes dimension i of x, or None.
         key = (id(x), tuple(dims))
-        if key in seen or found:
-            return
+        if key in seen:
+            continue
         seen.add(key)
         if x is not root and assignment.has_buffers(x):
             if x.shape.is_array and x.shape.rank >= 2:
@@ -42,24 +44,22 @@ def transposed_dimension(assignment, root, fusion, out_shape):
                 if (target is not None and target != out_minor
                         and out_shape.dimensions[target] >= TILE
                         and out_shape.dimensions[out_minor] >= TILE):
-                    found.append(target)
-            return
+                    return target
+            continue
         op = x.opcode
         if op == "parameter" and fusion is not None:
-            visit(fusion.operands[x.parameter_number], dims)
+            stack.append((fusion.operands[x.parameter_number], dims))
         elif op == "broadcast":
             mapping = x.attr("dimensions", ())
-            visit(x.operands[0], [dims[m] for m in mapping])
+            stack.append((x.operands[0], [dims[m] for m in mapping]))
         elif op == "transpose":
             perm = x.attr("dimensions")
             inner = [None] * len(perm)
             for k, p in enumerate(perm):
                 inner[p] = dims[k]
-            visit(x.operands[0], inner)
+            stack.append((x.operands[0], inner))
         elif (op in ELEMENTWISE and op != "map") or op == "copy":
-            for o in x.operands:
+            for o in reversed(x.operands):
                 if o.shape.is_array and x.shape.is_array and o.shape.rank == x.shape.rank:
-                    visit(o, dims)
-
-    visit(root, list(range(out_shape.rank)))
-    return found[0] if found else None
+                    stack.append((o, dims))
+    return None
