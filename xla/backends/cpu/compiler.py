@@ -22,10 +22,10 @@ from xla.service.buffer_assignment import assign_buffers
 
 _runtime = None
 
-# Modules with at most this many distinct kernels compile as one LLVM module
-# with the kernels inlined into the driver (measured: as fast to compile for
-# small modules, and no call per kernel at run time); larger ones compile
-# each kernel separately.
+# Modules that run at most this many kernels compile as one LLVM module with
+# the kernels inlined into the driver (as fast to compile for small modules,
+# and no call per kernel at run time); larger ones compile each distinct
+# kernel separately.
 SINGLE_MODULE_MAX_KERNELS = 4
 
 
@@ -187,7 +187,7 @@ class CpuCompiler:
         if progress:
             progress.stage("llvm")
         t = time.perf_counter()
-        if len(emitted.kernels) <= SINGLE_MODULE_MAX_KERNELS:
+        if emitted.kernels_emitted <= SINGLE_MODULE_MAX_KERNELS:
             # Few kernels: one LLVM module, kernels inlined into the driver
             # (as fast to compile, and no call per kernel at run time).
             kernels.queued = []

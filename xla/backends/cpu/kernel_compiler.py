@@ -282,6 +282,7 @@ class KernelCompiler:
         self.queued = []
         for symbol, future in self.futures.items():
             self._store(symbol, future.result())
+            self.stats["compiled_in_workers"] += 1
             done += 1
             self._report(done, total)
         self.futures = {}

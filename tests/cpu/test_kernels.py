@@ -1,0 +1,200 @@
+"""Kernels compiled separately: deduplicated by fingerprint, cached in
+memory and on disk per kernel, compiled by worker processes, linked under a
+driver; progress on stderr; deep graphs. Results are checked against the
+interpreter (the reference semantics)."""
+import numpy as np
+import pytest
+
+import xla
+from xla import debug_options as d
+from xla.backends.cpu import kernel_compiler
+from xla.frontend.disk_cache import PersistentCache
+
+
+def _layers(n, width=32, changed=None, distinct_ops=False):
+    """An unrolled network: n layers of x = tanh(x . w_i + b_i) (or, with
+    ``changed=k``, layer k uses exp instead; with ``distinct_ops``, each
+    layer applies a different unary op, n <= 14, so no two kernels are
+    alike)."""
+    ops = ["tanh", "exponential", "sine", "cosine", "logistic", "negate", "abs", "sqrt",
+           "cbrt", "floor", "ceil", "sign", "log-plus-one", "exponential-minus-one"]
+    lines = ["HloModule layers", "", "ENTRY main {", f"  x0 = f32[{width},{width}] parameter(0)"]
+    for i in range(n):
+        lines.append(f"  w{i} = f32[{width},{width}] parameter({2 * i + 1})")
+        lines.append(f"  b{i} = f32[{width},{width}] parameter({2 * i + 2})")
+        lines.append(f"  m{i} = f32[{width},{width}] dot(x{i}, w{i}), lhs_contracting_dims={{1}}, "
+                     "rhs_contracting_dims={0}")
+        lines.append(f"  a{i} = f32[{width},{width}] add(m{i}, b{i})")
+        op = ops[i % len(ops)] if distinct_ops else ("exponential" if i == changed else "tanh")
+        lines.append(f"  x{i + 1} = f32[{width},{width}] {op}(a{i})")
+    lines[-1] = "  ROOT" + lines[-1][1:]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _args(n, width=32, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(rng.uniform(0.1, 0.9, (width, width)) / (width if k % 2 else 1)).astype(np.float32)
+            for k in range(2 * n + 1)]
+
+
+def _check(text, args, **compile_kwargs):
+    exe = xla.compile(xla.parse_hlo_module(text), "cpu", **compile_kwargs)
+    want = xla.compile(xla.parse_hlo_module(text), "interpreter").execute(*args)
+    got = exe.execute(*args)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    return exe
+
+
+def test_identical_layers_compile_one_kernel():
+    kernel_compiler.memory_cache.clear()
+    n = 12
+    exe = _check(_layers(n), _args(n))
+    t = exe.compile_timings
+    # The dots are library calls; each layer's add and tanh fuse into one
+    # kernel, which updates the dot's result in place, except the last
+    # layer's, which writes the module's result: 12 kernels run, 2 distinct
+    # ones are compiled.
+    assert t["kernels"] == n, t
+    assert t["kernels_distinct"] == 2, t
+    assert t["kernels_compiled"] == 2, t
+    assert len(exe.kernel_objects) == 2
+
+
+def test_kernels_compiled_once_per_process():
+    n = 8
+    text = _layers(n)
+    kernel_compiler.memory_cache.clear()
+    first = _check(text, _args(n)).compile_timings
+    second = _check(text, _args(n, seed=1)).compile_timings
+    assert first["kernels_compiled"] == first["kernels_distinct"]
+    assert second.get("kernels_compiled", 0) == 0, second
+    assert second["kernels_memory_hits"] == second["kernels_distinct"], second
+
+
+def test_workers_compile_distinct_kernels_in_parallel():
+    n = 14
+    text = _layers(n, distinct_ops=True)
+    args = _args(n)
+    kernel_compiler.memory_cache.clear()
+    with d.override(xla_cpu_compile_workers=2):
+        exe = _check(text, args)
+    t = exe.compile_timings
+    assert t["kernels_distinct"] >= kernel_compiler.PARALLEL_MIN_KERNELS
+    assert t["kernels_compiled_in_workers"] == t["kernels_compiled"] == t["kernels_distinct"], t
+
+
+def test_in_process_compilation_when_workers_are_off():
+    n = 14
+    text = _layers(n, distinct_ops=True)
+    kernel_compiler.memory_cache.clear()
+    with d.override(xla_cpu_compile_workers=0):
+        exe = _check(text, _args(n))
+    t = exe.compile_timings
+    assert t["kernels_compiled"] == t["kernels_distinct"] and "kernels_compiled_in_workers" not in t
+
+
+def test_dead_workers_are_replaced():
+    n = 14
+    text = _layers(n, distinct_ops=True)
+    with d.override(xla_cpu_compile_workers=2):
+        kernel_compiler.memory_cache.clear()
+        _check(text, _args(n))
+        pool = kernel_compiler._pool   # noqa: SLF001 - the process's worker pool
+        for w in pool.workers:
+            w.process.kill()
+            w.process.wait()
+        kernel_compiler.memory_cache.clear()
+        exe = _check(text, _args(n))
+    assert exe.compile_timings["kernels_compiled_in_workers"] == exe.compile_timings["kernels_distinct"]
+    assert kernel_compiler._pool is not pool   # noqa: SLF001
+
+
+def test_persistent_cache_recompiles_only_the_changed_layer(tmp_path):
+    n = 10
+    cache = PersistentCache(str(tmp_path))
+    kernel_compiler.memory_cache.clear()
+    first = _check(_layers(n), _args(n), cache=cache).compile_timings
+    assert first["kernels_compiled"] == 2
+    kernel_compiler.memory_cache.clear()
+    # Layer 3 changed: its kernel is new, the others come from the disk.
+    second = _check(_layers(n, changed=3), _args(n), cache=cache).compile_timings
+    assert second["kernels_distinct"] == 3, second
+    assert second["kernels_compiled"] == 1, second
+    assert second["kernels_disk_hits"] == 2, second
+    # The same module again in a "new process" (memory cache empty): the
+    # driver and every kernel load from disk, nothing is compiled.
+    kernel_compiler.memory_cache.clear()
+    exe = _check(_layers(n, changed=3), _args(n, seed=3), cache=cache)
+    assert exe.from_disk_cache
+    assert not exe.compile_timings.get("kernels_compiled")
+
+
+def test_corrupt_kernel_entry_is_recompiled(tmp_path):
+    n = 10
+    cache = PersistentCache(str(tmp_path))
+    kernel_compiler.memory_cache.clear()
+    _check(_layers(n), _args(n), cache=cache)
+    for path in tmp_path.glob("kernel-*"):
+        path.write_bytes(path.read_bytes()[:40])
+    for path in tmp_path.iterdir():
+        if not path.name.startswith("kernel-"):
+            path.unlink()   # the driver entry too, so the kernels are looked up
+    kernel_compiler.memory_cache.clear()
+    with pytest.warns(RuntimeWarning, match="truncated or corrupt"):
+        t = _check(_layers(n), _args(n), cache=cache).compile_timings
+    assert t["kernels_compiled"] == 2, t
+
+
+def test_progress_on_stderr(capfd):
+    n = 14
+    kernel_compiler.memory_cache.clear()
+    with d.override(xla_log_compile_progress=True):
+        _check(_layers(n, distinct_ops=True), _args(n))
+    err = capfd.readouterr().err
+    for stage in ("stage passes", "stage codegen", "stage llvm"):
+        assert stage in err, err
+    assert "kernels compiled 14/14" in err, err
+    assert "done: passes" in err, err
+
+
+def test_small_module_is_one_function():
+    text = """HloModule seed
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT sum = f32[] add(a, b)
+}
+
+ENTRY e {
+  x = f32[64] parameter(0)
+  y = f32[64] parameter(1)
+  z = f32[64] parameter(2)
+  m = f32[64] multiply(y, z)
+  s = f32[64] add(x, m)
+  c = f32[] constant(0)
+  ROOT r = f32[] reduce(s, c), dimensions={0}, to_apply=add
+}
+"""
+    args = [np.full(64, v, np.float32) for v in (1, 2, 3)]
+    exe = _check(text, args)
+    assert exe.kernel_objects == {}
+    # The kernel was inlined into the driver: no call to it is left.
+    assert 'call void @"xla_k_' in exe.ir_text
+    assert 'call void @"xla_k_' not in exe.optimized_ir_text
+
+
+@pytest.mark.parametrize("n", [245, 1000])
+def test_deep_elementwise_chain(n):
+    lines = ["HloModule chain", "", "ENTRY e {", "  v0 = f32[16] parameter(0)"]
+    for i in range(n):
+        lines.append(f"  v{i + 1} = f32[16] {'sine' if i % 2 else 'cosine'}(v{i})")
+    lines[-1] = lines[-1].replace(f"  v{n} =", f"  ROOT v{n} =")
+    lines.append("}")
+    x = np.linspace(-1, 1, 16).astype(np.float32)
+    want = x.astype(np.float64)
+    for i in range(n):
+        want = np.sin(want) if i % 2 else np.cos(want)
+    exe = xla.compile(xla.parse_hlo_module("\n".join(lines)), "cpu")
+    np.testing.assert_allclose(exe.execute(x), want, rtol=1e-4, atol=1e-5)
