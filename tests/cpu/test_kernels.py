@@ -77,6 +77,7 @@ def test_workers_compile_distinct_kernels_in_parallel():
     text = _layers(n, distinct_ops=True)
     args = _args(n)
     kernel_compiler.memory_cache.clear()
+    kernel_compiler.prestart(2)   # a running pool takes 4 kernels or more
     with d.override(xla_cpu_compile_workers=2):
         exe = _check(text, args)
     t = exe.compile_timings
@@ -99,6 +100,7 @@ def test_dead_workers_are_replaced():
     text = _layers(n, distinct_ops=True)
     with d.override(xla_cpu_compile_workers=2):
         kernel_compiler.memory_cache.clear()
+        kernel_compiler.prestart(2)
         _check(text, _args(n))
         pool = kernel_compiler._pool   # noqa: SLF001 - the process's worker pool
         for w in pool.workers:

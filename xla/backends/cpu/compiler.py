@@ -9,7 +9,7 @@ the op and "cpu" here, at compile time.
 import re
 import time
 
-from xla.backends.cpu import fast_math, jit
+from xla.backends.cpu import fast_math, jit, kernel_compiler
 from xla.backends.cpu.compile_progress import CompileProgress
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
@@ -21,6 +21,10 @@ from xla.hlo.verifier import verify_module
 from xla.service.buffer_assignment import assign_buffers
 
 _runtime = None
+
+# Modules at least this large start the kernel compiler's worker processes
+# before the HLO passes run (they will have enough kernels to compile).
+PRESTART_WORKERS_MIN_INSTRUCTIONS = 1000
 
 # Modules that run at most this many kernels compile as one LLVM module with
 # the kernels inlined into the driver (as fast to compile for small modules,
@@ -93,7 +97,9 @@ class CpuCompiler:
         self.log_progress = options.xla_log_compile_progress
         self.compile_workers = options.xla_cpu_compile_workers
         # The driver is calls, loads of buffer pointers and control flow:
-        # O3 buys it nothing that O1 does not.
+        # O0 (fast instruction selection, no inlining) compiles a driver of
+        # thousands of calls several times faster than O1 (3.0 -> 0.5 s at
+        # 10,000 instructions); optimization buys it nothing measurable.
         self.driver_opt_level = 0
         _apply_thread_options(options)
 
@@ -162,6 +168,8 @@ class CpuCompiler:
         timings = {}
         progress = CompileProgress(module.name) if self.log_progress else None
         symbols = runtime_symbols()
+        if sum(len(c.instructions) for c in module.computations) >= PRESTART_WORKERS_MIN_INSTRUCTIONS:
+            kernel_compiler.prestart(self.compile_workers)
         if progress:
             progress.stage("passes")
         assignment = self.optimize(module, timings)
@@ -198,8 +206,9 @@ class CpuCompiler:
             objects = {}
         else:
             objects = kernels.finish()
+            driver_opt = self.opt_level if emitted.driver_needs_optimization else self.driver_opt_level
             jit_module = jit.JitModule.link(self._transform(emitted.driver_text), objects.values(),
-                                            opt_level=self.driver_opt_level)
+                                            opt_level=driver_opt)
         if cache is not None and jit_module.object_code is not None:
             cache.put(key, jit_module.object_code)
         timings["llvm"] = time.perf_counter() - t

@@ -36,6 +36,7 @@ class _Fn:
 
     def __init__(self, me, h, name, slices):
         self.me = me
+        me.driver_needs_optimization = True   # the loops live in the driver module
         self.fn = ir.Function(me.llmod, KERNEL_TYPE, me.unique(f"{name}.{h.name}"))
         self.fn.linkage = "internal"
         table, self.begin, self.end = self.fn.args

@@ -103,6 +103,7 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
     if rows == 0 or n == 0:
         return
     slices = [s for s, _ in inputs] + [s for s, _ in outputs]
+    me.driver_needs_optimization = True   # the sort loop lives in the driver module
     fn = ir.Function(me.llmod, KERNEL_TYPE, me.unique(name))
     fn.linkage = "internal"
     table, begin, end = fn.args

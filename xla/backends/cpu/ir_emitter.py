@@ -653,6 +653,9 @@ class ModuleEmitter:
         self.row_group = None  # the pending row_groups.Group
         self.row_groups_enabled = row_groups_enabled
         self.kernels = KernelSet(self.llmod)
+        # Set by emitters that put loops in the driver module (sort, linalg):
+        # the driver is then optimized like a kernel.
+        self.driver_needs_optimization = False
         self.fingerprints = HloFingerprints()
         self.loop_kernels = {}   # (fingerprint, output group, slice pattern, tiling) -> impl
 
@@ -741,7 +744,7 @@ class ModuleEmitter:
         if root.shape.is_tuple:
             self.write_tuple_table(root)
         self.builder.ret_void()
-        return EmittedModule(self.llmod, self.kernels)
+        return EmittedModule(self.llmod, self.kernels, self.driver_needs_optimization)
 
     def write_tuple_table(self, h):
         b = self.builder

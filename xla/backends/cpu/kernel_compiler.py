@@ -13,13 +13,14 @@ Each kernel is looked up, in order, in
    and not by the compiler's source hash, since the kernel's text is its
    whole input: an edit that changes one layer of a network recompiles that
    layer's kernels only;
-3. else it is compiled: in this process when the compilation has fewer than
-   ``PARALLEL_MIN_KERNELS`` to compile (a worker round trip costs more than
-   a small kernel), otherwise by a pool of worker processes
+3. else it is compiled: in this process when the compilation has only a
+   few to compile (``PARALLEL_MIN_KERNELS``, or ``POOL_START_MIN_KERNELS``
+   while no pool runs yet), otherwise by a pool of worker processes
    (``llvm_worker.py``, one per core; llvmlite serializes LLVM calls within
-   a process, so threads would not run in parallel). Workers start on first
-   use and live as long as the process; they compile while the emitter
-   goes on emitting.
+   a process, so threads would not run in parallel). Workers live as long
+   as the process; they compile while the emitter goes on emitting. The
+   compiler starts the pool ahead (``prestart``) for a large module, so
+   that the workers' start overlaps the HLO passes.
 
 ``--xla_cpu_compile_workers=N`` sets the pool's size (-1, the default: one
 per CPU, at most 16; 0: always compile in this process). A pool of another
@@ -40,7 +41,11 @@ from xla.backends.cpu import jit
 from xla.backends.cpu.llvm_worker import REPLY, REQUEST
 from xla.errors import InternalError
 
-PARALLEL_MIN_KERNELS = 8
+# Kernels to compile before the worker pool is used: a running pool takes
+# work from this many on; starting one (a process with llvmlite per core,
+# ~0.2 s) pays off only from more.
+PARALLEL_MIN_KERNELS = 4
+POOL_START_MIN_KERNELS = 24
 MEMORY_CACHE_BYTES = 256 << 20
 
 
@@ -204,6 +209,12 @@ def _get_pool(size):
         return _pool
 
 
+def prestart(size=-1):
+    """Starts the worker pool now (in the background: the processes load
+    llvmlite while the caller goes on)."""
+    _get_pool(size)
+
+
 def _shutdown():
     global _pool
     with _pool_lock:
@@ -261,7 +272,8 @@ class KernelCompiler:
                 memory_cache.put(self._memory_key(symbol), code)
                 return
         self.queued.append((symbol, text))
-        if self.pool is None and len(self.queued) >= PARALLEL_MIN_KERNELS:
+        if self.pool is None and (len(self.queued) >= POOL_START_MIN_KERNELS or
+                                  (len(self.queued) >= PARALLEL_MIN_KERNELS and _pool is not None)):
             self.pool = _get_pool(self.workers)
         if self.pool is not None:
             self._dispatch()

@@ -65,10 +65,12 @@ class KernelSet:
 
 class EmittedModule:
     """The driver module (an llvmlite ``ir.Module``) and the kernel modules'
-    texts (``{symbol: text}``) of one HloModule."""
+    texts (``{symbol: text}``) of one HloModule. ``driver_needs_optimization``:
+    the driver holds loops of its own (sort, linear algebra), not only calls."""
 
-    def __init__(self, driver, kernels):
+    def __init__(self, driver, kernels, driver_needs_optimization=False):
         self.driver = driver
+        self.driver_needs_optimization = driver_needs_optimization
         self.kernels = kernels.texts
         self.kernels_emitted = kernels.emitted
         self._driver_text = None
