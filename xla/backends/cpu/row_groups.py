@@ -86,45 +86,41 @@ def row_reads(assignment, root, fusion, row_dim):
     def record(x, d):
         found.setdefault(id(x), (x, set()))[1].add(d)
 
-    def visit(x, d):
+    # An explicit stack, not recursion: fused chains may be long.
+    stack = [(root, row_dim)]
+    while stack:
+        x, d = stack.pop()
         key = (id(x), d)
         if key in seen:
-            return
+            continue
         seen.add(key)
         if x is not root and assignment.has_buffers(x):
             record(x, d)
-            return
+            continue
         op = x.opcode
         if op == "parameter" and fusion is not None:
-            visit(fusion.operands[x.parameter_number], d)
-            return
-        if op in ("constant", "iota"):
-            return
-        if op == "broadcast":
+            stack.append((fusion.operands[x.parameter_number], d))
+        elif op in ("constant", "iota"):
+            continue
+        elif op == "broadcast":
             dims = list(x.attr("dimensions", ()))
-            visit(x.operands[0], dims.index(d) if d in dims else None)
+            stack.append((x.operands[0], dims.index(d) if d in dims else None))
         elif op == "transpose":
-            visit(x.operands[0], None if d is None else x.attr("dimensions")[d])
+            stack.append((x.operands[0], None if d is None else x.attr("dimensions")[d]))
         elif op == "reduce":
             k = len(x.operands) // 2
             reduced = set(x.attr("dimensions", ()))
             kept = [i for i in range(x.operands[0].shape.rank) if i not in reduced]
-            for o in x.operands[:k]:
-                visit(o, None if d is None else kept[d])
-            for o in x.operands[k:]:
-                visit(o, None)
+            stack.extend((o, None if d is None else kept[d]) for o in x.operands[:k])
+            stack.extend((o, None) for o in x.operands[k:])
         elif op == "tuple":
-            for o in x.operands:
-                visit(o, d)
+            stack.extend((o, d) for o in x.operands)
         elif (op in ELEMENTWISE and op != "map") or op == "copy":
             for o in x.operands:
                 same = o.shape.is_array and x.shape.is_array and o.shape.rank == x.shape.rank
-                visit(o, d if same else None)
+                stack.append((o, d if same else None))
         else:
-            for o in x.operands:
-                visit(o, None)
-
-    visit(root, row_dim)
+            stack.extend((o, None) for o in x.operands)
     return found
 
 
