@@ -23,7 +23,10 @@ any XLA pass ran. Sizes go from ~1k to ~40k instructions, roughly doubling.
 
 ``jax_compile_times.json`` records, per module, its instruction count and the
 wall time of ``jax.jit(f).lower(*args).compile()`` (XLA:CPU) measured here:
-the median of 3 runs for modules under 5,000 instructions, one run above.
+the median of 3 runs for modules under 5,000 instructions, one run above,
+after a small warm-up compile in the same process; also the CPU time
+(user + system, all threads) of the compile and the 1-minute load average,
+since other work on a shared machine inflates wall times.
 Each compile runs in a child process with ``--jax_timeout``; once a module of
 a family takes longer than ``--jax_skip_above`` seconds, the larger ones of
 that family are skipped and recorded as skipped.
@@ -212,16 +215,31 @@ def lower(name):
 def child_compile_time(name, runs):
     """In a child process: lower `name` and time `.compile()` `runs` times
     (a fresh jax.jit each time, so the compilation cache never answers)."""
-    jax, _ = _jax()
-    times = []
+    jax, jnp = _jax()
+    # One-time initialization (backend, compiler) is not charged to the
+    # module: compile a small f64 function first (compile_time.py does the
+    # same on our side).
+    t = time.perf_counter()
+    jax.jit(lambda a, b: a * b).lower(*[jax.ShapeDtypeStruct((3,), jnp.float32)] * 2).compile()
+    warmup = time.perf_counter() - t
+    times, cpu = [], []
     for _ in range(runs):
         fn, args = catalog()[name][2]()
         lowered = jax.jit(fn).lower(*args)
+        c = _cpu_seconds()
         t = time.perf_counter()
         lowered.compile()
         times.append(time.perf_counter() - t)
+        cpu.append(_cpu_seconds() - c)
         jax.clear_caches()
-    print(json.dumps(times))
+    print(json.dumps({"times": times, "cpu": cpu, "first_compile_in_process": warmup}))
+
+
+def _cpu_seconds():
+    """User + system CPU seconds of this process (all its threads): less
+    sensitive than wall time to other work on a shared machine."""
+    t = os.times()
+    return t.user + t.system
 
 
 def jax_compile_time(name, runs, timeout):
@@ -233,8 +251,8 @@ def jax_compile_time(name, runs, timeout):
         return None, f"over {timeout} s (timed out)"
     if out.returncode != 0:
         return None, "failed: " + out.stderr.strip().splitlines()[-1][:200]
-    times = json.loads(out.stdout.strip().splitlines()[-1])
-    return times, None
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return result, None
 
 
 def main():
@@ -265,8 +283,8 @@ def main():
         "jax": jax.__version__, "jaxlib": __import__("jaxlib").__version__,
         "backend": "XLA:CPU", "cpus": os.cpu_count(), "machine": platform.machine(),
         "python": platform.python_version(),
-        "method": "wall time of jax.jit(f).lower(*args).compile() in a fresh child process; "
-                  "median of 3 runs under 5,000 instructions, 1 run above",
+        "method": "wall time of jax.jit(f).lower(*args).compile() in a child process, after a "
+                  "small warm-up compile there; median of 3 runs under 5,000 instructions, 1 run above",
     }
     slow_family = {}
     for name in names:
@@ -298,17 +316,24 @@ def main():
                 msg += "  jax: skipped"
             else:
                 runs = 3 if n < 5000 else 1
-                times, why = jax_compile_time(name, runs, args.jax_timeout)
-                if times is None:
+                result, why = jax_compile_time(name, runs, args.jax_timeout)
+                if result is None:
                     entry.update(jax_compile_s=None, jax_compile_runs=[], jax_skipped=why)
                     slow_family[family] = name
                     msg += f"  jax: {why}"
                 else:
+                    times = result["times"]
                     med = statistics.median(times)
+                    if name == "seed":
+                        record["environment"]["jax_first_compile_in_process_s"] = round(
+                            result["first_compile_in_process"], 4)
                     entry.update(jax_compile_s=round(med, 4),
-                                 jax_compile_runs=[round(t, 4) for t in times])
+                                 jax_compile_runs=[round(t, 4) for t in times],
+                                 jax_compile_cpu_s=round(statistics.median(result["cpu"]), 4),
+                                 load_average=round(os.getloadavg()[0], 2))
                     entry.pop("jax_skipped", None)
-                    msg += f"  jax.jit compile {med:8.3f} s"
+                    msg += (f"  jax.jit compile {med:8.3f} s (cpu {entry['jax_compile_cpu_s']:.3f} s, "
+                            f"load {entry['load_average']})")
                     if med > args.jax_skip_above and family != "small":
                         slow_family[family] = name
         print(msg, flush=True)
