@@ -1,9 +1,13 @@
 #include "csrc/buffer_assignment.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -61,6 +65,205 @@ class PlacedSlots {
   std::vector<int64_t> tree_;
 };
 
+
+// Work (interfering slots visited) that the global heuristic may spend per
+// slot and per doubling of the slot count before it gives up.
+constexpr int64_t kGlobalWorkPerSlotLog = 16;
+
+// The global decreasing-size heuristic over the temp slots `temps`; writes
+// offsets[k] for temps[k] and returns the arena size, or -1 once the
+// interfering slots it visited exceed `budget`.
+int64_t PackGlobalDecreasingSize(const BufferAssignmentResult& r,
+                                 const std::vector<int64_t>& slot_alignment,
+                                 const std::vector<int64_t>& temps, FitPolicy fit, int64_t budget,
+                                 std::vector<int64_t>* offsets_out) {
+  const size_t m = temps.size();
+  // Positions in start order, for the interval queries.
+  std::vector<size_t> by_start(m);
+  std::iota(by_start.begin(), by_start.end(), size_t{0});
+  std::sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) {
+    return std::make_pair(r.slot_start[temps[a]], temps[a]) <
+           std::make_pair(r.slot_start[temps[b]], temps[b]);
+  });
+  std::vector<int64_t> sorted_starts(m);
+  std::vector<size_t> position(m);
+  for (size_t k = 0; k < m; ++k) {
+    sorted_starts[k] = r.slot_start[temps[by_start[k]]];
+    position[by_start[k]] = k;
+  }
+  std::vector<size_t> order(m);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int64_t sa = temps[a], sb = temps[b];
+    if (r.slot_size[sa] != r.slot_size[sb]) return r.slot_size[sa] > r.slot_size[sb];
+    if (r.slot_start[sa] != r.slot_start[sb]) return r.slot_start[sa] < r.slot_start[sb];
+    return sa < sb;
+  });
+  std::vector<int64_t>& offsets = *offsets_out;
+  offsets.assign(m, 0);
+  PlacedSlots placed(m);
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // (offset, end offset)
+  int64_t arena = 0;
+  int64_t work = 0;
+  for (size_t k : order) {
+    const int64_t s = temps[k];
+    const int64_t size = r.slot_size[s];
+    const int64_t alignment = slot_alignment[s];
+    chunks.clear();
+    const size_t prefix = static_cast<size_t>(
+        std::upper_bound(sorted_starts.begin(), sorted_starts.end(), r.slot_end[s]) -
+        sorted_starts.begin());
+    placed.Query(prefix, r.slot_start[s], [&](size_t p) {
+      const size_t other = by_start[p];
+      chunks.emplace_back(offsets[other], offsets[other] + r.slot_size[temps[other]]);
+    });
+    work += static_cast<int64_t>(chunks.size()) + 1;
+    if (work > budget) return -1;
+    std::sort(chunks.begin(), chunks.end());
+    int64_t best = -1;
+    int64_t best_gap = std::numeric_limits<int64_t>::max();
+    int64_t top = 0;
+    for (const auto& chunk : chunks) {
+      const int64_t candidate = AlignUp(top, alignment);
+      if (chunk.first > top && candidate + size <= chunk.first) {
+        const int64_t gap = chunk.first - top;
+        if (fit == kFirstFit) {
+          best = candidate;
+          break;
+        }
+        if (gap < best_gap) {
+          best_gap = gap;
+          best = candidate;
+        }
+      }
+      top = std::max(top, chunk.second);
+    }
+    if (best < 0) best = AlignUp(top, alignment);
+    offsets[k] = best;
+    arena = std::max(arena, best + size);
+    placed.Place(position[k], r.slot_end[s]);
+  }
+  return arena;
+}
+
+// Free byte ranges of the arena below its current top, coalesced: by offset
+// (for merging neighbours) and by (size, offset) (for best fit).
+class FreeChunks {
+ public:
+  // An aligned offset for `size` bytes taken from a free chunk, or -1. Best
+  // fit: the smallest chunks of at least `size` bytes, trying a bounded
+  // number of them (alignment may make one too small); first fit: the lowest
+  // chunks by offset, also bounded.
+  int64_t Take(int64_t size, int64_t alignment, FitPolicy fit) {
+    constexpr int kTries = 16;
+    int tries = 0;
+    if (fit == kBestFit) {
+      for (auto it = by_size_.lower_bound({size, std::numeric_limits<int64_t>::min()});
+           it != by_size_.end() && tries < kTries; ++it, ++tries) {
+        const int64_t offset = AlignUp(it->second, alignment);
+        if (offset + size <= it->second + it->first) return Carve(it->second, it->first, offset, size);
+      }
+    } else {
+      for (auto it = by_offset_.begin(); it != by_offset_.end() && tries < kTries; ++it, ++tries) {
+        const int64_t offset = AlignUp(it->first, alignment);
+        if (offset + size <= it->first + it->second) return Carve(it->first, it->second, offset, size);
+      }
+    }
+    return -1;
+  }
+  // The free chunk that ends at `top` (offset, size), removed; or {top, 0}.
+  std::pair<int64_t, int64_t> TakeLast(int64_t top) {
+    if (by_offset_.empty()) return {top, 0};
+    auto last = std::prev(by_offset_.end());
+    if (last->first + last->second != top) return {top, 0};
+    const std::pair<int64_t, int64_t> chunk = *last;
+    Erase(chunk.first, chunk.second);
+    return chunk;
+  }
+  void Free(int64_t offset, int64_t size) {
+    if (size <= 0) return;
+    auto next = by_offset_.lower_bound(offset);
+    if (next != by_offset_.end() && next->first == offset + size) {
+      const int64_t next_size = next->second;
+      Erase(next->first, next_size);
+      size += next_size;
+    }
+    next = by_offset_.lower_bound(offset);
+    if (next != by_offset_.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        const int64_t prev_offset = prev->first;
+        size += prev->second;
+        Erase(prev_offset, prev->second);
+        offset = prev_offset;
+      }
+    }
+    by_offset_.emplace(offset, size);
+    by_size_.emplace(size, offset);
+  }
+
+ private:
+  int64_t Carve(int64_t chunk_offset, int64_t chunk_size, int64_t offset, int64_t size) {
+    Erase(chunk_offset, chunk_size);
+    Free(chunk_offset, offset - chunk_offset);
+    Free(offset + size, chunk_offset + chunk_size - offset - size);
+    return offset;
+  }
+  void Erase(int64_t offset, int64_t size) {
+    by_offset_.erase(offset);
+    by_size_.erase({size, offset});
+  }
+  std::map<int64_t, int64_t> by_offset_;          // offset -> size
+  std::set<std::pair<int64_t, int64_t>> by_size_;  // (size, offset)
+};
+
+// A heap simulation in schedule order (XLA's HeapSimulator with a best-fit
+// heap): at each position the slots whose range ended are freed, then the
+// slots starting there are placed, largest first, in a free chunk or at the
+// top of the arena. O(m log m); writes offsets[k] for temps[k] and returns
+// the arena size.
+int64_t PackBySweep(const BufferAssignmentResult& r, const std::vector<int64_t>& slot_alignment,
+                    const std::vector<int64_t>& temps, FitPolicy fit,
+                    std::vector<int64_t>* offsets_out) {
+  const size_t m = temps.size();
+  // (position, 0 = free / 1 = place, order within a position, temp index)
+  std::vector<std::tuple<int64_t, int, int64_t, size_t>> events;
+  events.reserve(2 * m);
+  for (size_t k = 0; k < m; ++k) {
+    const int64_t s = temps[k];
+    events.emplace_back(r.slot_start[s], 1, -r.slot_size[s], k);
+    events.emplace_back(r.slot_end[s] + 1, 0, 0, k);
+  }
+  std::sort(events.begin(), events.end());
+  std::vector<int64_t>& offsets = *offsets_out;
+  offsets.assign(m, 0);
+  FreeChunks free_chunks;
+  int64_t top = 0;
+  for (const auto& event : events) {
+    const size_t k = std::get<3>(event);
+    const int64_t size = r.slot_size[temps[k]];
+    if (size == 0) continue;  // offset 0, overlaps nothing
+    if (std::get<1>(event) == 0) {
+      free_chunks.Free(offsets[k], size);
+      continue;
+    }
+    const int64_t alignment = slot_alignment[temps[k]];
+    int64_t offset = free_chunks.Take(size, alignment, fit);
+    if (offset < 0) {
+      // Grow the arena, starting inside the free chunk at its top if any.
+      const std::pair<int64_t, int64_t> last = free_chunks.TakeLast(top);
+      offset = AlignUp(last.first, alignment);
+      free_chunks.Free(last.first, offset - last.first);
+      if (offset + size < top) {
+        free_chunks.Free(offset + size, top - offset - size);  // a chunk Take passed over
+      } else {
+        top = offset + size;
+      }
+    }
+    offsets[k] = offset;
+  }
+  return top;
+}
 }  // namespace
 
 std::string ValidateBufferAssignmentInput(const BufferAssignmentInput& in) {
@@ -126,61 +329,23 @@ BufferAssignmentResult AssignBuffers(const BufferAssignmentInput& in) {
 
   if (!temps.empty()) {
     r.arena_allocation = static_cast<int64_t>(r.allocation_size.size());
-    // Positions in start order, for the interval queries.
-    std::vector<int64_t> by_start = temps;
-    std::sort(by_start.begin(), by_start.end(), [&](int64_t a, int64_t b) {
-      return std::make_pair(r.slot_start[a], a) < std::make_pair(r.slot_start[b], b);
-    });
-    std::vector<int64_t> sorted_starts(by_start.size());
-    std::unordered_map<int64_t, size_t> position;
-    position.reserve(by_start.size());
-    for (size_t k = 0; k < by_start.size(); ++k) {
-      sorted_starts[k] = r.slot_start[by_start[k]];
-      position[by_start[k]] = k;
-    }
-    std::vector<int64_t> order = temps;
-    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      if (r.slot_size[a] != r.slot_size[b]) return r.slot_size[a] > r.slot_size[b];
-      if (r.slot_start[a] != r.slot_start[b]) return r.slot_start[a] < r.slot_start[b];
-      return a < b;
-    });
-    PlacedSlots placed(by_start.size());
-    std::vector<std::pair<int64_t, int64_t>> chunks;  // (offset, end offset)
-    for (int64_t s : order) {
-      const int64_t size = r.slot_size[s];
-      const int64_t alignment = slot_alignment[s];
-      chunks.clear();
-      const size_t prefix = static_cast<size_t>(
-          std::upper_bound(sorted_starts.begin(), sorted_starts.end(), r.slot_end[s]) -
-          sorted_starts.begin());
-      placed.Query(prefix, r.slot_start[s], [&](size_t k) {
-        const int64_t other = by_start[k];
-        chunks.emplace_back(r.slot_offset[other], r.slot_offset[other] + r.slot_size[other]);
-      });
-      std::sort(chunks.begin(), chunks.end());
-      int64_t best = -1;
-      int64_t best_gap = std::numeric_limits<int64_t>::max();
-      int64_t top = 0;
-      for (const auto& chunk : chunks) {
-        const int64_t candidate = AlignUp(top, alignment);
-        if (chunk.first > top && candidate + size <= chunk.first) {
-          const int64_t gap = chunk.first - top;
-          if (in.fit == kFirstFit) {
-            best = candidate;
-            break;
-          }
-          if (gap < best_gap) {
-            best_gap = gap;
-            best = candidate;
-          }
-        }
-        top = std::max(top, chunk.second);
-      }
-      if (best < 0) best = AlignUp(top, alignment);
-      r.slot_offset[s] = best;
-      r.slot_allocation[s] = r.arena_allocation;
-      r.arena_size = std::max(r.arena_size, best + size);
-      placed.Place(position[s], r.slot_end[s]);
+    const size_t m = temps.size();
+    size_t log_m = 1;
+    while ((size_t{1} << log_m) < m) ++log_m;
+    const int64_t budget =
+        in.max_global_work >= 0 ? in.max_global_work
+                                : kGlobalWorkPerSlotLog * static_cast<int64_t>(m * (log_m + 1)) + 4096;
+    std::vector<int64_t> global_offsets, sweep_offsets;
+    const int64_t sweep_arena = PackBySweep(r, slot_alignment, temps, in.fit, &sweep_offsets);
+    const int64_t global_arena =
+        PackGlobalDecreasingSize(r, slot_alignment, temps, in.fit, budget, &global_offsets);
+    const bool use_global = global_arena >= 0 && global_arena <= sweep_arena;
+    const std::vector<int64_t>& offsets = use_global ? global_offsets : sweep_offsets;
+    r.packing = use_global ? kPackedGlobalDecreasingSize : kPackedBySweep;
+    r.arena_size = use_global ? global_arena : sweep_arena;
+    for (size_t k = 0; k < m; ++k) {
+      r.slot_offset[temps[k]] = offsets[k];
+      r.slot_allocation[temps[k]] = r.arena_allocation;
     }
     r.allocation_size.push_back(r.arena_size);
     r.allocation_kind.push_back(kTempBuffer);

@@ -25,8 +25,9 @@ struct Buffers {
     kinds.push_back(kind);
     return static_cast<int64_t>(sizes.size()) - 1;
   }
-  BufferAssignmentInput input(FitPolicy fit = kBestFit) const {
+  BufferAssignmentInput input(FitPolicy fit = kBestFit, int64_t max_global_work = -1) const {
     BufferAssignmentInput in;
+    in.max_global_work = max_global_work;
     in.num_buffers = sizes.size();
     in.sizes = sizes.data();
     in.alignments = alignments.data();
@@ -168,14 +169,63 @@ TEST(AssignBuffersTest, RandomBuffersNeverOverlapAndArenaCoversPeak) {
       b.Add(1 + rng() % 500, start, end, kTempBuffer, colocation, int64_t{1} << (rng() % 7));
     }
     for (FitPolicy fit : {kBestFit, kFirstFit}) {
-      BufferAssignmentResult r = AssignBuffers(b.input(fit));
+     for (int64_t max_global_work : {int64_t{-1}, int64_t{0}}) {
+      BufferAssignmentResult r = AssignBuffers(b.input(fit, max_global_work));
       ExpectNoOverlap(b, r);
+      if (max_global_work == 0) EXPECT_EQ(r.packing, kPackedBySweep);
       EXPECT_GE(r.arena_size, r.peak_temp_bytes);
       for (size_t i = 0; i < b.sizes.size(); ++i) {
         EXPECT_EQ(r.offset[i] % b.alignments[i], 0);
       }
+     }
     }
   }
+}
+
+TEST(AssignBuffersTest, SweepReusesFreedChunksBestFitAndCoalesces) {
+  // Positions 0..4. A [0,1] 100, B [0,3] 50, C [0,1] 30 stack up at 0, 100,
+  // 150. At 2, A and C are free: [0,100) and [150,180). D (30) takes the
+  // smaller chunk @150 (best fit) or the lowest @0 (first fit). At 4
+  // everything is free and the chunks merge, so F (180) fits at 0.
+  Buffers b;
+  b.Add(100, 0, 1);  // A
+  b.Add(50, 0, 3);   // B
+  b.Add(30, 0, 1);   // C
+  b.Add(30, 2, 3);   // D
+  b.Add(180, 4, 4);  // F
+  BufferAssignmentResult best = AssignBuffers(b.input(kBestFit, 0));
+  BufferAssignmentResult first = AssignBuffers(b.input(kFirstFit, 0));
+  ExpectNoOverlap(b, best);
+  ExpectNoOverlap(b, first);
+  EXPECT_EQ(best.packing, kPackedBySweep);
+  EXPECT_EQ(best.offset, (vector<int64_t>{0, 100, 150, 150, 0}));
+  EXPECT_EQ(first.offset, (vector<int64_t>{0, 100, 150, 0, 0}));
+  EXPECT_EQ(best.arena_size, 180);
+  EXPECT_EQ(first.arena_size, 180);
+}
+
+TEST(AssignBuffersTest, TrainingStepLivenessFallsBackToTheSweepAtPeak) {
+  // A training step: activation i lives from forward step i to backward step
+  // 2L - i, so every activation interferes with all earlier ones and the
+  // global heuristic would visit L^2 / 2 slots. Between two activations a
+  // short temporary of another size lives for one step. The packing must
+  // come from the sweep and, the ranges being nested, reach the peak.
+  Buffers b;
+  const int64_t layers = 4000;
+  for (int64_t i = 0; i < layers; ++i) {
+    b.Add(256, 2 * i, 4 * layers - 2 * i);
+    b.Add(64, 2 * i + 1, 2 * i + 1);
+  }
+  BufferAssignmentResult r = AssignBuffers(b.input());
+  EXPECT_EQ(r.packing, kPackedBySweep);
+  EXPECT_EQ(r.peak_temp_bytes, 256 * layers + 64);
+  EXPECT_EQ(r.arena_size, 256 * layers + 64);
+  // Spot checks instead of the quadratic overlap check: activations are
+  // stacked in order, each temporary sits just above the last activation.
+  EXPECT_EQ(r.offset[0], 0);
+  EXPECT_EQ(r.offset[2 * (layers - 1)], 256 * (layers - 1));
+  EXPECT_EQ(r.offset[1], 256);
+  EXPECT_EQ(r.offset[2 * layers - 1], 256 * layers);
 }
 
 TEST(AssignBuffersTest, ManyBuffersAreFast) {

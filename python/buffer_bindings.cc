@@ -159,6 +159,7 @@ py::dict AssignBuffers(py::handle sizes_arg, py::handle alignments_arg, py::hand
   out["arena_allocation"] = r.arena_allocation;
   out["arena_size"] = r.arena_size;
   out["peak_temp_bytes"] = r.peak_temp_bytes;
+  out["packing"] = r.packing == xla_core::kPackedBySweep ? "sweep" : "global-decreasing-size";
   return out;
 }
 
@@ -180,5 +181,5 @@ void RegisterBufferAssignment(py::module_& m) {
         "Packs logical buffers into allocations (see csrc/buffer_assignment.h). Kinds: 0 temp, "
         "1 parameter, 2 constant, 3 output. Returns a dict of int64 arrays: per buffer slot, "
         "allocation, offset; per slot slot_size/start/end/kind/allocation/offset; per "
-        "allocation allocation_size/kind; and arena_allocation, arena_size, peak_temp_bytes.");
+        "allocation allocation_size/kind; and arena_allocation, arena_size, peak_temp_bytes, and packing ('global-decreasing-size' or 'sweep', the heuristic whose arena was kept).");
 }

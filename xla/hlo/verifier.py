@@ -85,6 +85,7 @@ def _check_layout(shape, path=""):
 class _Verifier:
     def __init__(self, module):
         self.module = module
+        self.module_comps = {id(c) for c in module.computations}
 
     def run(self):
         module = self.module
@@ -141,7 +142,7 @@ class _Verifier:
             missing = sorted(set(range(len(numbers))) - set(numbers))
             _fail(comp, numbers[max(numbers)],
                   f"parameters must be numbered 0..{len(numbers) - 1}; parameter {missing[0]} is missing")
-        module_comps = {id(c) for c in self.module.computations}
+        module_comps = self.module_comps
         for instr in comp.instructions:
             for i, op in enumerate(instr.operands):
                 if id(op) not in members:

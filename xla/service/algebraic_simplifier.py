@@ -535,9 +535,13 @@ _RULES = {
 }
 
 
-def _users(comp, instr):
-    return [i for i in comp.instructions if any(o is instr for o in i.operands)
-            or any(p is instr for p in i.control_predecessors)]
+def _has_users(comp, instr):
+    # The IR tracks users (O(users)); control successors are not tracked, so
+    # they are looked for only in a computation that has control dependencies.
+    if instr.users:
+        return True
+    return comp._has_control_dependencies() and any(
+        any(p is instr for p in i.control_predecessors) for i in comp.instructions)
 
 
 def remove_unused(comp, instr):
@@ -549,7 +553,7 @@ def remove_unused(comp, instr):
     while stack:
         node = stack.pop()
         if (node.parent is not comp or node is comp.root_instruction or node.opcode == "parameter"
-                or node.opcode in opcodes.SIDE_EFFECTING or _users(comp, node)):
+                or node.opcode in opcodes.SIDE_EFFECTING or _has_users(comp, node)):
             continue
         operands = list(node.operands)
         comp.remove_instruction(node)

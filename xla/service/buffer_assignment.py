@@ -136,6 +136,9 @@ class BufferAssignment:
         arena = core_result["arena_allocation"]
         self.temp_bytes = int(core_result["arena_size"]) if arena >= 0 else 0
         self.core_peak_bytes = int(core_result["peak_temp_bytes"])
+        # The heuristic whose arena was kept: "global-decreasing-size" or
+        # "sweep" (csrc/buffer_assignment.h).
+        self.packing = str(core_result["packing"])
         self.slot_sizes = core_result["slot_size"]
         self.slot_starts = core_result["slot_start"]
         self.slot_ends = core_result["slot_end"]
