@@ -28,15 +28,24 @@ class _OperandList(list):
     def __init__(self, owner, items=()):
         super().__init__(items)
         self._owner = owner
-        for op in self:
-            _add_use(op, owner)
+        if not owner._detached:
+            for op in self:
+                _add_use(op, owner)
 
     def _detach(self):
+        if self._owner._detached:
+            return
         for op in self:
             _remove_use(op, self._owner)
 
+    def _attach(self):
+        for op in self:
+            _add_use(op, self._owner)
+
     def _reconcile(self, before):
         owner = self._owner
+        if owner._detached:
+            return
         for op in before:
             _remove_use(op, owner)
         for op in self:
@@ -125,7 +134,7 @@ class HloInstruction:
     """
 
     __slots__ = ("opcode", "shape", "_operands", "_users", "name", "attrs", "literal",
-                 "parameter_number", "parent", "unique_id", "__weakref__")
+                 "parameter_number", "parent", "unique_id", "_detached", "__weakref__")
 
     def __init__(self, opcode, shape, operands=(), name=None, attrs=None, literal=None,
                  parameter_number=None):
@@ -134,6 +143,9 @@ class HloInstruction:
         self.opcode = opcode
         self.shape = shape
         self._users = {}
+        # True while removed by ``HloComputation.remove_instruction``: its
+        # operands do not list it as a user until it is added again.
+        self._detached = False
         self._operands = _OperandList(self, operands)
         self.unique_id = next(_ids)
         self.name = name if name is not None else f"{opcode}.{self.unique_id}"
@@ -231,11 +243,18 @@ class HloComputation:
 
     ``instructions`` is kept in a valid order (operands before users) and,
     for a scheduled module, is the schedule.
+
+    ``remove_instruction`` and ``insert_before`` cost O(1): they are recorded
+    and applied to the list in one O(n) pass the next time ``instructions``
+    is read, so a pass that rewrites many instructions without reading the
+    list in between stays linear.
     """
 
     def __init__(self, name, instructions=(), root=None, is_entry=False):
         self.name = name
-        self.instructions = []
+        self._instructions = []
+        self._removed = {}      # id -> instruction removed but still in _instructions
+        self._inserted = {}     # id(anchor) -> instructions to insert before it
         self.root_instruction = None
         self.is_entry = is_entry
         self.parent = None
@@ -249,9 +268,60 @@ class HloComputation:
         elif self.instructions:
             self.root_instruction = self.instructions[-1]
 
+    @property
+    def instructions(self):
+        if self._removed or self._inserted:
+            self._apply_pending()
+        return self._instructions
+
+    @instructions.setter
+    def instructions(self, value):
+        for instr in value:
+            if instr._detached:  # listed again after remove_instruction
+                self._reattach(instr)
+        self._instructions = value
+        self._removed = {}
+        self._inserted = {}
+
+    def _apply_pending(self):
+        removed, inserted = self._removed, self._inserted
+        self._removed, self._inserted = {}, {}
+        out = []
+        for instr in self._instructions:
+            if inserted:
+                before = inserted.pop(id(instr), None)
+                if before is not None:
+                    out.extend(i for i in before if id(i) not in removed)
+            if id(instr) not in removed:
+                out.append(instr)
+        for before in inserted.values():  # anchors no longer listed
+            out.extend(i for i in before if id(i) not in removed)
+        self._instructions = out  # a new list: callers iterating the old one are unaffected
+
+    @staticmethod
+    def _reattach(instr):
+        if instr._detached:
+            instr._detached = False
+            instr._operands._attach()
+
     def add_instruction(self, instr):
+        if id(instr) in self._removed:
+            self._apply_pending()  # re-added after a removal: listed once, at the end
+        self._reattach(instr)
         instr.parent = self
-        self.instructions.append(instr)
+        self._instructions.append(instr)
+        return instr
+
+    def insert_before(self, anchor, instr):
+        """Adds ``instr`` to the list just before ``anchor`` (O(1); several
+        instructions inserted before one anchor keep their insertion order)."""
+        if anchor.parent is not self:
+            raise ValueError(f"{anchor.name} is not in computation {self.name}")
+        if id(instr) in self._removed:
+            self._apply_pending()
+        self._reattach(instr)
+        instr.parent = self
+        self._inserted.setdefault(id(anchor), []).append(instr)
         return instr
 
     @property
@@ -353,14 +423,23 @@ class HloComputation:
         self.remove_instruction(old)
 
     def remove_instruction(self, instr):
-        """Removes an instruction that nothing uses any more."""
+        """Removes an instruction that nothing uses any more (O(1))."""
         if instr is self.root_instruction:
             raise ValueError(f"cannot remove the root {instr.name} of {self.name}")
-        instructions = self.instructions
-        index = instructions.index(instr)  # identity comparison, at C speed
-        # A new list, so that callers iterating the old one are unaffected.
-        self.instructions = instructions[:index] + instructions[index + 1:]
+        if instr.parent is not self or id(instr) in self._removed:
+            instructions = self.instructions
+            index = instructions.index(instr)  # ValueError when it is not listed
+            self.instructions = instructions[:index] + instructions[index + 1:]
+            instr.parent = None
+            return
+        # Applied when ``instructions`` is next read (a new list then, so
+        # callers iterating the old one are unaffected).
+        self._removed[id(instr)] = instr
         instr.parent = None
+        # Its operands stop listing it as a user (so checking them for users
+        # stays O(live users)); adding it again restores that.
+        instr._operands._detach()
+        instr._detached = True
 
     def sort_post_order(self):
         """Puts ``instructions`` in post order (after passes appended new ones)."""

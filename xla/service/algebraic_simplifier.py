@@ -164,13 +164,13 @@ class _Rewriter:
         self.module = module
         self.comp = comp
         self.anchor = None
+        self.created = 0
 
     def add(self, opcode, shape, operands=(), attrs=None, literal=None):
         name = self.module.unique_name(opcode) if self.module is not None else None
         instr = HloInstruction(opcode, shape, operands, name=name, attrs=attrs, literal=literal)
-        instr.parent = self.comp
-        index = self.comp.instructions.index(self.anchor)
-        self.comp.instructions.insert(index, instr)
+        self.comp.insert_before(self.anchor, instr)
+        self.created += 1
         return instr
 
     def shape(self, element_type, dims, like=None):
@@ -535,25 +535,24 @@ _RULES = {
 }
 
 
-def _has_users(comp, instr):
-    # The IR tracks users (O(users)); control successors are not tracked, so
-    # they are looked for only in a computation that has control dependencies.
-    if instr.users:
-        return True
-    return comp._has_control_dependencies() and any(
-        any(p is instr for p in i.control_predecessors) for i in comp.instructions)
-
-
-def remove_unused(comp, instr):
+def remove_unused(comp, instr, control_predecessors=None):
     """Removes ``instr`` if nothing uses it, then its operands that become unused.
 
-    Never removes the root, parameters or side-effecting instructions.
+    Never removes the root, parameters, side-effecting instructions or the
+    control predecessor of an instruction. ``control_predecessors``: ids of
+    the computation's control predecessors, when the caller has them.
+    Costs O(live users) per instruction looked at (the IR tracks users).
     """
+    if control_predecessors is None:
+        control_predecessors = (
+            {id(p) for i in comp.instructions for p in i.control_predecessors}
+            if comp._has_control_dependencies() else ())
     stack = [instr]
     while stack:
         node = stack.pop()
         if (node.parent is not comp or node is comp.root_instruction or node.opcode == "parameter"
-                or node.opcode in opcodes.SIDE_EFFECTING or _has_users(comp, node)):
+                or node.opcode in opcodes.SIDE_EFFECTING or id(node) in control_predecessors
+                or any(u.parent is comp for u in node._users)):
             continue
         operands = list(node.operands)
         comp.remove_instruction(node)
@@ -584,13 +583,13 @@ class AlgebraicSimplifier(HloPass):
             if instr.control_predecessors or id(instr) in ordered:
                 continue
             rw.anchor = instr
-            before = len(comp.instructions)
+            before = rw.created
             replacement = rule(rw, instr)
             if replacement is None or replacement is instr:
                 # A rule that declines creates nothing; be safe anyway.
-                assert len(comp.instructions) == before, instr.opcode
+                assert rw.created == before, instr.opcode
                 continue
             comp.replace_all_uses(instr, replacement)
-            remove_unused(comp, instr)
+            remove_unused(comp, instr, ordered)
             changed = True
         return changed
