@@ -200,3 +200,62 @@ def test_deep_elementwise_chain(n):
         want = np.sin(want) if i % 2 else np.cos(want)
     exe = xla.compile(xla.parse_hlo_module("\n".join(lines)), "cpu")
     np.testing.assert_allclose(exe.execute(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_long_driver_is_split_into_segments():
+    """More than SEGMENT_INSTRUCTIONS top-level instructions: the driver
+    calls segment functions in order; a chunked reduction (stack scratch in
+    its segment) and a while loop run in later segments."""
+    n = 40
+    text = _layers(n)
+    body = text[text.index("ENTRY main {"):]
+    lines = body.splitlines()
+    root = next(i for i, line in enumerate(lines) if line.startswith("  ROOT"))
+    last = lines[root].split("=")[0].replace("ROOT", "").strip()
+    lines[root] = lines[root].replace("  ROOT ", "  ")
+    lines[root + 1:root + 1] = [
+        f"  big = f32[512,256] parameter({2 * n + 1})",
+        "  zero = f32[] constant(0)",
+        "  total = f32[] reduce(big, zero), dimensions={0,1}, to_apply=add",
+        "  start = s32[] constant(0)",
+        "  init = (s32[], f32[]) tuple(start, total)",
+        "  loop = (s32[], f32[]) while(init), condition=cond, body=step",
+        "  halved = f32[] get-tuple-element(loop), index=1",
+        f"  ROOT out = (f32[32,32], f32[], f32[]) tuple({last}, total, halved)",
+    ]
+    computations = """HloModule segments
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+cond {
+  c = (s32[], f32[]) parameter(0)
+  ci = s32[] get-tuple-element(c), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(ci, three), direction=LT
+}
+
+step {
+  t = (s32[], f32[]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  v = f32[] get-tuple-element(t), index=1
+  one = s32[] constant(1)
+  half = f32[] constant(0.5)
+  i1 = s32[] add(i, one)
+  v1 = f32[] multiply(v, half)
+  ROOT r = (s32[], f32[]) tuple(i1, v1)
+}
+
+"""
+    text = computations + "\n".join(lines)
+    args = _args(n) + [np.random.default_rng(5).uniform(0, 1, (512, 256)).astype(np.float32)]
+    exe = xla.compile(xla.parse_hlo_module(text), "cpu")
+    want = xla.compile(xla.parse_hlo_module(text), "interpreter").execute(*args)
+    got = exe.execute(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert 'define internal void @"entry.seg2"' in exe.ir_text
+    assert float(got[2]) == float(got[1]) / 8

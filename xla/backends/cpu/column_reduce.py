@@ -118,6 +118,6 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
 
     outputs(0)
     kernel.finish()
-    emitter.call_kernel(kernel.function, out_shape, work=in_shape.num_elements(),
+    emitter.call_kernel(kernel, out_shape, work=in_shape.num_elements(),
                         extent=out_shape.dimensions[out_minor], min_chunk=MIN_CHUNK_COLUMNS)
     return True

@@ -123,7 +123,7 @@ def _emit_copy(me, h, src, k_index):
 
     le.loop_nest(kernel.b, shape, body, kernel.begin, kernel.end)
     kernel.finish()
-    me.call_kernel(kernel.function, shape)
+    me.call_kernel(kernel, shape)
 
 
 class _ScatterDims:

@@ -275,7 +275,7 @@ def emit_rng_bit_generator(me, h):
     for k, v in enumerate(new):
         _store_u64(b, v, dp, k)
     kernel.finish()
-    me.builder.call(kernel.function, [me.table, i64(0), i64(1)])
+    kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
 
 
 # ----- rng ----------------------------------------------------------------------------
@@ -367,7 +367,7 @@ def emit_rng(me, h):
 
     le.loop_nest(b, shape, body, kernel.begin, kernel.end)
     kernel.finish()
-    me.call_kernel(kernel.function, shape)
+    me.call_kernel(kernel, shape)
     eb = me.builder
     eb.store(eb.add(eb.load(counter, typ=I64), i64(n)), counter)
 

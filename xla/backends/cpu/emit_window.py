@@ -165,7 +165,7 @@ def sequential_kernel(me, h, extra_slices=()):
 
 def finish_sequential(me, kernel):
     kernel.finish()
-    me.builder.call(kernel.function, [me.table, i64(0), i64(1)])
+    kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
 
 
 @register_instruction("select-and-scatter")

@@ -65,6 +65,9 @@ KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
 KERNEL_PLACEHOLDER = "xla.kernel"
 
 PARALLEL_MIN_ELEMENTS = 1 << 16
+# Entry-computation instructions per driver segment function (see
+# ModuleEmitter.emit).
+SEGMENT_INSTRUCTIONS = 64
 # Elements per parallel chunk at least (keeps tiny chunks from thrashing).
 PARALLEL_MIN_CHUNK_ELEMENTS = 1 << 14
 # Vector iterations the innermost loop of an elementwise kernel interleaves
@@ -222,7 +225,7 @@ class Kernel:
             self.arg_attributes.append(aligns[key])
         self.definition = impl
         self.impl = impl if in_driver else None   # the driver's declaration, after finish()
-        self.function = None                       # the driver's wrapper, after finish()
+        self._function = None                      # the driver's wrapper, made on first use
         self.ptrs = dict(zip(keys, impl.args[:len(keys)]))
         self.scratch = impl.args[len(keys)] if scratch else None
         if scratch:
@@ -244,8 +247,8 @@ class Kernel:
         self.has_scratch = False
         self.in_driver = False
         self.impl = impl
+        self._function = None
         emitter.kernels.emitted += 1
-        self._emit_wrapper()
         return self
 
     def alloca(self, typ, name=""):
@@ -259,10 +262,24 @@ class Kernel:
         self.b.ret_void()
         if not self.in_driver:
             self.impl = self.emitter.kernels.add(self)
-        self._emit_wrapper()
+
+    @property
+    def function(self):
+        """The driver's ``void name(i8** table, i64 begin, i64 end)`` wrapper
+        (what the thread pool runs), made on first use: a kernel called
+        serially is called directly from the entry function instead
+        (``call_in_driver``), which keeps a driver of thousands of steps
+        small."""
+        if self._function is None:
+            self._emit_wrapper()
+        return self._function
+
+    def call_in_driver(self, b, table, begin, end):
+        """Calls the kernel from the driver function being built with ``b``."""
+        args = [self.emitter.slice_pointer(b, table, key) for key in self.keys]
+        return b.call(self.impl, args + [begin, end])
 
     def _emit_wrapper(self):
-        """The driver's ``void name(i8** table, i64 begin, i64 end)``."""
         emitter = self.emitter
         wrapper = ir.Function(emitter.llmod, KERNEL_TYPE, self.name)
         wrapper.linkage = "internal"
@@ -276,7 +293,7 @@ class Kernel:
         args = [emitter.slice_pointer(wb, table, key) for key in self.keys] + extra
         wb.call(self.impl, args + [begin, end])
         wb.ret_void()
-        self.function = wrapper
+        self._function = wrapper
 
 
 class ElementGenerator:
@@ -639,13 +656,9 @@ class ModuleEmitter:
         self.llmod = ir.Module(name=module.name)
         self.entry_function = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR]), "entry")
         self.entry_function.args[0].add_attribute("nonnull")
-        # Allocas of the entry function (scratch of chunked reductions) go in
-        # a block of their own, which falls through to "entry".
-        self.alloca_builder = ir.IRBuilder(self.entry_function.append_basic_block("allocas"))
-        self.builder = ir.IRBuilder(self.entry_function.append_basic_block("entry"))
-        self.alloca_builder.branch(self.builder.block)
-        self.alloca_builder.position_at_start(self.alloca_builder.block)
-        self.table = self.entry_function.args[0]
+        self.builder = self.entry_builder = None
+        self.segments = 0
+        self._start_segment(self.entry_function)
         self._globals = {}
         self._declared = {}
         self._names = set()
@@ -737,13 +750,50 @@ class ModuleEmitter:
         return values[id(comp.root_instruction)]
 
     # ----- the entry function --------------------------------------------------
+    def _start_segment(self, fn=None):
+        """Directs the driver code that follows into ``fn`` (the entry
+        function), or by default into a new segment function ``void
+        entry.segN(i8** table)`` that the entry function calls next. Its
+        allocas (scratch of chunked reductions) go in a first block of their
+        own, which falls through to the code."""
+        if fn is None:
+            self.segments += 1
+            fn = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR]), f"entry.seg{self.segments}")
+            fn.linkage = "internal"
+            fn.attributes.add("noinline")
+            fn.args[0].add_attribute("nonnull")
+            if self.builder is not self.entry_builder:
+                self.builder.ret_void()   # the previous segment ends
+            self.entry_builder.call(fn, [self.entry_function.args[0]])
+        self.segment_function = fn
+        self.alloca_builder = ir.IRBuilder(fn.append_basic_block("allocas"))
+        self.builder = ir.IRBuilder(fn.append_basic_block("code"))
+        if fn is self.entry_function:
+            self.entry_builder = self.builder
+        self.alloca_builder.branch(self.builder.block)
+        self.alloca_builder.position_at_start(self.alloca_builder.block)
+        self.table = fn.args[0]
+        self.row_group = None
+
     def emit(self):
-        for h in self.entry.instructions:
+        """The driver: the entry computation's steps in order. Past
+        ``SEGMENT_INSTRUCTIONS`` instructions they go into segment functions
+        the entry function calls one after the other: machine code
+        generation, even at O0, is far slower on one function of thousands
+        of calls than on many small ones (measured 35 s against 2 s on a
+        20,000-instruction training step)."""
+        instructions = self.entry.instructions
+        split = len(instructions) > SEGMENT_INSTRUCTIONS
+        for k, h in enumerate(instructions):
+            if split and k % SEGMENT_INSTRUCTIONS == 0:
+                self._start_segment()
             self.emit_instruction(h)
         root = self.entry.root_instruction
         if root.shape.is_tuple:
             self.write_tuple_table(root)
         self.builder.ret_void()
+        if self.builder is not self.entry_builder:
+            self.entry_builder.ret_void()
         return EmittedModule(self.llmod, self.kernels, self.driver_needs_optimization)
 
     def write_tuple_table(self, h):
@@ -855,7 +905,7 @@ class ModuleEmitter:
             access = row_groups.kernel_access(self, h, root, fusion, loop_shape,
                                               [(si, h.shape.subshape(si)) for si, _ in outputs], side)
             access.kernel = kernel
-            self.call_kernel(kernel.function, loop_shape, work, access)
+            self.call_kernel(kernel, loop_shape, work, access)
 
     def emit_loop_kernel(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
                          elementwise, tile_dim):
@@ -991,7 +1041,8 @@ class ModuleEmitter:
         return True
 
     def call_kernel(self, fn, loop_shape, work=None, access=None, extent=None, min_chunk=1):
-        """Runs kernel ``fn`` over ``loop_shape``; ``work`` (default: its
+        """Runs kernel ``fn`` (a Kernel, or a function with the table
+        signature) over ``loop_shape``; ``work`` (default: its
         element count) is the number of elements it reads, which decides
         whether and how finely to split its outermost loop across threads.
         With ``access`` (a ``row_groups.KernelAccess``), a parallel kernel
@@ -1004,6 +1055,8 @@ class ModuleEmitter:
         elements = loop_shape.num_elements() if work is None else work
         if (elements >= PARALLEL_MIN_ELEMENTS and n >= 2
                 and "__xla_cpu_parallel_for" in self.runtime_symbols):
+            if isinstance(fn, Kernel):
+                fn = fn.function
             pf = self.declare("__xla_cpu_parallel_for",
                               ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
             per_row = max(elements // n, 1)
@@ -1020,6 +1073,8 @@ class ModuleEmitter:
             call = b.call(pf, [fn, self.table, i64(n), i64(min_chunk)])
             self.row_group = (row_groups.Group(call, fn, access, min_chunk)
                               if access is not None and access.groupable else None)
+        elif isinstance(fn, Kernel):
+            fn.call_in_driver(b, self.table, i64(0), i64(n))
         else:
             b.call(fn, [self.table, i64(0), i64(n)])
 
