@@ -55,6 +55,7 @@ struct Group {
   std::vector<int64_t> instances;  // Instance ids of its members (home and copies)
   int64_t cost = 0;                // estimated emitted ops (see fusion.h)
   int64_t chain = 0;               // longest operand chain inside the group
+  bool expensive = false;          // has an expensive member
 };
 
 // One member of one group: an instruction's home instance or one of its
@@ -64,6 +65,7 @@ struct Group {
 struct Instance {
   int64_t emitted = 1;  // distinct indices it is evaluated at (saturating)
   int64_t height = 1;   // longest chain from it up to the group's output
+  int64_t below = 0;    // longest chain from it down into its group (phase 2)
   std::vector<std::pair<int64_t, int64_t>> sources;
 };
 
@@ -182,23 +184,29 @@ class FusionPlanner {
       }
     }
     ++result.height;
-    std::sort(sources.begin(), sources.end());
-    // Keep the largest map count per source (the last of equal ids).
+    result.emitted = Emitted(&sources);
+    return result;
+  }
+
+  // Sorts and dedupes `sources` (keeping the largest map count per source)
+  // and returns the number of indices they stand for.
+  int64_t Emitted(std::vector<std::pair<int64_t, int64_t>>* sources) const {
+    std::sort(sources->begin(), sources->end());
     size_t out = 0;
-    for (size_t k = 0; k < sources.size(); ++k) {
-      if (out > 0 && sources[out - 1].first == sources[k].first) {
-        sources[out - 1].second = sources[k].second;
+    for (size_t k = 0; k < sources->size(); ++k) {
+      if (out > 0 && (*sources)[out - 1].first == (*sources)[k].first) {
+        (*sources)[out - 1].second = (*sources)[k].second;
       } else {
-        sources[out++] = sources[k];
+        (*sources)[out++] = (*sources)[k];
       }
     }
-    sources.resize(out);
-    result.emitted = 0;
-    for (const auto& [source, maps] : sources) {
+    sources->resize(out);
+    int64_t emitted = 0;
+    for (const auto& [source, maps] : *sources) {
       const int64_t each = source == kOutputIndex ? 1 : instances_[source].emitted;
-      result.emitted = SaturatingAdd(result.emitted, SaturatingMul(each, maps));
+      emitted = SaturatingAdd(emitted, SaturatingMul(each, maps));
     }
-    return result;
+    return emitted;
   }
 
   // The code-size and depth bounds: p may enter `group` as `instance`.
@@ -214,10 +222,12 @@ class FusionPlanner {
     Group& g = groups_[group];
     g.cost = SaturatingAdd(g.cost, SaturatingMul(Weight(p), instance.emitted));
     if (Weight(p) > 0) g.chain = std::max(g.chain, instance.height);
+    if (in_.expensive[p]) g.expensive = true;
     const int64_t id = static_cast<int64_t>(instances_.size());
     instances_.push_back(std::move(instance));
     g.instances.push_back(id);
     instance_node_.push_back(p);
+    instance_group_.push_back(group);
     if (home) {
       home_[p] = group;
       home_instance_[p] = id;
@@ -288,6 +298,15 @@ class FusionPlanner {
     return group;
   }
 
+  // Whether q has a copy in (merged) group `group`: its readers there read
+  // the copy.
+  bool HasCopyIn(int64_t q, int64_t group) {
+    for (int64_t c : copies_[q]) {
+      if (Find(c) == group) return true;
+    }
+    return false;
+  }
+
   void AppendInstances(int64_t target, int64_t other) {
     auto& to = groups_[target].instances;
     auto& from = groups_[other].instances;
@@ -323,6 +342,23 @@ class FusionPlanner {
         for (int64_t q : groups_[gid].externals) d = std::max(d, SourceDepth(q) + 1);
         depth_[gid] = d;
       }
+    }
+
+    // below: instances in post order of their nodes, so that operands come
+    // first.
+    std::vector<int64_t> by_node(instances_.size());
+    std::iota(by_node.begin(), by_node.end(), 0);
+    std::sort(by_node.begin(), by_node.end(), [&](int64_t a, int64_t b) {
+      return instance_node_[a] < instance_node_[b];
+    });
+    for (int64_t i : by_node) {
+      const int64_t u = instance_node_[i];
+      int64_t below = 0;
+      for (int64_t k = g_.operand_begin(u); k < g_.operand_end(u); ++k) {
+        const int64_t operand = InstanceIn(g_.operand_indices[k], instance_group_[i]);
+        if (operand >= 0) below = std::max(below, instances_[operand].below);
+      }
+      instances_[i].below = below + Weight(u);
     }
 
     parent_.resize(num_groups);
@@ -369,6 +405,7 @@ class FusionPlanner {
           groups_[target].root = std::max(groups_[target].root, groups_[other].root);
           groups_[target].cost += groups_[other].cost;
           groups_[target].chain = std::max(groups_[target].chain, groups_[other].chain);
+          groups_[target].expensive |= groups_[other].expensive;
           AppendInstances(target, other);
           parent_[other] = target;
         }
@@ -431,38 +468,66 @@ class FusionPlanner {
         if (!Contains(merged, q)) merged.push_back(q);
       }
       if (static_cast<int64_t>(merged.size()) > opts_.max_operands) continue;
-      // P's members are evaluated at P's output index and again at every
-      // index at which C's members read P's outputs (an upper bound: the
-      // emitter shares what coincides), and their chains now continue up
-      // through those readers.
-      int64_t reads = 0;
+      // P's members are evaluated at P's output index and at the indices
+      // C's members read P's outputs at: as in Plan, a reader that reads its
+      // own index shares its sources, and a reduce stores P's value as a
+      // side output at the index it reads it at (so that index, and sources
+      // that are reduces, count as P's output index); any other reader adds
+      // new indices. Their chains now continue up through those readers.
+      // A new chain enters C once, through an edge from an output O of P to
+      // a reader R in C: at most below(O) + height(R) long.
       int64_t reader_height = 0;
+      int64_t output_below = 0;
+      int64_t chain = std::max(groups_[consumer].chain, groups_[producer].chain);
+      sources_.assign(1, {kOutputIndex, 1});
       for (int64_t i : groups_[consumer].instances) {
         const int64_t u = instance_node_[i];
+        int64_t maps = 0;
         for (int64_t k = g_.operand_begin(u); k < g_.operand_end(u); ++k) {
           const int64_t q = g_.operand_indices[k];
-          if (home_[q] >= 0 && Find(home_[q]) == producer) {
-            reads = SaturatingAdd(reads, instances_[i].emitted);
-            reader_height = std::max(reader_height, instances_[i].height);
-          }
+          if (home_[q] < 0 || Find(home_[q]) != producer || HasCopyIn(q, consumer)) continue;
+          ++maps;
+          const int64_t below = instances_[home_instance_[q]].below;
+          output_below = std::max(output_below, below);
+          chain = std::max(chain, below + instances_[i].height);
+        }
+        if (maps == 0) continue;
+        reader_height = std::max(reader_height, instances_[i].height);
+        if (ReadsOwnIndex(u)) {
+          sources_.insert(sources_.end(), instances_[i].sources.begin(),
+                          instances_[i].sources.end());
+        } else if (in_.kind[u] != kFusionReduce) {
+          sources_.emplace_back(i, maps);
         }
       }
-      const int64_t scale = SaturatingAdd(reads, 1);
+      // A side output lives at the index its reduce reads: the output index.
+      for (auto& [source, maps] : sources_) {
+        if (source != kOutputIndex && in_.kind[instance_node_[source]] == kFusionReduce) {
+          source = kOutputIndex;
+          maps = 1;
+        }
+      }
+      const int64_t scale = Emitted(&sources_);
       const int64_t cost =
           SaturatingAdd(groups_[consumer].cost, SaturatingMul(groups_[producer].cost, scale));
       if (cost > opts_.max_emitted_ops ||
-          groups_[producer].chain + reader_height > opts_.max_depth) {
+          chain > opts_.max_depth ||
+          (groups_[producer].expensive && scale > 1)) {
         continue;
       }
+      // Upper bounds for later merges: P's members are at most reader_height
+      // further from the output, C's at most output_below deeper.
       for (int64_t i : groups_[producer].instances) {
         instances_[i].emitted = SaturatingMul(instances_[i].emitted, scale);
         instances_[i].height += reader_height;
       }
+      for (int64_t i : groups_[consumer].instances) instances_[i].below += output_below;
       Group& c = groups_[consumer];
       c.externals.swap(merged);
       c.root = std::max(c.root, groups_[producer].root);
       c.cost = cost;
-      c.chain = std::max(c.chain, groups_[producer].chain + reader_height);
+      c.chain = chain;
+      c.expensive |= groups_[producer].expensive;
       AppendInstances(consumer, producer);
       parent_[producer] = consumer;
       for (int64_t r : rs) {
@@ -593,6 +658,8 @@ class FusionPlanner {
   std::vector<std::vector<int64_t>> copy_instances_;  // aligned with copies_
   std::vector<Instance> instances_;
   std::vector<int64_t> instance_node_;
+  std::vector<int64_t> instance_group_;  // as placed in phase 1
+  std::vector<std::pair<int64_t, int64_t>> sources_;  // scratch
 
   std::vector<int64_t> parent_;
   std::vector<int64_t> depth_;

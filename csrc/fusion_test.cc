@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct Builder {
   vector<int64_t> bytes;
   vector<uint8_t> live_out;
   vector<int64_t> shape_key;
+  vector<uint8_t> reads_own_index;
   // Owned CSR for the input view.
   vector<int64_t> offsets, indices;
 
@@ -32,7 +34,15 @@ struct Builder {
     bytes.push_back(size);
     live_out.push_back(0);
     shape_key.push_back(key);
+    reads_own_index.push_back(1);
     return static_cast<int64_t>(kind.size()) - 1;
+  }
+  // Data movement that reads its operands at new indices (slice, pad,
+  // concatenate): one index map per operand slot.
+  int64_t Move(vector<int64_t> ops) {
+    const int64_t id = Loop(std::move(ops));
+    reads_own_index[id] = 0;
+    return id;
   }
   int64_t Param() { return Add(kFusionUnfusible, {}); }
   int64_t Const() { return Add(kFusionScalarConst, {}, 4); }
@@ -58,6 +68,7 @@ struct Builder {
     in.bytes = bytes.data();
     in.live_out = live_out.data();
     in.shape_key = shape_key.data();
+    in.reads_own_index = reads_own_index.data();
     return in;
   }
 
@@ -303,6 +314,157 @@ TEST(FusionTest, SoftmaxFusesExpIntoSumAsMultiOutput) {
   EXPECT_EQ(Readers(b, r, x), 1);
 }
 
+// The CPU emitter's view of a group: element generators memoized per
+// (instruction, index), where an instruction that reads its own index passes
+// it on and any other computes a new index per operand slot. Returns the
+// number of distinct (member, index) evaluations, scalar constants left out.
+int64_t EmittedOps(const Builder& b, const FusionResult& r, int64_t group) {
+  const vector<int64_t> members = Members(r, group);
+  std::map<std::pair<int64_t, int64_t>, int64_t> fresh;  // (evaluation, slot) -> index
+  std::map<std::pair<int64_t, int64_t>, int64_t> seen;   // (node, index) -> evaluation id
+  int64_t next_index = 1;
+  vector<std::pair<int64_t, int64_t>> stack;
+  for (int64_t m : Outputs(r, group)) stack.emplace_back(m, 0);
+  int64_t count = 0;
+  while (!stack.empty()) {
+    const auto [node, index] = stack.back();
+    stack.pop_back();
+    if (seen.count({node, index})) continue;
+    const int64_t evaluation = static_cast<int64_t>(seen.size());
+    seen[{node, index}] = evaluation;
+    if (b.kind[node] != kFusionScalarConst) ++count;
+    const auto& ops = b.operands[node];
+    for (size_t j = 0; j < ops.size(); ++j) {
+      if (std::find(members.begin(), members.end(), ops[j]) == members.end()) continue;
+      int64_t operand_index = index;
+      if (!b.reads_own_index[node]) {
+        auto it = fresh.find({evaluation, static_cast<int64_t>(j)});
+        if (it == fresh.end()) {
+          it = fresh.emplace(std::make_pair(evaluation, static_cast<int64_t>(j)), next_index++)
+                   .first;
+        }
+        operand_index = it->second;
+      }
+      stack.emplace_back(ops[j], operand_index);
+    }
+  }
+  return count;
+}
+
+// Longest operand chain inside a group, in instructions, scalar constants
+// left out.
+int64_t Chain(const Builder& b, const FusionResult& r, int64_t group) {
+  const vector<int64_t> members = Members(r, group);  // post order
+  std::map<int64_t, int64_t> length;
+  int64_t longest = 0;
+  for (int64_t m : members) {
+    if (b.kind[m] == kFusionScalarConst) continue;
+    int64_t l = 1;
+    for (int64_t q : b.operands[m]) {
+      auto it = length.find(q);
+      if (it != length.end()) l = std::max(l, it->second + 1);
+    }
+    length[m] = l;
+    longest = std::max(longest, l);
+  }
+  return longest;
+}
+
+// u' = 0.25 * concat(u[:1], u[:-1]) + 0.5 * u + 0.25 * concat(u[1:], u[-1:]):
+// each step reads u through five index maps. Unbounded, the one fusion of
+// all steps evaluates step k's instructions 5^k times.
+int64_t StencilSteps(Builder& b, int64_t u, int steps) {
+  for (int i = 0; i < steps; ++i) {
+    const int64_t c = b.Const();
+    const int64_t quarter = b.Move({c});  // broadcast
+    const int64_t half = b.Move({c});
+    const int64_t left = b.Move({b.Move({u}), b.Move({u})});
+    const int64_t right = b.Move({b.Move({u}), b.Move({u})});
+    const int64_t sum = b.Loop({b.Loop({quarter, left}), b.Loop({half, u})});
+    u = b.Loop({sum, b.Loop({quarter, right})});
+  }
+  return u;
+}
+
+TEST(FusionTest, StencilChainCodeIsBounded) {
+  FusionOptions options;
+  int64_t previous_total = 0;
+  for (int steps : {4, 8, 16}) {
+    Builder b;
+    StencilSteps(b, b.Param(), steps);
+    const FusionResult r = b.Run(options);
+    int64_t total = 0;
+    for (int64_t g = 0; g < NumGroups(r); ++g) {
+      const int64_t emitted = EmittedOps(b, r, g);
+      EXPECT_LE(emitted, options.max_emitted_ops) << "group " << g;
+      total += emitted;
+    }
+    // Linear in the number of steps: doubling them at most doubles the code
+    // (plus a fusion's worth).
+    if (previous_total > 0) {
+      EXPECT_LE(total, 2 * previous_total + options.max_emitted_ops);
+    }
+    previous_total = total;
+  }
+  // Unbounded, 8 steps are one fusion that evaluates the first step's
+  // instructions 5^7 times.
+  Builder b;
+  StencilSteps(b, b.Param(), 8);
+  FusionOptions unbounded;
+  unbounded.max_emitted_ops = int64_t{1} << 50;
+  const FusionResult r = b.Run(unbounded);
+  ASSERT_EQ(NumGroups(r), 1);
+  EXPECT_GT(EmittedOps(b, r, 0), 100000);
+}
+
+TEST(FusionTest, ElementwiseDiamondsCountOnce) {
+  // y' = y * (y + 1), 60 times: every member is read at the output index
+  // only, so the whole chain is one fusion (no exponential over-count).
+  Builder b;
+  int64_t y = b.Param();
+  for (int i = 0; i < 60; ++i) y = b.Loop({y, b.Loop({y, b.Const()})});
+  const FusionResult r = b.Run();
+  ASSERT_EQ(NumGroups(r), 2);  // 120 deep: split once by the depth bound
+  for (int64_t g = 0; g < NumGroups(r); ++g) {
+    EXPECT_EQ(EmittedOps(b, r, g), Chain(b, r, g));
+  }
+}
+
+TEST(FusionTest, ChainDepthIsBounded) {
+  Builder b;
+  int64_t y = b.Param();
+  for (int i = 0; i < 1000; ++i) y = b.Loop({y});
+  FusionOptions options;
+  const FusionResult r = b.Run(options);
+  EXPECT_EQ(NumGroups(r), 10);
+  for (int64_t g = 0; g < NumGroups(r); ++g) {
+    EXPECT_LE(Chain(b, r, g), kMaxFusionDepth);
+  }
+  options.max_depth = 7;
+  const FusionResult r7 = b.Run(options);
+  EXPECT_EQ(NumGroups(r7), 143);  // ceil(1000 / 7)
+  for (int64_t g = 0; g < NumGroups(r7); ++g) EXPECT_LE(Chain(b, r7, g), 7);
+}
+
+TEST(FusionTest, ExpensiveProducerReadAtSeveralIndicesIsNotFused) {
+  // exp(x) read through two slices at different offsets would be computed
+  // twice per output element; a cheap negate may be.
+  for (bool expensive : {true, false}) {
+    Builder b;
+    const int64_t x = b.Param();
+    const int64_t e = b.Loop({x}, expensive);
+    b.Loop({b.Move({e}), b.Move({e})});
+    const FusionResult r = b.Run();
+    const int64_t out = static_cast<int64_t>(b.kind.size()) - 1;
+    if (expensive) {
+      EXPECT_NE(r.instruction_group[e], r.instruction_group[out]);
+    } else {
+      EXPECT_EQ(r.instruction_group[e], r.instruction_group[out]);
+      EXPECT_EQ(EmittedOps(b, r, r.instruction_group[out]), 5);
+    }
+  }
+}
+
 // Random computations: whatever the options, the result must satisfy the
 // invariants the rewrite relies on (CheckFusionResult, run by Builder::Run).
 TEST(FusionTest, RandomGraphsKeepInvariants) {
@@ -338,6 +500,9 @@ TEST(FusionTest, RandomGraphsKeepInvariants) {
     options.multi_output = rng() % 4 != 0;
     options.sibling_min_bytes = 0;
     options.fuse_singletons = rng() % 2 == 0;
+    options.max_depth = 1 + static_cast<int>(rng() % 12);
+    options.max_emitted_ops = 1 + static_cast<int>(rng() % 40);
+    for (size_t i = 0; i < b.reads_own_index.size(); ++i) b.reads_own_index[i] = rng() % 3 != 0;
     SCOPED_TRACE("trial " + std::to_string(trial));
     b.Run(options);
   }
