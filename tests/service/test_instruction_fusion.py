@@ -11,7 +11,9 @@ from pass_test_util import (assert_corpus_results, assert_same_results, corpus_h
                             opcodes, run_pass, CORPUS_DIR)
 from xla.hlo.parser import parse_hlo_module
 from xla.hlo.verifier import verify_module
-from xla.service.instruction_fusion import InstructionFusion
+from xla.hlo.opcodes import ELEMENTWISE as opcodes_ELEMENTWISE
+from xla.service.instruction_fusion import (InstructionFusion, MAX_FUSION_DEPTH,
+                                            MAX_FUSION_EMITTED_OPS)
 
 ADD = """
 add_f32 {
@@ -197,6 +199,156 @@ ENTRY main {
     (fusion,) = fusions(module, body)
     assert fused_opcodes(fusion) == ["broadcast", "constant", "multiply", "tanh"]
     assert not fusions(module, module.computation("add_f32"))
+
+
+# ----- bounds: emitted code and depth ------------------------------------------
+def emitted_ops(fused):
+    """The CPU emitter's work for one fused computation: each instruction's
+    element generator runs once per distinct index it is asked for, where an
+    elementwise instruction passes its own index to its operands and every
+    other one (slice, concatenate, pad, broadcast, ...) computes a new index
+    per operand it reads. Counts the (instruction, index) evaluations,
+    parameters and scalar constants left out."""
+    fresh = {}
+    seen = set()
+    root = fused.root_instruction
+    stack = [(o, 0) for o in root.operands] if root.opcode == "tuple" else [(root, 0)]
+    while stack:
+        h, index = stack.pop()
+        if (id(h), index) in seen:
+            continue
+        seen.add((id(h), index))
+        own = h.opcode in opcodes_ELEMENTWISE and all(
+            o.shape.dimensions == h.shape.dimensions for o in h.operands)
+        for slot, o in enumerate(h.operands):
+            stack.append((o, index if own else fresh.setdefault((id(h), index, slot), len(fresh) + 1)))
+    by_id = {id(i): i for i in fused.instructions}
+    return sum(1 for key, _ in seen
+               if by_id[key].opcode != "parameter"
+               and not (by_id[key].opcode == "constant" and by_id[key].shape.is_scalar))
+
+
+def longest_chain(fused):
+    """Instructions on the longest operand chain, parameters and scalar
+    constants left out (they end every chain)."""
+    length = {}
+    for h in fused.post_order():
+        if h.opcode == "parameter" or (h.opcode == "constant" and h.shape.is_scalar):
+            length[id(h)] = 0
+        else:
+            length[id(h)] = 1 + max((length[id(o)] for o in h.operands), default=0)
+    return max(length.values())
+
+
+def stencil(steps, n=64, form="concatenate"):
+    """``steps`` steps of u = 0.25*u[i-1] + 0.5*u[i] + 0.25*u[i+1]: the module
+    xla.jit traces for np.concatenate([u[:1], u[:-1]]) and friends, or the
+    same with pads of slices (zero boundary)."""
+    lines = [f"HloModule stencil_{steps}", "ENTRY main {", f"  u0 = f32[{n}] parameter(0)",
+             "  q = f32[] constant(0.25)", "  h = f32[] constant(0.5)"]
+    if form == "pad":
+        lines.append("  z = f32[] constant(0)")
+    for k in range(steps):
+        u = f"u{k}"
+        if form == "concatenate":
+            lines += [f"  a{k} = f32[1] slice({u}), slice={{[0:1]}}",
+                      f"  b{k} = f32[{n - 1}] slice({u}), slice={{[0:{n - 1}]}}",
+                      f"  left{k} = f32[{n}] concatenate(a{k}, b{k}), dimensions={{0}}",
+                      f"  c{k} = f32[{n - 1}] slice({u}), slice={{[1:{n}]}}",
+                      f"  d{k} = f32[1] slice({u}), slice={{[{n - 1}:{n}]}}",
+                      f"  right{k} = f32[{n}] concatenate(c{k}, d{k}), dimensions={{0}}"]
+        else:
+            lines += [f"  b{k} = f32[{n - 1}] slice({u}), slice={{[0:{n - 1}]}}",
+                      f"  left{k} = f32[{n}] pad(b{k}, z), padding=1_0",
+                      f"  c{k} = f32[{n - 1}] slice({u}), slice={{[1:{n}]}}",
+                      f"  right{k} = f32[{n}] pad(c{k}, z), padding=0_1"]
+        lines += [f"  qb{k} = f32[{n}] broadcast(q), dimensions={{}}",
+                  f"  hb{k} = f32[{n}] broadcast(h), dimensions={{}}",
+                  f"  l{k} = f32[{n}] multiply(qb{k}, left{k})",
+                  f"  m{k} = f32[{n}] multiply(hb{k}, {u})",
+                  f"  r{k} = f32[{n}] multiply(qb{k}, right{k})",
+                  f"  s{k} = f32[{n}] add(l{k}, m{k})",
+                  f"  u{k + 1} = f32[{n}] add(s{k}, r{k})"]
+    lines[-1] = lines[-1].replace(f"  u{steps} =", f"  ROOT u{steps} =")
+    return "\n".join(lines + ["}", ""])
+
+
+def test_bounds_match_the_core():
+    from xla import _core
+    assert (MAX_FUSION_DEPTH, MAX_FUSION_EMITTED_OPS) == (_core.MAX_FUSION_DEPTH,
+                                                          _core.MAX_FUSION_EMITTED_OPS)
+
+
+@pytest.mark.parametrize("form", ["concatenate", "pad"])
+def test_stencil_chain_code_is_bounded(form):
+    # Each step reads u through several index maps (slices at different
+    # offsets). One fusion of all steps would evaluate step k's instructions
+    # once per path to the output: exponential in the number of steps.
+    totals = {}
+    for steps in (3, 6, 12, 24):
+        module, _ = run(stencil(steps, form=form))
+        fs = fusions(module)
+        costs = [emitted_ops(f.attr("calls")) for f in fs]
+        assert max(costs) <= MAX_FUSION_EMITTED_OPS, costs
+        totals[steps] = sum(costs)
+    # Linear: twice the steps, at most about twice the code.
+    for steps in (6, 12, 24):
+        assert totals[steps] <= 2 * totals[steps // 2] + MAX_FUSION_EMITTED_OPS, totals
+    # The same 6 steps with no code bound: one fusion, exponential code.
+    module, _ = run(stencil(6, form=form), max_emitted_ops=1 << 50)
+    (f,) = fusions(module)
+    assert emitted_ops(f.attr("calls")) > 5 * totals[6], totals
+
+
+def test_stencil_fusions_hold_several_steps():
+    # The bound cuts the chain into fusions of a few steps each, not one per step.
+    module, _ = run(stencil(12))
+    fs = fusions(module)
+    assert 2 <= len(fs) <= 6
+    assert all(f.attr("kind") == "kLoop" for f in fs)
+    assert opcodes(module) == ["parameter"] + ["fusion"] * len(fs)
+
+
+def test_expensive_producer_read_at_two_offsets_is_not_fused():
+    # exp(x) read through two slices would be computed twice per element;
+    # negate is cheap and may be.
+    for op, fused in (("exponential", False), ("negate", True)):
+        text = f"""HloModule offsets
+ENTRY main {{
+  x = f32[64] parameter(0)
+  e = f32[64] {op}(x)
+  lo = f32[63] slice(e), slice={{[0:63]}}
+  hi = f32[63] slice(e), slice={{[1:64]}}
+  ROOT d = f32[63] subtract(hi, lo)
+}}
+"""
+        module, _ = run(text)
+        root = module.entry.root_instruction
+        assert root.opcode == "fusion"
+        assert (op in fused_opcodes(root)) == fused
+
+
+def chain(n, op="sine"):
+    body = [f"  v{k + 1} = f32[16] {op}(v{k})" for k in range(n)]
+    body[-1] = body[-1].replace(f"  v{n} =", f"  ROOT v{n} =")
+    return "HloModule chain\nENTRY main {\n  v0 = f32[16] parameter(0)\n" + "\n".join(body) + "\n}\n"
+
+
+def test_long_chain_is_split_at_the_depth_bound():
+    module, _ = run(chain(1000))
+    fs = fusions(module)
+    assert len(fs) == 10
+    depths = [longest_chain(f.attr("calls")) for f in fs]
+    assert max(depths) <= MAX_FUSION_DEPTH, depths
+    assert sum(depths) == 1000
+    assert opcodes(module) == ["parameter"] + ["fusion"] * 10
+
+
+def test_depth_bound_is_an_option():
+    module, _ = run(chain(100, "negate"), max_depth=7)
+    fs = fusions(module)
+    assert len(fs) == 15  # ceil(100 / 7)
+    assert max(longest_chain(f.attr("calls")) for f in fs) == 7
 
 
 # ----- the corpus ---------------------------------------------------------------

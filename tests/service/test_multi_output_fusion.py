@@ -154,3 +154,23 @@ ENTRY main {
     assert len(fusions(module)) == 2
     merged = run(text, sibling_min_bytes=0)
     assert len(fusions(merged)) == 1
+
+
+def test_merges_keep_the_code_bound():
+    # Merged fusions cost the sum of their parts: under a budget of 2
+    # emitted ops, sum(x) (1) and sum(x * x) (2) stay apart.
+    module = run(LAYERNORM, max_emitted_ops=2)
+    for f in fusions(module):
+        reduces = [i for i in f.attr("calls").instructions if i.opcode == "reduce"]
+        assert len(reduces) <= 1
+    module = run(LAYERNORM, max_emitted_ops=3)
+    assert any(sum(i.opcode == "reduce" for i in f.attr("calls").instructions) == 2
+               for f in fusions(module))
+
+
+def test_exp_stays_a_side_output_of_the_sum():
+    # The sum's fusion stores exp(x - max) at the index it reads it at: one
+    # evaluation, so the expensive-duplication rule does not keep exp out.
+    module = run(SOFTMAX, max_emitted_ops=8)
+    (mof,) = [f for f in fusions(module) if f.attr("kind") == "kInput"]
+    assert "exponential" in [i.opcode for i in mof.attr("calls").instructions]
