@@ -83,6 +83,9 @@ def test_workers_compile_distinct_kernels_in_parallel():
     t = exe.compile_timings
     assert t["kernels_distinct"] >= kernel_compiler.PARALLEL_MIN_KERNELS
     assert t["kernels_compiled_in_workers"] == t["kernels_compiled"] == t["kernels_distinct"], t
+    # Compiled in batches: kernels share objects, fewer than one each.
+    objects = {id(o) for o in exe.kernel_objects.values()}
+    assert 2 <= len(objects) < t["kernels_distinct"], (len(objects), t)
 
 
 def test_in_process_compilation_when_workers_are_off():
@@ -137,10 +140,11 @@ def test_corrupt_kernel_entry_is_recompiled(tmp_path):
     cache = PersistentCache(str(tmp_path))
     kernel_compiler.memory_cache.clear()
     _check(_layers(n), _args(n), cache=cache)
-    for path in tmp_path.glob("kernel-*"):
+    assert list(tmp_path.glob("kernel-*")) and list(tmp_path.glob("batch-*"))
+    for path in list(tmp_path.glob("kernel-*")) + list(tmp_path.glob("batch-*")):
         path.write_bytes(path.read_bytes()[:40])
     for path in tmp_path.iterdir():
-        if not path.name.startswith("kernel-"):
+        if not path.name.startswith(("kernel-", "batch-")):
             path.unlink()   # the driver entry too, so the kernels are looked up
     kernel_compiler.memory_cache.clear()
     with pytest.warns(RuntimeWarning, match="truncated or corrupt"):

@@ -199,7 +199,7 @@ class CpuCompiler:
             # Few kernels: one LLVM module, kernels inlined into the driver
             # (as fast to compile, and no call per kernel at run time).
             kernels.queued = []
-            for future in kernels.futures.values():
+            for _, future in kernels.batches:
                 future.cancel()
             mod = emitted.link(transform=self._transform)
             jit_module = jit.JitModule(str(mod), opt_level=self.opt_level)
@@ -207,8 +207,8 @@ class CpuCompiler:
         else:
             objects = kernels.finish()
             driver_opt = self.opt_level if emitted.driver_needs_optimization else self.driver_opt_level
-            jit_module = jit.JitModule.link(self._transform(emitted.driver_text), objects.values(),
-                                            opt_level=driver_opt)
+            jit_module = jit.JitModule.link(self._transform(emitted.driver_text),
+                                            _distinct(objects.values()), opt_level=driver_opt)
         if cache is not None and jit_module.object_code is not None:
             cache.put(key, jit_module.object_code)
         timings["llvm"] = time.perf_counter() - t
@@ -233,14 +233,18 @@ class CpuCompiler:
             wanted = [s for s in jit.undefined_symbols(code) if s.startswith(KERNEL_PREFIX)]
             for symbol in wanted:
                 kernels.submit(symbol, None)
-            if kernels.queued or kernels.futures:   # a kernel is missing: compile all
-                kernels.queued, kernels.futures = [], {}
+            if kernels.stats["missing"]:   # a kernel is missing: compile all
                 return None
-            jit_module = jit.JitModule.from_object(code, self.driver_opt_level,
-                                                   [kernels.objects[s] for s in wanted])
+            jit_module = jit.JitModule.from_object(
+                code, self.driver_opt_level, _distinct(kernels.objects[s] for s in wanted))
         except RuntimeError as e:
             cache.discard(key, str(e))
             return None
         exe = CpuExecutable(module, assignment, jit_module, None, kernels.objects, self._transform)
         exe.from_disk_cache = True
         return exe
+
+
+def _distinct(objects):
+    """Each object once (the kernels of a batch share one)."""
+    return list({id(o): o for o in objects}.values())

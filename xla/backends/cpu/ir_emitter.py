@@ -216,6 +216,9 @@ class Kernel:
         else:
             self.module = ir.Module(name="kernel")
             impl = ir.Function(self.module, self.impl_type, KERNEL_PLACEHOLDER)
+            # Two objects that both define a kernel (compiled in two batches,
+            # kernel_compiler.py) may be loaded into one engine.
+            impl.linkage = "weak_odr"
         impl.attributes.add("nounwind")
         self.arg_attributes = []
         for arg, key in zip(impl.args, keys):

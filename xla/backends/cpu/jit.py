@@ -66,7 +66,6 @@ def _initialize():
             except RuntimeError:  # pragma: no cover
                 pass
         _initialized = True
-        _install_support_functions()
 
 
 # Compiler-runtime conversions LLVM may call for half/bfloat that the
@@ -131,10 +130,25 @@ _SUPPORT_NAMES = ("__truncdfhf2", "__truncsfbf2", "__truncdfbf2")
 _support_module = None
 
 
+def _ensure_support_functions(text, objects=()):
+    """Installs the support functions when code may call them: IR that uses
+    half or bfloat values (LLVM emits the calls while generating code), or
+    objects that leave them undefined. Compiling them costs ~15 ms, which
+    a process that never converts to half or bfloat does not pay."""
+    if _support_module is not None:
+        return
+    if (" half" in text or "bfloat" in text
+            or any(n in _SUPPORT_NAMES for o in objects for n in undefined_symbols(o))):
+        with _lock:
+            if _support_module is None:
+                _install_support_functions()
+
+
 def _install_support_functions():
     global _support_module
     needed = [n for n in _SUPPORT_NAMES if not llvm.address_of_symbol(n)]
     if not needed:
+        _support_module = "the process has them"
         return
     _support_module = JitModule(_SUPPORT_IR, opt_level=2)
     for name in needed:
@@ -217,16 +231,20 @@ def optimize(module_ref, opt_level=3, tm=None):
 
 
 def compile_to_object(text, opt_level=3):
-    """Native object code (bytes) for one LLVM IR module's text: parsed in a
-    context of its own, retargeted to the host, optimized at ``opt_level``
-    and compiled with the JIT's code model, so an engine can load it
-    (``JitModule.link``). Also what the kernel compiler's worker processes
-    run (``llvm_worker.py`` loads this file without the package)."""
+    """Native object code (bytes) for an LLVM IR module's text (or a list
+    of texts, linked into one module): parsed in a context of its own,
+    retargeted to the host, optimized at ``opt_level`` and compiled with the
+    JIT's code model, so an engine can load it (``JitModule.link``). Also
+    what the kernel compiler's worker processes run (``llvm_worker.py``
+    loads this file without the package)."""
     _initialize_codegen()
+    texts = [text] if isinstance(text, str) else list(text)
     with _lock:
         tm = target_machine(opt_level)
         context = llvm.create_context()
-        mod = llvm.parse_assembly(text, context=context)
+        mod = llvm.parse_assembly(texts[0], context=context)
+        for other in texts[1:]:
+            mod.link_in(llvm.parse_assembly(other, context=context))
         mod.triple = llvm.get_process_triple()
         mod.data_layout = str(tm.target_data)
         mod.verify()
@@ -307,6 +325,8 @@ class JitModule:
     def __init__(self, llvm_ir, opt_level=3, _extra_objects=()):
         _initialize()
         text = str(llvm_ir) if isinstance(llvm_ir, ir.Module) else llvm_ir
+        if text is not _SUPPORT_IR:
+            _ensure_support_functions(text, _extra_objects)
         with _lock:
             tm = target_machine(opt_level)
             mod = llvm.parse_assembly(text)
@@ -352,6 +372,7 @@ class JitModule:
             _check_elf(o)
             defined.update(defined_symbols(o))
         self = cls.__new__(cls)
+        _ensure_support_functions("", objects)
         missing = sorted({n for o in objects for n in undefined_symbols(o)
                           if n not in defined and not llvm.address_of_symbol(n)})
         if missing:

@@ -38,7 +38,7 @@ import threading
 import llvmlite
 
 from xla.backends.cpu import jit
-from xla.backends.cpu.llvm_worker import REPLY, REQUEST
+from xla.backends.cpu.llvm_worker import BATCH_SEPARATOR, REPLY, REQUEST
 from xla.errors import InternalError
 
 # Kernels to compile before the worker pool is used: a running pool takes
@@ -46,6 +46,11 @@ from xla.errors import InternalError
 # ~0.2 s) pays off only from more.
 PARALLEL_MIN_KERNELS = 4
 POOL_START_MIN_KERNELS = 24
+# Kernels compiled together in one LLVM module (see KernelCompiler).
+BATCH_KERNELS = 8
+# A kernel's persistent-cache entry: this prefix and the key of the entry
+# holding its batch's object.
+_BATCH_POINTER = b"XLABATCH:"
 MEMORY_CACHE_BYTES = 256 << 20
 
 
@@ -112,11 +117,11 @@ class _Worker:
             item = self.jobs.get()
             if item is None:
                 return
-            future, text, opt_level = item
+            future, texts, opt_level = item
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                data = text.encode()
+                data = BATCH_SEPARATOR.join(texts).encode()
                 stdin.write(REQUEST.pack(0, opt_level, len(data)) + data)
                 stdin.flush()
                 header = _read_exact(stdout, REPLY.size)
@@ -167,9 +172,10 @@ class _Pool:
         self.jobs = queue.Queue()
         self.workers = [_Worker(self.jobs) for _ in range(size)]
 
-    def submit(self, text, opt_level):
+    def submit(self, texts, opt_level):
+        """A Future of the object code of the modules ``texts`` linked."""
         future = concurrent.futures.Future()
-        self.jobs.put((future, text, opt_level))
+        self.jobs.put((future, list(texts), opt_level))
         return future
 
     def alive(self):
@@ -228,7 +234,12 @@ class KernelCompiler:
 
     ``options`` is a string that, with the target, determines the machine
     code for a given kernel text (opt level, fast math); ``transform``
-    rewrites a kernel's text before compiling (fast math)."""
+    rewrites a kernel's text before compiling (fast math). Kernels compile
+    in batches of up to ``BATCH_KERNELS``, linked into one LLVM module and
+    one object (fixed costs per module and codegen setup shared: 80 kernels
+    of a varied-width MLP in 0.9 s instead of 1.7 s); kernel functions are
+    ``weak_odr``, so two objects that both define a kernel (compiled in
+    two batches) can be loaded together."""
 
     def __init__(self, opt_level, options, transform=None, cache=None, progress=None, workers=-1):
         self.opt_level = opt_level
@@ -238,9 +249,11 @@ class KernelCompiler:
         self.cache = cache
         self.progress = progress
         self.target = jit.host_triple() + ":" + jit.host_cpu()
-        self.objects = {}      # symbol -> object code
+        self.objects = {}      # symbol -> object code (shared by a batch's kernels)
         self.queued = []       # (symbol, text) waiting to be compiled
-        self.futures = {}      # symbol -> Future from the worker pool
+        self.batches = []      # (symbols, Future) sent to the worker pool
+        self.pending = set()   # symbols queued or in a batch
+        self._batch_objects = {}   # persistent-cache batch key -> object, read once
         self.pool = None
         self.stats = collections.Counter()
 
@@ -248,12 +261,16 @@ class KernelCompiler:
         return (symbol, self.opt_level, self.options, self.target)
 
     def disk_key(self, symbol):
-        text = "\0".join(["xla-cpu-kernel", symbol, str(self.opt_level), self.options,
+        return self._key("kernel", symbol)
+
+    def _key(self, kind, name):
+        text = "\0".join(["xla-cpu-" + kind, name, str(self.opt_level), self.options,
                           self.target, llvmlite.__version__])
-        return "kernel-" + hashlib.sha256(text.encode()).hexdigest()
+        return kind + "-" + hashlib.sha256(text.encode()).hexdigest()
 
     def submit(self, symbol, text):
-        if symbol in self.objects or symbol in self.futures or any(s == symbol for s, _ in self.queued):
+        """Takes one kernel (``text`` None: only look it up in the caches)."""
+        if symbol in self.objects or symbol in self.pending:
             return
         self.stats["kernels"] += 1
         code = memory_cache.get(self._memory_key(symbol))
@@ -262,50 +279,86 @@ class KernelCompiler:
             self.objects[symbol] = code
             return
         if self.cache is not None:
-            code = self.cache.get(self.disk_key(symbol))
-            if code is not None and not _valid_object(code, symbol):
-                self.cache.discard(self.disk_key(symbol), "not an object defining " + symbol)
-                code = None
+            code = self._from_disk(symbol)
             if code is not None:
                 self.stats["disk_hits"] += 1
                 self.objects[symbol] = code
                 memory_cache.put(self._memory_key(symbol), code)
                 return
+        if text is None:
+            self.stats["missing"] += 1
+            return
         self.queued.append((symbol, text))
+        self.pending.add(symbol)
         if self.pool is None and (len(self.queued) >= POOL_START_MIN_KERNELS or
                                   (len(self.queued) >= PARALLEL_MIN_KERNELS and _pool is not None)):
             self.pool = _get_pool(self.workers)
-        if self.pool is not None:
-            self._dispatch()
+        if self.pool is not None and len(self.queued) >= BATCH_KERNELS:
+            self._dispatch(BATCH_KERNELS)
 
-    def _dispatch(self):
-        for symbol, text in self.queued:
-            self.futures[symbol] = self.pool.submit(self.transform(text), self.opt_level)
-        self.queued = []
+    def _from_disk(self, symbol):
+        """The object holding ``symbol`` from the persistent cache: the
+        kernel's entry names the batch entry that holds the object."""
+        key = self.disk_key(symbol)
+        pointer = self.cache.get(key)
+        if pointer is None:
+            return None
+        if not pointer.startswith(_BATCH_POINTER):
+            self.cache.discard(key, "not a kernel entry")
+            return None
+        batch_key = pointer[len(_BATCH_POINTER):].decode("ascii", "replace")
+        code = self._batch_objects.get(batch_key)
+        if code is None:
+            code = self.cache.get(batch_key)
+        if code is None:
+            return None
+        if not _valid_object(code, symbol):
+            self.cache.discard(batch_key, "not an object defining " + symbol)
+            return None
+        self._batch_objects[batch_key] = code
+        return code
+
+    def _dispatch(self, size):
+        """Sends the queued kernels to the pool, ``size`` to a batch."""
+        while self.queued:
+            batch, self.queued = self.queued[:size], self.queued[size:]
+            texts = [self.transform(text) for _, text in batch]
+            self.batches.append(([s for s, _ in batch], self.pool.submit(texts, self.opt_level)))
 
     def finish(self):
         """``{symbol: object code}`` for every kernel submitted."""
-        total = len(self.queued) + len(self.futures)
+        if self.pool is not None and self.queued:
+            # The rest, spread over the workers.
+            size = max(1, min(BATCH_KERNELS, -(-len(self.queued) // len(self.pool.workers))))
+            self._dispatch(size)
+        total = len(self.pending)
         done = 0
-        for symbol, text in self.queued:   # few: compiled here
-            self._store(symbol, jit.compile_to_object(self.transform(text), self.opt_level))
-            done += 1
+        while self.queued:   # no pool: compiled here, batch by batch
+            batch, self.queued = self.queued[:BATCH_KERNELS], self.queued[BATCH_KERNELS:]
+            code = jit.compile_to_object([self.transform(t) for _, t in batch], self.opt_level)
+            self._store([s for s, _ in batch], code)
+            done += len(batch)
             self._report(done, total)
-        self.queued = []
-        for symbol, future in self.futures.items():
-            self._store(symbol, future.result())
-            self.stats["compiled_in_workers"] += 1
-            done += 1
+        for symbols, future in self.batches:
+            self._store(symbols, future.result())
+            self.stats["compiled_in_workers"] += len(symbols)
+            done += len(symbols)
             self._report(done, total)
-        self.futures = {}
+        self.batches = []
+        self.pending = set()
         return self.objects
 
-    def _store(self, symbol, code):
-        self.stats["compiled"] += 1
-        self.objects[symbol] = code
-        memory_cache.put(self._memory_key(symbol), code)
+    def _store(self, symbols, code):
+        self.stats["compiled"] += len(symbols)
+        batch_key = None
         if self.cache is not None:
-            self.cache.put(self.disk_key(symbol), code)
+            batch_key = self._key("batch", ",".join(sorted(symbols)))
+            self.cache.put(batch_key, code)
+        for symbol in symbols:
+            self.objects[symbol] = code
+            memory_cache.put(self._memory_key(symbol), code)
+            if batch_key is not None:
+                self.cache.put(self.disk_key(symbol), _BATCH_POINTER + batch_key.encode("ascii"))
 
     def _report(self, done, total):
         if self.progress is not None:

@@ -8,7 +8,8 @@ the parent would (``jit.compile_to_object``).
 llvmlite serializes every LLVM call in a process with one lock, so threads
 cannot compile in parallel; processes can. Protocol over stdin/stdout, all
 integers little-endian: a request is ``u32 job, u32 opt_level, u64 n`` and
-``n`` bytes of IR text; the reply is ``u32 job, u32 status (0 ok, 1 error),
+``n`` bytes of IR text (modules separated by ``BATCH_SEPARATOR``, linked
+into one); the reply is ``u32 job, u32 status (0 ok, 1 error),
 u64 n`` and ``n`` bytes (the object, or the error message). End of input
 ends the worker.
 """
@@ -18,6 +19,9 @@ import struct
 import sys
 
 REQUEST = struct.Struct("<IIQ")
+# Between the modules of one request, which are linked and compiled into
+# one object.
+BATCH_SEPARATOR = "\n; ----- xla next module -----\n"
 REPLY = struct.Struct("<IIQ")
 
 
@@ -52,7 +56,8 @@ def main():
         if text is None:
             return 0
         try:
-            payload, status = jit.compile_to_object(text.decode(), opt_level), 0
+            texts = text.decode().split(BATCH_SEPARATOR)
+            payload, status = jit.compile_to_object(texts, opt_level), 0
         except Exception as e:  # noqa: BLE001 - reported to the parent, which raises
             payload, status = f"{type(e).__name__}: {e}".encode(), 1
         stdout.write(REPLY.pack(job, status, len(payload)))
