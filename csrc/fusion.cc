@@ -479,7 +479,7 @@ class FusionPlanner {
       int64_t reader_height = 0;
       int64_t output_below = 0;
       int64_t chain = std::max(groups_[consumer].chain, groups_[producer].chain);
-      sources_.assign(1, {kOutputIndex, 1});
+      sources_.clear();
       for (int64_t i : groups_[consumer].instances) {
         const int64_t u = instance_node_[i];
         int64_t maps = 0;
@@ -507,12 +507,16 @@ class FusionPlanner {
           maps = 1;
         }
       }
-      const int64_t scale = Emitted(&sources_);
+      // Indices C evaluates P at, and with P's own output index (its value
+      // is stored there when read outside C; counted always, as a bound).
+      const int64_t reads = Emitted(&sources_);
+      const bool at_output = !sources_.empty() && sources_.front().first == kOutputIndex;
+      const int64_t scale = at_output ? reads : SaturatingAdd(reads, 1);
       const int64_t cost =
           SaturatingAdd(groups_[consumer].cost, SaturatingMul(groups_[producer].cost, scale));
       if (cost > opts_.max_emitted_ops ||
           chain > opts_.max_depth ||
-          (groups_[producer].expensive && scale > 1)) {
+          (groups_[producer].expensive && reads > 1)) {
         continue;
       }
       // Upper bounds for later merges: P's members are at most reader_height
