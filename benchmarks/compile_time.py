@@ -26,7 +26,8 @@ its own (so a hang or a blow-up costs at most --max_seconds, reported as
 Before the first measured compile each child compiles a small f64 module
 (no kernel in common with the benchmarks), so one-time initialization is
 not charged to the module; modules under 5,000 instructions are measured
---repeats times (each in a fresh child) and the median is shown. Then the
+--repeats times (each in a fresh child; once only if the first run took
+over --repeat_under seconds) and the median is shown. Then the
 seed example's first compile in a fresh process (import, parse and compile
 timed separately) and the dispatch time of an f32[4] add.
 """
@@ -263,6 +264,8 @@ def main():
                         help="after a module goes over, still try the larger ones of its family")
     parser.add_argument("--repeats", type=int, default=3,
                         help=f"runs (median) of modules under {REPEAT_BELOW} instructions")
+    parser.add_argument("--repeat_under", type=float, default=10,
+                        help="repeat only modules whose first run took less (seconds)")
     parser.add_argument("--passes", type=int, default=5, help="slowest passes to list per module")
     parser.add_argument("--dispatch_calls", type=int, default=20000)
     parser.add_argument("--no_cold", action="store_true", help="skip the fresh-process seed compile")
@@ -315,6 +318,8 @@ def main():
             if r is None:
                 break
             measured.append(r)
+            if r["parse"] + r["compile"] > args.repeat_under:
+                break
         if not measured:
             over[fam] = name
             results[name] = {"error": why}
