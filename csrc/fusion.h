@@ -96,10 +96,14 @@
 // into one multi-output fusion, as long as it stays within max_operands.
 // Softmax's and layernorm's reductions over the same input so read it once.
 // Merges keep the bounds: merged siblings cost the sum of their costs (the
-// chain is the larger); a producer P merged into C is evaluated at its own
-// output index and at each index a member of C reads P's outputs at, so it
-// costs cost(P) * (1 + R), R the sum of emitted over those readers, and its
-// chains grow by the largest height among them.
+// chain is the larger). A producer P merged into C is evaluated at the
+// indices C's members read P's outputs at, sources taken as in phase 1
+// except that a reduce stores P's value as a side output at the index it
+// reads it at (P's output index): R of them; the merge costs cost(C) +
+// cost(P) * (R + 1 unless the output index is among them), P must not be
+// expensive where R > 1, and a new chain crosses from P into C once, through
+// an edge from an output O to a reader U: at most below(O) + height(U) long,
+// below(O) being the longest chain under O in P.
 //
 // Finally a group with at most one member that is not a scalar constant is
 // dissolved (its instructions stay unfused) unless fuse_singletons is set,
