@@ -1,26 +1,32 @@
-"""The CPU IR emitter: a scheduled, buffer-assigned module -> one LLVM module.
+"""The CPU IR emitter: a scheduled, buffer-assigned module -> LLVM IR.
 
-Entry point ``emit_module(module, assignment, runtime_symbols)``. The LLVM
-module has one exported function ``void entry(i8** buffer_table)``: entry
-``i`` of the table is the base address of buffer allocation ``i`` (see
-``BufferAssignment.allocations``). Parameters are read in place, results
-written in place, temporaries live at their offsets in the temp arena, and
-the entry computation's constants are allocations too, which the executable
-fills once when it is created. Constants inside fused computations become
-LLVM global constants (LLVM folds loads of their scalars).
+Entry point ``emit_module(module, assignment, runtime_symbols)``, which
+returns a ``kernels.EmittedModule``: the *driver* module, whose one exported
+function ``void entry(i8** buffer_table)`` runs the module's steps in
+order, and the *kernel* modules. Entry ``i`` of the table is the base
+address of buffer allocation ``i`` (see ``BufferAssignment.allocations``).
+Parameters are read in place, results written in place, temporaries live at
+their offsets in the temp arena, and the entry computation's constants are
+allocations too, which the executable fills once when it is created.
+Constants inside fused computations become LLVM global constants of the
+kernel that reads them (LLVM folds loads of their scalars).
 
 Each instruction that defines a buffer becomes a *kernel*: a loop nest over
 its output shape (innermost loop over the minor-most dimension of the
-layout, so stores are contiguous), in a function
-``void kernel(i8** table, i64 begin, i64 end)`` that runs the outermost loop
-from ``begin`` to ``end``. The kernel loads its buffer pointers from the
-table and calls an always-inline ``.impl`` function that takes them as
-``noalias``, aligned arguments (one argument per distinct buffer slice, so
-an operand updated in place is the output's own argument and ``noalias``
-stays true); inlining turns those into alias scopes. The entry function
-calls each kernel over its whole range, or, when the output has at least
-``PARALLEL_MIN_ELEMENTS`` elements and the runtime provides it, hands it to
-``__xla_cpu_parallel_for`` which splits the outermost loop across threads.
+layout, so stores are contiguous), in a function ``void kernel(ptr noalias
+align(A) buffer..., i64 begin, i64 end)`` of an LLVM module of its own (one
+argument per distinct buffer slice, so an operand updated in place is the
+output's own argument and ``noalias`` stays true) that runs the outermost
+loop from ``begin`` to ``end``. Kernels are named by a hash of their text,
+so identical ones are one (``kernels.py``), and an instruction whose
+structural fingerprint matches one already emitted reuses its kernel
+without emitting it again. The driver calls a kernel directly with the
+pointers it loads from the table, or, when the output has at least
+``PARALLEL_MIN_ELEMENTS`` elements and the runtime provides it, hands a
+wrapper ``void name(i8** table, i64 begin, i64 end)`` to
+``__xla_cpu_parallel_for``, which splits the outermost loop across
+threads. A long driver is split into segment functions
+(``SEGMENT_INSTRUCTIONS``).
 
 Element values come from *generators* (``ElementGenerator.value``): for
 each instruction of a fused computation, a function from a multi-dimensional
