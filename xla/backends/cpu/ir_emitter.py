@@ -50,7 +50,9 @@ from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, tiling
-from xla.backends.cpu.kernels import EmittedModule, HloFingerprints, KernelSet
+from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, PTR, VOID,  # noqa: F401
+                                      EmittedModule, HloFingerprints, Kernel, KernelSet, Slice,
+                                      slice_pattern)
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.errors import UnimplementedError
 from xla.hlo.opcodes import ELEMENTWISE
@@ -61,14 +63,6 @@ from xla.backends.cpu.llvm_types import (bf16_bits_to_f32, f16_bits_to_f32, load
 from xla.backends.cpu.llvm_types import F8_TYPES, NARROW_FLOATS, f8_bits_to_f32
 from xla.hlo.types import PrimitiveType
 
-PTR = ir.PointerType()
-I8 = ir.IntType(8)
-I32 = ir.IntType(32)
-VOID = ir.VoidType()
-KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
-# The name a kernel's function has in its own module until it is named by
-# its fingerprint (kernels.KernelSet.add).
-KERNEL_PLACEHOLDER = "xla.kernel"
 
 PARALLEL_MIN_ELEMENTS = 1 << 16
 # Entry-computation instructions per driver segment function (see
@@ -150,159 +144,6 @@ def check_element_type(shape, instr):
         if leaf.is_array and (leaf.element_type.bits < 8 or leaf.element_type.text.startswith("f8")
                               and leaf.element_type not in NARROW_FLOATS):
             raise unsupported(instr, f"element type {leaf.element_type}")
-
-
-class Slice:
-    """A buffer slice: allocation index and offset."""
-
-    __slots__ = ("allocation", "offset", "align")
-
-    def __init__(self, buffer):
-        self.allocation = buffer.allocation.index
-        self.offset = buffer.offset
-        # Parameters and results are the caller's NumPy arrays, which NumPy
-        # aligns to 16 bytes; constants and the temp arena are ours, at 64.
-        base = 16 if buffer.allocation.kind in ("parameter", "maybe-live-out") else 64
-        self.align = math.gcd(base, buffer.offset) if buffer.offset else base
-
-    @property
-    def key(self):
-        return (self.allocation, self.offset)
-
-
-def _distinct_keys(slices):
-    keys = []
-    for s in slices:
-        if s.key not in keys:
-            keys.append(s.key)
-    return keys
-
-
-def slice_pattern(slices):
-    """What a kernel's code depends on in its buffer slices: which of them
-    are the same buffer, and each one's alignment."""
-    first = {}
-    return tuple((first.setdefault(s.key, len(first)), s.align) for s in slices)
-
-
-class Kernel:
-    """One kernel being emitted: its builder, buffer arguments, alloca block
-    and the memo table of the generators.
-
-    The kernel's code is a function ``void (ptr noalias align(A) x N, [ptr
-    scratch,] i64 begin, i64 end)`` in an LLVM module of its own
-    (``kernel_module``), where every name is local to the kernel, so two
-    kernels that compute the same thing over buffers of the same alignment
-    print to the same text (see ``kernels.py``: they compile once). The
-    driver module gets, at ``finish``, a declaration of it (``impl``) and a
-    wrapper ``void name(i8** table, i64 begin, i64 end)`` (``function``) that
-    loads the buffer pointers from the table and calls it; that is what the
-    driver runs or hands to the thread pool.
-
-    ``in_driver=True`` emits the code into the driver module instead (an
-    internal, always-inline function): for kernels that use driver-module
-    state such as the rng counter."""
-
-    def __init__(self, emitter, name, slices, scratch=False, in_driver=False):
-        self.emitter = emitter
-        self.name = name
-        keys = self.keys = _distinct_keys(slices)
-        aligns = {}
-        for s in slices:
-            aligns[s.key] = min(aligns.get(s.key, 64), s.align)
-        self.has_scratch = scratch
-        n_ptrs = len(keys) + (1 if scratch else 0)
-        self.impl_type = ir.FunctionType(VOID, [PTR] * n_ptrs + [I64, I64])
-        self.in_driver = in_driver
-        if in_driver:
-            self.module = emitter.llmod
-            impl = ir.Function(self.module, self.impl_type, emitter.unique(f"{name}.impl"))
-            impl.linkage = "internal"
-            impl.attributes.add("alwaysinline")
-        else:
-            self.module = ir.Module(name="kernel")
-            impl = ir.Function(self.module, self.impl_type, KERNEL_PLACEHOLDER)
-            # Two objects that both define a kernel (compiled in two batches,
-            # kernel_compiler.py) may be loaded into one engine.
-            impl.linkage = "weak_odr"
-        impl.attributes.add("nounwind")
-        self.arg_attributes = []
-        for arg, key in zip(impl.args, keys):
-            for a in ("noalias", "nonnull"):
-                arg.add_attribute(a)
-            arg.attributes.align = aligns[key]
-            self.arg_attributes.append(aligns[key])
-        self.definition = impl
-        self.impl = impl if in_driver else None   # the driver's declaration, after finish()
-        self._function = None                      # the driver's wrapper, made on first use
-        self.ptrs = dict(zip(keys, impl.args[:len(keys)]))
-        self.scratch = impl.args[len(keys)] if scratch else None
-        if scratch:
-            self.scratch.add_attribute("noalias")
-        self.begin, self.end = impl.args[n_ptrs], impl.args[n_ptrs + 1]
-        self.alloca_block = impl.append_basic_block("allocas")
-        self.alloca_builder = ir.IRBuilder(self.alloca_block)
-        self.start_block = impl.append_basic_block("start")
-        self.b = ir.IRBuilder(self.start_block)
-
-    @classmethod
-    def reuse(cls, emitter, name, slices, impl):
-        """A finished kernel running the already emitted kernel ``impl`` (its
-        driver declaration) over ``slices``: only the table wrapper is new."""
-        self = cls.__new__(cls)
-        self.emitter = emitter
-        self.name = name
-        self.keys = _distinct_keys(slices)
-        self.has_scratch = False
-        self.in_driver = False
-        self.impl = impl
-        self._function = None
-        emitter.kernels.emitted += 1
-        return self
-
-    def alloca(self, typ, name=""):
-        return self.alloca_builder.alloca(typ, name=name)
-
-    def pointer(self, slice_):
-        return self.ptrs[slice_.key]
-
-    def finish(self):
-        self.alloca_builder.branch(self.start_block)
-        self.b.ret_void()
-        if not self.in_driver:
-            self.impl = self.emitter.kernels.add(self)
-
-    @property
-    def function(self):
-        """The driver's ``void name(i8** table, i64 begin, i64 end)`` wrapper
-        (what the thread pool runs), made on first use: a kernel called
-        serially is called directly from the entry function instead
-        (``call_in_driver``), which keeps a driver of thousands of steps
-        small."""
-        if self._function is None:
-            self._emit_wrapper()
-        return self._function
-
-    def call_in_driver(self, b, table, begin, end):
-        """Calls the kernel from the driver function being built with ``b``."""
-        args = [self.emitter.slice_pointer(b, table, key) for key in self.keys]
-        return b.call(self.impl, args + [begin, end])
-
-    def _emit_wrapper(self):
-        emitter = self.emitter
-        wrapper = ir.Function(emitter.llmod, KERNEL_TYPE, self.name)
-        wrapper.linkage = "internal"
-        wb = ir.IRBuilder(wrapper.append_basic_block("entry"))
-        table, begin, end = wrapper.args
-        extra = []
-        if self.has_scratch:  # the argument is a ChunkContext: {buffer table, scratch}
-            ctx = table
-            table = wb.load(ctx, typ=PTR)
-            extra = [wb.load(wb.gep(ctx, [i64(1)], inbounds=True, source_etype=PTR), typ=PTR)]
-        args = [emitter.slice_pointer(wb, table, key) for key in self.keys] + extra
-        wb.call(self.impl, args + [begin, end])
-        wb.ret_void()
-        self._function = wrapper
 
 
 class ElementGenerator:
