@@ -244,10 +244,10 @@ class HloComputation:
     ``instructions`` is kept in a valid order (operands before users) and,
     for a scheduled module, is the schedule.
 
-    ``remove_instruction`` and ``insert_before`` cost O(1): they are recorded
-    and applied to the list in one O(n) pass the next time ``instructions``
-    is read, so a pass that rewrites many instructions without reading the
-    list in between stays linear.
+    ``remove_instruction``, ``insert_before`` and ``insert_after`` cost O(1):
+    they are recorded and applied to the list in one O(n) pass the next time
+    ``instructions`` is read, so a pass that rewrites many instructions
+    without reading the list in between stays linear.
     """
 
     def __init__(self, name, instructions=(), root=None, is_entry=False):
@@ -255,6 +255,7 @@ class HloComputation:
         self._instructions = []
         self._removed = {}      # id -> instruction removed but still in _instructions
         self._inserted = {}     # id(anchor) -> instructions to insert before it
+        self._inserted_after = {}  # id(anchor) -> instructions to insert after it, in order
         self.root_instruction = None
         self.is_entry = is_entry
         self.parent = None
@@ -270,32 +271,46 @@ class HloComputation:
 
     @property
     def instructions(self):
-        if self._removed or self._inserted:
+        if self._removed or self._inserted or self._inserted_after:
             self._apply_pending()
         return self._instructions
 
     @instructions.setter
     def instructions(self, value):
+        taken = getattr(self.parent, "_taken_names", None)
         for instr in value:
             if instr._detached:  # listed again after remove_instruction
                 self._reattach(instr)
+            if taken is not None:
+                taken.add(instr.name)
         self._instructions = value
         self._removed = {}
         self._inserted = {}
+        self._inserted_after = {}
 
     def _apply_pending(self):
-        removed, inserted = self._removed, self._inserted
-        self._removed, self._inserted = {}, {}
+        removed, before, after = self._removed, self._inserted, self._inserted_after
+        self._removed, self._inserted, self._inserted_after = {}, {}, {}
         out = []
-        for instr in self._instructions:
-            if inserted:
-                before = inserted.pop(id(instr), None)
-                if before is not None:
-                    out.extend(i for i in before if id(i) not in removed)
-            if id(instr) not in removed:
-                out.append(instr)
-        for before in inserted.values():  # anchors no longer listed
-            out.extend(i for i in before if id(i) not in removed)
+        for listed in self._instructions:
+            if id(listed) not in before and id(listed) not in after:
+                if id(listed) not in removed:
+                    out.append(listed)
+                continue
+            # Inserted instructions may be anchors themselves: expand in order.
+            stack = [(listed, False)]
+            while stack:
+                instr, emit = stack.pop()
+                if emit:
+                    if id(instr) not in removed:
+                        out.append(instr)
+                    continue
+                stack.extend((i, False) for i in after.pop(id(instr), ()))  # pushed first to last
+                stack.append((instr, True))
+                stack.extend((i, False) for i in reversed(before.pop(id(instr), ())))
+        # Anchors never listed.
+        for pending in list(before.values()) + [a[::-1] for a in after.values()]:
+            out.extend(i for i in pending if id(i) not in removed)
         self._instructions = out  # a new list: callers iterating the old one are unaffected
 
     @staticmethod
@@ -310,7 +325,13 @@ class HloComputation:
         self._reattach(instr)
         instr.parent = self
         self._instructions.append(instr)
+        self._note_name(instr)
         return instr
+
+    def _note_name(self, instr):
+        taken = getattr(self.parent, "_taken_names", None)
+        if taken is not None:
+            taken.add(instr.name)
 
     def insert_before(self, anchor, instr):
         """Adds ``instr`` to the list just before ``anchor`` (O(1); several
@@ -321,7 +342,21 @@ class HloComputation:
             self._apply_pending()
         self._reattach(instr)
         instr.parent = self
+        self._note_name(instr)
         self._inserted.setdefault(id(anchor), []).append(instr)
+        return instr
+
+    def insert_after(self, anchor, instr):
+        """Adds ``instr`` to the list just after ``anchor``, before anything
+        inserted after it earlier (O(1))."""
+        if anchor.parent is not self:
+            raise ValueError(f"{anchor.name} is not in computation {self.name}")
+        if id(instr) in self._removed:
+            self._apply_pending()
+        self._reattach(instr)
+        instr.parent = self
+        self._note_name(instr)
+        self._inserted_after.setdefault(id(anchor), []).append(instr)  # listed last to first
         return instr
 
     @property
@@ -486,6 +521,10 @@ class HloModule:
     def add_computation(self, comp):
         comp.parent = self
         self.computations.append(comp)
+        taken = getattr(self, "_taken_names", None)
+        if taken is not None:
+            taken.add(comp.name)
+            taken.update(i.name for i in comp._instructions)
         if comp.is_entry:
             self.entry = comp
         return comp
@@ -541,8 +580,12 @@ class HloModule:
 
     def unique_name(self, prefix):
         """A name starting with ``prefix`` that no instruction or computation has."""
+        # Built once; instructions and computations added through the IR's
+        # methods (add_instruction, insert_before/after, assigning
+        # ``instructions``, add_computation) add their names to it, so a call
+        # costs O(1). Code that renames instructions resets it to None.
         taken = getattr(self, "_taken_names", None)
-        if taken is None or len(taken) < sum(len(c.instructions) for c in self.computations):
+        if taken is None:
             taken = {i.name for i in self.all_instructions()} | {c.name for c in self.computations}
             self._taken_names = taken
         base = prefix.split(".")[0] if prefix.rsplit(".", 1)[-1].isdigit() else prefix
@@ -566,17 +609,22 @@ class HloModule:
     def computations_post_order(self):
         """Computations with callees before callers; unreachable ones too."""
         order, seen = [], set()
-
-        def visit(c):
-            if id(c) in seen:
-                return
-            seen.add(id(c))
-            for callee in self.called_computations_of(c):
-                visit(callee)
-            order.append(c)
-
-        for c in ([self.entry] if self.entry else []) + self.computations:
-            visit(c)
+        for start in ([self.entry] if self.entry else []) + self.computations:
+            if id(start) in seen:
+                continue
+            seen.add(id(start))
+            # Iterative depth-first search: call chains may be deep.
+            stack = [(start, iter(self.called_computations_of(start)))]
+            while stack:
+                comp, callees = stack[-1]
+                for callee in callees:
+                    if id(callee) not in seen:
+                        seen.add(id(callee))
+                        stack.append((callee, iter(self.called_computations_of(callee))))
+                        break
+                else:
+                    stack.pop()
+                    order.append(comp)
         return order
 
     def all_instructions(self):

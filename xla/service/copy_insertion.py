@@ -48,14 +48,24 @@ from xla.service.hlo_pass import HloPass
 
 def _source(value):
     """Looks through get-tuple-element of tuple instructions (and of parameters)."""
-    if value.opcode != "get-tuple-element":
-        return value
-    base = _source(value.operands[0])
-    if base.opcode == "tuple":
-        return _source(base.operands[value.attr("index")])
-    if base.opcode == "parameter":
-        return base
-    return value
+    # Iterative: chains of get-tuple-element and tuple may be as deep as the graph.
+    pending = []  # get-tuple-elements whose operand's source is not known yet
+    while True:
+        while value.opcode == "get-tuple-element":
+            pending.append(value)
+            value = value.operands[0]
+        # ``value`` is the source of the innermost pending gte's operand.
+        if not pending:
+            return value
+        gte = pending.pop()
+        if value.opcode == "tuple":
+            value = value.operands[gte.attr("index")]
+        elif value.opcode != "parameter":
+            value = gte
+            # Not looked through: the source of each outer gte is itself.
+            while pending:
+                value = pending.pop()
+            return value
 
 
 def _is_read_only_or_parameter(value):
@@ -94,8 +104,7 @@ class _Inserter:
 
     def new(self, comp, opcode, shape, operands, before, attrs=None):
         instr = HloInstruction(opcode, shape, operands, name=self.module.unique_name(opcode), attrs=attrs)
-        instr.parent = comp
-        comp.instructions.insert(comp.instructions.index(before), instr)
+        comp.insert_before(before, instr)
         self.changed = True
         return instr
 
@@ -122,14 +131,12 @@ class _Inserter:
         for i, sub in enumerate(shape.tuple_shapes):
             gte = HloInstruction("get-tuple-element", sub, [value], name=self.module.unique_name("get-tuple-element"),
                                  attrs={"index": i})
-            gte.parent = comp
-            comp.instructions.insert(comp.instructions.index(before), gte)
+            comp.insert_before(before, gte)
             pending.append(gte)
         elements = [self.rebuild(comp, g, needs_copy, before, index + (i,), seen) for i, g in enumerate(pending)]
         if all(a is b for a, b in zip(elements, pending)):
             for g in pending:
-                comp.instructions.remove(g)
-                g.parent = None
+                comp.remove_instruction(g)
             return value
         self.changed = True
         return self.new(comp, "tuple", shape, elements, before)
@@ -218,8 +225,7 @@ class _Inserter:
         anchor = HloInstruction("after-all", Shape.token(), name="copy-insertion-anchor")
         comp.add_instruction(anchor)
         new_root = self.rebuild(comp, root, needs_copy, anchor)
-        comp.instructions.remove(anchor)
-        anchor.parent = None
+        comp.remove_instruction(anchor)
         if new_root is not root:
             comp.root_instruction = new_root
 

@@ -76,11 +76,10 @@ class _Assigner:
     # ----- instruction helpers ----------------------------------------------------
     def _new(self, comp, opcode, shape, operands, attrs=None, before=None, after=None):
         instr = HloInstruction(opcode, shape, operands, name=self.module.unique_name(opcode), attrs=attrs)
-        instr.parent = comp
         if before is not None:
-            comp.instructions.insert(comp.instructions.index(before), instr)
+            comp.insert_before(before, instr)
         else:
-            comp.instructions.insert(comp.instructions.index(after) + 1, instr)
+            comp.insert_after(after, instr)
         self.changed = True
         return instr
 
@@ -92,12 +91,11 @@ class _Assigner:
             return value
         if before is None:
             placeholder = HloInstruction("after-all", Shape.token(), name="layout-assignment-placeholder")
-            placeholder.parent = comp
-            comp.instructions.insert(comp.instructions.index(after) + 1, placeholder)
+            comp.insert_after(after, placeholder)
             try:
                 return self.convert(comp, value, target, before=placeholder)
             finally:
-                comp.instructions.remove(placeholder)
+                comp.remove_instruction(placeholder)
         if value.shape.is_array:
             return self._new(comp, "copy", target, [value], before=before)
         elements = []
@@ -117,7 +115,7 @@ class _Assigner:
         self._set(instr, shape)
         if old == shape:
             return
-        users = [u for u in comp.instructions if any(o is instr for o in u.operands)]
+        users = instr.users
         if explicit or any(u.opcode == "bitcast" for u in users):
             self._restore_users(comp, instr, old, users)
 
@@ -225,7 +223,7 @@ class _Assigner:
         with the ``old`` layout."""
         self.changed = True
         if users is None:
-            users = [u for u in comp.instructions if any(o is instr for o in u.operands)]
+            users = instr.users
         is_root = comp.root_instruction is instr
         if not users and not is_root:
             return

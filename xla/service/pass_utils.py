@@ -153,22 +153,14 @@ def inline_computation(caller, before, callee, args):
 
 def insert_before(comp, anchor, instrs):
     """Adds ``instrs`` (in order) to ``comp`` just before ``anchor``."""
-    if not instrs:
-        return
     for instr in instrs:
-        instr.parent = comp
-    pos = next(n for n, i in enumerate(comp.instructions) if i is anchor)
-    comp.instructions[pos:pos] = list(instrs)
+        comp.insert_before(anchor, instr)
 
 
 def insert_after(comp, anchor, instrs):
     """Adds ``instrs`` (in order) to ``comp`` just after ``anchor``."""
-    if not instrs:
-        return
-    for instr in instrs:
-        instr.parent = comp
-    pos = next(n for n, i in enumerate(comp.instructions) if i is anchor)
-    comp.instructions[pos + 1:pos + 1] = list(instrs)
+    for instr in reversed(list(instrs)):
+        comp.insert_after(anchor, instr)
 
 
 def referenced_computations(module):
