@@ -60,17 +60,37 @@ def column_dimensions(h, root):
 def emit_column_reduce(emitter, h, root, fusion, in_slices):
     """Emits ``h`` (a reduce, or a fusion whose root ``root`` is one) as a
     column reduction and calls it; False when it does not apply."""
-    from xla.backends.cpu.ir_emitter import ElementGenerator, Kernel, Slice
-    from xla.backends.cpu.llvm_types import load_element, store_element
+    from xla.backends.cpu.ir_emitter import Kernel, Slice, slice_pattern
     dims = column_dimensions(h, root)
     if dims is None or h.shape.num_elements() == 0:
         return False
-    out_minor, reduced_order = dims
+    out_minor = dims[0]
     in_shape = root.operands[0].shape
     kept = [d for d in range(in_shape.rank) if d not in set(root.attr("dimensions", ()))]
     out_shape = h.shape
     out_slice = Slice(emitter.assignment.buffer(h, ()))
-    kernel = Kernel(emitter, emitter.unique(f"kernel.{h.name}.columns"), in_slices + [out_slice])
+    name = emitter.unique(f"kernel.{h.name}.columns")
+    slices = in_slices + [out_slice]
+    memo_key = (emitter.fingerprints.instruction(h), "columns", slice_pattern(slices))
+    impl = emitter.loop_kernels.get(memo_key)
+    if impl is not None:
+        kernel = Kernel.reuse(emitter, name, slices, impl)
+    else:
+        kernel = _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept)
+        emitter.loop_kernels[memo_key] = kernel.impl
+    emitter.call_kernel(kernel, out_shape, work=in_shape.num_elements(),
+                        extent=out_shape.dimensions[out_minor], min_chunk=MIN_CHUNK_COLUMNS)
+    return True
+
+
+def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept):
+    """The column-reduction kernel of ``h``, emitted and finished."""
+    from xla.backends.cpu.ir_emitter import ElementGenerator, Kernel
+    from xla.backends.cpu.llvm_types import load_element, store_element
+    out_minor, reduced_order = dims
+    in_shape = root.operands[0].shape
+    out_shape = h.shape
+    kernel = Kernel(emitter, name, slices)
     kernel.root = h
     g = ElementGenerator(emitter, kernel, fusion)
     kb = kernel.b
@@ -118,6 +138,4 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
 
     outputs(0)
     kernel.finish()
-    emitter.call_kernel(kernel, out_shape, work=in_shape.num_elements(),
-                        extent=out_shape.dimensions[out_minor], min_chunk=MIN_CHUNK_COLUMNS)
-    return True
+    return kernel

@@ -524,9 +524,25 @@ class ModuleEmitter:
 
     # ----- helpers ----------------------------------------------------------
     def slice_pointer(self, b, table, key):
+        """The address of buffer slice ``key`` from buffer table ``table``.
+        In the driver (``table`` is the current segment's), it is computed
+        once per segment, in the segment's first block, which dominates
+        all of its code: a driver of thousands of steps loads each
+        allocation's base once per segment, not once per kernel call."""
+        if table is self.table and b.function is self.segment_function:
+            ptr = self._segment_pointers.get(key)
+            if ptr is None:
+                ptr = self._segment_pointers[key] = self._slice_pointer(self.alloca_builder, table, key)
+            return ptr
+        return self._slice_pointer(b, table, key)
+
+    def _slice_pointer(self, b, table, key):
         alloc, offset = key
-        slot = b.gep(table, [i64(alloc)], inbounds=True, source_etype=PTR)
-        base = b.load(slot, typ=PTR)
+        if offset and b.function is self.segment_function and table is self.table:
+            base = self.slice_pointer(b, table, (alloc, 0))
+        else:
+            slot = b.gep(table, [i64(alloc)], inbounds=True, source_etype=PTR)
+            base = b.load(slot, typ=PTR)
         return b.gep(base, [i64(offset)], inbounds=True, source_etype=I8) if offset else base
 
     def declare(self, name, ftype):
@@ -623,6 +639,7 @@ class ModuleEmitter:
         self.alloca_builder.branch(self.builder.block)
         self.alloca_builder.position_at_start(self.alloca_builder.block)
         self.table = fn.args[0]
+        self._segment_pointers = {}
         self.row_group = None
 
     def emit(self):
