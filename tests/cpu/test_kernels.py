@@ -263,3 +263,18 @@ step {
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
     assert 'define internal void @"entry.seg2"' in exe.ir_text
     assert float(got[2]) == float(got[1]) / 8
+
+
+def test_jit_of_a_deep_python_loop():
+    """`for _ in range(300): x = np.sin(x)` under xla.jit on the CPU (it
+    raised RecursionError once 245 ops were fused into one kernel)."""
+    def f(x):
+        for _ in range(300):
+            x = np.sin(x)
+        return x
+
+    x = np.linspace(-2, 2, 64).astype(np.float32)
+    want = x.astype(np.float64)
+    for _ in range(300):
+        want = np.sin(want)
+    np.testing.assert_allclose(xla.jit(f, backend="cpu")(x), want, rtol=1e-4, atol=1e-5)
