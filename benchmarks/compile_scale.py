@@ -2,11 +2,14 @@
 
 Builds an HLO module of a deep MLP's SGD step (forward, backward and update
 for every layer, unrolled, as a traced training step is), at two sizes, and
-reports the time of fusion, scheduling and buffer assignment and of the
-whole target-independent pipeline, plus how the time grows when the module
-doubles (n log n growth gives a ratio a little above 2).
+reports the time of parsing, verifying and printing, of fusion, scheduling
+and buffer assignment and of the whole target-independent pipeline, plus
+how the time grows when the module doubles (n log n growth gives a ratio a
+little above 2). ``--per_pass`` adds every pass's time at both sizes and
+its growth, and the arena buffer assignment packed against the peak of
+live temp bytes (a lower bound).
 
-    .venv/bin/python benchmarks/compile_scale.py [--layers=N] [--batch=B] [--width=D]
+    .venv/bin/python benchmarks/compile_scale.py [--layers=N] [--batch=B] [--width=D] [--per_pass]
 
 Goals on a 2-core machine at >= 20,000 instructions: fusion + scheduling +
 buffer assignment under 2 s, the whole pipeline under 10 s.
@@ -16,6 +19,7 @@ import time
 
 from xla.gc_util import paused_gc
 from xla.hlo.parser import parse_hlo_module
+from xla.hlo.verifier import verify_module
 from xla.service.buffer_assignment import assign_buffers
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import target_independent_pipeline
@@ -95,6 +99,8 @@ def measure(layers, batch, width):
     text = mlp_training_step(layers, batch, width)
     module, t_parse = timed(lambda: parse_hlo_module(text))
     n = sum(len(c.instructions) for c in module.computations)
+    _, t_verify = timed(lambda: verify_module(module))
+    _, t_print = timed(module.to_text)
 
     # Stages in isolation, on a module prepared by the passes before them.
     prepared = parse_hlo_module(text)
@@ -106,8 +112,14 @@ def measure(layers, batch, width):
     whole = parse_hlo_module(text)
     pipeline = target_independent_pipeline()
     _, t_pipeline = timed(lambda: pipeline.run(whole))
-    _, t_ba2 = timed(lambda: assign_buffers(whole))
+    final, t_ba2 = timed(lambda: assign_buffers(whole))
+    _, t_verify_after = timed(lambda: verify_module(whole))
+    passes = dict(pipeline.all_timings())
+    passes.update({"(parse)": t_parse, "(verify)": t_verify, "(to_text)": t_print,
+                   "(verify after pipeline)": t_verify_after, "(buffer assignment)": t_ba2})
     return {
+        "passes": passes, "arena": final.temp_bytes, "peak": final.peak_bytes,
+        "packing": final.packing,
         "instructions": n, "parse": t_parse, "fusion": t_fusion, "schedule": t_sched,
         "buffer_assignment": t_ba, "fusion+schedule+ba": t_fusion + t_sched + t_ba,
         "pipeline+ba": t_pipeline + t_ba2, "temp_bytes": assignment.temp_bytes,
@@ -120,6 +132,7 @@ def main():
     parser.add_argument("--layers", type=int, default=1400, help="layers of the smaller module")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--width", type=int, default=16)
+    parser.add_argument("--per_pass", action="store_true", help="print every pass's time")
     args = parser.parse_args()
     results = [measure(args.layers * k, args.batch, args.width) for k in (1, 2)]
     print(f"{'instructions':>12} {'parse':>8} {'fusion':>8} {'schedule':>9} {'buf.asg':>8} "
@@ -132,6 +145,15 @@ def main():
           f"whole pipeline x{b['pipeline+ba'] / a['pipeline+ba']:.2f}")
     print("slowest passes at the larger size: " +
           ", ".join(f"{name} {sec:.2f}s" for name, sec in b["slowest_passes"]))
+    for r in results:
+        print(f"{r['instructions']} instructions: temp arena {r['arena']} bytes, peak live "
+              f"{r['peak']} bytes ({r['packing']} packing)")
+    if args.per_pass:
+        print(f"{'pass (seconds, summed over runs)':<50} {a['instructions']:>8} {b['instructions']:>8}  growth")
+        for name, sec in a["passes"].items():
+            other = b["passes"].get(name, 0.0)
+            growth = f"x{other / sec:.2f}" if sec > 0.005 else ""
+            print(f"{name:<50} {sec:>8.3f} {other:>8.3f}  {growth}")
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ def test_algsimp_removes_every_multiply_by_one_of_a_long_chain():
     assert entry.parameter(0).users == []
 
 
-def test_deeply_nested_calls_verify_and_order_callees_first():
+def test_deeply_nested_calls_verify_order_callees_first_and_inline():
     depth = 3000
     lines = ["HloModule nested", "", "c0 {", "  q = f32[4] parameter(0)", "  ROOT r0 = f32[4] sine(q)", "}", ""]
     for i in range(1, depth):
@@ -98,6 +98,17 @@ def test_deeply_nested_calls_verify_and_order_callees_first():
     order = [c.name for c in module.computations_post_order()]
     assert order == [f"c{i}" for i in range(depth)] + ["main"]
     assert module.to_text().count("call(") == depth
+    # Inlined callers first: one copy of each level ends up in the entry.
+    assert make_pass("call-inliner").run(module)
+    assert [c.name for c in module.computations] == ["main"]
+    ops = [i.opcode for i in module.entry.instructions]
+    assert ops.count("add") == depth - 1 and ops.count("sine") == 1 and "call" not in ops
+    x = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+    result = get_compiler("interpreter").compile(module).execute(x)
+    expected = np.sin(x)
+    for _ in range(depth - 1):
+        expected = expected + x
+    np.testing.assert_allclose(np.asarray(result), expected, rtol=1e-5)
 
 
 def test_copy_insertion_sees_the_parameter_through_a_deep_tuple_chain():

@@ -123,7 +123,7 @@ def clone_instruction(instr, operands, name):
                           literal=instr.literal, parameter_number=instr.parameter_number)
 
 
-def inline_computation(caller, before, callee, args):
+def inline_computation(caller, before, callee, args, clones_out=None):
     """Clones ``callee``'s instructions into ``caller`` in front of ``before``.
 
     Parameter ``i`` of the callee becomes ``args[i]``; every other
@@ -131,7 +131,8 @@ def inline_computation(caller, before, callee, args):
     fresh name from ``module.unique_name`` and its control predecessors
     mapped to the clones. Returns the instruction that holds the callee's
     result in the caller (a clone, or one of ``args`` when the callee's root
-    is a parameter). Nothing uses it yet.
+    is a parameter). Nothing uses it yet. ``clones_out``, a list, receives
+    the clones.
     """
     module = caller.parent
     mapping = {}
@@ -148,6 +149,8 @@ def inline_computation(caller, before, callee, args):
         mapping[id(instr)] = clone
         clones.append(clone)
     insert_before(caller, before, clones)
+    if clones_out is not None:
+        clones_out.extend(clones)
     return mapping[id(callee.root_instruction)]
 
 
@@ -175,20 +178,34 @@ def referenced_computations(module):
 
 def remove_unreferenced(module, candidates):
     """Removes the computations of ``candidates`` that nothing calls, and then
-    the ones only they called; never the entry. Returns True if any went."""
-    removed = False
+    the ones only they called; never the entry. Returns True if any went.
+
+    Counts the instructions calling each computation once, so a chain of
+    computations each called by the one before goes in linear time."""
+    callers = {}
+    for comp in module.computations:
+        for instr in comp.instructions:
+            for callee in instr.called_computations:
+                callers[id(callee)] = callers.get(id(callee), 0) + 1
+    removed = set()
     pending = list(candidates)
     while pending:
-        referenced = referenced_computations(module)
-        next_round = []
-        for comp in pending:
-            if comp is module.entry or id(comp) in referenced or comp.parent is not module:
-                continue
-            next_round.extend(module.called_computations_of(comp))
-            module.remove_computation(comp)
-            removed = True
-        pending = next_round
-    return removed
+        comp = pending.pop()
+        if (comp is module.entry or callers.get(id(comp)) or comp.parent is not module
+                or id(comp) in removed):
+            continue
+        removed.add(id(comp))
+        for instr in comp.instructions:
+            for callee in instr.called_computations:
+                callers[id(callee)] -= 1
+        pending.extend(module.called_computations_of(comp))
+    if not removed:
+        return False
+    for comp in module.computations:
+        if id(comp) in removed:
+            comp.parent = None
+    module.computations = [c for c in module.computations if id(c) not in removed]
+    return True
 
 
 class NotEvaluable(Exception):
