@@ -6,6 +6,7 @@ a list of operand instructions and a dict of typed attributes (see
 the layers that need them (shape inference, interpreter, emitters).
 """
 import itertools
+import weakref
 
 import numpy as np
 
@@ -28,12 +29,12 @@ class _OperandList(list):
     def __init__(self, owner, items=()):
         super().__init__(items)
         self._owner = owner
-        if not owner._detached:
+        if not getattr(owner, "_detached", False):
             for op in self:
                 _add_use(op, owner)
 
     def _detach(self):
-        if self._owner._detached:
+        if getattr(self._owner, "_detached", False):
             return
         for op in self:
             _remove_use(op, self._owner)
@@ -44,7 +45,7 @@ class _OperandList(list):
 
     def _reconcile(self, before):
         owner = self._owner
-        if owner._detached:
+        if getattr(owner, "_detached", False):  # unset while copy rebuilds an instruction
             return
         for op in before:
             _remove_use(op, owner)
@@ -87,32 +88,44 @@ for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "e
 
 
 class _Attrs(dict):
-    """Instruction attributes; notes when any instruction gains control
+    """Instruction attributes; notes which instructions gain control
     predecessors, so that rewiring uses can skip scanning for them in the
-    (usual) case where no instruction has any."""
+    (usual) case where no instruction of the computation has any."""
 
-    __slots__ = ()
+    __slots__ = ("_owner",)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, owner, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self._owner = owner
         if self.get("control-predecessors"):
-            _control_dependencies_seen[0] = True
+            self._note()
+
+    def __reduce__(self):
+        return dict, (dict(self),)  # a copy is a plain dict, owned by no instruction
+
+    def _note(self):
+        _control_dependencies_seen[0] = True
+        _with_control_predecessors.add(self._owner)
 
     def __setitem__(self, key, value):
         if key == "control-predecessors" and value:
-            _control_dependencies_seen[0] = True
+            self._note()
         super().__setitem__(key, value)
 
     def update(self, *args, **kwargs):
         super().update(*args, **kwargs)
         if self.get("control-predecessors"):
-            _control_dependencies_seen[0] = True
+            self._note()
 
     def setdefault(self, key, default=None):
         if key == "control-predecessors" and default:
-            _control_dependencies_seen[0] = True
+            self._note()
         return super().setdefault(key, default)
 
+
+# Instructions that have had control predecessors (a superset of those that
+# have them now), so a computation finds its own without a scan.
+_with_control_predecessors = weakref.WeakSet()
 
 # Whether any instruction in this process has had control predecessors.
 _control_dependencies_seen = [False]
@@ -149,7 +162,7 @@ class HloInstruction:
         self._operands = _OperandList(self, operands)
         self.unique_id = next(_ids)
         self.name = name if name is not None else f"{opcode}.{self.unique_id}"
-        self.attrs = _Attrs(attrs) if attrs else _Attrs()
+        self.attrs = _Attrs(self, attrs) if attrs else _Attrs(self)
         self.literal = literal
         self.parameter_number = parameter_number
         self.parent = None
@@ -448,7 +461,8 @@ class HloComputation:
         # Control dependencies are rare (they come from parsed text); the
         # scan is skipped while no instruction in the process has any.
         return _control_dependencies_seen[0] and any(
-            "control-predecessors" in i.attrs for i in self.instructions)
+            i.parent is self and i.attrs.get("control-predecessors")
+            for i in list(_with_control_predecessors))
 
     def replace_instruction(self, old, new):
         """Adds ``new`` if needed, redirects all uses of ``old`` to it, removes ``old``."""
