@@ -38,7 +38,7 @@ import threading
 import llvmlite
 
 from xla.backends.cpu import jit
-from xla.backends.cpu.llvm_worker import BATCH_SEPARATOR, REPLY, REQUEST
+from xla.backends.cpu.llvm_worker import BATCH_SEPARATOR, REPLY, REQUEST, read_exact
 from xla.errors import InternalError
 
 # Kernels to compile before the worker pool is used: a running pool takes
@@ -89,17 +89,6 @@ class _MemoryCache:
 memory_cache = _MemoryCache(MEMORY_CACHE_BYTES)
 
 
-def _read_exact(stream, n):
-    chunks = []
-    while n:
-        chunk = stream.read(n)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
 class _Worker:
     """One ``llvm_worker.py`` process and the thread that feeds it jobs."""
 
@@ -124,12 +113,12 @@ class _Worker:
                 data = BATCH_SEPARATOR.join(texts).encode()
                 stdin.write(REQUEST.pack(0, opt_level, len(data)) + data)
                 stdin.flush()
-                header = _read_exact(stdout, REPLY.size)
+                header = read_exact(stdout, REPLY.size)
                 if header is None:
                     raise InternalError("a kernel compiler worker process died "
                                         f"(exit status {self.process.wait()})")
                 _, status, n = REPLY.unpack(header)
-                payload = _read_exact(stdout, n)
+                payload = read_exact(stdout, n)
                 if payload is None:
                     raise InternalError("a kernel compiler worker process died mid-reply")
                 if status:

@@ -33,7 +33,8 @@ def _load_jit():
     return module
 
 
-def _read_exact(stream, n):
+def read_exact(stream, n):
+    """``n`` bytes from ``stream``, or None at the end of input."""
     chunks = []
     while n:
         chunk = stream.read(n)
@@ -48,11 +49,11 @@ def main():
     jit = _load_jit()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
-        header = _read_exact(stdin, REQUEST.size)
+        header = read_exact(stdin, REQUEST.size)
         if header is None:
             return 0
         job, opt_level, n = REQUEST.unpack(header)
-        text = _read_exact(stdin, n)
+        text = read_exact(stdin, n)
         if text is None:
             return 0
         try:
