@@ -115,6 +115,21 @@ def test_dead_workers_are_replaced():
     assert kernel_compiler._pool is not pool   # noqa: SLF001
 
 
+def test_workers_that_cannot_start_mean_compiling_in_process(monkeypatch):
+    n = 14
+    kernel_compiler._shutdown()   # noqa: SLF001 - no running pool
+    monkeypatch.setattr(kernel_compiler.sys, "executable", "/nonexistent/python")
+    monkeypatch.setattr(kernel_compiler, "_pool_unavailable", False)
+    kernel_compiler.memory_cache.clear()
+    with d.override(xla_cpu_compile_workers=2), \
+            pytest.warns(RuntimeWarning, match="workers cannot start"):
+        kernel_compiler.prestart(2)
+        exe = _check(_layers(n, distinct_ops=True), _args(n))
+    t = exe.compile_timings
+    assert t["kernels_compiled"] == t["kernels_distinct"] and "kernels_compiled_in_workers" not in t
+    assert kernel_compiler._pool is None   # noqa: SLF001
+
+
 def test_persistent_cache_recompiles_only_the_changed_layer(tmp_path):
     n = 10
     cache = PersistentCache(str(tmp_path))

@@ -34,6 +34,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import llvmlite
 
@@ -159,7 +160,13 @@ class _Pool:
     def __init__(self, size):
         import queue
         self.jobs = queue.Queue()
-        self.workers = [_Worker(self.jobs) for _ in range(size)]
+        self.workers = []
+        try:
+            for _ in range(size):
+                self.workers.append(_Worker(self.jobs))
+        except OSError:
+            self.close()
+            raise
 
     def submit(self, texts, opt_level):
         """A Future of the object code of the modules ``texts`` linked."""
@@ -180,6 +187,7 @@ class _Pool:
 _pool = None
 _pool_lock = threading.Lock()
 _atexit_registered = False
+_pool_unavailable = False
 
 
 def _get_pool(size):
@@ -197,7 +205,17 @@ def _get_pool(size):
             _pool.close()
             _pool = None
         if _pool is None:
-            _pool = _Pool(size)
+            try:
+                _pool = _Pool(size)
+            except OSError as e:
+                # No worker can start (no interpreter to run, a process
+                # limit): compile in this process, and say so once.
+                global _pool_unavailable
+                if not _pool_unavailable:
+                    _pool_unavailable = True
+                    warnings.warn(f"xla cpu: kernel compiler workers cannot start ({e}); "
+                                  "compiling in this process", RuntimeWarning, stacklevel=2)
+                return None
             if not _atexit_registered:
                 atexit.register(_shutdown)
                 _atexit_registered = True
