@@ -293,3 +293,34 @@ def test_jit_of_a_deep_python_loop():
     for _ in range(300):
         want = np.sin(want)
     np.testing.assert_allclose(xla.jit(f, backend="cpu")(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_sort_and_cholesky_in_a_module_of_separate_kernels():
+    """Sort and Cholesky read the buffer table themselves: they are compiled
+    in the library module at the kernels' opt level, the driver at O0."""
+    n = 8
+    text = _layers(n)
+    body = text[text.index("ENTRY main {"):].splitlines()
+    root = next(i for i, line in enumerate(body) if line.startswith("  ROOT"))
+    last = body[root].split("=")[0].replace("ROOT", "").strip()
+    body[root] = body[root].replace("  ROOT ", "  ")
+    body[root + 1:root + 1] = [
+        f"  v = f32[64] parameter({2 * n + 1})",
+        "  sorted = f32[64] sort(v), dimensions={0}, to_apply=less",
+        f"  spd = f32[4,4] parameter({2 * n + 2})",
+        "  chol = f32[4,4] cholesky(spd), lower=true",
+        f"  ROOT out = (f32[32,32], f32[64], f32[4,4]) tuple({last}, sorted, chol)",
+    ]
+    text = ("HloModule with_library\n\nless {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT lt = pred[] compare(a, b), direction=LT\n}\n\n" + "\n".join(body))
+    rng = np.random.default_rng(7)
+    m = rng.uniform(0, 1, (4, 4)).astype(np.float32)
+    args = _args(n) + [rng.uniform(-1, 1, 64).astype(np.float32), m @ m.T + 4 * np.eye(4, dtype=np.float32)]
+    exe = xla.compile(xla.parse_hlo_module(text), "cpu")
+    got = exe.execute(*args)
+    want = xla.compile(xla.parse_hlo_module(text), "interpreter").execute(*args)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[1], np.sort(args[-2]))
+    np.testing.assert_allclose(np.tril(got[2]), np.linalg.cholesky(args[-1]), rtol=1e-5, atol=1e-6)
+    assert exe.kernel_objects and exe.jit_module.opt_level == 0
+    assert "; ----- library" in exe.ir_text

@@ -206,10 +206,17 @@ class CpuCompiler:
             objects = {}
         else:
             objects = kernels.finish()
-            driver_opt = self.opt_level if emitted.driver_needs_optimization else self.driver_opt_level
-            jit_module = jit.JitModule.link(self._transform(emitted.driver_text),
-                                            _distinct(objects.values()), opt_level=driver_opt)
-        if cache is not None and jit_module.object_code is not None:
+            linked = _distinct(objects.values())
+            if emitted.library_text is not None:   # sort, linear algebra: at the kernels' level
+                linked.append(jit.compile_to_object(self._transform(emitted.library_text),
+                                                    self.opt_level))
+            jit_module = jit.JitModule.link(self._transform(emitted.driver_text), linked,
+                                            opt_level=self.driver_opt_level)
+        # The driver's object, whose kernels the kernel cache holds (a
+        # separately compiled library object is not cached: then neither
+        # is the driver).
+        if (cache is not None and jit_module.object_code is not None
+                and (not objects or emitted.library_text is None)):
             cache.put(key, jit_module.object_code)
         timings["llvm"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - started

@@ -36,9 +36,7 @@ class _Fn:
 
     def __init__(self, me, h, name, slices):
         self.me = me
-        me.driver_needs_optimization = True   # the loops live in the driver module
-        self.fn = ir.Function(me.llmod, KERNEL_TYPE, me.unique(f"{name}.{h.name}"))
-        self.fn.linkage = "internal"
+        self.fn, self.decl = me.library_function(KERNEL_TYPE, f"{name}.{h.name}")
         table, self.begin, self.end = self.fn.args
         ab_block = self.fn.append_basic_block("allocas")
         start = self.fn.append_basic_block("start")
@@ -48,7 +46,7 @@ class _Fn:
         self.mallocs = []
 
     def scratch(self, typ, count):
-        malloc = self.me.declare("malloc", ir.FunctionType(PTR, [I64]))
+        malloc = self.me.declare_in(self.fn.module, "malloc", ir.FunctionType(PTR, [I64]))
         size = 8 if typ == ir.DoubleType() else 4
         p = self.b.call(malloc, [i64(max(1, count) * size)])
         self.mallocs.append(p)
@@ -61,13 +59,13 @@ class _Fn:
 
     def finish(self, batch):
         b = self.b
-        free = self.me.declare("free", ir.FunctionType(VOID, [PTR]))
+        free = self.me.declare_in(self.fn.module, "free", ir.FunctionType(VOID, [PTR]))
         for p in self.mallocs:
             b.call(free, [p])
         b.ret_void()
         self.ab.branch(self.fn.blocks[1])
         if batch:
-            self.me.builder.call(self.fn, [self.me.table, i64(0), i64(batch)])
+            self.me.builder.call(self.decl, [self.me.table, i64(0), i64(batch)])
 
 
 def _batch(shape):
@@ -120,7 +118,7 @@ def _cholesky_into(k, a_ptr, a_shape, lower, bidx, w, n, rt):
         return b.gep(w, [b.add(b.mul(i, i64(n)), j)], source_etype=rt)
 
     acc = k.var(rt, ir.Constant(rt, 0.0))
-    sqrt = k.me.llmod.declare_intrinsic("llvm.sqrt", [rt])
+    sqrt = k.fn.module.declare_intrinsic("llvm.sqrt", [rt])
     with le.for_loop(b, 0, n, name="cj") as j:
         b.store(b.load(W(j, j), typ=rt), acc)
         with le.for_loop(b, 0, j, name="ck") as q:

@@ -103,9 +103,7 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
     if rows == 0 or n == 0:
         return
     slices = [s for s, _ in inputs] + [s for s, _ in outputs]
-    me.driver_needs_optimization = True   # the sort loop lives in the driver module
-    fn = ir.Function(me.llmod, KERNEL_TYPE, me.unique(name))
-    fn.linkage = "internal"
+    fn, decl = me.library_function(KERNEL_TYPE, name)
     table, begin, end = fn.args
     alloca_block = fn.append_basic_block("allocas")
     start = fn.append_basic_block("start")
@@ -120,7 +118,7 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
     scratch_bytes = 2 * n * 8
     heap = scratch_bytes > STACK_SCRATCH_BYTES
     if heap:
-        malloc = me.declare("malloc", ir.FunctionType(PTR, [I64]))
+        malloc = me.declare_in(fn.module, "malloc", ir.FunctionType(PTR, [I64]))
         scratch = b.call(malloc, [i64(scratch_bytes)])
     else:
         scratch = ab.alloca(I64, size=i64(2 * n), name="perm")
@@ -222,7 +220,7 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
 
     loops.while_(lambda: b.icmp_signed("<", loops.get(row), end), row_body, "rows")
     if heap:
-        free = me.declare("free", ir.FunctionType(VOID, [PTR]))
+        free = me.declare_in(fn.module, "free", ir.FunctionType(VOID, [PTR]))
         b.call(free, [scratch])
     b.ret_void()
     ab.branch(start)
@@ -232,14 +230,16 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
             and "__xla_cpu_parallel_for" in me.runtime_symbols):
         pf = me.declare("__xla_cpu_parallel_for", ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
         min_chunk = max(1, -(-PARALLEL_MIN_CHUNK_ELEMENTS // n))
-        eb.call(pf, [fn, me.table, i64(rows), i64(min_chunk)])
+        eb.call(pf, [decl, me.table, i64(rows), i64(min_chunk)])
     else:
-        eb.call(fn, [me.table, i64(0), i64(rows)])
+        eb.call(decl, [me.table, i64(0), i64(rows)])
 
 
 def _comparator_function(me, comp, arg_types, name):
     ftype = ir.FunctionType(I1, arg_types)
-    fn = ir.Function(me.llmod, ftype, me.unique(name))
+    if me.library is None:
+        me.library = ir.Module(name="library")
+    fn = ir.Function(me.library, ftype, me.unique(name))
     fn.linkage = "internal"
     fn.attributes.add("alwaysinline")
     fn.attributes.add("nounwind")

@@ -516,9 +516,9 @@ class ModuleEmitter:
         self.row_group = None  # the pending row_groups.Group
         self.row_groups_enabled = row_groups_enabled
         self.kernels = KernelSet(self.llmod)
-        # Set by emitters that put loops in the driver module (sort, linalg):
-        # the driver is then optimized like a kernel.
-        self.driver_needs_optimization = False
+        # Functions compiled at the kernels' opt level but not fingerprinted
+        # (sort, linear algebra: they read the buffer table themselves).
+        self.library = None
         self.fingerprints = HloFingerprints()
         self.loop_kernels = {}   # (fingerprint, output group, slice pattern, tiling) -> impl
 
@@ -544,6 +544,22 @@ class ModuleEmitter:
             slot = b.gep(table, [i64(alloc)], inbounds=True, source_etype=PTR)
             base = b.load(slot, typ=PTR)
         return b.gep(base, [i64(offset)], inbounds=True, source_etype=I8) if offset else base
+
+    def library_function(self, ftype, base_name):
+        """A new function of the library module (code with loops of its own
+        that the driver calls with the buffer table: sort, linear algebra),
+        compiled like a kernel, and its declaration in the driver:
+        ``(definition, declaration)``."""
+        if self.library is None:
+            self.library = ir.Module(name="library")
+        name = self.unique(base_name)
+        return ir.Function(self.library, ftype, name), ir.Function(self.llmod, ftype, name)
+
+    @staticmethod
+    def declare_in(module, name, ftype):
+        """Function ``name`` of ``module``, declared on first use."""
+        fn = module.globals.get(name)
+        return fn if fn is not None else ir.Function(module, ftype, name)
 
     def declare(self, name, ftype):
         fn = self._declared.get(name)
@@ -661,7 +677,7 @@ class ModuleEmitter:
         self.builder.ret_void()
         if self.builder is not self.entry_builder:
             self.entry_builder.ret_void()
-        return EmittedModule(self.llmod, self.kernels, self.driver_needs_optimization)
+        return EmittedModule(self.llmod, self.kernels, self.library)
 
     def write_tuple_table(self, h):
         b = self.builder

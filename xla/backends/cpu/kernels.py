@@ -228,12 +228,14 @@ class KernelSet:
 
 class EmittedModule:
     """The driver module (an llvmlite ``ir.Module``) and the kernel modules'
-    texts (``{symbol: text}``) of one HloModule. ``driver_needs_optimization``:
-    the driver holds loops of its own (sort, linear algebra), not only calls."""
+    texts (``{symbol: text}``) of one HloModule, and the library module's
+    text (sort, linear algebra; None when there is none)."""
 
-    def __init__(self, driver, kernels, driver_needs_optimization=False):
+    def __init__(self, driver, kernels, library=None):
         self.driver = driver
-        self.driver_needs_optimization = driver_needs_optimization
+        self.library_text = str(library) if library is not None else None
+        self.library_functions = ([f.name for f in library.functions if not f.is_declaration]
+                                  if library is not None else [])
         self.kernels = kernels.texts
         self.kernels_emitted = kernels.emitted
         self._driver_text = None
@@ -247,6 +249,8 @@ class EmittedModule:
     def text(self):
         """Every module's IR, the driver's first (``ir-no-opt.ll``)."""
         parts = [self.driver_text]
+        if self.library_text is not None:
+            parts.append("; ----- library\n" + self.library_text)
         for symbol in sorted(self.kernels):
             parts.append(f"; ----- kernel {symbol}\n" + self.kernels[symbol])
         return "\n".join(parts)
@@ -260,12 +264,15 @@ class EmittedModule:
         transform = transform or (lambda t: t)
         text = transform(driver_text if driver_text is not None else self.driver_text)
         mod = llvm.parse_assembly(text, context=context) if context else llvm.parse_assembly(text)
-        for symbol in sorted(self.kernels):
-            kernel_text = transform(self.kernels[symbol])
+        others = [self.kernels[s] for s in sorted(self.kernels)]
+        if self.library_text is not None:
+            others.append(self.library_text)
+        for kernel_text in others:
+            kernel_text = transform(kernel_text)
             other = (llvm.parse_assembly(kernel_text, context=context) if context
                      else llvm.parse_assembly(kernel_text))
             mod.link_in(other)
-        for symbol in self.kernels:
+        for symbol in list(self.kernels) + self.library_functions:
             fn = mod.get_function(symbol)
             fn.linkage = llvm.Linkage.internal
         return mod
