@@ -2,6 +2,8 @@
 memory and on disk per kernel, compiled by worker processes, linked under a
 driver; progress on stderr; deep graphs. Results are checked against the
 interpreter (the reference semantics)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -324,3 +326,39 @@ def test_sort_and_cholesky_in_a_module_of_separate_kernels():
     np.testing.assert_allclose(np.tril(got[2]), np.linalg.cholesky(args[-1]), rtol=1e-5, atol=1e-6)
     assert exe.kernel_objects and exe.jit_module.opt_level == 0
     assert "; ----- library" in exe.ir_text
+
+
+def _softmax_rows(v, p):
+    return f"""  m{p} = f32[512] reduce({v}, ninf), dimensions={{1}}, to_apply=max
+  b{p} = f32[512,256] broadcast(m{p}), dimensions={{0}}
+  s{p} = f32[512,256] subtract({v}, b{p})
+  e{p} = f32[512,256] exponential(s{p})
+  t{p} = f32[512] reduce(e{p}, zero), dimensions={{1}}, to_apply=add
+  bt{p} = f32[512,256] broadcast(t{p}), dimensions={{0}}
+  r{p} = f32[512,256] divide(e{p}, bt{p})
+"""
+
+
+def test_reused_kernels_join_row_groups():
+    """Two identical softmaxes: the second reuses the first one's kernels
+    (structural fingerprint) and its kernels still form a row group."""
+    text = ("HloModule two_softmaxes\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT s = f32[] add(a, b)\n}\n\nmax {\n  c = f32[] parameter(0)\n"
+            "  d = f32[] parameter(1)\n  ROOT m = f32[] maximum(c, d)\n}\n\nENTRY e {\n"
+            "  x = f32[512,256] parameter(0)\n  y = f32[512,256] parameter(1)\n"
+            "  ninf = f32[] constant(-inf)\n  zero = f32[] constant(0)\n"
+            + _softmax_rows("x", "x") + _softmax_rows("y", "y")
+            + "  ROOT out = (f32[512,256], f32[512,256]) tuple(rx, ry)\n}\n")
+    rng = np.random.default_rng(11)
+    x, y = (rng.uniform(-3, 3, (512, 256)).astype(np.float32) for _ in range(2))
+    exe = xla.compile(xla.parse_hlo_module(text), "cpu")
+    got = exe.execute(x, y)
+    for g, v in zip(got, (x, y)):
+        e = np.exp(v.astype(np.float64) - v.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(g, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    t = exe.compile_timings
+    assert t["kernels"] == 2 * t["kernels_distinct"], t
+    # The six kernels (three of them reused) run as one row group: a single
+    # parallel call, of a group function.
+    calls = re.findall(r'call void @"__xla_cpu_parallel_for"\([^@]*@"([^"]+)"', exe.ir_text)
+    assert len(calls) == 1 and calls[0].startswith("row_group"), calls

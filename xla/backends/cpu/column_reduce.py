@@ -74,7 +74,7 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
     memo_key = (emitter.fingerprints.instruction(h), "columns", slice_pattern(slices))
     impl = emitter.loop_kernels.get(memo_key)
     if impl is not None:
-        kernel = Kernel.reuse(emitter, name, slices, impl)
+        kernel = Kernel.reuse(emitter, name, slices, impl, h)
     else:
         kernel = _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept)
         emitter.loop_kernels[memo_key] = kernel.impl

@@ -775,7 +775,7 @@ class ModuleEmitter:
                         tile_dim)
             impl = self.loop_kernels.get(memo_key)
             if impl is not None:
-                kernel = Kernel.reuse(self, name, slices, impl)
+                kernel = Kernel.reuse(self, name, slices, impl, h)
             else:
                 kernel = self.emit_loop_kernel(h, root, fusion, name, slices, out, side, side_slices,
                                                loop_shape, elementwise, tile_dim)

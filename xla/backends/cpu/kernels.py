@@ -93,6 +93,7 @@ class Kernel:
 
     def __init__(self, emitter, name, slices, scratch=False, in_driver=False):
         self.emitter = emitter
+        self.root = None   # the instruction whose buffer it defines, set by the caller
         self.name = name
         keys = self.keys = _distinct_keys(slices)
         aligns = {}
@@ -134,11 +135,13 @@ class Kernel:
         self.b = ir.IRBuilder(self.start_block)
 
     @classmethod
-    def reuse(cls, emitter, name, slices, impl):
-        """A finished kernel running the already emitted kernel ``impl`` (its
-        driver declaration) over ``slices``: only the table wrapper is new."""
+    def reuse(cls, emitter, name, slices, impl, root):
+        """A finished kernel for instruction ``root`` running the already
+        emitted kernel ``impl`` (its driver declaration) over ``slices``:
+        only the driver's call (and table wrapper) is new."""
         self = cls.__new__(cls)
         self.emitter = emitter
+        self.root = root
         self.name = name
         self.keys = _distinct_keys(slices)
         self.has_scratch = False
