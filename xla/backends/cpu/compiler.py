@@ -198,9 +198,7 @@ class CpuCompiler:
         if emitted.kernels_emitted <= SINGLE_MODULE_MAX_KERNELS:
             # Few kernels: one LLVM module, kernels inlined into the driver
             # (as fast to compile, and no call per kernel at run time).
-            kernels.queued = []
-            for _, future in kernels.batches:
-                future.cancel()
+            kernels.cancel()
             mod = emitted.link(transform=self._transform)
             jit_module = jit.JitModule(str(mod), opt_level=self.opt_level)
             objects = {}

@@ -237,9 +237,7 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
 
 def _comparator_function(me, comp, arg_types, name):
     ftype = ir.FunctionType(I1, arg_types)
-    if me.library is None:
-        me.library = ir.Module(name="library")
-    fn = ir.Function(me.library, ftype, me.unique(name))
+    fn = ir.Function(me.library_module(), ftype, me.unique(name))
     fn.linkage = "internal"
     fn.attributes.add("alwaysinline")
     fn.attributes.add("nounwind")

@@ -529,31 +529,31 @@ class ModuleEmitter:
         once per segment, in the segment's first block, which dominates
         all of its code: a driver of thousands of steps loads each
         allocation's base once per segment, not once per kernel call."""
-        if table is self.table and b.function is self.segment_function:
-            ptr = self._segment_pointers.get(key)
-            if ptr is None:
-                ptr = self._segment_pointers[key] = self._slice_pointer(self.alloca_builder, table, key)
-            return ptr
-        return self._slice_pointer(b, table, key)
-
-    def _slice_pointer(self, b, table, key):
         alloc, offset = key
-        if offset and b.function is self.segment_function and table is self.table:
-            base = self.slice_pointer(b, table, (alloc, 0))
-        else:
-            slot = b.gep(table, [i64(alloc)], inbounds=True, source_etype=PTR)
-            base = b.load(slot, typ=PTR)
-        return b.gep(base, [i64(offset)], inbounds=True, source_etype=I8) if offset else base
+        if table is not self.table or b.function is not self.segment_function:
+            return _address(b, b.load(b.gep(table, [i64(alloc)], inbounds=True, source_etype=PTR),
+                                      typ=PTR), offset)
+        ptr = self._segment_pointers.get(key)
+        if ptr is None:
+            ab = self.alloca_builder
+            base = self.slice_pointer(ab, table, (alloc, 0)) if offset else \
+                ab.load(ab.gep(table, [i64(alloc)], inbounds=True, source_etype=PTR), typ=PTR)
+            ptr = self._segment_pointers[key] = _address(ab, base, offset)
+        return ptr
 
-    def library_function(self, ftype, base_name):
-        """A new function of the library module (code with loops of its own
-        that the driver calls with the buffer table: sort, linear algebra),
-        compiled like a kernel, and its declaration in the driver:
-        ``(definition, declaration)``."""
+    def library_module(self):
+        """The library module (code with loops of its own that the driver
+        calls with the buffer table: sort, linear algebra), compiled like a
+        kernel; made on first use."""
         if self.library is None:
             self.library = ir.Module(name="library")
+        return self.library
+
+    def library_function(self, ftype, base_name):
+        """A new function of the library module and its declaration in the
+        driver: ``(definition, declaration)``."""
         name = self.unique(base_name)
-        return ir.Function(self.library, ftype, name), ir.Function(self.llmod, ftype, name)
+        return ir.Function(self.library_module(), ftype, name), ir.Function(self.llmod, ftype, name)
 
     @staticmethod
     def declare_in(module, name, ftype):
@@ -995,6 +995,11 @@ class ModuleEmitter:
         b.call(fn, ptrs + [i64(batch), i64(m), i64(k), i64(n),
                             ir.Constant(I32, transposed[0]), ir.Constant(I32, transposed[1])])
         return True
+
+
+def _address(b, base, offset):
+    """``base`` plus ``offset`` bytes."""
+    return b.gep(base, [i64(offset)], inbounds=True, source_etype=I8) if offset else base
 
 
 def _matmul_transposed(shape, nb):

@@ -238,32 +238,32 @@ def compile_to_object(text, opt_level=3):
     what the kernel compiler's worker processes run (``llvm_worker.py``
     loads this file without the package)."""
     _initialize_codegen()
-    texts = [text] if isinstance(text, str) else list(text)
     with _lock:
         tm = target_machine(opt_level)
-        context = llvm.create_context()
-        mod = llvm.parse_assembly(texts[0], context=context)
-        for other in texts[1:]:
-            mod.link_in(llvm.parse_assembly(other, context=context))
-        mod.triple = llvm.get_process_triple()
-        mod.data_layout = str(tm.target_data)
-        mod.verify()
-        if opt_level > 0:
-            optimize(mod, opt_level, tm)
-        return bytes(tm.emit_object(mod))
+        return bytes(tm.emit_object(_optimized_module(text, opt_level, tm)))
 
 
 def optimized_ir(text, opt_level=3):
     """The IR of ``text`` after the optimization ``compile_to_object`` runs."""
     _initialize_codegen()
     with _lock:
-        tm = target_machine(opt_level)
-        mod = llvm.parse_assembly(text, context=llvm.create_context())
-        mod.triple = llvm.get_process_triple()
-        mod.data_layout = str(tm.target_data)
-        if opt_level > 0:
-            optimize(mod, opt_level, tm)
-        return str(mod)
+        return str(_optimized_module(text, opt_level, target_machine(opt_level)))
+
+
+def _optimized_module(text, opt_level, tm):
+    """``text`` (or texts, linked) parsed in a new context, retargeted to
+    ``tm``'s host, verified and optimized. Call with ``_lock`` held."""
+    texts = [text] if isinstance(text, str) else list(text)
+    context = llvm.create_context()
+    mod = llvm.parse_assembly(texts[0], context=context)
+    for other in texts[1:]:
+        mod.link_in(llvm.parse_assembly(other, context=context))
+    mod.triple = llvm.get_process_triple()
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    if opt_level > 0:
+        optimize(mod, opt_level, tm)
+    return mod
 
 
 def undefined_symbols(elf_bytes):
@@ -297,6 +297,14 @@ def _symbols(elf_bytes, defined):
                 end = bytes(data[stroff + st_name:stroff + st_name + 256]).split(b"\0", 1)[0]
                 names.append(end.decode())
     return names
+
+
+def _unresolved_symbols(objects):
+    """Symbols some of ``objects`` leave undefined that none of them
+    defines and the process does not resolve, sorted."""
+    defined = {n for o in objects for n in defined_symbols(o)}
+    return sorted({n for o in objects for n in undefined_symbols(o)
+                   if n not in defined and not llvm.address_of_symbol(n)})
 
 
 def _check_elf(data):
@@ -341,13 +349,8 @@ class JitModule:
             self.engine.set_object_cache(notify_func=lambda _m, data: objects.append(bytes(data)))
             for extra in _extra_objects:
                 self.engine.add_object_file(llvm.ObjectFileRef.from_data(extra))
-            defined = set()
-            for extra in _extra_objects:
-                defined.update(defined_symbols(extra))
             self.engine.finalize_object()
-            missing = sorted({name for obj in list(objects) + list(_extra_objects)
-                              for name in undefined_symbols(obj)
-                              if name not in defined and not llvm.address_of_symbol(name)})
+            missing = _unresolved_symbols(list(objects) + list(_extra_objects))
             if missing:
                 raise RuntimeError("JIT: unresolved symbols " + ", ".join(missing)
                                    + " (register runtime functions with jit.add_symbol)")
@@ -367,14 +370,11 @@ class JitModule:
         unresolved symbols."""
         _initialize()
         objects = [bytes(object_code)] + [bytes(o) for o in extra_objects]
-        defined = set()
         for o in objects:
             _check_elf(o)
-            defined.update(defined_symbols(o))
         self = cls.__new__(cls)
         _ensure_support_functions("", objects)
-        missing = sorted({n for o in objects for n in undefined_symbols(o)
-                          if n not in defined and not llvm.address_of_symbol(n)})
+        missing = _unresolved_symbols(objects)
         if missing:
             raise RuntimeError("JIT: unresolved symbols " + ", ".join(missing))
         with _lock:

@@ -31,6 +31,7 @@ import collections
 import concurrent.futures
 import hashlib
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -136,7 +137,7 @@ class _Worker:
         while True:
             try:
                 item = self.jobs.get_nowait()
-            except Exception:  # noqa: BLE001 - queue.Empty
+            except queue.Empty:
                 return
             if item is None:
                 self.jobs.put(None)
@@ -158,7 +159,6 @@ class _Worker:
 
 class _Pool:
     def __init__(self, size):
-        import queue
         self.jobs = queue.Queue()
         self.workers = []
         try:
@@ -331,6 +331,13 @@ class KernelCompiler:
             batch, self.queued = self.queued[:size], self.queued[size:]
             texts = [self.transform(text) for _, text in batch]
             self.batches.append(([s for s, _ in batch], self.pool.submit(texts, self.opt_level)))
+
+    def cancel(self):
+        """Drops what is still to compile (the compilation took another
+        way); what the workers already started is dropped when done."""
+        for _, future in self.batches:
+            future.cancel()
+        self.queued, self.batches, self.pending = [], [], set()
 
     def finish(self):
         """``{symbol: object code}`` for every kernel submitted."""

@@ -58,6 +58,16 @@ class Slice:
         return (self.allocation, self.offset)
 
 
+def _buffer_arguments(fn, alignments):
+    """A kernel function's attributes: nounwind, and its leading pointer
+    arguments (one per distinct buffer slice) noalias, nonnull and aligned."""
+    fn.attributes.add("nounwind")
+    for arg, align in zip(fn.args, alignments):
+        arg.add_attribute("noalias")
+        arg.add_attribute("nonnull")
+        arg.attributes.align = align
+
+
 def _distinct_keys(slices):
     keys = []
     for s in slices:
@@ -79,13 +89,14 @@ class Kernel:
 
     The kernel's code is a function ``void (ptr noalias align(A) x N, [ptr
     scratch,] i64 begin, i64 end)`` in an LLVM module of its own
-    (``kernel_module``), where every name is local to the kernel, so two
-    kernels that compute the same thing over buffers of the same alignment
-    print to the same text (see ``kernels.py``: they compile once). The
-    driver module gets, at ``finish``, a declaration of it (``impl``) and a
-    wrapper ``void name(i8** table, i64 begin, i64 end)`` (``function``) that
-    loads the buffer pointers from the table and calls it; that is what the
-    driver runs or hands to the thread pool.
+    (``module``), where every name is local to the kernel, so two kernels
+    that compute the same thing over buffers of the same alignment print to
+    the same text (``KernelSet``: they compile once). At ``finish`` the
+    driver module gets a declaration of it (``impl``); the driver calls it
+    directly (``call_in_driver``) or through a wrapper ``void name(i8**
+    table, i64 begin, i64 end)`` (``function``, made on first use) that
+    loads the buffer pointers from the table, which is what the thread pool
+    runs.
 
     ``in_driver=True`` emits the code into the driver module instead (an
     internal, always-inline function): for kernels that use driver-module
@@ -114,14 +125,8 @@ class Kernel:
             # Two objects that both define a kernel (compiled in two batches,
             # kernel_compiler.py) may be loaded into one engine.
             impl.linkage = "weak_odr"
-        impl.attributes.add("nounwind")
-        self.arg_attributes = []
-        for arg, key in zip(impl.args, keys):
-            for a in ("noalias", "nonnull"):
-                arg.add_attribute(a)
-            arg.attributes.align = aligns[key]
-            self.arg_attributes.append(aligns[key])
-        self.definition = impl
+        self.arg_alignments = [aligns[key] for key in keys]
+        _buffer_arguments(impl, self.arg_alignments)
         self.impl = impl if in_driver else None   # the driver's declaration, after finish()
         self._function = None                      # the driver's wrapper, made on first use
         self.ptrs = dict(zip(keys, impl.args[:len(keys)]))
@@ -220,11 +225,7 @@ class KernelSet:
         decl = self.declarations.get(symbol)
         if decl is None:
             decl = ir.Function(self.driver, kernel.impl_type, symbol)
-            decl.attributes.add("nounwind")
-            for arg, align in zip(decl.args, kernel.arg_attributes):
-                arg.add_attribute("noalias")
-                arg.add_attribute("nonnull")
-                arg.attributes.align = align
+            _buffer_arguments(decl, kernel.arg_alignments)
             self.declarations[symbol] = decl
         return decl
 
