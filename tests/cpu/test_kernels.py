@@ -34,6 +34,19 @@ def _layers(n, width=32, changed=None, distinct_ops=False):
     return "\n".join(lines)
 
 
+def _layers_then(n, more):
+    """The ENTRY computation of ``_layers(n)`` with the lines ``more(last)``
+    after the last layer (``last``: the name of its result, no longer the
+    root); they end with the new ROOT."""
+    text = _layers(n)
+    lines = text[text.index("ENTRY main {"):].splitlines()
+    root = next(i for i, line in enumerate(lines) if line.startswith("  ROOT"))
+    last = lines[root].split("=")[0].replace("ROOT", "").strip()
+    lines[root] = lines[root].replace("  ROOT ", "  ")
+    lines[root + 1:root + 1] = more(last)
+    return "\n".join(lines)
+
+
 def _args(n, width=32, seed=0):
     rng = np.random.default_rng(seed)
     return [(rng.uniform(0.1, 0.9, (width, width)) / (width if k % 2 else 1)).astype(np.float32)
@@ -228,13 +241,7 @@ def test_long_driver_is_split_into_segments():
     calls segment functions in order; a chunked reduction (stack scratch in
     its segment) and a while loop run in later segments."""
     n = 40
-    text = _layers(n)
-    body = text[text.index("ENTRY main {"):]
-    lines = body.splitlines()
-    root = next(i for i, line in enumerate(lines) if line.startswith("  ROOT"))
-    last = lines[root].split("=")[0].replace("ROOT", "").strip()
-    lines[root] = lines[root].replace("  ROOT ", "  ")
-    lines[root + 1:root + 1] = [
+    entry = _layers_then(n, lambda last: [
         f"  big = f32[512,256] parameter({2 * n + 1})",
         "  zero = f32[] constant(0)",
         "  total = f32[] reduce(big, zero), dimensions={0,1}, to_apply=add",
@@ -243,7 +250,7 @@ def test_long_driver_is_split_into_segments():
         "  loop = (s32[], f32[]) while(init), condition=cond, body=step",
         "  halved = f32[] get-tuple-element(loop), index=1",
         f"  ROOT out = (f32[32,32], f32[], f32[]) tuple({last}, total, halved)",
-    ]
+    ])
     computations = """HloModule segments
 
 add {
@@ -271,7 +278,7 @@ step {
 }
 
 """
-    text = computations + "\n".join(lines)
+    text = computations + entry
     args = _args(n) + [np.random.default_rng(5).uniform(0, 1, (512, 256)).astype(np.float32)]
     exe = xla.compile(xla.parse_hlo_module(text), "cpu")
     want = xla.compile(xla.parse_hlo_module(text), "interpreter").execute(*args)
@@ -301,20 +308,15 @@ def test_sort_and_cholesky_in_a_module_of_separate_kernels():
     """Sort and Cholesky read the buffer table themselves: they are compiled
     in the library module at the kernels' opt level, the driver at O0."""
     n = 8
-    text = _layers(n)
-    body = text[text.index("ENTRY main {"):].splitlines()
-    root = next(i for i, line in enumerate(body) if line.startswith("  ROOT"))
-    last = body[root].split("=")[0].replace("ROOT", "").strip()
-    body[root] = body[root].replace("  ROOT ", "  ")
-    body[root + 1:root + 1] = [
+    entry = _layers_then(n, lambda last: [
         f"  v = f32[64] parameter({2 * n + 1})",
         "  sorted = f32[64] sort(v), dimensions={0}, to_apply=less",
         f"  spd = f32[4,4] parameter({2 * n + 2})",
         "  chol = f32[4,4] cholesky(spd), lower=true",
         f"  ROOT out = (f32[32,32], f32[64], f32[4,4]) tuple({last}, sorted, chol)",
-    ]
+    ])
     text = ("HloModule with_library\n\nless {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-            "  ROOT lt = pred[] compare(a, b), direction=LT\n}\n\n" + "\n".join(body))
+            "  ROOT lt = pred[] compare(a, b), direction=LT\n}\n\n" + entry)
     rng = np.random.default_rng(7)
     m = rng.uniform(0, 1, (4, 4)).astype(np.float32)
     args = _args(n) + [rng.uniform(-1, 1, 64).astype(np.float32), m @ m.T + 4 * np.eye(4, dtype=np.float32)]
