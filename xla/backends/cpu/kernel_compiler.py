@@ -325,12 +325,17 @@ class KernelCompiler:
         self._batch_objects[batch_key] = code
         return code
 
+    def _take_batches(self, size):
+        """The queued kernels, ``size`` at a time: (symbols, texts to compile)."""
+        queued, self.queued = self.queued, []
+        for k in range(0, len(queued), size):
+            batch = queued[k:k + size]
+            yield [s for s, _ in batch], [self.transform(text) for _, text in batch]
+
     def _dispatch(self, size):
         """Sends the queued kernels to the pool, ``size`` to a batch."""
-        while self.queued:
-            batch, self.queued = self.queued[:size], self.queued[size:]
-            texts = [self.transform(text) for _, text in batch]
-            self.batches.append(([s for s, _ in batch], self.pool.submit(texts, self.opt_level)))
+        for symbols, texts in self._take_batches(size):
+            self.batches.append((symbols, self.pool.submit(texts, self.opt_level)))
 
     def cancel(self):
         """Drops what is still to compile (the compilation took another
@@ -347,11 +352,9 @@ class KernelCompiler:
             self._dispatch(size)
         total = len(self.pending)
         done = 0
-        while self.queued:   # no pool: compiled here, batch by batch
-            batch, self.queued = self.queued[:BATCH_KERNELS], self.queued[BATCH_KERNELS:]
-            code = jit.compile_to_object([self.transform(t) for _, t in batch], self.opt_level)
-            self._store([s for s, _ in batch], code)
-            done += len(batch)
+        for symbols, texts in self._take_batches(BATCH_KERNELS):   # no pool: compiled here
+            self._store(symbols, jit.compile_to_object(texts, self.opt_level))
+            done += len(symbols)
             self._report(done, total)
         for symbols, future in self.batches:
             self._store(symbols, future.result())
