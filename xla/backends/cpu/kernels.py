@@ -305,16 +305,16 @@ class HloFingerprints:
         return self._line(h, ops) + "#" + ops
 
     def computation(self, comp):
-        key = self._computations.get(id(comp))
-        if key is None:
+        entry = self._computations.get(id(comp))
+        if entry is None:
             position = {id(x): i for i, x in enumerate(comp.instructions)}
             lines = [self._line(x, ",".join(str(position[id(o)]) for o in x.operands))
                      for x in comp.instructions]
             lines.append(f"root={position[id(comp.root_instruction)]}")
-            key = hashlib.sha256("\n".join(lines).encode()).hexdigest()
-            self._computations[id(comp)] = (key, comp)   # comp kept alive: ids stay unique
-            return key
-        return key[0]
+            digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+            # comp is kept alive with its fingerprint, so its id is not reused.
+            entry = self._computations[id(comp)] = (digest, comp)
+        return entry[0]
 
     def _line(self, x, operands):
         parts = [x.opcode, shape_to_text(x.shape), operands]
