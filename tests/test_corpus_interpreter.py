@@ -19,9 +19,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from xla.backends.interpreter import evaluate
+from xla.hlo.evaluator import evaluate
 from xla.hlo.parser import parse_hlo_module
-from xla.backends.interpreter.registry import TOKEN
+from xla.hlo.evaluator.registry import TOKEN
 from xla.tools.arrays import flatten_result
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from xla.backends.interpreter import Evaluator, evaluate
+from xla.hlo.evaluator import Evaluator, evaluate
 from xla.errors import InvalidArgumentError, UnimplementedError
 from xla.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla.hlo.parser import parse_hlo_module

@@ -6,10 +6,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from xla.backends.interpreter.evaluator import Evaluator
-from xla.backends.interpreter import ops_collectives, ops_custom_call, ops_gather_scatter  # noqa: F401
-from xla.backends.interpreter import ops_linalg, ops_rng, ops_sort, ops_window  # noqa: F401
-from xla.backends.interpreter.registry import HANDLERS
+from xla.hlo.evaluator.evaluator import Evaluator
+from xla.hlo.evaluator import ops_collectives, ops_custom_call, ops_gather_scatter  # noqa: F401
+from xla.hlo.evaluator import ops_linalg, ops_rng, ops_sort, ops_window  # noqa: F401
+from xla.hlo.evaluator.registry import HANDLERS
 from xla.errors import UnimplementedError
 from xla.hlo.attributes import ConvDimensionNumbers, Window, WindowDimension
 from xla.hlo.ir import HloComputation, HloInstruction
@@ -272,7 +272,7 @@ def test_reduce_window_padding_and_dilation(wdims, op):
     out = run("reduce-window", shape_of(np.float32, ref.shape), [x, init], window=w, to_apply=scalar_comp(op))
     np.testing.assert_allclose(out, ref)
     # The generic path (computation evaluated elementwise) agrees.
-    from xla.backends.interpreter import ops_common
+    from xla.hlo.evaluator import ops_common
     saved = ops_common.reducer_kind
     ops_common.reducer_kind = lambda comp: None
     try:
@@ -432,7 +432,7 @@ def test_scatter_batching_dims_and_variadic():
 def _sort(operands, dtypes, keys, dim=0, generic=False):
     comp = sort_comp(dtypes, keys)
     if generic:
-        from xla.backends.interpreter import ops_sort as m
+        from xla.hlo.evaluator import ops_sort as m
         saved = m._comparator_keys
         m._comparator_keys = lambda c: None
     try:

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from xla.backends.interpreter import evaluate
+from xla.hlo.evaluator import evaluate
 from xla.errors import UnimplementedError
 from xla.hlo.parser import parse_hlo_module
 
@@ -193,7 +193,7 @@ ENTRY %main (x: f32[5]) -> f32[5] {
 def test_gather_with_unsigned_start_indices_clamps():
     # u32 start indices: 7 clamps to 3 (= 4 - 1), 4000000000 clamps to 3 too.
     import numpy as np
-    from xla.backends.interpreter import evaluate
+    from xla.hlo.evaluator import evaluate
     from xla.hlo.parser import parse_hlo_module
     module = parse_hlo_module("""HloModule g
 ENTRY %main (x: f32[4], i: u32[3,1]) -> f32[3,1] {

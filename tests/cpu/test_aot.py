@@ -17,7 +17,7 @@ import pytest
 
 from xla.backends.cpu import aot
 from xla.backends.cpu.executable import from_physical, to_physical
-from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.evaluator.evaluator import Evaluator
 from xla.errors import InvalidArgumentError, UnimplementedError
 from xla.hlo.parser import parse_hlo_module
 from xla.tools import arrays

@@ -7,7 +7,7 @@ import pytest
 
 import xla
 from xla.backends.cpu import column_reduce
-from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.evaluator.evaluator import Evaluator
 from xla.hlo.parser import parse_hlo_module
 
 

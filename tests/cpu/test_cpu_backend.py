@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from xla.backends import registry
-from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.evaluator.evaluator import Evaluator
 from xla.errors import InvalidArgumentError, UnimplementedError
 from xla.hlo.parser import parse_hlo_module
 

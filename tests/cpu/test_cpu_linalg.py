@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from xla.backends import registry
-from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.evaluator.evaluator import Evaluator
 from xla.hlo.parser import parse_hlo_module
 from xla.tools.arrays import flatten_result
 

@@ -5,7 +5,7 @@ NaN, +-inf, INT_MIN, -1, shift amounts past the width, denormals, float ->
 int saturation boundaries, bf16/f16 rounding ties, ...). The op is emitted
 with ``emit_elementwise`` inside a test-only loop (kernel_harness.py), all
 cases with the same first-operand type share one JIT-compiled LLVM module,
-and the result is compared with ``xla.backends.interpreter.evaluate``:
+and the result is compared with ``xla.hlo.evaluator.evaluate``:
 integers and pred exactly, floats bit for bit (NaN matching NaN) for the
 correctly rounded ops, within a few ulps for the transcendental ones.
 """
@@ -19,7 +19,7 @@ import pytest
 from kernel_harness import KernelLibrary
 from xla.backends.cpu import llvm_types
 from xla.backends.cpu.elemental_ir_emitter import _EMITTERS, emit_elementwise
-from xla.backends.interpreter import evaluate
+from xla.hlo.evaluator import evaluate
 from xla.errors import UnimplementedError
 from xla.hlo import opcodes
 from xla.hlo.parser import parse_hlo_module

@@ -10,7 +10,7 @@ import pytest
 
 import xla
 from xla.backends.cpu import row_groups
-from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.evaluator.evaluator import Evaluator
 from xla.hlo.parser import parse_hlo_module
 from hlo_texts import REDUCERS, softmax
 

@@ -6,7 +6,7 @@ interpreter computes the same values before and after the pass.
 """
 import numpy as np
 
-from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.evaluator.evaluator import Evaluator
 from xla.hlo.parser import parse_hlo_module
 from xla.hlo.verifier import verify_module
 from xla.tools.arrays import flatten_result, random_args

@@ -3,7 +3,7 @@
 In every non-fused computation, walking from operands to users (so chains
 fold in one run), an instruction whose operands are all constants with
 known values (not elided ``{...}``) is evaluated with the interpreter's
-handler for its opcode (``xla.backends.interpreter``, the reference
+handler for its opcode (``xla.hlo.evaluator``, the reference
 semantics) and replaced by a new ``constant`` with the instruction's shape,
 layout included. The replaced instruction is removed, and so are its
 constant operands that nothing else uses; other dead code is left to DCE.
@@ -33,8 +33,8 @@ partition-id) are not folded either: there is nothing constant to fold.
 """
 import numpy as np
 
-from xla.backends.interpreter.evaluator import Evaluator
-from xla.backends.interpreter.registry import HANDLERS
+from xla.hlo.evaluator.evaluator import Evaluator
+from xla.hlo.evaluator.registry import HANDLERS
 from xla.hlo.ir import HloInstruction
 from xla.service.hlo_pass import HloPass
 from xla.service.pass_utils import (SideEffects, apply_replacements, conform,

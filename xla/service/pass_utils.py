@@ -229,7 +229,7 @@ def evaluate_expression(root, leaf_value, evaluator, side_effects, max_elements=
     side effect, a while loop), or an intermediate result has more than
     ``max_elements`` elements.
     """
-    from xla.backends.interpreter.registry import HANDLERS
+    from xla.hlo.evaluator.registry import HANDLERS
 
     values = {}
     stack = [(root, False)]

@@ -34,7 +34,7 @@ known trip count, or simplify the condition or body themselves.
 """
 import numpy as np
 
-from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.evaluator.evaluator import Evaluator
 from xla.service.hlo_pass import HloPass
 from xla.service.pass_utils import (NotEvaluable, SideEffects, control_successor_ids,
                                     evaluate_expression, has_control_dependencies,

@@ -8,7 +8,7 @@ division by zero and INT_MIN / -1 are made safe with selects, shift
 amounts are clamped before shifting, integer power is unrolled repeated
 squaring. Loop emitters may therefore call it anywhere.
 
-Semantics are the interpreter's (``xla/backends/interpreter/elementwise.py``
+Semantics are the interpreter's (``xla/hlo/evaluator/elementwise.py``
 and docs/interpreter.md); the notable points:
 
 * f16/bf16 are computed in f32 and the result is rounded once to the

@@ -2,7 +2,7 @@
 rng-get-and-update-state.
 
 rng-bit-generator
-    Bit-exact with the interpreter (``xla/backends/interpreter/ops_rng.py``,
+    Bit-exact with the interpreter (``xla/hlo/evaluator/ops_rng.py``,
     which follows the expansion XLA:CPU compiles): Threefry-2x32 (20 rounds)
     for ``rng_three_fry``, Philox-4x32 (10 rounds) for ``rng_philox`` and
     ``rng_default``. The rounds are straight-line i32 IR in a kernel

@@ -14,7 +14,7 @@ import numpy as np
 
 from xla.backends.cpu.ir_emitter import literal_array, physical_bytes
 from xla.backends.cpu.loop_emitter import major_to_minor
-from xla.backends.interpreter.evaluator import _check_arg
+from xla.hlo.evaluator.evaluator import _check_arg
 from xla.errors import InvalidArgumentError
 
 from xla._core import ExecutableState, cpu_execute
@@ -201,7 +201,7 @@ class CpuExecutable:
             return tuple(self._result(root, s, index + (i,), memory, in_place)
                          for i, s in enumerate(shape.tuple_shapes))
         if not shape.is_array:
-            from xla.backends.interpreter.registry import TOKEN
+            from xla.hlo.evaluator.registry import TOKEN
             return TOKEN
         buffer = self.assignment.buffer(root, index)
         alloc = buffer.allocation

@@ -2,7 +2,7 @@
 
 It defines the semantics every other backend is tested against.
 """
-from xla.backends.interpreter.evaluator import Evaluator
+from xla.hlo.evaluator.evaluator import Evaluator
 from xla.hlo.verifier import verify_module
 
 

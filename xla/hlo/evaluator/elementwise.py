@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from xla.backends.interpreter.registry import register
+from xla.hlo.evaluator.registry import register
 from xla.errors import UnimplementedError
 
 _NARROW_FLOAT_COMPUTE = np.dtype(np.float32)

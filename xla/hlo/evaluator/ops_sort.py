@@ -17,8 +17,8 @@ result for is_stable=false.
 """
 import numpy as np
 
-from xla.backends.interpreter.ops_common import call_elementwise, total_order_key
-from xla.backends.interpreter.registry import register
+from xla.hlo.evaluator.ops_common import call_elementwise, total_order_key
+from xla.hlo.evaluator.registry import register
 
 
 # ----------------------------------------------------------------------------

@@ -10,8 +10,8 @@ bf16 x bf16 -> f32). ``operand_precision`` and ``algorithm`` are ignored.
 """
 import numpy as np
 
-from xla.backends.interpreter.ops_common import compute_dtype, from_compute, to_compute
-from xla.backends.interpreter.registry import register
+from xla.hlo.evaluator.ops_common import compute_dtype, from_compute, to_compute
+from xla.hlo.evaluator.registry import register
 from xla.errors import UnimplementedError
 
 

@@ -9,8 +9,8 @@ skipped, exactly as XLA's evaluator does.
 """
 import numpy as np
 
-from xla.backends.interpreter.ops_common import make_combiner, apply_updates_in_order, window_indices
-from xla.backends.interpreter.registry import register
+from xla.hlo.evaluator.ops_common import make_combiner, apply_updates_in_order, window_indices
+from xla.hlo.evaluator.registry import register
 
 
 def _window_dims(instr, rank):
@@ -104,7 +104,7 @@ def select_and_scatter(instr, operands, ctx):
     sel_val = None
     sel_idx = np.zeros(source.shape, np.int64)
     have = np.zeros(source.shape, bool)
-    from xla.backends.interpreter.ops_common import call_elementwise
+    from xla.hlo.evaluator.ops_common import call_elementwise
     for koff in np.ndindex(*[wd.size for wd in wdims]):
         if any(not tables[d][k][1].any() for d, k in enumerate(koff)):
             continue

@@ -14,7 +14,7 @@ Semantics (XLA operation semantics):
 """
 import numpy as np
 
-from xla.backends.interpreter.registry import register
+from xla.hlo.evaluator.registry import register
 from xla.errors import InvalidArgumentError, UnimplementedError
 
 

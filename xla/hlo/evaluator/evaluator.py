@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from xla.backends.interpreter.registry import HANDLERS, TOKEN, Token
+from xla.hlo.evaluator.registry import HANDLERS, TOKEN, Token
 from xla.errors import InvalidArgumentError, UnimplementedError, XlaError
 
 _CORE_MODULES = ("elementwise", "data_movement", "control_flow")

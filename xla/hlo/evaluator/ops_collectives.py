@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from xla.backends.interpreter.registry import register
+from xla.hlo.evaluator.registry import register
 from xla.errors import UnimplementedError
 
 

@@ -34,7 +34,7 @@ per Evaluator starting at 0, returns it as u64[2] and adds ``delta``.
 """
 import numpy as np
 
-from xla.backends.interpreter.registry import register
+from xla.hlo.evaluator.registry import register
 from xla.errors import UnimplementedError
 
 _MASK32 = np.uint64(0xFFFFFFFF)

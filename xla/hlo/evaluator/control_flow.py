@@ -15,8 +15,8 @@ bookkeeping ops (tokens, barriers, replica/partition ids).
 """
 import numpy as np
 
-from xla.backends.interpreter.elementwise import _is_narrow_float
-from xla.backends.interpreter.registry import TOKEN, register
+from xla.hlo.evaluator.elementwise import _is_narrow_float
+from xla.hlo.evaluator.registry import TOKEN, register
 from xla.errors import InvalidArgumentError
 
 

@@ -9,9 +9,9 @@ import re
 
 import numpy as np
 
-from xla.backends.interpreter import ops_linalg
-from xla.backends.interpreter.ops_sort import top_k
-from xla.backends.interpreter.registry import register
+from xla.hlo.evaluator import ops_linalg
+from xla.hlo.evaluator.ops_sort import top_k
+from xla.hlo.evaluator.registry import register
 from xla.errors import UnimplementedError
 
 CUSTOM_CALL_TARGETS = {}

@@ -9,8 +9,8 @@ their updates in that order.
 """
 import numpy as np
 
-from xla.backends.interpreter.ops_common import apply_updates_in_order, make_combiner
-from xla.backends.interpreter.registry import register
+from xla.hlo.evaluator.ops_common import apply_updates_in_order, make_combiner
+from xla.hlo.evaluator.registry import register
 
 
 def _index_array(indices, index_vector_dim):
