@@ -22,7 +22,7 @@ from xla.hlo.parser import parse_hlo_module
 from xla.hlo.verifier import verify_module
 from xla.service.buffer_assignment import assign_buffers
 from xla.service.pass_registry import make_pass
-from xla.service.pipelines import target_independent_pipeline
+from xla.service.pipelines import default_pipeline, target_independent_pipeline
 
 
 def mlp_training_step(layers, batch=8, width=16):
@@ -104,13 +104,13 @@ def measure(layers, batch, width):
 
     # Stages in isolation, on a module prepared by the passes before them.
     prepared = parse_hlo_module(text)
-    target_independent_pipeline(fusion=False, schedule=False).run(prepared)
+    target_independent_pipeline().run(prepared)
     _, t_fusion = timed(lambda: make_pass("fusion").run(prepared))
     _, t_sched = timed(lambda: make_pass("hlo-memory-scheduler").run(prepared))
     assignment, t_ba = timed(lambda: assign_buffers(prepared))
 
     whole = parse_hlo_module(text)
-    pipeline = target_independent_pipeline()
+    pipeline = default_pipeline()
     _, t_pipeline = timed(lambda: pipeline.run(whole))
     final, t_ba2 = timed(lambda: assign_buffers(whole))
     _, t_verify_after = timed(lambda: verify_module(whole))

@@ -87,14 +87,14 @@ def _instrument(compiler):
                 stages[key] = stages.get(key, 0.0) + time.perf_counter() - t
         return wrapper
 
-    original_pipeline = compiler.optimization_pipeline
+    original_pipeline = compiler.pipeline
 
-    def optimization_pipeline(**options):
+    def pipeline(**options):
         pipeline = original_pipeline(**options)
         pipelines.append(pipeline)
         return pipeline
 
-    compiler.optimization_pipeline = optimization_pipeline
+    compiler.pipeline = pipeline
     if getattr(cc, "_compile_time_instrumented", False):
         return stages, pipelines
     cc._compile_time_instrumented = True

@@ -17,13 +17,13 @@ import sys
 
 from absl import app, flags
 
-from xla.backends import registry
+from xla import runtime
 from xla.errors import XlaError
 from xla.tools import hlo_opt, replay
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("platform", "interpreter", "Platform whose pipeline runs: " +
-                    ", ".join(registry.available_platforms()))
+                    ", ".join(runtime.available_platforms()))
 flags.DEFINE_list("passes", [], "Run only these passes, in this order (names as in "
                   "xla/service/pass_registry.py).")
 flags.DEFINE_list("xla_disable_hlo_passes", [], "Passes to skip.")

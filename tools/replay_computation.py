@@ -20,12 +20,12 @@ import sys
 
 from absl import app, flags
 
-from xla.backends import registry
+from xla import runtime
 from xla.errors import XlaError
 from xla.tools import arrays, replay
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("platform", "interpreter", "Platform to run on: " + ", ".join(registry.available_platforms()))
+flags.DEFINE_string("platform", "interpreter", "Platform to run on: " + ", ".join(runtime.available_platforms()))
 flags.DEFINE_string("args", None, "An .npz file with the arguments arg0..argN.")
 flags.DEFINE_string("output", None, "Write the results as out0..outM to this .npz file.")
 flags.DEFINE_integer("random_seed", 0, "Seed of the random arguments used without --args.")
@@ -61,9 +61,9 @@ def main(argv):
     output = _resolve(FLAGS.output)
     status = 0
     try:
-        if FLAGS.compare and FLAGS.compare not in registry.available_platforms():
+        if FLAGS.compare and FLAGS.compare not in runtime.available_platforms():
             raise XlaError(f"--compare: unknown platform {FLAGS.compare!r}; available: "
-                           + ", ".join(registry.available_platforms()))
+                           + ", ".join(runtime.available_platforms()))
         if output:
             if len(paths) > 1:
                 raise XlaError("--output takes one module; got " + str(len(paths)))

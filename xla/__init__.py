@@ -5,8 +5,9 @@ The public surface so far::
     import xla
     module = xla.parse_hlo_module(text)        # XLA's HLO text format
     xla.verify_module(module)                  # invariants, shapes
-    exe = xla.compile(module, "interpreter")   # a platform from xla.backends.registry
+    exe = xla.compile(module, "interpreter")   # a platform from xla.runtime's registry
     result = exe.execute(*numpy_arrays)
+    buf = xla.device_put(array, xla.devices("cpu")[0])   # an xla.runtime.Buffer
 
     @xla.jit                                   # plain NumPy code, traced and compiled
     def model_fn(x, y, z):
@@ -18,7 +19,7 @@ from xla.hlo import HloComputation, HloInstruction, HloModule, Layout, Primitive
 from xla.hlo.parser import parse_hlo_module, parse_shape
 from xla.hlo.printer import module_to_text
 from xla.hlo.verifier import verify_module
-from xla.backends.registry import available_platforms, compile
+from xla.runtime import available_platforms, compile, device_put, devices
 from xla.frontend.builder import XlaBuilder, XlaOp
 from xla.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla.frontend.jit import jit
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",
     "Layout", "PrimitiveType", "Shape", "ShapeError", "UnimplementedError", "VerifierError",
-    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "grad", "jit", "jvp", "lax", "numpy", "random",
+    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "grad", "jit", "jvp", "lax", "numpy", "random",
     "value_and_grad", "vjp", "compile", "module_to_text", "parse_hlo_module",
     "parse_shape", "verify_module",
 ]

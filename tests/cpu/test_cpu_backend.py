@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from xla.backends import registry
+from xla import runtime
 from xla.hlo.evaluator.evaluator import Evaluator
 from xla.errors import InvalidArgumentError, UnimplementedError
 from xla.hlo.parser import parse_hlo_module
@@ -27,7 +27,7 @@ ADD_F32 = """
 
 
 def compile_cpu(text):
-    return registry.compile(parse_hlo_module(text), "cpu")
+    return runtime.compile(parse_hlo_module(text), "cpu")
 
 
 def random_array(shape, rng):

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 from pass_test_util import _corpus_interpreter_test, corpus_files  # noqa: E402
 
-from xla.backends import registry  # noqa: E402
+from xla import runtime  # noqa: E402
 from xla.errors import UnimplementedError  # noqa: E402
 from xla.hlo.parser import parse_hlo_module  # noqa: E402
 from xla.tools.arrays import flatten_result  # noqa: E402
@@ -44,11 +44,11 @@ def test_corpus_module_on_cpu(path):
     op = UNSUPPORTED.get(path.name)
     if op is not None:
         with pytest.raises(UnimplementedError) as info:
-            registry.compile(module, "cpu")
+            runtime.compile(module, "cpu")
         message = str(info.value)
         assert "cpu" in message and re.search(rf"(?<![\w-]){re.escape(op)}(?![\w-])", message), message
         return
-    executable = registry.compile(module, "cpu")
+    executable = runtime.compile(module, "cpu")
     data = helpers.load_npz(helpers.npz_for(path))
     params = executable.module.entry.parameters
     args = [helpers._as_type(data[f"arg{i}"], p.shape) for i, p in enumerate(params)]

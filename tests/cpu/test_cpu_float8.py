@@ -4,7 +4,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from xla.backends import registry
+from xla import runtime
 from xla.hlo.evaluator.evaluator import Evaluator
 from xla.hlo.parser import parse_hlo_module
 from xla.tools.arrays import flatten_result
@@ -13,7 +13,7 @@ TYPES = [("f8e4m3fn", ml_dtypes.float8_e4m3fn), ("f8e5m2", ml_dtypes.float8_e5m2
 
 
 def _run_both(text, *args):
-    cpu = flatten_result(registry.compile(parse_hlo_module(text), "cpu").execute(*args))
+    cpu = flatten_result(runtime.compile(parse_hlo_module(text), "cpu").execute(*args))
     ref = flatten_result(Evaluator().evaluate(parse_hlo_module(text), list(args)))
     return [np.asarray(a) for a in cpu], [np.asarray(r) for r in ref]
 

@@ -5,14 +5,14 @@ import itertools
 import numpy as np
 import pytest
 
-from xla.backends import registry
+from xla import runtime
 from xla.hlo.evaluator.evaluator import Evaluator
 from xla.hlo.parser import parse_hlo_module
 from xla.tools.arrays import flatten_result
 
 
 def _check(text, *args, rtol=1e-4, atol=1e-5):
-    cpu = flatten_result(registry.compile(parse_hlo_module(text), "cpu").execute(*args))
+    cpu = flatten_result(runtime.compile(parse_hlo_module(text), "cpu").execute(*args))
     ref = flatten_result(Evaluator().evaluate(parse_hlo_module(text), list(args)))
     assert len(cpu) == len(ref)
     for c, r in zip(cpu, ref):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from xla import _core
-from xla.backends import registry
+from xla import runtime
 from xla.hlo.parser import parse_hlo_module
 
 
@@ -33,7 +33,7 @@ ENTRY %main (x: {t}[{ins}]{layout}) -> {t}[{outs}] {{
 
 
 def compile_cpu(text):
-    return registry.compile(parse_hlo_module(text), "cpu")
+    return runtime.compile(parse_hlo_module(text), "cpu")
 
 
 def is_chunked(exe):

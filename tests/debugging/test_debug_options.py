@@ -120,7 +120,7 @@ def test_pipeline_re_and_list_flags_parse():
 def test_compile_takes_debug_options(tmp_path):
     import numpy as np
     import xla
-    from xla.backends import registry
+    from xla import runtime
     from xla.backends.cpu.compiler import CpuCompiler
     text = open(os.path.join(ROOT, "examples", "fma_reduce.hlo")).read()
     exe = xla.compile(xla.parse_hlo_module(text), "cpu",
@@ -130,7 +130,7 @@ def test_compile_takes_debug_options(tmp_path):
     assert d.debug_options().xla_dump_to != str(tmp_path)   # only for that compilation
     # A compiler made before follows the options of the compilation that uses it.
     compiler = CpuCompiler()
-    exe = registry.compile(xla.parse_hlo_module(text), "cpu", compiler=compiler,
+    exe = runtime.compile(xla.parse_hlo_module(text), "cpu", compiler=compiler,
                            debug_options={"xla_backend_optimization_level": 0})
     assert exe.jit_module.opt_level == 0
     args = [np.arange(8, dtype=np.float32)] * 3

@@ -234,7 +234,7 @@ def test_pass_re_dot_star_follows_only_changing_passes(tmp_path):
     afters = {re.search(r"\.after_(.+)\.before_", n).group(1) for n in os.listdir(tmp_path)
               if re.search(r"\.\d{4}\.", n)}
     # The same pipeline run directly says which passes changed the module.
-    pipeline = CpuCompiler().optimization_pipeline()
+    pipeline = CpuCompiler().pipeline()
     pipeline.run(_module("softmax"))
     changed = _changed_pass_names(pipeline)
     assert changed and afters - {"pipeline-start"} == changed

@@ -2,7 +2,7 @@
 import numpy as np
 from pass_test_util import assert_same_results, opcodes, run_pass
 
-from xla.backends import registry
+from xla import runtime
 from xla.hlo.parser import parse_hlo_module
 from xla.service.custom_fusion_inliner import CustomFusionInliner
 
@@ -47,7 +47,7 @@ def test_no_custom_fusion_is_no_change():
 
 
 def test_cpu_compiles_custom_fusion():
-    executable = registry.compile(parse_hlo_module(YNN), "cpu")
+    executable = runtime.compile(parse_hlo_module(YNN), "cpu")
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     y = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
     np.testing.assert_allclose(executable.execute(x, y), -(x @ y), rtol=1e-6)

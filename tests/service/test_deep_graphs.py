@@ -9,7 +9,7 @@ the instruction list and each user check scanned the computation.
 """
 import numpy as np
 
-from xla.backends.registry import get_compiler
+from xla.runtime import get_compiler
 from xla.hlo.parser import parse_hlo_module
 from xla.hlo.verifier import verify_module
 from xla.service.pass_registry import make_pass
@@ -56,7 +56,7 @@ def test_100k_chain_parses_verifies_prints_optimizes_and_runs():
     assert printed.count("\n  %v") + printed.count("\n  ROOT %v") == CHAIN + 1
     assert CHAIN % 3 == 1 and f"ROOT %v{CHAIN} = f32[4] sine(f32[4] %v{CHAIN - 1})" in printed
 
-    pipeline = get_compiler("interpreter").optimization_pipeline()
+    pipeline = get_compiler("interpreter").pipeline()
     pipeline.run(module)
     verify_module(module)
     ops = [i.opcode for c in module.computations for i in c.instructions]

@@ -9,7 +9,7 @@ import pytest
 from pass_test_util import assert_corpus_results, corpus_files, corpus_has_elided_constants
 from xla.hlo.parser import parse_hlo_module
 from xla.service.buffer_assignment import assign_buffers
-from xla.service.pipelines import target_independent_pipeline
+from xla.service.pipelines import default_pipeline
 
 FILES = corpus_files()
 
@@ -22,7 +22,7 @@ def test_corpus_is_not_empty():
 def test_pipeline_keeps_results(path):
     module = parse_hlo_module(path.read_text(), filename=str(path))
     original = parse_hlo_module(path.read_text(), filename=str(path))
-    pipeline = target_independent_pipeline(verify=True)
+    pipeline = default_pipeline(verify=True)
     pipeline.run(module)
     assert module.is_scheduled
     assert "is_scheduled=true" in module.to_text().splitlines()[0]

@@ -6,7 +6,7 @@ from pass_test_util import assert_same_results
 from test_multi_output_fusion import LAYERNORM, SOFTMAX
 from xla.hlo.parser import parse_hlo_module
 from xla.service.buffer_assignment import assign_buffers
-from xla.service.pipelines import target_independent_pipeline
+from xla.service.pipelines import default_pipeline
 
 # The seed example reduce_sum(x + y*z), as bundled for `make demo`.
 SEED = (pathlib.Path(__file__).resolve().parents[2] / "examples" / "fma_reduce.hlo").read_text()
@@ -14,7 +14,7 @@ SEED = (pathlib.Path(__file__).resolve().parents[2] / "examples" / "fma_reduce.h
 
 def optimize(text):
     module = parse_hlo_module(text)
-    target_independent_pipeline(verify=True).run(module)
+    default_pipeline(verify=True).run(module)
     return module, assign_buffers(module)
 
 

@@ -144,9 +144,11 @@ class _Session:
 class AutoJitFunction:
     """The callable ``xla.autojit`` returns."""
 
-    def __init__(self, fn, backend="cpu", debug_dir=None):
+    def __init__(self, fn, backend=None, debug_dir=None):
+        from xla import runtime
         self.fn = fn
-        self.backend = backend
+        self.platform = runtime.get_platform(backend) if backend else runtime.default_platform()
+        self.backend = self.platform.name
         self.name = "".join(c if c.isalnum() or c == "_" else "_" for c in getattr(fn, "__name__", "fn"))
         self.debug_dir = debug_dir
         self._executables = {}
@@ -160,7 +162,7 @@ class AutoJitFunction:
         if exe is not None:
             return exe, False
         from xla.frontend.compilation import compile_module
-        exe = compile_module(module, self.backend, {})
+        exe = compile_module(module, self.platform, {})
         self._executables[key] = exe
         self.compilations += 1
         return exe, True
@@ -234,7 +236,7 @@ def _debug_dir_from_flags():
     return getattr(debug_options(), "xla_auto_jit_debug_dir", None) or None
 
 
-def autojit(fn=None, *, backend="cpu", debug_dir=None):
+def autojit(fn=None, *, backend=None, debug_dir=None):
     """Auto-clusters ``fn`` (see the module docstring). Usable as a decorator."""
     if fn is None:
         return lambda f: AutoJitFunction(f, backend, debug_dir)

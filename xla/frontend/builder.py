@@ -8,7 +8,7 @@ the call that made it, as a ShapeError naming the op::
     x = b.parameter(0, Shape.array("f32", [16]), "x")
     y = b.parameter(1, Shape.array("f32", [16]), "y")
     s = b.reduce(b.add(x, y), b.constant(np.float32(0)), b.scalar_computation("add", "f32"), [0])
-    module = b.build_module(s)          # then xla.compile(module, backend="cpu")
+    module = b.build_module(s)          # then xla.compile(module, backend=...)
 
 Operands of elementwise ops must have equal shapes, as in HLO (NumPy-style
 broadcasting is the frontend's business: ``broadcast_in_dim`` first).

@@ -17,11 +17,21 @@ Must-compile: the whole function compiles or the call raises (TracingError
 and ShapeError name the user's file and line); nothing falls back to NumPy.
 A jitted function called inside another trace is inlined into it.
 
+Platforms (``backend=``, default: ``xla.runtime``'s default platform) are
+used through their interfaces only (``xla.runtime``): where the platform's
+memory is host memory (``Capabilities.host_buffers``: cpu, interpreter),
+NumPy arrays go in and come out without copies, and ``xla.device_put``
+buffers are read in place. Elsewhere arguments become device buffers
+(those already on the device are not copied) and results are
+``runtime.Buffer``s that stay on the device until read (``np.asarray``),
+so chained jitted calls never visit the host.
+
 Donation (``donate_argnums``): each computed output is aliased in the module
 header (``input_output_alias``) to a donated parameter of its shape and
-dtype; the cpu backend writes it into the donated NumPy array and returns
-that array where buffer assignment finds it safe, and otherwise copies (see
-docs/frontend.md).
+dtype; a platform whose capabilities include ``donation`` writes it into the
+donated argument's memory where buffer assignment finds it safe (the cpu
+returns the donated NumPy array; a donated Buffer is deleted), and
+otherwise copies (see docs/frontend.md).
 """
 import functools
 import inspect
@@ -30,6 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from xla import runtime
 from xla.errors import InvalidArgumentError, XlaError
 from xla.hlo.attributes import RawAttr
 from xla.frontend import pytree, tracing
@@ -110,14 +121,19 @@ class _Entry(NamedTuple):
 class JitFunction:
     """The callable ``xla.jit`` returns."""
 
-    def __init__(self, fn, backend="cpu", static_argnums=(), static_argnames=(), donate_argnums=(),
+    def __init__(self, fn, backend=None, static_argnums=(), static_argnames=(), donate_argnums=(),
                  **options):
         if not callable(fn):
             raise TypeError(f"xla.jit needs a callable, got {type(fn).__name__}")
-        from xla.backends.registry import available_platforms
-        if backend not in available_platforms():
+        if backend is None:
+            self.platform = runtime.default_platform()
+        elif backend not in runtime.available_platforms():
             raise InvalidArgumentError(f"xla.jit: unknown backend {backend!r}; available platforms: "
-                                       f"{', '.join(available_platforms())}")
+                                       f"{', '.join(runtime.available_platforms())}")
+        else:
+            self.platform = runtime.get_platform(backend)
+        backend = self.platform.name
+        self._host = self.platform.capabilities.host_buffers
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise InvalidArgumentError(f"xla.jit: unknown option(s) {', '.join(unknown)}; options are "
@@ -228,11 +244,11 @@ class JitFunction:
             leaves, _ = pytree.flatten(a)
             if i in self.donate_argnums:
                 for k, leaf in enumerate(leaves):
-                    if not isinstance(leaf, np.ndarray):
+                    if not isinstance(leaf, (np.ndarray, runtime.Buffer)):
                         where = f"argument {i}" + (f" (leaf {k})" if len(leaves) > 1 else "")
                         raise InvalidArgumentError(
                             f"donate_argnums: {where} of {name} is a {type(leaf).__name__}, not a "
-                            "NumPy array; only arrays can be donated")
+                            "NumPy array or Buffer; only arrays can be donated")
                 donated.extend(range(start, start + len(leaves)))
             start += len(leaves)
         return tuple(donated)
@@ -267,7 +283,7 @@ class JitFunction:
                         if debug_options().xla_auto_jit < 2:
                             raise
                         from xla.frontend.autojit import AutoJitFunction
-                        entry = AutoJitFunction(self.fn, self.backend)
+                        entry = AutoJitFunction(self.fn, self.platform.name)
                     self._cache[key] = entry
                 else:
                     self._hits += 1
@@ -275,7 +291,7 @@ class JitFunction:
             self._hits += 1
         if not isinstance(entry, _Entry):
             return entry(*args, **kwargs)
-        if not kwargs and not self.static_argnums and not entry.donated and \
+        if self._host and not kwargs and not self.static_argnums and not entry.donated and \
                 all(type(a) is np.ndarray for a in args):
             self._fast[tuple((a.shape, a.dtype) for a in args)] = (entry, len(args))
         return self._run(entry, key[1], leaves)
@@ -342,15 +358,18 @@ class JitFunction:
     def _compile(self, args, kwargs, key):
         module, out_treedef, n = self._trace(args, kwargs, key)
         from xla.frontend.compilation import compile_module
-        executable = compile_module(module, self.backend, self.options)
+        executable = compile_module(module, self.platform, self.options)
         self._compilations += 1
-        if getattr(executable, "from_disk_cache", False):
+        if executable.from_disk_cache:
             self._disk_hits += 1
         donated = tuple(key[5]) if "input_output_alias" in module.header_attrs \
-            and getattr(executable, "platform", None) == "cpu" else ()
+            and self.platform.capabilities.donation else ()
         return _Entry(executable, out_treedef, n, donated)
 
     def _run(self, entry, specs, leaves):
+        if not self._host:
+            return self._run_on_device(entry, specs, leaves)
+        given_up = ()
         if specs is None:   # the fast path: arrays of the signature's dtypes
             arrays = leaves
         else:
@@ -358,6 +377,10 @@ class JitFunction:
             for x, s in zip(leaves, specs):
                 if isinstance(x, np.ndarray) and x.dtype == s.dtype:
                     arrays.append(x)
+                elif isinstance(x, runtime.HostBuffer) and x.device.platform is self.platform \
+                        and x.dtype == s.dtype:
+                    x.check_live("argument")
+                    arrays.append(x.array)   # host memory: read in place
                 else:
                     arrays.append(np.asarray(x, dtype=s.dtype))
         if entry.donated:
@@ -366,8 +389,36 @@ class JitFunction:
             donated = tuple(i for i in entry.donated if not any(
                 j != i and np.may_share_memory(arrays[i], arrays[j]) for j in range(len(arrays))))
             result = entry.executable.execute(*arrays, donated=donated)
+            given_up = [leaves[i] for i in donated if isinstance(leaves[i], runtime.Buffer)]
+            for b in given_up:
+                b.mark_donated()
         else:
             result = entry.executable.execute(*arrays)
+        return self._unflatten(entry, result)
+
+    def _run_on_device(self, entry, specs, leaves):
+        """Arguments as buffers on the platform's device (those already there
+        are not copied); the results stay there as Buffers."""
+        executable = entry.executable
+        device = executable.device
+        buffers = []
+        for x, s in zip(leaves, specs):
+            if isinstance(x, runtime.Buffer) and x.device is device and x.dtype == s.dtype:
+                x.check_live("argument")
+                buffers.append(x)
+            else:
+                buffers.append(device.put(np.asarray(x, dtype=s.dtype)))
+        donated = ()
+        if entry.donated:
+            donated = tuple(i for i in entry.donated if isinstance(leaves[i], runtime.Buffer)
+                            and buffers.count(buffers[i]) == 1)
+        outs = executable.execute_buffers(buffers, donated=donated)
+        if entry.out_treedef == pytree.LEAF:
+            return outs[0]
+        return entry.out_treedef.unflatten(list(outs))
+
+    @staticmethod
+    def _unflatten(entry, result):
         if entry.out_treedef == pytree.LEAF:
             return result
         if entry.n_outputs == 0:
@@ -430,7 +481,7 @@ def _hashable(value, what):
                                "arguments must be hashable")
 
 
-def jit(fn=None, *, backend="cpu", static_argnums=(), static_argnames=(), donate_argnums=(),
+def jit(fn=None, *, backend=None, static_argnums=(), static_argnames=(), donate_argnums=(),
         **options):
     """Compiles ``fn`` with XLA on first call per signature. Usable as
     ``@xla.jit`` or ``@xla.jit(backend=..., static_argnums=...)``."""

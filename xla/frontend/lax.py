@@ -26,7 +26,7 @@ bounds, ``scan``) record it on the while instruction as XLA does
 differentiation of a loop needs it (``xla.frontend.autodiff``).
 
 Called outside a trace, every function here runs as a small ``xla.jit``
-program (on "cpu"): NumPy arrays are its arguments, everything else (Python
+program (on the default platform): NumPy arrays are its arguments, everything else (Python
 scalars, shapes, functions) is static.
 """
 import functools

@@ -47,8 +47,11 @@ dimensions; loops: same output dimensions) merge into one multi-output
 fusion. XLA runs these as a separate ``multi_output_fusion`` pass; here
 both phases share one flattening and one call into C++.
 """
+from dataclasses import dataclass, fields, replace
+
 import numpy as np
 
+from xla.errors import InvalidArgumentError
 from xla.hlo import opcodes
 from xla.hlo.ir import HloComputation, HloInstruction
 from xla.hlo.shape import Shape
@@ -78,7 +81,48 @@ MAX_FUSION_EMITTED_OPS = 500
 _CONTROL_FLOW = frozenset(["while", "conditional", "call"])
 
 
-def fusion_op_kind(instr, has_control_deps):
+@dataclass(frozen=True)
+class FusionPolicy:
+    """What a backend decides about fusion; the pass does the rest.
+
+    loop_fusible: opcodes that may join a loop fusion (its code generator
+        can compute them per element). expensive: opcodes never duplicated
+        into several fusions. max_depth / max_emitted_ops: bounds on one
+        fusion (csrc/fusion.h, "Bounds"). max_operands: distinct values one
+        fusion may read. max_duplicates: fusions a cheap producer may be
+        copied into. multi_output: run phase 2 (producer merging and
+        sibling multi-output fusion) for groups reading at least
+        ``sibling_min_bytes``. fuse_singletons: a lone fusible instruction
+        becomes a fusion of one.
+
+    The defaults are target-independent (what ``hlo_opt --passes=fusion``
+    runs); each backend keeps its own policy in its folder (the CPU's is
+    ``xla/backends/cpu/fusion_policy.py``).
+    """
+    loop_fusible: frozenset = LOOP_FUSIBLE
+    expensive: frozenset = EXPENSIVE
+    max_depth: int = MAX_FUSION_DEPTH
+    max_emitted_ops: int = MAX_FUSION_EMITTED_OPS
+    max_operands: int = 64
+    max_duplicates: int = 4
+    multi_output: bool = True
+    sibling_min_bytes: int = 256
+    fuse_singletons: bool = False
+
+    def with_options(self, **options):
+        """This policy with some fields replaced; unknown names are an error."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise InvalidArgumentError(f"fusion: unknown option(s) {', '.join(unknown)}; "
+                                       f"options are {', '.join(sorted(known))}")
+        return replace(self, **options)
+
+
+DEFAULT_POLICY = FusionPolicy()
+
+
+def fusion_op_kind(instr, has_control_deps, policy=DEFAULT_POLICY):
     if has_control_deps:
         return UNFUSIBLE
     op = instr.opcode
@@ -86,7 +130,7 @@ def fusion_op_kind(instr, has_control_deps):
         return SCALAR_CONSTANT if instr.shape.is_array and instr.shape.is_scalar else UNFUSIBLE
     if op == "reduce":
         return REDUCE
-    if op in LOOP_FUSIBLE and instr.shape.is_array:
+    if op in policy.loop_fusible and instr.shape.is_array:
         return LOOP
     return UNFUSIBLE
 
@@ -163,7 +207,7 @@ def fusion_computations(module):
     return order
 
 
-def flatten_for_fusion(comp):
+def flatten_for_fusion(comp, policy=DEFAULT_POLICY):
     """(instructions in post order, dict of arrays for xla._core.compute_fusion).
 
     The instruction list itself when it already has operands before users
@@ -201,9 +245,10 @@ def flatten_for_fusion(comp):
     own_index = np.zeros(n, dtype=np.uint8)
     sizes = {}
     for k, instr in enumerate(order):
-        op_kind = fusion_op_kind(instr, bool(instr.control_predecessors) or id(instr) in controlled)
+        op_kind = fusion_op_kind(instr, bool(instr.control_predecessors) or id(instr) in controlled,
+                                 policy)
         kind[k] = op_kind
-        expensive[k] = instr.opcode in EXPENSIVE
+        expensive[k] = instr.opcode in policy.expensive
         shape = instr.shape
         size = sizes.get(id(shape))
         if size is None:
@@ -230,13 +275,16 @@ class InstructionFusion(HloPass):
 
     name = "fusion"
 
-    def __init__(self, multi_output=True, max_operands=64, max_duplicates=4,
-                 sibling_min_bytes=256, fuse_singletons=False, max_depth=MAX_FUSION_DEPTH,
-                 max_emitted_ops=MAX_FUSION_EMITTED_OPS, check=False):
-        self.options = dict(max_operands=max_operands, max_duplicates=max_duplicates,
-                            multi_output=multi_output, sibling_min_bytes=sibling_min_bytes,
-                            fuse_singletons=fuse_singletons, max_depth=max_depth,
-                            max_emitted_ops=max_emitted_ops, check=check)
+    def __init__(self, policy=None, check=False, **options):
+        """``policy``: a FusionPolicy (default: the target-independent one);
+        ``options`` replace fields of it (``multi_output=False``...);
+        ``check``: the C++ planner verifies its own invariants (tests)."""
+        self.policy = (policy or DEFAULT_POLICY).with_options(**options)
+        p = self.policy
+        self.options = dict(max_operands=p.max_operands, max_duplicates=p.max_duplicates,
+                            multi_output=p.multi_output, sibling_min_bytes=p.sibling_min_bytes,
+                            fuse_singletons=p.fuse_singletons, max_depth=p.max_depth,
+                            max_emitted_ops=p.max_emitted_ops, check=check)
 
     def run(self, module):
         from xla import _core
@@ -245,7 +293,7 @@ class InstructionFusion(HloPass):
         changed = False
         new_computations = {}  # id(caller) -> fused computations, in creation order
         for comp in fusion_computations(module):
-            order, arrays = flatten_for_fusion(comp)
+            order, arrays = flatten_for_fusion(comp, self.policy)
             if not order:
                 continue
             plan = _core.compute_fusion(**arrays, **self.options)

@@ -7,7 +7,7 @@ import importlib
 
 from xla.errors import InvalidArgumentError
 
-# pass name -> "module:class" (the class takes no constructor arguments).
+# pass name -> "module:class" (constructor arguments are the pass's options).
 PASSES = {
     "algsimp": "xla.service.algebraic_simplifier:AlgebraicSimplifier",
     "call-inliner": "xla.service.call_inliner:CallInliner",
@@ -32,8 +32,10 @@ def pass_names():
     return sorted(PASSES)
 
 
-def make_pass(name):
-    """A new instance of the pass called ``name``; unknown names are a clear error."""
+def make_pass(name, **options):
+    """A new instance of the pass called ``name`` with ``options`` (its
+    constructor's keyword arguments; None values are left at the pass's
+    defaults); unknown names and options are a clear error."""
     try:
         target = PASSES[name]
     except KeyError:
@@ -43,7 +45,13 @@ def make_pass(name):
         raise InvalidArgumentError(
             f"unknown pass {name!r}{hint}; known passes: {', '.join(pass_names())}") from None
     module_name, cls = target.split(":")
-    return getattr(importlib.import_module(module_name), cls)()
+    cls = getattr(importlib.import_module(module_name), cls)
+    options = {k: v for k, v in options.items() if v is not None}
+    try:
+        return cls(**options)
+    except TypeError as e:
+        raise InvalidArgumentError(f"pass {name!r} does not take options "
+                                   f"{', '.join(sorted(options))}: {e}") from None
 
 
 def check_pass_names(names, what="pass"):

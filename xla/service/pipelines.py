@@ -1,4 +1,11 @@
-"""The target-independent optimization pipeline, as backends run it.
+"""The target-independent optimization pipeline, and the stages backends add.
+
+A backend's pipeline (its ``Compiler.pipeline``) is
+``target_independent_pipeline()`` (steps 1-4 below, ending with layout
+assignment), then the stages it chooses: ``add_fusion_stage`` with its own
+``FusionPolicy``, ``add_scheduling_stage`` (copy insertion and the memory
+scheduler, after which buffer assignment can run). The CPU's is
+``xla/backends/cpu/pipeline.py``.
 
 Order, and why:
 
@@ -10,9 +17,10 @@ Order, and why:
    dots for the emitters) and another simplification round to clean up the
    reshapes and transposes it adds.
 4. ``layout-assignment``: every shape gets a layout; copies where they change.
-5. ``fusion`` (producer-consumer, reduction and multi-output sibling
-   fusion, decided in one C++ call per computation), ``dce``.
-6. ``flatten-call-graph`` (one call site per while/conditional/call
+5. (a backend stage) ``fusion`` (producer-consumer, reduction and
+   multi-output sibling fusion, decided in one C++ call per computation)
+   with the backend's policy, ``dce``.
+6. (a backend stage) ``flatten-call-graph`` (one call site per while/conditional/call
    computation, so each gets buffers of its own), ``copy-insertion``
    (while/conditional buffers alias safely), then
    ``hlo-memory-scheduler``, after which the module is scheduled and buffer
@@ -32,9 +40,8 @@ def simplification_pipeline(**options):
     ], **options))
 
 
-def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None, fusion=True,
-                                schedule=True):
-    """The whole pipeline; ``fusion``/``schedule`` False stop before those stages."""
+def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None):
+    """Steps 1-4: simplification through layout assignment."""
     options = dict(verify=verify, disabled_passes=disabled_passes, dump_hook=dump_hook)
     p = HloPassPipeline("optimization", **options)
     p.add_pass(make_pass("call-inliner"))
@@ -44,14 +51,32 @@ def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None
     p.add_pass(make_pass("dot_decomposer"))
     p.add_pass(simplification_pipeline(**options))
     p.add_pass(make_pass("layout-assignment"))
-    if fusion:
-        p.add_pass(make_pass("fusion"))
-        p.add_pass(make_pass("dce"))
-    if schedule:
-        p.add_pass(make_pass("flatten-call-graph"))
-        p.add_pass(make_pass("copy-insertion"))
-        p.add_pass(make_pass("hlo-memory-scheduler"))
     return p
+
+
+def add_fusion_stage(pipeline, policy=None):
+    """Step 5: ``fusion`` with ``policy`` (a FusionPolicy; None: the
+    target-independent defaults), then ``dce``."""
+    pipeline.add_pass(make_pass("fusion", policy=policy))
+    pipeline.add_pass(make_pass("dce"))
+    return pipeline
+
+
+def add_scheduling_stage(pipeline):
+    """Step 6: one call site per called computation, copies where while and
+    conditional buffers would alias unsafely, and a schedule."""
+    pipeline.add_pass(make_pass("flatten-call-graph"))
+    pipeline.add_pass(make_pass("copy-insertion"))
+    pipeline.add_pass(make_pass("hlo-memory-scheduler"))
+    return pipeline
+
+
+def default_pipeline(fusion_policy=None, **options):
+    """The target-independent pipeline with the default fusion policy and
+    scheduling: what ``hlo_opt --platform=interpreter`` runs, and a
+    reference for the tests of whole-pipeline behaviour."""
+    return add_scheduling_stage(add_fusion_stage(target_independent_pipeline(**options),
+                                                 fusion_policy))
 
 
 def run_passes(module, pass_names, verify=True, disabled_passes=(), dump_hook=None):

@@ -3,7 +3,7 @@
 The command-line program ``tools/hlo_opt.py`` is a thin wrapper over
 ``optimize``.
 """
-from xla.backends import registry
+from xla import runtime
 from xla.hlo.verifier import verify_module
 from xla.service import pass_registry
 from xla.service.pipelines import run_passes
@@ -34,9 +34,9 @@ def optimize(module, platform="interpreter", passes=None, disabled_passes=(), ve
         pipeline = run_passes(module, passes, verify=verify, disabled_passes=disabled_passes,
                               dump_hook=hook)
     else:
-        compiler = registry.get_compiler(platform)
-        pipeline = compiler.optimization_pipeline(disabled_passes=disabled_passes, verify=verify,
-                                                  dump_hook=hook)
+        compiler = runtime.get_compiler(platform)
+        pipeline = compiler.pipeline(disabled_passes=disabled_passes, verify=verify,
+                                     dump_hook=hook)
         pipeline.run(module)
     dumper.dump_module(module, f"{platform}_after_optimizations")
     return pipeline

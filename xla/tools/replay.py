@@ -6,7 +6,7 @@ over ``replay_file``.
 import os
 import time
 
-from xla.backends import registry
+from xla import runtime
 from xla.errors import InvalidArgumentError
 from xla.hlo.parser import parse_hlo_module
 from xla.tools import arrays
@@ -90,7 +90,7 @@ def run_module(module, args, platform, num_runs=1):
     """Compiles a copy of ``module`` for ``platform`` and runs it; returns
     (flattened results, seconds per run)."""
     module = parse_hlo_module(module.to_text())   # compilers optimize in place
-    executable = registry.compile(module, platform)
+    executable = runtime.compile(module, platform)
     seconds = []
     result = None
     for _ in range(max(num_runs, 1)):

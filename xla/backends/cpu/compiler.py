@@ -18,6 +18,7 @@ from xla.backends.cpu.kernels import KERNEL_PREFIX
 from xla.errors import UnimplementedError
 from xla.gc_util import paused_gc
 from xla.hlo.verifier import verify_module
+from xla.runtime import Compiler
 from xla.service.buffer_assignment import assign_buffers
 
 _runtime = None
@@ -73,13 +74,12 @@ def _apply_thread_options(options):
         _threads_applied = wanted
 
 
-class CpuCompiler:
+class CpuCompiler(Compiler):
     platform = "cpu"
-    supports_persistent_cache = True   # compile(module, cache=...)
 
-    def __init__(self, opt_level=None):
+    def __init__(self, opt_level=None, device=None):
         self._opt_level = opt_level   # None: --xla_backend_optimization_level
-        self.dumper = None   # set by xla.backends.registry.compile when dumping
+        self.device = device          # the executables' device (CpuPlatform's)
         self.configure()
 
     def configure(self, options=None):
@@ -103,18 +103,16 @@ class CpuCompiler:
         self.driver_opt_level = 0
         _apply_thread_options(options)
 
-    def optimization_pipeline(self, **options):
+    def pipeline(self, **options):
         """The passes ``hlo_opt --platform=cpu`` runs: ``custom-fusion-inliner``
         (kCustom fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO
-        for the pipeline to re-fuse), then the target-independent pipeline
-        (fusion decides what each kernel computes)."""
-        from xla.service.pass_registry import make_pass
-        from xla.service.pipelines import target_independent_pipeline
-        pipeline = target_independent_pipeline(**options)
-        pipeline.passes.insert(0, make_pass("custom-fusion-inliner"))
-        return pipeline
+        for the pipeline to re-fuse), the target-independent pipeline, then
+        the CPU's stages (``cpu/pipeline.py``): fusion with the CPU's policy
+        (what each kernel computes), copy insertion and scheduling."""
+        from xla.backends.cpu.pipeline import cpu_pipeline
+        return cpu_pipeline(**options)
 
-    def optimize(self, module, timings=None):
+    def optimize(self, module, timings=None, hooks=None):
         """Verifies ``module`` and runs the optimization pipeline on it in
         place; returns its buffer assignment. ``timings`` (a dict) gets the
         seconds of "passes" and "buffer_assignment"."""
@@ -124,10 +122,10 @@ class CpuCompiler:
             if p.shape.is_dynamic:
                 raise UnimplementedError(f"the cpu backend does not support dynamic shapes "
                                          f"(parameter {p.name}: {p.shape})")
-        pipeline = self.optimization_pipeline()
+        pipeline = self.pipeline()
         pipeline.disabled_passes = pipeline.disabled_passes | frozenset(self.disabled_passes)
-        if self.dumper is not None:
-            pipeline.dump_hook = self.dumper.pass_hook()
+        if hooks is not None and hooks.pass_hook is not None:
+            pipeline.dump_hook = hooks.pass_hook
         pipeline.run(module)
         self.pass_timings = pipeline.all_timings()
         middle = time.perf_counter()
@@ -152,7 +150,7 @@ class CpuCompiler:
     def _transform(self, text):
         return with_fast_math(text) if self.fast_math else text
 
-    def compile(self, module, cache=None):
+    def compile(self, module, hooks=None, cache=None):
         """An executable for ``module`` (optimized in place): a driver
         function over separately compiled kernels (see ``kernels.py`` and
         ``kernel_compiler.py``). With ``cache`` (an
@@ -172,7 +170,7 @@ class CpuCompiler:
             kernel_compiler.prestart(self.compile_workers)
         if progress:
             progress.stage("passes")
-        assignment = self.optimize(module, timings)
+        assignment = self.optimize(module, timings, hooks)
         options = f"O{self.opt_level} fast_math={self.fast_math}"
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers)
@@ -224,7 +222,7 @@ class CpuCompiler:
         if progress:
             progress.done(timings)
         exe = CpuExecutable(module, assignment, jit_module, emitted, objects,
-                            self._transform)
+                            self._transform, device=self.device)
         exe.kernel_opt_level = self.opt_level
         exe.compile_timings = timings
         exe.pass_timings = self.pass_timings
@@ -245,7 +243,8 @@ class CpuCompiler:
         except RuntimeError as e:
             cache.discard(key, str(e))
             return None
-        exe = CpuExecutable(module, assignment, jit_module, None, kernels.objects, self._transform)
+        exe = CpuExecutable(module, assignment, jit_module, None, kernels.objects, self._transform,
+                            device=self.device)
         exe.from_disk_cache = True
         return exe
 

@@ -16,6 +16,8 @@ from xla.backends.cpu.ir_emitter import literal_array, physical_bytes
 from xla.backends.cpu.loop_emitter import major_to_minor
 from xla.hlo.evaluator.evaluator import _check_arg
 from xla.errors import InvalidArgumentError
+from xla.runtime import Executable
+from xla.runtime.compile import copy_args
 
 from xla._core import ExecutableState, cpu_execute
 
@@ -44,22 +46,24 @@ def from_physical(flat, shape):
     return np.transpose(physical, np.argsort(order))
 
 
-class CpuExecutable:
+class CpuExecutable(Executable):
     platform = "cpu"
-    from_disk_cache = False   # True when the native code came from the persistent cache
 
     compile_timings = None    # stage -> seconds, and kernel counts (CpuCompiler.compile)
     kernel_opt_level = 3      # the LLVM opt level the kernels were compiled at
     pass_timings = None       # HLO pass name -> seconds
 
     def __init__(self, module, assignment, jit_module, emitted=None, kernel_objects=None,
-                 transform=None):
+                 transform=None, device=None):
         """``jit_module`` runs the driver (``entry``); ``emitted`` is the
         ``kernels.EmittedModule`` it came from (None when loaded from the
         persistent cache), ``kernel_objects`` the kernels' native code by
         symbol (empty when they were compiled into the driver's module),
         ``transform`` what was applied to each IR text before compiling."""
-        self.module = module
+        if device is None:
+            from xla.runtime import get_platform
+            device = get_platform("cpu").default_device()
+        super().__init__(module, device)
         self.assignment = assignment
         self.jit_module = jit_module
         self.emitted = emitted
@@ -113,10 +117,6 @@ class CpuExecutable:
             self._optimized_ir_text = "\n".join(parts)
         return self._optimized_ir_text
 
-    @property
-    def parameter_shapes(self):
-        return [p.shape for p in self.module.entry.parameters]
-
     def dump_artifacts(self):
         """What ``--xla_dump_to`` writes for this executable: dump-file suffix -> data."""
         return {
@@ -141,10 +141,6 @@ class CpuExecutable:
             lines.append(f"  {name:<48} {seconds:10.4f} s")
         return "\n".join(lines) + "\n"
 
-    @property
-    def result_shape(self):
-        return self.module.entry.root_instruction.shape
-
     def execute(self, *args, donated=()):
         """Runs the module on NumPy arrays; a tuple result comes back as a tuple.
 
@@ -156,6 +152,15 @@ class CpuExecutable:
         parameter's exact type; otherwise (and for parameters not donated,
         e.g. when replaying a dump with aliases) the parameter is copied
         first and the caller's array is left alone."""
+        if self.execute_hooks:
+            recorded = copy_args(args) if donated else args
+            result = self._execute(args, donated)
+            for hook in self.execute_hooks:
+                hook(recorded, result)
+            return result
+        return self._execute(args, donated)
+
+    def _execute(self, args, donated):
         fast = self._fast
         if fast is not None and not donated and fast.accepts(args):
             result = fast.run(args)

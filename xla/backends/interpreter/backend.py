@@ -1,39 +1,49 @@
-"""The interpreter as a backend: compiling is verifying; executing evaluates.
+"""The interpreter as a platform: compiling is verifying (after the
+target-independent pipeline when asked for); executing evaluates with the
+IR-level evaluator (``xla.hlo.evaluator``).
 
-It defines the semantics every other backend is tested against.
+It defines the semantics every other backend is tested against. Its memory
+is host memory (NumPy arrays); it does not honour donation.
 """
-from xla.hlo.evaluator.evaluator import Evaluator
+from xla.hlo.evaluator import Evaluator
 from xla.hlo.verifier import verify_module
+from xla.runtime import Capabilities, Compiler, Executable, Platform
 
 
-class InterpreterExecutable:
+class InterpreterExecutable(Executable):
     platform = "interpreter"
 
-    def __init__(self, module):
-        self.module = module
-
-    @property
-    def parameter_shapes(self):
-        return [p.shape for p in self.module.entry.parameters]
-
-    @property
-    def result_shape(self):
-        return self.module.entry.root_instruction.shape
-
-    def execute(self, *args):
-        """Runs the module on NumPy arrays; a tuple result comes back as a tuple."""
-        return Evaluator().evaluate(self.module, list(args))
+    def execute(self, *args, donated=()):
+        """Runs the module on NumPy arrays; a tuple result comes back as a
+        tuple. ``donated`` is accepted and ignored (no aliasing here)."""
+        result = Evaluator().evaluate(self.module, list(args))
+        for hook in self.execute_hooks:
+            hook(args, result)
+        return result
 
 
-class InterpreterCompiler:
+class InterpreterCompiler(Compiler):
     platform = "interpreter"
 
-    def optimization_pipeline(self, **options):
+    def __init__(self, device=None):
+        self.device = device
+
+    def pipeline(self, **options):
         """The passes ``hlo_opt --platform=interpreter`` runs: the
-        target-independent pipeline (the interpreter evaluates fusions)."""
-        from xla.service.pipelines import target_independent_pipeline
-        return target_independent_pipeline(**options)
+        target-independent pipeline with default fusion and scheduling (the
+        evaluator runs fusions like calls). ``compile`` runs none of them:
+        the interpreter evaluates the module as written."""
+        from xla.service.pipelines import default_pipeline
+        return default_pipeline(**options)
 
-    def compile(self, module):
+    def compile(self, module, hooks=None):
         verify_module(module)
-        return InterpreterExecutable(module)
+        return InterpreterExecutable(module, self.device)
+
+
+class InterpreterPlatform(Platform):
+    name = "interpreter"
+    capabilities = Capabilities(host_buffers=True)
+
+    def compiler(self):
+        return InterpreterCompiler(self.default_device())

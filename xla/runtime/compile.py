@@ -1,0 +1,64 @@
+"""``xla.compile``: an HloModule (or its text) to an Executable on a platform,
+with the dumps that ``--xla_dump_to`` asks for (``xla/service/dump.py``)
+attached as explicit hooks."""
+import numpy as np
+
+from xla.errors import InvalidArgumentError
+from xla.runtime.executable import CompileHooks
+from xla.runtime.registry import get_platform
+
+
+def compile(module, platform=None, *, backend=None, compiler=None, debug_options=None,
+            **compile_options):
+    """Compiles an HloModule (or its HLO text) for a platform and returns its Executable.
+
+    The platform is given positionally or, as in ``xla.jit``, as
+    ``backend=``; the default is the interpreter. The debug options in force
+    (``XLA_FLAGS``, ``xla.debug_options.override``), or ``debug_options``
+    for this compilation (a DebugOptions, a dict of its fields or a string
+    of XLA flags, over those in force), decide what is dumped: the module
+    before and after optimization, between passes (``CompileHooks.pass_hook``),
+    the executable's ``dump_artifacts()`` and, per execution, snapshots
+    (an execute hook); and the backend's own options (LLVM opt level,
+    disabled passes...). ``compile_options`` go to the compiler's
+    ``compile`` (e.g. ``cache=`` where the platform's capabilities say
+    ``persistent_cache``).
+    """
+    if debug_options is not None:
+        from xla import debug_options as flags
+        with flags.using(flags.resolve(debug_options)):
+            return compile(module, platform, backend=backend, compiler=compiler, **compile_options)
+    if platform is not None and backend is not None and platform != backend:
+        raise InvalidArgumentError(f"compile got platform={platform!r} and backend={backend!r}")
+    platform = platform or backend or "interpreter"
+    if isinstance(module, str):
+        from xla.hlo.parser import parse_hlo_module
+        module = parse_hlo_module(module)
+    compiler = compiler or get_platform(platform).compiler()
+    from xla.service.dump import dumper_for
+    dumper = dumper_for(module, platform)
+    if not dumper.enabled:
+        return compiler.compile(module, **compile_options)
+    original_text = module.to_text()
+    dumper.dump_module(module, "before_optimizations")
+    executable = compiler.compile(module, hooks=CompileHooks(pass_hook=dumper.pass_hook()),
+                                  **compile_options)
+    dumper.dump_module(executable.module, f"{platform}_after_optimizations")
+    dumper.dump_artifacts(f"{platform}_after_optimizations", executable.dump_artifacts())
+    if dumper.options.xla_dump_hlo_snapshots and not dumper.to_stdout:
+        executable.add_execute_hook(_snapshot_hook(dumper, original_text))
+    return executable
+
+
+def _snapshot_hook(dumper, module_text):
+    """An execute hook writing a snapshot of each execution. Arguments are
+    recorded as given: the executable copies donated arguments before
+    calling it, when they may have been overwritten."""
+    def hook(args, result):
+        dumper.dump_snapshot(module_text, args, result)
+    return hook
+
+
+def copy_args(args):
+    """Arguments as they were before an execution that may overwrite donated ones."""
+    return [tuple(copy_args(a)) if isinstance(a, tuple) else np.array(a, copy=True) for a in args]

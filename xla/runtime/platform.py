@@ -1,0 +1,93 @@
+"""Platform and Device: what a backend offers (PJRT's client and devices).
+
+A platform is one kind of hardware with its backend: it names its devices,
+makes compilers for them, and moves arrays between the host and its
+devices. What the frontend may assume about it is in ``Capabilities``,
+never in its name.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from xla.errors import InvalidArgumentError
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What callers may rely on. Every field defaults to the conservative answer.
+
+    host_buffers: device memory is host memory: executables take NumPy
+        arrays as arguments without copying and return NumPy arrays, and
+        ``HostBuffer`` is the platform's buffer type (cpu, interpreter).
+    donation: executions honour donated arguments (``input_output_alias``):
+        a donated buffer's memory may hold a result, and the buffer is deleted.
+    persistent_cache: ``Compiler.compile`` accepts ``cache=`` (a
+        ``PersistentCache``) and may load native code from it.
+    aot: the compiler can produce an object file and header ahead of time.
+    """
+    host_buffers: bool = False
+    donation: bool = False
+    persistent_cache: bool = False
+    aot: bool = False
+
+
+class Device:
+    """One device of a platform: ``platform.name``, ``id`` (unique on the
+    platform) and ``kind`` (a description of the hardware)."""
+
+    def __init__(self, platform, id=0, kind=None):
+        self.platform = platform
+        self.id = id
+        self.kind = kind or platform.name
+
+    def put(self, array):
+        """Copies a host array to this device; returns a Buffer."""
+        return self.platform.transfer_to_device(np.asarray(array), self)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(platform={self.platform.name!r}, id={self.id})"
+
+
+class Platform:
+    """The interface a backend implements (see docs/new_backend.md).
+
+    Subclasses set ``name`` and ``capabilities`` and implement ``compiler()``;
+    those whose memory is not host memory implement ``transfer_to_device``
+    (and their Buffer subclass reads back). ``devices()`` defaults to one
+    device.
+    """
+
+    name = None
+    capabilities = Capabilities()
+
+    def __init__(self):
+        self._devices = None
+
+    def devices(self):
+        if self._devices is None:
+            self._devices = [Device(self, 0)]
+        return list(self._devices)
+
+    def default_device(self):
+        return self.devices()[0]
+
+    def compiler(self):
+        """A new ``xla.runtime.Compiler`` for this platform."""
+        raise NotImplementedError(f"platform {self.name!r} has no compiler")
+
+    def transfer_to_device(self, array, device):
+        """A Buffer on ``device`` holding a copy of ``array`` (the default:
+        host memory, no copy for an array NumPy owns)."""
+        if not self.capabilities.host_buffers:
+            raise NotImplementedError(
+                f"platform {self.name!r} must implement transfer_to_device")
+        from xla.runtime.buffer import HostBuffer
+        return HostBuffer(array, device)
+
+    def check_device(self, device):
+        if device.platform is not self:
+            raise InvalidArgumentError(f"{device} is not a device of platform {self.name!r}")
+        return device
+
+    def __repr__(self):
+        return f"<Platform {self.name}>"
