@@ -25,7 +25,7 @@ from xla.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla.frontend.jit import jit
 from xla import lax, numpy, random  # noqa: E402  (public submodules)
 
-__version__ = "0.1.0"
+from xla.version import __version__  # noqa: E402
 
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",

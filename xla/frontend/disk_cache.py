@@ -60,9 +60,9 @@ def compiler_fingerprint():
     global _source_hash
     with _lock:
         if _source_hash is None:
-            import xla
-            root = os.path.dirname(os.path.abspath(xla.__file__))
-            h = hashlib.sha256(xla.__version__.encode())
+            from xla.version import __version__
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # xla/
+            h = hashlib.sha256(__version__.encode())
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
                 for name in sorted(filenames):

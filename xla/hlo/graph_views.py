@@ -415,10 +415,6 @@ def _module_to_html(module):
     return "\n".join(parts) + "\n"
 
 
-def _register():
-    from xla.service import dump
-    dump.register_dump_format("dot", module_to_dot)
-    dump.register_dump_format("html", module_to_html)
-
-
-_register()
+# Dump formats (``--xla_dump_hlo_as_dot``, ``--xla_dump_hlo_as_html``):
+# file suffix -> renderer, read by ``xla/service/dump.py``.
+DUMP_FORMATS = {"dot": module_to_dot, "html": module_to_html}

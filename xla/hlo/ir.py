@@ -561,31 +561,6 @@ class HloModule:
         value = self.header_attrs.get("is_scheduled")
         return value is True or getattr(value, "text", None) == "true"
 
-    def entry_computation_layout(self):
-        """(parameter shapes, result shape) from the header's
-        ``entry_computation_layout={(p0, p1)->r}``, or None without one.
-
-        Raises ValueError (or HloParseError) if the text is malformed.
-        """
-        value = self.header_attrs.get("entry_computation_layout")
-        if value is None:
-            return None
-        from xla.hlo.parser import parse_shape
-        text = getattr(value, "text", str(value)).strip()
-        if text.startswith("{") and text.endswith("}"):
-            text = text[1:-1].strip()
-        depth = 0
-        for i, ch in enumerate(text):
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            elif depth == 0 and text.startswith("->", i):
-                params = parse_shape(text[:i].strip())
-                result = parse_shape(text[i + 2:].strip())
-                return list(params.tuple_shapes) if params.is_tuple else [params], result
-        raise ValueError(f"entry_computation_layout {text!r} is not of the form {{(params)->result}}")
-
     def remove_computation(self, comp):
         if comp is self.entry:
             raise ValueError(f"cannot remove the entry computation {comp.name}")

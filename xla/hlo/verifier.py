@@ -211,7 +211,8 @@ class _Verifier:
 
     def verify_entry_layout(self):
         try:
-            layout = self.module.entry_computation_layout()
+            from xla.hlo.entry_layout import entry_computation_layout
+            layout = entry_computation_layout(self.module)
         except Exception as e:  # noqa: BLE001 - reported as a verifier error
             raise VerifierError(f"module {self.module.name}: cannot parse entry_computation_layout: {e}") from e
         if layout is None:

@@ -23,6 +23,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from xla.errors import InvalidArgumentError
+from xla.hlo.values import flatten_result
 
 
 @dataclass
@@ -134,13 +135,6 @@ def _on(value, device):
                 "xla.device_put(value, device)")
         return True
     return False
-
-
-def flatten_result(result):
-    """The leaves of a (nested tuple) result, in order."""
-    if isinstance(result, tuple):
-        return [leaf for part in result for leaf in flatten_result(part)]
-    return [result]
 
 
 def _nest(shape, leaves):

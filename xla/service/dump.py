@@ -78,10 +78,9 @@ def register_dump_format(name, render):
 
 def _ensure_renderers():
     if "dot" not in _renderers:
-        try:
-            import xla.hlo.graph_views  # noqa: F401  (registers dot and html)
-        except ImportError:
-            pass
+        from xla.hlo.graph_views import DUMP_FORMATS
+        for name, render in DUMP_FORMATS.items():
+            _renderers.setdefault(name, render)
 
 
 def module_id(module):
@@ -255,7 +254,7 @@ class ModuleDumper:
         """One execution: module text, arguments and results (see the module docstring)."""
         if not self.enabled or not self.options.xla_dump_hlo_snapshots or self.to_stdout:
             return None
-        from xla.tools.arrays import flatten_result
+        from xla.hlo.values import flatten_result
         arrays = {"hlo_module": np.array(module_text)}
         for i, a in enumerate(args):
             arrays[f"arg{i}"] = np.asarray(a)

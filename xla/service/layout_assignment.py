@@ -34,6 +34,7 @@ other than the copies above. Layouts with tiling (the text after ``:``)
 are kept as they are. Filling a missing layout with row-major never
 changes what the module computes (no layout means row-major).
 """
+from xla.hlo.entry_layout import entry_computation_layout
 from xla.hlo.ir import HloInstruction
 from xla.hlo.opcodes import ELEMENTWISE
 from xla.hlo.shape import Layout, Shape
@@ -123,7 +124,7 @@ class _Assigner:
     def run(self):
         module = self.module
         entry = module.entry
-        layout = module.entry_computation_layout()
+        layout = entry_computation_layout(module)
         if layout is not None:
             params, result = layout
             self.constraints[id(entry)] = (params if len(params) == entry.num_parameters else None, result)

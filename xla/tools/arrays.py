@@ -9,6 +9,7 @@ reinterpreted here by the parameter's element type.
 import numpy as np
 
 from xla.errors import InvalidArgumentError
+from xla.hlo.values import flatten_result  # noqa: F401  (results are flattened as in snapshots)
 
 
 def restore_dtype(value, dtype):
@@ -74,16 +75,6 @@ def _random_value(shape, rng):
     if et.is_complex:
         return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(shape.dtype)
     return rng.standard_normal(dims).astype(shape.dtype)
-
-
-def flatten_result(value):
-    """The leaves of a (nested tuple) result, depth-first."""
-    if isinstance(value, tuple):
-        out = []
-        for v in value:
-            out.extend(flatten_result(v))
-        return out
-    return [value]
 
 
 def save_outputs(path, leaves):

@@ -60,7 +60,7 @@ def column_dimensions(h, root):
 def emit_column_reduce(emitter, h, root, fusion, in_slices):
     """Emits ``h`` (a reduce, or a fusion whose root ``root`` is one) as a
     column reduction and calls it; False when it does not apply."""
-    from xla.backends.cpu.ir_emitter import Kernel, Slice, slice_pattern
+    from xla.backends.cpu.kernels import Kernel, Slice, slice_pattern
     dims = column_dimensions(h, root)
     if dims is None or h.shape.num_elements() == 0:
         return False
@@ -85,7 +85,8 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
 
 def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept):
     """The column-reduction kernel of ``h``, emitted and finished."""
-    from xla.backends.cpu.ir_emitter import ElementGenerator, Kernel
+    from xla.backends.cpu.element_generator import ElementGenerator
+    from xla.backends.cpu.kernels import Kernel
     from xla.backends.cpu.llvm_types import load_element, store_element
     out_minor, reduced_order = dims
     in_shape = root.operands[0].shape

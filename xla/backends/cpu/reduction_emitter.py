@@ -50,7 +50,8 @@ from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.loop_emitter import i64
-from xla.backends.cpu.llvm_types import round_to_type
+from xla.backends.cpu.element_generator import convert_register, register_generator
+from xla.backends.cpu.llvm_types import register_type, round_to_type
 from xla.errors import UnimplementedError
 
 LANES = {"f32": 8, "f64": 4}
@@ -112,6 +113,7 @@ def _store_side_outputs(g, h, idx):
                       shape.element_type)
 
 
+@register_generator("reduce")
 def generate_reduce(g, h, index):
     b = g.b
     n = len(h.operands) // 2
@@ -241,8 +243,8 @@ def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, id
     return combine(b, parts[0], b.load(sacc, typ=scalar_t))
 
 
+@register_generator("dot")
 def generate_dot(g, h, index):
-    from xla.backends.cpu.ir_emitter import convert_register, register_type
     b = g.b
     lhs, rhs = h.operands
     lb, rb = list(h.attr("lhs_batch_dims", ())), list(h.attr("rhs_batch_dims", ()))
