@@ -130,8 +130,9 @@ def assert_matches(actual, expected, where):
             f"worst: {a[finite][np.argmax(err - bound)]!r} vs JAX's {e[finite][np.argmax(err - bound)]!r}")
 
 
-@pytest.mark.parametrize("path", FILES or [None], ids=_ids(FILES))
-def test_interpreter_matches_jax(path):
+def check_against_jax(path, run):
+    """Runs corpus module ``path`` with ``run(module, args) -> result`` and
+    compares every result leaf with JAX's (shared with tests/conformance.py)."""
     assert path is not None, f"no .hlo files in {CORPUS}"
     data_path = npz_for(path)
     assert data_path.exists(), f"{path.name}: no inputs/outputs file {data_path.name}"
@@ -146,7 +147,7 @@ def test_interpreter_matches_jax(path):
     n_out = len([k for k in data if k.startswith("out")])
     assert n_out == len(leaf_shapes), f"{data_path.name}: {n_out} outputs, the module has {len(leaf_shapes)}"
     expected = [_as_type(data[f"out{i}"], s) for i, s in enumerate(leaf_shapes)]
-    result = flatten_result(evaluate(module, *args))
+    result = flatten_result(run(module, args))
     assert len(result) == n_out, f"{path.name}: {len(result)} results, JAX has {n_out}"
     random = sorted({i.opcode for i in module.all_instructions()} & IMPLEMENTATION_DEFINED)
     for i, (a, e) in enumerate(zip(result, expected)):
@@ -157,6 +158,11 @@ def test_interpreter_matches_jax(path):
             assert (a.shape, a.dtype) == (e.shape, e.dtype), f"{where} ({', '.join(random)}): {a.dtype}{list(a.shape)} != JAX's {e.dtype}{list(e.shape)}"
             continue
         assert_matches(a, e, where)
+
+
+@pytest.mark.parametrize("path", FILES or [None], ids=_ids(FILES))
+def test_interpreter_matches_jax(path):
+    check_against_jax(path, lambda module, args: evaluate(module, *args))
 
 
 def test_assert_matches_is_strict():

@@ -410,8 +410,9 @@ class JitFunction:
                 buffers.append(device.put(np.asarray(x, dtype=s.dtype)))
         donated = ()
         if entry.donated:
+            # A buffer passed twice is read while the output is written: kept.
             donated = tuple(i for i in entry.donated if isinstance(leaves[i], runtime.Buffer)
-                            and buffers.count(buffers[i]) == 1)
+                            and sum(b is buffers[i] for b in buffers) == 1)
         outs = executable.execute_buffers(buffers, donated=donated)
         if entry.out_treedef == pytree.LEAF:
             return outs[0]

@@ -94,10 +94,12 @@ class Executable:
         if type(self).execute_buffers is Executable.execute_buffers:
             raise NotImplementedError(f"{type(self).__name__} implements neither execute nor "
                                       "execute_buffers")
+        from xla.hlo.evaluator.registry import Token
+        from xla.runtime.buffer import Buffer
         device = self.device
-        buffers = [a if _on(a, device) else device.put(a) for a in args]
+        buffers = [a if isinstance(a, Token) or _on(a, device) else device.put(a) for a in args]
         out = self.execute_buffers(buffers, donated=donated)
-        leaves = iter([b.to_numpy() for b in out])
+        leaves = iter([b.to_numpy() if isinstance(b, Buffer) else b for b in out])
         result = _nest(self.result_shape, leaves)
         for hook in self.execute_hooks:
             hook(args, result)

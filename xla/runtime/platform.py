@@ -76,13 +76,14 @@ class Platform:
         raise NotImplementedError(f"platform {self.name!r} has no compiler")
 
     def transfer_to_device(self, array, device):
-        """A Buffer on ``device`` holding a copy of ``array`` (the default:
-        host memory, no copy for an array NumPy owns)."""
+        """A Buffer on ``device`` holding a copy of ``array`` (the default,
+        for host memory: a copy the buffer owns, so that the caller's array
+        and the buffer never change each other, e.g. through donation)."""
         if not self.capabilities.host_buffers:
             raise NotImplementedError(
                 f"platform {self.name!r} must implement transfer_to_device")
         from xla.runtime.buffer import HostBuffer
-        return HostBuffer(array, device)
+        return HostBuffer(np.array(array, copy=True, order="C"), device)
 
     def check_device(self, device):
         if device.platform is not self:
