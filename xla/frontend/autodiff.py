@@ -28,6 +28,7 @@ import functools
 
 import numpy as np
 
+from xla.hlo.opcodes import OpcodeTable
 from xla.errors import InvalidArgumentError, UnimplementedError
 from xla.frontend import pytree, tracing
 from xla.frontend.builder import XlaOp
@@ -36,7 +37,7 @@ from xla.hlo.attributes import PaddingDim, SliceDim
 from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Shape
 
-VJP_RULES = {}
+VJP_RULES = OpcodeTable("vjp")
 
 
 def vjp_rule(*opcodes):

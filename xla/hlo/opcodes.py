@@ -49,3 +49,49 @@ all-reduce all-gather reduce-scatter all-to-all collective-permute
 all-reduce-start all-reduce-done all-gather-start all-gather-done
 collective-permute-start collective-permute-done after-all
 """.split())
+
+
+# Every per-opcode table of every layer, by name (shape inference, the
+# evaluator, the CPU emitters, the gradient rules, the simplifier...): what
+# tests/test_opcode_coverage.py prints as the coverage matrix.
+TABLES = {}
+
+
+class OpcodeTable(dict):
+    """One layer's table keyed by opcode (one row per opcode).
+
+    A row's opcode must be one of ``ALL_OPCODES`` (an opcode added to a
+    layer is added here first), and each opcode gets one row: a second
+    registration is an error, never a silent overwrite. ``register(*ops)``
+    is the decorator form.
+    """
+
+    def __init__(self, name, rows=None):
+        super().__init__()
+        self.name = name
+        TABLES[name] = self
+        for op, value in (rows or {}).items():
+            self[op] = value
+
+    def __setitem__(self, op, value):
+        if op not in ALL_OPCODES:
+            raise ValueError(f"{self.name}: {op!r} is not an opcode (add it to xla/hlo/opcodes.py)")
+        if op in self:
+            raise ValueError(f"{self.name}: {op} registered twice")
+        super().__setitem__(op, value)
+
+    def update(self, *args, **kwargs):
+        for op, value in dict(*args, **kwargs).items():
+            self[op] = value
+
+    def setdefault(self, op, value=None):
+        if op not in self:
+            self[op] = value
+        return self[op]
+
+    def register(self, *ops):
+        def wrap(fn):
+            for op in ops:
+                self[op] = fn
+            return fn
+        return wrap

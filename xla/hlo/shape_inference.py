@@ -1103,7 +1103,7 @@ class Rule(NamedTuple):
     max_operands: object    # int, or None for no limit
 
 
-RULES = {}
+RULES = opcodes.OpcodeTable("shape inference")
 
 
 def rule(*ops, operands=None, min_operands=None, max_operands=None):

@@ -76,6 +76,7 @@ rewrites of convolutions, gathers or scatters.
 """
 import numpy as np
 
+from xla.hlo.opcodes import OpcodeTable
 from xla.hlo import opcodes
 from xla.hlo.attributes import SliceDim
 from xla.hlo.ir import HloInstruction
@@ -509,7 +510,7 @@ def _compare(rw, instr):
     return rw.splat(direction in _ALWAYS_TRUE, instr.shape)
 
 
-_RULES = {
+_RULES = OpcodeTable("algebraic simplifier", {
     "add": _add,
     "subtract": _subtract,
     "multiply": _multiply,
@@ -532,7 +533,7 @@ _RULES = {
     "dot": _dot,
     "select": _select,
     "compare": _compare,
-}
+})
 
 
 def remove_unused(comp, instr, control_predecessors=None):

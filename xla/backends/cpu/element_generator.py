@@ -16,6 +16,7 @@ clamp their start indices as XLA specifies.
 import numpy as np
 from llvmlite import ir
 
+from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.elemental_ir_emitter import emit_elementwise
 from xla.backends.cpu.kernels import I8, Slice
@@ -374,7 +375,7 @@ def _gen_bitcast_convert(g, h, index):
     return from_bits(b, acc, dst)
 
 
-GENERATORS = {
+GENERATORS = OpcodeTable("cpu element generators", {
     "bitcast-convert": _gen_bitcast_convert,
     "constant": _gen_constant,
     "copy": _gen_copy,
@@ -391,14 +392,8 @@ GENERATORS = {
     "dynamic-update-slice": _gen_dynamic_update_slice,
     "get-tuple-element": _gen_get_tuple_element,
     "tuple": _gen_tuple,
-}
+})
 
 
 def register_generator(*opcodes):
-    def wrap(fn):
-        for op in opcodes:
-            if op in GENERATORS:
-                raise ValueError(f"cpu generator for {op} registered twice")
-            GENERATORS[op] = fn
-        return fn
-    return wrap
+    return GENERATORS.register(*opcodes)

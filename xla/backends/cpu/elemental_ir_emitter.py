@@ -37,6 +37,7 @@ opcode, the element type and "cpu".
 """
 from llvmlite import ir
 
+from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import fast_math, llvm_types
 from xla.backends.cpu.llvm_types import F16, F32, F64, I1, I16, I32, I64
 from xla.errors import UnimplementedError
@@ -942,7 +943,7 @@ def _intrinsic_unary(name):
     return lambda b, x: _intrinsic(b, name, [x])
 
 
-_EMITTERS = {
+_EMITTERS = OpcodeTable("cpu elemental emitter", {
     # unary
     "abs": _abs,
     "negate": _negate,
@@ -995,7 +996,7 @@ _EMITTERS = {
     # ternary
     "select": _select,
     "clamp": _clamp,
-}
+})
 
 # Ops whose f16/bf16 result is exactly representable without rounding
 # (it is one of the operands, or an exact function of one).

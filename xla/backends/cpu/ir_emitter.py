@@ -47,6 +47,7 @@ import math
 
 from llvmlite import ir
 
+from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, tiling
 from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, PTR, VOID,  # noqa: F401
@@ -88,17 +89,11 @@ NO_CODE = frozenset(["parameter", "constant", "get-tuple-element", "tuple", "bit
 # into module_emitter.builder. Rows live in the emit_*.py files of this
 # folder (imported on first use) and register with these decorators, as do
 # extra GENERATORS rows.
-INSTRUCTION_EMITTERS = {}
+INSTRUCTION_EMITTERS = OpcodeTable("cpu instruction emitters")
 
 
 def register_instruction(*opcodes):
-    def wrap(fn):
-        for op in opcodes:
-            if op in INSTRUCTION_EMITTERS:
-                raise ValueError(f"cpu instruction emitter for {op} registered twice")
-            INSTRUCTION_EMITTERS[op] = fn
-        return fn
-    return wrap
+    return INSTRUCTION_EMITTERS.register(*opcodes)
 
 
 _extensions_loaded = False

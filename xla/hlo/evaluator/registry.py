@@ -18,8 +18,9 @@ change values); a tuple is a Python tuple of values; a token is ``TOKEN``.
 Handlers register with ``@register("opcode", ...)``; adding an op is adding
 one row, found by grepping the opcode name.
 """
+from xla.hlo.opcodes import OpcodeTable
 
-HANDLERS = {}
+HANDLERS = OpcodeTable("evaluator")
 
 
 class Token:
@@ -33,10 +34,4 @@ TOKEN = Token()
 
 
 def register(*opcodes):
-    def wrap(fn):
-        for opcode in opcodes:
-            if opcode in HANDLERS:
-                raise ValueError(f"interpreter handler for {opcode} registered twice")
-            HANDLERS[opcode] = fn
-        return fn
-    return wrap
+    return HANDLERS.register(*opcodes)
