@@ -30,7 +30,7 @@ import numpy as np
 from xla.errors import InvalidArgumentError
 from xla.frontend import pytree, tracing
 from xla.frontend.builder import XlaBuilder
-from xla.frontend.jit import arg_spec
+from xla.frontend.signature import arg_spec
 from xla.frontend.tracing import Tracer, TraceContext, to_shape
 
 

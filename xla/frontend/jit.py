@@ -44,15 +44,12 @@ from xla import runtime
 from xla.errors import InvalidArgumentError, XlaError
 from xla.hlo.attributes import RawAttr
 from xla.frontend import pytree, tracing
+from xla.frontend.signature import arg_spec
 from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape
 
 # jit's keyword options (beyond backend, static and donated arguments).
 OPTIONS = {"disk_cache": "True/None: the persistent cache's default directory, False: off, "
                          "a path: that directory"}
-
-_WEAK_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64),
-                complex: np.dtype(np.complex128)}
-
 
 class CacheInfo(NamedTuple):
     hits: int            # calls served by the in-memory cache
@@ -60,30 +57,6 @@ class CacheInfo(NamedTuple):
     compilations: int    # modules compiled (LLVM run, or loaded from disk)
     currsize: int        # signatures in the in-memory cache
     disk_hits: int = 0   # compilations served by the persistent cache
-
-
-class ArgSpec(NamedTuple):
-    """What a dynamic argument leaf contributes to the cache key."""
-    shape: tuple
-    dtype: np.dtype
-    weak: bool
-
-
-def arg_spec(x, where):
-    if isinstance(x, np.ndarray):
-        return ArgSpec(x.shape, x.dtype, False)
-    if isinstance(x, np.generic):
-        return ArgSpec((), x.dtype, False)
-    if isinstance(x, (bool, int, float, complex)):
-        dtype = _WEAK_DTYPES[type(x)] if type(x) in _WEAK_DTYPES else np.asarray(x).dtype
-        if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**63:
-            raise InvalidArgumentError(f"{where}: Python int {x} does not fit in int64")
-        return ArgSpec((), dtype, not isinstance(x, bool))
-    if hasattr(x, "__array__") and hasattr(x, "shape") and hasattr(x, "dtype"):
-        return ArgSpec(tuple(x.shape), np.dtype(x.dtype), False)
-    raise InvalidArgumentError(
-        f"{where} is a {type(x).__name__}, not an array or scalar; pass it as a static argument "
-        "(static_argnums/static_argnames) if it is configuration")
 
 
 def _locate(error):
