@@ -9,7 +9,7 @@ from xla.runtime.registry import get_platform
 
 
 def compile(module, platform=None, *, backend=None, compiler=None, debug_options=None,
-            **compile_options):
+            num_replicas=None, num_partitions=None, **compile_options):
     """Compiles an HloModule (or its HLO text) for a platform and returns its Executable.
 
     The platform is given positionally or, as in ``xla.jit``, as
@@ -23,7 +23,15 @@ def compile(module, platform=None, *, backend=None, compiler=None, debug_options
     disabled passes...). ``compile_options`` go to the compiler's
     ``compile`` (e.g. ``cache=`` where the platform's capabilities say
     ``persistent_cache``).
+
+    ``num_replicas``/``num_partitions`` (either given): the module runs on
+    that many replicas x partitions of the platform's devices, in one
+    process, and a ``ReplicatedExecutable`` (``collectives.py``) is returned,
+    whose ``execute`` takes one argument list per device.
     """
+    if num_replicas is not None or num_partitions is not None:
+        return _compile_replicated(module, platform or backend, compiler, debug_options,
+                                   num_replicas or 1, num_partitions or 1, compile_options)
     if debug_options is not None:
         from xla import debug_options as flags
         with flags.using(flags.resolve(debug_options)):
@@ -62,3 +70,20 @@ def _snapshot_hook(dumper, module_text):
 def copy_args(args):
     """Arguments as they were before an execution that may overwrite donated ones."""
     return [tuple(copy_args(a)) if isinstance(a, tuple) else np.array(a, copy=True) for a in args]
+
+
+def _compile_replicated(module, platform, compiler, debug_options, num_replicas, num_partitions,
+                        compile_options):
+    from xla.runtime.collectives import ReplicatedExecutable
+    for name, n in (("num_replicas", num_replicas), ("num_partitions", num_partitions)):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise InvalidArgumentError(f"{name} must be a positive int, got {n!r}")
+    if isinstance(module, str):
+        from xla.hlo.parser import parse_hlo_module
+        module = parse_hlo_module(module)
+    module.header_attrs["replica_count"] = num_replicas
+    module.header_attrs["num_partitions"] = num_partitions
+    executable = compile(module, platform, compiler=compiler, debug_options=debug_options,
+                         **compile_options)
+    devices = [executable.for_device(d) for d in range(num_replicas * num_partitions)]
+    return ReplicatedExecutable(devices, num_replicas, num_partitions)

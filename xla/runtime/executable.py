@@ -82,6 +82,13 @@ class Executable:
         to the optimized module (e.g. ``ir-with-opt.ll``, ``ptx``)."""
         return {}
 
+    def for_device(self, ordinal):
+        """The executable device ``ordinal`` of a replicated run uses (see
+        ``collectives.ReplicatedExecutable``): this one where executions are
+        independent of each other (the default), a copy with its own
+        per-execution state otherwise."""
+        return self
+
     def add_execute_hook(self, hook):
         """``hook(args, result)`` runs after each ``execute``."""
         self.execute_hooks.append(hook)

@@ -8,6 +8,7 @@ is host memory (NumPy arrays); it does not honour donation.
 from xla.hlo.evaluator import Evaluator
 from xla.hlo.verifier import verify_module
 from xla.runtime import Capabilities, Compiler, Executable, Platform
+from xla.runtime.collectives import current_device
 
 
 class InterpreterExecutable(Executable):
@@ -16,7 +17,7 @@ class InterpreterExecutable(Executable):
     def execute(self, *args, donated=()):
         """Runs the module on NumPy arrays; a tuple result comes back as a
         tuple. ``donated`` is accepted and ignored (no aliasing here)."""
-        result = Evaluator().evaluate(self.module, list(args))
+        result = Evaluator(device=current_device()).evaluate(self.module, list(args))
         for hook in self.execute_hooks:
             hook(args, result)
         return result

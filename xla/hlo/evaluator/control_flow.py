@@ -90,7 +90,11 @@ def _add_dependency(instr, operands, ctx):
 
 @register("replica-id", "partition-id")
 def _replica_id(instr, operands, ctx):
-    return np.zeros((), instr.shape.dtype)
+    """This device's replica or partition number (0 on one device)."""
+    device = ctx.device
+    value = 0 if device is None else (device.replica if instr.opcode == "replica-id"
+                                      else device.partition)
+    return np.asarray(value, instr.shape.dtype)
 
 
 # ----------------------------------------------------------------------------

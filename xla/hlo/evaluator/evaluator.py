@@ -110,8 +110,13 @@ def _shape_matches(value, shape):
 class Evaluator:
     """Evaluates HloModules and computations; handlers receive it as ``ctx``."""
 
-    def __init__(self):
+    def __init__(self, device=None):
+        """``device``: a ``DeviceContext`` (ops_collectives.py) when the
+        module runs on several devices: which one this is, and how to
+        exchange values with the others. None: one device."""
         load_handlers()
+        self.device = device
+        self.collective_counts = {}   # instruction name -> executions (rendezvous keys)
         self._orders = {}
         self._elementwise_depth = 0
         self._constant_cache = {}

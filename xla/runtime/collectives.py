@@ -1,0 +1,148 @@
+"""Running one program on many devices in one process: the communicator
+that collectives rendezvous through, the per-thread device context, and
+``ReplicatedExecutable``.
+
+``xla.compile(module, platform, num_replicas=N, num_partitions=M)`` compiles
+the module once and makes one executable per device (``Executable.for_device``:
+the interpreter's is reentrant; the CPU's gets its own temporary memory).
+``execute(per_device_args)`` runs device ``d = replica * M + partition`` on
+its own thread with ``per_device_args[d]``, and returns the results in the
+same order. While a device runs, ``current_device()`` (a thread-local) is its
+``DeviceContext``: the backends read their replica and partition from it,
+and their collectives exchange values through it.
+
+The communicator is a rendezvous: every participant of a collective hands
+in its value under the same key and waits for the others; each then gets all
+values in group order. A participant that fails aborts the rendezvous, so
+the others raise instead of waiting forever; so does one that waits longer
+than ``timeout`` seconds (a program whose devices disagree about which
+collectives they run).
+"""
+import threading
+
+from xla.errors import InvalidArgumentError, XlaError
+from xla.hlo.evaluator.ops_collectives import DeviceContext
+
+_local = threading.local()
+
+
+def current_device():
+    """The DeviceContext of the execution running on this thread, or None."""
+    return getattr(_local, "device", None)
+
+
+class _Slot:
+    def __init__(self, n):
+        self.values = [None] * n
+        self.arrived = 0
+        self.left = 0
+
+
+class InProcessCommunicator:
+    """Rendezvous among threads of one process."""
+
+    def __init__(self, num_devices, timeout=300.0):
+        self.num_devices = num_devices
+        self.timeout = timeout
+        self._cond = threading.Condition()
+        self._slots = {}
+        self._error = None
+
+    def abort(self, error):
+        with self._cond:
+            if self._error is None:
+                self._error = error
+            self._cond.notify_all()
+
+    def exchange(self, key, participants, me, value):
+        """Hands in ``value`` as participant ``me`` (an index into
+        ``participants``); returns every participant's value."""
+        n = len(participants)
+        with self._cond:
+            slot = self._slots.get(key)
+            if slot is None:
+                slot = self._slots[key] = _Slot(n)
+            slot.values[me] = value
+            slot.arrived += 1
+            if slot.arrived == n:
+                self._cond.notify_all()
+            ok = self._cond.wait_for(lambda: slot.arrived == n or self._error is not None,
+                                     timeout=self.timeout)
+            if self._error is not None:
+                raise InvalidArgumentError(f"collective {key[0]} abandoned: another device "
+                                           f"failed ({self._error})")
+            if not ok:
+                error = InvalidArgumentError(
+                    f"collective {key[0]}: {slot.arrived} of {n} participants arrived within "
+                    f"{self.timeout:g} s (do all devices run the same collectives?)")
+                self._error = error
+                self._cond.notify_all()
+                raise error
+            values = list(slot.values)
+            slot.left += 1
+            if slot.left == n:
+                del self._slots[key]
+            return values
+
+
+class ReplicatedExecutable:
+    """One program on ``num_replicas x num_partitions`` devices of a platform."""
+
+    def __init__(self, executables, num_replicas, num_partitions, timeout=300.0):
+        if len(executables) != num_replicas * num_partitions:
+            raise InvalidArgumentError("one executable per device is needed")
+        self.executables = executables
+        self.num_replicas = num_replicas
+        self.num_partitions = num_partitions
+        self.timeout = timeout
+        self.module = executables[0].module
+        self.platform = executables[0].platform
+
+    @property
+    def num_devices(self):
+        return self.num_replicas * self.num_partitions
+
+    def execute(self, per_device_args):
+        """``per_device_args[d]``: the arguments of device d (replica d // M,
+        partition d % M); returns the list of results, one per device."""
+        n = self.num_devices
+        per_device_args = list(per_device_args)
+        if len(per_device_args) != n:
+            raise InvalidArgumentError(f"{n} devices ({self.num_replicas} replicas x "
+                                       f"{self.num_partitions} partitions) need {n} argument "
+                                       f"lists, got {len(per_device_args)}")
+        comm = InProcessCommunicator(n, self.timeout)
+        results, errors = [None] * n, [None] * n
+
+        def run(d):
+            replica, partition = divmod(d, self.num_partitions)
+
+            def exchange(key, participants, value):
+                return comm.exchange(key, participants, participants.index((replica, partition)),
+                                     value)
+            _local.device = DeviceContext(replica, partition, self.num_replicas,
+                                          self.num_partitions, exchange)
+            try:
+                args = per_device_args[d]
+                results[d] = self.executables[d].execute(*(args if isinstance(args, (list, tuple))
+                                                           else (args,)))
+            except BaseException as e:   # noqa: BLE001 - re-raised below, on the caller's thread
+                errors[d] = e
+                comm.abort(e)
+            finally:
+                _local.device = None
+
+        threads = [threading.Thread(target=run, args=(d,), name=f"xla-device-{d}") for d in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        first = next((e for e in errors if e is not None and not _is_abandoned(e)), None)
+        first = first or next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
+        return results
+
+
+def _is_abandoned(error):
+    return isinstance(error, XlaError) and "abandoned" in str(error)
