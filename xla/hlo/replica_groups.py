@@ -8,17 +8,20 @@ group mode, decided (as in XLA's ``GetCollectiveOpGroupMode``) by
 
 - no ``channel_id`` (``use_global_device_ids`` must be unset): cross-replica:
   groups of replica ids, each within the device's own partition;
-- ``channel_id`` without ``use_global_device_ids``: cross-replica-and-partition
-  for all-reduce, all-gather, reduce-scatter and all-to-all (groups of
-  replica ids, with every partition of those replicas taking part),
-  cross-partition for collective-permute and collective-broadcast (ids are
-  partition ids within the device's replica);
-- ``channel_id`` with ``use_global_device_ids=true``: flattened ids.
+- all-reduce, all-gather and reduce-scatter, which carry
+  ``use_global_device_ids`` (false when not written), with a ``channel_id``:
+  cross-replica-and-partition when it is false (groups of replica ids, with
+  every partition of those replicas taking part), flattened ids when true;
+- all-to-all, collective-permute and collective-broadcast, which carry none,
+  with a ``channel_id``: cross-partition (ids are partition ids within the
+  device's replica).
 
 An empty ``replica_groups`` is one group of every id of the mode's kind.
-Groups are written ``{{0,1},{2,3}}`` or in iota form ``[2,2]<=[4]`` (the
+Groups are written ``{{0,1},{2,3}}``, in iota form ``[2,2]<=[4]`` (the
 ids 0..3 reshaped to 2 groups of 2) and ``[2,2]<=[2,2]T(1,0)`` (reshaped to
-the second shape, transposed, then regrouped): ``{{0,2},{1,3}}``.
+the second shape, transposed, then regrouped): ``{{0,2},{1,3}}``, or over a
+device mesh, ``mesh['x'=2,'y'=2] {'y'}``: the devices that differ only in
+their ``y`` coordinate, ``{{0,1},{2,3}}``.
 
 The participants of a group are listed in group order (for
 cross-replica-and-partition: each replica of the group with all its
@@ -36,9 +39,13 @@ CROSS_PARTITION = "cross_partition"
 CROSS_REPLICA_AND_PARTITION = "cross_replica_and_partition"
 FLATTENED_ID = "flattened_id"
 
-_PARTITION_OPS = frozenset(["collective-permute", "collective-permute-start",
-                            "collective-broadcast"])
+# Ops that carry use_global_device_ids (false when not written); the others
+# (all-to-all, collective-permute, collective-broadcast) have none, and
+# with a channel_id they are cross-partition.
+_GLOBAL_ID_OPS = frozenset(["all-reduce", "all-reduce-start", "all-gather", "all-gather-start",
+                            "reduce-scatter"])
 
+_MESH = re.compile(r"^mesh\[(.*?)\]\s*\{(.*?)\}$")
 _IOTA = re.compile(r"^\[([\d,\s]*)\]<=\[([\d,\s]*)\](?:T\(([\d,\s]*)\))?$")
 
 
@@ -69,6 +76,9 @@ def parse_replica_groups(value):
                                            "permutation")
             ids = ids.transpose(perm)
         return ids.reshape(shape).tolist()
+    m = _MESH.match(text)
+    if m:
+        return _mesh_groups(text, m.group(1), m.group(2))
     inner = text.strip()
     if not (inner.startswith("{") and inner.endswith("}")):
         raise InvalidArgumentError(f"replica_groups {text!r} is neither {{{{...}},...}} nor "
@@ -80,6 +90,23 @@ def parse_replica_groups(value):
     return [_ints(g) for g in groups]
 
 
+def _mesh_groups(text, axes_text, chosen_text):
+    """``mesh['a'=2,'b'=4] {'b'}``: the device ids 0..7 laid out on the mesh
+    row-major; a group is the devices that differ only along the chosen
+    axes, ordered by those axes' coordinates in the order listed."""
+    axes = re.findall(r"'([^']*)'\s*=\s*(\d+)", axes_text)
+    chosen = re.findall(r"'([^']*)'", chosen_text)
+    names = [a for a, _ in axes]
+    if not axes or any(c not in names for c in chosen) or len(set(chosen)) != len(chosen):
+        raise InvalidArgumentError(f"replica_groups {text!r}: the axes {chosen} are not axes "
+                                   f"of the mesh {names}")
+    sizes = [int(n) for _, n in axes]
+    ids = np.arange(int(np.prod(sizes, dtype=np.int64))).reshape(sizes)
+    order = [i for i, a in enumerate(names) if a not in chosen] + [names.index(c) for c in chosen]
+    group_size = int(np.prod([sizes[names.index(c)] for c in chosen], dtype=np.int64))
+    return ids.transpose(order).reshape(-1, group_size).tolist()
+
+
 def group_mode(instr):
     """The group mode of a collective instruction (see the module docstring)."""
     has_channel = instr.attrs.get("channel_id") is not None
@@ -89,10 +116,10 @@ def group_mode(instr):
         if global_ids:
             raise InvalidArgumentError(f"{instr.name}: use_global_device_ids needs a channel_id")
         return CROSS_REPLICA
+    if instr.opcode not in _GLOBAL_ID_OPS:
+        return CROSS_PARTITION
     if global_ids:
         return FLATTENED_ID
-    if instr.opcode in _PARTITION_OPS:
-        return CROSS_PARTITION
     return CROSS_REPLICA_AND_PARTITION
 
 

@@ -31,7 +31,9 @@ def compile(module, platform=None, *, backend=None, compiler=None, debug_options
     """
     if num_replicas is not None or num_partitions is not None:
         return _compile_replicated(module, platform or backend, compiler, debug_options,
-                                   num_replicas or 1, num_partitions or 1, compile_options)
+                                   1 if num_replicas is None else num_replicas,
+                                   1 if num_partitions is None else num_partitions,
+                                   compile_options)
     if debug_options is not None:
         from xla import debug_options as flags
         with flags.using(flags.resolve(debug_options)):
