@@ -42,6 +42,8 @@ def runtime_symbols():
         from xla import _core
         get = getattr(_core, "cpu_runtime_symbols", None)
         symbols = dict(get()) if get is not None else {}
+        from xla.backends.cpu import collectives
+        symbols[collectives.SYMBOL] = collectives.address()
         for name, address in symbols.items():
             jit.add_symbol(name, address)
         _runtime = symbols
@@ -171,6 +173,9 @@ class CpuCompiler(Compiler):
         if progress:
             progress.stage("passes")
         assignment = self.optimize(module, timings, hooks)
+        from xla.backends.cpu import collectives
+        if cache is not None and collectives.has_collectives(module):
+            cache = None   # op numbers are baked into the code (collectives.py)
         options = f"O{self.opt_level} fast_math={self.fast_math}"
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers)

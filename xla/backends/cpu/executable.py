@@ -93,7 +93,11 @@ class CpuExecutable(Executable):
             else:
                 self._outputs.append(alloc.index)
         self._sizes = [a.size for a in allocations]
-        self._fast = _FastPath.build(self)
+        from xla.backends.cpu import collectives
+        # Collectives report failures after the call (collectives.take_error).
+        self._collectives = collectives.has_collectives(module)
+        self._fast = None if self._collectives else _FastPath.build(self)
+        self._device_copy_args = (module, assignment, jit_module, emitted, kernel_objects, transform)
 
     @property
     def ir_text(self):
@@ -116,6 +120,14 @@ class CpuExecutable(Executable):
                                                   self.kernel_opt_level))
             self._optimized_ir_text = "\n".join(parts)
         return self._optimized_ir_text
+
+    def for_device(self, ordinal):
+        """A copy with its own constants, temporaries and lock, sharing the
+        compiled code (devices of a replicated run execute concurrently)."""
+        exe = CpuExecutable(*self._device_copy_args, device=self.device)
+        exe.kernel_opt_level = self.kernel_opt_level
+        exe.compile_timings, exe.pass_timings = self.compile_timings, self.pass_timings
+        return exe
 
     def dump_artifacts(self):
         """What ``--xla_dump_to`` writes for this executable: dump-file suffix -> data."""
@@ -198,6 +210,11 @@ class CpuExecutable(Executable):
         table = [memory[i].ctypes.data if i in memory else 0 for i in range(self._num_allocations)]
         with self._lock:
             cpu_execute(self._address, table)
+            if self._collectives:
+                from xla.backends.cpu import collectives
+                error = collectives.take_error()
+                if error is not None:
+                    raise error
             root = entry.root_instruction
             return self._result(root, root.shape, (), memory, in_place)
 
