@@ -23,6 +23,7 @@ from xla.runtime import available_platforms, compile, device_put, devices
 from xla.frontend.builder import XlaBuilder, XlaOp
 from xla.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla.frontend.jit import jit
+from xla.frontend.parallel import pmap
 from xla import lax, numpy, random  # noqa: E402  (public submodules)
 
 from xla.version import __version__  # noqa: E402
@@ -30,7 +31,7 @@ from xla.version import __version__  # noqa: E402
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",
     "Layout", "PrimitiveType", "Shape", "ShapeError", "UnimplementedError", "VerifierError",
-    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "grad", "jit", "jvp", "lax", "numpy", "random",
+    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "grad", "jit", "jvp", "lax", "numpy", "pmap", "random",
     "value_and_grad", "vjp", "compile", "module_to_text", "parse_hlo_module",
     "parse_shape", "verify_module",
 ]

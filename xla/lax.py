@@ -6,3 +6,5 @@ from xla.frontend.lax import (broadcast_in_dim, broadcasted_iota, clamp, cond,  
                               dynamic_update_slice, fori_loop, iota, reduce, reduce_window,
                               reshape, rsqrt, logistic, erf, scan, select, sort, switch, top_k,
                               transpose, while_loop)
+from xla.frontend.parallel import (all_gather, axis_index, pmax, pmean, pmin, ppermute,  # noqa: F401,E402
+                                   psum, psum_scatter)
