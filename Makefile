@@ -13,9 +13,10 @@ BAZEL_FLAGS := $(if $(filter true 1,$(CI)),--config=ci)
 # C++ compiler; an AArch64 cross compiler with its C library and qemu's user
 # mode emulator, to link and run ahead-of-time compiled objects for aarch64
 # (tests/cpu/test_aot.py); headless Chromium, to check that the HTML graph
-# view draws (tests/debugging/test_graph_views_render.py).
+# view draws (tests/debugging/test_graph_views_render.py); Open MPI, for
+# multi-process runs (tests/distributed/test_mpi.py).
 APT_PACKAGES := bazel-bootstrap bazel-rules-java libgtest-dev libeigen3-dev g++ \
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user chromium
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user chromium openmpi-bin
 EXAMPLES := $(patsubst $(ROOT)/%,%,$(sort $(wildcard $(ROOT)/examples/*.hlo)))
 
 .PHONY: setup system-packages build pth test demo clean

@@ -56,6 +56,11 @@ def adam_init(params):
 def train_step(params, opt, x, y, lr=np.float32(1e-2)):
     """One whole training step: loss, gradients and the Adam update."""
     loss, grads = xla.value_and_grad(loss_fn)(params, x, y)
+    new_params, new_opt = adam_update(params, opt, grads, lr)
+    return new_params, new_opt, loss
+
+
+def adam_update(params, opt, grads, lr=np.float32(1e-2)):
     t = opt["t"] + 1
     b1, b2, eps = np.float32(0.9), np.float32(0.999), np.float32(1e-8)
     new_params, m, v = {}, {}, {}
@@ -65,7 +70,7 @@ def train_step(params, opt, x, y, lr=np.float32(1e-2)):
         m_hat = m[k] / (1 - b1 ** t)
         v_hat = v[k] / (1 - b2 ** t)
         new_params[k] = params[k] - lr * m_hat / (np.sqrt(v_hat) + eps)
-    return new_params, {"m": m, "v": v, "t": t}, loss
+    return new_params, {"m": m, "v": v, "t": t}
 
 
 def accuracy(params, x, y):

@@ -24,14 +24,14 @@ from xla.frontend.builder import XlaBuilder, XlaOp
 from xla.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla.frontend.jit import jit
 from xla.frontend.parallel import pmap
-from xla import lax, numpy, random  # noqa: E402  (public submodules)
+from xla import distributed, lax, numpy, random  # noqa: E402  (public submodules)
 
 from xla.version import __version__  # noqa: E402
 
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",
     "Layout", "PrimitiveType", "Shape", "ShapeError", "UnimplementedError", "VerifierError",
-    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "grad", "jit", "jvp", "lax", "numpy", "pmap", "random",
+    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "distributed", "grad", "jit", "jvp", "lax", "numpy", "pmap", "random",
     "value_and_grad", "vjp", "compile", "module_to_text", "parse_hlo_module",
     "parse_shape", "verify_module",
 ]

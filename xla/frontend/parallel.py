@@ -13,7 +13,9 @@
 leading axis removed), compiles it for as many replicas as the leading axis
 is long (``xla.compile(..., num_replicas=n)``, one device per replica, in
 one process), runs slice ``d`` on replica ``d`` and stacks the results along
-a new leading axis. Inside ``f``, ``psum``/``pmean``/``pmax``/``pmin``,
+a new leading axis. In a job of P processes (``xla.distributed``) each
+process passes its own slice (a leading axis of 1) and the collectives span
+the P devices. Inside ``f``, ``psum``/``pmean``/``pmax``/``pmin``,
 ``all_gather``, ``psum_scatter``, ``ppermute`` and ``axis_index`` name the
 axis they work across; they become XLA's all-reduce, all-gather,
 reduce-scatter, collective-permute and replica-id over every replica, so
@@ -27,6 +29,7 @@ import threading
 import numpy as np
 
 from xla import runtime
+from xla.runtime import distributed
 from xla.errors import InvalidArgumentError
 from xla.frontend import pytree
 from xla.frontend.signature import arg_spec
@@ -201,11 +204,17 @@ class PmapFunction:
         if n < 1:
             raise InvalidArgumentError(f"xla.pmap({name}): the leading axis is empty")
         specs = tuple(arg_spec(a[0], f"argument leaf {i} of {name}") for i, a in enumerate(arrays))
-        key = (treedef, specs, n)
+        processes = distributed.process_count()
+        if processes > 1 and n != 1:
+            raise InvalidArgumentError(
+                f"xla.pmap({name}): in a job of {processes} processes each process maps over "
+                f"its one device, so the leading axis must be 1, not {n}")
+        devices = n * processes
+        key = (treedef, specs, devices)
         with self._lock:
             entry = self._cache.get(key)
             if entry is None:
-                entry = self._cache[key] = self._compile(treedef, specs, n)
+                entry = self._cache[key] = self._compile(treedef, specs, devices)
                 self.compilations += 1
         exe, out_treedef = entry
         results = exe.execute([[a[d] for a in arrays] for d in range(n)])

@@ -104,7 +104,12 @@ class ReplicatedExecutable:
 
     def execute(self, per_device_args):
         """``per_device_args[d]``: the arguments of device d (replica d // M,
-        partition d % M); returns the list of results, one per device."""
+        partition d % M); returns the list of results, one per device.
+        In a multi-process job (``xla.distributed``), the arguments and the
+        result of this process's one device."""
+        from xla.runtime import distributed
+        if distributed.process_count() > 1:
+            return self._execute_in_job(list(per_device_args))
         n = self.num_devices
         per_device_args = list(per_device_args)
         if len(per_device_args) != n:
@@ -142,6 +147,28 @@ class ReplicatedExecutable:
         if first is not None:
             raise first
         return results
+
+    def _execute_in_job(self, per_device_args):
+        from xla.runtime import distributed
+        n, processes = self.num_devices, distributed.process_count()
+        if n != processes:
+            raise InvalidArgumentError(f"{n} devices ({self.num_replicas} replicas x "
+                                       f"{self.num_partitions} partitions) in a job of {processes} "
+                                       "processes: one device per process is needed")
+        if len(per_device_args) != 1:
+            raise InvalidArgumentError(f"in a job of {processes} processes, execute takes the "
+                                       f"arguments of this process's device only ([args]), got "
+                                       f"{len(per_device_args)} lists")
+        d = distributed.process_index()
+        replica, partition = divmod(d, self.num_partitions)
+        mpi = distributed.MpiExchange(self.num_partitions)
+        _local.device = DeviceContext(replica, partition, self.num_replicas, self.num_partitions,
+                                      mpi.exchange, mpi.all_reduce)
+        try:
+            args = per_device_args[0]
+            return [self.executables[d].execute(*(args if isinstance(args, (list, tuple)) else (args,)))]
+        finally:
+            _local.device = None
 
 
 def _is_abandoned(error):

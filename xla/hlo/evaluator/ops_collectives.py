@@ -51,6 +51,9 @@ class DeviceContext:
     num_replicas: int
     num_partitions: int
     exchange: Callable   # exchange(key, participants, value) -> [value per participant]
+    # all_reduce(key, participants, arrays, reducer opcode) -> arrays, or None
+    # when the transport has no such reduction (MPI's Allreduce; optional).
+    all_reduce: Callable = None
 
     @property
     def id(self):
@@ -114,11 +117,29 @@ def _pack(instr, shape, out):
     return tuple(out) if shape.is_tuple else out[0]
 
 
+def _reducer_opcode(comp):
+    """The binary opcode a reducer applies to its two parameters, or None."""
+    root = comp.root_instruction
+    params = [i for i in comp.instructions if i.opcode == "parameter"]
+    if len(params) == 2 and len(root.operands) == 2 and \
+            {id(o) for o in root.operands} == {id(p) for p in params}:
+        return root.opcode
+    return None
+
+
 def all_reduce_values(instr, ctx, operands, shape):
     if ctx.device is None:
         return _identity(instr, operands, shape)
-    _, _, exchange = _group(instr, ctx)
-    values = exchange([np.asarray(x) for x in operands])
+    members, _, exchange = _group(instr, ctx)
+    arrays = [np.asarray(x) for x in operands]
+    if ctx.device.all_reduce is not None:
+        reducer = _reducer_opcode(instr.attrs["to_apply"])
+        key = (instr.name, ctx.collective_counts[instr.name] - 1, tuple(members))
+        reduced = ctx.device.all_reduce(key, members, arrays, reducer) if reducer else None
+        if reduced is not None:
+            return _pack(instr, shape, [r.astype(s.dtype, copy=False)
+                                        for r, s in zip(reduced, _leaf_shapes(shape))])
+    values = exchange(arrays)
     return _pack(instr, shape, _fold(instr, ctx, values, _leaf_shapes(shape)))
 
 
