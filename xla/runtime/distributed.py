@@ -112,19 +112,23 @@ class MpiExchange:
             values.append(their_value)
         return values
 
-    def all_reduce(self, key, participants, arrays, reducer):
+    def all_reduce(self, key, participants, arrays, reducer, out=None):
         """The elementwise ``reducer`` over the participants' arrays with
-        MPI's Allreduce, or None where MPI has no such operation."""
+        MPI's Allreduce (into ``out`` when given: contiguous arrays of the
+        same shapes and types), or None where MPI has no such operation."""
         op_name = _MPI_OPS.get(reducer)
         if op_name is None or any(a.dtype.kind not in "iuf" or a.dtype.itemsize not in (4, 8)
                                   for a in arrays):
             return None
         from mpi4py import MPI
         comm = self._group_comm(tuple(self._rank(p) for p in participants))
-        out = []
-        for a in arrays:
+        results = []
+        for k, a in enumerate(arrays):
             a = np.ascontiguousarray(a)
-            result = np.empty_like(a)
-            comm.Allreduce(a, result, op=getattr(MPI, op_name))
-            out.append(result)
-        return out
+            result = np.empty_like(a) if out is None else out[k]
+            send = a
+            if np.shares_memory(a, result):   # the result buffer is the operand's
+                send = MPI.IN_PLACE if a.ctypes.data == result.ctypes.data else a.copy()
+            comm.Allreduce(send, result, op=getattr(MPI, op_name))
+            results.append(result)
+        return results

@@ -21,6 +21,7 @@ import threading
 import numpy as np
 
 from xla.hlo.evaluator import Evaluator
+from xla.hlo.evaluator.ops_collectives import all_reduce_into
 from xla.hlo.evaluator.registry import HANDLERS
 
 SYMBOL = "__xla_cpu_collective"
@@ -65,6 +66,11 @@ def _evaluator():
 
 def _run(op, operands, results):
     instr, operand_shapes, result_shapes = _ops[op]
+    if instr.opcode == "all-reduce":
+        views = [_view(operands[k], s) for k, s in enumerate(operand_shapes)]
+        outs = [_view(results[k], s) for k, s in enumerate(result_shapes)]
+        if all_reduce_into(instr, _evaluator(), views, outs):
+            return
     args = [np.array(_view(operands[k], s)) for k, s in enumerate(operand_shapes)]
     value = HANDLERS[instr.opcode](instr, args, _evaluator())
     leaves = list(value) if instr.shape.is_tuple else [value]

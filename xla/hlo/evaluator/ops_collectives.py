@@ -127,6 +127,26 @@ def _reducer_opcode(comp):
     return None
 
 
+def all_reduce_into(instr, ctx, operands, outs):
+    """all-reduce of ``operands`` written into the arrays ``outs`` by the
+    transport's own reduction (``DeviceContext.all_reduce``), without
+    copies; False (nothing done) where it has none for this reducer or type."""
+    device = ctx.device
+    if device is None or device.all_reduce is None or len(operands) != len(outs):
+        return False
+    reducer = _reducer_opcode(instr.attrs["to_apply"])
+    if reducer is None or any(np.asarray(o).dtype != r.dtype for o, r in zip(operands, outs)):
+        return False
+    members = replica_groups.participants(instr, device.replica, device.partition,
+                                          device.num_replicas, device.num_partitions)
+    count = ctx.collective_counts.get(instr.name, 0)
+    key = (instr.name, count, tuple(members))
+    if device.all_reduce(key, members, list(operands), reducer, outs) is None:
+        return False
+    ctx.collective_counts[instr.name] = count + 1
+    return True
+
+
 def all_reduce_values(instr, ctx, operands, shape):
     if ctx.device is None:
         return _identity(instr, operands, shape)
