@@ -52,3 +52,14 @@ def test_data_parallel_example_matches_one_process(tmp_path, processes):
     assert sorted(a.files) == ["b1", "b2", "w1", "w2"]
     for k in a.files:
         np.testing.assert_allclose(b[k], a[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_a_failing_process_ends_the_job_instead_of_hanging():
+    launcher = shutil.which("mpirun")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT)] + sys.path))
+    out = subprocess.run([launcher, "--oversubscribe", "-n", "2", sys.executable,
+                          str(HERE / "mpi_failing_worker.py")], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode != 0
+    assert "process 1 failed, aborting the MPI job: InvalidArgumentError: argument 0" in out.stderr

@@ -166,7 +166,16 @@ class ReplicatedExecutable:
                                       mpi.exchange, mpi.all_reduce)
         try:
             args = per_device_args[0]
-            return [self.executables[d].execute(*(args if isinstance(args, (list, tuple)) else (args,)))]
+            return [self.executables[d].execute(*(args if isinstance(args, (list, tuple))
+                                                  else (args,)))]
+        except BaseException as e:
+            # The other processes would wait for this one at their next
+            # collective: end the job (MPI_Abort), as MPI programs do.
+            import sys
+            print(f"xla: process {d} failed, aborting the MPI job: {type(e).__name__}: {e}",
+                  file=sys.stderr, flush=True)
+            distributed.abort(1)
+            raise
         finally:
             _local.device = None
 

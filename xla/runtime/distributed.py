@@ -64,6 +64,12 @@ def process_count():
     return _state.size if _state is not None else 1
 
 
+def abort(code=1):
+    """Ends every process of the job (MPI_Abort)."""
+    if _state is not None and _state.size > 1:
+        _state.comm.Abort(code)
+
+
 def shutdown():
     """Forgets the job (tests); MPI itself finalizes at exit."""
     global _state
