@@ -18,3 +18,11 @@ class TestInterpreterJit(JitConformance):
 
 class TestInterpreterDonation(DonationConformance):
     platform = "interpreter"
+
+
+class TestGpuEmulatorJit(JitConformance):
+    platform = "gpu_emulator"
+
+
+class TestGpuEmulatorDonation(DonationConformance):
+    platform = "gpu_emulator"

@@ -22,6 +22,8 @@ ENTRY_POINT_GROUP = "xla.backends"
 _BUILTIN = {
     "cpu": "xla.backends.cpu.platform:CpuPlatform",
     "interpreter": "xla.backends.interpreter.backend:InterpreterPlatform",
+    "gpu": "xla.backends.gpu.platform:CudaPlatform",
+    "gpu_emulator": "xla.backends.gpu.platform:GpuEmulatorPlatform",
 }
 
 # What ``xla.jit`` and ``xla.device_put`` use when no platform is named.

@@ -217,6 +217,11 @@ def address_of_symbol(name):
 LOOP_UNROLLING = False
 
 
+def llvm_lock():
+    """The lock every use of LLVM in this process holds (other targets too)."""
+    return _lock
+
+
 def optimize(module_ref, opt_level=3, tm=None):
     """Runs the new pass manager's O<opt_level> pipeline on a ModuleRef."""
     tm = tm or target_machine(opt_level)

@@ -1,0 +1,51 @@
+"""GpuCompiler: the GPU pipeline, buffer assignment, and one NVPTX kernel
+per computing instruction (``kernel_emitter.py``), giving a GpuExecutable.
+
+``--xla_gpu_arch`` is not an XLA flag; the compute capability is the
+compiler's ``arch`` (default sm_80), which the PTX dump and ptxas use.
+"""
+from xla.backends.gpu.executable import GpuExecutable
+from xla.backends.gpu.kernel_emitter import emit_thunks
+from xla.backends.gpu.nvptx import check_arch
+from xla.backends.cpu.loop_emitter import major_to_minor
+from xla.errors import UnimplementedError
+from xla.hlo.verifier import verify_module
+from xla.runtime import Compiler
+from xla.service.buffer_assignment import assign_buffers
+
+
+class GpuCompiler(Compiler):
+    platform = "gpu"
+
+    def __init__(self, device=None, arch="sm_80", platform_name="gpu"):
+        self.device = device
+        self.arch = check_arch(arch)
+        self.platform = platform_name
+
+    def pipeline(self, **options):
+        from xla.backends.gpu.pipeline import gpu_pipeline
+        return gpu_pipeline(**options)
+
+    def compile(self, module, hooks=None):
+        verify_module(module)
+        for p in module.entry.parameters:
+            if p.shape.is_dynamic:
+                raise UnimplementedError(f"the gpu backend does not support dynamic shapes "
+                                         f"(parameter {p.name}: {p.shape})")
+        from xla.debug_options import debug_options
+        pipeline = self.pipeline()
+        pipeline.disabled_passes = pipeline.disabled_passes | frozenset(
+            debug_options().xla_disable_hlo_passes)
+        if hooks is not None and hooks.pass_hook is not None:
+            pipeline.dump_hook = hooks.pass_hook
+        pipeline.run(module)
+        entry = module.entry
+        for what, shape in [(p.name, p.shape) for p in entry.parameters] + \
+                [("the result", entry.root_instruction.shape)]:
+            for _, leaf in shape.leaves():
+                if leaf.is_array and major_to_minor(leaf) != list(range(leaf.rank)):
+                    raise UnimplementedError(f"the gpu backend takes and returns row-major "
+                                             f"arrays only ({what}: {leaf})")
+        assignment = assign_buffers(module)
+        thunks = emit_thunks(module, assignment)
+        return GpuExecutable(module, assignment, thunks, self.device, self.arch, self.platform)

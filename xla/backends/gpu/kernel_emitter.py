@@ -1,0 +1,210 @@
+"""NVPTX kernels for a scheduled, buffer-assigned module: one kernel per
+instruction of the entry computation that computes a buffer (a fusion, an
+elementwise op, data movement, a reduce or dot), and the launch sequence.
+
+Each kernel is an LLVM module of its own for ``nvptx64-nvidia-cuda``:
+``ptx_kernel void NAME(ptr %slice0, ..., ptr %sliceK)``, one pointer per
+distinct buffer slice it reads or writes, computing its output elements in a
+grid-stride loop::
+
+    for (i = ctaid.x * ntid.x + tid.x; i < N; i += nctaid.x * ntid.x)
+        index = the output's logical index of physical offset i
+        out[k][i] = value of output k at index         (every output of a fusion)
+
+The values come from the element generators the CPU backend uses
+(``xla/backends/cpu/element_generator.py``, ``elemental_ir_emitter.py``, one
+row per opcode): operands with buffers are loaded at their layout's offset,
+fused instructions are computed from their operands, and reduce and dot
+loop over their contracted elements per output element. Special registers
+are read with ``llvm.nvvm.read.ptx.sreg.*`` and nothing else is
+target-specific, which is what lets the emulator (``emulator.py``) run the
+same IR on the host.
+
+What has no kernel here raises UnimplementedError naming the op and "gpu":
+ops the CPU runs through its runtime or control flow (sort, scatter, while,
+conditional, call, custom-call, fft, convolution, rng, linear algebra,
+collectives), multi-output fusions whose outputs differ in shape, and math
+that needs libm or libdevice (sine, cosine, power, erf, atan2...: the
+generators call ``llvm.sin`` and friends, which NVPTX cannot select).
+"""
+import re
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu.element_generator import GENERATORS, ElementGenerator
+from xla.backends.cpu.ir_emitter import NO_CODE, ModuleEmitter
+from xla.backends.cpu.kernels import Slice
+from xla.backends.cpu.llvm_types import store_element
+from xla.backends.cpu.loop_emitter import I64, i64
+from xla.backends.gpu.nvptx import DATA_LAYOUT, TRIPLE
+from xla.errors import UnimplementedError
+from xla.hlo.opcodes import ELEMENTWISE
+
+PTR = ir.PointerType()
+I32 = ir.IntType(32)
+VOID = ir.VoidType()
+
+# LLVM functions the generated code may call that NVPTX lowers itself.
+_NVPTX_OK = re.compile(r"^llvm\.(nvvm\.|fmuladd|fma|fabs|copysign|sqrt|floor|ceil|trunc|rint|"
+                       r"round|roundeven|nearbyint|minnum|maxnum|minimum|maximum|ctpop|ctlz|cttz|"
+                       r"abs|smax|smin|umax|umin|fpto[su]i\.sat|bswap|bitreverse|memcpy|memset|"
+                       r"lifetime|assume|experimental\.noalias)")
+
+
+@dataclass
+class KernelThunk:
+    """One launch: the kernel's name and LLVM IR, the (allocation, offset)
+    of each pointer argument, and how many output elements it computes."""
+    name: str
+    ir_text: str
+    slices: list
+    elements: int
+    instruction: str
+
+
+class _Emitter:
+    """What the shared element generators ask of an emitter."""
+    constant_global = ModuleEmitter.constant_global
+    unique = ModuleEmitter.unique
+    emit_scalar_computation = ModuleEmitter.emit_scalar_computation
+
+    def __init__(self, module, assignment):
+        self.module = module
+        self.assignment = assignment
+        self._globals = {}
+        self._names = set()
+        self.llmod = None
+
+
+class _Kernel:
+    """One NVPTX kernel under construction (the element generators' ``kernel``)."""
+
+    def __init__(self, name, keys, root):
+        self.root = root
+        self.module = ir.Module(name=name)
+        self.module.triple = TRIPLE
+        self.module.data_layout = DATA_LAYOUT
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(keys)), name)
+        fn.calling_convention = "ptx_kernel"
+        self.function = fn
+        self.ptrs = dict(zip(keys, fn.args))
+        self.alloca_block = fn.append_basic_block("allocas")
+        self.alloca_builder = ir.IRBuilder(self.alloca_block)
+        self.start_block = fn.append_basic_block("start")
+        self.b = ir.IRBuilder(self.start_block)
+
+    def alloca(self, typ, name=""):
+        return self.alloca_builder.alloca(typ, name=name)
+
+    def pointer(self, slice_):
+        return self.ptrs[slice_.key]
+
+    def sreg(self, name):
+        fn = self.module.globals.get(f"llvm.nvvm.read.ptx.sreg.{name}")
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(I32, []), f"llvm.nvvm.read.ptx.sreg.{name}")
+        return self.b.zext(self.b.call(fn, []), I64)
+
+
+def _unsupported(h, why=None):
+    return UnimplementedError(f"the gpu backend does not support {h.opcode}"
+                              + (f" ({why})" if why else "") + f" (instruction {h.name})")
+
+
+def _outputs(h):
+    """[(shape index, output shape, instruction computing it)] of ``h``."""
+    if not h.shape.is_tuple:
+        return [((), h.shape, h.attrs["calls"].root_instruction if h.opcode == "fusion" else h)]
+    if h.opcode != "fusion" or h.attrs["calls"].root_instruction.opcode != "tuple":
+        raise _unsupported(h, "a tuple result")
+    root = h.attrs["calls"].root_instruction
+    outs = [((k,), s, root.operands[k]) for k, s in enumerate(h.shape.tuple_shapes)]
+    dims = {tuple(s.dimensions) for _, s, _ in outs}
+    if len(dims) != 1 or any(not s.is_array for _, s, _ in outs):
+        raise _unsupported(h, "a multi-output fusion whose outputs differ in shape")
+    return outs
+
+
+def _reads(h, assignment):
+    """The buffer slices ``h``'s kernel reads: its operands' (for a fusion,
+    every operand of the fusion), each array leaf."""
+    slices = []
+    for o in h.operands:
+        for index, s in o.shape.leaves():
+            if s.is_array and assignment.has_buffers(o):
+                slices.append(Slice(assignment.buffer(o, index)))
+    return slices
+
+
+def emit_kernel(emitter, h, name):
+    """The KernelThunk computing ``h``'s buffer(s)."""
+    op = h.opcode
+    if op == "fusion":
+        kind = h.attrs.get("kind")
+        if str(kind) not in ("kLoop", "kInput"):
+            raise _unsupported(h, f"fusion kind {kind}")
+    elif op not in ELEMENTWISE and op not in GENERATORS:
+        raise _unsupported(h)
+    if op == "map":
+        raise _unsupported(h)
+    assignment = emitter.assignment
+    outputs = _outputs(h)
+    out_slices = [Slice(assignment.buffer(h, index)) for index, _, _ in outputs]
+    slices = out_slices + _reads(h, assignment)
+    keys = list(dict.fromkeys(s.key for s in slices))
+    kernel = _Kernel(name, keys, h)
+    g = ElementGenerator(emitter, kernel, fusion=h if op == "fusion" else None)
+    shape = outputs[0][1]
+    n = shape.num_elements()
+    b = kernel.b
+    start = b.add(b.mul(kernel.sreg("ctaid.x"), kernel.sreg("ntid.x")), kernel.sreg("tid.x"))
+    stride = b.mul(kernel.sreg("nctaid.x"), kernel.sreg("ntid.x"))
+    entry = b.block
+    header = b.append_basic_block("loop.header")
+    body = b.append_basic_block("loop.body")
+    done = b.append_basic_block("loop.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(I64, name="i")
+    i.add_incoming(start, entry)
+    b.cbranch(b.icmp_unsigned("<", i, i64(n)), body, done)
+    b.position_at_end(body)
+    index = le.delinearize(b, i, list(shape.dimensions), le.major_to_minor(shape))
+    try:
+        values = [g.value(value_of, index) for _, _, value_of in outputs]
+    except UnimplementedError as e:
+        raise UnimplementedError(str(e).replace("the cpu backend", "the gpu backend")) from None
+    for (_, out_shape, _), out_slice, v in zip(outputs, out_slices, values):
+        ptr = g.element_pointer(kernel.pointer(out_slice), out_shape, index)
+        store_element(b, v, ptr, out_shape.element_type)
+    nxt = b.add(i, stride, name="i.next")
+    i.add_incoming(nxt, b.block)
+    b.branch(header)
+    b.position_at_end(done)
+    b.ret_void()
+    kernel.alloca_builder.branch(kernel.start_block)
+    text = str(kernel.module)
+    for fn in re.findall(r"^declare [^@]*@\"?([\w.$]+)\"?\(", text, re.M):
+        if not _NVPTX_OK.match(fn):
+            raise _unsupported(h, f"it needs {fn}, which has no NVPTX lowering here "
+                                  "(libdevice is not linked)")
+    return KernelThunk(name, text, keys, n, h.name)
+
+
+def emit_thunks(module, assignment):
+    """The kernel launches of the entry computation, in schedule order."""
+    emitter = _Emitter(module, assignment)
+    thunks = []
+    for h in module.entry.instructions:
+        if h.opcode in NO_CODE:
+            if h.opcode == "bitcast" and assignment.buffer(h) is not assignment.buffer(h.operands[0]):
+                raise _unsupported(h, "a bitcast that copies")
+            continue
+        thunks.append(emit_kernel(emitter, h, f"k{len(thunks)}_{_symbol(h.name)}"))
+    return thunks
+
+
+def _symbol(name):
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
