@@ -39,6 +39,8 @@ def host_ir(ir_text, name, n_args):
             raise UnimplementedError(f"the GPU emulator has no special register %{reg}")
         return f"load i32, ptr @__emu_{reg.replace('.', '_')}"
     text = _SREG_CALL.sub(sreg, text)
+    # libdevice's math on the GPU is the host's libm here.
+    text = re.sub(r"@__nv_([a-z0-9]+)(?=[(\s])", r"@\1", text)
     text = re.sub(r'^declare i32 @"?llvm\.nvvm\.read\.ptx\.sreg\.[a-z.]+"?\(\).*$', "", text,
                   flags=re.M)
     other = re.findall(r"@llvm\.nvvm\.[\w.]+", text)

@@ -24,8 +24,9 @@ What has no kernel here raises UnimplementedError naming the op and "gpu":
 ops the CPU runs through its runtime or control flow (sort, scatter, while,
 conditional, call, custom-call, fft, convolution, rng, linear algebra,
 collectives), multi-output fusions whose outputs differ in shape, and math
-that needs libm or libdevice (sine, cosine, power, erf, atan2...: the
-generators call ``llvm.sin`` and friends, which NVPTX cannot select).
+outside the list libdevice covers here (``to_libdevice``: the generators'
+``llvm.sin`` and libm calls become libdevice's ``__nv_sinf`` and friends,
+linked in when PTX is made; the emulator maps them back to the host's libm).
 """
 import re
 from dataclasses import dataclass
@@ -46,8 +47,9 @@ PTR = ir.PointerType()
 I32 = ir.IntType(32)
 VOID = ir.VoidType()
 
-# LLVM functions the generated code may call that NVPTX lowers itself.
-_NVPTX_OK = re.compile(r"^llvm\.(nvvm\.|fmuladd|fma|fabs|copysign|sqrt|floor|ceil|trunc|rint|"
+# LLVM functions the generated code may call that NVPTX lowers itself, and
+# libdevice's (linked in by nvptx.compile_ptx).
+_NVPTX_OK = re.compile(r"^__nv_[a-z0-9]+$|^llvm\.(nvvm\.|fmuladd|fma|fabs|copysign|sqrt|floor|ceil|trunc|rint|"
                        r"round|roundeven|nearbyint|minnum|maxnum|minimum|maximum|ctpop|ctlz|cttz|"
                        r"abs|smax|smin|umax|umin|fpto[su]i\.sat|bswap|bitreverse|memcpy|memset|"
                        r"lifetime|assume|experimental\.noalias)")
@@ -185,12 +187,28 @@ def emit_kernel(emitter, h, name):
     b.position_at_end(done)
     b.ret_void()
     kernel.alloca_builder.branch(kernel.start_block)
-    text = str(kernel.module)
+    text = to_libdevice(str(kernel.module))
     for fn in re.findall(r"^declare [^@]*@\"?([\w.$]+)\"?\(", text, re.M):
         if not _NVPTX_OK.match(fn):
             raise _unsupported(h, f"it needs {fn}, which has no NVPTX lowering here "
                                   "(libdevice is not linked)")
     return KernelThunk(name, text, keys, n, h.name)
+
+
+# Math the shared generators get from LLVM intrinsics or libm, and the
+# libdevice functions that compute it on the GPU (``__nv_sinf`` for f32,
+# ``__nv_sin`` for f64).
+_INTRINSIC_MATH = ("sin", "cos", "tan", "pow", "exp", "exp2", "log", "log2", "log10")
+_LIBM_MATH = ("hypot", "atan2", "erf", "erfc", "cbrt", "tan", "log1p", "expm1", "sinh", "cosh",
+              "tanh", "atan", "asin", "acos", "asinh", "acosh", "atanh", "lgamma", "tgamma")
+_INTRINSIC_RE = re.compile(r'@"?llvm\.(' + "|".join(_INTRINSIC_MATH) + r')\.(f32|f64)"?(?=[(\s,)])')
+_LIBM_RE = re.compile(r'@"?(' + "|".join(_LIBM_MATH) + r')(f?)"?(?=\()')
+
+
+def to_libdevice(text):
+    """Calls of LLVM math intrinsics and libm functions renamed to libdevice's."""
+    text = _INTRINSIC_RE.sub(lambda m: f"@__nv_{m.group(1)}{'f' if m.group(2) == 'f32' else ''}", text)
+    return _LIBM_RE.sub(lambda m: f"@__nv_{m.group(1)}{m.group(2)}", text)
 
 
 def emit_thunks(module, assignment):

@@ -36,8 +36,28 @@ def check_arch(arch):
     return arch
 
 
+def find_libdevice():
+    """libdevice.10.bc (the nvcc wheel's nvvm/libdevice, or $XLA_LIBDEVICE); None."""
+    explicit = os.environ.get("XLA_LIBDEVICE")
+    if explicit:
+        return explicit
+    try:
+        import nvidia
+        for root in nvidia.__path__:
+            for sub in ("cu13/nvvm/libdevice/libdevice.10.bc", "cuda_nvcc/nvvm/libdevice/libdevice.10.bc",
+                        "cu12/nvvm/libdevice/libdevice.10.bc"):
+                path = os.path.join(root, sub)
+                if os.path.exists(path):
+                    return path
+    except ImportError:
+        pass
+    return None
+
+
 def _optimized(ir_text, arch):
-    """``ir_text`` (or a list of kernel modules, linked into one) optimized."""
+    """``ir_text`` (or a list of kernel modules, linked into one) optimized,
+    with libdevice linked in when a kernel calls it; only the kernels stay
+    visible (everything else internal, so unused libdevice code goes)."""
     import llvmlite.binding as llvm
     from xla.backends.cpu import jit
     tm = _target_machine(check_arch(arch))
@@ -46,6 +66,19 @@ def _optimized(ir_text, arch):
     mod = llvm.parse_assembly(texts[0], context=context)
     for other in texts[1:]:
         mod.link_in(llvm.parse_assembly(other, context=context))
+    if any("@__nv_" in t for t in texts):
+        path = find_libdevice()
+        if path is None:
+            raise UnimplementedError("libdevice.10.bc not found (install the nvidia-cuda-nvcc "
+                                     "wheel or set XLA_LIBDEVICE): the kernels call its math")
+        with open(path, "rb") as f:
+            libdevice = llvm.parse_bitcode(f.read(), context=context)
+        libdevice.triple = TRIPLE
+        libdevice.data_layout = mod.data_layout
+        mod.link_in(libdevice)
+        for fn in mod.functions:
+            if not fn.is_declaration and fn.name.startswith("__nv_"):
+                fn.linkage = llvm.Linkage.internal
     mod.verify()
     jit.optimize(mod, 3, tm)
     return mod, tm
