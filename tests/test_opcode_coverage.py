@@ -14,7 +14,7 @@ def load_every_table():
     from xla.backends.cpu import ir_emitter
     from xla.hlo.evaluator.evaluator import load_handlers
     load_handlers()
-    ir_emitter._load_extensions()
+    ir_emitter.load_extensions()
     return opcodes.TABLES
 
 

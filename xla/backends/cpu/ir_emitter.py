@@ -99,7 +99,7 @@ def register_instruction(*opcodes):
 _extensions_loaded = False
 
 
-def _load_extensions():
+def load_extensions():
     global _extensions_loaded
     if _extensions_loaded:
         return
@@ -635,7 +635,7 @@ def emit_module(module, assignment, runtime_symbols=(), on_kernel=None):
     scheduled, buffer-assigned HloModule; see the module docstring.
     ``on_kernel(symbol, text)`` is called for each distinct kernel as soon
     as it is emitted (the kernel compiler starts on it)."""
-    _load_extensions()
+    load_extensions()
     emitter = ModuleEmitter(module, assignment, runtime_symbols)
     emitter.kernels.on_new = on_kernel
     return emitter.emit()

@@ -67,16 +67,22 @@ class GpuExecutable(Executable):
 
     # ----- artifacts ---------------------------------------------------------------
     @property
+    def kernels(self):
+        """Every kernel launch of the executable, nested control flow included."""
+        from xla.backends.gpu.kernel_emitter import kernel_thunks
+        return list(kernel_thunks(self.thunks))
+
+    @property
     def ir_text(self):
-        return "\n".join(t.ir_text for t in self.thunks)
+        return "\n".join(t.ir_text for t in self.kernels)
 
     @property
     def ptx(self):
         """The PTX module of all the kernels, for ``self.arch`` (made on first use)."""
         if self._ptx is None:
             from xla.backends.gpu.nvptx import compile_ptx
-            self._ptx = compile_ptx([t.ir_text for t in self.thunks], self.arch) if self.thunks \
-                else ""
+            kernels = self.kernels
+            self._ptx = compile_ptx([t.ir_text for t in kernels], self.arch) if kernels else ""
         return self._ptx
 
     def dump_artifacts(self):
@@ -86,10 +92,48 @@ class GpuExecutable(Executable):
 
     # ----- running ----------------------------------------------------------------
     def _emulated_kernels(self):
+        """Kernel name -> the kernel compiled for the host (made on first use)."""
         if self._kernels is None:
             from xla.backends.gpu.emulator import EmulatedKernel
-            self._kernels = [EmulatedKernel(t) for t in self.thunks]
+            self._kernels = {t.name: EmulatedKernel(t) for t in self.kernels}
         return self._kernels
+
+    def _run(self, thunks, memory):
+        from xla.backends.gpu.kernel_emitter import (ConditionalThunk, CopyThunk, KernelThunk,
+                                                     WhileThunk)
+        kernels = self._emulated_kernels()
+        for thunk in thunks:
+            if isinstance(thunk, KernelThunk):
+                pointers = [memory[a].ctypes.data + offset for a, offset in thunk.slices]
+                grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // EMULATOR_BLOCK)))
+                kernels[thunk.name].launch(pointers, grid, EMULATOR_BLOCK)
+            elif isinstance(thunk, list):
+                self._run(thunk, memory)
+            elif isinstance(thunk, CopyThunk):
+                staged = [(dst, memory[a][o:o + n].copy(), n) for dst, (a, o), n in thunk.copies]
+                for (a, o), data, n in staged:
+                    memory[a][o:o + n] = data
+            elif isinstance(thunk, WhileThunk):
+                self._run([thunk.init], memory)
+                while True:
+                    self._run(thunk.condition, memory)
+                    a, o = thunk.pred
+                    if not memory[a][o]:   # device to host: one byte
+                        break
+                    self._run(thunk.body, memory)
+                    self._run([thunk.carry], memory)
+            elif isinstance(thunk, ConditionalThunk):
+                a, o = thunk.selector
+                dtype = np.dtype(thunk.selector_dtype)
+                value = memory[a][o:o + dtype.itemsize].view(dtype)[0]
+                n = len(thunk.branches)
+                if dtype == np.bool_:
+                    index = 0 if value else 1
+                else:
+                    index = int(value) if 0 <= int(value) < n else n - 1
+                self._run(thunk.branches[index], memory)
+            else:
+                raise TypeError(f"unknown thunk {thunk!r}")
 
     def execute(self, *args, donated=()):
         if self.device is None or not getattr(self.device, "emulated", False):
@@ -131,10 +175,7 @@ class GpuExecutable(Executable):
             elif alloc.kind != "constant":
                 memory[alloc.index] = device_bytes(alloc.size)
                 fresh.add(alloc.index)
-        for thunk, kernel in zip(self.thunks, self._emulated_kernels()):
-            pointers = [memory[a].ctypes.data + offset for a, offset in thunk.slices]
-            grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // EMULATOR_BLOCK)))
-            kernel.launch(pointers, grid, EMULATOR_BLOCK)
+        self._run(self.thunks, memory)
         root = self.module.entry.root_instruction
         out = []
         for index, shape in root.shape.leaves():

@@ -20,10 +20,13 @@ are read with ``llvm.nvvm.read.ptx.sreg.*`` and nothing else is
 target-specific, which is what lets the emulator (``emulator.py``) run the
 same IR on the host.
 
-What has no kernel here raises UnimplementedError naming the op and "gpu":
-ops the CPU runs through its runtime or control flow (sort, scatter, while,
-conditional, call, custom-call, fft, convolution, rng, linear algebra,
-collectives), multi-output fusions whose outputs differ in shape, and math
+Control flow runs on the host (``WhileThunk``, ``ConditionalThunk``; a call
+is inlined): the condition's pred and the selector are read back from the
+device, and buffers move between a loop's state and its body's results by
+device-to-device copies (``CopyThunk``), as the CPU backend's control flow
+does. What has no kernel here raises UnimplementedError naming the op and
+"gpu": ops the CPU runs through its runtime (sort, scatter, custom-call,
+fft, convolution, rng, linear algebra, collectives), multi-output fusions whose outputs differ in shape, and math
 outside the list libdevice covers here (``to_libdevice``: the generators'
 ``llvm.sin`` and libm calls become libdevice's ``__nv_sinf`` and friends,
 linked in when PTX is made; the emulator maps them back to the host's libm).
@@ -211,17 +214,125 @@ def to_libdevice(text):
     return _LIBM_RE.sub(lambda m: f"@__nv_{m.group(1)}{m.group(2)}", text)
 
 
-def emit_thunks(module, assignment):
-    """The kernel launches of the entry computation, in schedule order."""
-    emitter = _Emitter(module, assignment)
-    thunks = []
-    for h in module.entry.instructions:
-        if h.opcode in NO_CODE:
-            if h.opcode == "bitcast" and assignment.buffer(h) is not assignment.buffer(h.operands[0]):
-                raise _unsupported(h, "a bitcast that copies")
+@dataclass
+class CopyThunk:
+    """Device-to-device copies [(dst, src, bytes)], done as if all at once
+    (every source read before any destination is written)."""
+    copies: list
+
+
+@dataclass
+class WhileThunk:
+    """``init``; then: ``condition``, read the pred at ``pred``, stop if
+    false, ``body``, ``carry`` (the body's result into the loop state)."""
+    init: CopyThunk
+    condition: list
+    pred: tuple
+    body: list
+    carry: CopyThunk
+
+
+@dataclass
+class ConditionalThunk:
+    """Reads the selector at ``selector`` (a pred, or an index clamped into
+    range as XLA does: out of range is the last branch), then runs that
+    branch's thunks: copy in, its computation, copy out."""
+    selector: tuple
+    selector_dtype: object
+    branches: list
+
+
+def _leaf_buffers(assignment, instr):
+    return [(index, b) for index, b in sorted(assignment.buffers_of(instr).items())
+            if b.shape.is_array]
+
+
+def _copies(pairs):
+    """CopyThunk for [(dst buffer, src buffer)], skipping a buffer onto itself."""
+    out = []
+    for dst, src in pairs:
+        if dst.allocation is src.allocation and dst.offset == src.offset:
             continue
-        thunks.append(emit_kernel(emitter, h, f"k{len(thunks)}_{_symbol(h.name)}"))
-    return thunks
+        out.append(((dst.allocation.index, dst.offset), (src.allocation.index, src.offset),
+                    min(dst.size, src.size)))
+    return CopyThunk(out)
+
+
+class _ThunkEmitter:
+    def __init__(self, module, assignment):
+        from xla.backends.cpu.ir_emitter import load_extensions
+        load_extensions()   # the generator rows of the emit_*.py files (gather, convolution...)
+        self.emitter = _Emitter(module, assignment)
+        self.assignment = assignment
+        self.kernels = 0
+
+    def computation(self, comp):
+        thunks = []
+        for h in comp.instructions:
+            thunk = self.instruction(h)
+            if thunk is not None:
+                thunks.append(thunk)
+        return thunks
+
+    def instruction(self, h):
+        a = self.assignment
+        if h.opcode in NO_CODE:
+            if h.opcode == "bitcast" and a.buffer(h) is not a.buffer(h.operands[0]):
+                return _copies([(a.buffer(h), a.buffer(h.operands[0]))])
+            return None
+        if h.opcode == "while":
+            body, cond = h.attr("body"), h.attr("condition")
+            state = _leaf_buffers(a, h)
+            root = cond.root_instruction
+            if not (root.shape.is_array and root.shape.rank == 0 and root.shape.element_type.kind == "pred"):
+                raise _unsupported(h, "condition root is not a pred scalar")
+            pred = a.buffer(root, ())
+            return WhileThunk(_copies([(wb, a.buffer(h.operands[0], i)) for i, wb in state]),
+                              self.computation(cond), (pred.allocation.index, pred.offset),
+                              self.computation(body),
+                              _copies([(wb, a.buffer(body.root_instruction, i)) for i, wb in state]))
+        if h.opcode in ("conditional", "call"):
+            if h.opcode == "call":
+                branches, operands, selector = [h.attr("to_apply")], [list(h.operands)], None
+            else:
+                branches = h.attr("branch_computations") or [h.attr("true_computation"),
+                                                             h.attr("false_computation")]
+                operands = [[o] for o in h.operands[1:]]
+                selector = h.operands[0]
+            parts = []
+            for comp, ops in zip(branches, operands):
+                copy_in = _copies([(pb, a.buffer(o, i)) for p, o in zip(comp.parameters, ops)
+                                   for i, pb in _leaf_buffers(a, p)])
+                copy_out = _copies([(out, a.buffer(comp.root_instruction, i))
+                                    for i, out in _leaf_buffers(a, h)])
+                parts.append([copy_in] + self.computation(comp) + [copy_out])
+            if selector is None:
+                return parts[0]
+            sb = a.buffer(selector, ())
+            return ConditionalThunk((sb.allocation.index, sb.offset), selector.shape.dtype, parts)
+        self.kernels += 1
+        return emit_kernel(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
+
+
+def emit_thunks(module, assignment):
+    """The thunk sequence of the entry computation, in schedule order:
+    kernel launches, copies, and host-side while loops and conditionals."""
+    return _ThunkEmitter(module, assignment).computation(module.entry)
+
+
+def kernel_thunks(thunks):
+    """Every KernelThunk in ``thunks``, nested ones included, in order."""
+    for t in thunks:
+        if isinstance(t, KernelThunk):
+            yield t
+        elif isinstance(t, list):
+            yield from kernel_thunks(t)
+        elif isinstance(t, WhileThunk):
+            yield from kernel_thunks(t.condition)
+            yield from kernel_thunks(t.body)
+        elif isinstance(t, ConditionalThunk):
+            for branch in t.branches:
+                yield from kernel_thunks(branch)
 
 
 def _symbol(name):
