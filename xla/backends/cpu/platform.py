@@ -10,9 +10,15 @@ class CpuPlatform(Platform):
                                 aot=True)
 
     def devices(self):
-        if self._devices is None:
+        """``--xla_force_host_platform_device_count`` devices (default 1), as
+        XLA:CPU reports them; they share the runtime's thread pool."""
+        from xla.debug_options import debug_options
+        n = debug_options().xla_force_host_platform_device_count
+        if self._devices is None or len(self._devices) != n:
             from xla.backends.cpu import jit
-            self._devices = [Device(self, 0, kind=jit.host_cpu())]
+            kind = jit.host_cpu()
+            keep = list(self._devices or [])[:n]
+            self._devices = keep + [Device(self, i, kind=kind) for i in range(len(keep), n)]
         return list(self._devices)
 
     def compiler(self):
