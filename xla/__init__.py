@@ -19,7 +19,7 @@ from xla.hlo import HloComputation, HloInstruction, HloModule, Layout, Primitive
 from xla.hlo.parser import parse_hlo_module, parse_shape
 from xla.hlo.printer import module_to_text
 from xla.hlo.verifier import verify_module
-from xla.runtime import available_platforms, compile, device_put, devices
+from xla.runtime import available_platforms, compile, device_put, devices, from_dlpack
 from xla.frontend.builder import XlaBuilder, XlaOp
 from xla.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla.frontend.jit import jit
@@ -31,7 +31,7 @@ from xla.version import __version__  # noqa: E402
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",
     "Layout", "PrimitiveType", "Shape", "ShapeError", "UnimplementedError", "VerifierError",
-    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "distributed", "grad", "jit", "jvp", "lax", "numpy", "pmap", "random",
+    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "distributed", "from_dlpack", "grad", "jit", "jvp", "lax", "numpy", "pmap", "random",
     "value_and_grad", "vjp", "compile", "module_to_text", "parse_hlo_module",
     "parse_shape", "verify_module",
 ]

@@ -42,6 +42,7 @@ import numpy as np
 
 from xla import runtime
 from xla.errors import InvalidArgumentError, XlaError
+from xla.runtime.transfer import from_foreign
 from xla.hlo.attributes import RawAttr
 from xla.frontend import pytree, tracing
 from xla.frontend.signature import arg_spec
@@ -198,6 +199,9 @@ class JitFunction:
     def _key(self, args, kwargs):
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, treedef = pytree.flatten((tuple(dyn_args), dyn_kwargs))
+        # Arrays of other libraries (PyTorch, JAX...) through DLPack, no copy on the CPU.
+        leaves = [from_foreign(x) if hasattr(x, "__dlpack__") and not isinstance(
+            x, (np.ndarray, runtime.Buffer)) else x for x in leaves]
         specs = tuple(arg_spec(x, f"argument leaf {i} of {getattr(self.fn, '__name__', 'fn')}")
                       for i, x in enumerate(leaves))
         donated = self._donated_leaves(dyn_args) if self.donate_argnums else ()

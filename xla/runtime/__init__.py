@@ -21,9 +21,9 @@ from xla.runtime.executable import CompileHooks, Compiler, Executable
 from xla.runtime.platform import Capabilities, Device, Platform
 from xla.runtime.registry import (available_platforms, default_platform, devices, get_compiler,
                                   get_platform, register_platform, unregister_platform)
-from xla.runtime.transfer import device_put
+from xla.runtime.transfer import device_put, from_dlpack
 from xla.runtime.compile import compile
 
 __all__ = ["Buffer", "Capabilities", "CompileHooks", "Compiler", "Device", "Executable",
-           "HostBuffer", "Platform", "available_platforms", "compile", "default_platform", "device_put", "devices",
+           "HostBuffer", "Platform", "available_platforms", "compile", "default_platform", "device_put", "from_dlpack", "devices",
            "get_compiler", "get_platform", "register_platform", "unregister_platform"]

@@ -85,6 +85,15 @@ class Buffer:
         deleted without freeing (the memory now belongs to a result)."""
         self._deleted = True
 
+    # ----- DLPack: zero-copy exchange with NumPy, PyTorch, JAX... ---------------
+    def __dlpack__(self, **kwargs):
+        """A DLPack capsule of this buffer's memory (where the backend can
+        export it; host memory: always, without a copy)."""
+        raise BufferError(f"buffers on {self.device} cannot be exported through DLPack")
+
+    def __dlpack_device__(self):
+        raise BufferError(f"buffers on {self.device} cannot be exported through DLPack")
+
     def __array__(self, dtype=None, copy=None):
         value = self.to_numpy()
         if dtype is not None and np.dtype(dtype) != value.dtype:
@@ -153,6 +162,15 @@ class HostBuffer(Buffer):
         view = self.array.view()
         view.flags.writeable = False
         return view
+
+    def __dlpack__(self, **kwargs):
+        """The buffer's memory, shared and read-only (DLPack 1.0's read-only
+        flag; a consumer that cannot take it gets a BufferError)."""
+        self.check_live()
+        return self._read().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (1, 0)   # kDLCPU, device 0
 
     def _free(self):
         self.array = None

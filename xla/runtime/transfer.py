@@ -29,6 +29,36 @@ def resolve_device(device):
     raise InvalidArgumentError(f"device_put: {device!r} is not a Device or platform name")
 
 
+def from_dlpack(value, device=None):
+    """A buffer sharing the memory of ``value``, any DLPack producer on the
+    CPU (PyTorch, JAX, NumPy...), without a copy (``jax.dlpack.from_dlpack``).
+    The producer must not change the memory while the buffer is in use."""
+    device = resolve_device(device)
+    if not device.platform.capabilities.host_buffers:
+        raise InvalidArgumentError(f"from_dlpack: {device} does not use host memory; use "
+                                   "xla.device_put to copy onto it")
+    if not hasattr(value, "__dlpack__"):
+        raise InvalidArgumentError(f"from_dlpack: a {type(value).__name__} is not a DLPack producer")
+    from xla.runtime.buffer import HostBuffer
+    return HostBuffer(np.from_dlpack(value), device)
+
+
+def from_foreign(value):
+    """A NumPy array for ``value``: DLPack producers on the CPU (PyTorch and
+    JAX arrays, anything with ``__dlpack__``) without a copy, else
+    ``np.asarray``."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__") and not isinstance(value, Buffer):
+        device = getattr(value, "__dlpack_device__", lambda: (1, 0))()
+        if device[0] == 1:   # kDLCPU
+            try:
+                return np.from_dlpack(value)
+            except (BufferError, TypeError, RuntimeError):
+                pass
+    return np.asarray(value)
+
+
 def _put(value, device):
     if isinstance(value, Buffer):
         if value.device is device:
@@ -39,7 +69,7 @@ def _put(value, device):
         return type(value)(_put(v, device) for v in value)
     if isinstance(value, dict):
         return {k: _put(v, device) for k, v in value.items()}
-    array = np.asarray(value)
+    array = from_foreign(value)
     if array.dtype == object:
         raise InvalidArgumentError(f"device_put: a {type(value).__name__} is not an array")
     return device.put(array)
