@@ -48,6 +48,7 @@ class DebugOptions:
     xla_backend_optimization_level: int = 3
     xla_cpu_enable_fast_math: bool = False
     xla_cpu_multi_thread_eigen: bool = True
+    xla_hlo_profile: bool = False
     # Devices.
     xla_force_host_platform_device_count: int = 1
     # This project's additions (no XLA counterpart).
@@ -79,6 +80,8 @@ _HELP = {
     "xla_backend_optimization_level": "LLVM optimization level of the CPU backend (0-3).",
     "xla_cpu_enable_fast_math": "Let LLVM reassociate and contract floating-point arithmetic.",
     "xla_cpu_multi_thread_eigen": "Use the CPU runtime's thread pool (false: one thread).",
+    "xla_hlo_profile": "Instrument compiled code to time every instruction of the entry "
+                       "computation (cpu; read by xla.profiler, which sets it inside trace()).",
     "xla_force_host_platform_device_count": "Devices the cpu platform reports (xla.devices('cpu')); "
                                             "all share the CPU runtime's thread pool.",
     "xla_cpu_num_threads": "Threads of the CPU runtime's pool (0: one per available CPU).",

@@ -23,6 +23,7 @@ from xla.runtime.registry import (available_platforms, default_platform, devices
                                   get_platform, register_platform, unregister_platform)
 from xla.runtime.transfer import device_put, from_dlpack
 from xla.runtime.compile import compile
+from xla.runtime import profiler  # noqa: F401,E402  (xla.profiler)
 
 __all__ = ["Buffer", "Capabilities", "CompileHooks", "Compiler", "Device", "Executable",
            "HostBuffer", "Platform", "available_platforms", "compile", "default_platform", "device_put", "from_dlpack", "devices",

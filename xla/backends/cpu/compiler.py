@@ -43,7 +43,9 @@ def runtime_symbols():
         get = getattr(_core, "cpu_runtime_symbols", None)
         symbols = dict(get()) if get is not None else {}
         from xla.backends.cpu import collectives
+        from xla.runtime import profiler
         symbols[collectives.SYMBOL] = collectives.address()
+        symbols.update(profiler.symbols())
         for name, address in symbols.items():
             jit.add_symbol(name, address)
         _runtime = symbols
@@ -98,6 +100,7 @@ class CpuCompiler(Compiler):
         self.disabled_passes = tuple(options.xla_disable_hlo_passes)
         self.log_progress = options.xla_log_compile_progress
         self.compile_workers = options.xla_cpu_compile_workers
+        self.profile = options.xla_hlo_profile
         # The driver is calls, loads of buffer pointers and control flow:
         # O0 (fast instruction selection, no inlining) compiles a driver of
         # thousands of calls several times faster than O1 (3.0 -> 0.5 s at
@@ -174,8 +177,12 @@ class CpuCompiler(Compiler):
             progress.stage("passes")
         assignment = self.optimize(module, timings, hooks)
         from xla.backends.cpu import collectives
-        if cache is not None and collectives.has_collectives(module):
-            cache = None   # op numbers are baked into the code (collectives.py)
+        if self.profile:
+            from xla.runtime import profiler
+            if profiler.active() is None:
+                profiler.profile_process()
+        if cache is not None and (self.profile or collectives.has_collectives(module)):
+            cache = None   # op numbers are baked into the code (collectives.py, profiler.py)
         options = f"O{self.opt_level} fast_math={self.fast_math}"
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers)
@@ -193,7 +200,8 @@ class CpuCompiler(Compiler):
             progress.stage("codegen")
         t = time.perf_counter()
         with paused_gc(), fast_math.approximations(self.fast_math):
-            emitted = emit_module(module, assignment, symbols, on_kernel=kernels.submit)
+            emitted = emit_module(module, assignment, symbols, on_kernel=kernels.submit,
+                                  profile=self.profile)
         timings["codegen"] = time.perf_counter() - t
         if progress:
             progress.stage("llvm")

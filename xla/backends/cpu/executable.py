@@ -9,6 +9,7 @@ fresh output allocations, from which the results are views (copies when a
 result lives in a parameter or constant allocation).
 """
 import threading
+import time
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from xla.backends.cpu.ir_emitter import literal_array, physical_bytes
 from xla.backends.cpu.loop_emitter import major_to_minor
 from xla.hlo.evaluator.evaluator import _check_arg
 from xla.errors import InvalidArgumentError
-from xla.runtime import Executable
+from xla.runtime import Executable, profiler
 from xla.runtime.compile import copy_args
 
 from xla._core import ExecutableState, cpu_execute
@@ -164,9 +165,11 @@ class CpuExecutable(Executable):
         parameter's exact type; otherwise (and for parameters not donated,
         e.g. when replaying a dump with aliases) the parameter is copied
         first and the caller's array is left alone."""
-        if self.execute_hooks:
-            recorded = copy_args(args) if donated else args
+        if self.execute_hooks or profiler._active is not None or profiler._process is not None:
+            recorded = copy_args(args) if donated and self.execute_hooks else args
+            start = time.perf_counter_ns()
             result = self._execute(args, donated)
+            profiler.record_execution(self.module.name, start, time.perf_counter_ns())
             for hook in self.execute_hooks:
                 hook(recorded, result)
             return result

@@ -285,7 +285,10 @@ class ModuleEmitter:
         for k, h in enumerate(instructions):
             if split and k % SEGMENT_INSTRUCTIONS == 0:
                 self._start_segment()
-            self.emit_instruction(h)
+            if self.profile and h.opcode not in NO_CODE:
+                self.emit_profiled(h)
+            else:
+                self.emit_instruction(h)
         root = self.entry.root_instruction
         if root.shape.is_tuple:
             self.write_tuple_table(root)
@@ -302,6 +305,20 @@ class ModuleEmitter:
                 continue
             elem = self.slice_pointer(b, self.table, Slice(self.assignment.buffer(h, (k,))).key)
             b.store(elem, b.gep(table_ptr, [i64(k)], inbounds=True, source_etype=PTR))
+
+    profile = False
+
+    def emit_profiled(self, h):
+        """``h`` between ``__xla_cpu_profile_begin/end(id)`` (xla.profiler)."""
+        from xla.runtime import profiler
+        a = self.assignment
+        nbytes = sum(a.buffer(x, i).size for x in [h] + list(h.operands) if a.has_buffers(x)
+                     for i, s in x.shape.leaves() if s.is_array)
+        op = profiler.register_op(self.module.name, h, nbytes, _flops(h))
+        fnty = ir.FunctionType(VOID, [I64])
+        self.builder.call(self.declare(profiler.BEGIN_SYMBOL, fnty), [i64(op)])
+        self.emit_instruction(h)
+        self.builder.call(self.declare(profiler.END_SYMBOL, fnty), [i64(op)])
 
     def emit_instruction(self, h):
         op = h.opcode
@@ -630,12 +647,31 @@ def _matmul_transposed(shape, nb):
     return 1 if rest == [nb + 1, nb] else None
 
 
-def emit_module(module, assignment, runtime_symbols=(), on_kernel=None):
+def _flops(h):
+    """Floating-point operations of a dot or convolution (0 for others)."""
+    if h.opcode == "dot" and h.shape.is_array:
+        lhs = h.operands[0].shape.dimensions
+        k = math.prod(lhs[d] for d in h.attr("lhs_contracting_dims", ()))
+        return 2 * h.shape.num_elements() * k
+    if h.opcode == "convolution" and h.shape.is_array:
+        # Each output element: one multiply-add per kernel element of its
+        # output feature (kernel spatial size x input features per group).
+        rhs = h.operands[1].shape
+        dnums = h.attr("dim_labels")
+        out_features = rhs.dimensions[dnums.kernel_output_feature_dimension] if dnums else 1
+        return 2 * h.shape.num_elements() * (rhs.num_elements() // max(out_features, 1))
+    return 0
+
+
+def emit_module(module, assignment, runtime_symbols=(), on_kernel=None, profile=False):
     """The driver and kernel modules (``kernels.EmittedModule``) for a
     scheduled, buffer-assigned HloModule; see the module docstring.
     ``on_kernel(symbol, text)`` is called for each distinct kernel as soon
-    as it is emitted (the kernel compiler starts on it)."""
+    as it is emitted (the kernel compiler starts on it). ``profile``: each
+    entry instruction between calls to the profiler (xla/runtime/profiler.py),
+    with row groups off so that every kernel is timed on its own."""
     load_extensions()
-    emitter = ModuleEmitter(module, assignment, runtime_symbols)
+    emitter = ModuleEmitter(module, assignment, runtime_symbols, row_groups_enabled=not profile)
+    emitter.profile = profile
     emitter.kernels.on_new = on_kernel
     return emitter.emit()
