@@ -139,3 +139,17 @@ def test_xla_flags_turn_the_cache_off_and_choose_its_directory(tmp_path):
     second, _ = _run_child(tmp_path / "env", env_extra=flags)
     assert (first["disk_hits"], second["disk_hits"]) == (0, 1)
     np.testing.assert_allclose(second["out"], _expected(), rtol=1e-6)
+
+
+def test_a_dump_is_complete_whatever_the_cache_holds(tmp_path):
+    cache = tmp_path / "cache"
+    _run_child(cache)                     # fills the cache
+    dumps = []
+    for run in range(2):
+        dump = tmp_path / f"dump{run}"
+        result, _ = _run_child(cache, env_extra={"XLA_FLAGS": f"--xla_dump_to={dump}"})
+        assert result["disk_hits"] == 0   # dumping compiles everything
+        dumps.append(sorted(p.name.split(".", 2)[-1] for p in dump.iterdir()))
+    assert dumps[0] == dumps[1]
+    assert any(name.endswith("ir-no-opt.ll") for name in dumps[0])
+    assert any(name.endswith("ir-with-opt.ll") for name in dumps[0])

@@ -183,6 +183,10 @@ class CpuCompiler(Compiler):
                 profiler.profile_process()
         if cache is not None and (self.profile or collectives.has_collectives(module)):
             cache = None   # op numbers are baked into the code (collectives.py, profiler.py)
+        if hooks is not None:
+            # Dumping: every artifact (IR before and after optimization) is
+            # made, so the dump is the same whatever the cache holds.
+            cache = None
         options = f"O{self.opt_level} fast_math={self.fast_math}"
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers)
