@@ -19,7 +19,7 @@ APT_PACKAGES := bazel-bootstrap bazel-rules-java libgtest-dev libeigen3-dev g++ 
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user chromium openmpi-bin
 EXAMPLES := $(patsubst $(ROOT)/%,%,$(sort $(wildcard $(ROOT)/examples/*.hlo)))
 
-.PHONY: setup system-packages build pth test demo clean
+.PHONY: setup system-packages build pth test demo clean wheel
 
 # Idempotent; quick when everything is already in place.
 setup: build pth
@@ -81,3 +81,8 @@ demo: setup
 clean:
 	cd $(ROOT) && if command -v $(BAZEL) >/dev/null; then $(BAZEL) clean; fi
 	rm -f $(ROOT)/xla/_core*.so
+
+# The installable wheel (tools/build_wheel.py), in dist/.
+wheel: build
+	$(BAZEL) build $(BAZEL_FLAGS) //:wheel
+	mkdir -p $(ROOT)/dist && cp -f $(ROOT)/bazel-bin/xla_compiler-*.whl $(ROOT)/dist/ && chmod u+w $(ROOT)/dist/*.whl
