@@ -33,6 +33,11 @@ flags.DEFINE_bool("print_result", False, "Print every result array in full.")
 flags.DEFINE_integer("num_runs", 1, "Run each module this many times and print min/median times.",
                      lower_bound=1)
 flags.DEFINE_string("compare", None, "Also run on this platform and compare the outputs.")
+flags.DEFINE_integer("num_replicas", 1, "Run on this many replicas (in one process); every "
+                     "device gets the same arguments and device 0's results are shown.",
+                     lower_bound=1)
+flags.DEFINE_integer("num_partitions", 1, "Run on this many partitions (e.g. an SPMD-partitioned "
+                     "dump); see --num_replicas.", lower_bound=1)
 flags.DEFINE_float("rtol", 1e-5, "Relative tolerance of --compare (and of snapshot checks).")
 flags.DEFINE_float("atol", 1e-6, "Absolute tolerance of --compare (and of snapshot checks).")
 
@@ -70,7 +75,7 @@ def main(argv):
             replay.check_output_path(output, paths + [args_path])
         for path in paths:
             result = replay.replay_file(path, FLAGS.platform, args_path, FLAGS.random_seed,
-                                        FLAGS.num_runs)
+                                        FLAGS.num_runs, FLAGS.num_replicas, FLAGS.num_partitions)
             print(f"{path}: {len(result.leaves)} result(s) on {FLAGS.platform} "
                   f"in {result.seconds[0] * 1e3:.2f} ms")
             if FLAGS.num_runs > 1:
@@ -87,7 +92,8 @@ def main(argv):
                 status |= 0 if check.ok else 1
             if FLAGS.compare:
                 module, args, _ = replay.load_inputs(path, args_path, FLAGS.random_seed)
-                other, _ = replay.run_module(module, result.args, FLAGS.compare)
+                other, _ = replay.run_module(module, result.args, FLAGS.compare, 1,
+                                             FLAGS.num_replicas, FLAGS.num_partitions)
                 check = replay.compare_leaves(result.leaves, other, FLAGS.rtol, FLAGS.atol)
                 _print_comparison(FLAGS.compare, check)
                 status |= 0 if check.ok else 1

@@ -116,3 +116,18 @@ def test_wrong_argument_lists_and_counts():
         run(body, 2, [[np.float32([1, 2])]])
     with pytest.raises(InvalidArgumentError, match="num_replicas must be a positive int"):
         xla.compile("HloModule m\nENTRY e {\n" + body + "\n}", "interpreter", num_replicas=0)
+
+
+def test_replay_computation_runs_a_partitioned_dump():
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    fixture = root / "tests" / "distributed" / "fixtures" / "sharded_dot.hlo"
+    out = subprocess.run([sys.executable, str(root / "tools" / "replay_computation.py"),
+                          "--platform=cpu", "--num_partitions=4", "--compare=interpreter",
+                          str(fixture)], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(root)))
+    assert out.returncode == 0, out.stderr
+    assert "1 result(s) on cpu" in out.stdout and "compare with interpreter: OK" in out.stdout

@@ -86,24 +86,35 @@ def load_inputs(path, args_path=None, random_seed=0):
     return module, arrays.random_args(shapes, seed=random_seed), None
 
 
-def run_module(module, args, platform, num_runs=1):
+def run_module(module, args, platform, num_runs=1, num_replicas=1, num_partitions=1):
     """Compiles a copy of ``module`` for ``platform`` and runs it; returns
-    (flattened results, seconds per run)."""
+    (flattened results, seconds per run). With several replicas or
+    partitions every device gets ``args`` (as XLA's replay_computation does)
+    and the results are device 0's."""
     module = parse_hlo_module(module.to_text())   # compilers optimize in place
-    executable = runtime.compile(module, platform)
+    replicated = num_replicas > 1 or num_partitions > 1
+    if replicated:
+        executable = runtime.compile(module, platform, num_replicas=num_replicas,
+                                     num_partitions=num_partitions)
+    else:
+        executable = runtime.compile(module, platform)
     seconds = []
     result = None
     for _ in range(max(num_runs, 1)):
         start = time.perf_counter()
-        result = executable.execute(*args)
+        if replicated:
+            result = executable.execute([list(args)] * executable.num_devices)[0]
+        else:
+            result = executable.execute(*args)
         seconds.append(time.perf_counter() - start)
     return arrays.flatten_result(result), seconds
 
 
-def replay_file(path, platform="interpreter", args_path=None, random_seed=0, num_runs=1):
+def replay_file(path, platform="interpreter", args_path=None, random_seed=0, num_runs=1,
+                num_replicas=1, num_partitions=1):
     """Parses, compiles and runs one module or snapshot; returns its flattened results."""
     module, args, recorded = load_inputs(path, args_path, random_seed)
-    leaves, seconds = run_module(module, args, platform, num_runs)
+    leaves, seconds = run_module(module, args, platform, num_runs, num_replicas, num_partitions)
     return ReplayResult(path, leaves, seconds, args, recorded)
 
 
