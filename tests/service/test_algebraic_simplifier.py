@@ -351,3 +351,28 @@ def test_integer_self_compare_all_directions(dtype):
     body = "\n".join(f"  c{d} = pred[3] compare(p0, p0), direction={d}" for d in ("EQ", "NE", "LT", "LE", "GT", "GE"))
     body += "\n  ROOT t = (pred[3], pred[3], pred[3], pred[3], pred[3], pred[3]) tuple(cEQ, cNE, cLT, cLE, cGT, cGE)"
     simplify(module_of(body, params=f"p0 = {dtype}[3] parameter(0)"))
+
+
+def test_dot_with_a_batch_broadcast_rhs_is_one_matrix_product():
+    # NumPy's x @ w for x f32[6,2,4] and w f32[4,3], as tracing writes it.
+    text = module_of("""  w = f32[4,3] parameter(1)
+  bw = f32[6,4,3] broadcast(w), dimensions={1,2}
+  ROOT d = f32[6,2,3] dot(p0, bw), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}""",
+                     params="p0 = f32[6,2,4] parameter(0)")
+    rng = np.random.default_rng(0)
+    m = simplify(text, args=[rng.standard_normal((6, 2, 4)).astype(np.float32),
+                             rng.standard_normal((4, 3)).astype(np.float32)])
+    d = root(m)
+    assert d.opcode == "dot" and d.operands[1].name == "w"
+    assert "broadcast" not in opcodes(m)
+    assert tuple(d.attr("lhs_batch_dims", ())) == () and tuple(d.attr("rhs_contracting_dims")) == (0,)
+
+
+def test_dot_with_a_broadcast_that_is_not_only_batch_is_kept():
+    # The broadcast also adds a non-batch dimension: not the pattern.
+    text = module_of("""  w = f32[4] parameter(1)
+  bw = f32[6,4,3] broadcast(w), dimensions={1}
+  ROOT d = f32[6,2,3] dot(p0, bw), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}""",
+                     params="p0 = f32[6,2,4] parameter(0)")
+    module, changed = run_pass(AlgebraicSimplifier(), text)
+    assert "broadcast" in opcodes(module)

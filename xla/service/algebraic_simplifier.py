@@ -443,6 +443,26 @@ def _reduce(rw, instr):
     return rw.add(opcode, instr.shape, operands, attrs=attrs)
 
 
+def _dot_of_batch_broadcast(rw, instr, lhs, rhs, lb, rb, lc, rc):
+    """dot(x, broadcast(w)) where the broadcast only adds the rhs's batch
+    dimensions (NumPy's ``x @ w`` for a batched x, as tracing writes it):
+    dot(x, w) with x's batch dimensions as free ones, one matrix product
+    instead of a batch of them, without materializing the broadcast. Only
+    when the result keeps its dimension order: x's batch dimensions are its
+    leading ones, in order."""
+    if rhs.opcode != "broadcast" or not lb or tuple(lb) != tuple(range(len(lb))):
+        return None
+    w = rhs.operands[0]
+    non_batch = [d for d in range(rhs.shape.rank) if d not in rb]
+    if tuple(rhs.attr("dimensions", ())) != tuple(non_batch) or \
+            tuple(w.shape.dimensions) != tuple(rhs.shape.dimensions[d] for d in non_batch):
+        return None
+    attrs = {k: v for k, v in instr.attrs.items()
+             if k not in ("lhs_batch_dims", "rhs_batch_dims", "rhs_contracting_dims")}
+    attrs["rhs_contracting_dims"] = tuple(non_batch.index(d) for d in rc)
+    return rw.add("dot", instr.shape, [lhs, w], attrs=attrs)
+
+
 def _dot(rw, instr):
     if len(instr.operands) != 2 or "sparsity" in instr.attrs or instr.shape.is_dynamic:
         return None
@@ -454,6 +474,9 @@ def _dot(rw, instr):
     rb = tuple(instr.attr("rhs_batch_dims", ()))
     lc = tuple(instr.attr("lhs_contracting_dims", ()))
     rc = tuple(instr.attr("rhs_contracting_dims", ()))
+    unbroadcast = _dot_of_batch_broadcast(rw, instr, lhs, rhs, lb, rb, lc, rc)
+    if unbroadcast is not None:
+        return unbroadcast
     if any(lhs.shape.dimensions[d] != 1 for d in lc):
         return None
     nb = len(lb)
