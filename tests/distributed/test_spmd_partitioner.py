@@ -1,0 +1,90 @@
+"""SPMD partitioning (xla/service/spmd_partitioner.py): a module annotated
+with shardings, partitioned for 4 devices, runs on the interpreter and the
+CPU with each device holding its tiles, and the tiles put back together
+equal the unpartitioned module's result on the interpreter (the semantics
+reference). The collectives it inserts are the expected ones."""
+import numpy as np
+import pytest
+
+import xla
+from xla.errors import UnimplementedError
+from xla.hlo.evaluator import evaluate
+from xla.hlo.sharding import parse_sharding
+from xla.service.spmd_partitioner import partition, shard, unshard
+
+ADD = """add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+"""
+
+
+def module(body):
+    return "HloModule m, num_partitions=4\n" + ADD + "ENTRY e {\n" + body + "\n}\n"
+
+
+def check(text, shapes, platforms=("interpreter", "cpu")):
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    expected = evaluate(xla.parse_hlo_module(text), *args)
+    partitioned, params, result = partition(xla.parse_hlo_module(text), 4)
+    for platform in platforms:
+        exe = xla.compile(xla.parse_hlo_module(partitioned.to_text()), platform, num_partitions=4)
+        per_device = [[shard(a, s, 4)[d] for a, s in zip(args, params)] for d in range(4)]
+        got = unshard(exe.execute(per_device), result, np.shape(expected))
+        np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-5, err_msg=platform)
+    return [i.opcode for i in partitioned.entry.instructions]
+
+
+def test_sharding_forms_parse_and_print():
+    for text, tiles in (("{devices=[2,2]<=[4]}", (2, 2)), ("{devices=[4,1]0,2,1,3}", (4, 1)),
+                        ("{devices=[2,1,2]<=[4] last_tile_dim_replicate}", (2, 1)),
+                        ("{devices=[2,2]<=[2,2]T(1,0)}", (2, 2))):
+        s = parse_sharding(text)
+        assert s.tiles == tiles and parse_sharding(s.to_text()) == s
+    assert parse_sharding("{devices=[2,2]<=[2,2]T(1,0)}").devices.tolist() == [[0, 2], [1, 3]]
+    assert parse_sharding("{replicated}").is_replicated
+    assert parse_sharding("{maximal device=1}").device == 1
+    t = parse_sharding("{{replicated}, {devices=[4]<=[4]}}")
+    assert t.kind == "tuple" and t.elements[1].tiles == (4,)
+
+
+def test_tensor_parallel_dot_is_a_local_dot_and_an_all_reduce():
+    ops = check(module("""  x = f32[8,16] parameter(0), sharding={devices=[1,4]<=[4]}
+  w = f32[16,6] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT d = f32[8,6] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""),
+                [(8, 16), (16, 6)])
+    assert ops.count("all-reduce") == 1 and "all-gather" not in ops
+
+
+def test_data_parallel_layer_needs_no_collective():
+    ops = check(module("""  x = f32[8,16] parameter(0), sharding={devices=[4,1]<=[4]}
+  w = f32[16,6] parameter(1), sharding={replicated}
+  d = f32[8,6] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[8,6] tanh(d)
+  b = f32[6] parameter(2)
+  bb = f32[8,6] broadcast(b), dimensions={1}
+  ROOT s = f32[8,6] add(t, bb), sharding={devices=[4,1]<=[4]}"""), [(8, 16), (16, 6), (6,)])
+    assert not {"all-reduce", "all-gather"} & set(ops)
+
+
+def test_reduce_over_a_cut_dimension_all_reduces():
+    ops = check(module("""  x = f32[8,12] parameter(0), sharding={devices=[2,2]<=[4]}
+  t = f32[12,8] transpose(x), dimensions={1,0}
+  z = f32[] constant(0)
+  ROOT r = f32[12] reduce(t, z), dimensions={1}, to_apply=add"""), [(8, 12)])
+    assert "all-reduce" in ops
+
+
+def test_other_ops_gather_and_run_whole():
+    ops = check(module("""  x = f32[8,12] parameter(0), sharding={devices=[4,1]<=[4]}
+  r = f32[12,8] reshape(x)
+  ROOT s = f32[6,8] slice(r), slice={[2:8], [0:8]}"""), [(8, 12)])
+    assert "all-gather" in ops
+
+
+def test_uneven_tiles_are_unimplemented():
+    with pytest.raises(UnimplementedError, match="does not split evenly into 4 tiles"):
+        partition(xla.parse_hlo_module(module(
+            "  ROOT x = f32[6] parameter(0), sharding={devices=[4]<=[4]}")), 4)

@@ -1,0 +1,351 @@
+"""SPMD partitioning: a module annotated with shardings (``sharding={...}``,
+``xla/hlo/sharding.py``) becomes the program each of ``num_partitions``
+devices runs on its own tiles, with the collectives that connect them.
+
+``partition(module, num_partitions)`` returns ``(partitioned module,
+parameter shardings, result sharding)``. The partitioned entry computation
+takes each parameter's local tile (``shard`` cuts a global array into them)
+and returns each device's tile of the result (``unshard`` puts them back).
+Devices are partitions (one replica; ``partition-id`` says which).
+
+Propagation is forward, in post order: an instruction without a sharding
+takes one from its operands (below), and every written sharding is
+honoured, resharding the value if needed. Per instruction:
+
+- parameter: its sharding (replicated without one); constants are
+  replicated;
+- elementwise ops: the first tiled operand's sharding; every operand is
+  resharded to it; the op runs on the tiles;
+- broadcast and transpose: the operand's tiles move with its dimensions;
+- dot: with both operands cut only along their contracting dimensions, in
+  the same device groups, each device multiplies its tiles and an
+  all-reduce sums the partial products (the classic tensor-parallel dot);
+  with the rhs replicated and the lhs's contracting dimensions whole, the
+  result is cut as the lhs's batch and free dimensions are; otherwise both
+  operands are gathered and the dot is computed whole;
+- reduce (one operand): dimensions that stay keep their tiles; reduced
+  dimensions that were cut are combined by an all-reduce with the same
+  reducer after the local reduce;
+- everything else (reshape, slices, gathers, control flow, ...): operands
+  are gathered whole (all-gather), the op runs unpartitioned on every
+  device, and its result is replicated. Correct, not parallel.
+
+Resharding gathers a tiled value with one all-gather per cut dimension
+(groups: the devices that differ only in that dimension's tile) and cuts a
+replicated value with a dynamic-slice at offsets read from a constant table
+indexed by ``partition-id``. Dimensions that do not divide evenly by their
+tile count raise UnimplementedError, as do shardings other than replicated
+and tiled (maximal, manual) on anything but the root.
+"""
+import itertools
+
+import numpy as np
+
+from xla.errors import UnimplementedError
+from xla.hlo import opcodes
+from xla.hlo.attributes import RawAttr
+from xla.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla.hlo.shape import Shape
+from xla.hlo.sharding import REPLICATED, HloSharding, sharding_of, tiled
+from xla.hlo.types import PrimitiveType
+
+
+def local_dims(dims, sharding):
+    if sharding is None or not sharding.is_tiled:
+        return tuple(dims)
+    tiles = sharding.tiles
+    if len(tiles) != len(dims):
+        raise UnimplementedError(f"sharding {sharding.to_text()} has {len(tiles)} tile dimensions "
+                                 f"for an array of rank {len(dims)}")
+    for d, t in zip(dims, tiles):
+        if d % t:
+            raise UnimplementedError(f"dimension of size {d} does not split evenly into {t} tiles "
+                                     f"(sharding {sharding.to_text()})")
+    return tuple(d // t for d, t in zip(dims, tiles))
+
+
+def shard(array, sharding, num_partitions):
+    """The tile of ``array`` each device holds under ``sharding``."""
+    array = np.asarray(array)
+    if sharding is None or not sharding.is_tiled:
+        return [array] * num_partitions
+    local = local_dims(array.shape, sharding)
+    out = []
+    for d in range(num_partitions):
+        index = sharding.tile_index(d)[:array.ndim]
+        out.append(array[tuple(slice(i * n, (i + 1) * n) for i, n in zip(index, local))])
+    return out
+
+
+def unshard(tiles, sharding, dims):
+    """The global array from each device's tile (replicated: device 0's)."""
+    if sharding is None or not sharding.is_tiled:
+        return np.asarray(tiles[0])
+    first = np.asarray(tiles[0])
+    out = np.empty(dims, first.dtype)
+    local = local_dims(dims, sharding)
+    for d, tile in enumerate(tiles):
+        index = sharding.tile_index(d)[:len(dims)]
+        out[tuple(slice(i * n, (i + 1) * n) for i, n in zip(index, local))] = tile
+    return out
+
+
+class _Partitioner:
+    def __init__(self, module, n):
+        self.module = module
+        self.n = n
+        self.instructions = []
+        self.names = itertools.count()
+        self.channel = itertools.count(1)
+        self._pid = None
+        self.computations = []
+
+    # ----- building ---------------------------------------------------------------
+    def add(self, opcode, shape, operands=(), attrs=None, literal=None, parameter_number=None):
+        instr = HloInstruction(opcode, shape, list(operands), name=f"{opcode}.spmd.{next(self.names)}",
+                               attrs=attrs or {}, literal=literal, parameter_number=parameter_number)
+        self.instructions.append(instr)
+        return instr
+
+    def array_shape(self, element_type, dims):
+        return Shape.array(element_type, tuple(dims))
+
+    def partition_id(self):
+        if self._pid is None:
+            pid = self.add("partition-id", Shape.scalar(PrimitiveType.U32))
+            self._pid = self.add("convert", Shape.scalar(PrimitiveType.S32), [pid])
+        return self._pid
+
+    # ----- resharding ---------------------------------------------------------------
+    def gather(self, value, sharding, dims):
+        """``value`` (a tile under ``sharding`` of an array of ``dims``) made whole."""
+        if sharding is None or not sharding.is_tiled or sharding.is_replicated:
+            return value
+        devices = sharding.devices
+        local = list(local_dims(dims, sharding))
+        for k, t in enumerate(sharding.tiles):
+            if t == 1:
+                continue
+            groups = np.moveaxis(devices, k, -1).reshape(-1, t)
+            text = "{" + ",".join("{" + ",".join(str(int(x)) for x in g) + "}" for g in groups) + "}"
+            local[k] *= t
+            value = self.add("all-gather", self.array_shape(value.shape.element_type, local), [value],
+                             attrs={"channel_id": next(self.channel), "replica_groups": RawAttr(text),
+                                    "use_global_device_ids": True, "dimensions": (k,)})
+        return value
+
+    def cut(self, value, sharding, dims):
+        """A whole ``value`` cut to this device's tile under ``sharding``."""
+        if sharding is None or not sharding.is_tiled or sharding.is_replicated:
+            return value
+        local = local_dims(dims, sharding)
+        starts = []
+        pid = None
+        for k, (t, n) in enumerate(zip(sharding.tiles, local)):
+            if t == 1:
+                starts.append(self.add("constant", Shape.scalar(PrimitiveType.S32),
+                                       literal=np.int32(0)))
+                continue
+            table = np.array([sharding.tile_index(d)[k] * n for d in range(self.n)], np.int32)
+            pid = pid or self.partition_id()
+            c = self.add("constant", self.array_shape(PrimitiveType.S32, (self.n,)), literal=table)
+            one = self.add("dynamic-slice", self.array_shape(PrimitiveType.S32, (1,)), [c, pid],
+                           attrs={"dynamic_slice_sizes": (1,)})
+            starts.append(self.add("reshape", Shape.scalar(PrimitiveType.S32), [one]))
+        return self.add("dynamic-slice", self.array_shape(value.shape.element_type, local),
+                        [value] + starts, attrs={"dynamic_slice_sizes": tuple(local)})
+
+    def reshard(self, value, have, want, dims):
+        if _same(have, want):
+            return value
+        return self.cut(self.gather(value, have, dims), want, dims)
+
+    # ----- instructions -------------------------------------------------------------
+    def run(self):
+        entry = self.module.entry
+        done = {}
+        shardings = {}
+        param_shardings = []
+        for h in entry.instructions:
+            written = sharding_of(h)
+            if written is not None and written.kind not in ("replicated", "tiled", "tuple") \
+                    and h is not entry.root_instruction:
+                raise UnimplementedError(f"spmd partitioning: sharding {written.to_text()} of "
+                                         f"{h.name} (only replicated and tiled are supported)")
+            value, s = self.instruction(h, done, shardings, written)
+            if written is not None and written.kind in ("replicated", "tiled") and h.shape.is_array:
+                value = self.reshard(value, s, written, h.shape.dimensions)
+                s = written
+            done[id(h)], shardings[id(h)] = value, s
+            if h.opcode == "parameter":
+                param_shardings.append((h.parameter_number, s))
+        root = entry.root_instruction
+        result_sharding = shardings[id(root)]
+        comp = HloComputation(entry.name, self.instructions, root=done[id(root)], is_entry=True)
+        out = HloModule(self.module.name, self.computations +
+                        [c for c in self.module.computations if c is not entry] + [comp], entry=comp)
+        out.header_attrs = {k: v for k, v in self.module.header_attrs.items()
+                            if k not in ("entry_computation_layout",)}
+        out.header_attrs["num_partitions"] = self.n
+        params = [s for _, s in sorted(param_shardings, key=lambda p: p[0])]
+        return out, params, result_sharding
+
+    def instruction(self, h, done, shardings, written):
+        op = h.opcode
+        operands = [done[id(o)] for o in h.operands]
+        have = [shardings[id(o)] for o in h.operands]
+        attrs = {k: v for k, v in h.attrs.items() if k != "sharding"}
+        if op == "parameter":
+            s = written if written is not None and written.kind == "tiled" else REPLICATED
+            dims = local_dims(h.shape.dimensions, s) if h.shape.is_array else None
+            shape = self.array_shape(h.shape.element_type, dims) if dims is not None else h.shape
+            return self.add("parameter", shape, attrs=attrs, parameter_number=h.parameter_number), s
+        if op == "tuple":
+            return self.add("tuple", Shape.tuple([v.shape for v in operands]), operands), \
+                HloSharding("tuple", elements=tuple(have))
+        if op == "get-tuple-element":
+            s = have[0].elements[h.attr("index")] if have[0].kind == "tuple" else REPLICATED
+            t = operands[0].shape.tuple_shapes[h.attr("index")]
+            return self.add(op, t, operands, attrs=attrs), s
+        if not h.shape.is_array:
+            return self.replicated(h, operands, have, attrs)
+        if op in opcodes.ELEMENTWISE and op != "map" and all(
+                o.shape.is_array and o.shape.dimensions == h.shape.dimensions for o in h.operands):
+            target = written if written is not None and written.kind == "tiled" else next(
+                (s for s in have if s.is_tiled and not s.is_replicated), REPLICATED)
+            ops = [self.reshard(v, s, target, o.shape.dimensions)
+                   for v, s, o in zip(operands, have, h.operands)]
+            dims = local_dims(h.shape.dimensions, target)
+            return self.add(op, self.array_shape(h.shape.element_type, dims), ops, attrs=attrs), target
+        if op == "transpose" and have[0].is_tiled and not have[0].is_replicated:
+            perm = tuple(h.attr("dimensions"))
+            s = have[0]
+            axes = list(perm) + ([len(perm)] if s.replicate_last else [])
+            out = tiled(s.devices.transpose(axes), s.replicate_last)
+            dims = local_dims(h.shape.dimensions, out)
+            return self.add(op, self.array_shape(h.shape.element_type, dims), operands, attrs=attrs), out
+        if op == "broadcast" and have[0].is_tiled and not have[0].is_replicated \
+                and list(h.attr("dimensions", ())) == sorted(h.attr("dimensions", ())):
+            s = have[0]
+            bdims = tuple(h.attr("dimensions", ()))
+            tiles = [1] * h.shape.rank
+            for i, d in enumerate(bdims):
+                tiles[d] = s.tiles[i]
+            shape = tiles + ([s.devices.shape[-1]] if s.replicate_last else [])
+            out = tiled(s.devices.reshape(shape), s.replicate_last)
+            dims = local_dims(h.shape.dimensions, out)
+            return self.add(op, self.array_shape(h.shape.element_type, dims), operands, attrs=attrs), out
+        if op == "dot":
+            result = self.dot(h, operands, have, attrs)
+            if result is not None:
+                return result
+        if op == "reduce" and len(h.operands) == 2:
+            result = self.reduce(h, operands, have, attrs)
+            if result is not None:
+                return result
+        return self.replicated(h, operands, have, attrs)
+
+    def replicated(self, h, operands, have, attrs):
+        ops = [self.gather(v, s, o.shape.dimensions) if o.shape.is_array else v
+               for v, s, o in zip(operands, have, h.operands)]
+        if any(o.shape.is_tuple and s.kind == "tuple" and any(e.is_tiled and not e.is_replicated
+                                                              for e in s.elements)
+               for o, s in zip(h.operands, have)):
+            raise UnimplementedError(f"spmd partitioning: {h.opcode} {h.name} of a tuple with "
+                                     "tiled elements")
+        return self.add(h.opcode, h.shape, ops, attrs=attrs, literal=h.literal), REPLICATED
+
+    def dot(self, h, operands, have, attrs):
+        lhs, rhs = h.operands
+        sl, sr = have
+        lc, rc = tuple(h.attr("lhs_contracting_dims", ())), tuple(h.attr("rhs_contracting_dims", ()))
+        lb, rb = tuple(h.attr("lhs_batch_dims", ())), tuple(h.attr("rhs_batch_dims", ()))
+        if sl.is_tiled and sr.is_tiled and not sl.is_replicated and len(lc) == 1 and len(rc) == 1:
+            # Cut only along the contracting dimensions, in the same groups?
+            only_l = all(t == 1 for k, t in enumerate(sl.tiles) if k != lc[0])
+            only_r = all(t == 1 for k, t in enumerate(sr.tiles) if k != rc[0])
+            if only_l and only_r and sl.tiles[lc[0]] == sr.tiles[rc[0]]:
+                t = sl.tiles[lc[0]]
+                gl = sorted(tuple(g) for g in np.moveaxis(sl.devices, lc[0], -1).reshape(-1, t).tolist())
+                gr = sorted(tuple(g) for g in np.moveaxis(sr.devices, rc[0], -1).reshape(-1, t).tolist())
+                if gl == gr:
+                    local = self.add("dot", h.shape, operands, attrs=attrs)
+                    text = "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in gl) + "}"
+                    reducer = self.add_reducer(h.shape.element_type)
+                    out = self.add("all-reduce", h.shape, [local],
+                                   attrs={"channel_id": next(self.channel),
+                                          "replica_groups": RawAttr(text),
+                                          "use_global_device_ids": True, "to_apply": reducer})
+                    return out, REPLICATED
+        if sr.is_replicated and sl.is_tiled and not sl.is_replicated and \
+                all(sl.tiles[k] == 1 for k in lc) and not sl.replicate_last:
+            lfree = [d for d in range(lhs.shape.rank) if d not in lb and d not in lc]
+            order = list(lb) + lfree
+            rfree = rhs.shape.rank - len(rb) - len(rc)
+            devices = np.transpose(sl.devices, order + list(lc)).reshape(
+                [sl.tiles[d] for d in order] + [1] * rfree)
+            out = tiled(devices)
+            dims = local_dims(h.shape.dimensions, out)
+            return self.add("dot", self.array_shape(h.shape.element_type, dims), operands,
+                            attrs=attrs), out
+        return None
+
+    def reduce(self, h, operands, have, attrs):
+        x = h.operands[0]
+        s = have[0]
+        if not s.is_tiled or s.is_replicated or s.replicate_last:
+            return None
+        reduced = tuple(h.attr("dimensions", ()))
+        kept = [d for d in range(x.shape.rank) if d not in reduced]
+        init = self.gather(operands[1], have[1], h.operands[1].shape.dimensions)
+        out_devices_shape = [s.tiles[d] for d in kept]
+        moved = np.transpose(s.devices, kept + list(reduced))
+        cut_reduced = int(np.prod([s.tiles[d] for d in reduced], dtype=np.int64))
+        if cut_reduced > 1:
+            groups = moved.reshape(-1, cut_reduced)
+            keep_devices = groups[:, 0].reshape(out_devices_shape) if kept else groups[:, 0].reshape(())
+        else:
+            keep_devices = moved.reshape(out_devices_shape)
+        local_out = [local_dims(x.shape.dimensions, s)[d] for d in kept]
+        value = self.add("reduce", self.array_shape(h.shape.element_type, local_out),
+                         [operands[0], init], attrs=attrs)
+        if cut_reduced > 1:
+            text = "{" + ",".join("{" + ",".join(str(int(v)) for v in g) + "}" for g in groups) + "}"
+            value = self.add("all-reduce", value.shape, [value],
+                             attrs={"channel_id": next(self.channel), "replica_groups": RawAttr(text),
+                                    "use_global_device_ids": True, "to_apply": h.attr("to_apply")})
+            # Devices of a group hold the same result: the output is cut as the
+            # kept dimensions are, replicated over the reduced ones.
+            tiles_out = out_devices_shape
+            devices = groups.reshape(tiles_out + [cut_reduced]) if kept else groups.reshape(1, -1)[0]
+            if not kept:
+                return value, REPLICATED
+            return value, tiled(devices, replicate_last=True)
+        return value, tiled(keep_devices) if kept else REPLICATED
+
+    def add_reducer(self, element_type):
+        name = f"spmd_add.{element_type.text}"
+        for c in self.computations:
+            if c.name == name:
+                return c
+        a = HloInstruction("parameter", Shape.scalar(element_type), name=f"{name}.a", parameter_number=0)
+        b = HloInstruction("parameter", Shape.scalar(element_type), name=f"{name}.b", parameter_number=1)
+        r = HloInstruction("add", Shape.scalar(element_type), [a, b], name=f"{name}.sum")
+        comp = HloComputation(name, [a, b, r], root=r)
+        self.computations.append(comp)
+        return comp
+
+
+def _same(a, b):
+    if a is None or b is None:
+        return a is b
+    if a.is_replicated and b.is_replicated:
+        return True
+    return a == b
+
+
+def partition(module, num_partitions=None):
+    """(partitioned module, parameter shardings, result sharding); see the module docstring."""
+    n = num_partitions or int(module.header_attrs.get("num_partitions", 1))
+    out, params, result = _Partitioner(module, n).run()
+    return out, params, result
