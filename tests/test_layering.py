@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Modules under no layer: they import nothing layered, and every layer may use them.
 BASE = {"xla.errors", "xla.debug_options", "xla.gc_util", "xla.version", "xla._core"}
 LAYERS = ["hlo", "service", "runtime", "backends", "frontend", "api", "tools"]
-API = {"xla", "xla.lax", "xla.numpy", "xla.random", "xla.distributed"}
+API = {"xla", "xla.lax", "xla.numpy", "xla.random", "xla.distributed", "xla.sharding"}
 
 
 def modules():

@@ -24,7 +24,7 @@ from xla.frontend.builder import XlaBuilder, XlaOp
 from xla.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla.frontend.jit import jit
 from xla.frontend.parallel import pmap
-from xla import distributed, lax, numpy, random  # noqa: E402  (public submodules)
+from xla import distributed, lax, numpy, random, sharding  # noqa: E402  (public submodules)
 from xla.runtime import profiler  # noqa: E402
 
 from xla.version import __version__  # noqa: E402
@@ -32,7 +32,7 @@ from xla.version import __version__  # noqa: E402
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",
     "Layout", "PrimitiveType", "Shape", "ShapeError", "UnimplementedError", "VerifierError",
-    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "distributed", "from_dlpack", "grad", "jit", "jvp", "lax", "numpy", "pmap", "profiler", "random",
+    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "distributed", "from_dlpack", "grad", "jit", "jvp", "lax", "numpy", "pmap", "profiler", "random", "sharding",
     "value_and_grad", "vjp", "compile", "module_to_text", "parse_hlo_module",
     "parse_shape", "verify_module",
 ]

@@ -90,13 +90,14 @@ class _Entry(NamedTuple):
     out_treedef: object
     n_outputs: int
     donated: tuple   # parameter numbers the executable may write outputs into
+    sharded: object = None   # (parameter shardings, result sharding, result shape) under SPMD
 
 
 class JitFunction:
     """The callable ``xla.jit`` returns."""
 
     def __init__(self, fn, backend=None, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 **options):
+                 in_shardings=None, out_shardings=None, **options):
         if not callable(fn):
             raise TypeError(f"xla.jit needs a callable, got {type(fn).__name__}")
         if backend is None:
@@ -149,6 +150,9 @@ class JitFunction:
         if self.donate_argnums & self.static_argnums:
             raise InvalidArgumentError("an argument cannot be both static and donated: "
                                        f"{sorted(self.donate_argnums & self.static_argnums)}")
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings
+        if (in_shardings is not None or out_shardings is not None) and self.donate_argnums:
+            raise InvalidArgumentError("donate_argnums with shardings is not supported yet")
         self._cache = {}
         # (shape, dtype) of each positional array -> (entry, argument count),
         # for calls with NumPy arrays only and no static or donated arguments.
@@ -269,6 +273,7 @@ class JitFunction:
         if not isinstance(entry, _Entry):
             return entry(*args, **kwargs)
         if self._host and not kwargs and not self.static_argnums and not entry.donated and \
+                entry.sharded is None and \
                 all(type(a) is np.ndarray for a in args):
             self._fast[tuple((a.shape, a.dtype) for a in args)] = (entry, len(args))
         return self._run(entry, key[1], leaves)
@@ -334,6 +339,8 @@ class JitFunction:
 
     def _compile(self, args, kwargs, key):
         module, out_treedef, n = self._trace(args, kwargs, key)
+        if self.in_shardings is not None or self.out_shardings is not None:
+            return self._compile_sharded(module, out_treedef, n, key)
         from xla.frontend.compilation import compile_module
         executable = compile_module(module, self.platform, self.options)
         self._compilations += 1
@@ -343,7 +350,48 @@ class JitFunction:
             and self.platform.capabilities.donation else ()
         return _Entry(executable, out_treedef, n, donated)
 
+    def _compile_sharded(self, module, out_treedef, n, key):
+        """SPMD: the module annotated with the shardings, partitioned, and
+        compiled for the mesh's devices (xla/frontend/sharding.py)."""
+        from xla.frontend import sharding as shd
+        from xla.service.spmd_partitioner import partition
+        entry = module.entry
+        params = sorted(entry.parameters, key=lambda p: p.parameter_number)
+        devices = shd.mesh_size(self.in_shardings, self.out_shardings)
+        for p, s in zip(params, shd.hlo_shardings(self.in_shardings, [len(x.shape) for x in key[1]],
+                                                  "in_shardings")):
+            if s is not None:
+                p.attrs["sharding"] = RawAttr(s.to_text())
+        root = entry.root_instruction
+        outs = list(root.operands) if n != 1 or root.opcode == "tuple" and out_treedef != pytree.LEAF \
+            else [root]
+        for o, s in zip(outs, shd.hlo_shardings(self.out_shardings, [o.shape.rank for o in outs],
+                                                "out_shardings")):
+            if s is not None:
+                o.attrs["sharding"] = RawAttr(s.to_text())
+        partitioned, param_shardings, result_sharding = partition(module, devices)
+        executable = runtime.compile(partitioned, self.platform.name, num_partitions=devices)
+        self._compilations += 1
+        return _Entry(executable, out_treedef, n, (), (param_shardings, result_sharding, root.shape))
+
+    def _run_sharded(self, entry, specs, leaves):
+        from xla.service.spmd_partitioner import shard, unshard
+        params, result, shape = entry.sharded
+        exe = entry.executable
+        arrays = [np.asarray(x, dtype=s.dtype) for x, s in zip(leaves, specs)]
+        tiles = [shard(a, p, exe.num_devices) for a, p in zip(arrays, params)]
+        outs = exe.execute([[t[d] for t in tiles] for d in range(exe.num_devices)])
+        if shape.is_tuple:
+            parts = result.elements if result.kind == "tuple" else [result] * len(shape.tuple_shapes)
+            value = tuple(unshard([o[k] for o in outs], parts[k], s.dimensions)
+                          for k, s in enumerate(shape.tuple_shapes))
+        else:
+            value = unshard(outs, result, shape.dimensions)
+        return self._unflatten(entry, value)
+
     def _run(self, entry, specs, leaves):
+        if entry.sharded is not None:
+            return self._run_sharded(entry, specs, leaves)
         if not self._host:
             return self._run_on_device(entry, specs, leaves)
         given_up = ()
@@ -460,10 +508,14 @@ def _hashable(value, what):
 
 
 def jit(fn=None, *, backend=None, static_argnums=(), static_argnames=(), donate_argnums=(),
-        **options):
+        in_shardings=None, out_shardings=None, **options):
     """Compiles ``fn`` with XLA on first call per signature. Usable as
-    ``@xla.jit`` or ``@xla.jit(backend=..., static_argnums=...)``."""
+    ``@xla.jit`` or ``@xla.jit(backend=..., static_argnums=...)``.
+    ``in_shardings``/``out_shardings`` (``xla.sharding.NamedSharding``, one
+    for every array or one per argument leaf / output): the function runs
+    SPMD-partitioned over the mesh's devices (xla/frontend/sharding.py)."""
     if fn is None:
         return lambda f: JitFunction(f, backend, static_argnums, static_argnames, donate_argnums,
-                                     **options)
-    return JitFunction(fn, backend, static_argnums, static_argnames, donate_argnums, **options)
+                                     in_shardings, out_shardings, **options)
+    return JitFunction(fn, backend, static_argnums, static_argnames, donate_argnums,
+                       in_shardings, out_shardings, **options)

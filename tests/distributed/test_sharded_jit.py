@@ -1,0 +1,43 @@
+"""xla.jit with in_shardings/out_shardings over a device mesh, as in JAX:
+results equal the unsharded function's, and PartitionSpecs become XLA's
+shardings as documented."""
+import numpy as np
+import pytest
+
+import xla
+from xla.errors import InvalidArgumentError
+from xla.sharding import Mesh, NamedSharding, P
+
+
+def test_partition_specs_become_xla_shardings():
+    mesh = Mesh((2, 2), ("data", "model"))
+    assert NamedSharding(mesh, P("data", "model")).to_hlo(2).to_text() == "{devices=[2,2]0,1,2,3}"
+    assert NamedSharding(mesh, P("model", "data")).to_hlo(2).to_text() == "{devices=[2,2]0,2,1,3}"
+    assert NamedSharding(mesh, P("data")).to_hlo(2).to_text() == \
+        "{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}"
+    assert NamedSharding(mesh, P(("data", "model"))).to_hlo(1).to_text() == "{devices=[4]0,1,2,3}"
+    assert NamedSharding(mesh, P()).to_hlo(2).is_replicated
+    with pytest.raises(InvalidArgumentError, match="not one of the mesh's"):
+        NamedSharding(mesh, P("batch")).to_hlo(1)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_data_and_tensor_parallel_jit_match_the_unsharded_function(backend):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 6)).astype(np.float32)
+    mesh = Mesh((4,), ("batch",))
+    f = xla.jit(lambda x, w: np.tanh(x @ w), backend=backend,
+                in_shardings=(NamedSharding(mesh, P("batch", None)), NamedSharding(mesh, P())),
+                out_shardings=NamedSharding(mesh, P("batch", None)))
+    np.testing.assert_allclose(f(x, w), np.tanh(x @ w), rtol=1e-5, atol=1e-6)
+    mesh2 = Mesh((2, 2), ("data", "model"))
+    g = xla.jit(lambda x, w: (x @ w, np.sum(x)), backend=backend,
+                in_shardings=(NamedSharding(mesh2, P("data", "model")),
+                              NamedSharding(mesh2, P("model", None))))
+    prod, total = g(x, w)
+    np.testing.assert_allclose(prod, x @ w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(total, x.sum(), rtol=1e-5)
+    assert g.cache_info().compilations == 1
+    g(x + 1, w)
+    assert g.cache_info().compilations == 1
