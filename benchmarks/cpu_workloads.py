@@ -6,7 +6,13 @@ Each workload is an HLO module compiled by this project's CPU backend, the
 same computation written in NumPy, and, when ``import jax`` works, the same
 function under jax.jit. Times are medians over ``--repeats`` runs after a
 pause (so that the previous contender's threads are idle) and a warm-up;
-ratios are other/ours (above 1 means this project is faster). A workload
+ratios are other/ours (above 1 means this project is faster). The same run
+first measures this machine's limits: streaming bandwidth (STREAM-style copy
+and scale over arrays far larger than the last-level cache, 256 MiB each:
+the best of NumPy's one-thread copy and a compiled multi-threaded scale) and
+peak f32 GEMM rate (the best of NumPy's and this project's 2048^3 matmul);
+the last column is each workload's achieved rate as a fraction of the
+relevant limit (bytes that must move / bandwidth, or FLOPs / peak). A workload
 named "fast-math" is compiled with --xla_cpu_enable_fast_math=true (for
 GELU: a 6-ulp rational tanh instead of the 2-ulp default; jax.jit's tanh is
 a 5-ulp rational function either way).
@@ -220,6 +226,38 @@ def workloads(quick):
     ]
 
 
+def machine_limits(repeats=5):
+    """(streaming bandwidth in bytes/s, peak f32 GEMM in FLOP/s)."""
+    src = np.ones(64 * 2**20, np.float32)
+    dst = np.empty_like(src)
+    copy = min(_once(lambda: np.copyto(dst, src)) for _ in range(repeats))
+    # NumPy copies on one thread; the CPU backend's loops use every core.
+    scale = xla.compile(xla.parse_hlo_module(f"""HloModule stream_scale
+ENTRY %main (x: f32[{src.size}]) -> f32[{src.size}] {{
+  %x = f32[{src.size}] parameter(0)
+  %c = f32[] constant(3)
+  %b = f32[{src.size}] broadcast(%c), dimensions={{}}
+  ROOT %y = f32[{src.size}] multiply(%x, %b)
+}}
+"""), "cpu")
+    scale.execute(src)
+    ours = min(_once(lambda: scale.execute(src)) for _ in range(repeats))
+    bandwidth = 2 * src.nbytes / min(copy, ours)
+    n = 2048
+    a = np.ones((n, n), np.float32)
+    numpy_gemm = min(_once(lambda: a @ a) for _ in range(repeats))
+    exe = xla.compile(xla.parse_hlo_module(matmul(n)), "cpu")
+    exe.execute(a, a)
+    ours_gemm = min(_once(lambda: exe.execute(a, a)) for _ in range(repeats))
+    return bandwidth, 2 * n ** 3 / min(numpy_gemm, ours_gemm)
+
+
+def _once(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def median_time(fn, repeats):
     # Another runtime's pool threads spin for a while after its last call
     # (XLA's Eigen pool does), taking a core from whoever runs next: let
@@ -255,7 +293,11 @@ def main():
     xla.compile(xla.parse_hlo_module(seed(1 << 24)), "cpu")
     compile_ms = (time.perf_counter() - start) * 1e3
 
-    header = f"{'workload':34} {'ours':>10} {'numpy':>10} {'jax.jit':>10} {'np/ours':>8} {'jax/ours':>9}  throughput"
+    bandwidth, peak = machine_limits()
+    print(f"machine limits: {bandwidth / 1e9:.1f} GB/s streaming, {peak / 1e9:.0f} GFLOP/s "
+          "f32 GEMM (best of NumPy and ours, 2048^3)")
+    header = (f"{'workload':34} {'ours':>10} {'numpy':>10} {'jax.jit':>10} {'np/ours':>8} {'jax/ours':>9}"
+              f"  {'throughput':>13} {'of limit':>8}")
     print(header)
     print("-" * len(header))
     for name, text, inputs, np_fn, jax_fn, nbytes, flops, *flags in workloads(args.quick):
@@ -272,9 +314,11 @@ def main():
             dev = [jax.device_put(a) for a in inputs]
             t_jax = median_time(lambda: jf(*dev).block_until_ready(), args.repeats)
         rate = (f"{nbytes / t_ours / 1e9:.1f} GB/s" if nbytes else f"{flops / t_ours / 1e9:.0f} GFLOP/s")
+        limit = nbytes / t_ours / bandwidth if nbytes else flops / t_ours / peak
         jax_col = f"{t_jax * 1e3:9.2f}ms" if t_jax else f"{'-':>10}"
         jax_ratio = f"{t_jax / t_ours:9.2f}" if t_jax else f"{'-':>9}"
-        print(f"{name:34} {t_ours * 1e3:9.2f}ms {t_np * 1e3:9.2f}ms {jax_col} {t_np / t_ours:8.2f} {jax_ratio}  {rate}")
+        print(f"{name:34} {t_ours * 1e3:9.2f}ms {t_np * 1e3:9.2f}ms {jax_col} {t_np / t_ours:8.2f} "
+              f"{jax_ratio}  {rate:>13} {limit:8.2f}")
     # Per-call dispatch: an f32[4] add, Python to native code and back.
     add = xla.compile(xla.parse_hlo_module("""HloModule add
 ENTRY %main (x: f32[4], y: f32[4]) -> f32[4] {
