@@ -485,7 +485,7 @@ ERROR_CASES = [
      30, 77),
     ("truncated in attribute", JAX_STYLE[:JAX_STYLE.index("source_line=5") + 5],
      "expected '}' to close this '{'", 12, 46),
-    ("empty file", "", "expected 'HloModule' but found end of file", 1, 1),
+    ("empty file", "", "expected 'HloModule' or a computation but found end of file", 1, 1),
     ("no computations", "HloModule m\n", "expected a computation but found end of file", 2, 1),
     ("bad element type", JAX_STYLE.replace("Arg_1.2 = f32[]", "Arg_1.2 = f33[]"),
      "unknown element type 'f33'", 11, 13),
@@ -529,7 +529,7 @@ ERROR_CASES = [
     ("missing equals", JAX_STYLE.replace("sine.3 = f32[4]{0}", "sine.3 f32[4]{0}"),
      "expected '=' but found 'f32[4]{0}'", 12, 10),
     ("bad module header", JAX_STYLE.replace("HloModule", "HloModle"),
-     "expected 'HloModule' but found 'HloModle'", 1, 1),
+     "expected 'HloModule' or a computation but found 'HloModle'", 1, 1),
     ("garbage after instruction", JAX_STYLE.replace("dimensions={}\n", "dimensions={} junk\n"),
      "expected ',' or a new line after the instruction but found 'junk'", 15, 63),
     ("duplicate parameter", JAX_STYLE.replace("parameter(1)\n  sine", "parameter(0)\n  sine"),
@@ -620,3 +620,29 @@ def test_parse_speed_of_a_large_module():
     assert len(module.entry.instructions) == 5002
     assert elapsed < 1.0, f"parsing 5000 instructions took {elapsed:.2f}s"
     assert module_to_text(module) == text
+
+
+def test_modules_without_a_header_parse_as_in_xla():
+    # XLA's own tests write modules as bare computations; the module is
+    # named after its entry computation.
+    m = parse_hlo_module("""add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+ENTRY main {
+  p = f32[4] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add
+}""")
+    assert m.name == "main" and m.entry.name == "main" and len(m.computations) == 2
+    assert m.to_text().startswith("HloModule main")
+    assert parse_hlo_module("ENTRY e {\n  ROOT p = s32[] parameter(0)\n}").entry.root_instruction.opcode \
+        == "parameter"
+
+
+def test_the_old_header_form_with_a_colon():
+    m = parse_hlo_module("HloModule fusion_test:\n\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                         "  ROOT n = f32[2] negate(p)\n}")
+    assert m.name == "fusion_test" and m.entry.root_instruction.opcode == "negate"

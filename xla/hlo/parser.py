@@ -423,13 +423,23 @@ class _Parser:
 
     # ----- module ------------------------------------------------------------
     def parse_module(self):
-        if not self.at("HloModule"):
-            self.expected("'HloModule'")
-        self.pos += 1
-        name = self.expect_word("a module name")
-        module = HloModule(name.lstrip("%"))
         opts = {}
         header_attrs = {}
+        if not self.at("HloModule"):
+            # As XLA's parser: a module may be written without its header
+            # (just computations); it is named after its entry computation.
+            starts_computation = self.at("ENTRY") or (
+                self.kind() == _WORD and self.kinds[self.pos + 1] != _EOF
+                and self.vals[self.pos + 1] in ("(", "{"))
+            if not starts_computation:
+                self.expected("'HloModule' or a computation")
+            module = HloModule("module")
+            module.header_attrs = header_attrs
+            return self._parse_computations(module, opts, headerless=True)
+        self.pos += 1
+        name = self.expect_word("a module name")
+        module = HloModule(name.lstrip("%").rstrip(":"))
+        self.accept(":")   # the old header form, "HloModule name:"
         while self.accept(","):
             attr_index = self.pos
             attr_name = self.expect_word("a module attribute name")
@@ -467,6 +477,9 @@ class _Parser:
                 lines.append(self.text[start:self.ends[self.pos - 1]])
             module.extra_sections.append((section, lines))
 
+        return self._parse_computations(module, opts)
+
+    def _parse_computations(self, module, opts, headerless=False):
         comp_percent = None
         signature = None
         signature_layouts = False
@@ -491,6 +504,8 @@ class _Parser:
         if entry is None:
             entry = module.computations[-1]
         module.set_entry(entry)
+        if headerless:
+            module.name = entry.name
 
         for instr, attr_name, kind, refs in self.fixups:
             comps = []
