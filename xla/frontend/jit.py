@@ -91,6 +91,7 @@ class _Entry(NamedTuple):
     n_outputs: int
     donated: tuple   # parameter numbers the executable may write outputs into
     sharded: object = None   # (parameter shardings, result sharding, result shape) under SPMD
+    written: tuple = ()      # argument leaves updated in place (x += ...): extra outputs
 
 
 class JitFunction:
@@ -273,7 +274,7 @@ class JitFunction:
         if not isinstance(entry, _Entry):
             return entry(*args, **kwargs)
         if self._host and not kwargs and not self.static_argnums and not entry.donated and \
-                entry.sharded is None and \
+                entry.sharded is None and not entry.written and \
                 all(type(a) is np.ndarray for a in args):
             self._fast[tuple((a.shape, a.dtype) for a in args)] = (entry, len(args))
         return self._run(entry, key[1], leaves)
@@ -282,7 +283,7 @@ class JitFunction:
         """Traces without compiling; ``.as_hlo_text()`` shows the module."""
         args, kwargs = self._normalize(args, kwargs)
         key, _ = self._key(args, kwargs)
-        module, out_treedef, _ = self._trace(args, kwargs, key)
+        module, out_treedef, _, _ = self._trace(args, kwargs, key)
         return Lowered(module, out_treedef, key[1])
 
     def _trace(self, args, kwargs, key):
@@ -301,6 +302,7 @@ class JitFunction:
                 for k in self.static_argnames:
                     if k in kwargs:
                         call_kwargs[k] = kwargs[k]
+                originals = [p.op for p in params]
                 out = self.fn(*call_args, **call_kwargs)
                 out_leaves, out_treedef = pytree.flatten(out)
                 ops, constants = [], []
@@ -328,6 +330,11 @@ class JitFunction:
             err._located = True
             # The traceback still runs through the user's frames.
             raise err.with_traceback(e.__traceback__) from None
+        # Arguments updated in place (x += ...) are extra outputs, written
+        # back into the caller's arrays after each call (_write_back).
+        written = tuple(i for i, p in enumerate(params) if p.op is not originals[i])
+        n_outputs = len(ops)
+        ops += [params[i].op for i in written]
         single = len(ops) == 1 and out_treedef == pytree.LEAF
         root = ops[0] if single else b.tuple(ops)
         module = b.build_module(root)
@@ -335,11 +342,14 @@ class JitFunction:
         if aliases:
             module.header_attrs["input_output_alias"] = RawAttr(
                 "{ " + ", ".join(f"{{{out}}}: ({p}, {{}}, may-alias)" for out, p in aliases) + " }")
-        return module, out_treedef, len(ops)
+        return module, out_treedef, n_outputs, written
 
     def _compile(self, args, kwargs, key):
-        module, out_treedef, n = self._trace(args, kwargs, key)
+        module, out_treedef, n, written = self._trace(args, kwargs, key)
         if self.in_shardings is not None or self.out_shardings is not None:
+            if written:
+                raise tracing.tracing_error("in-place updates of arguments (x += ...) under "
+                                            "in_shardings/out_shardings are not supported yet")
             return self._compile_sharded(module, out_treedef, n, key)
         from xla.frontend.compilation import compile_module
         executable = compile_module(module, self.platform, self.options)
@@ -348,7 +358,7 @@ class JitFunction:
             self._disk_hits += 1
         donated = tuple(key[5]) if "input_output_alias" in module.header_attrs \
             and self.platform.capabilities.donation else ()
-        return _Entry(executable, out_treedef, n, donated)
+        return _Entry(executable, out_treedef, n, donated, None, written)
 
     def _compile_sharded(self, module, out_treedef, n, key):
         """SPMD: the module annotated with the shardings, partitioned, and
@@ -419,6 +429,8 @@ class JitFunction:
                 b.mark_donated()
         else:
             result = entry.executable.execute(*arrays)
+        if entry.written:
+            result = self._write_back(entry, leaves, result)
         return self._unflatten(entry, result)
 
     def _run_on_device(self, entry, specs, leaves):
@@ -439,9 +451,33 @@ class JitFunction:
             donated = tuple(i for i in entry.donated if isinstance(leaves[i], runtime.Buffer)
                             and sum(b is buffers[i] for b in buffers) == 1)
         outs = executable.execute_buffers(buffers, donated=donated)
+        if entry.written:
+            outs = list(self._write_back(entry, leaves, outs)) if entry.n_outputs != 1 or \
+                entry.out_treedef != pytree.LEAF else [self._write_back(entry, leaves, outs)]
         if entry.out_treedef == pytree.LEAF:
             return outs[0]
         return entry.out_treedef.unflatten(list(outs))
+
+    def _write_back(self, entry, leaves, result):
+        """The user's outputs of ``result``; the values of arguments updated
+        in place are copied into the caller's arrays, as NumPy would have
+        updated them."""
+        result = list(result) if isinstance(result, (tuple, list)) else [result]
+        n = entry.n_outputs
+        for index, value in zip(entry.written, result[n:]):
+            target = leaves[index]
+            if not isinstance(target, np.ndarray):
+                continue   # scalars and buffers are immutable: x += ... rebinds, as in NumPy
+            if not target.flags.writeable:
+                raise InvalidArgumentError(
+                    f"{getattr(self.fn, '__name__', 'function')} updates argument leaf {index} in "
+                    "place (x += ...), but the array it was given is read-only (NumPy would "
+                    "raise too)")
+            np.copyto(target, np.asarray(value), casting="unsafe")
+        user = result[:n]
+        if entry.out_treedef == pytree.LEAF and n == 1:
+            return user[0]
+        return tuple(user)
 
     @staticmethod
     def _unflatten(entry, result):

@@ -136,13 +136,15 @@ def _pytype_of(dtype):
 class Tracer:
     """An array being traced: static shape and dtype, value unknown."""
 
-    __slots__ = ("op", "weak", "__weakref__")
+    __slots__ = ("op", "weak", "_base", "_views", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, op, weak=False):
         assert isinstance(op, XlaOp)
         self.op = op
         self.weak = weak
+        self._base = None    # the array this one is a NumPy view of (see _mark_view)
+        self._views = None   # weak references to this array's views
         # Under xla.autojit the builder tracks its live values (a cut
         # computes them); it is None otherwise.
         live = op.builder.live_tracers
@@ -263,6 +265,77 @@ class Tracer:
         value = self._concrete("np.asarray()/np.array() (conversion to a NumPy array)")
         return value if dtype is None else value.astype(dtype)
 
+    # ----- in-place operators: x += y updates the array itself, as NumPy does ---
+    def _assign(self, value, what):
+        """Makes ``value`` this array's new value, as NumPy's in-place ops
+        write into an array: same shape, cast with NumPy's 'same_kind'
+        rule. Every name bound to this array sees the update (it is the same
+        object); a jitted function's argument updated this way is written
+        back into the caller's array. Views (a slice, a reshape, a
+        transpose...) cannot follow an update of their base here, so an
+        in-place update of a view, or of an array with live views, raises
+        instead of computing something NumPy would not."""
+        value = as_tracer(value)
+        ctx = current_context()
+        if self.op.builder is not ctx.builder:
+            raise tracing_error(f"{what}: updates in place a value from outside this loop or branch "
+                                "body; carry it through the loop state (or return it) instead")
+        if self._base is not None:
+            raise tracing_error(f"{what}: updates a view of another traced array (a slice, reshape "
+                                "or transpose of it) in place; NumPy would update the original "
+                                "too, which is not supported here: update the original "
+                                "(x[idx] += v) or make the view a copy first")
+        live = [r for r in (self._views or ()) if r() is not None]
+        if live:
+            raise tracing_error(f"{what}: updates in place an array that has live views (slices, "
+                                "reshapes or transposes of it), which NumPy would update too; "
+                                "this is not supported here: take the views after the update, or "
+                                "copy them")
+        if value.shape != self.shape:
+            raise tracing_error(f"{what}: the result's shape {value.shape} cannot be written into "
+                                f"an array of shape {self.shape} (non-broadcastable output operand)")
+        if value.dtype != self.dtype:
+            if not np.can_cast(value.dtype, self.dtype, casting="same_kind"):
+                raise tracing_error(f"{what}: cannot cast the result from {value.dtype} to "
+                                    f"{self.dtype} with casting rule 'same_kind' (as NumPy)")
+            value = convert(value, self.dtype)
+        self.op = value.op
+        return self
+
+    def _inplace(name, symbol):
+        def op(self, other):
+            from xla.frontend import ufuncs
+            value = ufuncs.dispatch(getattr(np, name), "__call__", (self, other), {})
+            return self._assign(value, f"x {symbol}= ...")
+        op.__name__ = f"__i{name}__"
+        return op
+
+    __iadd__ = _inplace("add", "+")
+    __isub__ = _inplace("subtract", "-")
+    __imul__ = _inplace("multiply", "*")
+    __itruediv__ = _inplace("true_divide", "/")
+    __ifloordiv__ = _inplace("floor_divide", "//")
+    __imod__ = _inplace("remainder", "%")
+    __ipow__ = _inplace("power", "**")
+    __iand__ = _inplace("bitwise_and", "&")
+    __ior__ = _inplace("bitwise_or", "|")
+    __ixor__ = _inplace("bitwise_xor", "^")
+    __ilshift__ = _inplace("left_shift", "<<")
+    __irshift__ = _inplace("right_shift", ">>")
+    __imatmul__ = _inplace("matmul", "@")
+    del _inplace
+
+    def _mark_view(self, view):
+        """Records that ``view`` is a NumPy view of this array."""
+        if isinstance(view, Tracer) and view is not self:
+            base = self._base if self._base is not None else self
+            view._base = base
+            if base._views is None:
+                base._views = []
+            import weakref
+            base._views.append(weakref.ref(view))
+        return view
+
     def __setitem__(self, index, value):
         raise tracing_error(
             "traced arrays are immutable: instead of x[idx] = v write x = x.at[idx].set(v) "
@@ -287,7 +360,10 @@ class Tracer:
         if session is None:
             if impl is None:
                 return numpy_api.unsupported(func)
-            return impl(*args, **kwargs)
+            result = impl(*args, **kwargs)
+            if func in _VIEW_FUNCTIONS and args and isinstance(args[0], Tracer):
+                args[0]._mark_view(result)
+            return result
         # Under autojit, what can't be traced runs eagerly in NumPy.
         if impl is not None:
             try:
@@ -346,7 +422,8 @@ class Tracer:
         from xla.frontend import indexing
         session = self._session()
         if session is None:
-            return indexing.getitem(self, index)
+            result = indexing.getitem(self, index)
+            return self._mark_view(result) if _basic_index(index) else result
         try:
             return indexing.getitem(self, index)
         except TracingError:
@@ -382,6 +459,18 @@ class Tracer:
             return lambda *args, **kwargs: func(self, *args, **kwargs)
         raise AttributeError(f"traced array has no attribute {name!r}")
 
+
+def _basic_index(index):
+    """Whether NumPy indexing with ``index`` gives a view (basic indexing)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer))
+               and not isinstance(p, bool) for p in parts)
+
+
+# NumPy functions whose result is a view of their first argument.
+_VIEW_FUNCTIONS = frozenset(getattr(np, n) for n in """reshape ravel transpose squeeze swapaxes
+moveaxis expand_dims atleast_1d atleast_2d atleast_3d broadcast_to diagonal real imag
+""".split() if hasattr(np, n))
 
 _METHOD_FUNCTIONS = frozenset("""sum mean max min prod any all argmax argmin cumsum cumprod
 clip std var round flatten ravel squeeze swapaxes conj conjugate dot repeat take sort argsort

@@ -1,0 +1,87 @@
+"""In-place operators in jitted NumPy code keep NumPy's semantics: the
+caller's array is updated (never a silent lost update), aliases see the
+update, dtypes follow NumPy's 'same_kind' rule, and what cannot be kept
+(updates through views, or of arrays with live views) raises."""
+import numpy as np
+import pytest
+
+import xla
+from xla.errors import InvalidArgumentError, TracingError
+
+
+def run_both(fn, *args):
+    """(jitted result, jitted args after), (NumPy result, NumPy args after)."""
+    ours_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    ref_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    return (xla.jit(fn)(*ours_args), ours_args), (fn(*ref_args), ref_args)
+
+
+def test_augmented_assignment_to_an_argument_updates_the_callers_array():
+    def step(x, y):
+        x += y
+        x *= 2
+        x -= 1
+        return x.sum()
+    (ours, ours_args), (ref, ref_args) = run_both(step, np.ones(5, np.float32),
+                                                  np.arange(5, dtype=np.float32))
+    assert ours == ref
+    np.testing.assert_array_equal(ours_args[0], ref_args[0])
+    np.testing.assert_array_equal(ours_args[1], np.arange(5))
+
+
+def test_updates_are_seen_through_aliases_and_in_pytrees():
+    def f(params, lr):
+        w = params["w"]          # the same array object
+        w -= lr * params["g"]
+        return params["w"] * 1
+    params = {"w": np.ones(3), "g": np.arange(3.0)}
+    out = xla.jit(f)(params, 0.5)
+    np.testing.assert_array_equal(out, [1, 0.5, 0])
+    np.testing.assert_array_equal(params["w"], [1, 0.5, 0])
+
+
+def test_scalars_rebind_and_dtypes_follow_numpy():
+    def f(x, n):
+        n += 1                   # a Python int: rebinding, no caller effect
+        x += n
+        return n
+    x = np.zeros(2, np.int32)
+    assert int(xla.jit(f)(x, 1)) == 2
+    np.testing.assert_array_equal(x, [2, 2])
+    assert x.dtype == np.int32
+    with pytest.raises(TracingError, match="cannot cast the result from float64 to int32"):
+        xla.jit(lambda x: x.__iadd__(1.5))(np.zeros(2, np.int32))
+
+
+def test_what_numpy_would_do_differently_raises():
+    def through_view(x):
+        v = x[1:]
+        v += 1               # NumPy would update x as well
+        return x
+    with pytest.raises(TracingError, match="updates a view of another traced array"):
+        xla.jit(through_view)(np.zeros(3))
+
+    def with_live_view(x):
+        v = x.reshape(3, 1)
+        x += 1               # NumPy's v would see this
+        return v
+    with pytest.raises(TracingError, match="has live views"):
+        xla.jit(with_live_view)(np.zeros(3))
+
+    read_only = np.zeros(3)
+    read_only.flags.writeable = False
+
+    def bump(x):
+        x += 1
+    with pytest.raises(InvalidArgumentError, match="read-only"):
+        xla.jit(bump)(read_only)
+
+
+def test_a_copy_is_not_a_view():
+    def f(x):
+        c = x[[0, 2]]        # advanced indexing copies
+        c += 10
+        return c
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(xla.jit(f)(x), [10, 12])
+    np.testing.assert_array_equal(x, [0, 1, 2])
