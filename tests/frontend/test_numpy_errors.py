@@ -80,6 +80,10 @@ def test_error_names_the_function_and_the_users_line(fn, args, pattern):
     assert f"test_numpy_errors.py:{line}:" in str(e.value)
 
 
-def test_out_argument_is_refused():
-    with pytest.raises(TracingError, match=r"out=.*immutable"):
-        xla.jit(lambda x: np.add(x, 1, out=x))(X)
+def test_out_argument_writes_into_traced_arrays_only():
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(xla.jit(lambda x: np.add(x, 1, out=x))(x), [1, 2, 3])
+    np.testing.assert_array_equal(x, [1, 2, 3])   # the caller's array, as with NumPy
+    outside = np.zeros(3)
+    with pytest.raises(TracingError, match=r"out must be arrays of this traced function"):
+        xla.jit(lambda x: np.add(x, 1, out=outside))(X)

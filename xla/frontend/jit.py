@@ -303,7 +303,8 @@ class JitFunction:
                     if k in kwargs:
                         call_kwargs[k] = kwargs[k]
                 originals = [p.op for p in params]
-                out = self.fn(*call_args, **call_kwargs)
+                from xla.frontend.traced_creation import for_tracing
+                out = for_tracing(self.fn)(*call_args, **call_kwargs)
                 out_leaves, out_treedef = pytree.flatten(out)
                 ops, constants = [], []
                 for i, leaf in enumerate(out_leaves):

@@ -502,6 +502,10 @@ def ufunc_method(ufunc, method, inputs, kwargs):
     if method == "accumulate" and ufunc in (np.add, np.multiply) and "cumsum" in FUNCTIONS_BY_NAME:
         fn = FUNCTIONS_BY_NAME["cumsum" if ufunc is np.add else "cumprod"]
         return fn(inputs[0], axis=kwargs.get("axis", 0), dtype=kwargs.get("dtype"))
+    if method == "outer" and len(inputs) == 2 and ufunc.nin == 2:
+        # ufunc(a[..., None, None...], b): every element of a with every one of b.
+        a, b = as_tracer(inputs[0]), as_tracer(inputs[1])
+        return ufunc(np.reshape(a, tuple(a.shape) + (1,) * b.ndim), b, **kwargs)
     raise tracing_error(f"np.{ufunc.__name__}.{method} is not supported under xla.jit")
 
 

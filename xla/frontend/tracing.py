@@ -136,15 +136,16 @@ def _pytype_of(dtype):
 class Tracer:
     """An array being traced: static shape and dtype, value unknown."""
 
-    __slots__ = ("op", "weak", "_base", "_views", "__weakref__")
+    __slots__ = ("op", "weak", "_base", "_view_index", "_views", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, op, weak=False):
         assert isinstance(op, XlaOp)
         self.op = op
         self.weak = weak
-        self._base = None    # the array this one is a NumPy view of (see _mark_view)
-        self._views = None   # weak references to this array's views
+        self._base = None         # the array this one is a NumPy view of (see _mark_view)
+        self._view_index = None   # the basic index it views ``_base`` through, if it does
+        self._views = None        # weak references to this array's views
         # Under xla.autojit the builder tracks its live values (a cut
         # computes them); it is None otherwise.
         live = op.builder.live_tracers
@@ -266,31 +267,23 @@ class Tracer:
         return value if dtype is None else value.astype(dtype)
 
     # ----- in-place operators: x += y updates the array itself, as NumPy does ---
-    def _assign(self, value, what):
+    def _assign(self, value, what, keep=None):
         """Makes ``value`` this array's new value, as NumPy's in-place ops
         write into an array: same shape, cast with NumPy's 'same_kind'
         rule. Every name bound to this array sees the update (it is the same
         object); a jitted function's argument updated this way is written
-        back into the caller's array. Views (a slice, a reshape, a
-        transpose...) cannot follow an update of their base here, so an
-        in-place update of a view, or of an array with live views, raises
-        instead of computing something NumPy would not."""
+        back into the caller's array. A view taken by basic indexing
+        (``v = x[1:]``) passes its update on to the array it views, as in
+        NumPy; other views (a reshape, a transpose, a view of a view) cannot
+        follow updates here, so updating them in place, or updating an
+        array that has other live views, raises instead of computing
+        something NumPy would not. ``keep``: a view that stays consistent
+        with this update (``x[idx] += v`` assigns its own view back)."""
         value = as_tracer(value)
         ctx = current_context()
         if self.op.builder is not ctx.builder:
             raise tracing_error(f"{what}: updates in place a value from outside this loop or branch "
                                 "body; carry it through the loop state (or return it) instead")
-        if self._base is not None:
-            raise tracing_error(f"{what}: updates a view of another traced array (a slice, reshape "
-                                "or transpose of it) in place; NumPy would update the original "
-                                "too, which is not supported here: update the original "
-                                "(x[idx] += v) or make the view a copy first")
-        live = [r for r in (self._views or ()) if r() is not None]
-        if live:
-            raise tracing_error(f"{what}: updates in place an array that has live views (slices, "
-                                "reshapes or transposes of it), which NumPy would update too; "
-                                "this is not supported here: take the views after the update, or "
-                                "copy them")
         if value.shape != self.shape:
             raise tracing_error(f"{what}: the result's shape {value.shape} cannot be written into "
                                 f"an array of shape {self.shape} (non-broadcastable output operand)")
@@ -299,6 +292,23 @@ class Tracer:
                 raise tracing_error(f"{what}: cannot cast the result from {value.dtype} to "
                                     f"{self.dtype} with casting rule 'same_kind' (as NumPy)")
             value = convert(value, self.dtype)
+        if self._base is not None:
+            if self._view_index is None:
+                raise tracing_error(f"{what}: updates a view of another traced array (a reshape, "
+                                    "transpose or view of a view) in place; NumPy would update the "
+                                    "original too, which is not supported for such views here: "
+                                    "update the original (x[idx] += v) or copy the view first")
+            from xla.frontend import indexing
+            base = self._base
+            base._assign(indexing.AtIndexer(base)[self._view_index].set(value), what, keep=self)
+            self.op = value.op
+            return self
+        live = [r() for r in (self._views or ()) if r() is not None and r() is not keep]
+        if live:
+            raise tracing_error(f"{what}: updates in place an array that has live views (slices, "
+                                "reshapes or transposes of it), which NumPy would update too; "
+                                "this is not supported here: take the views after the update, or "
+                                "copy them")
         self.op = value.op
         return self
 
@@ -325,11 +335,13 @@ class Tracer:
     __imatmul__ = _inplace("matmul", "@")
     del _inplace
 
-    def _mark_view(self, view):
-        """Records that ``view`` is a NumPy view of this array."""
+    def _mark_view(self, view, index=None):
+        """Records that ``view`` is a NumPy view of this array (through the
+        basic ``index``, when it is one)."""
         if isinstance(view, Tracer) and view is not self:
             base = self._base if self._base is not None else self
             view._base = base
+            view._view_index = index if self._base is None else None
             if base._views is None:
                 base._views = []
             import weakref
@@ -337,9 +349,13 @@ class Tracer:
         return view
 
     def __setitem__(self, index, value):
-        raise tracing_error(
-            "traced arrays are immutable: instead of x[idx] = v write x = x.at[idx].set(v) "
-            "(also .add, .multiply, .min, .max)")
+        """``x[idx] = v`` as in NumPy: the array is updated (functionally, a
+        dynamic-update-slice or scatter, through ``x.at[idx].set(v)``)."""
+        from xla.frontend import indexing
+        new = indexing.AtIndexer(self)[index].set(value)
+        keep = value if isinstance(value, Tracer) and value._base is self and \
+            _same_index(value._view_index, index) else None
+        self._assign(new, "x[idx] = v", keep=keep)
 
     # ----- NumPy dispatch -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -423,7 +439,7 @@ class Tracer:
         session = self._session()
         if session is None:
             result = indexing.getitem(self, index)
-            return self._mark_view(result) if _basic_index(index) else result
+            return self._mark_view(result, index) if _basic_index(index) else result
         try:
             return indexing.getitem(self, index)
         except TracingError:
@@ -458,6 +474,13 @@ class Tracer:
             func = getattr(np, name)
             return lambda *args, **kwargs: func(self, *args, **kwargs)
         raise AttributeError(f"traced array has no attribute {name!r}")
+
+
+def _same_index(a, b):
+    try:
+        return a is not None and bool(a == b)
+    except Exception:   # noqa: BLE001 - indices that do not compare are not the same
+        return False
 
 
 def _basic_index(index):

@@ -629,9 +629,19 @@ def dispatch(ufunc, method, inputs, kwargs):
         from xla.frontend import numpy_api
         return numpy_api.vecdot(*inputs, **kwargs)
     out = kwargs.pop("out", None)
-    if out is not None and any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
-        raise tracing_error(f"np.{ufunc.__name__}(..., out=...) writes into an array in place; "
-                            "traced arrays are immutable, use the return value")
+    outs = out if isinstance(out, tuple) else (out,)
+    if out is not None and any(o is not None for o in outs):
+        # out=: the result is written into the given (traced) arrays, as NumPy does.
+        from xla.frontend.tracing import Tracer as _Traced
+        if not all(isinstance(o, _Traced) for o in outs):
+            raise tracing_error(f"np.{ufunc.__name__}(..., out=...): out must be arrays of this "
+                                "traced function (a NumPy array from outside cannot hold traced "
+                                "values)")
+        result = dispatch(ufunc, method, inputs, kwargs)
+        results = result if isinstance(result, tuple) else (result,)
+        for o, r in zip(outs, results):
+            o._assign(r, f"np.{ufunc.__name__}(..., out=...)")
+        return out if isinstance(out, tuple) and len(out) > 1 else outs[0]
     where = kwargs.pop("where", True)
     if where is not True:
         raise tracing_error(f"np.{ufunc.__name__}(..., where=...) is not supported under xla.jit; "
