@@ -280,6 +280,11 @@ def _start_index(g, h, operand):
     et = operand.shape.element_type
     if v.type.width < 64:
         v = b.sext(v, I64) if et.kind == "s" else b.zext(v, I64)
+    elif et.kind == "u":
+        # u64 starts of 2^63 or more are huge, not negative: they clamp to
+        # dim - size like every start past the end (as XLA and the evaluator do).
+        big = ir.Constant(I64, 2**63 - 1)
+        v = b.select(b.icmp_unsigned(">", v, big), big, v)
     return v
 
 
