@@ -201,6 +201,12 @@ class _Verifier:
 
     # ----- shapes -----------------------------------------------------------
     def verify_shape(self, comp, instr):
+        if instr.opcode == "custom-call":
+            from xla.hlo import custom_call_signatures
+            problem = custom_call_signatures.check(instr)
+            if problem:
+                _fail(comp, instr, f"custom-call target {instr.attr('custom_call_target')!r}: "
+                                   f"{problem}")
         try:
             inferred = shape_inference.infer_shape(instr)
         except ShapeError as e:
