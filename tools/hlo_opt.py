@@ -31,6 +31,7 @@ flags.DEFINE_bool("buffer_assignment", False, "Also print the buffer assignment 
 flags.DEFINE_bool("verify", True, "Run the verifier before and after every pass.")
 flags.DEFINE_bool("print_timing", False, "Print the time each pass took (to stderr).")
 flags.DEFINE_string("output", None, "Write the optimized module here instead of stdout.")
+flags.DEFINE_bool("overwrite", False, "Let --output replace an existing file.")
 flags.DEFINE_enum("format", "text", ["text", "dot", "html"], "Output format of the optimized module.")
 flags.DEFINE_string("dump_to", None, "Write the module before and after every pass into this directory.")
 
@@ -49,7 +50,7 @@ def main(argv):
     output = _resolve(FLAGS.output)
     try:
         if output:
-            replay.check_output_path(output, [path])
+            replay.check_output_path(output, [path], FLAGS.overwrite)
         module = replay.read_module(path)
         pipeline = hlo_opt.optimize(module, FLAGS.platform, FLAGS.passes,
                                     FLAGS.xla_disable_hlo_passes, FLAGS.verify,
@@ -69,14 +70,17 @@ def main(argv):
                 text = module.to_text()
             text += "\n" + assign_buffers(module).to_text()
         if output:
-            with open(output, "w", encoding="utf-8") as f:
-                f.write(text)
+            replay.write_atomically(output, text)
         else:
             sys.stdout.write(text)
         if FLAGS.print_timing:
             print(pipeline.timing_report(), file=sys.stderr)
     except XlaError as e:
         print(f"hlo_opt: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:   # a full disk, a permission: one line, not a traceback
+        where = f" ({e.filename})" if e.filename else ""
+        print(f"hlo_opt: error: {e.strerror or e}{where}", file=sys.stderr)
         return 1
     return 0
 

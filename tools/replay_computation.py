@@ -28,6 +28,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("platform", "interpreter", "Platform to run on: " + ", ".join(runtime.available_platforms()))
 flags.DEFINE_string("args", None, "An .npz file with the arguments arg0..argN.")
 flags.DEFINE_string("output", None, "Write the results as out0..outM to this .npz file.")
+flags.DEFINE_bool("overwrite", False, "Let --output replace an existing file.")
 flags.DEFINE_integer("random_seed", 0, "Seed of the random arguments used without --args.")
 flags.DEFINE_bool("print_result", False, "Print every result array in full.")
 flags.DEFINE_integer("num_runs", 1, "Run each module this many times and print min/median times.",
@@ -72,7 +73,7 @@ def main(argv):
         if output:
             if len(paths) > 1:
                 raise XlaError("--output takes one module; got " + str(len(paths)))
-            replay.check_output_path(output, paths + [args_path])
+            replay.check_output_path(output, paths + [args_path], FLAGS.overwrite)
         for path in paths:
             result = replay.replay_file(path, FLAGS.platform, args_path, FLAGS.random_seed,
                                         FLAGS.num_runs, FLAGS.num_replicas, FLAGS.num_partitions)
@@ -102,6 +103,10 @@ def main(argv):
                 print(f"wrote {output}")
     except XlaError as e:
         print(f"replay_computation: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:   # a full disk, a permission: one line, not a traceback
+        where = f" ({e.filename})" if e.filename else ""
+        print(f"replay_computation: error: {e.strerror or e}{where}", file=sys.stderr)
         return 1
     return status
 

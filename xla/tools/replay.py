@@ -183,9 +183,44 @@ def _exact(dtype):
     return False
 
 
-def check_output_path(output, protected):
-    """Refuses an output path that would overwrite one of the inputs."""
-    out = os.path.realpath(output)
+def check_output_path(output, protected, overwrite=False):
+    """Refuses an output path the tools must not write: a symbolic link, a
+    device, FIFO, socket or directory, one of the inputs (by name, symbolic
+    link or hard link), an existing file unless ``overwrite``, or a path in
+    a directory that does not exist. Writes themselves are atomic
+    (``write_atomically``), so a refused or failed write leaves nothing."""
+    import stat
+    if os.path.islink(output):
+        raise InvalidArgumentError(f"--output={output} is a symbolic link; the tools do not write "
+                                   "through links")
+    directory = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(directory):
+        raise InvalidArgumentError(f"--output={output}: directory {directory} does not exist")
+    if not os.path.lexists(output):
+        return
+    mode = os.stat(output).st_mode
+    if not stat.S_ISREG(mode):
+        raise InvalidArgumentError(f"--output={output} is not a regular file (a directory, device, "
+                                   "FIFO or socket); refusing to write it")
     for p in protected:
-        if p and os.path.exists(p) and os.path.realpath(p) == out:
-            raise InvalidArgumentError(f"--output={output} would overwrite the input {p}")
+        if p and os.path.exists(p) and os.path.samefile(p, output):
+            raise InvalidArgumentError(f"--output={output} is the input {p} (the same file, maybe "
+                                       "through a hard link); refusing to overwrite it")
+    if not overwrite:
+        raise InvalidArgumentError(f"--output={output} exists; pass --overwrite to replace it")
+
+
+def write_atomically(path, data):
+    """Writes ``data`` (str or bytes) to ``path`` through a temporary file in
+    the same directory and a rename: the file is whole or not there."""
+    import tempfile
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
