@@ -120,6 +120,10 @@ class _Parser:
             if kind == 1 or kind is None:  # only whitespace and comments left
                 break
             tok_start = m.end(1)
+            if text.startswith("/*", tok_start) and m.group(kind) == "/":
+                # The comment regex found no '*/' after it; stopping here keeps
+                # the lexer linear (every later '/*' would scan to the end again).
+                self.error_at(tok_start, "unterminated comment: '/*' without a closing '*/'")
             kinds.append(kind)
             vals.append(m.group(kind))
             starts.append(tok_start)
