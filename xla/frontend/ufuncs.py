@@ -49,8 +49,16 @@ for _u, _op in ((np.negative, "negate"), (np.exp, "exponential"),
                 (np.invert, "not")):
     UFUNCS[_u] = _unary_op(_op)
 
-for _u, _op in ((np.add, "add"), (np.subtract, "subtract"), (np.multiply, "multiply"),
-                (np.true_divide, "divide"),
+def _bool_aware(opcode, on_bool):
+    """NumPy's + and * on booleans are 'or' and 'and' (HLO's add and
+    multiply are not defined on pred)."""
+    return lambda b, x, y: b.binary(on_bool if x.element_type.is_pred else opcode, x, y)
+
+
+UFUNCS[np.add] = _bool_aware("add", "or")
+UFUNCS[np.multiply] = _bool_aware("multiply", "and")
+
+for _u, _op in ((np.subtract, "subtract"), (np.true_divide, "divide"),
                 (np.arctan2, "atan2"), (np.bitwise_and, "and"),
                 (np.bitwise_or, "or"), (np.bitwise_xor, "xor"), (np.left_shift, "shift-left")):
     UFUNCS[_u] = _binary_op(_op)

@@ -167,7 +167,10 @@ _UNARY_TYPES = {
 }
 
 _BINARY_TYPES = {
-    **{op: _ANY_ARRAY for op in "add subtract multiply divide remainder power maximum minimum compare".split()},
+    # Arithmetic is not defined on pred (XLA: "expected element type in shape to
+    # be arithmetic type"); maximum, minimum and compare are.
+    **{op: _NUMERIC for op in "add subtract multiply divide remainder power".split()},
+    **{op: _ANY_ARRAY for op in "maximum minimum compare".split()},
     **{op: _INT_OR_PRED for op in ("and", "or", "xor")},
     **{op: _INT for op in ("shift-left", "shift-right-arithmetic", "shift-right-logical")},
     "atan2": _FLOAT_OR_COMPLEX,
@@ -750,6 +753,10 @@ def infer_dot_shape(lhs, rhs, lhs_contracting_dims=(), rhs_contracting_dims=(), 
     then rhs free dims."""
     _require_array(lhs, "operand 0", "dot")
     _require_array(rhs, "operand 1", "dot")
+    a, b = lhs.element_type, rhs.element_type
+    if a is not b and not (a.kind == "f" and b.kind == "f"):
+        # As XLA: the same element type, or floating point types of any precision.
+        raise ShapeError(f"dot with different element types: {a.text} and {b.text}")
     lc, rc = tuple(lhs_contracting_dims or ()), tuple(rhs_contracting_dims or ())
     lb, rb = tuple(lhs_batch_dims or ()), tuple(rhs_batch_dims or ())
     _check_dims_in_range(lc + lb, lhs.rank, "lhs contracting/batch dimension", "dot")
