@@ -58,3 +58,33 @@ def test_existing_outputs_need_overwrite_and_writes_are_whole(tmp_path):
     assert tool("hlo_opt", "--overwrite", f"--output={out_file}", module).returncode == 0
     assert out_file.read_text() == first
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp.")]
+
+
+def test_bad_inputs_are_one_error_and_exit_1(tmp_path):
+    module = tmp_path / "m.hlo"
+    module.write_text(MODULE)
+    import numpy as np
+    np.savez(tmp_path / "obj.npz", arg0=np.array([object()], dtype=object))
+    np.savez(tmp_path / "good.npz", arg0=np.ones(4, np.float32))
+    (tmp_path / "trunc.npz").write_bytes((tmp_path / "good.npz").read_bytes()[:100])
+    big = tmp_path / "big.hlo"
+    big.write_text(MODULE.replace("f32[4]", "f32[1000000000000]"))
+    huge = tmp_path / "huge.hlo"
+    huge.write_text(MODULE.replace("f32[4]", "f32[9223372036854775808]"))
+    digits = tmp_path / "digits.hlo"
+    digits.write_text("HloModule m\nENTRY e {\n  ROOT c = s32[] constant(" + "9" * 5000 + ")\n}\n")
+    cases = [
+        ([f"--args={tmp_path / 'obj.npz'}", module], "cannot read arg0"),
+        ([f"--args={tmp_path / 'trunc.npz'}", module], "cannot read arguments"),
+        (["--random_seed=-1", module], "--random_seed must be in [0, 2^32)"),
+        (["--random_seed=4294967296", module], "--random_seed must be in [0, 2^32)"),
+        (["--platform=", module], "unknown platform"),
+        ([big], "cannot make a random argument 0"),
+        ([huge], "does not fit in 64 bits"),
+        ([digits], "expected an integer value of type s32"),
+    ]
+    for args, why in cases:
+        platform = [] if any(str(a).startswith("--platform") for a in args) else ["--platform=cpu"]
+        out = tool("replay_computation", *platform, *args)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert why in out.stderr and "Traceback" not in out.stderr, (args, out.stderr)

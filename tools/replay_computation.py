@@ -67,6 +67,9 @@ def main(argv):
     output = _resolve(FLAGS.output)
     status = 0
     try:
+        if FLAGS.platform not in runtime.available_platforms():
+            raise XlaError(f"--platform={FLAGS.platform!r}: unknown platform; available: "
+                           + ", ".join(runtime.available_platforms()))
         if FLAGS.compare and FLAGS.compare not in runtime.available_platforms():
             raise XlaError(f"--compare: unknown platform {FLAGS.compare!r}; available: "
                            + ", ".join(runtime.available_platforms()))

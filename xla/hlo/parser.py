@@ -63,7 +63,9 @@ _TOKEN_RE = re.compile(
 _FINE_TOKEN_RE = re.compile(
     _PREFIX + r'(?:' + _STRING + r'|(->|<=)|((?!))|((?!))|((?!))|' + _TAIL, re.S)
 _SHAPE_CACHE = {}
-_INT_RE = re.compile(r'[-+]?(?:0[xX][0-9a-fA-F]+|\d+)\Z')
+# At most 40 digits: a longer integer fits no HLO type (and Python refuses to
+# convert more than 4,300 digits).
+_INT_RE = re.compile(r'[-+]?(?:0[xX][0-9a-fA-F]{1,32}|\d{1,40})\Z')
 
 
 def _unescape_c(body):
@@ -365,6 +367,8 @@ class _Parser:
                     d = self.expect_int("a dimension size")
                     if d < 0:
                         self.error("dimension sizes must be non-negative", self.pos - 1)
+                    if d >= 2**63:
+                        self.error(f"dimension size {d} does not fit in 64 bits", self.pos - 1)
                     dims.append(d)
                     dynamic.append(dyn)
                 if self.accept("]"):
@@ -1038,7 +1042,10 @@ class _Parser:
                            zip(items, values) if v != v):
                         return False
             elif et.is_integer:
-                values = [int(x) for x in items]
+                try:
+                    values = [int(x) for x in items]
+                except ValueError:   # not plain integers: the slow path says where
+                    return False
                 lo, hi = _int_range(et)
                 if values and (min(values) < lo or max(values) > hi):
                     return False

@@ -22,9 +22,10 @@ def restore_dtype(value, dtype):
 
 def load_args(path, parameter_shapes):
     """Loads ``arg0..argN`` from ``path`` and checks them against the parameters."""
+    import zipfile
     try:
         data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise InvalidArgumentError(f"cannot read arguments from {path}: {e}") from None
     with data:
         names = [f"arg{i}" for i in range(len(parameter_shapes))]
@@ -39,7 +40,10 @@ def load_args(path, parameter_shapes):
                 f"{path} has {', '.join(extra)} but the module takes only {len(names)} arguments")
         args = []
         for name, shape in zip(names, parameter_shapes):
-            value = data[name]
+            try:
+                value = data[name]
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+                raise InvalidArgumentError(f"cannot read {name} from {path}: {e}") from None
             if shape.is_array:
                 value = restore_dtype(value, shape.dtype)
             args.append(value)
@@ -53,8 +57,17 @@ def random_args(parameter_shapes, seed=0):
     [0, 16], preds are fair coin flips; complex values have normal parts.
     The same seed and shapes always give the same values.
     """
+    if not 0 <= seed < 2**32:
+        raise InvalidArgumentError(f"--random_seed must be in [0, 2^32), got {seed}")
     rng = np.random.RandomState(seed)
-    return [_random_value(shape, rng) for shape in parameter_shapes]
+    out = []
+    for i, shape in enumerate(parameter_shapes):
+        try:
+            out.append(_random_value(shape, rng))
+        except (MemoryError, ValueError) as e:
+            raise InvalidArgumentError(f"cannot make a random argument {i} of shape {shape}: "
+                                       f"{e}") from None
+    return out
 
 
 def _random_value(shape, rng):
