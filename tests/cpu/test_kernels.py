@@ -177,7 +177,7 @@ def test_corrupt_kernel_entry_is_recompiled(tmp_path):
         if not path.name.startswith(("kernel-", "batch-")):
             path.unlink()   # the driver entry too, so the kernels are looked up
     kernel_compiler.memory_cache.clear()
-    with pytest.warns(RuntimeWarning, match="truncated or corrupt"):
+    with pytest.warns(RuntimeWarning, match="truncated, corrupt"):
         t = _check(_layers(n), _args(n), cache=cache).compile_timings
     assert t["kernels_compiled"] == 2, t
 

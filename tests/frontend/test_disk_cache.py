@@ -105,7 +105,8 @@ def test_concurrent_writers_leave_a_valid_entry(tmp_path):
     files = os.listdir(tmp_path)
     assert [f for f in files if f.endswith(".xlaobj")] and not [f for f in files if f.startswith(".tmp-")]
     (entry,) = glob.glob(str(tmp_path / "*.xlaobj"))
-    assert disk_cache.PersistentCache._check(open(entry, "rb").read()) is not None
+    key = os.path.basename(entry)[:-len(".xlaobj")]
+    assert disk_cache.PersistentCache._check(open(entry, "rb").read(), key) is not None
     result, _ = _run_child(tmp_path, offset=2.0)
     assert result["disk_hits"] == 1
 

@@ -32,8 +32,9 @@ import threading
 import warnings
 
 MAGIC = b"XLAPYOBJ"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _HEADER = struct.Struct("<8sIQ32s")
+_KEY_BYTES = 32   # sha256 of the entry's own key, so an entry copied under another key is refused
 
 _source_hash = None
 _lock = threading.Lock()
@@ -100,12 +101,32 @@ class PersistentCache:
         self._warned.add(what)
         warnings.warn(message, RuntimeWarning, stacklevel=4)
 
-    def get(self, key):
-        """The stored payload, or None (missing, or corrupt: then warned once)."""
-        path = self.path(key)
+    def trusted(self):
+        """Whether the directory may be read and written: it (if it exists)
+        belongs to this user and no one else may write it; otherwise the
+        cache is not used (warned once): anyone who can write it could make
+        this process run their code."""
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            st = os.stat(self.directory)
+        except OSError:
+            return True   # missing or unreachable: reading and writing report it
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            self._warn_once(self.directory, f"xla persistent cache: {self.directory} is not owned by "
+                                            "this user or is writable by others; not using it")
+            return False
+        return True
+
+    def get(self, key):
+        """The stored payload, or None (missing, untrusted, or corrupt: then
+        warned once). Only a regular file owned by this user in a trusted
+        directory is read, opened without following links or blocking."""
+        import stat
+        path = self.path(key)
+        if not self.trusted():
+            self.misses += 1
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             self.misses += 1
             return None
@@ -113,21 +134,36 @@ class PersistentCache:
             self._warn_once(path, f"xla persistent cache: cannot read {path}: {e}; compiling instead")
             self.misses += 1
             return None
-        payload = self._check(data)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                self._warn_once(path, f"xla persistent cache: {path} is not a regular file of this "
+                                      "user; ignoring it")
+                self.misses += 1
+                return None
+            with os.fdopen(fd, "rb") as f:
+                fd = None
+                data = f.read()
+        finally:
+            if fd is not None:
+                os.close(fd)
+        payload = self._check(data, key)
         if payload is None:
-            self.discard(key, "truncated or corrupt entry")
+            self.discard(key, "truncated, corrupt or another key's entry")
             return None
         self.hits += 1
         return payload
 
     @staticmethod
-    def _check(data):
-        if len(data) < _HEADER.size:
+    def _check(data, key):
+        if len(data) < _HEADER.size + _KEY_BYTES:
             return None
         magic, version, length, digest = _HEADER.unpack_from(data)
-        payload = data[_HEADER.size:]
+        stored_key = data[_HEADER.size:_HEADER.size + _KEY_BYTES]
+        payload = data[_HEADER.size + _KEY_BYTES:]
         if magic != MAGIC or version != FORMAT_VERSION or length != len(payload) or \
-                hashlib.sha256(payload).digest() != digest:
+                hashlib.sha256(stored_key + payload).digest() != digest or \
+                stored_key != hashlib.sha256(key.encode()).digest():
             return None
         return payload
 
@@ -144,13 +180,18 @@ class PersistentCache:
     def put(self, key, payload):
         """Stores ``payload`` atomically; failures warn once and are otherwise ignored."""
         path = self.path(key)
-        header = _HEADER.pack(MAGIC, FORMAT_VERSION, len(payload), hashlib.sha256(payload).digest())
+        key_bytes = hashlib.sha256(key.encode()).digest()
+        header = _HEADER.pack(MAGIC, FORMAT_VERSION, len(payload),
+                              hashlib.sha256(key_bytes + payload).digest())
+        if not self.trusted():
+            return
         try:
-            os.makedirs(self.directory, exist_ok=True)
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".xlaobj", dir=self.directory)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(header)
+                    f.write(key_bytes)
                     f.write(payload)
                 os.replace(tmp, path)
             except BaseException:

@@ -250,6 +250,9 @@ class CpuCompiler(Compiler):
         if code is None:
             return None
         try:
+            foreign = jit.foreign_symbols(code)
+            if foreign:
+                raise RuntimeError(f"it calls {', '.join(foreign[:5])}, which generated code never does")
             wanted = [s for s in jit.undefined_symbols(code) if s.startswith(KERNEL_PREFIX)]
             for symbol in wanted:
                 kernels.submit(symbol, None)

@@ -271,6 +271,25 @@ def _optimized_module(text, opt_level, tm):
     return mod
 
 
+_LIBM = frozenset(f"{n}{suffix}" for n in """sin cos tan asin acos atan atan2 sinh cosh tanh asinh
+acosh atanh exp exp2 expm1 log log2 log10 log1p pow sqrt cbrt hypot erf erfc lgamma tgamma fmod
+remainder floor ceil trunc round rint nearbyint fabs sincos ldexp frexp""".split() for suffix in ("", "f"))
+_LIBC = frozenset(["memcpy", "memset", "memmove", "malloc", "free"])
+
+
+def foreign_symbols(elf_bytes):
+    """The undefined symbols of an object that code this project generates
+    never calls: anything but the CPU runtime's (``__xla_cpu_*``), kernels,
+    the half-precision support functions, libm's math, memcpy/memset/
+    memmove/malloc/free, and the library functions of the same compilation
+    (their names contain a '.', which no C library symbol has). A cached
+    object that calls ``system`` or ``dlopen`` is refused by this check."""
+    from xla.backends.cpu.kernels import KERNEL_PREFIX
+    return sorted(n for n in undefined_symbols(elf_bytes)
+                  if not (n.startswith("__xla_cpu_") or n.startswith(KERNEL_PREFIX)
+                          or n in _SUPPORT_NAMES or n in _LIBM or n in _LIBC or "." in n))
+
+
 def undefined_symbols(elf_bytes):
     """Names of the undefined symbols of an ELF64 little-endian object (what
     the JIT must resolve); empty for other formats."""

@@ -322,6 +322,12 @@ class KernelCompiler:
         if not _valid_object(code, symbol):
             self.cache.discard(batch_key, "not an object defining " + symbol)
             return None
+        from xla.backends.cpu import jit
+        foreign = jit.foreign_symbols(code)
+        if foreign:
+            self.cache.discard(batch_key, f"it calls {', '.join(foreign[:5])}, which generated "
+                                          "code never does")
+            return None
         self._batch_objects[batch_key] = code
         return code
 
