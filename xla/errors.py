@@ -50,3 +50,7 @@ class TracingError(InvalidArgumentError):
 class InternalError(XlaError):
     """A failure of the compiler itself (e.g. a code-generation worker
     process that died), not of the user's program."""
+
+
+class DeadlineExceededError(XlaError):
+    """An execution ran past its ``timeout`` and was stopped."""

@@ -205,7 +205,7 @@ class CpuCompiler(Compiler):
         t = time.perf_counter()
         with paused_gc(), fast_math.approximations(self.fast_math):
             emitted = emit_module(module, assignment, symbols, on_kernel=kernels.submit,
-                                  profile=self.profile)
+                                  profile=self.profile, cancellable=True)
         timings["codegen"] = time.perf_counter() - t
         if progress:
             progress.stage("llvm")

@@ -139,6 +139,16 @@ def emit_while(me, w):
     if not (root.shape.is_array and root.shape.rank == 0 and root.shape.element_type.kind == "pred"):
         raise unsupported(w, "condition root is not a pred scalar")
     pred = load_element(me.builder, _pointer(me, a.buffer(root, ())), root.shape.element_type)
+    if me.cancel_slot is not None:
+        # The executable's cancel flag (Ctrl-C, a timeout: executable.py) ends
+        # every loop at its next test; the execution then raises.
+        bb = me.builder
+        flag_ptr = bb.load(bb.gep(me.table, [i64(me.cancel_slot)], inbounds=True, source_etype=PTR),
+                           typ=PTR)
+        # Atomic: the load is redone every iteration, never hoisted out of the loop.
+        flag = bb.load_atomic(flag_ptr, "monotonic", 4, typ=ir.IntType(32))
+        go_on = bb.icmp_unsigned("==", flag, ir.Constant(ir.IntType(32), 0))
+        pred = bb.and_(pred, go_on)
     me.builder.cbranch(pred, loop, exit_)
     me.builder.position_at_end(loop)
     _emit_computation(me, body)

@@ -94,6 +94,10 @@ class CpuExecutable(Executable):
             else:
                 self._outputs.append(alloc.index)
         self._sizes = [a.size for a in allocations]
+        # The cancel flag while loops test (the table's last entry; see
+        # execute's timeout): an i32, 0 while the execution may go on.
+        self._cancel = aligned_bytes(4)
+        self._loops = any(i.opcode == "while" for i in module.all_instructions())
         from xla.backends.cpu import collectives
         # Collectives report failures after the call (collectives.take_error).
         self._collectives = collectives.has_collectives(module)
@@ -154,7 +158,57 @@ class CpuExecutable(Executable):
             lines.append(f"  {name:<48} {seconds:10.4f} s")
         return "\n".join(lines) + "\n"
 
-    def execute(self, *args, donated=()):
+    def execute(self, *args, donated=(), timeout=None):
+        """Runs the module on NumPy arrays (see ``_execute_hooked``).
+
+        A module with while loops, run from the main thread or with a
+        ``timeout`` (seconds), runs on a worker thread while this one
+        waits: Ctrl-C (KeyboardInterrupt) or the timeout sets the
+        executable's cancel flag, which every while loop tests on each
+        iteration, so the execution stops within a loop iteration (a
+        single kernel runs to its end); then KeyboardInterrupt or
+        DeadlineExceededError is raised. Other modules always finish."""
+        if timeout is not None or (self._loops and
+                                   threading.current_thread() is threading.main_thread()):
+            return self._execute_interruptibly(args, donated, timeout)
+        return self._execute_hooked(args, donated)
+
+    def _execute_interruptibly(self, args, donated, timeout):
+        from xla.errors import DeadlineExceededError
+        flag = self._cancel.view(np.int32)
+        box = {}
+
+        def work():
+            try:
+                box["result"] = self._execute_hooked(args, donated)
+            except BaseException as e:   # noqa: BLE001 - re-raised on the caller's thread
+                box["error"] = e
+
+        worker = threading.Thread(target=work, name="xla-execute", daemon=True)
+        flag[0] = 0
+        worker.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while worker.is_alive():
+                wait = 0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))
+                worker.join(wait)
+                if deadline is not None and worker.is_alive() and time.monotonic() >= deadline:
+                    flag[0] = 1
+                    worker.join()
+                    raise DeadlineExceededError(
+                        f"execution of {self.module.name} exceeded its timeout of {timeout:g} s "
+                        "and was stopped")
+        except KeyboardInterrupt:
+            flag[0] = 1
+            worker.join()
+            raise
+        finally:
+            flag[0] = 0
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    def _execute_hooked(self, args, donated=()):
         """Runs the module on NumPy arrays; a tuple result comes back as a tuple.
 
         ``donated``: numbers of parameters whose arrays the caller gives up
@@ -211,6 +265,7 @@ class CpuExecutable(Executable):
         for index in self._outputs:
             memory[index] = aligned_bytes(self._sizes[index])
         table = [memory[i].ctypes.data if i in memory else 0 for i in range(self._num_allocations)]
+        table.append(self._cancel.ctypes.data)
         with self._lock:
             cpu_execute(self._address, table)
             if self._collectives:
@@ -314,8 +369,9 @@ class _FastPath:
             return None
         arena = [(a.index, 0) for a in exe.assignment.allocations if a.kind == "preallocated-temp"]
         arena_size = max([exe._sizes[i] for i, _ in arena], default=0)
-        state = ExecutableState(exe._address, exe._num_allocations, arg_slots, output_slots,
+        state = ExecutableState(exe._address, exe._num_allocations + 1, arg_slots, output_slots,
                                 arena_size, arena, alignment=16)
+        state.set_slot(exe._num_allocations, exe._cancel)
         for index, memory in exe._persistent.items():
             if exe.assignment.allocations[index].kind == "constant":
                 state.set_slot(index, memory)

@@ -307,6 +307,9 @@ class ModuleEmitter:
             b.store(elem, b.gep(table_ptr, [i64(k)], inbounds=True, source_etype=PTR))
 
     profile = False
+    # Table slot of the executable's cancel flag (a pointer to an i32, checked
+    # by while loops: emit_control_flow.py), or None (ahead-of-time code).
+    cancel_slot = None
 
     def emit_profiled(self, h):
         """``h`` between ``__xla_cpu_profile_begin/end(id)`` (xla.profiler)."""
@@ -663,15 +666,20 @@ def _flops(h):
     return 0
 
 
-def emit_module(module, assignment, runtime_symbols=(), on_kernel=None, profile=False):
+def emit_module(module, assignment, runtime_symbols=(), on_kernel=None, profile=False,
+                cancellable=False):
     """The driver and kernel modules (``kernels.EmittedModule``) for a
     scheduled, buffer-assigned HloModule; see the module docstring.
     ``on_kernel(symbol, text)`` is called for each distinct kernel as soon
     as it is emitted (the kernel compiler starts on it). ``profile``: each
     entry instruction between calls to the profiler (xla/runtime/profiler.py),
-    with row groups off so that every kernel is timed on its own."""
+    with row groups off so that every kernel is timed on its own.
+    ``cancellable``: the buffer table has one more entry, a pointer to the
+    executable's cancel flag, which while loops check every iteration."""
     load_extensions()
     emitter = ModuleEmitter(module, assignment, runtime_symbols, row_groups_enabled=not profile)
     emitter.profile = profile
+    if cancellable:
+        emitter.cancel_slot = len(assignment.allocations)
     emitter.kernels.on_new = on_kernel
     return emitter.emit()
