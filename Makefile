@@ -19,7 +19,7 @@ APT_PACKAGES := bazel-bootstrap bazel-rules-java libgtest-dev libeigen3-dev g++ 
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user chromium openmpi-bin
 EXAMPLES := $(patsubst $(ROOT)/%,%,$(sort $(wildcard $(ROOT)/examples/*.hlo)))
 
-.PHONY: setup system-packages build pth test demo clean wheel
+.PHONY: setup system-packages build pth test demo clean wheel fuzz
 
 # Idempotent; quick when everything is already in place.
 setup: build pth
@@ -86,3 +86,8 @@ clean:
 wheel: build
 	$(BAZEL) build $(BAZEL_FLAGS) //:wheel
 	mkdir -p $(ROOT)/dist && cp -f $(ROOT)/bazel-bin/xla_compiler-*.whl $(ROOT)/dist/ && chmod u+w $(ROOT)/dist/*.whl
+
+# Random mutations of the corpus for FUZZ_SECONDS (default 3600): see
+# tests/fuzz/run_fuzz.py. `make test` runs a fixed small budget.
+fuzz: setup
+	cd $(ROOT) && $(PYTHON) tests/fuzz/run_fuzz.py
