@@ -524,8 +524,9 @@ ERROR_CASES = [
      "unknown computation '%region_9'", 14, 73),
     ("two roots", JAX_STYLE.replace("  constant.8", "  ROOT constant.8"),
      "computation 'main.10' has more than one ROOT instruction", 16, 3),
-    ("missing shape", JAX_STYLE.replace("sine.3 = f32[4]{0} sine", "sine.3 = sine"),
-     "expected the instruction's result shape but found 'sine'", 12, 12),
+    # (A missing shape before a known opcode is inferred, as in XLA.)
+    ("missing shape", JAX_STYLE.replace("sine.3 = f32[4]{0} sine", "sine.3 = sinus"),
+     "expected the instruction's result shape but found 'sinus'", 12, 12),
     ("missing equals", JAX_STYLE.replace("sine.3 = f32[4]{0}", "sine.3 f32[4]{0}"),
      "expected '=' but found 'f32[4]{0}'", 12, 10),
     ("bad module header", JAX_STYLE.replace("HloModule", "HloModle"),
@@ -657,3 +658,30 @@ def test_an_unterminated_comment_is_an_error_where_it_starts():
     text = "HloModule m\nENTRY e {\n" + "  /* note */\n" * 2000 + \
         "  ROOT p = f32[] parameter(0) /*index=0*/\n}"
     assert parse_hlo_module(text).entry.root_instruction.opcode == "parameter"
+
+
+def test_result_shapes_left_out_are_inferred_as_in_xla():
+    m = parse_hlo_module("""HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = add(a, b)
+}
+ENTRY e {
+  x = f32[4,3] parameter(0)
+  y = f32[3,2] parameter(1)
+  d = dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  z = f32[] constant(0)
+  ROOT r = reduce(n, z), dimensions={1}, to_apply=add
+  n = negate(d)
+}""")
+    shapes = {i.name: i.shape.to_text(False) for i in m.entry.instructions}
+    assert shapes["d"] == "f32[4,2]" and shapes["n"] == "f32[4,2]" and shapes["r"] == "f32[4]"
+    assert m.computations[0].root_instruction.shape.to_text(False) == "f32[]"
+    with pytest.raises(HloParseError, match="expected the instruction's result shape but found "
+                                            "'broadcast'"):
+        parse_hlo_module("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n"
+                         "  ROOT b = broadcast(x), dimensions={0}\n}")
+    with pytest.raises(HloParseError, match=r"4:8: error: cannot infer the result shape of add"):
+        parse_hlo_module("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n"
+                         "  ROOT b = add(x, y)\n  y = s32[2] parameter(1)\n}")

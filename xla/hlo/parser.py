@@ -21,7 +21,7 @@ import re
 
 import numpy as np
 
-from xla.errors import HloParseError
+from xla.errors import HloParseError, ShapeError
 from xla.hlo import opcodes
 from xla.hlo.attributes import (ConvDimensionNumbers, PaddingDim, RawAttr, SliceDim, Window,
                                 WindowDimension, kind_of)
@@ -63,6 +63,11 @@ _TOKEN_RE = re.compile(
 _FINE_TOKEN_RE = re.compile(
     _PREFIX + r'(?:' + _STRING + r'|(->|<=)|((?!))|((?!))|((?!))|' + _TAIL, re.S)
 _SHAPE_CACHE = {}
+# Opcodes whose result shape says what the operands do not: it must be written.
+_NEEDS_SHAPE = frozenset("""all-gather all-gather-start bitcast bitcast-convert broadcast
+collective-permute-start constant convert iota parameter custom-call infeed recv recv-done send
+send-done outfeed reduce-scatter reshape rng rng-bit-generator stochastic-convert
+dynamic-reshape""".split())
 # At most 40 digits: a longer integer fits no HLO type (and Python refuses to
 # convert more than 4,300 digits).
 _INT_RE = re.compile(r'[-+]?(?:0[xX][0-9a-fA-F]{1,32}|\d{1,40})\Z')
@@ -146,6 +151,7 @@ class _Parser:
         self.style_operand_shapes = None
         self.instr_index = {}  # id(instr) -> token index of its name
         self.fixups = []  # (instr, attr name, kind, [(computation name, token index)])
+        self.inferred = []  # (instr, token index) whose result shape was left out
         self.computations = {}
         self.attrs_before_body = []
 
@@ -524,6 +530,7 @@ class _Parser:
                 comps.append(comp)
             instr.attrs[attr_name] = comps[0] if kind == "computation" else tuple(comps)
 
+        self._infer_shapes()
         percent = self.style_percent if self.style_percent is not None else comp_percent
         opts["percent"] = bool(percent)
         opts["operand_shapes"] = bool(self.style_operand_shapes)
@@ -541,6 +548,31 @@ class _Parser:
             opts["attrs_before_body"] = frozenset(self.attrs_before_body)
         module.print_options = opts
         return module
+
+    def _infer_shapes(self):
+        """The result shapes left out, from the operands' (in dependency order)."""
+        from xla.hlo import shape_inference
+        pending = list(self.inferred)
+        waiting = {id(i) for i, _ in pending}
+        while pending:
+            later = []
+            for instr, index in pending:
+                if any(id(o) in waiting for o in instr.operands if o is not None):
+                    later.append((instr, index))
+                    continue
+                if instr.opcode in ("dot", "convolution"):   # no preferred element type
+                    instr.shape = Shape.array(instr.operands[0].shape.element_type, ())
+                try:
+                    shape = shape_inference.infer_shape(instr)
+                except ShapeError as e:
+                    self.error(f"cannot infer the result shape of {instr.opcode}: {e}", index)
+                instr.shape = shape
+                waiting.discard(id(instr))
+            if len(later) == len(pending):
+                instr, index = later[0]
+                self.error(f"cannot infer the result shape of {instr.opcode}: its operands' "
+                           "shapes depend on it", index)
+            pending = later
 
     def parse_computation(self, module):
         start_index = self.pos
@@ -661,13 +693,20 @@ class _Parser:
         if self.style_percent is None:
             self.style_percent = percent
         self.expect("=")
+        inferred = False
         if not self.at_shape():
-            if self.kind() == _WORD and self.peek(1) == "(":
+            if self.kind() == _WORD and self.peek(1) == "(" and _is_opcode(self.peek()) \
+                    and self.peek() not in _NEEDS_SHAPE:
+                # As XLA: a result shape left out is inferred (after parsing,
+                # when operands and called computations are known).
+                inferred = True
+            elif self.kind() == _WORD and self.peek(1) == "(":
                 self.expected("the instruction's result shape")
-            if self.kind() == _WORD:
+            elif self.kind() == _WORD:
                 self.parse_shape()  # reports the bad element type
-            self.expected("a shape")
-        shape = self.parse_shape()
+            if not inferred:
+                self.expected("a shape")
+        shape = Shape.tuple(()) if inferred else self.parse_shape()
         opcode_index = self.pos
         opcode = self.expect_word("an opcode")
         if not _is_opcode(opcode):
@@ -715,6 +754,8 @@ class _Parser:
         instr = HloInstruction(opcode, shape, operands, name=name, literal=literal,
                                parameter_number=parameter_number)
         self.instr_index[id(instr)] = name_index
+        if inferred:
+            self.inferred.append((instr, name_index))
         for where, ref, index in pending:
             forward.append((instr, where, ref, index))
         while self.at(","):
