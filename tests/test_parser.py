@@ -499,7 +499,7 @@ ERROR_CASES = [
     ("duplicate computation", JAX_STYLE.replace("ENTRY main.10", "ENTRY region_0.4"),
      "duplicate computation name 'region_0.4'", 9, 7),
     ("unbalanced braces", JAX_STYLE.replace("metadata={op_name=\"jit(f)/jit(main)/sin\"", "metadata={{op_name=\"x\""),
-     "expected '}' to close this '{' before the end of the line", 12, 46),
+     "expected '}' to close this '{' before the next instruction", 12, 46),
     ("missing close paren", JAX_STYLE.replace("sine(Arg_0.1)", "sine(Arg_0.1"),
      "expected ',' or ')' after an operand but found '='", 12, 44),
     ("bad int attribute", XLA_STYLE.replace("channel_id=1", "channel_id=one"),
@@ -685,3 +685,24 @@ ENTRY e {
     with pytest.raises(HloParseError, match=r"4:8: error: cannot infer the result shape of add"):
         parse_hlo_module("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n"
                          "  ROOT b = add(x, y)\n  y = s32[2] parameter(1)\n}")
+
+
+@pytest.mark.parametrize("text", [
+    # an attribute value across lines (a JSON backend_config)
+    "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] custom-call(x), "
+    "custom_call_target=\"foo\", backend_config={\n    \"a\": 1,\n    \"b\": {\"c\": 2}\n  }\n}",
+    # two instructions on one line
+    "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)  y = f32[4] negate(x)\n"
+    "  ROOT z = f32[4] add(x, y)\n}",
+    # a header attribute across lines
+    "HloModule m, entry_computation_layout={(f32[4]{0})\n  ->f32[4]{0}}\nENTRY e {\n"
+    "  x = f32[4] parameter(0)\n  ROOT z = f32[4] add(x, x)\n}",
+    # a string with a new line in it
+    "HloModule m\nENTRY e {\n  x = f32[4] parameter(0), metadata={op_name=\"a\nb\"}\n"
+    "  ROOT z = f32[4] add(x, x)\n}",
+], ids=["multiline value", "two per line", "multiline header", "newline in string"])
+def test_new_lines_are_white_space_as_in_xlas_lexer(text):
+    from xla.hlo.verifier import verify_module
+    m = parse_hlo_module(text)
+    verify_module(m)
+    assert parse_hlo_module(m.to_text()).to_text() == m.to_text()

@@ -53,7 +53,7 @@ _EOF, _STR, _OP, _SHAPE, _GROUP, _ROW, _WORD, _PUNCT = 0, 2, 3, 4, 5, 6, 7, 8
 # tokens keep the token count, and so the parse time, low. The fine regex
 # (for child parsers) has none of them.
 _PREFIX = r'((?:\s+|/\*.*?\*/|//[^\n]*+)*+)'
-_STRING = r'("(?:[^"\\\n]|\\.)*")'
+_STRING = r'("(?:[^"\\]|\\.)*")'   # may span lines, as in XLA
 _TAIL = r'(%?(?:[A-Za-z0-9_.$+]|-(?!>))+)|(\S)|\Z)'
 _TOKEN_RE = re.compile(
     _PREFIX + r'(?:' + _STRING + r'|(->|<=)'
@@ -268,11 +268,15 @@ class _Parser:
                     break
                 if k == _PUNCT and v in ")}]":
                     break
-            elif self.nls[i]:
-                # XLA prints every attribute on one line.
+            elif self.nls[i] and (v == "ROOT" or (k == _WORD and self.kinds[i + 1] != _EOF
+                                                   and self.vals[i + 1] == "=")):
+                # Inside brackets a new line is white space, as in XLA's lexer
+                # (values written across lines, e.g. a JSON backend_config),
+                # but a line that starts an instruction means a bracket was
+                # left open: say which.
                 open_index, want = stack[-1]
                 self.error(f"expected '{want}' to close this '{self.vals[open_index]}' "
-                           f"before the end of the line", open_index)
+                           f"before the next instruction", open_index)
             if k == _PUNCT:
                 if v in closers:
                     stack.append((i, closers[v]))
@@ -761,7 +765,9 @@ class _Parser:
         while self.at(","):
             self.pos += 1
             self.parse_attribute(instr, instrs, forward)
-        if self.kind() != _EOF and not self.nls[self.pos] and not self.at("}"):
+        if self.kind() != _EOF and not self.nls[self.pos] and not self.at("}") and not (
+                self.at("ROOT") or (self.kind() == _WORD and self.peek(1) == "=")):
+            # (Another instruction may follow on the same line, as XLA allows.)
             self.expected("',' or a new line after the instruction")
         return instr, is_root, name_index
 
