@@ -40,6 +40,7 @@ WIDE_ULPS = {
     "exponential": 2, "exponential-minus-one": 2, "log": 2, "log-plus-one": 2,
     "cbrt": 4, "tanh": 3, "logistic": 3, "sine": 4, "cosine": 4, "tan": 4, "erf": 4,
     "atan2": 4, "power": 4,
+    "acos": 4, "acosh": 4, "asin": 4, "asinh": 4, "atanh": 4, "cosh": 4, "sinh": 4,
 }
 NARROW_ULPS = 1
 # Complex transcendental results: error relative to |result|, in epsilons.
@@ -198,7 +199,8 @@ UNARY_BY_KIND = {
     "int": "abs negate sign not popcnt count-leading-zeros copy".split(),
     "float": """abs negate sign exponential exponential-minus-one log log-plus-one sqrt rsqrt
                 cbrt tanh logistic sine cosine tan erf floor ceil round-nearest-afz
-                round-nearest-even is-finite copy real imag""".split(),
+                round-nearest-even is-finite copy real imag acos acosh asin asinh atanh cosh
+                sinh""".split(),
     "complex": "abs negate sign exponential log sqrt rsqrt sine cosine real imag copy".split(),
 }
 BINARY_BY_KIND = {

@@ -94,7 +94,7 @@ class _ModuleState:
 
 _UNARY = """abs ceil cosine exponential exponential-minus-one floor imag is-finite log
 log-plus-one logistic negate not popcnt real round-nearest-afz round-nearest-even rsqrt
-sign sine sqrt cbrt tan tanh erf count-leading-zeros""".split()
+sign sine sqrt cbrt tan tanh erf count-leading-zeros acos acosh asin asinh atanh cosh sinh""".split()
 _BINARY = """add subtract multiply divide maximum minimum power remainder atan2 and or xor
 shift-left shift-right-arithmetic shift-right-logical complex""".split()
 

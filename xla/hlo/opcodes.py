@@ -6,7 +6,7 @@ UNARY_ELEMENTWISE = frozenset("""
 abs negate sign exponential exponential-minus-one log log-plus-one sqrt rsqrt
 cbrt tanh logistic sine cosine tan erf floor ceil round-nearest-afz
 round-nearest-even is-finite not popcnt count-leading-zeros real imag copy
-convert bitcast-convert reduce-precision
+convert bitcast-convert reduce-precision acos acosh asin asinh atanh cosh sinh
 """.split())
 
 BINARY_ELEMENTWISE = frozenset("""

@@ -156,7 +156,8 @@ _ANY_ARRAY = ("pred", "s", "u", "f", "c")
 # Opcode -> element kinds its operands may have.
 _UNARY_TYPES = {
     **{op: _FLOAT_OR_COMPLEX for op in """exponential exponential-minus-one log
-       log-plus-one sqrt rsqrt cbrt tanh logistic sine cosine tan real imag""".split()},
+       log-plus-one sqrt rsqrt cbrt tanh logistic sine cosine tan real imag
+       acos acosh asin asinh atanh cosh sinh""".split()},
     **{op: _FLOAT for op in "erf floor ceil round-nearest-afz round-nearest-even is-finite reduce-precision".split()},
     "not": _INT_OR_PRED,
     "popcnt": _INT,

@@ -67,7 +67,7 @@ broadcast reshape bitcast transpose slice pad concatenate iota dynamic-slice gat
 # Ops whose duplication costs real time: computed once, never copied.
 EXPENSIVE = frozenset("""
 exponential exponential-minus-one log log-plus-one tanh logistic divide power remainder
-atan2 sqrt rsqrt cbrt sine cosine tan erf gather
+atan2 sqrt rsqrt cbrt sine cosine tan erf gather acos acosh asin asinh atanh cosh sinh
 """.split())
 
 FUSION_KINDS = ("kLoop", "kInput")

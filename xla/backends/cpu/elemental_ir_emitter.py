@@ -960,6 +960,10 @@ _EMITTERS = OpcodeTable("cpu elemental emitter", {
     "sine": _float_math(_intrinsic_unary("sin"), _complex_sin),
     "cosine": _float_math(_intrinsic_unary("cos"), _complex_cos),
     "tan": _float_math(_libm_unary("tan"), _complex_tan),
+    # libm's inverse and hyperbolic functions (real only here).
+    **{op: _float_math(_libm_unary(fn)) for op, fn in (
+        ("acos", "acos"), ("acosh", "acosh"), ("asin", "asin"), ("asinh", "asinh"),
+        ("atanh", "atanh"), ("cosh", "cosh"), ("sinh", "sinh"))},
     "erf": _float_math(_libm_unary("erf")),
     "floor": _rounding("floor"),
     "ceil": _rounding("ceil"),

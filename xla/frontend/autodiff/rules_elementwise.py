@@ -226,3 +226,41 @@ def _clamp(g, instr, ct):
     if not hi.dims and x.dims:
         chi = g.sum_to(chi, range(len(x.dims)))
     return [clo, g.select(inside, ct, zero), chi]
+
+
+@vjp_rule("sinh")
+def _sinh(g, instr, ct):
+    return [g.mul(ct, g.u("cosh", g.op(instr.operands[0])))]
+
+
+@vjp_rule("cosh")
+def _cosh(g, instr, ct):
+    return [g.mul(ct, g.u("sinh", g.op(instr.operands[0])))]
+
+
+def _inverse_sqrt_rule(sign_one, sign_square):
+    """ct / sqrt(sign_one * 1 + sign_square * x^2): asin, acos (negated), asinh, acosh."""
+    def rule(g, instr, ct):
+        x = g.op(instr.operands[0])
+        square = g.mul(x, x)
+        inner = g.add(g.const(x, sign_one), square) if sign_square > 0 else \
+            g.sub(g.const(x, sign_one), square)
+        return [g.div(ct, g.u("sqrt", inner))]
+    return rule
+
+
+vjp_rule("asin")(_inverse_sqrt_rule(1, -1))
+vjp_rule("asinh")(_inverse_sqrt_rule(1, 1))
+vjp_rule("acosh")(_inverse_sqrt_rule(-1, 1))
+
+
+@vjp_rule("acos")
+def _acos(g, instr, ct):
+    x = g.op(instr.operands[0])
+    return [g.neg(g.div(ct, g.u("sqrt", g.sub(g.const(x, 1), g.mul(x, x)))))]
+
+
+@vjp_rule("atanh")
+def _atanh(g, instr, ct):
+    x = g.op(instr.operands[0])
+    return [g.div(ct, g.sub(g.const(x, 1), g.mul(x, x)))]

@@ -149,6 +149,13 @@ for _opcode, _fn in {
     "cosine": np.cos,
     "tan": np.tan,
     "erf": _erf,
+    "acos": np.arccos,
+    "acosh": np.arccosh,
+    "asin": np.arcsin,
+    "asinh": np.arcsinh,
+    "atanh": np.arctanh,
+    "cosh": np.cosh,
+    "sinh": np.sinh,
 }.items():
     register(_opcode)(_float_unary(_fn))
 
