@@ -706,3 +706,12 @@ def test_new_lines_are_white_space_as_in_xlas_lexer(text):
     m = parse_hlo_module(text)
     verify_module(m)
     assert parse_hlo_module(m.to_text()).to_text() == m.to_text()
+
+
+def test_scalar_values_for_array_constants_and_unsigned_wrap_as_in_xla():
+    m = parse_hlo_module("HloModule m\nENTRY e {\n  ROOT c = f32[2,3] constant(1.5)\n}")
+    assert m.entry.root_instruction.literal.tolist() == [[1.5] * 3] * 2
+    m = parse_hlo_module("HloModule m\nENTRY e {\n  ROOT c = u64[] constant(-1)\n}")
+    assert int(m.entry.root_instruction.literal) == 2**64 - 1
+    with pytest.raises(HloParseError, match="value -300 is out of range for u8"):
+        parse_hlo_module("HloModule m\nENTRY e {\n  ROOT c = u8[] constant(-300)\n}")

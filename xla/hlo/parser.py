@@ -1029,6 +1029,13 @@ class _Parser:
             return self.make_array([v], et, ())
         if any(d < 0 for d in shape.dimensions):
             self.error("a constant cannot have an unbounded dynamic shape")
+        if not self.at("{"):
+            # As XLA: one scalar for an array constant fills it.
+            v = self.parse_scalar(et)
+            n = 1
+            for d in shape.dimensions:
+                n *= d
+            return self.make_array([v] * n, et, shape.dimensions)
         flat = []
         self.parse_nested(shape.dimensions, 0, et, flat)
         return self.make_array(flat, et, shape.dimensions)
@@ -1132,6 +1139,9 @@ class _Parser:
                 self.expected(f"an integer value of type {et.text}", index)
             n = int(v, 0) if "x" in v.lower() else int(v)
             info = _int_range(et)
+            if et.kind == "u" and -(info[1] + 1) // 2 <= n < 0:
+                # As XLA: a negative value of an unsigned type wraps (u64 -1 is 2^64 - 1).
+                n += info[1] + 1
             if not info[0] <= n <= info[1]:
                 self.error(f"value {v} is out of range for {et.text}", index)
             return n
