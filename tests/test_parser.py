@@ -252,7 +252,7 @@ def test_elided_constant_is_none_and_marked():
     ("{ {1, 2}, {3} }", "s32[2,2]", "dimension 1 of the constant has 1 elements"),
     ("{1, 2}", "s32[2,1]", "expected '{' for dimension 1"),
     ("256", "u8[]", "out of range for u8"),
-    ("-1", "u32[]", "out of range for u32"),
+    ("-2147483649", "u32[]", "out of range for u32"),   # -1 wraps, as in XLA
     ("1.5", "s32[]", "expected an integer value"),
     ("maybe", "pred[]", "expected 'true' or 'false'"),
     ("abc", "f32[]", "expected a floating-point value"),

@@ -1029,7 +1029,7 @@ class _Parser:
             return self.make_array([v], et, ())
         if any(d < 0 for d in shape.dimensions):
             self.error("a constant cannot have an unbounded dynamic shape")
-        if not self.at("{"):
+        if not self.peek().startswith("{"):
             # As XLA: one scalar for an array constant fills it.
             v = self.parse_scalar(et)
             n = 1
