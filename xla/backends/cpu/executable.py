@@ -177,33 +177,47 @@ class CpuExecutable(Executable):
         from xla.errors import DeadlineExceededError
         flag = self._cancel.view(np.int32)
         box = {}
+        # Waited on instead of Thread.join: a join that KeyboardInterrupt
+        # interrupts can mark the thread stopped while it still runs
+        # (CPython 3.11), and the loop would go on after the flag's reset.
+        done = threading.Event()
 
         def work():
             try:
                 box["result"] = self._execute_hooked(args, donated)
             except BaseException as e:   # noqa: BLE001 - re-raised on the caller's thread
                 box["error"] = e
+            finally:
+                done.set()
+
+        def stop():
+            flag[0] = 1
+            while True:
+                try:
+                    done.wait()
+                    return
+                except KeyboardInterrupt:   # another Ctrl-C: the loop stops all the same
+                    continue
 
         worker = threading.Thread(target=work, name="xla-execute", daemon=True)
         flag[0] = 0
         worker.start()
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            while worker.is_alive():
+            while not done.is_set():
                 wait = 0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))
-                worker.join(wait)
-                if deadline is not None and worker.is_alive() and time.monotonic() >= deadline:
-                    flag[0] = 1
-                    worker.join()
+                done.wait(wait)
+                if deadline is not None and not done.is_set() and time.monotonic() >= deadline:
+                    stop()
                     raise DeadlineExceededError(
                         f"execution of {self.module.name} exceeded its timeout of {timeout:g} s "
                         "and was stopped")
         except KeyboardInterrupt:
-            flag[0] = 1
-            worker.join()
+            stop()
             raise
         finally:
-            flag[0] = 0
+            if done.is_set():
+                flag[0] = 0
         if "error" in box:
             raise box["error"]
         return box["result"]
