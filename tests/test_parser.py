@@ -715,3 +715,26 @@ def test_scalar_values_for_array_constants_and_unsigned_wrap_as_in_xla():
     assert int(m.entry.root_instruction.literal) == 2**64 - 1
     with pytest.raises(HloParseError, match="value -300 is out of range for u8"):
         parse_hlo_module("HloModule m\nENTRY e {\n  ROOT c = u8[] constant(-300)\n}")
+
+
+def test_instructions_written_as_operands_as_in_xla():
+    from xla.hlo.evaluator import evaluate
+    m = parse_hlo_module("""HloModule m
+ENTRY e {
+  constant.0 = s32[] constant(7)
+  ROOT y = s32[] add(s32[] parameter(0), s32[] multiply(s32[] constant(3), s32[] parameter(1)))
+  z = s32[] add(constant.0, constant.0)
+}""")
+    names = [i.name for i in m.entry.instructions]
+    # Operands come first, under names of their own that clash with none.
+    assert names.index("y") > max(names.index("parameter.0"), names.index("multiply.0"))
+    assert len(set(names)) == len(names) and "constant.1" in names
+    assert int(evaluate(m, np.int32(2), np.int32(5))) == 2 + 3 * 5
+    reparsed = parse_hlo_module(m.to_text())
+    assert reparsed.to_text() == m.to_text()
+    with pytest.raises(HloParseError, match=r"3:47: error: unknown opcode 'bogus'"):
+        parse_hlo_module("HloModule m\nENTRY e {\n  ROOT y = s32[] add(s32[] constant(1), s32[] "
+                         "bogus(2))\n}")
+    with pytest.raises(HloParseError, match="parameter number 0 is used by both"):
+        parse_hlo_module("HloModule m\nENTRY e {\n  p = s32[] parameter(0)\n"
+                         "  ROOT y = s32[] add(p, s32[] parameter(0))\n}")

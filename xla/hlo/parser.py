@@ -642,6 +642,7 @@ class _Parser:
         instrs = {}
         root = None
         forward = []  # (instr, operand position, name, token index)
+        unnamed = []  # instructions written as operands
         while True:
             if self.at("}"):
                 self.pos += 1
@@ -649,7 +650,11 @@ class _Parser:
             if self.kind() == _EOF:
                 self.error(f"expected '}}' to close computation '{comp.name}' but found end of file",
                            open_index)
+            self.nested = []
             instr, is_root, name_index = self.parse_instruction(instrs, forward)
+            for inner in self.nested:
+                comp.add_instruction(inner)
+                unnamed.append(inner)
             if instr.name in instrs:
                 self.error(f"duplicate instruction name '{instr.name}' in computation '{comp.name}'",
                            name_index)
@@ -662,6 +667,12 @@ class _Parser:
                 root = instr
         if not comp.instructions:
             self.error(f"computation '{comp.name}' has no instructions", self.pos - 1)
+        for inner in unnamed:
+            n = 0
+            while f"{inner.opcode}.{n}" in instrs:
+                n += 1
+            inner.name = f"{inner.opcode}.{n}"
+            instrs[inner.name] = inner
         numbers = {}
         for instr in comp.instructions:
             if instr.opcode == "parameter":
@@ -711,6 +722,16 @@ class _Parser:
             if not inferred:
                 self.expected("a shape")
         shape = Shape.tuple(()) if inferred else self.parse_shape()
+        instr = self.parse_rhs(name, shape, name_index, instrs, forward, inferred)
+        if self.kind() != _EOF and not self.nls[self.pos] and not self.at("}") and not (
+                self.at("ROOT") or (self.kind() == _WORD and self.peek(1) == "=")):
+            # (Another instruction may follow on the same line, as XLA allows.)
+            self.expected("',' or a new line after the instruction")
+        return instr, is_root, name_index
+
+    def parse_rhs(self, name, shape, name_index, instrs, forward, inferred=False, nested=False):
+        """What follows an instruction's shape: opcode, operands and (unless
+        ``nested``, an instruction written as an operand) attributes."""
         opcode_index = self.pos
         opcode = self.expect_word("an opcode")
         if not _is_opcode(opcode):
@@ -737,7 +758,24 @@ class _Parser:
             if not self.accept(")"):
                 while True:
                     if self.at_shape():
-                        self.parse_shape()
+                        operand_shape = self.parse_shape()
+                        if self.kind() == _WORD and self.peek(1) == "(" and not _is_opcode(self.peek()):
+                            self.error(f"unknown opcode '{self.peek()}'", self.pos)
+                        if self.kind() == _WORD and self.peek(1) == "(":
+                            # An instruction written as an operand, as XLA
+                            # allows ('add(f32[] parameter(0), f32[] constant(1))'):
+                            # it comes first in the computation, under a name
+                            # given once the computation is read.
+                            inner = self.parse_rhs(None, operand_shape, self.pos, instrs,
+                                                   forward, nested=True)
+                            self.nested.append(inner)
+                            operands.append(inner)
+                            if self.accept(")"):
+                                break
+                            if not self.at(","):
+                                self.expected("',' or ')' after an operand")
+                            self.pos += 1
+                            continue
                         if self.style_operand_shapes is None:
                             self.style_operand_shapes = True
                     elif self.style_operand_shapes is None:
@@ -762,14 +800,10 @@ class _Parser:
             self.inferred.append((instr, name_index))
         for where, ref, index in pending:
             forward.append((instr, where, ref, index))
-        while self.at(","):
+        while self.at(",") and not nested:
             self.pos += 1
             self.parse_attribute(instr, instrs, forward)
-        if self.kind() != _EOF and not self.nls[self.pos] and not self.at("}") and not (
-                self.at("ROOT") or (self.kind() == _WORD and self.peek(1) == "=")):
-            # (Another instruction may follow on the same line, as XLA allows.)
-            self.expected("',' or a new line after the instruction")
-        return instr, is_root, name_index
+        return instr
 
     # ----- attributes -------------------------------------------------------------
     def parse_attribute(self, instr, instrs, forward):
