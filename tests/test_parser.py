@@ -738,3 +738,16 @@ ENTRY e {
     with pytest.raises(HloParseError, match="parameter number 0 is used by both"):
         parse_hlo_module("HloModule m\nENTRY e {\n  p = s32[] parameter(0)\n"
                          "  ROOT y = s32[] add(p, s32[] parameter(0))\n}")
+
+
+def test_collective_permute_slice_sizes_one_list_per_pair():
+    text = ("HloModule m\n\nENTRY e {\n  p = f32[128,64] parameter(0)\n  ROOT c = f32[128,64] "
+            "collective-permute(p), source_target_pairs={{0,1},{1,0}}, slice_sizes={{128,32}}\n}\n")
+    m = parse_hlo_module(text)
+    assert m.to_text() == text
+    # gather's flat form is unchanged
+    g = parse_hlo_module("HloModule m\nENTRY e {\n  x = f32[5,4] parameter(0)\n  i = s32[2,1] "
+                         "parameter(1)\n  ROOT g = f32[2,4] gather(x, i), offset_dims={1}, "
+                         "collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+                         "slice_sizes={1,4}\n}")
+    assert tuple(g.entry.root_instruction.attrs["slice_sizes"]) == (1, 4)

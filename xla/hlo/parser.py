@@ -817,7 +817,8 @@ class _Parser:
             self.error(f"duplicate attribute '{name}'", name_index)
         kind = kind_of(name)
         value_index = self.pos
-        if kind == "raw":
+        if kind == "raw" or (name == "slice_sizes" and self.at("{") and self.peek(1).startswith("{")):
+            # (collective-permute's in-place form has one list per pair.)
             value = RawAttr(self.skip_balanced_value())
         elif kind == "dims":
             p = self.enter_group()
