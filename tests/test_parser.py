@@ -751,3 +751,33 @@ def test_collective_permute_slice_sizes_one_list_per_pair():
                          "collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
                          "slice_sizes={1,4}\n}")
     assert tuple(g.entry.root_instruction.attrs["slice_sizes"]) == (1, 4)
+
+
+def test_called_computations_written_inline_as_in_xla():
+    from xla.hlo.evaluator import evaluate
+    from xla.hlo.verifier import verify_module
+    m = parse_hlo_module("""HloModule m
+ENTRY e {
+  x = f32[4] parameter(0)
+  c = f32[] constant(0)
+  s = f32[] reduce(x, c), dimensions={0}, to_apply={
+    a = f32[] parameter(0)
+    b = f32[] parameter(1)
+    ROOT t = f32[] add(a, b)
+  }
+  ROOT p = f32[] reduce(x, f32[] constant(1)), dimensions={0}, to_apply={ROOT m = f32[] multiply(f32[] parameter(0), f32[] parameter(1))}
+}
+reduce.to_apply.0 {
+  ROOT z = f32[] parameter(0)
+}""")
+    verify_module(m)
+    assert m.entry.root_instruction.attrs["to_apply"].root_instruction.opcode == "multiply"
+    names = [c.name for c in m.computations]
+    # Inline ones come before their caller, under names that clash with none.
+    assert names == ["reduce.to_apply.1", "reduce.to_apply.2", "e", "reduce.to_apply.0"]
+    assert m.computations[-1].root_instruction.name == "z"
+    assert float(evaluate(m, np.array([1, 2, 3, 4], np.float32))) == 24.0
+    assert parse_hlo_module(m.to_text()).to_text() == m.to_text()
+    with pytest.raises(HloParseError, match=r"4:77: error: unknown instruction '%y' used as operand"):
+        parse_hlo_module("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT r = f32[] "
+                         "reduce(x, x), dimensions={0}, to_apply={ROOT a = f32[] add(y, y)}\n}")

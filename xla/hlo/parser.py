@@ -17,6 +17,7 @@ comments (``/*index=5*/``, ``// name``) in front of each token, so the token
 stream is built in a single pass; the parser is recursive descent over it.
 """
 import bisect
+import collections
 import re
 
 import numpy as np
@@ -44,8 +45,9 @@ _EOF, _STR, _OP, _SHAPE, _GROUP, _ROW, _WORD, _PUNCT = 0, 2, 3, 4, 5, 6, 7, 8
 # Group 1: whitespace and comments in front of the token (may be empty).
 # Then one of: a string; '->' or '<='; a whole array shape ('f32[2,3]{1,0}',
 # parsed once per distinct text); a brace group right after '=' with no
-# nested braces ('={op_name="x" ...}': one token, parsed by a child parser
-# over its text when its attribute is typed); a ROW, any other brace group
+# nested braces and no '(' outside strings ('={op_name="x" ...}': one token,
+# parsed by a child parser over its text when its attribute is typed; with
+# '(' it may be a computation written inline, read token by token); a ROW, any other brace group
 # on one line without nested braces, strings, '=' or '%' (a literal's
 # innermost '{1, 2, 3}', converted by splitting its text); a word (names,
 # numbers, keywords, '%name'; '-' belongs to a word unless it starts '->');
@@ -58,7 +60,7 @@ _TAIL = r'(%?(?:[A-Za-z0-9_.$+]|-(?!>))+)|(\S)|\Z)'
 _TOKEN_RE = re.compile(
     _PREFIX + r'(?:' + _STRING + r'|(->|<=)'
     r'|([a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?)'
-    r'|(?<==)(\{(?:[^{}"\n]|"(?:[^"\\\n]|\\.)*")*\})'
+    r'|(?<==)(\{(?:[^{}"\n(]|"(?:[^"\\\n]|\\.)*")*\})'
     r'|(\{[^{}"=%\n]*\})|' + _TAIL, re.S)
 _FINE_TOKEN_RE = re.compile(
     _PREFIX + r'(?:' + _STRING + r'|(->|<=)|((?!))|((?!))|((?!))|' + _TAIL, re.S)
@@ -153,6 +155,9 @@ class _Parser:
         self.fixups = []  # (instr, attr name, kind, [(computation name, token index)])
         self.inferred = []  # (instr, token index) whose result shape was left out
         self.computations = {}
+        self.inline_computations = []  # written inline, not yet in the module
+        self.unnamed_computations = []  # written inline, to be named
+        self.unnamed_instructions = []  # written as operands, named in their computation
         self.attrs_before_body = []
 
     # ----- errors ---------------------------------------------------------
@@ -516,9 +521,31 @@ class _Parser:
                     self.error(f"computation '{comp.name}' is marked ENTRY but "
                                f"'{entry.name}' already is", style["index"])
                 entry = comp
+            for inner in self.inline_computations:   # called from ``comp``: first
+                module.add_computation(inner)
+            self.unnamed_computations.extend(self.inline_computations)
+            self.inline_computations = []
             module.add_computation(comp)
         if not module.computations:
             self.expected("a computation")
+        for inner in self.unnamed_computations:
+            base, n = inner.name, 0
+            while f"{base}.{n}" in self.computations:
+                n += 1
+            inner.name = f"{base}.{n}"
+            self.computations[inner.name] = inner
+        if self.unnamed_instructions:
+            # Names unique in the module, as the verifier wants them.
+            taken = collections.Counter(i.name for c in module.computations for i in c.instructions)
+            for inner in self.unnamed_instructions:
+                if taken[inner.name] > 1:
+                    taken[inner.name] -= 1
+                    base = inner.name.rsplit(".", 1)[0]
+                    n = 0
+                    while f"{base}.{n}" in taken:
+                        n += 1
+                    inner.name = f"{base}.{n}"
+                    taken[inner.name] += 1
         if entry is None:
             entry = module.computations[-1]
         module.set_entry(entry)
@@ -650,9 +677,10 @@ class _Parser:
             if self.kind() == _EOF:
                 self.error(f"expected '}}' to close computation '{comp.name}' but found end of file",
                            open_index)
-            self.nested = []
+            # (A computation written inline in an attribute has its own.)
+            self.nested = nested = []
             instr, is_root, name_index = self.parse_instruction(instrs, forward)
-            for inner in self.nested:
+            for inner in nested:
                 comp.add_instruction(inner)
                 unnamed.append(inner)
             if instr.name in instrs:
@@ -673,6 +701,7 @@ class _Parser:
                 n += 1
             inner.name = f"{inner.opcode}.{n}"
             instrs[inner.name] = inner
+        self.unnamed_instructions.extend(unnamed)
         numbers = {}
         for instr in comp.instructions:
             if instr.opcode == "parameter":
@@ -853,6 +882,14 @@ class _Parser:
             self.leave_group(p)
         elif kind == "dim_labels":
             value = self.parse_dim_labels()
+        elif kind == "computation" and self.at("{"):
+            # Written inline, as XLA allows ('to_apply={ ... }'): a computation
+            # of its own, named once the module is read.
+            open_index = self.pos
+            self.pos += 1
+            value = HloComputation(f"{instr.opcode}.{name}")
+            self.parse_body(value, open_index)
+            self.inline_computations.append(value)
         elif kind == "computation":
             ref, _ = self.expect_name(f"a computation name for '{name}'")
             comp = self.computations.get(ref)
