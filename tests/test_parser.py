@@ -781,3 +781,27 @@ reduce.to_apply.0 {
     with pytest.raises(HloParseError, match=r"4:77: error: unknown instruction '%y' used as operand"):
         parse_hlo_module("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT r = f32[] "
                          "reduce(x, x), dimensions={0}, to_apply={ROOT a = f32[] add(y, y)}\n}")
+
+
+def test_instruction_names_are_scoped_to_their_computation_as_in_xla():
+    from xla.hlo.evaluator import evaluate
+    from xla.hlo.verifier import verify_module
+    m = parse_hlo_module("""HloModule m
+add {
+  p0 = f32[] parameter(0)
+  p1 = f32[] parameter(1)
+  ROOT r = f32[] add(p0, p1)
+}
+ENTRY e {
+  p0 = f32[4] parameter(0)
+  p0.1 = f32[] constant(0)
+  ROOT r = f32[] reduce(p0, p0.1), dimensions={0}, to_apply=add
+}""")
+    verify_module(m)   # was: "name %p0 is not unique in the module"
+    # The first computation keeps its names; later ones are renamed on insertion.
+    assert [i.name for i in m.computations[0].instructions] == ["p0", "p1", "r"]
+    assert [i.name for i in m.entry.instructions] == ["p0.2", "p0.1", "r.1"]
+    assert float(evaluate(m, np.array([1, 2, 3, 4], np.float32))) == 10.0
+    with pytest.raises(HloParseError, match="duplicate instruction name 'p0' in computation 'e'"):
+        parse_hlo_module("HloModule m\nENTRY e {\n  p0 = f32[] parameter(0)\n"
+                         "  ROOT p0 = f32[] negate(p0)\n}")

@@ -17,7 +17,6 @@ comments (``/*index=5*/``, ``// name``) in front of each token, so the token
 stream is built in a single pass; the parser is recursive descent over it.
 """
 import bisect
-import collections
 import re
 
 import numpy as np
@@ -534,18 +533,7 @@ class _Parser:
                 n += 1
             inner.name = f"{base}.{n}"
             self.computations[inner.name] = inner
-        if self.unnamed_instructions:
-            # Names unique in the module, as the verifier wants them.
-            taken = collections.Counter(i.name for c in module.computations for i in c.instructions)
-            for inner in self.unnamed_instructions:
-                if taken[inner.name] > 1:
-                    taken[inner.name] -= 1
-                    base = inner.name.rsplit(".", 1)[0]
-                    n = 0
-                    while f"{base}.{n}" in taken:
-                        n += 1
-                    inner.name = f"{base}.{n}"
-                    taken[inner.name] += 1
+        self._make_names_unique(module)
         if entry is None:
             entry = module.computations[-1]
         module.set_entry(entry)
@@ -579,6 +567,31 @@ class _Parser:
             opts["attrs_before_body"] = frozenset(self.attrs_before_body)
         module.print_options = opts
         return module
+
+    def _make_names_unique(self, module):
+        """As XLA: names are scoped to their computation when read, and an
+        instruction whose name an earlier computation already has is renamed
+        on insertion into the module (``p0`` -> ``p0.1``); names the text
+        gave are kept before those given to instructions written as operands."""
+        generated = {id(i) for i in self.unnamed_instructions}
+        taken = set()
+        clashes = []
+        for comp in module.computations:
+            for instr in comp.instructions:
+                if id(instr) in generated:
+                    continue
+                if instr.name in taken:
+                    clashes.append(instr)
+                else:
+                    taken.add(instr.name)
+        for instr in clashes + self.unnamed_instructions:
+            if instr.name in taken:
+                base = re.sub(r"\.[0-9]+$", "", instr.name)
+                n = 1
+                while f"{base}.{n}" in taken:
+                    n += 1
+                instr.name = f"{base}.{n}"
+            taken.add(instr.name)
 
     def _infer_shapes(self):
         """The result shapes left out, from the operands' (in dependency order)."""
