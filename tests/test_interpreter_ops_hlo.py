@@ -205,3 +205,51 @@ ENTRY %main (x: f32[4], i: u32[3,1]) -> f32[3,1] {
     x = np.array([10, 11, 12, 13], np.float32)
     i = np.array([[1], [7], [4000000000]], np.uint32)
     np.testing.assert_array_equal(evaluate(module, x, i), np.array([[11], [13], [13]], np.float32))
+
+
+def test_gather_with_a_scalar_result():
+    # x[i] as jnp.take lowers it: was a result of shape [1]
+    out = run("""HloModule m
+ENTRY e {
+  x = f32[5] parameter(0)
+  i = s32[] parameter(1)
+  ROOT g = f32[] gather(x, i), offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=0, slice_sizes={1}
+}""", np.arange(5, dtype=np.float32) * 10, np.int32(3))
+    assert np.asarray(out).shape == () and float(out) == 30.0
+
+
+def test_bitcast_convert_of_4_bit_types_packs_like_xla():
+    import ml_dtypes
+    x = np.array([[1, -2], [3, -4], [5, -6], [7, -8]], dtype=ml_dtypes.int4)
+    # Expected values from jax 0.10.2 (jax.lax.bitcast_convert_type under jit, XLA:CPU).
+    packed = run("HloModule m\nENTRY e {\n  x = s4[4,2] parameter(0)\n"
+                 "  ROOT b = s8[4] bitcast-convert(x)\n}", x)
+    assert np.asarray(packed).tolist() == [-31, -61, -91, -121]
+    same = run("HloModule m\nENTRY e {\n  x = s4[4,2] parameter(0)\n"
+               "  ROOT b = u4[4,2] bitcast-convert(x)\n}", x)
+    assert np.asarray(same).astype(int).tolist() == [[1, 14], [3, 12], [5, 10], [7, 8]]
+    unpacked = run("HloModule m\nENTRY e {\n  x = s8[4] parameter(0)\n"
+                   "  ROOT b = s4[4,2] bitcast-convert(x)\n}", np.array([0x21, -0x6d, 127, -128], np.int8))
+    assert np.asarray(unpacked).astype(int).tolist() == [[1, 2], [3, -7], [-1, 7], [0, -8]]
+
+
+def test_dynamic_reshape_checks_its_sizes():
+    from xla.errors import InvalidArgumentError
+    text = """HloModule m
+ENTRY e {
+  x = f32[2,3] parameter(0)
+  a = s32[] parameter(1)
+  b = s32[] parameter(2)
+  ROOT r = f32[<=6,<=3] dynamic-reshape(x, a, b)
+}"""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert np.asarray(run(text, x, np.int32(6), np.int32(1))).tolist() == [[0], [1], [2], [3], [4], [5]]
+    assert np.asarray(run(text, x, np.int32(3), np.int32(2))).shape == (3, 2)
+    with pytest.raises(InvalidArgumentError, match=r"dynamic-reshape r: sizes \[3, 1\] hold 3 "
+                                                   r"elements, the operand 6"):
+        run(text, x, np.int32(3), np.int32(1))
+    with pytest.raises(InvalidArgumentError, match=r"sizes \[-1, 3\] are not within"):
+        run(text, x, np.int32(-1), np.int32(3))
+    with pytest.raises(InvalidArgumentError, match=r"sizes \[1, 6\] are not within the result's "
+                                                   r"bounds \[6, 3\]"):
+        run(text, x, np.int32(1), np.int32(6))

@@ -597,6 +597,10 @@ def _convert(instr, operands, ctx):
 def _bitcast_convert(instr, operands, ctx):
     x = np.asarray(operands[0], order="C")
     dtype = _result_dtype(instr)
+    in_bits = instr.operands[0].shape.element_type.bits
+    out_bits = instr.shape.element_type.bits
+    if min(in_bits, out_bits) < 8:
+        return _bitcast_sub_byte(x, in_bits, dtype, out_bits)
     if x.dtype.itemsize == dtype.itemsize:
         return x.view(dtype).copy()
     if x.dtype.itemsize > dtype.itemsize:
@@ -606,6 +610,30 @@ def _bitcast_convert(instr, operands, ctx):
         return x.reshape(x.shape + (1,)).view(dtype).reshape(x.shape + (ratio,)).copy()
     # Narrower -> wider: the minor dimension disappears.
     return x.view(dtype).reshape(x.shape[:-1]).copy()
+
+
+def _bitcast_sub_byte(x, in_bits, dtype, out_bits):
+    """bitcast-convert where a side has fewer than 8 bits (s4, u4, s2, f4e2m1fn):
+    NumPy holds one such element per byte (its low bits), so the bits are
+    regrouped by arithmetic: the first element in the least significant
+    bits, as XLA packs them."""
+    def raw_bits(a, bits):
+        if bits < 8:
+            return a.view(np.uint8).astype(np.uint64) & np.uint64((1 << bits) - 1)
+        return a.view(np.dtype(f"u{bits // 8}")).astype(np.uint64)
+
+    raw = raw_bits(x, in_bits)
+    if in_bits < out_bits:      # the minor dimension disappears
+        ratio = out_bits // in_bits
+        shifts = np.arange(ratio, dtype=np.uint64) * np.uint64(in_bits)
+        raw = np.bitwise_or.reduce(raw << shifts, axis=-1)
+    elif in_bits > out_bits:    # a new minor dimension of in/out elements
+        ratio = in_bits // out_bits
+        shifts = np.arange(ratio, dtype=np.uint64) * np.uint64(out_bits)
+        raw = (raw[..., None] >> shifts) & np.uint64((1 << out_bits) - 1)
+    if out_bits < 8:
+        return raw.astype(np.uint8).view(dtype)
+    return raw.astype(np.dtype(f"u{out_bits // 8}")).view(dtype)
 
 
 @register("stochastic-convert")

@@ -299,4 +299,13 @@ def dynamic_reshape(instr, operands, ctx):
     sizes = [int(s) for s in operands[1:]]
     if not sizes:
         sizes = list(instr.shape.dimensions)
+    bounds = list(instr.shape.dimensions)
+    if len(sizes) != len(bounds) or any(not 0 <= s <= b for s, b in zip(sizes, bounds)):
+        raise InvalidArgumentError(
+            f"dynamic-reshape {instr.name}: sizes {sizes} are not within the result's bounds "
+            f"{bounds}")
+    if int(np.prod(sizes)) != x.size:
+        raise InvalidArgumentError(
+            f"dynamic-reshape {instr.name}: sizes {sizes} hold {int(np.prod(sizes))} elements, "
+            f"the operand {x.size}")
     return x.reshape(sizes).astype(instr.shape.dtype, copy=False)

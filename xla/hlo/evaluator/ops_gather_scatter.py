@@ -84,7 +84,8 @@ def gather(instr, operands, ctx):
         perm[p] = i
     for j, p in enumerate(offset_dims):
         perm[p] = nb + j
-    return np.ascontiguousarray(np.transpose(result, perm)).astype(instr.shape.dtype, copy=False)
+    # (Not np.ascontiguousarray: it makes a scalar result one-dimensional.)
+    return np.array(np.transpose(result, perm), dtype=instr.shape.dtype, order="C")
 
 
 @register("scatter")
