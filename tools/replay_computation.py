@@ -11,8 +11,11 @@ snapshot, or are deterministic random values of the right shapes and dtypes.
 The result's leaves (a tuple flattened in order) go to OUT.npz as out0..outM.
 ``--compare=PLATFORM`` also runs each module there and prints, per output,
 the max absolute and relative error; the exit status is 1 if any output
-differs beyond ``atol + rtol * |expected|``. A snapshot's recorded results
-are compared the same way. XLA flags (``--xla_*``, as in XLA_FLAGS) apply to
+differs beyond ``atol + rtol * (|expected| + sqrt(L) * rms(expected))``, L
+the number of terms the output accumulates through dots, convolutions and
+reduces (the second term only where L > 1: summation order is a backend's
+choice, and long sums differ by more than their smallest elements' size). A
+snapshot's recorded results are compared the same way. XLA flags (``--xla_*``, as in XLA_FLAGS) apply to
 the compilations. Errors are printed without a traceback, exit status 1.
 """
 import os
@@ -52,11 +55,13 @@ def _resolve(path):
     return path
 
 
-def _print_comparison(label, comparison):
+def _print_comparison(label, comparison, lengths=()):
     print(f"  compare with {label}: {'OK' if comparison.ok else 'MISMATCH'}")
-    for name, abs_err, rel_err, good in comparison.rows:
+    for i, (name, abs_err, rel_err, good) in enumerate(comparison.rows):
+        terms = lengths[i] if i < len(lengths) else 1
         print(f"    {name}: max abs error {abs_err:.3g}, max rel error {rel_err:.3g}"
-              f"{'' if good else '  <-- beyond tolerance'}")
+              + (f" (sums of {terms} terms)" if terms > 1 else "")
+              + ("" if good else "  <-- beyond tolerance"))
 
 
 def main(argv):
@@ -91,15 +96,17 @@ def main(argv):
                 if FLAGS.print_result:
                     print(leaf)
             if result.recorded and not args_path:
-                check = replay.compare_leaves(result.leaves, result.recorded, FLAGS.rtol, FLAGS.atol)
-                _print_comparison("the snapshot's recorded results", check)
+                check = replay.compare_leaves(result.leaves, result.recorded, FLAGS.rtol,
+                                              FLAGS.atol, result.lengths)
+                _print_comparison("the snapshot's recorded results", check, result.lengths)
                 status |= 0 if check.ok else 1
             if FLAGS.compare:
                 module, args, _ = replay.load_inputs(path, args_path, FLAGS.random_seed)
                 other, _ = replay.run_module(module, result.args, FLAGS.compare, 1,
                                              FLAGS.num_replicas, FLAGS.num_partitions)
-                check = replay.compare_leaves(result.leaves, other, FLAGS.rtol, FLAGS.atol)
-                _print_comparison(FLAGS.compare, check)
+                check = replay.compare_leaves(result.leaves, other, FLAGS.rtol, FLAGS.atol,
+                                              result.lengths)
+                _print_comparison(FLAGS.compare, check, result.lengths)
                 status |= 0 if check.ok else 1
             if output:
                 arrays.save_outputs(output, result.leaves)

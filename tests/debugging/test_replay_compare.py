@@ -118,3 +118,53 @@ def test_bf16_snapshot_results_keep_their_type(tmp_path):
     result = replay.replay_file(str(tmp_path / snap), "interpreter")
     np.testing.assert_allclose(result.leaves[0].astype(np.float32), np.exp(x.astype(np.float32)), rtol=1e-2)
     assert replay.compare_leaves(result.leaves, outs, rtol=1e-2, atol=1e-2).ok
+
+
+def test_long_dots_are_compared_with_a_tolerance_for_their_length(tmp_path):
+    # A 65,536-term f32 dot: the CPU's and the interpreter's summation orders
+    # differ by ~4e-4 on outputs of size ~300, 5.5e-5 relative on the
+    # smallest; with --rtol=1e-5 per element this was reported as a mismatch.
+    module = tmp_path / "dot.hlo"
+    module.write_text("HloModule m\n\nENTRY e {\n  x = f32[4,65536] parameter(0)\n"
+                      "  w = f32[65536,64] parameter(1)\n  ROOT d = f32[4,64] dot(x, w), "
+                      "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n")
+    proc = run_tool("--platform=cpu", "--compare=interpreter", str(module))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "compare with interpreter: OK" in proc.stdout
+    assert "(sums of 65536 terms)" in proc.stdout
+
+
+def test_the_length_tolerance_still_catches_wrong_answers():
+    from xla.tools import replay
+    rng = np.random.default_rng(0)
+    want = rng.normal(size=(4, 64)).astype(np.float32) * 300
+    off = want.copy()
+    off[1, 7] += 0.01 * float(np.sqrt(np.mean(want ** 2)))   # 1% of the output's size
+    assert not replay.compare_leaves([off], [want], 1e-5, 1e-6, lengths=[65536]).ok
+    close = want + 1e-4 * float(np.sqrt(np.mean(want ** 2)))
+    assert replay.compare_leaves([close], [want], 1e-5, 1e-6, lengths=[65536]).ok
+    assert not replay.compare_leaves([close], [want], 1e-5, 1e-6).ok   # elementwise: strict
+
+
+def test_reduction_lengths_follow_dots_convolutions_and_reduces():
+    from xla.hlo.parser import parse_hlo_module
+    from xla.tools.tolerance import reduction_lengths
+    m = parse_hlo_module("""HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  img = f32[1,8,8,3] parameter(0)
+  k = f32[3,3,3,16] parameter(1)
+  conv = f32[1,6,6,16] convolution(img, k), window={size=3x3}, dim_labels=b01f_01io->b01f
+  flat = f32[1,576] reshape(conv)
+  w = f32[576,10] parameter(2)
+  logits = f32[1,10] dot(flat, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  z = f32[] constant(0)
+  total = f32[] reduce(logits, z), dimensions={0,1}, to_apply=add
+  ROOT t = (f32[], f32[1,8,8,3], f32[1,10]) tuple(total, img, logits)
+}""")
+    # conv: 3x3 window x 3 input features = 27; dot: 576; reduce: 10
+    assert reduction_lengths(m) == [27 * 576 * 10, 1, 27 * 576]

@@ -3,6 +3,7 @@
 The command-line program ``tools/replay_computation.py`` is a thin wrapper
 over ``replay_file``.
 """
+import math
 import os
 import time
 
@@ -64,8 +65,9 @@ def read_module(path):
 
 
 class ReplayResult:
-    def __init__(self, path, leaves, seconds, args=None, recorded=None):
+    def __init__(self, path, leaves, seconds, args=None, recorded=None, lengths=None):
         self.path = path
+        self.lengths = lengths   # per leaf, terms accumulated (xla.tools.tolerance)
         self.leaves = leaves
         self.seconds = seconds
         self.args = args
@@ -113,9 +115,11 @@ def run_module(module, args, platform, num_runs=1, num_replicas=1, num_partition
 def replay_file(path, platform="interpreter", args_path=None, random_seed=0, num_runs=1,
                 num_replicas=1, num_partitions=1):
     """Parses, compiles and runs one module or snapshot; returns its flattened results."""
+    from xla.tools.tolerance import reduction_lengths
     module, args, recorded = load_inputs(path, args_path, random_seed)
+    lengths = reduction_lengths(module)
     leaves, seconds = run_module(module, args, platform, num_runs, num_replicas, num_partitions)
-    return ReplayResult(path, leaves, seconds, args, recorded)
+    return ReplayResult(path, leaves, seconds, args, recorded, lengths)
 
 
 class Comparison:
@@ -126,11 +130,18 @@ class Comparison:
         self.ok = ok
 
 
-def compare_leaves(got, want, rtol, atol):
+def compare_leaves(got, want, rtol, atol, lengths=None):
     """Max absolute and relative error per output; NaNs must match NaNs and
-    integers/bools must be equal."""
+    integers/bools must be equal. A float element is within tolerance when
+    ``|got - want| <= atol + rtol * (|want| + sqrt(L) * rms(want))``, L the
+    number of terms the output accumulates (``lengths``, per output, from
+    ``xla.tools.tolerance.reduction_lengths``; the second term is left out
+    for L = 1): two correct summation orders of a long dot or convolution
+    differ by about sqrt(L) roundings of the output's size, far above an
+    element that cancellation left small."""
     import numpy as np
     rows, ok = [], True
+    lengths = list(lengths) if lengths is not None else [1] * len(want)
     if len(got) != len(want):
         return Comparison([("result count", float(len(got)), float(len(want)), False)], False)
     for i, (a, b) in enumerate(zip(got, want)):
@@ -160,6 +171,9 @@ def compare_leaves(got, want, rtol, atol):
         scale = np.abs(b64)[mask]
         abs_err = float(diff.max()) if diff.size else 0.0
         rel_err = float((diff / np.maximum(scale, np.finfo(np.float64).tiny)).max()) if diff.size else 0.0
+        length = lengths[i] if i < len(lengths) else 1
+        if length > 1 and scale.size:
+            scale = scale + math.sqrt(length) * float(np.sqrt(np.mean(np.square(scale))))
         good = same_nan and bool(np.all(diff <= atol + rtol * scale))
         rows.append((f"out{i}", abs_err, rel_err, good))
         ok &= good
