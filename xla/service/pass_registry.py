@@ -17,6 +17,7 @@ PASSES = {
     "custom-fusion-inliner": "xla.service.custom_fusion_inliner:CustomFusionInliner",
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
+    "dynamic-index-splitter": "xla.service.dynamic_index_splitter:DynamicIndexSplitter",
     "flatten-call-graph": "xla.service.flatten_call_graph:FlattenCallGraph",
     "fusion": "xla.service.instruction_fusion:InstructionFusion",
     "hlo-memory-scheduler": "xla.service.hlo_memory_scheduler:HloMemoryScheduler",
