@@ -1,4 +1,5 @@
 """DotDecomposer: every dot becomes lhs [batch..., M, K] x rhs [batch..., K, N]."""
+import numpy as np
 import pytest
 
 from pass_test_util import assert_same_results, opcodes, run_pass
@@ -101,3 +102,23 @@ def test_layouts_of_new_instructions_are_row_major_in_a_laid_out_module():
     for instr in m.entry.instructions:
         if instr.opcode == "transpose":
             assert instr.shape.layout.minor_to_major == (1, 0)
+
+
+def test_dots_of_preds_are_or_of_and_through_s32():
+    import xla
+    text = """HloModule m
+ENTRY e {
+  x = pred[4,3] parameter(0)
+  y = pred[3,2] parameter(1)
+  ROOT d = pred[4,2] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}"""
+    module, changed = run_pass(DotDecomposer(), text)
+    assert changed and module.entry.root_instruction.opcode == "compare"
+    assert module.entry.root_instruction.name == "d"
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x, y = rng.random((4, 3)) > 0.6, rng.random((3, 2)) > 0.6
+        want = (x[:, :, None] & y[None, :, :]).any(axis=1)   # OR over k of x[i,k] AND y[k,j]
+        assert_same_results(text, module, args=[x, y])
+        # The CPU refused dots of preds ("dot (element type pred)").
+        np.testing.assert_array_equal(xla.compile(text, "cpu").execute(x, y), want)

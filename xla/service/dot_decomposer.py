@@ -22,12 +22,17 @@ dimensions into one (a dot with no contracting dimension gets a size-1
 (``precision_config``, ``operand_precision``, ...) are kept. Summation order
 is unchanged: the same ``B x M x K`` by ``B x K x N`` products are summed.
 
+A dot of preds (an OR of ANDs) first becomes the same dot over s32 zeros
+and ones compared with 0, which the backends' integer dots compute.
+
 Not rewritten: sparse dots (more than two operands), dots with dynamic
 dimensions. New intermediate shapes get row-major layouts when the dot had
 a layout (no layout otherwise); the final reshape (or the new dot) keeps
 the dot's shape and name.
 """
 import math
+
+import numpy as np
 
 from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Shape
@@ -55,7 +60,7 @@ class DotDecomposer(HloPass):
     name = "dot_decomposer"
 
     def run(self, module):
-        changed = False
+        changed = self._pred_dots_to_s32(module)
         for comp in module.computations:
             # New instructions go just before the dot they replace; the list
             # is rebuilt once per computation (inserting one by one is
@@ -77,6 +82,39 @@ class DotDecomposer(HloPass):
                     if instr not in inserted:
                         order.append(instr)
                 comp.instructions = order
+        return changed
+
+    @staticmethod
+    def _pred_dots_to_s32(module):
+        """A dot of preds is an OR of ANDs (XLA's semantics): the same dot
+        over s32 zeros and ones, compared with 0 (no overflow below 2^31
+        terms), so the backends' integer dots compute it."""
+        from xla.hlo.types import PrimitiveType
+        changed = False
+        s32 = PrimitiveType.S32
+        for comp in module.computations:
+            for dot in list(comp.instructions):
+                if dot.opcode != "dot" or len(dot.operands) != 2 or dot.shape.is_tuple \
+                        or dot.shape.element_type is not PrimitiveType.PRED \
+                        or any(o.shape.element_type is not PrimitiveType.PRED for o in dot.operands):
+                    continue
+
+                def add(opcode, shape, operands, attrs=None, literal=None):
+                    instr = HloInstruction(opcode, shape, operands, name=module.unique_name(opcode),
+                                           attrs=attrs, literal=literal)
+                    comp.insert_before(dot, instr)
+                    return instr
+
+                ints = [add("convert", o.shape.with_element_type(s32), [o]) for o in dot.operands]
+                attrs = {k: v for k, v in dot.attrs.items() if k in _DIM_ATTRS}
+                product = add("dot", dot.shape.with_element_type(s32), ints, attrs)
+                zero = add("constant", Shape.scalar(s32), [], literal=np.zeros((), np.int32))
+                zeros = add("broadcast", product.shape, [zero], {"dimensions": ()})
+                result = HloInstruction("compare", dot.shape, [product, zeros], name=dot.name,
+                                        attrs={"direction": "NE"})
+                comp.insert_before(dot, result)
+                comp.replace_instruction(dot, result)
+                changed = True
         return changed
 
     @staticmethod
