@@ -376,3 +376,24 @@ def test_dot_with_a_broadcast_that_is_not_only_batch_is_kept():
                      params="p0 = f32[6,2,4] parameter(0)")
     module, changed = run_pass(AlgebraicSimplifier(), text)
     assert "broadcast" in opcodes(module)
+
+
+def test_a_copy_of_a_tuple_is_a_tuple_of_copies():
+    import xla
+    text = """HloModule m
+ENTRY e {
+  p = (f32[4], (s32[2], f32[])) parameter(0)
+  c = (f32[4], (s32[2], f32[])) copy(p)
+  a = f32[4] get-tuple-element(c), index=0
+  ROOT r = (f32[4], (f32[4], (s32[2], f32[]))) tuple(a, c)
+}"""
+    arg = (np.arange(4, dtype=np.float32), (np.array([5, 6], np.int32), np.float32(7)))
+    exe = xla.compile(text, "cpu")   # was: "does not support copy (tuple-shaped)"
+    got = exe.execute(arg)
+    np.testing.assert_array_equal(got[0], arg[0])
+    np.testing.assert_array_equal(got[1][0], arg[0])
+    np.testing.assert_array_equal(got[1][1][0], arg[1][0])
+    assert float(got[1][1][1]) == 7.0
+    module = parse_hlo_module(text)
+    assert AlgebraicSimplifier().run(module)
+    assert not any(i.opcode == "copy" and i.shape.is_tuple for i in module.entry.instructions)

@@ -34,6 +34,7 @@ scheduled module keeps a valid order). The rules, one row per opcode in
   that keeps every element -> the operand.
 * ``concatenate``: zero-size operands are dropped; a concatenate of one
   operand -> the operand.
+* ``copy`` of a tuple -> the tuple of its elements' copies.
 * no-ops -> the operand: ``convert`` to the same type, ``copy`` (arrays)
   whose layout is the operand's, ``pad`` with all-zero low/high/interior,
   ``reverse`` of no dimensions or only size-1 ones, ``bitcast`` to the
@@ -343,6 +344,16 @@ def _convert(rw, instr):
 def _copy(rw, instr):
     if instr.shape.is_array:
         return _operand_if_same(instr, instr.operands[0])
+    if instr.shape.is_tuple:
+        # A copy of a tuple is the tuple of its elements' copies (which the
+        # rule above then drops where layouts agree): backends copy arrays.
+        operand = instr.operands[0]
+        copies = []
+        for i, shape in enumerate(instr.shape.tuple_shapes):
+            element = rw.add("get-tuple-element", operand.shape.tuple_shapes[i], [operand],
+                             attrs={"index": i})
+            copies.append(rw.add("copy", shape, [element]))
+        return rw.add("tuple", instr.shape, copies)
     return None
 
 
