@@ -449,3 +449,24 @@ ENTRY %main (x: s32[3], y: s32[3]) -> s32[3] {
     x = np.array([1, 2, 2**31 - 1], np.int32)
     np.testing.assert_array_equal(exe.execute(x, np.array([1, 1, 1], np.int32)),
                                   np.array([2, 3, -2**31], np.int32))
+
+
+@pytest.mark.parametrize("src,dst", [("f32", "s32"), ("f16", "s16"), ("bf16", "u16"),
+                                     ("f64", "s64"), ("u32", "f32")])
+def test_bitcast_changing_the_element_type_inside_a_fusion(src, dst):
+    # Was: "does not support bitcast (changing the element type inside a fusion)".
+    import xla
+    text = f"""HloModule m
+ENTRY e {{
+  x = {src}[2,3] parameter(0)
+  b = {dst}[2,3] bitcast(x)
+  ROOT n = {dst}[2,3] add(b, b)
+}}"""
+    np_types = {"f32": np.float32, "s32": np.int32, "f16": np.float16, "s16": np.int16,
+                "bf16": ml_dtypes.bfloat16, "u16": np.uint16, "f64": np.float64, "s64": np.int64,
+                "u32": np.uint32}
+    x = (np.arange(6).reshape(2, 3) * 1.5 + 0.25).astype(np_types[src])
+    bits = x.view(np_types[dst])
+    want = bits + bits
+    got = xla.compile(text, "cpu").execute(x)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint8), want.view(np.uint8))

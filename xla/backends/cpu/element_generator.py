@@ -197,10 +197,16 @@ def _gen_reshape(g, h, index):
 
 def _gen_bitcast(g, h, index):
     op = h.operands[0]
-    if op.shape.element_type is not h.shape.element_type:
-        raise unsupported(h, "changing the element type inside a fusion")
+    src, dst = op.shape.element_type, h.shape.element_type
+    if src is not dst and (src.byte_size != dst.byte_size or {src.kind, dst.kind} & {"c", "pred"}
+                           or src.bits != dst.bits):
+        raise unsupported(h, "changing the element size inside a fusion")
     linear = le.linear_index(g.b, h.shape, index)
-    return g.value(op, le.delinearize(g.b, linear, op.shape.dimensions, le.major_to_minor(op.shape)))
+    value = g.value(op, le.delinearize(g.b, linear, op.shape.dimensions, le.major_to_minor(op.shape)))
+    if src is dst:
+        return value
+    # Same size, another type: the element's bits, reinterpreted.
+    return from_bits(g.b, to_bits(g.b, value, src), dst)
 
 
 def _gen_slice(g, h, index):
