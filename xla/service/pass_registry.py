@@ -10,6 +10,7 @@ from xla.errors import InvalidArgumentError
 # pass name -> "module:class" (constructor arguments are the pass's options).
 PASSES = {
     "algsimp": "xla.service.algebraic_simplifier:AlgebraicSimplifier",
+    "batchnorm_expander": "xla.service.batchnorm_expander:BatchNormExpander",
     "call-inliner": "xla.service.call_inliner:CallInliner",
     "constant_folding": "xla.service.constant_folding:HloConstantFolding",
     "copy-insertion": "xla.service.copy_insertion:CopyInsertion",
