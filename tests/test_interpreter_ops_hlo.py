@@ -253,3 +253,18 @@ ENTRY e {
     with pytest.raises(InvalidArgumentError, match=r"sizes \[1, 6\] are not within the result's "
                                                    r"bounds \[6, 3\]"):
         run(text, x, np.int32(1), np.int32(6))
+
+
+@pytest.mark.parametrize("src,rnd,dst", [("f32", "u32", "s32"), ("f32", "u32", "s8"),
+                                         ("f16", "u16", "s16")])
+def test_stochastic_convert_matches_xla(src, rnd, dst):
+    # XLA:CPU's results (tests/service/fixtures/gen_stochastic_convert.py): random
+    # values, halves and quarters, NaN, infinities, out-of-range values, -0.
+    import os
+    fixture = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "service", "fixtures",
+                                   "stochastic_convert_xla.npz"))
+    key = f"{src}_{dst}"
+    x, r = fixture[key + "_x"], fixture[key + "_r"]
+    text = (f"HloModule m\nENTRY e {{\n  x = {src}[{x.size}] parameter(0)\n  r = {rnd}[{x.size}] "
+            f"parameter(1)\n  ROOT c = {dst}[{x.size}] stochastic-convert(x, r)\n}}")
+    np.testing.assert_array_equal(run(text, x, r), fixture[key + "_out"])

@@ -638,4 +638,31 @@ def _bitcast_sub_byte(x, in_bits, dtype, out_bits):
 
 @register("stochastic-convert")
 def _stochastic_convert(instr, operands, ctx):
-    raise UnimplementedError(f"interpreter: stochastic-convert is not supported ({instr.name})")
+    """A float to an integer type, rounding stochastically as XLA does (checked
+    against XLA:CPU): the magnitude's fractional part f rounds up when the
+    random bits r (an unsigned integer as wide as the operand's type) are
+    below floor(f * 2^bits); the sign is put back, the result saturates at
+    the type's range and NaN gives 0."""
+    dtype = _result_dtype(instr)
+    src = instr.operands[0].shape.element_type
+    if not np.issubdtype(dtype, np.integer) or src.kind != "f":
+        raise UnimplementedError(f"interpreter: stochastic-convert from {src.text} to "
+                                 f"{instr.shape.element_type.text} ({instr.name}); XLA converts "
+                                 "floats to integers")
+    x = np.asarray(operands[0]).astype(np.float64)
+    r = np.asarray(operands[1]).astype(np.uint64)
+    bits = instr.operands[1].shape.element_type.bits
+    magnitude = np.abs(x)
+    with np.errstate(invalid="ignore"):
+        whole = np.floor(magnitude)
+        fraction = np.nan_to_num(magnitude - whole, nan=0.0, posinf=0.0)
+        threshold = np.floor(fraction * float(2 ** bits)).astype(np.uint64)
+        rounded = whole + (r < threshold)
+        signed = np.where(np.signbit(x), -rounded, rounded)
+    info = np.iinfo(dtype)
+    signed = np.where(np.isnan(x), 0.0, signed)
+    too_big, too_small = signed >= float(info.max), signed <= float(info.min)
+    wide = np.uint64 if info.min == 0 else np.int64
+    inside = np.where(too_big | too_small, 0.0, signed).astype(wide)
+    out = np.where(too_big, wide(info.max), np.where(too_small, wide(info.min), inside))
+    return out.astype(dtype)
