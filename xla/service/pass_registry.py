@@ -26,6 +26,8 @@ PASSES = {
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":
         "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",
+    "stochastic_convert_decomposer":
+        "xla.service.stochastic_convert_decomposer:StochasticConvertDecomposer",
     "simplify-while-loops": "xla.service.while_loop_simplifier:WhileLoopSimplifier",
 }
 

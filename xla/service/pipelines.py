@@ -11,7 +11,8 @@ Order, and why:
 
 1. ``call-inliner``, ``dce``: later passes see one flat entry computation;
    ``dynamic-index-splitter``: start indices given as one vector become scalars;
-   ``batchnorm_expander``: batch-norm-* become reduces and elementwise ops.
+   ``batchnorm_expander``: batch-norm-* become reduces and elementwise ops;
+   ``stochastic_convert_decomposer``: so does stochastic-convert.
 2. ``simplification`` (to a fixed point): algsimp, constant_folding,
    tuple-simplifier, simplify-while-loops, cse, dce, each making work for
    the others.
@@ -50,6 +51,7 @@ def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None
     p.add_pass(make_pass("dce"))
     p.add_pass(make_pass("dynamic-index-splitter"))
     p.add_pass(make_pass("batchnorm_expander"))
+    p.add_pass(make_pass("stochastic_convert_decomposer"))
     p.add_pass(simplification_pipeline(**options))
     p.add_pass(make_pass("while-loop-invariant-code-motion"))
     p.add_pass(make_pass("dot_decomposer"))
