@@ -206,7 +206,7 @@ UNARY_BY_KIND = {
 BINARY_BY_KIND = {
     "pred": "add subtract multiply divide remainder power maximum minimum and or xor".split(),
     "int": """add subtract multiply divide remainder power maximum minimum and or xor
-              shift-left shift-right-arithmetic shift-right-logical""".split(),
+              shift-left shift-right-arithmetic shift-right-logical mulhi""".split(),
     "float": "add subtract multiply divide remainder power maximum minimum atan2".split(),
     "complex": "add subtract multiply divide".split(),
 }

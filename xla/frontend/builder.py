@@ -96,7 +96,7 @@ _UNARY = """abs ceil cosine exponential exponential-minus-one floor imag is-fini
 log-plus-one logistic negate not popcnt real round-nearest-afz round-nearest-even rsqrt
 sign sine sqrt cbrt tan tanh erf count-leading-zeros acos acosh asin asinh atanh cosh sinh""".split()
 _BINARY = """add subtract multiply divide maximum minimum power remainder atan2 and or xor
-shift-left shift-right-arithmetic shift-right-logical complex""".split()
+shift-left shift-right-arithmetic shift-right-logical complex mulhi""".split()
 
 
 class XlaBuilder:

@@ -11,7 +11,7 @@ convert bitcast-convert reduce-precision acos acosh asin asinh atanh cosh sinh
 
 BINARY_ELEMENTWISE = frozenset("""
 add subtract multiply divide remainder power maximum minimum and or xor
-shift-left shift-right-arithmetic shift-right-logical compare atan2 complex
+shift-left shift-right-arithmetic shift-right-logical compare atan2 complex mulhi
 """.split())
 
 TERNARY_ELEMENTWISE = frozenset(["select", "clamp"])

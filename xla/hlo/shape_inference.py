@@ -173,7 +173,7 @@ _BINARY_TYPES = {
     **{op: _NUMERIC for op in "add subtract multiply divide remainder power".split()},
     **{op: _ANY_ARRAY for op in "maximum minimum compare".split()},
     **{op: _INT_OR_PRED for op in ("and", "or", "xor")},
-    **{op: _INT for op in ("shift-left", "shift-right-arithmetic", "shift-right-logical")},
+    **{op: _INT for op in ("shift-left", "shift-right-arithmetic", "shift-right-logical", "mulhi")},
     "atan2": _FLOAT_OR_COMPLEX,
     "complex": ("f",),
 }

@@ -700,6 +700,18 @@ def _shift(b, instr, x, y):
     return b.select(too_big, _iconst(typ, 0), shifted)
 
 
+def _mulhi(b, instr, x, y):
+    """The high half of the double-width product (signed for s, unsigned for u)."""
+    kind = _kind(_operand_type(instr, 0))
+    if kind not in ("s", "u"):
+        raise _unimplemented(instr)
+    bits = x.type.width
+    wide = ir.IntType(2 * bits)
+    ext = b.sext if kind == "s" else b.zext
+    product = b.mul(ext(x, wide), ext(y, wide))
+    return b.trunc(b.lshr(product, ir.Constant(wide, bits)), x.type)
+
+
 def _atan2(b, instr, x, y):
     if _kind(_operand_type(instr, 0)) == "f":
         return _libm(b, "atan2", x, y)
@@ -994,6 +1006,7 @@ _EMITTERS = OpcodeTable("cpu elemental emitter", {
     "shift-left": _shift,
     "shift-right-arithmetic": _shift,
     "shift-right-logical": _shift,
+    "mulhi": _mulhi,
     "compare": _compare,
     "atan2": _atan2,
     "complex": _complex,

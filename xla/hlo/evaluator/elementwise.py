@@ -428,6 +428,23 @@ def _bitwise(instr, operands, ctx):
     return _store(fn(a, b), _result_dtype(instr))
 
 
+@register("mulhi")
+def _mulhi(instr, operands, ctx):
+    """The high half of the double-width product (signed for s types,
+    unsigned for u), as CUDA's __mulhi and XLA's mulhi."""
+    a, b = (np.asarray(o) for o in operands)
+    dtype = a.dtype
+    bits = dtype.itemsize * 8
+    if bits <= 32:
+        wide = np.int64 if dtype.kind == "i" else np.uint64
+        product = a.astype(wide) * b.astype(wide)
+        return _store((product >> wide(bits)).astype(dtype), _result_dtype(instr))
+    high = np.frompyfunc(lambda x, y: (int(x) * int(y)) >> bits, 2, 1)(a, b)
+    mask = (1 << bits) - 1
+    unsigned = np.array([int(v) & mask for v in np.ravel(high)], np.uint64).reshape(a.shape)
+    return _store(unsigned.view(dtype), _result_dtype(instr))
+
+
 @register("shift-left", "shift-right-logical", "shift-right-arithmetic")
 def _shift(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
