@@ -196,3 +196,23 @@ def test_select_and_scatter_s32():
                                window="size=3x3 stride=2x2 pad=1_0x1_0")
     rng = np.random.default_rng(4)
     check(text, args=[rng.integers(0, 4, (6, 6), dtype=np.int32), rng.integers(-9, 9, (3, 3), dtype=np.int32)])
+
+
+def test_convolution_of_preds_is_an_or_of_ands():
+    # Was: "the cpu backend does not support convolution (element type pred)".
+    import xla
+    text = """HloModule m
+ENTRY e {
+  x = pred[1,6,6,2] parameter(0)
+  k = pred[3,3,2,4] parameter(1)
+  ROOT c = pred[1,4,4,4] convolution(x, k), window={size=3x3}, dim_labels=b01f_01io->b01f
+}"""
+    rng = np.random.default_rng(0)
+    x, k = rng.random((1, 6, 6, 2)) > 0.85, rng.random((3, 3, 2, 4)) > 0.8
+    want = np.zeros((1, 4, 4, 4), bool)
+    for i in range(4):
+        for j in range(4):
+            for o in range(4):
+                want[0, i, j, o] = np.any(x[0, i:i + 3, j:j + 3, :] & k[:, :, :, o])
+    assert 0.2 < want.mean() < 0.8
+    np.testing.assert_array_equal(xla.compile(text, "cpu").execute(x, k), want)

@@ -17,7 +17,7 @@ in lhs-dilation holes, see ``emit_window.window_position``) and, inside,
 over the input features of the output feature's group, accumulating
 ``lhs * rhs`` in the result's register type (operands converted to the
 result type first; integers wrap around, narrow floats accumulate in f32
-and round once, as the interpreter does).
+and round once, as the interpreter does; preds: an OR of ANDs).
 
 Groups, as the interpreter defines them: with feature_group_count G the
 output feature ``o`` reads input features ``[g*I, (g+1)*I)`` with
@@ -43,7 +43,11 @@ def generate_convolution(g, h, index):
     lhs, rhs = h.operands
     dn = h.attr("dim_labels")
     et = h.shape.element_type
-    if et.kind not in "suf" or lhs.shape.element_type.kind == "c" or rhs.shape.element_type.kind == "c":
+    boolean = et.kind == "pred"   # an OR of ANDs, as for a dot of preds
+    if boolean and (lhs.shape.element_type.kind != "pred" or rhs.shape.element_type.kind != "pred"):
+        raise unsupported(h, f"element type {et} from {lhs.shape.element_type}")
+    if not boolean and (et.kind not in "suf" or "c" in (lhs.shape.element_type.kind,
+                                                        rhs.shape.element_type.kind)):
         raise unsupported(h, f"element type {et}")
     nsp = len(dn.input_spatial_dimensions)
     wdims = window_dimensions(h, nsp)
@@ -85,7 +89,10 @@ def generate_convolution(g, h, index):
             x = convert_register(b, g.value(lhs, list(li)), lhs.shape.element_type, et)
             y = convert_register(b, g.value(rhs, list(ri)), rhs.shape.element_type, et)
             cur = b.load(acc, typ=rt)
-            b.store(b.fadd(cur, b.fmul(x, y)) if et.kind == "f" else b.add(cur, b.mul(x, y)), acc)
+            if boolean:
+                b.store(b.or_(cur, b.and_(x, y)), acc)
+            else:
+                b.store(b.fadd(cur, b.fmul(x, y)) if et.kind == "f" else b.add(cur, b.mul(x, y)), acc)
 
     def spatial(level):
         if level == nsp:
