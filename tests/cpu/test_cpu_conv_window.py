@@ -216,3 +216,27 @@ ENTRY e {
                 want[0, i, j, o] = np.any(x[0, i:i + 3, j:j + 3, :] & k[:, :, :, o])
     assert 0.2 < want.mean() < 0.8
     np.testing.assert_array_equal(xla.compile(text, "cpu").execute(x, k), want)
+
+
+@pytest.mark.parametrize("ty,dtype,tol", [("c64", np.complex64, 1e-5), ("c128", np.complex128, 1e-12)])
+def test_complex_convolution(ty, dtype, tol):
+    # Was: "the cpu backend does not support convolution (element type c64)".
+    import xla
+    text = f"""HloModule m
+ENTRY e {{
+  x = {ty}[2,6,5,3] parameter(0)
+  k = {ty}[3,2,3,4] parameter(1)
+  ROOT c = {ty}[2,4,4,4] convolution(x, k), window={{size=3x2}}, dim_labels=b01f_01io->b01f
+}}"""
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(2, 6, 5, 3)) + 1j * rng.normal(size=(2, 6, 5, 3))).astype(dtype)
+    k = (rng.normal(size=(3, 2, 3, 4)) + 1j * rng.normal(size=(3, 2, 3, 4))).astype(dtype)
+    want = np.zeros((2, 4, 4, 4), np.complex128)
+    for n in range(2):
+        for i in range(4):
+            for j in range(4):
+                want[n, i, j] = np.einsum("abc,abco->o", x[n, i:i + 3, j:j + 2].astype(np.complex128),
+                                          k.astype(np.complex128))
+    got = xla.compile(text, "cpu").execute(x, k)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)

@@ -17,7 +17,8 @@ in lhs-dilation holes, see ``emit_window.window_position``) and, inside,
 over the input features of the output feature's group, accumulating
 ``lhs * rhs`` in the result's register type (operands converted to the
 result type first; integers wrap around, narrow floats accumulate in f32
-and round once, as the interpreter does; preds: an OR of ANDs).
+and round once, as the interpreter does; preds: an OR of ANDs; complex
+numbers: part by part).
 
 Groups, as the interpreter defines them: with feature_group_count G the
 output feature ``o`` reads input features ``[g*I, (g+1)*I)`` with
@@ -46,8 +47,11 @@ def generate_convolution(g, h, index):
     boolean = et.kind == "pred"   # an OR of ANDs, as for a dot of preds
     if boolean and (lhs.shape.element_type.kind != "pred" or rhs.shape.element_type.kind != "pred"):
         raise unsupported(h, f"element type {et} from {lhs.shape.element_type}")
-    if not boolean and (et.kind not in "suf" or "c" in (lhs.shape.element_type.kind,
-                                                        rhs.shape.element_type.kind)):
+    complex_ = et.kind == "c"
+    if complex_ and (lhs.shape.element_type is not et or rhs.shape.element_type is not et):
+        raise unsupported(h, f"element type {et} from {lhs.shape.element_type}")
+    if not boolean and not complex_ and (et.kind not in "suf" or "c" in (
+            lhs.shape.element_type.kind, rhs.shape.element_type.kind)):
         raise unsupported(h, f"element type {et}")
     nsp = len(dn.input_spatial_dimensions)
     wdims = window_dimensions(h, nsp)
@@ -60,7 +64,11 @@ def generate_convolution(g, h, index):
     ksizes = [rdims[d] for d in dn.kernel_spatial_dimensions]
     out_sizes = [h.shape.dimensions[d] for d in dn.output_spatial_dimensions]
     rt = register_type(et)
-    zero = ir.Constant(rt, 0.0 if et.kind == "f" else 0)
+    if complex_:
+        part = rt.elements[0]
+        zero = ir.Constant(rt, [ir.Constant(part, 0.0), ir.Constant(part, 0.0)])
+    else:
+        zero = ir.Constant(rt, 0.0 if et.kind == "f" else 0)
     if min([N, C, O, I] + in_sizes + ksizes, default=1) == 0:
         return zero
     b = g.b
@@ -91,6 +99,11 @@ def generate_convolution(g, h, index):
             cur = b.load(acc, typ=rt)
             if boolean:
                 b.store(b.or_(cur, b.and_(x, y)), acc)
+            elif complex_:   # cur + x * y, part by part
+                xr, xi, yr, yi = (b.extract_value(v, i) for v in (x, y) for i in (0, 1))
+                re = b.fadd(b.extract_value(cur, 0), b.fsub(b.fmul(xr, yr), b.fmul(xi, yi)))
+                im = b.fadd(b.extract_value(cur, 1), b.fadd(b.fmul(xr, yi), b.fmul(xi, yr)))
+                b.store(b.insert_value(b.insert_value(cur, re, 0), im, 1), acc)
             else:
                 b.store(b.fadd(cur, b.fmul(x, y)) if et.kind == "f" else b.add(cur, b.mul(x, y)), acc)
 
