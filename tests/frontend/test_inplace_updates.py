@@ -98,3 +98,31 @@ def test_a_copy_is_not_a_view():
     x = np.arange(3.0)
     np.testing.assert_array_equal(xla.jit(f)(x), [10, 12])
     np.testing.assert_array_equal(x, [0, 1, 2])
+
+
+def test_ufunc_at_is_unbuffered_and_updates_the_argument():
+    def f(x, idx, v):
+        np.add.at(x, idx, v)            # index 1 three times: all three apply
+        np.subtract.at(x, [4, 4], 1.0)
+        np.maximum.at(x, [0, 0], 100.0)
+        return x.sum()
+
+    idx, v = np.array([0, 1, 1, 3, 1]), np.arange(5.0)
+    want_x = np.zeros(5)
+    want = f(want_x, idx, v)
+    got_x = np.zeros(5)
+    got = xla.jit(f)(got_x, idx, v)
+    assert float(got) == float(want)
+    np.testing.assert_array_equal(got_x, want_x)   # the caller's array, updated as NumPy does
+    np.testing.assert_array_equal(got_x, [100.0, 7.0, 0.0, 3.0, -2.0])
+
+
+def test_ufunc_at_counts_into_an_array_made_inside():
+    def counts(n):
+        h = np.zeros(4)
+        np.add.at(h, n % 4, 1.0)
+        return h
+
+    n = np.array([1, 2, 3, 5, 9, 2, 2])
+    np.testing.assert_array_equal(xla.jit(counts)(n), counts(n))
+    np.testing.assert_array_equal(counts(n), [0, 3, 3, 1])

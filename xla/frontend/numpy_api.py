@@ -506,7 +506,26 @@ def ufunc_method(ufunc, method, inputs, kwargs):
         # ufunc(a[..., None, None...], b): every element of a with every one of b.
         a, b = as_tracer(inputs[0]), as_tracer(inputs[1])
         return ufunc(np.reshape(a, tuple(a.shape) + (1,) * b.ndim), b, **kwargs)
+    if method == "at" and ufunc in _AT_UPDATES and len(inputs) == 3:
+        # Unbuffered: repeated indices each apply (a scatter with the combiner).
+        from xla.frontend import indexing
+        from xla.frontend.tracing import Tracer
+        a, index, b = inputs
+        what = f"np.{ufunc.__name__}.at"
+        if not isinstance(a, Tracer):
+            raise tracing_error(f"{what}: the array updated in place is not traced (a NumPy array "
+                                "inside the function cannot take traced values): create it with "
+                                "np.zeros/np.empty inside the function or pass it as an argument")
+        how = _AT_UPDATES[ufunc]
+        if ufunc is np.subtract:
+            b = np.negative(as_tracer(b))
+        a._assign(getattr(indexing.AtIndexer(a)[index], how)(b), what)
+        return None
     raise tracing_error(f"np.{ufunc.__name__}.{method} is not supported under xla.jit")
+
+
+_AT_UPDATES = {np.add: "add", np.subtract: "add", np.multiply: "multiply", np.minimum: "min",
+               np.maximum: "max"}
 
 
 # ----- products ---------------------------------------------------------------------
