@@ -1,16 +1,68 @@
 """The operand and result signatures of the custom-call targets the backends
-implement, checked by the verifier before any backend sees a module (a
-custom-call's shapes are whatever its text declares: a TopK declaring k
-larger than its row, or a LAPACK result too small for its operand, would
-otherwise reach code that trusts them).
+implement, declared once and checked by the verifier before any backend sees
+a module. A custom-call's shapes are whatever its text declares: a TopK
+declaring k larger than its row, or a LAPACK result too small for its
+operand, would otherwise reach code that trusts them (the CPU backend's
+kernels write where the declared shapes say).
 
-``SIGNATURES[target](instr)`` returns what is wrong, or None. Targets not
-listed are unchecked here (a backend that does not implement one rejects it
-by name).
+``SIGNATURES[target](instr)`` returns what is wrong, or None. Every target a
+backend implements has an entry (tests/test_custom_call_signatures.py checks
+the interpreter's and the CPU backend's tables against this one); targets
+not listed are unchecked here, and a backend that does not implement one
+rejects it by name.
+
+The LAPACK targets are jaxlib's CPU kernels, ``lapack_<t><routine>_ffi``
+(and the older names without ``_ffi``, which the backends treat alike), t in
+s/d/c/z for f32/f64/c64/c128, batched over leading dimensions:
+
+==================  ====================  ======================================
+routine             operands              results
+==================  ====================  ======================================
+potrf               a[..., n, n]          a[..., n, n] or (a, info s32[...])
+trsm                a[..., n, n], b,      b's shape (or a 1-tuple of it); b is
+                    [alpha: scalar]       [..., n, k] (side L) or [..., k, n] (R)
+getrf               a[..., m, n]          (a, ipiv s32[..., min(m,n)], [info s32[...]])
+geqrf               a[..., m, n]          (a, tau[..., min(m,n)])
+orgqr, ungqr        a[..., m, n],         a's shape (or a 1-tuple of it), k <= n
+                    tau[..., k]
+syevd, heevd        a[..., n, n]          (v[..., n, n], w real[..., n], [info s32[...]])
+==================  ====================  ======================================
+
+Their attributes come in ``backend_config`` as an MLIR dictionary
+(``{uplo = 76 : ui8}``; character codes); those the backends read must be
+one of the letters they understand.
 """
+import re
+
 from xla.hlo.types import PrimitiveType as PT
 
 _LAPACK_TYPES = {"s": PT.F32, "d": PT.F64, "c": PT.C64, "z": PT.C128}
+_REAL_PART = {PT.F32: PT.F32, PT.F64: PT.F64, PT.C64: PT.F32, PT.C128: PT.F64}
+
+# backend_config entry -> the letters the backends understand.
+_LAPACK_LETTERS = {"uplo": "LU", "side": "LR", "trans_x": "NTC", "diag": "NU"}
+
+
+def backend_config_attrs(instr):
+    """The integer (and character) entries of an FFI backend_config dictionary."""
+    raw = instr.attr("backend_config")
+    text = getattr(raw, "text", raw) or ""
+    if not isinstance(text, str):
+        return {}
+    out = {}
+    for name, value in re.findall(r"(\w+)\s*=\s*(-?\d+)", text):
+        out[name] = int(value)
+    for name, value in re.findall(r"(\w+)\s*=\s*\"?'?([A-Za-z])'?\"?\s*[,}]", text):
+        out.setdefault(name, ord(value))
+    return out
+
+
+def lapack_letter(instr, name, default):
+    """A LAPACK character attribute from ``backend_config`` (``default`` when absent)."""
+    value = backend_config_attrs(instr).get(name)
+    if value is None:
+        return default
+    return chr(value) if 0 <= value < 0x110000 else "?"
 
 
 def _leaves(shape):
@@ -21,11 +73,42 @@ def _text(shape):
     return shape.to_text(False)
 
 
+def _operands(instr, counts, what):
+    if len(instr.operands) not in counts:
+        return f"takes {what}, has {len(instr.operands)} operand(s)"
+    for i, o in enumerate(instr.operands):
+        if not o.shape.is_array:
+            return f"operand {i} must be an array, is {_text(o.shape)}"
+    return None
+
+
+def _results(instr, counts, what):
+    """The result leaves when their number is one of ``counts`` (and none
+    is itself a tuple), else a message."""
+    leaves = _leaves(instr.shape)
+    if len(leaves) not in counts or any(not s.is_array for s in leaves):
+        return None, f"the result must be {what}, is {_text(instr.shape)}"
+    return leaves, None
+
+
+def _array(shape, dims, element_type, what):
+    if tuple(shape.dimensions) != tuple(dims) or shape.element_type is not element_type:
+        want = f"{element_type.text}[{','.join(map(str, dims))}]"
+        return f"{what} must be {want}, is {_text(shape)}"
+    return None
+
+
+# ----------------------------------------------------------------------------
+# TopK (XLA's TopkRewriter): (values, s32 indices) of the k largest along
+# the last dimension, k from the result shape.
+# ----------------------------------------------------------------------------
+
 def _topk(instr):
-    if len(instr.operands) != 1:
-        return f"takes one operand, has {len(instr.operands)}"
+    problem = _operands(instr, (1,), "one operand")
+    if problem:
+        return problem
     x = instr.operands[0].shape
-    if not x.is_array or x.rank < 1:
+    if x.rank < 1:
         return f"the operand must be an array of rank >= 1, is {_text(x)}"
     out = instr.shape
     if not out.is_tuple or len(out.tuple_shapes) != 2:
@@ -48,62 +131,180 @@ def _topk(instr):
     return None
 
 
-def _lapack_element_type(target):
-    return _LAPACK_TYPES.get(target[len("lapack_")])
+# ----------------------------------------------------------------------------
+# Annotations that are the identity on one device.
+# ----------------------------------------------------------------------------
+
+def _identity(instr):
+    problem = _operands(instr, (1,), "one operand")
+    if problem:
+        return problem
+    x = instr.operands[0].shape
+    out = instr.shape
+    if not out.is_array or out.dimensions != x.dimensions or out.element_type is not x.element_type:
+        return f"the result must have the operand's shape {_text(x)}, is {_text(out)}"
+    return None
 
 
-def _square_batch(shape, what):
-    if not shape.is_array or shape.rank < 2 or shape.dimensions[-1] != shape.dimensions[-2]:
+# ----------------------------------------------------------------------------
+# LAPACK.
+# ----------------------------------------------------------------------------
+
+def _lapack_type(instr):
+    return _LAPACK_TYPES[instr.attr("custom_call_target")[len("lapack_")]]
+
+
+def _letters(instr):
+    attrs = backend_config_attrs(instr)
+    for name, allowed in _LAPACK_LETTERS.items():
+        if name in attrs:
+            value = attrs[name]
+            letter = chr(value) if 0 <= value < 0x110000 else None
+            if letter is None or letter not in allowed:
+                return f"backend_config {name} = {value} is not one of " + \
+                       ", ".join(f"{ord(c)} ('{c}')" for c in allowed)
+    return None
+
+
+def _matrices(shape, what, et, square=False):
+    if shape.rank < 2:
+        return f"{what} must be a batch of matrices (rank >= 2), is {_text(shape)}"
+    if square and shape.dimensions[-1] != shape.dimensions[-2]:
         return f"{what} must be a batch of square matrices, is {_text(shape)}"
+    if shape.element_type is not et:
+        return f"{what} must be {et.text}, is {shape.element_type.text}"
     return None
 
 
-def _potrf(instr):
-    et = _lapack_element_type(instr.attr("custom_call_target"))
-    if len(instr.operands) != 1:
-        return f"takes one operand (the matrix), has {len(instr.operands)}"
+def _lapack(check):
+    """``check(instr, et)`` after the checks every LAPACK target shares."""
+    def checker(instr):
+        return _letters(instr) or check(instr, _lapack_type(instr))
+    return checker
+
+
+@_lapack
+def _potrf(instr, et):
+    problem = _operands(instr, (1,), "one operand (the matrix)")
+    if problem:
+        return problem
     a = instr.operands[0].shape
-    problem = _square_batch(a, "the operand")
+    problem = _matrices(a, "the operand", et, square=True)
     if problem:
         return problem
-    if a.element_type is not et:
-        return f"the operand must be {et.text}, is {a.element_type.text}"
-    results = _leaves(instr.shape)
-    if results[0].dimensions != a.dimensions or results[0].element_type is not et:
-        return f"the factor must have the operand's shape {_text(a)}, is {_text(results[0])}"
-    if len(results) > 1:
-        info = results[1]
-        if not info.is_array or info.element_type is not PT.S32 or \
-                info.num_elements() != max(1, a.num_elements() // max(1, a.dimensions[-1] ** 2)):
-            return f"info must be s32 with one entry per matrix, is {_text(info)}"
-    return None
+    results, problem = _results(instr, (1, 2), "the factor, or (factor, info)")
+    if problem:
+        return problem
+    return (_array(results[0], a.dimensions, et, "the factor") or
+            (_array(results[1], a.dimensions[:-2], PT.S32, "info") if len(results) > 1 else None))
 
 
-def _trsm(instr):
-    et = _lapack_element_type(instr.attr("custom_call_target"))
-    if len(instr.operands) not in (2, 3):
-        return f"takes (a, b) or (a, b, alpha), has {len(instr.operands)} operands"
+@_lapack
+def _trsm(instr, et):
+    problem = _operands(instr, (2, 3), "(a, b) or (a, b, alpha)")
+    if problem:
+        return problem
     a, b = instr.operands[0].shape, instr.operands[1].shape
-    problem = _square_batch(a, "a")
+    problem = _matrices(a, "a", et, square=True) or _matrices(b, "b", et)
     if problem:
         return problem
-    if not b.is_array or b.rank != a.rank or b.dimensions[:-2] != a.dimensions[:-2]:
+    if b.rank != a.rank or b.dimensions[:-2] != a.dimensions[:-2]:
         return f"b must be a batch of matrices like a's, is {_text(b)} for a {_text(a)}"
+    left = lapack_letter(instr, "side", "L") == "L"
     n = a.dimensions[-1]
-    if n not in (b.dimensions[-2], b.dimensions[-1]):
-        return f"a {_text(a)} does not fit b {_text(b)} on either side"
-    if a.element_type is not et or b.element_type is not et:
-        return f"a and b must be {et.text}, are {a.element_type.text} and {b.element_type.text}"
-    out = _leaves(instr.shape)[0]
-    if out.dimensions != b.dimensions or out.element_type is not et:
-        return f"the result must have b's shape {_text(b)}, is {_text(out)}"
-    return None
+    if (b.dimensions[-2] if left else b.dimensions[-1]) != n:
+        side = "rows" if left else "columns"
+        return f"b {_text(b)} must have a's {n} {side} (side {'L' if left else 'R'})"
+    if len(instr.operands) == 3:
+        problem = _array(instr.operands[2].shape, (), et, "alpha")
+        if problem:
+            return problem
+    results, problem = _results(instr, (1,), "b's shape")
+    if problem:
+        return problem
+    return _array(results[0], b.dimensions, et, "the result")
+
+
+@_lapack
+def _getrf(instr, et):
+    problem = _operands(instr, (1,), "one operand (the matrix)")
+    if problem:
+        return problem
+    a = instr.operands[0].shape
+    problem = _matrices(a, "the operand", et)
+    if problem:
+        return problem
+    results, problem = _results(instr, (2, 3), "(lu, ipiv) or (lu, ipiv, info)")
+    if problem:
+        return problem
+    batch, (m, n) = a.dimensions[:-2], a.dimensions[-2:]
+    return (_array(results[0], a.dimensions, et, "lu") or
+            _array(results[1], batch + (min(m, n),), PT.S32, "ipiv") or
+            (_array(results[2], batch, PT.S32, "info") if len(results) > 2 else None))
+
+
+@_lapack
+def _geqrf(instr, et):
+    problem = _operands(instr, (1,), "one operand (the matrix)")
+    if problem:
+        return problem
+    a = instr.operands[0].shape
+    problem = _matrices(a, "the operand", et)
+    if problem:
+        return problem
+    results, problem = _results(instr, (2,), "(a, tau)")
+    if problem:
+        return problem
+    m, n = a.dimensions[-2:]
+    return (_array(results[0], a.dimensions, et, "a") or
+            _array(results[1], a.dimensions[:-2] + (min(m, n),), et, "tau"))
+
+
+@_lapack
+def _orgqr(instr, et):
+    problem = _operands(instr, (2,), "(a, tau)")
+    if problem:
+        return problem
+    a, tau = instr.operands[0].shape, instr.operands[1].shape
+    problem = _matrices(a, "a", et)
+    if problem:
+        return problem
+    if tau.rank != a.rank - 1 or tau.dimensions[:-1] != a.dimensions[:-2] or \
+            tau.element_type is not et or tau.dimensions[-1] > a.dimensions[-1]:
+        return f"tau must be {et.text}[batch..., k] with k <= {a.dimensions[-1]}, is {_text(tau)}"
+    results, problem = _results(instr, (1,), "a's shape")
+    if problem:
+        return problem
+    return _array(results[0], a.dimensions, et, "q")
+
+
+@_lapack
+def _syevd(instr, et):
+    problem = _operands(instr, (1,), "one operand (the matrix)")
+    if problem:
+        return problem
+    a = instr.operands[0].shape
+    problem = _matrices(a, "the operand", et, square=True)
+    if problem:
+        return problem
+    results, problem = _results(instr, (2, 3), "(v, w) or (v, w, info)")
+    if problem:
+        return problem
+    return (_array(results[0], a.dimensions, et, "v") or
+            _array(results[1], a.dimensions[:-1], _REAL_PART[et], "w") or
+            (_array(results[2], a.dimensions[:-2], PT.S32, "info") if len(results) > 2 else None))
 
 
 SIGNATURES = {"TopK": _topk, "__cpu$TopK": _topk}
-for _t in "sdcz":
-    SIGNATURES[f"lapack_{_t}potrf_ffi"] = _potrf
-    SIGNATURES[f"lapack_{_t}trsm_ffi"] = _trsm
+for _name in ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost",
+              "MoveToDevice", "annotate_device_placement"):
+    SIGNATURES[_name] = _identity
+_ROUTINES = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf, "geqrf": _geqrf,
+             "orgqr": _orgqr, "ungqr": _orgqr, "syevd": _syevd, "heevd": _syevd}
+for _routine, _checker in _ROUTINES.items():
+    for _t in "sdcz":
+        for _suffix in ("_ffi", ""):
+            SIGNATURES[f"lapack_{_t}{_routine}{_suffix}"] = _checker
 
 
 def check(instr):

@@ -236,7 +236,7 @@ def emit_triangular_solve(me, h):
 
 
 def _lapack_attrs(h):
-    from xla.hlo.evaluator.ops_custom_call import backend_config_attrs
+    from xla.hlo.custom_call_signatures import backend_config_attrs
     attrs = backend_config_attrs(h)
     return lambda name, default: chr(attrs[name]) if name in attrs else default
 

@@ -5,10 +5,10 @@
 registry.py. The targets are those XLA:CPU dumps of JAX programs contain;
 an unknown target raises UnimplementedError naming it.
 """
-import re
 
 import numpy as np
 
+from xla.hlo.custom_call_signatures import backend_config_attrs
 from xla.hlo.evaluator import ops_linalg
 from xla.hlo.evaluator.ops_sort import top_k
 from xla.hlo.evaluator.registry import register
@@ -63,20 +63,6 @@ def _identity(instr, operands, ctx):
 # other triangle as it was and reports a positive info for a matrix that
 # is not positive definite; getrf returns 1-based pivots.
 # ----------------------------------------------------------------------------
-
-
-def backend_config_attrs(instr):
-    """The integer (and character) entries of an FFI backend_config dictionary."""
-    raw = instr.attr("backend_config")
-    text = getattr(raw, "text", raw) or ""
-    if not isinstance(text, str):
-        return {}
-    out = {}
-    for name, value in re.findall(r"(\w+)\s*=\s*(-?\d+)", text):
-        out[name] = int(value)
-    for name, value in re.findall(r"(\w+)\s*=\s*\"?'?([A-Za-z])'?\"?\s*[,}]", text):
-        out.setdefault(name, ord(value))
-    return out
 
 
 def _char(attrs, name, default):
