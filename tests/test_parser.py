@@ -805,3 +805,16 @@ ENTRY e {
     with pytest.raises(HloParseError, match="duplicate instruction name 'p0' in computation 'e'"):
         parse_hlo_module("HloModule m\nENTRY e {\n  p0 = f32[] parameter(0)\n"
                          "  ROOT p0 = f32[] negate(p0)\n}")
+
+
+@pytest.mark.parametrize("text,message", [
+    # Both found by the 45-minute fuzz run: a raw ValueError and a raw OverflowError.
+    ("HloModule m\nENTRY e {\n  ROOT c = f32[0,9223372036854775807] constant({  })\n}",
+     r"3:52: error: bad constant: array is too big"),
+    ("HloModule m\nENTRY e {\n  x = f32[8] parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[1] "
+     "reduce-window(x, z), window={size=2 stride=99999999999999999999}, to_apply=a\n}",
+     r"5:62: error: window stride value 99999999999999999999 is out of range for s64"),
+])
+def test_fuzz_findings_are_located_errors(text, message):
+    with pytest.raises(HloParseError, match=message):
+        parse_hlo_module(text)

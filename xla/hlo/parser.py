@@ -983,9 +983,13 @@ class _Parser:
 
     def _int_fields(self, text, sep, index, what):
         try:
-            return [int(x) for x in text.split(sep)]
+            values = [int(x) for x in text.split(sep)]
         except ValueError:
             self.error(f"malformed {what} '{text}'", index)
+        for v in values:
+            if not -(1 << 63) <= v < (1 << 63):   # XLA's fields are int64
+                self.error(f"{what} value {v} is out of range for s64", index)
+        return values
 
     def parse_padding(self):
         index = self.pos
@@ -1266,9 +1270,9 @@ class _Parser:
                 arr = np.array(flat, dtype=np.int64).astype(et.dtype)
             else:
                 arr = np.array(flat, dtype=et.dtype)
+            return arr.reshape(dims)
         except (OverflowError, ValueError, TypeError) as e:  # pragma: no cover
             self.error(f"bad constant: {e}")
-        return arr.reshape(dims)
 
 
 _PRED_WORDS = {"true": True, "false": False, "1": True, "0": False}
