@@ -88,3 +88,127 @@ def test_bad_inputs_are_one_error_and_exit_1(tmp_path):
         out = tool("replay_computation", *platform, *args)
         assert out.returncode == 1, (args, out.stdout, out.stderr)
         assert why in out.stderr and "Traceback" not in out.stderr, (args, out.stderr)
+
+
+def one_line_error(out, why):
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert why in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_aot_compile_outputs_are_checked_and_atomic(tmp_path):
+    module = tmp_path / "m.hlo"
+    module.write_text(MODULE)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (out_dir / "m.o").symlink_to(victim)
+    one_line_error(tool("aot_compile", f"--out_dir={out_dir}", module), "symbolic link")
+    assert victim.read_text() == "keep me" and not (out_dir / "m.h").exists()
+    (out_dir / "m.o").unlink()
+    assert tool("aot_compile", f"--out_dir={out_dir}", module).returncode == 0
+    header = (out_dir / "m.h").read_text()
+    one_line_error(tool("aot_compile", f"--out_dir={out_dir}", module), "pass --overwrite")
+    assert tool("aot_compile", "--overwrite", f"--out_dir={out_dir}", module).returncode == 0
+    assert (out_dir / "m.h").read_text() == header
+    assert not [p for p in out_dir.iterdir() if p.name.startswith(".tmp.")]
+    one_line_error(tool("aot_compile", f"--out_dir={victim}", module), "is not a directory")
+
+
+def test_replay_output_needs_overwrite(tmp_path):
+    module = tmp_path / "m.hlo"
+    module.write_text(MODULE)
+    out = tmp_path / "o.npz"
+    out.write_bytes(b"precious")
+    one_line_error(tool("replay_computation", f"--output={out}", module), "pass --overwrite")
+    assert out.read_bytes() == b"precious"
+    assert tool("replay_computation", "--overwrite", f"--output={out}", module).returncode == 0
+    import numpy as np
+    with np.load(out) as data:
+        assert data["out0"].shape == (4,)
+
+
+def test_a_full_device_leaves_no_file(tmp_path):
+    """A write that fails half way (simulated: a file size limit, so the
+    write fails with EFBIG as on a full disk) is one line, exit 1, and
+    neither the output nor a temporary file is left."""
+    import resource
+    import signal
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+    module = tmp_path / "m.hlo"
+    module.write_text(MODULE.replace("f32[4]", "f32[100000]"))
+    for name, args in [("replay_computation", [f"--output={tmp_path / 'o.npz'}"]),
+                       ("hlo_opt", ["--format=html", f"--output={tmp_path / 'o.html'}"])]:
+        out = subprocess.run([sys.executable, str(ROOT / "tools" / f"{name}.py"), *args,
+                              str(module)], capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1"),
+                             preexec_fn=limit)
+        one_line_error(out, "File too large")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.hlo"]
+
+
+def test_more_bad_command_lines_are_one_error(tmp_path):
+    import numpy as np
+    module = tmp_path / "m.hlo"
+    module.write_text(MODULE)
+    snapshot = tmp_path / "snap.npz"
+    np.savez(snapshot, hlo_module=np.array(MODULE), arg0=np.ones(4, np.float32))
+    (tmp_path / "trunc_snap.npz").write_bytes(snapshot.read_bytes()[:300])
+    np.savez(tmp_path / "obj_snap.npz", hlo_module=np.array([MODULE], dtype=object))
+    broadcast = tmp_path / "broadcast.hlo"
+    broadcast.write_text("HloModule m\nENTRY e {\n  x = f32[] parameter(0)\n"
+                         "  ROOT y = f32[1000000000000] broadcast(x), dimensions={}\n}\n")
+    dynamic = tmp_path / "dynamic.hlo"
+    dynamic.write_text("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  y = f32[?] parameter(1)\n"
+                       "  ROOT t = (f32[4], f32[?]) tuple(x, y)\n}\n")
+    np.savez(tmp_path / "dyn_args.npz", arg0=np.ones(4, np.float32), arg1=np.ones(3, np.float32))
+    cases = [
+        # Reading a device never ends (the process was killed for memory).
+        ("replay_computation", ["--platform=interpreter", "/dev/zero"], "is a device or socket"),
+        ("hlo_opt", ["/dev/zero"], "is a device or socket"),
+        ("replay_computation", ["--platform=interpreter", tmp_path], "is a directory"),
+        ("replay_computation", ["--platform=interpreter", tmp_path / "trunc_snap.npz"],
+         "cannot read snapshot"),
+        ("replay_computation", ["--platform=interpreter", tmp_path / "obj_snap.npz"],
+         "cannot read hlo_module"),
+        # An empty --compare compared with nothing, silently.
+        ("replay_computation", ["--platform=interpreter", "--compare=", module], "unknown platform"),
+        ("replay_computation", ["--platform=interpreter", "--compare=cpu", "--rtol=-1", module],
+         "must be >= 0"),
+        ("hlo_opt", ["--platform=", module], "unknown platform"),
+        # Out of memory was a NumPy traceback on both backends.
+        ("replay_computation", ["--platform=interpreter", broadcast], "not enough memory for y"),
+        ("replay_computation", ["--platform=cpu", broadcast], "cannot allocate a buffer"),
+        ("replay_computation", ["--platform=cpu", f"--args={tmp_path / 'dyn_args.npz'}", dynamic],
+         "does not support dynamic shapes"),
+    ]
+    for name, args, why in cases:
+        out = tool(name, *args)
+        assert out.returncode == 1, (name, args, out.stdout, out.stderr)
+        assert why in out.stderr and "Traceback" not in out.stderr, (name, args, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_a_file_that_appears_after_the_check_is_not_replaced(tmp_path):
+    from xla.errors import InvalidArgumentError
+    from xla.tools.outputs import check_output_path, write_atomically
+    out = tmp_path / "o.txt"
+    check_output_path(str(out), [], overwrite=False)   # nothing there yet
+    out.write_text("written meanwhile")
+    import pytest
+    with pytest.raises(InvalidArgumentError, match="exists"):
+        write_atomically(str(out), "new")
+    assert out.read_text() == "written meanwhile"
+    out.unlink()
+    out.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(InvalidArgumentError, match="exists"):
+        write_atomically(str(out), "new")
+    with pytest.raises(InvalidArgumentError, match="not a regular file"):
+        write_atomically(str(out), "new", overwrite=True)
+    assert not (tmp_path / "elsewhere").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.txt"]

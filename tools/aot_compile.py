@@ -1,7 +1,7 @@
 """Compiles an HLO module ahead of time into an object file and a C header.
 
   aot_compile [--target=x86_64|aarch64] --out_dir=DIR [--name=NAME] [--host_cpu]
-              [--runtime_c] MODULE.hlo
+              [--runtime_c] [--overwrite] MODULE.hlo
 
 Writes DIR/NAME.o (an ELF relocatable object defining
 `void NAME(void** buffer_table)`) and DIR/NAME.h (its prototype, the buffer
@@ -12,7 +12,9 @@ only). Link the object with -lm. With --runtime_c, dots and convolutions
 may call the CPU runtime's matmul and conv2d functions (needed for ops the
 backend compiles only to runtime calls, such as complex dots), and
 DIR/xla_cpu_runtime.c (serial C versions of them) is written when the
-object calls any: link it too. Errors are printed without a traceback and
+object calls any: link it too. Existing files are replaced only with
+--overwrite, never through a link, and each file is written whole or not
+at all. Errors are printed without a traceback and
 the exit status is non-zero.
 """
 import os
@@ -32,6 +34,7 @@ flags.DEFINE_string("name", None, "Name of the generated C function (and of the 
 flags.DEFINE_bool("runtime_c", False, "Let the code call the CPU runtime's matmul and "
                   "convolution functions, and write serial C versions of them to "
                   "OUT_DIR/xla_cpu_runtime.c when it does.")
+flags.DEFINE_bool("overwrite", False, "Let the outputs replace existing files.")
 flags.DEFINE_bool("host_cpu", False, "Compile for the host's CPU and its features instead of "
                   "the architecture's baseline (the host's architecture only).")
 
@@ -52,13 +55,18 @@ def main(argv):
     path = _resolve(argv[1])
     try:
         result, paths = aot_compile.compile_file(path, _resolve(FLAGS.out_dir), FLAGS.target,
-                                                 FLAGS.name, FLAGS.host_cpu, FLAGS.runtime_c)
+                                                 FLAGS.name, FLAGS.host_cpu, FLAGS.runtime_c,
+                                                 FLAGS.overwrite)
     except XlaError as e:
         hint = ""
         if isinstance(e, UnimplementedError) and not FLAGS.runtime_c:
             hint = (" (--runtime_c lets the object call the runtime's matmul and conv2d, "
                     "e.g. for complex dots)")
         print(f"aot_compile: error: {e}{hint}", file=sys.stderr)
+        return 1
+    except OSError as e:   # a full disk, a permission: one line, not a traceback
+        where = f" ({e.filename})" if e.filename else ""
+        print(f"aot_compile: error: {e.strerror or e}{where}", file=sys.stderr)
         return 1
     for p in paths:
         print(f"wrote {p}")

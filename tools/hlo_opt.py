@@ -49,6 +49,9 @@ def main(argv):
     path = _resolve(argv[1])
     output = _resolve(FLAGS.output)
     try:
+        if FLAGS.platform not in runtime.available_platforms():
+            raise XlaError(f"--platform={FLAGS.platform!r}: unknown platform; available: "
+                           + ", ".join(runtime.available_platforms()))
         if output:
             replay.check_output_path(output, [path], FLAGS.overwrite)
         module = replay.read_module(path)
@@ -70,7 +73,7 @@ def main(argv):
                 text = module.to_text()
             text += "\n" + assign_buffers(module).to_text()
         if output:
-            replay.write_atomically(output, text)
+            replay.write_atomically(output, text, overwrite=FLAGS.overwrite)
         else:
             sys.stdout.write(text)
         if FLAGS.print_timing:

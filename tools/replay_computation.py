@@ -75,9 +75,11 @@ def main(argv):
         if FLAGS.platform not in runtime.available_platforms():
             raise XlaError(f"--platform={FLAGS.platform!r}: unknown platform; available: "
                            + ", ".join(runtime.available_platforms()))
-        if FLAGS.compare and FLAGS.compare not in runtime.available_platforms():
+        if FLAGS.compare is not None and FLAGS.compare not in runtime.available_platforms():
             raise XlaError(f"--compare: unknown platform {FLAGS.compare!r}; available: "
                            + ", ".join(runtime.available_platforms()))
+        if not (FLAGS.rtol >= 0 and FLAGS.atol >= 0):
+            raise XlaError(f"--rtol and --atol must be >= 0, got {FLAGS.rtol} and {FLAGS.atol}")
         if output:
             if len(paths) > 1:
                 raise XlaError("--output takes one module; got " + str(len(paths)))
@@ -109,7 +111,7 @@ def main(argv):
                 _print_comparison(FLAGS.compare, check, result.lengths)
                 status |= 0 if check.ok else 1
             if output:
-                arrays.save_outputs(output, result.leaves)
+                arrays.save_outputs(output, result.leaves, overwrite=FLAGS.overwrite)
                 print(f"wrote {output}")
     except XlaError as e:
         print(f"replay_computation: error: {e}", file=sys.stderr)

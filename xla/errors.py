@@ -52,5 +52,10 @@ class InternalError(XlaError):
     process that died), not of the user's program."""
 
 
+class ResourceExhaustedError(XlaError):
+    """Not enough memory for what a module asks: a buffer, an argument or
+    an intermediate value too large to allocate (XLA's RESOURCE_EXHAUSTED)."""
+
+
 class DeadlineExceededError(XlaError):
     """An execution ran past its ``timeout`` and was stopped."""

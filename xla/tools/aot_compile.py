@@ -9,6 +9,7 @@ import re
 
 from xla.backends.cpu import aot
 from xla.errors import InvalidArgumentError
+from xla.tools import outputs as outputs_module
 from xla.tools import replay
 
 
@@ -20,18 +21,25 @@ def default_name(path):
     return "_" + name if name[0].isdigit() else name
 
 
-def compile_file(path, out_dir, target="x86_64", name=None, host_cpu=False, runtime_c=False):
+def compile_file(path, out_dir, target="x86_64", name=None, host_cpu=False, runtime_c=False,
+                 overwrite=False):
     """Compiles the HLO text file ``path``; writes OUT_DIR/NAME.o,
     OUT_DIR/NAME.h and, when the object calls runtime functions,
-    OUT_DIR/xla_cpu_runtime.c (creating OUT_DIR); returns (AotResult, [paths])."""
+    OUT_DIR/xla_cpu_runtime.c (creating OUT_DIR); returns (AotResult, [paths]).
+    Each output is checked and written as ``xla.tools.outputs`` says: never
+    through a link or into a device, never over the input, over an existing
+    file only with ``overwrite``, whole or not at all."""
     name = name or default_name(path)
     aot.check_name(name)
     outputs = [os.path.join(out_dir, f"{name}.o"), os.path.join(out_dir, f"{name}.h"),
                os.path.join(out_dir, aot.RUNTIME_C_FILE)]
-    source = os.path.realpath(path)
-    for out in outputs:
-        if os.path.realpath(out) == source:
-            raise InvalidArgumentError(f"writing {out} would overwrite the input {path}")
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise InvalidArgumentError(f"--out_dir={out_dir} is not a directory")
+    if os.path.isdir(out_dir):
+        for out in outputs:
+            if os.path.realpath(out) == os.path.realpath(path):
+                raise InvalidArgumentError(f"writing {out} would overwrite the input {path}")
+            outputs_module.check_output_path(out, [path], overwrite, flag="output")
     module = replay.read_module(path)
     result = aot.aot_compile(module, target=target, name=name, host_cpu=host_cpu,
                              runtime_c=runtime_c)
@@ -39,13 +47,9 @@ def compile_file(path, out_dir, target="x86_64", name=None, host_cpu=False, runt
         outputs.pop()
     try:
         os.makedirs(out_dir, exist_ok=True)
-        with open(outputs[0], "wb") as f:
-            f.write(result.object_bytes)
-        with open(outputs[1], "w", encoding="utf-8") as f:
-            f.write(result.header_text)
-        if result.runtime_source is not None:
-            with open(outputs[2], "w", encoding="utf-8") as f:
-                f.write(result.runtime_source)
     except OSError as e:
-        raise InvalidArgumentError(f"cannot write {e.filename}: {e.strerror}") from None
+        raise InvalidArgumentError(f"cannot create --out_dir={out_dir}: {e.strerror}") from None
+    contents = [result.object_bytes, result.header_text, result.runtime_source]
+    for out, data in zip(outputs, contents):
+        outputs_module.write_atomically(out, data, overwrite=overwrite)
     return result, outputs

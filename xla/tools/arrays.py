@@ -6,6 +6,9 @@ depth-first, as ``out0..outM``. NumPy cannot name ml_dtypes types in .npz
 files, so bf16 and friends load back as raw void data (``|V2``); they are
 reinterpreted here by the parameter's element type.
 """
+import zipfile
+import zlib
+
 import numpy as np
 
 from xla.errors import InvalidArgumentError
@@ -20,14 +23,35 @@ def restore_dtype(value, dtype):
     return value
 
 
-def load_args(path, parameter_shapes):
-    """Loads ``arg0..argN`` from ``path`` and checks them against the parameters."""
-    import zipfile
+_NPZ_ERRORS = (OSError, ValueError, EOFError, KeyError, RuntimeError, zipfile.BadZipFile, zlib.error)
+
+
+def open_npz(path, what="arguments"):
+    """``np.load(path)`` of an .npz file without pickles; a file that is not
+    one is an InvalidArgumentError naming it."""
+    from xla.tools.outputs import check_input_path
+    check_input_path(path, what)
     try:
         data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise InvalidArgumentError(f"cannot read arguments from {path}: {e}") from None
-    with data:
+    except _NPZ_ERRORS as e:
+        raise InvalidArgumentError(f"cannot read {what} from {path}: {e}") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise InvalidArgumentError(f"cannot read {what} from {path}: not an .npz file")
+    return data
+
+
+def npz_entry(data, name, path):
+    """Entry ``name`` of an open .npz file (a truncated or corrupt member, an
+    object array: InvalidArgumentError)."""
+    try:
+        return data[name]
+    except _NPZ_ERRORS as e:
+        raise InvalidArgumentError(f"cannot read {name} from {path}: {e}") from None
+
+
+def load_args(path, parameter_shapes):
+    """Loads ``arg0..argN`` from ``path`` and checks them against the parameters."""
+    with open_npz(path) as data:
         names = [f"arg{i}" for i in range(len(parameter_shapes))]
         missing = [n for n in names if n not in data.files]
         if missing:
@@ -40,10 +64,7 @@ def load_args(path, parameter_shapes):
                 f"{path} has {', '.join(extra)} but the module takes only {len(names)} arguments")
         args = []
         for name, shape in zip(names, parameter_shapes):
-            try:
-                value = data[name]
-            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-                raise InvalidArgumentError(f"cannot read {name} from {path}: {e}") from None
+            value = npz_entry(data, name, path)
             if shape.is_array:
                 value = restore_dtype(value, shape.dtype)
             args.append(value)
@@ -90,21 +111,11 @@ def _random_value(shape, rng):
     return rng.standard_normal(dims).astype(shape.dtype)
 
 
-def save_outputs(path, leaves):
-    """Writes ``out0..outM``; the file is written whole or not at all."""
-    import os
-    import tempfile
+def save_outputs(path, leaves, overwrite=False):
+    """Writes ``out0..outM`` atomically (``xla.tools.outputs.write_atomically``)."""
+    from xla.tools.outputs import write_atomically
     arrays = {f"out{i}": np.asarray(v) for i, v in enumerate(leaves)}
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomically(path, lambda f: np.savez(f, **arrays), overwrite=overwrite)
 
 
 def summarize(name, value):

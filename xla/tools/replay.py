@@ -4,13 +4,13 @@ The command-line program ``tools/replay_computation.py`` is a thin wrapper
 over ``replay_file``.
 """
 import math
-import os
 import time
 
 from xla import runtime
 from xla.errors import InvalidArgumentError
 from xla.hlo.parser import parse_hlo_module
 from xla.tools import arrays
+from xla.tools.outputs import check_input_path, check_output_path, read_input, write_atomically  # noqa: F401
 
 
 def is_snapshot(path):
@@ -20,26 +20,25 @@ def is_snapshot(path):
 def read_snapshot(path):
     """(module, arguments, recorded results) from a snapshot ``.npz``
     written by ``--xla_dump_hlo_snapshots`` (see xla/service/dump.py)."""
-    import numpy as np
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise InvalidArgumentError(f"cannot read snapshot {path}: {e}") from None
-    with data:
+    check_input_path(path, "snapshot")
+    with arrays.open_npz(path, "snapshot") as data:
         if "hlo_module" not in data.files:
             raise InvalidArgumentError(f"{path} is not a snapshot (no hlo_module entry)")
-        module = parse_hlo_module(str(data["hlo_module"]), filename=path)
+        text = arrays.npz_entry(data, "hlo_module", path)
+        if text.dtype.kind not in "US" or text.ndim != 0:
+            raise InvalidArgumentError(f"{path}: hlo_module is not a string")
+        module = parse_hlo_module(str(text), filename=path)
         shapes = [p.shape for p in module.entry.parameters]
         args = []
         for i, shape in enumerate(shapes):
             if f"arg{i}" not in data.files:
                 raise InvalidArgumentError(f"snapshot {path} has no arg{i}")
-            args.append(arrays.restore_dtype(data[f"arg{i}"], shape.dtype) if shape.is_array
-                        else data[f"arg{i}"])
+            value = arrays.npz_entry(data, f"arg{i}", path)
+            args.append(arrays.restore_dtype(value, shape.dtype) if shape.is_array else value)
         result_leaves = _leaf_shapes(module.entry.root_instruction.shape)
         outs = []
         while f"out{len(outs)}" in data.files:
-            value = data[f"out{len(outs)}"]
+            value = arrays.npz_entry(data, f"out{len(outs)}", path)
             if len(outs) < len(result_leaves) and result_leaves[len(outs)].is_array:
                 value = arrays.restore_dtype(value, result_leaves[len(outs)].dtype)
             outs.append(value)
@@ -54,14 +53,7 @@ def _leaf_shapes(shape):
 
 def read_module(path):
     """Parses the HLO text file at ``path``; parse errors name the file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise InvalidArgumentError(f"cannot read module {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidArgumentError(f"{path} is not HLO text (not valid UTF-8)") from None
-    return parse_hlo_module(text, filename=path)
+    return parse_hlo_module(read_input(path, "module"), filename=path)
 
 
 class ReplayResult:
@@ -197,44 +189,3 @@ def _exact(dtype):
     return False
 
 
-def check_output_path(output, protected, overwrite=False):
-    """Refuses an output path the tools must not write: a symbolic link, a
-    device, FIFO, socket or directory, one of the inputs (by name, symbolic
-    link or hard link), an existing file unless ``overwrite``, or a path in
-    a directory that does not exist. Writes themselves are atomic
-    (``write_atomically``), so a refused or failed write leaves nothing."""
-    import stat
-    if os.path.islink(output):
-        raise InvalidArgumentError(f"--output={output} is a symbolic link; the tools do not write "
-                                   "through links")
-    directory = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(directory):
-        raise InvalidArgumentError(f"--output={output}: directory {directory} does not exist")
-    if not os.path.lexists(output):
-        return
-    mode = os.stat(output).st_mode
-    if not stat.S_ISREG(mode):
-        raise InvalidArgumentError(f"--output={output} is not a regular file (a directory, device, "
-                                   "FIFO or socket); refusing to write it")
-    for p in protected:
-        if p and os.path.exists(p) and os.path.samefile(p, output):
-            raise InvalidArgumentError(f"--output={output} is the input {p} (the same file, maybe "
-                                       "through a hard link); refusing to overwrite it")
-    if not overwrite:
-        raise InvalidArgumentError(f"--output={output} exists; pass --overwrite to replace it")
-
-
-def write_atomically(path, data):
-    """Writes ``data`` (str or bytes) to ``path`` through a temporary file in
-    the same directory and a rename: the file is whole or not there."""
-    import tempfile
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

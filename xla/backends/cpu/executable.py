@@ -27,7 +27,11 @@ ALIGN = 64
 
 def aligned_bytes(n):
     """A zeroed uint8 array of ``n`` bytes starting on an ALIGN boundary."""
-    raw = np.zeros(n + ALIGN, dtype=np.uint8)
+    try:
+        raw = np.zeros(n + ALIGN, dtype=np.uint8)
+    except MemoryError:
+        from xla.errors import ResourceExhaustedError
+        raise ResourceExhaustedError(f"cpu: cannot allocate a buffer of {n:,} bytes") from None
     start = (-raw.ctypes.data) % ALIGN
     return raw[start:start + n]
 
@@ -402,8 +406,11 @@ class _FastPath:
         return True
 
     def run(self, args):
-        buffers = tuple(np.empty(o, np.uint8) if isinstance(o, int) else np.empty(o[1], o[0])
-                        for o in self.outputs)
+        try:
+            buffers = tuple(np.empty(o, np.uint8) if isinstance(o, int) else np.empty(o[1], o[0])
+                            for o in self.outputs)
+        except MemoryError:
+            return None   # the general path reports it
         try:
             self.state.run(args, buffers)
         except ValueError:

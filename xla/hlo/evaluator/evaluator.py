@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from xla.hlo.evaluator.registry import HANDLERS, TOKEN, Token
-from xla.errors import InvalidArgumentError, UnimplementedError, XlaError
+from xla.errors import InvalidArgumentError, ResourceExhaustedError, UnimplementedError, XlaError
 
 _CORE_MODULES = ("elementwise", "data_movement", "control_flow")
 _loaded = False
@@ -212,7 +212,12 @@ class Evaluator:
             raise UnimplementedError(
                 f"opcode {instr.opcode!r} is not implemented by the interpreter "
                 f"(instruction {instr.name})")
-        value = handler(instr, operands, self)
+        try:
+            value = handler(instr, operands, self)
+        except MemoryError:
+            raise ResourceExhaustedError(
+                f"interpreter: not enough memory for {instr.name} ({instr.shape.to_text(False)})"
+            ) from None
         if not elementwise and instr.opcode != "parameter":
             value = self._conform(value, instr.shape, instr)
         return value
