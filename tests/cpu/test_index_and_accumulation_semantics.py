@@ -50,3 +50,31 @@ def test_bf16_sums_accumulate_in_f32(platform):
     exact = x.astype(np.float64).sum()
     got = float(xla.compile(SUM, platform).execute(x))
     assert abs(got - exact) <= abs(exact) * 2 ** -7, (got, exact)   # one bf16 rounding
+
+
+def window_sum(et, n, window):
+    return f"""HloModule m
+add {{
+  a = {et}[] parameter(0)
+  b = {et}[] parameter(1)
+  ROOT c = {et}[] add(b, a)
+}}
+ENTRY e {{
+  x = {et}[{n}] parameter(0)
+  z = {et}[] constant(0)
+  ROOT r = {et}[{n // window}] reduce-window(x, z), window={{size={window} stride={window}}}, to_apply=add
+}}"""
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype,et", [(ml_dtypes.bfloat16, "bf16"), (np.float16, "f16")])
+def test_narrow_reduce_window_sums_accumulate_in_f32(platform, dtype, et):
+    """Rounding every step, a bf16 window of 4,096 values summed to -1,296
+    for -7,316 (XLA:CPU itself does so for bf16 windows, measured with
+    jaxlib 0.10.2; it accumulates f16 windows and bf16 reduces in f32)."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(16384) * 3 - 1.77).astype(dtype)
+    exact = x.astype(np.float64).reshape(4, 4096).sum(axis=1)
+    got = np.asarray(xla.compile(window_sum(et, 16384, 4096), platform).execute(x)).astype(np.float64)
+    ulp = 2.0 ** (np.floor(np.log2(np.abs(exact))) - (7 if et == "bf16" else 10))
+    assert np.all(np.abs(got - exact) <= ulp), (got, exact)   # one rounding

@@ -12,7 +12,8 @@ validity, so no index outside the operand is ever dereferenced.
 reduce-window: for each output element, the accumulators start at the init
 values and the reducer is applied to every valid window element in
 row-major order of the window offsets (the interpreter's order, so float
-results are bit-identical). Variadic reduce-windows return a list, like
+results are bit-identical); f16, bf16 and f8 sums and products accumulate
+in f32 and round once, as reduces do. Variadic reduce-windows return a list, like
 variadic reduces.
 
 select-and-scatter: one sequential kernel. The output is filled with the
@@ -28,7 +29,8 @@ from llvmlite import ir
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, convert_register,
                                          register_generator, register_instruction, unsupported)
-from xla.backends.cpu.llvm_types import constant, load_element, register_type, store_element
+from xla.backends.cpu.llvm_types import constant, load_element, register_type, round_to_type, store_element
+from xla.backends.cpu.reduction_emitter import narrow_float_accumulation
 from xla.backends.cpu.loop_emitter import i64
 from xla.hlo.attributes import WindowDimension
 
@@ -110,6 +112,7 @@ def generate_reduce_window(g, h, index):
     init_values = [g.value(i, []) for i in inits]
     if in_shape.num_elements() == 0 or any(wd.size == 0 for wd in wdims):
         return init_values[0] if n == 1 else list(init_values)
+    wide = narrow_float_accumulation(comp, out_shape.element_type) if n == 1 else None
     accs = [g.kernel.alloca(v.type, name="acc") for v in init_values]
     b = g.b
     for a, v in zip(accs, init_values):
@@ -129,6 +132,9 @@ def generate_reduce_window(g, h, index):
         def combine():
             xs = [g.value(x, list(idx)) for x in inputs]
             cur = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
+            if wide is not None:   # f32 accumulation, rounded once below
+                g.b.store((g.b.fadd if wide == "add" else g.b.fmul)(cur[0], xs[0]), accs[0])
+                return
             out = g.emitter.emit_scalar_computation(g.b, comp, cur + xs)
             out = out if isinstance(out, (list, tuple)) else [out]
             for a, v in zip(accs, out):
@@ -143,6 +149,8 @@ def generate_reduce_window(g, h, index):
     window_loops(b, [wd.size for wd in wdims], body)
     g.pop_scope(saved)
     result = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
+    if wide is not None:
+        result = [round_to_type(g.b, result[0], out_shape.element_type)]
     return result[0] if n == 1 else result
 
 

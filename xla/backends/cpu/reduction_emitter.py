@@ -113,6 +113,22 @@ def _store_side_outputs(g, h, idx):
                       shape.element_type)
 
 
+def narrow_float_accumulation(comp, element_type):
+    """'add' or 'multiply' when a reducer of ``element_type`` values is that
+    op of its two parameters and the type is f16, bf16 or an f8: such sums
+    and products accumulate in f32 (the register type) and round once at
+    the end, as XLA accumulates them (reduce and reduce-window alike).
+    None otherwise."""
+    if element_type not in NARROW_FLOATS:
+        return None
+    root = comp.root_instruction
+    params = [i for i in comp.instructions if i.opcode == "parameter"]
+    if root.opcode in ("add", "multiply") and len(params) == 2 and \
+            {id(o) for o in root.operands} == {id(p) for p in params}:
+        return root.opcode
+    return None
+
+
 @register_generator("reduce")
 def generate_reduce(g, h, index):
     b = g.b
@@ -153,13 +169,7 @@ def generate_reduce(g, h, index):
     # f16, bf16 and f8 sums and products accumulate in f32 (their register
     # type) and round once at the end, as XLA does; rounding every step
     # loses the sum (a bf16 sum of 17,765 values came out -512 for -31,366).
-    wide = None
-    if n == 1 and et in NARROW_FLOATS:
-        root = comp.root_instruction
-        params = [i for i in comp.instructions if i.opcode == "parameter"]
-        if root.opcode in ("add", "multiply") and len(params) == 2 and \
-                {id(o) for o in root.operands} == {id(p) for p in params}:
-            wide = root.opcode
+    wide = narrow_float_accumulation(comp, et) if n == 1 else None
 
     def emit(level):
         if level == len(order):

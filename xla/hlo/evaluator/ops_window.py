@@ -10,6 +10,7 @@ skipped, exactly as XLA's evaluator does.
 import numpy as np
 
 from xla.hlo.evaluator.ops_common import make_combiner, apply_updates_in_order, window_indices
+from xla.hlo.evaluator.elementwise import _is_narrow_float
 from xla.hlo.evaluator.registry import register
 
 
@@ -59,7 +60,15 @@ def reduce_window(instr, operands, ctx):
     dtypes = [s.dtype for s in shapes]
     rank = inputs[0].ndim
     wdims = _window_dims(instr, rank)
-    combine = make_combiner(ctx, instr.attr("to_apply"), dtypes)
+    result_dtypes = dtypes
+    wide = _narrow_float_accumulation(instr.attr("to_apply"), dtypes)
+    if wide is not None:
+        # f16/bf16/f8 sums and products accumulate in f32 and round once, as
+        # reduces do (and XLA).
+        dtypes = [np.dtype(np.float32)]
+        combine = lambda cur, upd: [wide(cur[0], np.asarray(upd[0], np.float32))]  # noqa: E731
+    else:
+        combine = make_combiner(ctx, instr.attr("to_apply"), dtypes)
     acc = [np.full(out_shape, np.asarray(init, dt), dtype=dt) for init, dt in zip(inits, dtypes)]
     if int(np.prod(out_shape, dtype=np.int64)) > 0 and inputs[0].size > 0:
         tables = _offset_tables(inputs[0].shape, wdims, out_shape)
@@ -75,9 +84,19 @@ def reduce_window(instr, operands, ctx):
                 acc = [np.asarray(a, dt) for a, dt in zip(new, dtypes)]
             else:
                 acc = [np.where(valid, a_new, a_old).astype(dt) for a_new, a_old, dt in zip(new, acc, dtypes)]
+    acc = [np.asarray(a).astype(dt) for a, dt in zip(acc, result_dtypes)]
     if n == 1 and not instr.shape.is_tuple:
         return acc[0]
     return tuple(acc)
+
+
+def _narrow_float_accumulation(comp, dtypes):
+    """np.add or np.multiply when a one-input reduce-window of a narrow float
+    (f16, bf16, f8) sums or multiplies, else None."""
+    from xla.hlo.evaluator.control_flow import simple_reducer
+    if len(dtypes) != 1 or not _is_narrow_float(dtypes[0]):
+        return None
+    return {"add": np.add, "multiply": np.multiply}.get(simple_reducer(comp))
 
 
 @register("select-and-scatter")
