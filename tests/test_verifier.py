@@ -600,23 +600,3 @@ def test_corpus_module_verifies(path):
     with open(path) as f:
         text = f.read()
     verify_module(parse(text))
-
-
-def test_element_types_xla_rejects_are_rejected():
-    from xla.errors import VerifierError
-    dot = """HloModule m
-ENTRY e {
-  a = f32[2,3] parameter(0)
-  b = s32[3,4] parameter(1)
-  ROOT d = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-}"""
-    with pytest.raises(VerifierError, match="dot with different element types: f32 and s32"):
-        verify_module(xla.parse_hlo_module(dot))
-    # Floating types of different precision may meet in a dot, as in XLA.
-    verify_module(xla.parse_hlo_module(dot.replace("s32[3,4]", "bf16[3,4]")))
-    for op in ("add", "multiply", "subtract"):
-        with pytest.raises(VerifierError, match=f"{op} does not accept element type pred"):
-            verify_module(xla.parse_hlo_module(
-                f"HloModule m\nENTRY e {{\n  a = pred[3] parameter(0)\n  ROOT d = pred[3] {op}(a, a)\n}}"))
-    verify_module(xla.parse_hlo_module(
-        "HloModule m\nENTRY e {\n  a = pred[3] parameter(0)\n  ROOT d = pred[3] maximum(a, a)\n}"))

@@ -152,26 +152,29 @@ _INT = ("s", "u")
 _INT_OR_PRED = ("s", "u", "pred")
 _NUMERIC = ("s", "u", "f", "c")
 _ANY_ARRAY = ("pred", "s", "u", "f", "c")
+_SIGNED = ("s", "f", "c")
 
 # Opcode -> element kinds its operands may have.
 _UNARY_TYPES = {
     **{op: _FLOAT_OR_COMPLEX for op in """exponential exponential-minus-one log
-       log-plus-one sqrt rsqrt cbrt tanh logistic sine cosine tan real imag
+       log-plus-one sqrt rsqrt tanh logistic sine cosine tan real imag
        acos acosh asin asinh atanh cosh sinh""".split()},
-    **{op: _FLOAT for op in "erf floor ceil round-nearest-afz round-nearest-even is-finite reduce-precision".split()},
+    **{op: _FLOAT for op in "cbrt erf floor ceil round-nearest-afz round-nearest-even is-finite reduce-precision".split()},
     "not": _INT_OR_PRED,
     "popcnt": _INT,
     "count-leading-zeros": _INT,
     "negate": _NUMERIC,
-    "abs": _NUMERIC,
-    "sign": _NUMERIC,
+    # XLA: "signed or complex" (an unsigned abs or sign is refused).
+    "abs": _SIGNED,
+    "sign": _SIGNED,
 }
 
 _BINARY_TYPES = {
-    # Arithmetic is not defined on pred (XLA: "expected element type in shape to
-    # be arithmetic type"); maximum, minimum and compare are.
-    **{op: _NUMERIC for op in "add subtract multiply divide remainder power".split()},
-    **{op: _ANY_ARRAY for op in "maximum minimum compare".split()},
+    # As XLA's shape inference: add and multiply are defined on pred (as or
+    # and and), subtract, divide, remainder and power are not ("expected
+    # element type in shape to be arithmetic type").
+    **{op: _NUMERIC for op in "subtract divide remainder power".split()},
+    **{op: _ANY_ARRAY for op in "add multiply maximum minimum compare".split()},
     **{op: _INT_OR_PRED for op in ("and", "or", "xor")},
     **{op: _INT for op in ("shift-left", "shift-right-arithmetic", "shift-right-logical", "mulhi")},
     "atan2": _FLOAT_OR_COMPLEX,
@@ -754,10 +757,6 @@ def infer_dot_shape(lhs, rhs, lhs_contracting_dims=(), rhs_contracting_dims=(), 
     then rhs free dims."""
     _require_array(lhs, "operand 0", "dot")
     _require_array(rhs, "operand 1", "dot")
-    a, b = lhs.element_type, rhs.element_type
-    if a is not b and not (a.kind == "f" and b.kind == "f"):
-        # As XLA: the same element type, or floating point types of any precision.
-        raise ShapeError(f"dot with different element types: {a.text} and {b.text}")
     lc, rc = tuple(lhs_contracting_dims or ()), tuple(rhs_contracting_dims or ())
     lb, rb = tuple(lhs_batch_dims or ()), tuple(rhs_batch_dims or ())
     _check_dims_in_range(lc + lb, lhs.rank, "lhs contracting/batch dimension", "dot")
