@@ -1,35 +1,26 @@
-"""Fuzzing (issue 13): mutations of the corpus's HLO text go through the
-parser, the verifier, the interpreter and the CPU backend, and every input
-ends in a result or one of the project's errors (XlaError) -- never another
-exception, a crash or a hang.
+"""Fuzzing (issue 13): mutations of the corpus go through the parser, the
+verifier, the interpreter and the CPU backend, and through the tools, and
+every input ends in a result or one of the project's errors -- never
+another exception, a crash or a hang. What is mutated and how outcomes are
+judged: fuzz_targets.py.
 
-The budget is small in CI (FUZZ_EXAMPLES, default 60 examples, the same
-ones every run); `make fuzz` (tests/fuzz/run_fuzz.py) runs random mutations
-for FUZZ_SECONDS (default 3600), prints the outcomes, and keeps any input
-that ends otherwise in tests/fuzz/findings/. Mutations,
-drawn by hypothesis: delete a span, duplicate a line, swap two lines, replace
-a number with an extreme one, replace a token with another from the corpus,
-insert punctuation. The corpus modules used are the small ones (so a run
-stays quick); each mutated module runs on random arguments.
+The budget is small in CI (FUZZ_EXAMPLES library inputs, default 60, and
+FUZZ_TOOL_EXAMPLES tool runs, default 4, the same ones every run);
+`make fuzz` (run_fuzz.py) runs random mutations for FUZZ_SECONDS (default
+3600) with crashes and hangs isolated in a worker process, prints the
+outcomes, and keeps any finding in tests/fuzz/findings/.
 """
 import os
 import pathlib
-import re
-import time
+import subprocess
+import sys
 
-import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import xla
-from xla.errors import XlaError
-from xla.tools.arrays import random_args
+from fuzz_targets import (OUTCOME_NAMES, TEXTS, TOOL_OUTCOMES, WITH_ARGS, mutate, mutate_bytes,
+                          run_one, run_tool)
 
-CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
-TEXTS = [p.read_text() for p in sorted(CORPUS.glob("*.hlo")) if p.stat().st_size < 4000]
-NUMBERS = ["0", "-1", "1", "2147483648", "9223372036854775807", "18446744073709551615",
-           "99999999999999999999", "-0", "1e309", "nan", "4294967296"]
-PUNCT = list("{}()[],=%:<>-?\"/*") + ["\n", "ROOT ", "ENTRY ", "->", "{{", "}}"]
+HERE = pathlib.Path(__file__).resolve().parent
 
 
 class Hypothesis:
@@ -43,63 +34,6 @@ class Hypothesis:
 
     def randint(self, lo, hi):
         return self.data.draw(st.integers(lo, hi))
-
-
-def mutate(text, rnd):
-    """One mutation; ``rnd`` has ``choice`` and ``randint`` (random.Random or Hypothesis)."""
-    lines = text.split("\n")
-    kind = rnd.choice(["delete", "duplicate", "swap", "number", "token", "insert"])
-    if kind == "delete" and len(text) > 2:
-        i = rnd.randint(0, len(text) - 1)
-        j = rnd.randint(i, min(len(text), i + 40))
-        return text[:i] + text[j:]
-    if kind == "duplicate":
-        k = rnd.randint(0, len(lines) - 1)
-        return "\n".join(lines[:k + 1] + [lines[k]] + lines[k + 1:])
-    if kind == "swap" and len(lines) > 1:
-        a, b = rnd.randint(0, len(lines) - 1), rnd.randint(0, len(lines) - 1)
-        lines[a], lines[b] = lines[b], lines[a]
-        return "\n".join(lines)
-    if kind == "number":
-        spans = [m.span() for m in re.finditer(r"\d+", text)]
-        if spans:
-            a, b = rnd.choice(spans)
-            return text[:a] + rnd.choice(NUMBERS) + text[b:]
-    if kind == "token":
-        tokens = re.findall(r"[a-z][a-z0-9\-]+", text)
-        if tokens:
-            old, new = rnd.choice(tokens), rnd.choice(tokens)
-            return text.replace(old, new, 1)
-    i = rnd.randint(0, len(text))
-    return text[:i] + rnd.choice(PUNCT) + text[i:]
-
-
-OUTCOME_NAMES = ("parse error", "verifier error", "argument error", "interpreter error",
-                 "cpu error", "ok")
-
-
-def run_one(text):
-    """The outcome: 'parse', 'verify', 'compile', 'run' error or 'ok'."""
-    try:
-        module = xla.parse_hlo_module(text)
-    except XlaError:
-        return "parse error"
-    try:
-        xla.verify_module(module)
-    except XlaError:
-        return "verifier error"
-    try:
-        args = random_args([p.shape for p in module.entry.parameters], seed=0)
-    except XlaError:
-        return "argument error"
-    outcome = "ok"
-    for platform in ("interpreter", "cpu"):
-        try:
-            exe = xla.compile(xla.parse_hlo_module(text), platform)
-            exe.execute(*args, **({"timeout": 10} if platform == "cpu" else {}))
-        except XlaError:
-            outcome = f"{platform} error"
-    return outcome
 
 
 def examples():
@@ -119,4 +53,32 @@ def test_mutated_modules_end_in_a_result_or_a_clean_error(data):
 
 
 def test_the_corpus_is_there():
-    assert len(TEXTS) >= 50
+    assert len(TEXTS) >= 50 and len(WITH_ARGS) >= 10
+
+
+@settings(max_examples=int(os.environ.get("FUZZ_TOOL_EXAMPLES", "4")), deadline=None,
+          derandomize=os.environ.get("FUZZ_RANDOM", "0") != "1",
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_tools_on_mutated_inputs_end_in_a_result_or_one_line(data):
+    rnd = Hypothesis(data)
+    if rnd.choice([False, True]):
+        text, args = rnd.choice(WITH_ARGS)
+        args = mutate_bytes(args, rnd)
+    else:
+        text, args = mutate(rnd.choice(TEXTS), rnd), None
+    tool = "replay_computation" if args is not None else rnd.choice(["replay_computation", "hlo_opt"])
+    assert run_tool(tool, text, args, rnd.choice(["interpreter", "cpu"])) in TOOL_OUTCOMES
+
+
+def test_the_driver_reports_a_crash_and_goes_on(tmp_path):
+    """A worker that dies is a finding with its input, and the run goes on
+    (with a new worker) to the end of its time."""
+    env = dict(os.environ, FUZZ_SECONDS="3", FUZZ_TOOL_EVERY="0", FUZZ_SEED="1",
+               FUZZ_FINDINGS=str(tmp_path), FUZZ_SELFTEST_CRASH="ENTRY")
+    out = subprocess.run([sys.executable, str(HERE / "run_fuzz.py")], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "FOUND crash" in out.stdout
+    found = sorted(tmp_path.glob("finding-1-*.hlo"))
+    assert found and "the worker died" in found[0].read_text()
