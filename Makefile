@@ -16,7 +16,7 @@ BAZEL_FLAGS := $(if $(filter true 1,$(CI)),--config=ci)
 # view draws (tests/debugging/test_graph_views_render.py); Open MPI, for
 # multi-process runs (tests/distributed/test_mpi.py).
 APT_PACKAGES := bazel-bootstrap bazel-rules-java libgtest-dev libeigen3-dev g++ \
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user chromium openmpi-bin
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user chromium openmpi-bin valgrind
 EXAMPLES := $(patsubst $(ROOT)/%,%,$(sort $(wildcard $(ROOT)/examples/*.hlo)))
 
 .PHONY: setup system-packages build pth test demo clean wheel fuzz
