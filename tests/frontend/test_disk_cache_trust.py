@@ -76,3 +76,20 @@ define void @entry(ptr %t) {
     assert not exe.from_disk_cache
     np.testing.assert_array_equal(exe.execute(np.float32([1, 2, 3])), [-1, -2, -3])
     assert any("calls system" in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
+def test_an_entry_is_bound_to_its_buffer_layout(tmp_path, monkeypatch):
+    """The driver's code addresses buffers at the offsets buffer assignment
+    chose; an entry is only loaded for the same layout (were the layout to
+    differ, the code would read and write the wrong memory)."""
+    from xla.backends.cpu import kernel_compiler
+    text = "HloModule m\nENTRY e {\n  x = f32[3] parameter(0)\n  ROOT y = f32[3] negate(x)\n}"
+    cache = PersistentCache(str(tmp_path))
+    assert not xla.compile(text, "cpu", cache=cache).from_disk_cache
+    assert xla.compile(text, "cpu", cache=cache).from_disk_cache
+    original = kernel_compiler.buffer_layout_fingerprint
+    monkeypatch.setattr(kernel_compiler, "buffer_layout_fingerprint",
+                        lambda assignment: original(assignment) + "-another-layout")
+    exe = xla.compile(text, "cpu", cache=cache)
+    assert not exe.from_disk_cache
+    np.testing.assert_array_equal(exe.execute(np.float32([1, 2, 3])), [-1, -2, -3])

@@ -193,7 +193,8 @@ class CpuCompiler(Compiler):
         key = None
         if cache is not None:
             key = cache.key(module.to_text(), target=jit.host_triple() + ":" + jit.host_cpu(),
-                            options=options + " driver")
+                            options=options + " driver " +
+                            kernel_compiler.buffer_layout_fingerprint(assignment))
             exe = self._from_cache(cache, key, module, assignment, kernels)
             if exe is not None:
                 timings["total"] = time.perf_counter() - started

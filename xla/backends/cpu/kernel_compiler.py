@@ -56,6 +56,14 @@ _BATCH_POINTER = b"XLABATCH:"
 MEMORY_CACHE_BYTES = 256 << 20
 
 
+def buffer_layout_fingerprint(assignment):
+    """A hash of a buffer assignment (every allocation, its kind, size and
+    the offset of each value in it): part of a driver's persistent-cache
+    key, so a driver's code is only ever loaded for the buffer layout it
+    was compiled for."""
+    return hashlib.sha256(assignment.to_text().encode()).hexdigest()
+
+
 class _MemoryCache:
     """Object code by key, least recently used first out past a byte budget."""
 
