@@ -6,7 +6,7 @@ project.  Typical use:
 
     python3 -m venv /tmp/jaxenv
     /tmp/jaxenv/bin/pip install jax jaxlib ml_dtypes
-    /tmp/jaxenv/bin/python tools/gen_corpus.py [--out tests/corpus] [--only NAME,...]
+    /tmp/jaxenv/bin/python tools/gen_corpus.py --overwrite [--out tests/corpus] [--only NAME,...]
 
 For each program NAME in the PROGRAMS table it writes
 
@@ -1094,6 +1094,40 @@ def check_signature(name, text, ins, outs):
         raise RuntimeError(f"{name}: results {results} != outputs {got_out}")
 
 
+def _outputs(out_dir, names):
+    files = [f"{n}{ext}" for n in names for ext in (".hlo", ".optimized.hlo", ".npz")]
+    return [os.path.join(out_dir, f) for f in files + ["MANIFEST.json", "README.md"]]
+
+
+def _check_outputs(paths, overwrite):
+    """As the other tools (xla/tools/outputs.py): never through a link or
+    into a device or directory, over an existing file only with --overwrite."""
+    for path in paths:
+        if os.path.islink(path) or (os.path.lexists(path) and not os.path.isfile(path)):
+            sys.exit(f"gen_corpus: error: {path} is a link or not a regular file; refusing to write it")
+        if os.path.exists(path) and not overwrite:
+            sys.exit(f"gen_corpus: error: {path} exists; pass --overwrite to replace it")
+
+
+def _write(path, data):
+    """Writes ``data`` (str, bytes, or a function of a binary file) to a
+    temporary file beside ``path`` and renames it into place: the file is
+    whole or not there, and a link at ``path`` is replaced, not followed."""
+    _check_outputs([path], overwrite=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp.", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if callable(data):
+                data(f)
+            else:
+                f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
 def generate(prog, out_dir):
     with jax.enable_x64(prog.x64):
         unopt, opt, ins, outs = run_program(prog)
@@ -1102,11 +1136,9 @@ def generate(prog, out_dir):
 
     arrays = dict(_store("arg", i, v) for i, v in enumerate(ins))
     arrays.update(_store("out", i, v) for i, v in enumerate(outs))
-    with open(os.path.join(out_dir, prog.name + ".hlo"), "w") as f:
-        f.write(unopt)
-    with open(os.path.join(out_dir, prog.name + ".optimized.hlo"), "w") as f:
-        f.write(opt)
-    np.savez_compressed(os.path.join(out_dir, prog.name + ".npz"), **arrays)
+    _write(os.path.join(out_dir, prog.name + ".hlo"), unopt)
+    _write(os.path.join(out_dir, prog.name + ".optimized.hlo"), opt)
+    _write(os.path.join(out_dir, prog.name + ".npz"), lambda f: np.savez_compressed(f, **arrays))
 
     params, results = entry_signature(unopt)
     return {
@@ -1202,7 +1234,7 @@ Regenerate (jax is not a project dependency; use a scratch virtualenv):
 
 ```
 python3 -m venv /tmp/jaxenv && /tmp/jaxenv/bin/pip install jax jaxlib ml_dtypes
-/tmp/jaxenv/bin/python tools/gen_corpus.py [--out tests/corpus] [--only NAME,...]
+/tmp/jaxenv/bin/python tools/gen_corpus.py --overwrite [--out tests/corpus] [--only NAME,...]
 ```
 
 The programs are the `PROGRAMS` table in `tools/gen_corpus.py`. Inputs come from a
@@ -1297,8 +1329,7 @@ Other opcodes seen: {', '.join(f'`{c}`' for c in extra) or 'none'}.
 |---|---|---|---|
 {chr(10).join(prog_rows)}
 """
-    with open(os.path.join(out_dir, "README.md"), "w") as f:
-        f.write(text)
+    _write(os.path.join(out_dir, "README.md"), text)
     return missing, extra
 
 
@@ -1308,6 +1339,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--only", default="", help="comma-separated program names")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace existing corpus files (needed to regenerate)")
     opts = ap.parse_args(argv)
 
     names = [p.name for p in PROGRAMS]
@@ -1319,6 +1352,7 @@ def main(argv=None):
     selected = [p for p in PROGRAMS if not only or p.name in only]
 
     os.makedirs(opts.out, exist_ok=True)
+    _check_outputs(_outputs(opts.out, [p.name for p in selected]), opts.overwrite)
     manifest_path = os.path.join(opts.out, "MANIFEST.json")
     old = {}
     if only and os.path.exists(manifest_path):
@@ -1340,9 +1374,7 @@ def main(argv=None):
         "generator": "tools/gen_corpus.py",
         "programs": [m for m in merged if m],
     }
-    with open(manifest_path, "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
+    _write(manifest_path, json.dumps(manifest, indent=1) + "\n")
     missing, extra = write_readme(opts.out, manifest)
     print(f"{len(manifest['programs'])} programs; checklist opcodes missing: {missing}")
     return 0
