@@ -1,5 +1,5 @@
 """Complex math functions on the CPU backend (elemental_ir_emitter.py):
-expm1, log1p, cbrt, tanh, tan, logistic and power of c64/c128 against the
+expm1, log1p, tanh, tan, logistic and power of c64/c128 against the
 interpreter (NumPy's complex functions), over random values, values near 0
 (where expm1 and tanh keep relative accuracy), large real parts (tanh must
 not overflow) and zeros (power's special cases)."""
@@ -14,7 +14,9 @@ VALUES = np.concatenate([
     [0, 1e-5 + 1e-5j, -1e-6j, 2e-4 - 1e-3j, 30 + 1j, -30 - 2j, 5 + 40j, 1, -1, 0.5j, 100,
      -25 + 0.3j, 800 + 0.1j],
 ])
-UNARY = ["exponential-minus-one", "log-plus-one", "cbrt", "tanh", "tan", "logistic"]
+# (Not cbrt: XLA's verifier refuses it on complex numbers, and so does ours;
+# tests/test_verifier_element_types.py.)
+UNARY = ["exponential-minus-one", "log-plus-one", "tanh", "tan", "logistic"]
 TYPES = [("c64", np.complex64, 3e-6), ("c128", np.complex128, 1e-13)]
 
 
