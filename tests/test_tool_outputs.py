@@ -212,3 +212,24 @@ def test_a_file_that_appears_after_the_check_is_not_replaced(tmp_path):
         write_atomically(str(out), "new", overwrite=True)
     assert not (tmp_path / "elsewhere").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.txt"]
+
+
+def test_dumps_replace_links_and_fifos_never_write_through_them(tmp_path):
+    """A dump file's name taken by a symbolic link or a FIFO (in a shared
+    dump directory): the dump replaces the name; the link's target is not
+    written and the compilation does not wait on the FIFO."""
+    module = tmp_path / "m.hlo"
+    module.write_text(MODULE)
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (dumps / "module_0000.m.before_optimizations.txt").symlink_to(victim)
+    os.mkfifo(dumps / "module_0000.m.interpreter_after_optimizations.txt")
+    out = tool("replay_computation", "--platform=interpreter", f"--xla_dump_to={dumps}", module)
+    assert out.returncode == 0, out.stderr
+    assert victim.read_text() == "keep me"
+    for name in ("module_0000.m.before_optimizations.txt",
+                 "module_0000.m.interpreter_after_optimizations.txt"):
+        path = dumps / name
+        assert path.is_file() and not path.is_symlink() and "HloModule m" in path.read_text()

@@ -189,9 +189,7 @@ class ModuleDumper:
             os.makedirs(directory, exist_ok=True)
             if not self._admit():
                 return None
-            mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
-            with open(path, mode) as f:
-                f.write(data)
+            _write_replacing(path, data)
         except OSError as e:
             _warn_once(directory, f"xla dump: cannot write to {directory}: {e}; compilation goes on "
                                   "without dumps")
@@ -272,3 +270,26 @@ def _safe(name):
 def dumper_for(module, platform=None, options=None):
     from xla.debug_options import debug_options
     return ModuleDumper(module, options or debug_options(), platform)
+
+
+def _write_replacing(path, data):
+    """Writes a dump file as a temporary file in its directory renamed over
+    ``path``: a link, FIFO or device already at that name is replaced, never
+    written through (nor waited on), and a reader never sees half a file."""
+    import stat
+    import tempfile
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "a directory has the dump file's name", path)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp.", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data if isinstance(data, (bytes, bytearray)) else data.encode("utf-8"))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
