@@ -167,6 +167,8 @@ def test_more_bad_command_lines_are_one_error(tmp_path):
     dynamic.write_text("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  y = f32[?] parameter(1)\n"
                        "  ROOT t = (f32[4], f32[?]) tuple(x, y)\n}\n")
     np.savez(tmp_path / "dyn_args.npz", arg0=np.ones(4, np.float32), arg1=np.ones(3, np.float32))
+    overflow = tmp_path / "overflow.hlo"   # 2^64 bytes: an OverflowError traceback on the CPU
+    overflow.write_text(MODULE.replace("f32[4]", "f32[4294967296,4294967296]"))
     cases = [
         # Reading a device never ends (the process was killed for memory).
         ("replay_computation", ["--platform=interpreter", "/dev/zero"], "is a device or socket"),
@@ -186,6 +188,8 @@ def test_more_bad_command_lines_are_one_error(tmp_path):
         ("replay_computation", ["--platform=cpu", broadcast], "cannot allocate a buffer"),
         ("replay_computation", ["--platform=cpu", f"--args={tmp_path / 'dyn_args.npz'}", dynamic],
          "does not support dynamic shapes"),
+        ("replay_computation", ["--platform=cpu", overflow], "more than an int64 counts"),
+        ("hlo_opt", ["--platform=cpu", overflow], "more than an int64 counts"),
     ]
     for name, args, why in cases:
         out = tool(name, *args)

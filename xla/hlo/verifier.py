@@ -17,7 +17,7 @@ What it checks, in order (the first violation is reported):
   and a computation is not both fused (``fusion``'s ``calls``) and called
   from non-fusion instructions;
 * instructions: valid layouts (minor_to_major a permutation of 0..rank-1),
-  non-negative dimensions, the operand count of the opcode, and a declared
+  non-negative dimensions, arrays of fewer than 2^63 bytes, the operand count of the opcode, and a declared
   shape compatible with the one ``xla.hlo.shape_inference`` infers (layouts
   and dynamic flags ignored; for bounded dynamic dimensions the bounds are
   compared). Shape inference also checks the signatures of called
@@ -59,6 +59,16 @@ def _where(comp, instr=None):
 
 def _fail(comp, instr, message):
     raise VerifierError(f"{_where(comp, instr)}: {message}")
+
+
+def _check_size(shape):
+    """A message when an array in ``shape`` has more bytes than an int64
+    counts (XLA: "shape size may overflow int64_t"), else None: no backend
+    could address it, and sizes are int64 everywhere past the verifier."""
+    for _, leaf in shape.leaves():
+        if leaf.is_array and leaf.byte_size() >= 2**63:
+            return f"shape {leaf.to_text(False)} has {leaf.byte_size():,} bytes, more than an int64 counts"
+    return None
 
 
 def _check_layout(shape, path=""):
@@ -156,7 +166,7 @@ class _Verifier:
                 if id(callee) not in module_comps:
                     _fail(comp, instr, f"calls computation %{callee.name}, which does not belong "
                                        f"to module {self.module.name}")
-            msg = _check_layout(instr.shape)
+            msg = _check_layout(instr.shape) or _check_size(instr.shape)
             if msg:
                 _fail(comp, instr, msg)
 
