@@ -168,7 +168,8 @@ def test_more_bad_command_lines_are_one_error(tmp_path):
                        "  ROOT t = (f32[4], f32[?]) tuple(x, y)\n}\n")
     np.savez(tmp_path / "dyn_args.npz", arg0=np.ones(4, np.float32), arg1=np.ones(3, np.float32))
     overflow = tmp_path / "overflow.hlo"   # 2^64 bytes: an OverflowError traceback on the CPU
-    overflow.write_text(MODULE.replace("f32[4]", "f32[4294967296,4294967296]"))
+    overflow.write_text("HloModule m\nENTRY e {\n  x = f32[] parameter(0)\n"
+                        "  ROOT y = f32[4294967296,4294967296] broadcast(x), dimensions={}\n}\n")
     cases = [
         # Reading a device never ends (the process was killed for memory).
         ("replay_computation", ["--platform=interpreter", "/dev/zero"], "is a device or socket"),
