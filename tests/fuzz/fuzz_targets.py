@@ -11,7 +11,8 @@ Targets, each of which must end in a result or a clean error:
   interpreter and the CPU backend (with a 10 s execution timeout), on
   deterministic random arguments. A clean error is an ``XlaError``.
 * ``run_tool(...)``: a tool in a child process (replay_computation on either
-  platform, hlo_opt), on a mutated module or mutated --args. A clean end is
+  platform, hlo_opt), on a mutated module, mutated --args or a mutated
+  snapshot. A clean end is
   exit status 0, or 1 with one line on stderr and no traceback.
 
 ``run_fuzz.py`` runs ``run_one`` in a worker process, so that a crash or a
@@ -117,14 +118,27 @@ class ToolFinding(Exception):
     """A tool ended otherwise than with a result or a one-line error."""
 
 
-def run_tool(tool, text, args_bytes=None, platform="interpreter", timeout=120):
+def snapshot_bytes(text, args_npz):
+    """A snapshot (what --xla_dump_hlo_snapshots writes) of module ``text``
+    with the arguments of the .npz file ``args_npz`` (bytes)."""
+    import io
+    import numpy as np
+    with np.load(io.BytesIO(args_npz)) as data:
+        arrays = {k: data[k] for k in data.files if k.startswith("arg")}
+    out = io.BytesIO()
+    np.savez(out, hlo_module=np.array(text), **arrays)
+    return out.getvalue()
+
+
+def run_tool(tool, text, args_bytes=None, platform="interpreter", timeout=120, snapshot=None):
     """Runs ``tool`` (replay_computation or hlo_opt) on module ``text`` (and
-    ``args_bytes`` as --args) in a child process; returns 'tool ok' or
-    'tool error', or raises ToolFinding with what happened."""
+    ``args_bytes`` as --args), or replay_computation on the snapshot bytes
+    ``snapshot``, in a child process; returns 'tool ok' or 'tool error', or
+    raises ToolFinding with what happened."""
     with tempfile.TemporaryDirectory() as tmp:
-        module = os.path.join(tmp, "m.hlo")
-        with open(module, "w") as f:
-            f.write(text)
+        module = os.path.join(tmp, "m.hlo" if snapshot is None else "m.npz")
+        with open(module, "w" if snapshot is None else "wb") as f:
+            f.write(text if snapshot is None else snapshot)
         argv = [sys.executable, str(ROOT / "tools" / f"{tool}.py")]
         if tool == "replay_computation":
             argv += [f"--platform={platform}", f"--output={os.path.join(tmp, 'out.npz')}"]

@@ -2,7 +2,8 @@
 3600), through the library (fuzz_targets.run_one: parser, verifier,
 interpreter, CPU) in a worker process and, one input in FUZZ_TOOL_EVERY
 (default 25), through a tool in a child process (replay_computation on
-either platform with a mutated module or mutated --args, hlo_opt).
+either platform with a mutated module, mutated --args or a mutated
+snapshot, hlo_opt).
 
 An input that raises anything but an XlaError, kills the worker (a crash),
 runs past FUZZ_INPUT_SECONDS (default 120; a hang), or makes a tool end
@@ -71,7 +72,8 @@ def worker_main():
 
 
 def main():
-    from fuzz_targets import TEXTS, WITH_ARGS, ToolFinding, mutate, mutate_bytes, run_tool
+    from fuzz_targets import (TEXTS, WITH_ARGS, ToolFinding, mutate, mutate_bytes, run_tool,
+                              snapshot_bytes)
     seconds = float(os.environ.get("FUZZ_SECONDS", "3600"))
     per_input = float(os.environ.get("FUZZ_INPUT_SECONDS", "120"))
     tool_every = int(os.environ.get("FUZZ_TOOL_EVERY", "25"))
@@ -100,9 +102,18 @@ def main():
     while time.monotonic() - start < seconds:
         n += 1
         if tool_every and n % tool_every == 0:
-            choice = rnd.choice(["replay", "replay_args", "hlo_opt"])
+            choice = rnd.choice(["replay", "replay_args", "replay_snapshot", "hlo_opt"])
             platform = rnd.choice(["interpreter", "cpu"])
-            args_bytes = None
+            args_bytes = snapshot = None
+            if choice == "replay_snapshot":
+                text, args_bytes = rnd.choice(WITH_ARGS)
+                snapshot = mutate_bytes(snapshot_bytes(text, args_bytes), rnd)
+                try:
+                    outcomes[run_tool("replay_computation", text, None, platform, per_input,
+                                      snapshot=snapshot)] += 1
+                except ToolFinding as e:
+                    report("tool", snapshot, e, ".npz")
+                continue
             if choice == "replay_args":
                 text, args_bytes = rnd.choice(WITH_ARGS)
                 args_bytes = mutate_bytes(args_bytes, rnd)

@@ -5,7 +5,7 @@ another exception, a crash or a hang. What is mutated and how outcomes are
 judged: fuzz_targets.py.
 
 The budget is small in CI (FUZZ_EXAMPLES library inputs, default 60, and
-FUZZ_TOOL_EXAMPLES tool runs, default 4, the same ones every run);
+FUZZ_TOOL_EXAMPLES tool runs, default 6, the same ones every run);
 `make fuzz` (run_fuzz.py) runs random mutations for FUZZ_SECONDS (default
 3600) with crashes and hangs isolated in a worker process, prints the
 outcomes, and keeps any finding in tests/fuzz/findings/.
@@ -18,7 +18,7 @@ import sys
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fuzz_targets import (OUTCOME_NAMES, TEXTS, TOOL_OUTCOMES, WITH_ARGS, mutate, mutate_bytes,
-                          run_one, run_tool)
+                          run_one, run_tool, snapshot_bytes)
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -56,19 +56,26 @@ def test_the_corpus_is_there():
     assert len(TEXTS) >= 50 and len(WITH_ARGS) >= 10
 
 
-@settings(max_examples=int(os.environ.get("FUZZ_TOOL_EXAMPLES", "4")), deadline=None,
+@settings(max_examples=int(os.environ.get("FUZZ_TOOL_EXAMPLES", "6")), deadline=None,
           derandomize=os.environ.get("FUZZ_RANDOM", "0") != "1",
           suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_tools_on_mutated_inputs_end_in_a_result_or_one_line(data):
     rnd = Hypothesis(data)
-    if rnd.choice([False, True]):
+    kind = rnd.choice(["module", "args", "snapshot"])
+    platform = rnd.choice(["interpreter", "cpu"])
+    if kind == "snapshot":
+        text, args = rnd.choice(WITH_ARGS)
+        snapshot = mutate_bytes(snapshot_bytes(text, args), rnd)
+        assert run_tool("replay_computation", text, None, platform, snapshot=snapshot) in TOOL_OUTCOMES
+        return
+    if kind == "args":
         text, args = rnd.choice(WITH_ARGS)
         args = mutate_bytes(args, rnd)
     else:
         text, args = mutate(rnd.choice(TEXTS), rnd), None
     tool = "replay_computation" if args is not None else rnd.choice(["replay_computation", "hlo_opt"])
-    assert run_tool(tool, text, args, rnd.choice(["interpreter", "cpu"])) in TOOL_OUTCOMES
+    assert run_tool(tool, text, args, platform) in TOOL_OUTCOMES
 
 
 def test_the_driver_reports_a_crash_and_goes_on(tmp_path):
