@@ -153,6 +153,7 @@ class _Parser:
         self.instr_index = {}  # id(instr) -> token index of its name
         self.fixups = []  # (instr, attr name, kind, [(computation name, token index)])
         self.inferred = []  # (instr, token index) whose result shape was left out
+        self.inferred_ids = set()
         self.computations = {}
         self.inline_computations = []  # written inline, not yet in the module
         self.unnamed_computations = []  # written inline, to be named
@@ -681,7 +682,9 @@ class _Parser:
     def parse_body(self, comp, open_index):
         instrs = {}
         root = None
-        forward = []  # (instr, operand position, name, token index)
+        # (instr, operand position or 'control', name, token index, compact
+        # get-tuple-element indices)
+        forward = []
         unnamed = []  # instructions written as operands
         while True:
             if self.at("}"):
@@ -724,7 +727,8 @@ class _Parser:
                                self.instr_index[id(instr)])
                 numbers[instr.parameter_number] = instr.name
         if forward:
-            for instr, where, ref, offset in forward:
+            elements = {}  # (id(tuple), index) -> its compact get-tuple-element
+            for instr, where, ref, offset, indices in forward:
                 target = instrs.get(ref)
                 if target is None:
                     what = "control predecessor" if where == "control" else "operand"
@@ -734,12 +738,69 @@ class _Parser:
                     preds[preds.index(ref)] = target
                     instr.attrs["control-predecessors"] = tuple(preds)
                 else:
+                    written = ref
+                    for index, index_token in indices:
+                        target = self._tuple_element(comp, instrs, elements, target, index,
+                                                     index_token, written)
+                        written += f"#{index}"
                     instr.operands[where] = target
             cyclic = _make_topological(comp)
             if cyclic is not None:
                 self.error(f"instruction '{cyclic.name}' depends on itself (a cycle through its "
                            f"operands or control predecessors)", self.instr_index[id(cyclic)])
         comp.root_instruction = root if root is not None else comp.instructions[-1]
+
+    def parse_tuple_indices(self):
+        """The indices of a compact get-tuple-element operand, as XLA's
+        compact_gte printing writes it: ``p0#1`` is element 1 of ``p0`` and
+        ``p0#1#0`` element 0 of that. Returns ((index, token index), ...)."""
+        indices = []
+        while self.at("#"):
+            self.pos += 1
+            index_token = self.pos
+            index = self.expect_int("a tuple index after '#'")
+            if index < 0:
+                self.error(f"a tuple index after '#' must be non-negative, got {index}", index_token)
+            indices.append((index, index_token))
+        return tuple(indices)
+
+    def _tuple_element(self, comp, instrs, elements, target, index, index_token, written):
+        """The get-tuple-element a compact ``target#index`` operand stands
+        for: one per tuple and index in the computation, named
+        ``<tuple>_<index>`` (made unique), placed before its first user."""
+        key = (id(target), index)
+        element = elements.get(key)
+        if element is not None:
+            return element
+        inferred = id(target) in self.inferred_ids
+        if inferred:  # the tuple's shape is known only once inferred
+            shape = Shape.tuple(())
+        else:
+            if not target.shape.is_tuple:
+                self.error(f"'{written}#{index}' takes a tuple element but '{written}' has shape "
+                           f"{target.shape.to_text(False)}, not a tuple", index_token)
+            n = len(target.shape.tuple_shapes)
+            if index >= n:
+                self.error(f"tuple index {index} is out of range: '{written}' has shape "
+                           f"{target.shape.to_text(False)} with {n} element{'s' * (n != 1)}",
+                           index_token)
+            shape = target.shape.tuple_shapes[index]
+        name = base = f"{target.name}_{index}"
+        n = 1
+        while name in instrs:
+            name = f"{base}.{n}"
+            n += 1
+        element = HloInstruction("get-tuple-element", shape, [target], name=name,
+                                 attrs={"index": index})
+        instrs[name] = element
+        comp.add_instruction(element)
+        elements[key] = element
+        self.instr_index[id(element)] = index_token
+        self.unnamed_instructions.append(element)  # names from the text come first
+        if inferred:
+            self.inferred.append((element, index_token))
+            self.inferred_ids.add(id(element))
+        return element
 
     def parse_instruction(self, instrs, forward):
         is_root = self.accept("ROOT")
@@ -824,9 +885,10 @@ class _Parser:
                         self.style_operand_shapes = False
                     ref_offset = self.starts[self.pos]
                     ref, _ = self.expect_name("an operand name")
-                    target = instrs.get(ref)
+                    indices = self.parse_tuple_indices() if self.at("#") else ()
+                    target = None if indices else instrs.get(ref)
                     if target is None:
-                        pending.append((len(operands), ref, ref_offset))
+                        pending.append((len(operands), ref, ref_offset, indices))
                     operands.append(target)
                     if self.accept(")"):
                         break
@@ -840,8 +902,9 @@ class _Parser:
         self.instr_index[id(instr)] = name_index
         if inferred:
             self.inferred.append((instr, name_index))
-        for where, ref, index in pending:
-            forward.append((instr, where, ref, index))
+            self.inferred_ids.add(id(instr))
+        for where, ref, index, indices in pending:
+            forward.append((instr, where, ref, index, indices))
         while self.at(",") and not nested:
             self.pos += 1
             self.parse_attribute(instr, instrs, forward)
@@ -925,7 +988,7 @@ class _Parser:
             for ref, offset in refs:
                 target = instrs.get(ref)
                 if target is None:
-                    forward.append((instr, "control", ref, offset))
+                    forward.append((instr, "control", ref, offset, ()))
                     target = ref
                 preds.append(target)
             value = tuple(preds)

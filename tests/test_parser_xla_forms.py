@@ -1,0 +1,124 @@
+"""Text forms XLA's parser accepts beyond what XLA prints by default (issue 14):
+compact get-tuple-element operands (``p0#1``, what ``--xla_dump_compact_gte``
+writes), buffer shapes (``b(f32[4,16])``) and ``?`` in convolution
+dim_labels. Each form: parse, print (a fixed point), verify, run, and every
+malformed variant a located error.
+"""
+import numpy as np
+import pytest
+
+from xla.errors import HloParseError
+from xla.hlo.evaluator import evaluate
+from xla.hlo.parser import parse_hlo_module
+from xla.hlo.verifier import verify_module
+
+
+def parse_error(text):
+    with pytest.raises(HloParseError) as info:
+        parse_hlo_module(text, filename="bad.hlo")
+    return str(info.value)
+
+
+# ----- compact get-tuple-element ---------------------------------------------------
+
+COMPACT = """HloModule m
+ENTRY e {
+  p0 = (f32[3], (s32[], f32[3])) parameter(0)
+  n = f32[3] negate(p0#0)
+  ROOT r = f32[3] add(p0#0, p0#1#1)
+}
+"""
+# The same module written out: what XLA's parser builds from COMPACT (a
+# get-tuple-element per tuple and index, named <tuple>_<index>, before its
+# first user, shared by every use).
+EXPANDED = """HloModule m
+
+ENTRY e {
+  p0 = (f32[3], (s32[], f32[3])) parameter(0)
+  p0_0 = f32[3] get-tuple-element(p0), index=0
+  n = f32[3] negate(p0_0)
+  p0_1 = (s32[], f32[3]) get-tuple-element(p0), index=1
+  p0_1_1 = f32[3] get-tuple-element(p0_1), index=1
+  ROOT r = f32[3] add(p0_0, p0_1_1)
+}
+"""
+
+
+def test_compact_get_tuple_element_is_a_get_tuple_element():
+    m = parse_hlo_module(COMPACT)
+    verify_module(m)
+    assert m.to_text() == EXPANDED
+    assert parse_hlo_module(m.to_text()).to_text() == EXPANDED
+    x, y = np.array([1, 2, 3], np.float32), np.array([10, 20, 30], np.float32)
+    out = evaluate(m, (x, (np.int32(7), y)))
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_compact_get_tuple_element_with_operand_shapes_forward_and_inferred():
+    m = parse_hlo_module("""HloModule m
+ENTRY %e {
+  %p = f32[2] parameter(0)
+  %t = tuple(%p, %p)
+  ROOT %r = add(f32[2] %t#1, f32[2] %later#0)
+  %later = (f32[2]) tuple(%p)
+}""")
+    verify_module(m)
+    names = [i.name for i in m.entry.instructions]
+    assert names.index("t_1") < names.index("r") and names.index("later_0") < names.index("r")
+    assert m.entry.root_instruction.shape.to_text(False) == "f32[2]"
+    assert m.entry.instruction("t_1").shape.to_text(False) == "f32[2]"
+
+
+def test_compact_get_tuple_element_names_never_clash():
+    # A name the text gives is kept; the get-tuple-element takes another.
+    m = parse_hlo_module("""HloModule m
+ENTRY e {
+  p0 = (f32[2], f32[2]) parameter(0)
+  p0_0 = f32[2] negate(p0#0)
+  ROOT r = f32[2] add(p0_0, p0#0)
+}""")
+    verify_module(m)
+    gte = m.entry.instruction("p0_0").operands[0]
+    assert gte.opcode == "get-tuple-element" and gte.name == "p0_0.1"
+    assert m.entry.root_instruction.operands[1] is gte
+    # ... and in another computation too.
+    m = parse_hlo_module("""HloModule m
+body {
+  p0 = (f32[2], f32[2]) parameter(0)
+  ROOT r = (f32[2], f32[2]) tuple(p0#1, p0#0)
+}
+cond {
+  p0 = (f32[2], f32[2]) parameter(0)
+  ROOT f = pred[] constant(false)
+}
+ENTRY e {
+  p0_1 = (f32[2], f32[2]) parameter(0)
+  w = (f32[2], f32[2]) while(p0_1), condition=cond, body=body
+  ROOT r = f32[2] add(w#0, w#1)
+}""")
+    verify_module(m)
+    names = [i.name for c in m.computations for i in c.instructions]
+    assert len(names) == len(set(names)) and "p0_1" in [i.name for i in m.entry.instructions]
+    a, b = np.float32([1, 2]), np.float32([3, 4])
+    np.testing.assert_array_equal(evaluate(m, (a, b)), a + b)
+
+
+@pytest.mark.parametrize("operands, message, offset", [
+    ("p#0, p#0", "'p#0' takes a tuple element but 'p' has shape f32[2], not a tuple", 2),
+    ("t#2, t#0", "tuple index 2 is out of range: 't' has shape (f32[2], f32[2]) with 2 elements",
+     2),
+    ("t#0#0, t#0", "'t#0#0' takes a tuple element but 't#0' has shape f32[2], not a tuple", 4),
+    ("t#-1, t#0", "a tuple index after '#' must be non-negative, got -1", 2),
+    ("t#, t#0", "expected a tuple index after '#' but found ','", 2),
+    ("t#x, t#0", "expected a tuple index after '#' but found 'x'", 2),
+    ("t#0 t#0", "expected ',' or ')' after an operand but found 't'", 4),
+    ("q#0, t#0", "unknown instruction '%q' used as operand", 0),
+    ("u#5, t#0", "cannot infer the result shape of get-tuple-element: get-tuple-element index 5 "
+     "is out of range", 2),
+], ids=["not a tuple", "out of range", "nested not a tuple", "negative", "no index",
+        "not a number", "no comma", "unknown", "inferred out of range"])
+def test_malformed_compact_get_tuple_element(operands, message, offset):
+    text = ("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  t = (f32[2], f32[2]) tuple(p, p)\n"
+            f"  u = tuple(p, p)\n  ROOT a = add({operands})\n}}\n")
+    # (The operands start in column 16.)
+    assert f"bad.hlo:6:{16 + offset}: error: {message}" in parse_error(text)
