@@ -122,3 +122,64 @@ def test_malformed_compact_get_tuple_element(operands, message, offset):
             f"  u = tuple(p, p)\n  ROOT a = add({operands})\n}}\n")
     # (The operands start in column 16.)
     assert f"bad.hlo:6:{16 + offset}: error: {message}" in parse_error(text)
+
+
+# ----- buffer shapes --------------------------------------------------------------
+
+BUFFERS = """HloModule m, entry_computation_layout={(b(f32[4,16]{1,0}), f32[2]{0})->(b(f32[4,16]{1,0}), f32[2]{0})}
+
+ENTRY %e (p0: b(f32[4,16]), p1: f32[2]) -> (b(f32[4,16]), f32[2]) {
+  %p0 = b(f32[4,16]{1,0}) parameter(0)
+  %p1 = f32[2]{0} parameter(1)
+  %pin = b(f32[2]{0}) custom-call(f32[2]{0} %p1), custom_call_target="Pin"
+  %unpin = f32[2]{0} custom-call(b(f32[2]{0}) %pin), custom_call_target="Unpin"
+  ROOT %t = (b(f32[4,16]{1,0}), f32[2]{0}) tuple(b(f32[4,16]{1,0}) %p0, f32[2]{0} %unpin)
+}
+
+"""
+
+
+def test_buffer_shapes_parse_print_and_verify():
+    from xla.hlo.parser import parse_shape
+    from xla.hlo.shape import Shape
+    from xla.hlo.types import PrimitiveType
+    m = parse_hlo_module(BUFFERS)
+    verify_module(m)
+    assert m.to_text() == BUFFERS   # as XLA prints it
+    p0 = m.entry.parameter(0)
+    assert p0.shape.is_buffer and not p0.shape.is_array and not p0.shape.is_tuple
+    assert p0.shape.buffer_shape == Shape.array(PrimitiveType.F32, (4, 16))
+    assert p0.shape.byte_size() == 4 * 16 * 4
+    assert m.entry.root_instruction.shape.has_buffer
+    assert parse_shape("b(f32[<=8]{0})").to_text() == "b(f32[<=8]{0})"
+    assert parse_shape("b( f32[2] )").to_text(False) == "b(f32[2])"
+    # A result shape left out is inferred through tuples of buffers.
+    m = parse_hlo_module("HloModule m\nENTRY e {\n  p = b(s8[3]) parameter(0)\n"
+                         "  t = tuple(p, p)\n  ROOT g = get-tuple-element(t), index=1\n}")
+    assert m.entry.root_instruction.shape.to_text() == "b(s8[3])"
+
+
+@pytest.mark.parametrize("platform", ["interpreter", "cpu"])
+def test_backends_refuse_buffer_shapes_by_name(platform):
+    import xla
+    from xla.errors import UnimplementedError
+    m = parse_hlo_module(BUFFERS)
+    with pytest.raises(UnimplementedError, match=r"does not support buffer shapes \(parameter "
+                                                 r"p0: b\(f32\[4,16\]\)\)"):
+        xla.compile(m, platform)
+
+
+@pytest.mark.parametrize("shape, message, column", [
+    ("b()", "expected a shape but found ')'", 15),
+    ("b((f32[2], f32[2]))", "a buffer shape holds an array shape, not (f32[2], f32[2])", 15),
+    ("b(token[])", "a buffer shape holds an array shape, not token[]", 15),
+    ("b(b(f32[2]))", "a buffer shape holds an array shape, not b(f32[2])", 15),
+    ("b(f32[2]", "expected ')' at the end of a buffer shape but found 'parameter'", 22),
+    ("b(f32[2],", "expected ')' at the end of a buffer shape but found ','", 21),
+    ("buffer[2]", "unknown element type 'buffer'", 13),
+    ("b(f33[2])", "unknown element type 'f33'", 15),
+], ids=["empty", "tuple", "token", "buffer", "unclosed", "comma", "buffer type", "bad type"])
+def test_malformed_buffer_shapes(shape, message, column):
+    text = f"HloModule m\nENTRY e {{\n  ROOT p0 = {shape} parameter(0)\n}}\n"
+    assert f"bad.hlo:3:{column}: error: {message}" in parse_error(text)
+

@@ -324,7 +324,8 @@ class _Parser:
         if k == _SHAPE:
             return True
         if k == _WORD:
-            return (self.vals[self.pos + 1] == "[" and self.kinds[self.pos + 1] == _PUNCT
+            return (self.vals[self.pos + 1] in ("[", "(") and self.kinds[self.pos + 1] == _PUNCT
+                    and (self.vals[self.pos] == "b" or self.vals[self.pos + 1] == "[")
                     and not self.vals[self.pos].startswith("%"))
         return k == _PUNCT and self.vals[self.pos] == "("
 
@@ -359,9 +360,21 @@ class _Parser:
             return Shape.tuple(elements)
         if self.kinds[i] != _WORD:
             self.expected("a shape")
+        if self.vals[i] == "b" and self.vals[i + 1] == "(" and self.kinds[i + 1] == _PUNCT:
+            # A buffer shape, b(f32[4,16]): it holds one array shape.
+            self.pos += 2
+            inner_index = self.pos
+            inner = self.parse_shape()
+            if not inner.is_array:
+                self.error(f"a buffer shape holds an array shape, not {inner.to_text()}",
+                           inner_index)
+            if not self.at(")"):
+                self.expected("')' at the end of a buffer shape")
+            self.pos += 1
+            return Shape.buffer(inner)
         type_text = self.vals[i]
         et = _type_from_text(type_text)
-        if et is None or et is PrimitiveType.TUPLE:
+        if et is None or et in (PrimitiveType.TUPLE, PrimitiveType.BUFFER):
             if self.vals[i + 1] == "[" or _looks_like_type(type_text):
                 self.error(f"unknown element type '{type_text}'")
             self.expected("a shape")

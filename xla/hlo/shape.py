@@ -8,6 +8,7 @@ Text forms, as XLA prints them::
     f32[2,3]{1,0:T(8,128)}  layout with tiling etc. (the part after ':' is kept verbatim)
     (f32[2]{0}, s32[])    tuple (nested tuples allowed)
     token[]
+    b(f32[4,16]{1,0})     buffer of an array (XLA's buffer shape)
 """
 import math
 
@@ -53,7 +54,10 @@ class Shape:
     dimension this is the bound), ``dynamic`` (one bool per dimension) and
     ``layout`` (a Layout or None when the text had none). An unbounded
     dynamic dimension (``?``) is stored as -1 with its dynamic flag set. For tuples:
-    ``element_type is PrimitiveType.TUPLE`` and ``tuple_shapes``.
+    ``element_type is PrimitiveType.TUPLE`` and ``tuple_shapes``. For buffers:
+    ``element_type is PrimitiveType.BUFFER`` and the one array shape it holds
+    as ``tuple_shapes[0]`` (``buffer_shape``); a buffer is neither an array
+    nor a tuple, and a leaf of a tuple.
     """
 
     __slots__ = ("element_type", "dimensions", "dynamic", "layout", "tuple_shapes")
@@ -97,6 +101,13 @@ class Shape:
         return Shape(PrimitiveType.TOKEN)
 
     @staticmethod
+    def buffer(array_shape):
+        """XLA's buffer shape ``b(f32[4,16])``: it holds one array shape."""
+        if not array_shape.is_array:
+            raise ValueError(f"a buffer holds an array shape, not {array_shape}")
+        return Shape(PrimitiveType.BUFFER, tuple_shapes=(array_shape,))
+
+    @staticmethod
     def from_array(value):
         value = np.asarray(value)
         return Shape.array(from_dtype(value.dtype), value.shape)
@@ -109,6 +120,22 @@ class Shape:
     @property
     def is_token(self):
         return self.element_type is PrimitiveType.TOKEN
+
+    @property
+    def is_buffer(self):
+        return self.element_type is PrimitiveType.BUFFER
+
+    @property
+    def has_buffer(self):
+        """Whether this shape is or holds (in a tuple) a buffer shape."""
+        return self.is_buffer or any(s.has_buffer for s in self.tuple_shapes)
+
+    @property
+    def buffer_shape(self):
+        """The array shape a buffer shape holds."""
+        if not self.is_buffer:
+            raise ValueError(f"shape {self} is not a buffer")
+        return self.tuple_shapes[0]
 
     @property
     def is_array(self):
@@ -140,6 +167,8 @@ class Shape:
         """Bytes of the array (arrays) or of the tuple's pointer table (tuples)."""
         if self.is_tuple:
             return 8 * len(self.tuple_shapes)
+        if self.is_buffer:
+            return self.buffer_shape.byte_size()
         if not self.is_array:
             return 0
         return (self.num_elements() * self.element_type.bits + 7) // 8
@@ -169,11 +198,15 @@ class Shape:
     def without_layout(self):
         if self.is_tuple:
             return Shape.tuple([s.without_layout() for s in self.tuple_shapes])
+        if self.is_buffer:
+            return Shape.buffer(self.buffer_shape.without_layout())
         return Shape(self.element_type, self.dimensions, None, self.dynamic)
 
     def with_default_layout(self):
         if self.is_tuple:
             return Shape.tuple([s.with_default_layout() for s in self.tuple_shapes])
+        if self.is_buffer:
+            return Shape.buffer(self.buffer_shape.with_default_layout())
         if not self.is_array:
             return self
         return Shape(self.element_type, self.dimensions, Layout.row_major(self.rank), self.dynamic)
@@ -183,7 +216,7 @@ class Shape:
         """Equal ignoring layouts (XLA's ShapeUtil::Compatible)."""
         if self.element_type is not other.element_type:
             return False
-        if self.is_tuple:
+        if self.is_tuple or self.is_buffer:
             return (len(self.tuple_shapes) == len(other.tuple_shapes) and
                     all(a.compatible(b) for a, b in zip(self.tuple_shapes, other.tuple_shapes)))
         return self.dimensions == other.dimensions and self.dynamic == other.dynamic
@@ -205,6 +238,8 @@ class Shape:
     def to_text(self, print_layout=True):
         if self.is_tuple:
             return "(" + ", ".join(s.to_text(print_layout) for s in self.tuple_shapes) + ")"
+        if self.is_buffer:
+            return "b(" + self.buffer_shape.to_text(print_layout) + ")"
         dims = ",".join("?" if (dyn and d < 0) else ("<=" if dyn else "") + str(d)
                         for d, dyn in zip(self.dimensions, self.dynamic))
         text = f"{self.element_type.text}[{dims}]"

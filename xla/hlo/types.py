@@ -11,7 +11,7 @@ import numpy as np
 class PrimitiveType(enum.Enum):
     # value: (text name, numpy dtype or None, bit width, kind)
     # kind: 'pred', 's' (signed int), 'u' (unsigned int), 'f' (float),
-    #       'c' (complex), 'token', 'tuple', 'opaque'
+    #       'c' (complex), 'token', 'tuple', 'opaque', 'buffer'
     PRED = ("pred", np.bool_, 8, "pred")
     S2 = ("s2", getattr(ml_dtypes, "int2", None), 2, "s")
     S4 = ("s4", ml_dtypes.int4, 4, "s")
@@ -36,6 +36,9 @@ class PrimitiveType(enum.Enum):
     TOKEN = ("token", None, 0, "token")
     TUPLE = ("tuple", None, 0, "tuple")
     OPAQUE = ("opaque", None, 0, "opaque")
+    # A buffer shape wraps one array shape, written b(f32[4,16]); as in XLA,
+    # 'buffer' is never spelled as an element type in text.
+    BUFFER = ("buffer", None, 0, "buffer")
 
     def __init__(self, text, dtype, bits, kind):
         self.text = text
@@ -75,7 +78,7 @@ class PrimitiveType(enum.Enum):
 
     @property
     def is_array_type(self):
-        """True for element types that arrays can hold (not token/tuple/opaque)."""
+        """True for element types that arrays can hold (not token/tuple/opaque/buffer)."""
         return self.dtype is not None
 
     @property

@@ -123,6 +123,12 @@ class CpuCompiler(Compiler):
         seconds of "passes" and "buffer_assignment"."""
         start = time.perf_counter()
         verify_module(module)
+        for comp in module.computations:
+            for instr in comp.instructions:
+                if instr.shape.has_buffer:
+                    raise UnimplementedError(
+                        f"the cpu backend does not support buffer shapes ({instr.opcode} "
+                        f"{instr.name}: {instr.shape.to_text(False)})")
         for p in module.entry.parameters:
             if p.shape.is_dynamic:
                 raise UnimplementedError(f"the cpu backend does not support dynamic shapes "

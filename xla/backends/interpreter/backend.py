@@ -5,6 +5,7 @@ IR-level evaluator (``xla.hlo.evaluator``).
 It defines the semantics every other backend is tested against. Its memory
 is host memory (NumPy arrays); it does not honour donation.
 """
+from xla.errors import UnimplementedError
 from xla.hlo.evaluator import Evaluator
 from xla.hlo.verifier import verify_module
 from xla.runtime import Capabilities, Compiler, Executable, Platform
@@ -39,6 +40,12 @@ class InterpreterCompiler(Compiler):
 
     def compile(self, module, hooks=None):
         verify_module(module)
+        for comp in module.computations:
+            for instr in comp.instructions:
+                if instr.shape.has_buffer:
+                    raise UnimplementedError(
+                        f"the interpreter does not support buffer shapes ({instr.opcode} "
+                        f"{instr.name}: {instr.shape.to_text(False)})")
         return InterpreterExecutable(module, self.device)
 
 
