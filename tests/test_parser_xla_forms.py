@@ -183,3 +183,63 @@ def test_malformed_buffer_shapes(shape, message, column):
     text = f"HloModule m\nENTRY e {{\n  ROOT p0 = {shape} parameter(0)\n}}\n"
     assert f"bad.hlo:3:{column}: error: {message}" in parse_error(text)
 
+
+
+# ----- '?' in convolution dim_labels -------------------------------------------------
+
+def conv_module(labels, lhs="f32[1,5,2]", out="f32[1,5,3]"):
+    return ("HloModule m\nENTRY e {\n  x = " + lhs + " parameter(0)\n  w = f32[3,2,3] parameter(1)\n"
+            "  ROOT c = " + out + " convolution(x, w), window={size=3 pad=1_1}, dim_labels="
+            + labels + "\n}\n")
+
+
+@pytest.mark.parametrize("labels, printed", [
+    # As XLA prints them (checked with jaxlib 0.10.2's parser and printer):
+    # each part up to its highest named dimension, so a trailing '?' goes.
+    ("b0?f_0io->b0f", "b0?f_0io->b0f"),
+    ("?b0f_0io->b0f", "?b0f_0io->b0f"),
+    ("b0f_0?io->b0f", "b0f_0?io->b0f"),
+    ("b0f_0io->b0?f", "b0f_0io->b0?f"),
+    ("b0f?_0io?->b0f?", "b0f_0io->b0f"),
+])
+def test_question_marks_in_dim_labels_parse_and_print_as_in_xla(labels, printed):
+    m = parse_hlo_module(conv_module(labels))
+    assert f"dim_labels={printed}\n" in m.to_text()
+    assert parse_hlo_module(m.to_text()).to_text() == m.to_text()
+
+
+def test_trailing_question_marks_name_the_same_convolution():
+    m = parse_hlo_module(conv_module("b0f?_0io?->b0f?"))
+    plain = parse_hlo_module(conv_module("b0f_0io->b0f"))
+    verify_module(m)
+    assert m.entry.root_instruction.attrs["dim_labels"] == plain.entry.root_instruction.attrs["dim_labels"]
+    x = np.arange(10, dtype=np.float32).reshape(1, 5, 2)
+    w = np.arange(18, dtype=np.float32).reshape(3, 2, 3) / 7
+    np.testing.assert_array_equal(evaluate(m, x, w), evaluate(plain, x, w))
+
+
+def test_an_operand_dimension_left_unnamed_is_refused_by_the_verifier():
+    # XLA's shape inference wants rank = spatial dimensions + 2, so a '?'
+    # inside the labels of a used operand never verifies.
+    from xla.errors import VerifierError
+    m = parse_hlo_module(conv_module("b0?f_0io->b0f", lhs="f32[1,5,1,2]"))
+    with pytest.raises(VerifierError, match="convolution with 1 spatial dimensions needs rank-3 "
+                                            "operands"):
+        verify_module(m)
+
+
+@pytest.mark.parametrize("labels, message, column", [
+    ("b??f_0io->b0f", "bad dim_labels 'b??f_0io->b0f': dim_labels 'b??f_0io->b0f': operands "
+     "disagree on the number of spatial dimensions", 78),
+    ("b00f_0io->b0f", "bad dim_labels 'b00f_0io->b0f': spatial dimension 0 appears twice in "
+     "dim_labels part 'b00f'", 78),
+    ("b0f_0io->?", "bad dim_labels 'b0f_0io->?': dim_labels part '?' is too short", 78),
+    ("b0f ?_0io->b0f", "expected '->' in dim_labels but found '?'", 82),
+    ("b0f_0io->", "expected the output labels of dim_labels but found '}'", None),
+    ("b0f_0i?->b0f", "bad dim_labels 'b0f_0i?->b0f': dim_labels part '0i?' needs exactly one "
+     "'i' and one 'o'", 78),
+])
+def test_malformed_dim_labels_with_question_marks(labels, message, column):
+    error = parse_error(conv_module(labels))
+    where = f"bad.hlo:5:{column}" if column else "bad.hlo:6:1"
+    assert f"{where}: error: {message}" in error

@@ -109,6 +109,10 @@ class ConvDimensionNumbers:
     In the input and output labels ``b`` is the batch dimension, ``f`` the
     feature dimension and digits the spatial dimensions in order; in the
     kernel labels ``i`` and ``o`` are the input and output feature dimensions.
+    ``?`` marks a dimension the numbers do not name (XLA's parser accepts it;
+    the verifier then refuses a convolution whose operand has it, as XLA's
+    does). As XLA, each part prints up to its highest named dimension, so a
+    trailing ``?`` is not printed back.
     """
 
     __slots__ = ("input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions",
@@ -143,8 +147,8 @@ class ConvDimensionNumbers:
         return f"ConvDimensionNumbers({self.to_text()})"
 
     @staticmethod
-    def _labels(rank, specials, spatial):
-        chars = ["?"] * rank
+    def _labels(specials, spatial):
+        chars = ["?"] * (max([dim for dim, _ in specials] + list(spatial)) + 1)
         for dim, ch in specials:
             chars[dim] = ch
         for i, dim in enumerate(spatial):
@@ -152,12 +156,11 @@ class ConvDimensionNumbers:
         return "".join(chars)
 
     def to_text(self):
-        n = len(self.input_spatial_dimensions) + 2
-        lhs = self._labels(n, [(self.input_batch_dimension, "b"), (self.input_feature_dimension, "f")],
+        lhs = self._labels([(self.input_batch_dimension, "b"), (self.input_feature_dimension, "f")],
                            self.input_spatial_dimensions)
-        rhs = self._labels(n, [(self.kernel_input_feature_dimension, "i"),
-                               (self.kernel_output_feature_dimension, "o")], self.kernel_spatial_dimensions)
-        out = self._labels(n, [(self.output_batch_dimension, "b"), (self.output_feature_dimension, "f")],
+        rhs = self._labels([(self.kernel_input_feature_dimension, "i"),
+                            (self.kernel_output_feature_dimension, "o")], self.kernel_spatial_dimensions)
+        out = self._labels([(self.output_batch_dimension, "b"), (self.output_feature_dimension, "f")],
                            self.output_spatial_dimensions)
         return f"{lhs}_{rhs}->{out}"
 
@@ -179,13 +182,17 @@ class ConvDimensionNumbers:
                 raise ValueError(f"dim_labels part {labels!r} needs exactly one {a!r} and one {b!r}")
             spatial = {}
             for pos, ch in enumerate(labels):
-                if ch in (a, b):
+                if ch in (a, b, "?"):
                     continue
                 if not ch.isdigit():
                     raise ValueError(f"unexpected character {ch!r} in dim_labels part {labels!r}")
+                if int(ch) in spatial:
+                    raise ValueError(f"spatial dimension {ch} appears twice in dim_labels part "
+                                     f"{labels!r}")
                 spatial[int(ch)] = pos
-            if sorted(spatial) != list(range(len(labels) - 2)):
-                raise ValueError(f"spatial dimensions of dim_labels part {labels!r} must be 0..{len(labels) - 3}")
+            if sorted(spatial) != list(range(len(spatial))):
+                raise ValueError(f"spatial dimensions of dim_labels part {labels!r} must be "
+                                 f"0..{len(spatial) - 1}")
             return first, second, tuple(spatial[i] for i in range(len(spatial)))
 
         ib, if_, isp = parse(lhs, "b", "f")

@@ -1133,20 +1133,30 @@ class _Parser:
 
     def parse_dim_labels(self):
         start = self.pos
-        if self.kind() != _WORD:
+        # '?' (a dimension the convolution does not use, as XLA's lexer
+        # allows) is a token of its own: the labels are the adjacent tokens.
+        if self.kind() != _WORD and not self.at("?"):
             self.expected("dim_labels like b01f_01io->b01f")
         self.pos += 1
+        while (self.at("?") or self.kind() == _WORD) and self.at_adjacent():
+            self.pos += 1
         if not self.at("->"):
             self.expected("'->' in dim_labels")
         self.pos += 1
-        if self.kind() != _WORD:
+        if self.kind() != _WORD and not self.at("?"):
             self.expected("the output labels of dim_labels")
         self.pos += 1
+        while (self.at("?") or self.kind() == _WORD) and self.at_adjacent():
+            self.pos += 1
         text = self.text[self.starts[start]:self.ends[self.pos - 1]]
         try:
             return ConvDimensionNumbers.from_text(text)
         except (ValueError, IndexError, KeyError) as e:
             self.error(f"bad dim_labels '{text}': {e}", start)
+
+    def at_adjacent(self):
+        """Whether the current token follows the previous one without a space."""
+        return self.starts[self.pos] == self.ends[self.pos - 1]
 
     # ----- literals ----------------------------------------------------------------
     def at_elided(self):
