@@ -22,7 +22,7 @@ import itertools
 import numpy as np
 
 from xla.errors import InvalidArgumentError, ShapeError
-from xla.hlo.attributes import SliceDim, PaddingDim
+from xla.hlo.attributes import PaddingDim, RawAttr, SliceDim
 from xla.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla.hlo.shape import Shape
 from xla.hlo.shape_inference import infer_shape
@@ -75,6 +75,14 @@ class XlaOp:
         return f"<XlaOp {self.instr.name}: {self.instr.shape}>"
 
 
+def _metadata(op_name, source_file, source_line):
+    """``{op_name="..." source_file="..." source_line=N}``, XLA's OpMetadata text."""
+    def quoted(text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    return RawAttr(f"{{op_name={quoted(op_name)} source_file={quoted(source_file)} "
+                   f"source_line={int(source_line)}}}")
+
+
 class _ModuleState:
     """What sub-builders of one module share: the module and a name counter."""
 
@@ -83,6 +91,9 @@ class _ModuleState:
         self.counter = itertools.count(1)
         self.computation_names = set()
         self.instruction_names = set()
+        # Set by a trace: () -> (file, line) of the user's code, or None;
+        # each instruction added gets it as its metadata, as JAX records it.
+        self.locate = None
 
     def unique(self, name):
         """``name`` if no instruction has it yet, else ``name.N``."""
@@ -156,6 +167,10 @@ class XlaBuilder:
         declared = shape if shape is not None else Shape.scalar(
             instrs[0].shape.element_type if instrs and instrs[0].shape.is_array else PrimitiveType.F32)
         name = self._state.unique(f"{opcode}.{next(self._state.counter)}")
+        if self._state.locate is not None and "metadata" not in attrs:
+            where = self._state.locate()
+            if where is not None:
+                attrs["metadata"] = _metadata(f"{self._state.module.name}/{opcode}", *where)
         instr = HloInstruction(opcode, declared, instrs, name=name, attrs=attrs)
         try:
             inferred = infer_shape(instr)

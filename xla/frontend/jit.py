@@ -99,7 +99,7 @@ class JitFunction:
     """The callable ``xla.jit`` returns."""
 
     def __init__(self, fn, backend=None, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 in_shardings=None, out_shardings=None, **options):
+                 in_shardings=None, out_shardings=None, unroll=None, **options):
         if not callable(fn):
             raise TypeError(f"xla.jit needs a callable, got {type(fn).__name__}")
         if backend is None:
@@ -115,7 +115,12 @@ class JitFunction:
         if unknown:
             raise InvalidArgumentError(f"xla.jit: unknown option(s) {', '.join(unknown)}; options are "
                                        + ", ".join(f"{k} ({v})" for k, v in OPTIONS.items()))
+        if not (unroll is None or isinstance(unroll, bool) or
+                isinstance(unroll, int) and unroll >= 0):
+            raise InvalidArgumentError(f"xla.jit: unroll must be None, True, False or a "
+                                       f"non-negative int, got {unroll!r}")
         self.fn = fn
+        self.unroll = unroll
         self.backend = backend
         self.options = dict(options)
         self._signature = None
@@ -305,7 +310,8 @@ class JitFunction:
                         call_kwargs[k] = kwargs[k]
                 originals = [p.op for p in params]
                 from xla.frontend.traced_creation import for_tracing
-                out = for_tracing(self.fn)(*call_args, **call_kwargs)
+                from xla.frontend.control_flow import convert
+                out = for_tracing(convert(self.fn, self.unroll))(*call_args, **call_kwargs)
                 out_leaves, out_treedef = pytree.flatten(out)
                 ops, constants = [], []
                 for i, leaf in enumerate(out_leaves):
@@ -546,14 +552,18 @@ def _hashable(value, what):
 
 
 def jit(fn=None, *, backend=None, static_argnums=(), static_argnames=(), donate_argnums=(),
-        in_shardings=None, out_shardings=None, **options):
+        in_shardings=None, out_shardings=None, unroll=None, **options):
     """Compiles ``fn`` with XLA on first call per signature. Usable as
     ``@xla.jit`` or ``@xla.jit(backend=..., static_argnums=...)``.
+    Python ``for``/``while``/``if`` over traced values become HLO control
+    flow (xla/frontend/control_flow.py); ``unroll``: loops of at most this
+    many iterations are unrolled (default 8; True: every loop with static
+    bounds, False: none).
     ``in_shardings``/``out_shardings`` (``xla.sharding.NamedSharding``, one
     for every array or one per argument leaf / output): the function runs
     SPMD-partitioned over the mesh's devices (xla/frontend/sharding.py)."""
     if fn is None:
         return lambda f: JitFunction(f, backend, static_argnums, static_argnames, donate_argnums,
-                                     in_shardings, out_shardings, **options)
+                                     in_shardings, out_shardings, unroll=unroll, **options)
     return JitFunction(fn, backend, static_argnums, static_argnames, donate_argnums,
-                       in_shardings, out_shardings, **options)
+                       in_shardings, out_shardings, unroll=unroll, **options)

@@ -52,6 +52,18 @@ def user_location(skip_internal=True):
     return None
 
 
+def user_frame():
+    """``(file, line)`` of the innermost frame outside xla/ and numpy/, or None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_INTERNAL_DIRS) and \
+                not filename.startswith("<frozen"):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
 def located(message):
     """``message`` prefixed with the user's file and line."""
     where = user_location()
@@ -613,4 +625,6 @@ def to_shape(dtype, dims):
 
 def new_trace(name):
     """A fresh top-level trace context with a new builder."""
-    return TraceContext(XlaBuilder(name))
+    b = XlaBuilder(name)
+    b._state.locate = user_frame
+    return TraceContext(b)

@@ -282,6 +282,8 @@ def instruction_to_text(instr, options=None):
     parts = [_name_text(instr, percent), " = ", shape_to_text(instr.shape, True, idx), " ",
              instr.opcode, "(", inside, ")"]
     for name, value in instr.attrs.items():
+        if name == "metadata" and opts.get("no_metadata"):
+            continue
         parts.append(f", {name}={attr_to_text(name, value, percent)}")
     return "".join(parts)
 
@@ -319,8 +321,11 @@ def _header_value(value):
     return str(value)
 
 
-def module_to_text(module):
+def module_to_text(module, metadata=True):
+    """The module's text; ``metadata=False`` leaves out every instruction's
+    ``metadata`` (source locations: a cache key must not depend on them)."""
     opts = _options(module)
+    opts["no_metadata"] = not metadata
     out = ["HloModule ", module.name]
     for name, value in module.header_attrs.items():
         out.append(f", {name}={_header_value(value)}")

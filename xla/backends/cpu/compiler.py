@@ -17,6 +17,7 @@ from xla.backends.cpu.kernel_compiler import KernelCompiler
 from xla.backends.cpu.kernels import KERNEL_PREFIX
 from xla.errors import UnimplementedError
 from xla.gc_util import paused_gc
+from xla.hlo.printer import module_to_text
 from xla.hlo.verifier import verify_module
 from xla.runtime import Compiler
 from xla.service.buffer_assignment import assign_buffers
@@ -198,7 +199,8 @@ class CpuCompiler(Compiler):
                                  progress.kernels if progress else None, self.compile_workers)
         key = None
         if cache is not None:
-            key = cache.key(module.to_text(), target=jit.host_triple() + ":" + jit.host_cpu(),
+            key = cache.key(module_to_text(module, metadata=False),
+                            target=jit.host_triple() + ":" + jit.host_cpu(),
                             options=options + " driver " +
                             kernel_compiler.buffer_layout_fingerprint(assignment))
             exe = self._from_cache(cache, key, module, assignment, kernels)

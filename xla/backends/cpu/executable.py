@@ -203,9 +203,8 @@ class CpuExecutable(Executable):
                 except KeyboardInterrupt:   # another Ctrl-C: the loop stops all the same
                     continue
 
-        worker = threading.Thread(target=work, name="xla-execute", daemon=True)
         flag[0] = 0
-        worker.start()
+        _start(work)
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while not done.is_set():
@@ -314,6 +313,52 @@ class CpuExecutable(Executable):
         if alloc.index not in self._outputs or value.base is None:
             value = np.array(value)
         return value
+
+
+class _Worker:
+    """The thread interruptible executions run on, kept between calls:
+    starting a thread costs about 100 us, handing work to a waiting one a
+    few. One execution at a time; a second that finds it busy gets a thread
+    of its own."""
+
+    def __init__(self):
+        self.busy = threading.Lock()
+        self.ready = threading.Event()
+        self.task = None
+        self.thread = threading.Thread(target=self._run, name="xla-execute", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            self.ready.wait()
+            self.ready.clear()
+            task, self.task = self.task, None
+            try:
+                task()
+            finally:
+                self.busy.release()
+
+    def submit(self, task):
+        if not self.busy.acquire(blocking=False):
+            return False
+        self.task = task
+        self.ready.set()
+        return True
+
+
+_worker = None
+_worker_lock = threading.Lock()
+
+
+def _start(task):
+    """Runs ``task`` (which catches what it raises) on another thread."""
+    global _worker
+    with _worker_lock:
+        if _worker is None or not _worker.thread.is_alive():
+            _worker = _Worker()
+        worker = _worker
+    if not worker.submit(task):
+        threading.Thread(target=task, name="xla-execute", daemon=True).start()
 
 
 def literal_array_at(instr, index):
