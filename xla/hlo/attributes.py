@@ -208,7 +208,7 @@ rhs_contracting_dims offset_dims collapsed_slice_dims start_index_map
 operand_batching_dims start_indices_batching_dims slice_sizes
 update_window_dims inserted_window_dims scatter_dims_to_operand_dims
 input_batching_dims scatter_indices_batching_dims dynamic_slice_sizes
-fft_length lhs_ragged_dims""".split()
+fft_length lhs_ragged_dims rhs_group_dims""".split()
 _INT = """index iota_dimension index_vector_dim feature_group_count
 batch_group_count channel_id k exponent_bits mantissa_bits
 all_gather_dimension scatter_dimension split_dimension

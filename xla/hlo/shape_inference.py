@@ -789,6 +789,97 @@ def infer_dot_shape(lhs, rhs, lhs_contracting_dims=(), rhs_contracting_dims=(), 
     return _array(et, dims, dyn)
 
 
+class RaggedDotMode(NamedTuple):
+    """How a ragged-dot's lhs ragged dimension splits the computation.
+
+    ``kind`` is "noncontracting" (rows of lhs pick their group's rhs slice
+    along the rhs group dimension), "contracting" (each group contracts its
+    part of the ragged dimension: a leading result dimension of size g) or
+    "batch" (a batch dimension, ragged). ``group_prefix`` lists the lhs
+    dimensions group_sizes may have in front of its last (group) dimension,
+    in order: all lhs batch dimensions, then the lhs non-contracting
+    dimensions before the ragged one (noncontracting), or the lhs
+    contracting dimensions listed before it (contracting); for a ragged
+    batch dimension, the batch dimensions listed before it. A rank-1
+    group_sizes applies to every position of those dimensions."""
+    kind: str
+    ragged: int
+    group_dim: int  # rhs group dimension, -1 when there is none
+    group_prefix: tuple
+
+
+def ragged_dot_mode(lhs_rank, lhs_contracting_dims, lhs_batch_dims, lhs_ragged_dims,
+                    rhs_group_dims):
+    lc, lb = tuple(lhs_contracting_dims or ()), tuple(lhs_batch_dims or ())
+    if len(lhs_ragged_dims or ()) != 1:
+        raise ShapeError(f"ragged-dot needs exactly one lhs ragged dimension, got "
+                         f"{len(lhs_ragged_dims or ())}")
+    r = lhs_ragged_dims[0]
+    if not 0 <= r < lhs_rank:
+        raise ShapeError(f"ragged-dot: lhs ragged dimension {r} is out of range for rank {lhs_rank}")
+    if r in lb:
+        kind, prefix = "batch", lb[:lb.index(r)]
+    elif r in lc:
+        kind, prefix = "contracting", lb + lc[:lc.index(r)]
+    else:
+        kind = "noncontracting"
+        prefix = lb + tuple(d for d in range(r) if d not in lb and d not in lc)
+    groups = tuple(rhs_group_dims or ())
+    if kind == "noncontracting" and len(groups) != 1:
+        raise ShapeError(f"ragged-dot: a non-contracting lhs ragged dimension needs exactly one "
+                         f"rhs group dimension, got {len(groups)}")
+    if kind != "noncontracting" and groups:
+        raise ShapeError(f"ragged-dot: a {kind} lhs ragged dimension takes no rhs group dimension")
+    return RaggedDotMode(kind, r, groups[0] if groups else -1, prefix)
+
+
+def infer_ragged_dot_shape(lhs, rhs, group_sizes, lhs_contracting_dims=(), rhs_contracting_dims=(),
+                           lhs_batch_dims=(), rhs_batch_dims=(), lhs_ragged_dims=(),
+                           rhs_group_dims=(), preferred_element_type=None):
+    """XLA's RaggedDot: a dot whose lhs ragged dimension is split into
+    consecutive groups of the sizes group_sizes gives (see RaggedDotMode).
+    The result is the dot's, without the rhs group dimension, with a
+    leading dimension of size g when the ragged dimension is contracting."""
+    op = "ragged-dot"
+    _require_array(lhs, "operand 0", op)
+    _require_array(rhs, "operand 1", op)
+    _require_array(group_sizes, "operand 2 (group sizes)", op)
+    lc, rc = tuple(lhs_contracting_dims or ()), tuple(rhs_contracting_dims or ())
+    lb, rb = tuple(lhs_batch_dims or ()), tuple(rhs_batch_dims or ())
+    mode = ragged_dot_mode(lhs.rank, lc, lb, lhs_ragged_dims, rhs_group_dims)
+    gd = mode.group_dim
+    if gd >= 0:
+        if not 0 <= gd < rhs.rank:
+            raise ShapeError(f"ragged-dot: rhs group dimension {gd} is out of range for rank "
+                             f"{rhs.rank}")
+        if gd in rb or gd in rc:
+            raise ShapeError(f"ragged-dot: rhs group dimension {gd} is also a batch or "
+                             f"contracting dimension")
+    if group_sizes.rank == 0:
+        raise ShapeError(f"ragged-dot: group sizes {_s(group_sizes)} need a group dimension")
+    full = [lhs.dimensions[d] for d in mode.group_prefix] + [group_sizes.dimensions[-1]]
+    if group_sizes.rank not in (1, len(full)):
+        raise ShapeError(f"ragged-dot: group sizes {_s(group_sizes)} must have rank 1 or "
+                         f"{len(full)}")
+    if group_sizes.rank > 1 and list(group_sizes.dimensions) != full:
+        raise ShapeError(f"ragged-dot: group sizes {_s(group_sizes)} must have dimensions "
+                         f"[{','.join(map(str, full))}]")
+    g = group_sizes.dimensions[-1]
+    if gd >= 0 and rhs.dimensions[gd] != g:
+        raise ShapeError(f"ragged-dot: rhs group dimension {gd} of {_s(rhs)} has size "
+                         f"{rhs.dimensions[gd]} but group sizes {_s(group_sizes)} give {g} groups")
+    if gd >= 0:   # the dot of lhs with one group's slice of rhs
+        keep = [d for d in range(rhs.rank) if d != gd]
+        rhs = _array(rhs.element_type, [rhs.dimensions[d] for d in keep],
+                     [_dyn(rhs, d) for d in keep])
+        rc = tuple(d - (d > gd) for d in rc)
+        rb = tuple(d - (d > gd) for d in rb)
+    result = infer_dot_shape(lhs, rhs, lc, rc, lb, rb, preferred_element_type)
+    if mode.kind == "contracting":
+        result = _array(result.element_type, (g,) + result.dimensions, (False,) + result.dynamic)
+    return result
+
+
 def infer_convolution_shape(lhs, rhs, window, dnums, feature_group_count=1, batch_group_count=1,
                             preferred_element_type=None):
     op = "convolution"
@@ -1381,6 +1472,15 @@ def _dot(instr, shapes):
     return infer_dot_shape(shapes[0], shapes[1], a.get("lhs_contracting_dims"),
                            a.get("rhs_contracting_dims"), a.get("lhs_batch_dims"),
                            a.get("rhs_batch_dims"), instr.shape.element_type)
+
+
+@rule("ragged-dot", operands=3)
+def _ragged_dot(instr, shapes):
+    a = instr.attrs
+    return infer_ragged_dot_shape(shapes[0], shapes[1], shapes[2], a.get("lhs_contracting_dims"),
+                                  a.get("rhs_contracting_dims"), a.get("lhs_batch_dims"),
+                                  a.get("rhs_batch_dims"), a.get("lhs_ragged_dims"),
+                                  a.get("rhs_group_dims"), instr.shape.element_type)
 
 
 @rule("convolution", operands=2)

@@ -1,4 +1,4 @@
-"""Interpreter handlers: dot, convolution, cholesky, triangular-solve, fft.
+"""Interpreter handlers: dot, ragged-dot, convolution, cholesky, triangular-solve, fft.
 
 Precision: integer results are computed in 64-bit integers and truncated to
 the result type, which is exactly XLA's wraparound arithmetic in the result
@@ -20,17 +20,25 @@ def _matmul(a, b):
     return np.matmul(a, b)
 
 
+def _dot_dims(instr):
+    return (tuple(instr.attr("lhs_batch_dims", ())), tuple(instr.attr("rhs_batch_dims", ())),
+            tuple(instr.attr("lhs_contracting_dims", ())),
+            tuple(instr.attr("rhs_contracting_dims", ())))
+
+
 @register("dot")
 def dot(instr, operands, ctx):
     lhs, rhs = operands
-    lb = tuple(instr.attr("lhs_batch_dims", ()))
-    rb = tuple(instr.attr("rhs_batch_dims", ()))
-    lc = tuple(instr.attr("lhs_contracting_dims", ()))
-    rc = tuple(instr.attr("rhs_contracting_dims", ()))
+    lb, rb, lc, rc = _dot_dims(instr)
     out_dtype = instr.shape.dtype
     cdt = compute_dtype(out_dtype, lhs.dtype, rhs.dtype)
-    lhs = to_compute(lhs, cdt)
-    rhs = to_compute(rhs, cdt)
+    return from_compute(_dot_general(to_compute(lhs, cdt), to_compute(rhs, cdt), lb, rb, lc, rc),
+                        out_dtype)
+
+
+def _dot_general(lhs, rhs, lb, rb, lc, rc):
+    """The dot of two arrays of one compute dtype: batch, lhs free, rhs free dimensions."""
+    cdt = lhs.dtype
     lf = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
     rf = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
     bshape = [lhs.shape[d] for d in lb]
@@ -44,7 +52,84 @@ def dot(instr, operands, ctx):
         out = np.zeros((B, M, N), cdt)
     else:
         out = _matmul(a, b)
-    out = out.reshape(bshape + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf])
+    return out.reshape(bshape + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf])
+
+
+@register("ragged-dot")
+def ragged_dot(instr, operands, ctx):
+    """XLA's RaggedDot. group_sizes splits the lhs ragged dimension into
+    consecutive groups (group i covers [sum of sizes before i, that + size
+    i)); positions past the last group belong to none. A group_sizes of
+    rank 1 applies to every position of its prefix dimensions
+    (``ragged_dot_mode``). By the kind of ragged dimension:
+
+    - non-contracting: a row of group i is multiplied with slice i of rhs
+      along the rhs group dimension; a row in no group is zero;
+    - contracting: result slice i is the dot over group i's part of the
+      contracting dimension only;
+    - batch: the dot itself: every batch position is computed, in a group
+      or not (as XLA computes jax.lax.ragged_dot_general, the reference of
+      tests/service/fixtures/gen_ragged_dot.py).
+
+    Entries outside a group are selected out, never multiplied by zero, so
+    an inf or NaN there does not reach the result.
+    """
+    from xla.hlo.shape_inference import ragged_dot_mode
+    lhs, rhs, group_sizes = operands
+    lb, rb, lc, rc = _dot_dims(instr)
+    mode = ragged_dot_mode(lhs.ndim, lc, lb, tuple(instr.attr("lhs_ragged_dims", ())),
+                           tuple(instr.attr("rhs_group_dims", ())))
+    out_dtype = instr.shape.dtype
+    cdt = compute_dtype(out_dtype, lhs.dtype, rhs.dtype)
+    lhs, rhs = to_compute(lhs, cdt), to_compute(rhs, cdt)
+    sizes = np.asarray(group_sizes).astype(np.int64)
+    g = sizes.shape[-1]
+    prefix = list(mode.group_prefix)
+    sizes = np.broadcast_to(sizes, [lhs.shape[d] for d in prefix] + [g])
+    ends = np.cumsum(sizes, axis=-1)
+    starts = ends - sizes
+    # in_group[i]: over the lhs dimensions prefix + [ragged], then moved to
+    # their lhs positions (other lhs dimensions of size 1).
+    pos = np.arange(lhs.shape[mode.ragged])
+    in_group = (starts[..., None] <= pos) & (pos < ends[..., None])   # prefix..., g, R
+    in_group = np.moveaxis(in_group, -2, 0)                           # g, prefix..., R
+    axes = prefix + [mode.ragged]
+    in_group = np.transpose(in_group, [0] + [1 + axes.index(d) for d in sorted(axes)])
+    in_group = in_group.reshape((g,) + tuple(lhs.shape[d] if d in axes else 1
+                                             for d in range(lhs.ndim)))
+
+    def on_rhs(mask):
+        """A mask over lhs batch/contracting dimensions, laid out for rhs."""
+        lhs_axes = [d for d in range(lhs.ndim) if mask.shape[d] != 1 or d in axes]
+        to_rhs = dict(zip(lb + lc, rb + rc))
+        m = np.transpose(mask, lhs_axes + [d for d in range(lhs.ndim) if d not in lhs_axes])
+        m = m.reshape([mask.shape[d] for d in lhs_axes])
+        rhs_axes = [to_rhs[d] for d in lhs_axes]
+        order = sorted(range(len(rhs_axes)), key=lambda k: rhs_axes[k])
+        m = np.transpose(m, order)
+        return m.reshape([rhs.shape[d] if d in rhs_axes else 1 for d in range(rhs.ndim)])
+
+    zero = np.zeros((), cdt)
+    if mode.kind == "noncontracting":
+        gd = mode.group_dim
+        rb2 = tuple(d - (d > gd) for d in rb)
+        rc2 = tuple(d - (d > gd) for d in rc)
+        lf = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
+        out = None
+        for i in range(g):
+            part = _dot_general(lhs, np.take(rhs, i, axis=gd), lb, rb2, lc, rc2)
+            # in_group[i] over lhs dimensions, as the result's: batch, lhs free, rhs free.
+            rows = np.transpose(in_group[i], list(lb) + lf + list(lc))
+            rows = rows.reshape(rows.shape[:len(lb) + len(lf)] + (1,) * (part.ndim - len(lb) - len(lf)))
+            out = np.where(rows, part, zero if out is None else out)
+        if out is None:
+            out = np.zeros(instr.shape.dimensions, cdt)
+    elif mode.kind == "contracting":
+        parts = [_dot_general(np.where(in_group[i], lhs, zero), np.where(on_rhs(in_group[i]), rhs, zero),
+                              lb, rb, lc, rc) for i in range(g)]
+        out = np.stack(parts) if parts else np.zeros(instr.shape.dimensions, cdt)
+    else:
+        out = _dot_general(lhs, rhs, lb, rb, lc, rc)
     return from_compute(out, out_dtype)
 
 
