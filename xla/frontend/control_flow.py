@@ -34,6 +34,7 @@ numbers, so errors and the HLO's metadata point at the user's lines.
 
 import ast
 import builtins
+import collections
 import inspect
 import operator
 import textwrap
@@ -291,6 +292,14 @@ def _fill(stmts, node):
     return stmts
 
 
+def _loads(node):
+    """How many times each name is read in ``node`` (AugAssign targets too)."""
+    return collections.Counter(
+        [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)] +
+        [n.target.id for n in ast.walk(node)
+         if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)])
+
+
 def _parse_expr(text):
     return _unlocated(ast.parse(text, mode="eval").body)
 
@@ -304,9 +313,16 @@ class _Rewriter:
     reads anywhere, so a loop's temporaries it never reads later need not be
     carried out of the loop."""
 
-    def __init__(self, function_loads):
+    def __init__(self, function_loads, filename):
         self.count = 0
-        self.function_loads = function_loads
+        self.filename = filename
+        self.function_loads = function_loads     # Counter: name -> loads in the function
+
+    def _live(self, carried, node):
+        """The carried names read outside ``node`` (after it, or before it in
+        an enclosing loop): the loop must hand them back."""
+        inside = _loads(node)
+        return [n for n in carried if self.function_loads[n] > inside[n]]
 
     def _fresh(self, kind):
         self.count += 1
@@ -387,21 +403,21 @@ class _Rewriter:
         else:
             jump = _jump(node.body)
             reason = (f"its body contains `{jump}`" if jump else self._blocked(names, "body"))
+        target = getattr(node.target, "id", None)
+        carried = [n for n in names.stored if n != target and not n.startswith(_PREFIX)]
+        live = self._live(carried, node)
         node.body = self.block(node.body)
         node.orelse = self.block(node.orelse)
         if reason:
             return [node]
-        target = node.target.id
-        carried = [n for n in names.stored if n != target and not n.startswith(_PREFIX)]
-        live = [n for n in carried if n in self.function_loads]
         body = self._fresh("for_body")
         fn = self._function(body, [target, f"{_PREFIX}state"], carried, node.body)
         call = ast.Call(
             func=_parse_expr(f"{_RUNTIME}.for_range"),
             args=[it.func, ast.Tuple(it.args, ast.Load()), ast.Name(body, ast.Load()),
                   self._pack(carried + [target]),
-                  ast.Constant((tuple(carried), tuple(live), target, node.lineno,
-                                names.python_effects))],
+                  ast.Constant((tuple(carried), tuple(live), target,
+                                f"{self.filename}:{node.lineno}", names.python_effects))],
             keywords=[])
         result = self._fresh("result")
         out = [fn, ast.Assign([ast.Name(result, ast.Store())], call)]
@@ -417,13 +433,13 @@ class _Rewriter:
         reason = reason or self._blocked(test_names, "condition")
         if test_names.stored:
             reason = reason or "its condition assigns (:=)"
+        carried = [n for n in names.stored if not n.startswith(_PREFIX)]
+        live = self._live(carried, node)
         node.body = self.block(node.body)
         node.orelse = self.block(node.orelse)
         if reason:
             return [self._python_test(node, f"the `while` at line {node.lineno} stays a Python "
                                             f"loop: {reason}")]
-        carried = [n for n in names.stored if not n.startswith(_PREFIX)]
-        live = [n for n in carried if n in self.function_loads]
         cond, body = self._fresh("while_cond"), self._fresh("while_body")
         cond_fn = self._function(cond, [f"{_PREFIX}state"], carried, [ast.Return(node.test)],
                                  returns=False)
@@ -431,7 +447,7 @@ class _Rewriter:
         call = ast.Call(
             func=_parse_expr(f"{_RUNTIME}.while_stmt"),
             args=[ast.Name(cond, ast.Load()), ast.Name(body, ast.Load()), self._pack(carried),
-                  ast.Constant((tuple(carried), tuple(live), node.lineno))],
+                  ast.Constant((tuple(carried), tuple(live), f"{self.filename}:{node.lineno}"))],
             keywords=[])
         result = self._fresh("result")
         return _fill([cond_fn, body_fn, ast.Assign([ast.Name(result, ast.Store())], call)] +
@@ -454,7 +470,7 @@ class _Rewriter:
             func=_parse_expr(f"{_RUNTIME}.if_stmt"),
             args=[ast.Name(test, ast.Load()), ast.Name(then, ast.Load()),
                   ast.Name(orelse, ast.Load()), self._pack(carried),
-                  ast.Constant((tuple(carried), node.lineno))],
+                  ast.Constant((tuple(carried), f"{self.filename}:{node.lineno}"))],
             keywords=[])
         result = self._fresh("result")
         return _fill([ast.Assign([ast.Name(test, ast.Store())], node.test), then_fn, else_fn,
@@ -493,10 +509,10 @@ def _rewrite(fn):
                   for n in ast.walk(node))
     if mangled:
         return None, "it uses private (name-mangled) names"
-    loads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    loads = _loads(node)
     node.decorator_list = []
-    node.body = _Rewriter(loads).block(node.body)
-    ast.increment_lineno(tree, first)
+    ast.increment_lineno(tree, first)     # the file's line numbers, in errors too
+    node.body = _Rewriter(loads, code.co_filename).block(node.body)
     # Compiled inside a function that binds the original's free variables,
     # so they stay free variables (closure cells) of the rewritten code.
     free = code.co_freevars
@@ -571,8 +587,9 @@ def _carryable(v):
         not (isinstance(v, np.ndarray) and v.dtype == object)
 
 
-def _loop_error(lineno, message):
-    return TracingError(f"line {lineno}: {message}")
+def _loop_error(where, message):
+    """An error at ``where``, the ``file:line`` of the statement."""
+    return TracingError(f"{where}: {message}")
 
 
 class _Runtime:
@@ -623,7 +640,7 @@ class _Runtime:
             except (XlaError, LookupError, NameError, TypeError, ValueError, ArithmeticError) as e:
                 reason = str(e).splitlines()[0]
             if len(r) > _WARN_UNROLLED:
-                warnings.warn(f"line {lineno}: the loop of {len(r)} iterations is unrolled, not "
+                warnings.warn(f"{lineno}: the loop of {len(r)} iterations is unrolled, not "
                               f"compiled as one HLO while loop: {reason}", stacklevel=3)
             return self._python_for(r, body, state)
         return self._traced_for(start, stop, step, body, state, names, live, lineno)
@@ -644,8 +661,9 @@ class _Runtime:
             # replaces a None it starts from); the rest is one while loop.
             values = list(body(r[0], tuple(values)))
             r = r[1:]
-            bad = [n for n, v in zip(names, values)
-                   if not _carryable(v) and not (v is UNDEFINED and n not in live)]
+            # (a name still unbound, the target of an inner loop that did not
+            # run, is left unbound after the loop)
+            bad = [n for n, v in zip(names, values) if not _carryable(v) and v is not UNDEFINED]
             if bad:
                 raise _loop_error(lineno, f"`{bad[0]}` holds a {type(values[names.index(bad[0])]).__name__}, "
                                           "which a while loop cannot carry")
@@ -680,9 +698,8 @@ class _Runtime:
                                       "a value read before it is assigned must be assigned "
                                       "before the loop") from None
         # The index after the loop: its last value (start - step if none ran).
-        from xla.frontend import numpy_api
         s, e_, st = (tracing.as_tracer(v) for v in (start, stop, step))
-        trip = numpy_api.maximum((e_ - s + st - numpy_api.sign(st)) // st, 0)
+        trip = np.maximum((e_ - s + st - np.sign(st)) // st, 0)
         return tuple(out) + (s + (trip - 1) * st,)
 
     def _while_range(self, start, stop, step, trip, body, values, names, lineno):
@@ -809,7 +826,7 @@ class _Runtime:
                                           "later updates change depends on the condition): update "
                                           "it in place in both, or rebind it in both")
             if _carryable(a) and "inplace" in how and isinstance(values[k], Tracer):
-                values[k]._assign(out[k], f"the `if` at line {lineno}")
+                values[k]._assign(out[k], f"the `if` at {lineno}")
                 result.append(values[k])
             elif _carryable(a):
                 result.append(out[k])
@@ -855,7 +872,7 @@ class _Identity:
         result = [UNDEFINED] * len(values)
         for k, v in zip(self.carried, outs):
             if self.inplace.get(k) and isinstance(values[k], Tracer):
-                values[k]._assign(v, f"the loop at line {self.lineno}")
+                values[k]._assign(v, f"the loop at {self.lineno}")
                 v = values[k]
             result[k] = v
         return result

@@ -75,9 +75,19 @@ def _is_array_index(i):
     return isinstance(i, np.ndarray) or isinstance(i, Tracer) and i.ndim > 0
 
 
+def _captured(idx):
+    """Index Tracers of an enclosing trace (a loop's index used in an inner
+    loop) captured into the current one."""
+    if isinstance(idx, Tracer):
+        return as_tracer(idx)
+    if isinstance(idx, tuple):
+        return tuple(as_tracer(i) if isinstance(i, Tracer) else i for i in idx)
+    return idx
+
+
 def getitem(t, index, mode=None):
     t = as_tracer(t)   # captured if it belongs to an enclosing trace
-    idx = _expand(index, t.ndim)
+    idx = _expand(_captured(index), t.ndim)
     if any(_is_array_index(i) for i in idx):
         return _advanced(t, idx, mode)
     return _basic(t, idx)
@@ -259,7 +269,7 @@ class _AtRef:
 
     def _update(self, values, how):
         t = as_tracer(self.t)
-        idx = _expand(self.index, t.ndim)
+        idx = _expand(_captured(self.index), t.ndim)
         if any(_is_array_index(i) for i in idx):
             return _scatter(t, idx, values, how)
         return _update_basic(t, idx, values, how)

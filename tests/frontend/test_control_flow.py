@@ -1,0 +1,362 @@
+"""Python control flow under xla.jit (xla/frontend/control_flow.py): range
+loops over traced values become one HLO while loop, traced conditions a
+conditional or a while, and everything else keeps Python's semantics. The
+expected values are the same functions run by Python and NumPy."""
+import inspect
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import xla
+from xla.errors import TracingError
+
+
+def hlo(fn, *args, **jit_kwargs):
+    return xla.jit(fn, **jit_kwargs).lower(*args).as_hlo_text()
+
+
+def count(text, opcode):
+    return len(re.findall(rf"= [^=]* {opcode}\(", text))
+
+
+def line_of(marker, fn):
+    src, start = inspect.getsourcelines(fn)
+    return start + next(k for k, line in enumerate(src) if marker in line)
+
+
+def same_as_numpy(fn, *args, **jit_kwargs):
+    """Runs ``fn`` by NumPy and compiled on copies of ``args``: results and
+    arguments after the call must agree."""
+    ref = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    ours = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    want = fn(*ref)
+    got = xla.jit(fn, **jit_kwargs)(*ours)
+    if want is not None:
+        for w, g in zip(want if isinstance(want, tuple) else (want,),
+                        got if isinstance(got, tuple) else (got,)):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    for i, (r, o) in enumerate(zip(ref, ours)):
+        if isinstance(r, np.ndarray):
+            np.testing.assert_allclose(o, r, rtol=1e-12, atol=1e-12, err_msg=f"argument {i}")
+    return got
+
+
+# ----- for i in range(...) -------------------------------------------------------------
+
+def stencil(A, B, T):
+    for t in range(T):
+        B[1:-1] = 0.5 * (A[:-2] + A[2:])
+        A[1:-1] = 0.5 * (B[:-2] + B[2:])
+
+
+@pytest.mark.parametrize("T", [0, 1, 8, 9, 100])
+def test_a_range_loop_mutating_arguments_matches_python(T):
+    rng = np.random.default_rng(T)
+    same_as_numpy(stencil, rng.random(20), rng.random(20), T, static_argnums=2)
+
+
+def test_a_long_loop_is_one_while_and_short_ones_unroll():
+    a, b = np.ones(20), np.ones(20)
+    text = hlo(stencil, a, b, 800, static_argnums=2)
+    assert count(text, "while") == 1
+    assert len(text.splitlines()) < 60        # not 800 copies of the body
+    assert '"known_trip_count":{"n":"800"}' in text
+    assert count(hlo(stencil, a, b, 8, static_argnums=2), "while") == 0
+    assert count(hlo(stencil, a, b, 3, static_argnums=2, unroll=False), "while") == 1
+    assert count(hlo(stencil, a, b, 800, static_argnums=2, unroll=True), "while") == 0
+    assert count(hlo(stencil, a, b, 5, static_argnums=2, unroll=4), "while") == 1
+
+
+def test_two_thousand_steps_compile_and_run():
+    # (unrolled, 2,000 steps raised RecursionError in the CPU backend)
+    rng = np.random.default_rng(1)
+    same_as_numpy(stencil, rng.random(50), rng.random(50), 2000, static_argnums=2)
+
+
+def test_the_index_is_traced_reads_and_writes_and_promotes_as_a_python_int():
+    def f(x, out):
+        acc = 0.0
+        for i in range(2, x.shape[0], 3):
+            acc = acc + x[i] * i
+            out[i] = x[i - 1] + i
+        return acc
+
+    x = np.arange(40, dtype=np.float32)
+    got = same_as_numpy(f, x, np.zeros(40, np.float32))
+    assert got.dtype == np.float32      # i promotes as a Python int, not as int64
+    assert count(hlo(f, x, np.zeros(40, np.float32)), "while") == 1
+
+
+def test_negative_steps_and_the_index_after_the_loop():
+    def f(x):
+        s = x[0] * 0
+        for i in range(x.shape[0] - 1, 0, -2):
+            s = s * 2 + x[i]
+        return s, i
+
+    x = np.random.default_rng(2).random(33)
+    s, i = same_as_numpy(f, x)
+    assert i == 2
+
+
+def test_bounds_from_traced_values():
+    def f(x, n):
+        s = np.zeros_like(x)
+        for i in range(n):
+            s = s + x * i
+        return s
+
+    x = np.arange(4.0)
+    for n in (0, 1, 7):
+        same_as_numpy(f, x, np.int32(n))
+    assert count(hlo(f, x, np.int32(3)), "while") == 1
+
+
+def test_nested_loops_with_an_inner_bound_from_the_outer_index():
+    def f(L, b):
+        x = np.zeros_like(b)
+        for i in range(b.shape[0]):
+            s = b[i]
+            for j in range(i):
+                s = s - L[i, j] * x[j]
+            x[i] = s / L[i, i]
+        return x
+
+    rng = np.random.default_rng(3)
+    n = 12
+    L = np.tril(rng.random((n, n))) + n * np.eye(n)
+    same_as_numpy(f, L, rng.random(n))
+    assert count(hlo(f, L, rng.random(n)), "while") == 2
+
+
+def test_a_temporary_read_after_the_loop_and_a_value_from_the_last_iteration():
+    def f(x):
+        total = np.zeros(3)
+        for i in range(x.shape[0]):
+            if i > 0:
+                step = x[i] - prev        # noqa: F821 - bound by the previous iteration
+                total = total + step
+            prev = x[i]
+            last = prev * 2
+        return total, last
+
+    same_as_numpy(f, np.random.default_rng(4).random((20, 3)))
+
+
+def test_a_value_starting_as_none_is_carried_after_one_iteration():
+    def f(x):
+        best = None
+        for i in range(x.shape[0]):
+            best = x[i] if best is None else np.maximum(best, x[i])
+        return best
+
+    x = np.random.default_rng(5).random((30, 4))
+    same_as_numpy(f, x)
+    assert count(hlo(f, x), "while") == 1
+
+
+def test_loops_that_cannot_be_one_while_unroll_and_say_so_when_long():
+    def grows(x):
+        out = x[:1]
+        for i in range(1, 12):
+            out = np.concatenate([out, x[i:i + 1] * i])   # the shape changes every iteration
+        return out
+
+    def appends(x):
+        parts = []
+        for i in range(20):
+            parts.append(x * i)
+        return sum(parts)
+
+    def triangular(L, b):
+        x = np.zeros_like(b)
+        for i in range(b.shape[0]):
+            x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]     # a slice bounded by i
+        return x
+
+    x = np.arange(12.0)
+    same_as_numpy(grows, x)
+    same_as_numpy(appends, x)
+    rng = np.random.default_rng(6)
+    n = 70
+    L = np.tril(rng.random((n, n))) + n * np.eye(n)
+    b = rng.random(n)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        same_as_numpy(triangular, L, b)
+    msg = [str(w.message) for w in caught if "unrolled" in str(w.message)]
+    where = f"{__file__}:{line_of('for i in range(b.shape[0])', triangular)}"
+    assert msg and msg[0].startswith(where), msg
+    assert "70 iterations" in msg[0]
+
+
+def test_a_loop_over_traced_bounds_that_cannot_be_a_while_names_why():
+    def f(x, n):
+        out = x[:1]
+        for i in range(n):                         # marker-loop
+            out = np.concatenate([out, x[:1]])
+        return out
+
+    with pytest.raises(xla.errors.XlaError) as e:
+        xla.jit(f)(np.ones(3), np.int32(2))
+    assert "shape" in str(e.value)
+
+    def g(x, n):
+        for i in range(n):                         # marker-temp
+            y = x * i
+        return y
+
+    with pytest.raises(TracingError, match="`y` is assigned in the loop.*assign it before") as e:
+        xla.jit(g)(np.ones(3), np.int32(2))
+    assert str(e.value).startswith(f"{__file__}:{line_of('marker-temp', g)}:")
+
+
+# ----- while ------------------------------------------------------------------------------
+
+def test_a_while_on_a_traced_condition_is_one_while_loop():
+    def newton(x):
+        y = x.copy()
+        it = 0
+        while np.abs(y * y - x).max() > 1e-10:
+            y = 0.5 * (y + x / y)
+            it += 1
+        return y, it
+
+    x = np.random.default_rng(7).random(6) + 0.5
+    same_as_numpy(newton, x)
+    assert count(hlo(newton, x), "while") == 1
+
+
+def test_a_while_on_a_python_condition_stays_python():
+    def f(x, n):
+        k = 0
+        while k < n:
+            x = x + k
+            k += 1
+        return x
+
+    same_as_numpy(f, np.ones(3), 5, static_argnums=1)
+    assert count(hlo(f, np.ones(3), 5, static_argnums=1), "while") == 0
+
+
+# ----- if ---------------------------------------------------------------------------------
+
+def test_an_if_on_a_traced_value_is_a_conditional():
+    def f(x):
+        if x.sum() > 0:
+            y = x * 2
+            z = 1.0
+        elif x.sum() > -5:
+            y = x + 1
+            z = 2.0
+        else:
+            y = -x
+            z = 3.0
+        return y * z
+
+    for x in (np.ones(3), -np.ones(3), -3 * np.ones(3)):
+        same_as_numpy(f, x)
+    assert count(hlo(f, np.ones(3)), "conditional") == 2
+
+
+def test_an_update_in_place_under_a_traced_condition_reaches_the_caller():
+    def f(x, out):
+        for i in range(x.shape[0]):
+            if x[i] > 0.5:
+                out[i] = x[i]
+            else:
+                out[i] += 1
+
+    x = np.random.default_rng(8).random(20)
+    same_as_numpy(f, x, np.zeros(20))
+
+
+def test_an_if_on_a_python_value_stays_exact_python():
+    def f(x, mode):
+        if mode == "double":
+            return x * 2
+        if x.ndim == 1:
+            y = x + 1
+        return y
+
+    same_as_numpy(f, np.ones(3), "double", static_argnums=1)
+    same_as_numpy(f, np.ones(3), "other", static_argnums=1)
+
+
+def test_what_a_traced_condition_cannot_express_is_named_with_its_line():
+    def one_branch(x):
+        if x.sum() > 0:                    # marker-one
+            y = x * 2
+        return y
+
+    with pytest.raises(TracingError, match="`y` is assigned an array only in the `if` branch") as e:
+        xla.jit(one_branch)(np.ones(3))
+    assert str(e.value).startswith(f"{__file__}:{line_of('marker-one', one_branch)}:")
+
+    def mixed(x, out):
+        if x.sum() > 0:                    # marker-mixed
+            out[0] = 1.0
+        else:
+            out = out * 2
+        return out
+
+    with pytest.raises(TracingError, match="updated in place in one branch .* and rebound"):
+        xla.jit(mixed)(np.ones(3), np.ones(3))
+
+    def early_return(x):
+        for i in range(3):
+            if x[i] > 0:                   # marker-return
+                return x
+        return -x
+
+    with pytest.raises(TracingError) as e:
+        xla.jit(early_return)(np.ones(3))
+    assert f"{__file__}:{line_of('marker-return', early_return)}" in str(e.value)
+    assert "contains `return`" in str(e.value)
+
+    def with_break(x):
+        s = x[0]
+        for i in range(20):
+            if s > 10:                     # marker-break
+                break
+            s = s * 2
+        return s
+
+    with pytest.raises(TracingError, match="contains `break`"):
+        xla.jit(with_break)(np.ones(3))
+
+
+def test_errors_inside_converted_bodies_point_at_the_users_line():
+    def f(x):
+        s = np.zeros(3)
+        for i in range(20):
+            s = s + x[i] @ np.ones((4, 4))   # marker-shape
+        return s
+
+    with pytest.raises(xla.errors.XlaError) as e:
+        xla.jit(f)(np.ones((20, 3)))
+    assert f"{__file__}:{line_of('marker-shape', f)}" in str(e.value)
+
+
+def test_the_hlo_metadata_names_the_users_lines_inside_loops():
+    def f(x):
+        for i in range(20):
+            x = np.sin(x) + i               # marker-sin
+        return x
+
+    text = hlo(f, np.ones(3))
+    line = line_of("marker-sin", f)
+    assert re.search(rf'sine\(.*source_file="{re.escape(__file__)}" source_line={line}\}}', text)
+
+
+def test_closures_and_defaults_are_kept():
+    scale = 3.0
+
+    def f(x, k=2):
+        for i in range(10):
+            x = x * scale + k
+        return x
+
+    same_as_numpy(f, np.ones(2))
