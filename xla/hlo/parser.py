@@ -618,7 +618,8 @@ class _Parser:
                 if any(id(o) in waiting for o in instr.operands if o is not None):
                     later.append((instr, index))
                     continue
-                if instr.opcode in ("dot", "ragged-dot", "convolution"):   # no preferred element type
+                if instr.opcode in ("dot", "ragged-dot", "scaled-dot", "convolution"):
+                    # No preferred element type: the lhs's.
                     instr.shape = Shape.array(instr.operands[0].shape.element_type, ())
                 try:
                     shape = shape_inference.infer_shape(instr)

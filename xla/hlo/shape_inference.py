@@ -880,6 +880,31 @@ def infer_ragged_dot_shape(lhs, rhs, group_sizes, lhs_contracting_dims=(), rhs_c
     return result
 
 
+def infer_scaled_dot_shape(lhs, lhs_scale, rhs, rhs_scale, lhs_contracting_dims=(),
+                           rhs_contracting_dims=(), lhs_batch_dims=(), rhs_batch_dims=(),
+                           preferred_element_type=None):
+    """XLA's ScaledDot, with jaxlib 0.10.2's operand order (lhs, lhs_scale,
+    rhs, rhs_scale): the dot of lhs and rhs, each first multiplied by its
+    scale. A scale is a scalar, or has its operand's rank with each
+    dimension dividing the operand's: one scale element covers a block of
+    operand/scale consecutive elements (along a contracting dimension, the
+    subchannel). XLA's shape inference reads only lhs and rhs; the blocks
+    are checked here because without them the op has no meaning."""
+    op = "scaled-dot"
+    for shape, what in ((lhs, "operand 0 (lhs)"), (lhs_scale, "operand 1 (lhs scale)"),
+                        (rhs, "operand 2 (rhs)"), (rhs_scale, "operand 3 (rhs scale)")):
+        _require_array(shape, what, op)
+    for operand, scale, side in ((lhs, lhs_scale, "lhs"), (rhs, rhs_scale, "rhs")):
+        if scale.rank == 0:
+            continue
+        if scale.rank != operand.rank or any(
+                s == 0 or d % s for d, s in zip(operand.dimensions, scale.dimensions)):
+            raise ShapeError(f"scaled-dot: the {side} scale {_s(scale)} must be a scalar or have "
+                             f"the rank of {_s(operand)} with dimensions dividing its dimensions")
+    return infer_dot_shape(lhs, rhs, lhs_contracting_dims, rhs_contracting_dims, lhs_batch_dims,
+                           rhs_batch_dims, preferred_element_type)
+
+
 def infer_convolution_shape(lhs, rhs, window, dnums, feature_group_count=1, batch_group_count=1,
                             preferred_element_type=None):
     op = "convolution"
@@ -1481,6 +1506,14 @@ def _ragged_dot(instr, shapes):
                                   a.get("rhs_contracting_dims"), a.get("lhs_batch_dims"),
                                   a.get("rhs_batch_dims"), a.get("lhs_ragged_dims"),
                                   a.get("rhs_group_dims"), instr.shape.element_type)
+
+
+@rule("scaled-dot", operands=4)
+def _scaled_dot(instr, shapes):
+    a = instr.attrs
+    return infer_scaled_dot_shape(*shapes, a.get("lhs_contracting_dims"), a.get("rhs_contracting_dims"),
+                                  a.get("lhs_batch_dims"), a.get("rhs_batch_dims"),
+                                  instr.shape.element_type)
 
 
 @rule("convolution", operands=2)

@@ -1,4 +1,4 @@
-"""Interpreter handlers: dot, ragged-dot, convolution, cholesky, triangular-solve, fft.
+"""Interpreter handlers: dot, ragged-dot, scaled-dot, convolution, cholesky, triangular-solve, fft.
 
 Precision: integer results are computed in 64-bit integers and truncated to
 the result type, which is exactly XLA's wraparound arithmetic in the result
@@ -53,6 +53,26 @@ def _dot_general(lhs, rhs, lb, rb, lc, rc):
     else:
         out = _matmul(a, b)
     return out.reshape(bshape + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf])
+
+
+@register("scaled-dot")
+def scaled_dot(instr, operands, ctx):
+    """XLA's ScaledDot (operands lhs, lhs_scale, rhs, rhs_scale, as jaxlib
+    0.10.2 orders them): each scale element multiplies its block of the
+    operand (``infer_scaled_dot_shape``), in the compute type, then the dot."""
+    lhs, lhs_scale, rhs, rhs_scale = operands
+    lb, rb, lc, rc = _dot_dims(instr)
+    out_dtype = instr.shape.dtype
+    cdt = compute_dtype(out_dtype, lhs.dtype, rhs.dtype)
+
+    def scaled(x, scale):
+        x, scale = to_compute(x, cdt), to_compute(np.asarray(scale), cdt)
+        for d in range(scale.ndim):
+            scale = np.repeat(scale, x.shape[d] // scale.shape[d], axis=d)
+        return x * scale
+
+    return from_compute(_dot_general(scaled(lhs, lhs_scale), scaled(rhs, rhs_scale), lb, rb, lc, rc),
+                        out_dtype)
 
 
 @register("ragged-dot")
