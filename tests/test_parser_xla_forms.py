@@ -228,6 +228,16 @@ def test_an_operand_dimension_left_unnamed_is_refused_by_the_verifier():
         verify_module(m)
 
 
+def test_labels_past_the_operand_rank_are_a_verifier_error():
+    # 'f' at position 3 of a rank-3 operand (found by mutating these modules:
+    # an IndexError in shape inference).
+    from xla.errors import VerifierError
+    m = parse_hlo_module(conv_module("b0?f_0io->b0f"))
+    with pytest.raises(VerifierError, match=r"the input dimensions of dim_labels b0\?f_0io->b0f are "
+                                            r"not each of 0..2 once"):
+        verify_module(m)
+
+
 @pytest.mark.parametrize("labels, message, column", [
     ("b??f_0io->b0f", "bad dim_labels 'b??f_0io->b0f': dim_labels 'b??f_0io->b0f': operands "
      "disagree on the number of spatial dimensions", 78),

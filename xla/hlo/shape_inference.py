@@ -918,6 +918,17 @@ def infer_convolution_shape(lhs, rhs, window, dnums, feature_group_count=1, batc
     if lhs.rank != nsp + 2 or rhs.rank != nsp + 2:
         raise ShapeError(f"convolution with {nsp} spatial dimensions needs rank-{nsp + 2} operands, "
                          f"got {_s(lhs)} and {_s(rhs)}")
+    d = dnums
+    for what, dims in (("input", (d.input_batch_dimension, d.input_feature_dimension)
+                        + d.input_spatial_dimensions),
+                       ("kernel", (d.kernel_input_feature_dimension,
+                                   d.kernel_output_feature_dimension) + d.kernel_spatial_dimensions),
+                       ("output", (d.output_batch_dimension, d.output_feature_dimension)
+                        + d.output_spatial_dimensions)):
+        # (dim_labels with '?' may name a dimension past the rank.)
+        if sorted(dims) != list(range(nsp + 2)):
+            raise ShapeError(f"convolution: the {what} dimensions of dim_labels {d.to_text()} are "
+                             f"not each of 0..{nsp + 1} once")
     if fgc < 1 or bgc < 1 or (fgc > 1 and bgc > 1):
         raise ShapeError(f"convolution: feature_group_count {fgc} and batch_group_count {bgc} must "
                          f"be positive and not both above 1")
