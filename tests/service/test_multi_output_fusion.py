@@ -174,3 +174,55 @@ def test_exp_stays_a_side_output_of_the_sum():
     module = run(SOFTMAX, max_emitted_ops=8)
     (mof,) = [f for f in fusions(module) if f.attr("kind") == "kInput"]
     assert "exponential" in [i.opcode for i in mof.attr("calls").instructions]
+
+
+# An argmin (a variadic reduce, tuple-shaped) whose iota another
+# instruction also reads: the fusion has the iota and the reduce's two
+# arrays as outputs, a flat tuple (the CPU backend refused a nested one).
+ARGMIN_SHARED_IOTA = """HloModule argmin_iota
+
+argmin {
+  v0 = f64[] parameter(0)
+  i0 = s64[] parameter(1)
+  v1 = f64[] parameter(2)
+  i1 = s64[] parameter(3)
+  lt = pred[] compare(v0, v1), direction=LT
+  eq = pred[] compare(v0, v1), direction=EQ
+  ilt = pred[] compare(i0, i1), direction=LT
+  tie = pred[] and(eq, ilt)
+  take0 = pred[] or(lt, tie)
+  v = f64[] select(take0, v0, v1)
+  i = s64[] select(take0, i0, i1)
+  ROOT r = (f64[], s64[]) tuple(v, i)
+}
+
+ENTRY main {
+  d = f64[30,3] parameter(0)
+  iota = s64[30,3] iota(), iota_dimension=1
+  inf = f64[] constant(inf)
+  big = s64[] constant(9223372036854775807)
+  red = (f64[30], s64[30]) reduce(d, iota, inf, big), dimensions={1}, to_apply=argmin
+  labels = s64[30] get-tuple-element(red), index=1
+  lb = s64[30,3] broadcast(labels), dimensions={0}
+  ROOT hit = pred[30,3] compare(lb, iota), direction=EQ
+}
+"""
+
+
+def test_a_tuple_shaped_output_is_flattened_into_the_multi_output_root():
+    import numpy as np
+    import xla
+    from xla.hlo.parser import parse_hlo_module
+    module, changed = run_pass(InstructionFusion(), ARGMIN_SHARED_IOTA)
+    assert changed
+    tuples = 0
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "fusion" and instr.shape.is_tuple:
+                assert not any(s.is_tuple for s in instr.shape.tuple_shapes), instr.to_text()
+                tuples += 1
+    assert tuples == 1     # the case this is about: a multi-output fusion with the reduce
+    assert_same_results(ARGMIN_SHARED_IOTA, module)
+    d = np.random.default_rng(0).random((30, 3))
+    got = xla.compile(parse_hlo_module(ARGMIN_SHARED_IOTA), "cpu").execute(d)
+    np.testing.assert_array_equal(got, np.argmin(d, 1)[:, None] == np.arange(3)[None, :])

@@ -478,6 +478,24 @@ class _Rewriter:
                      + self._unpack(carried, result), node)
 
 
+class _Builtins(ast.NodeTransformer):
+    """``max(a, b, ...)`` and ``min(a, b, ...)`` of two or more positional
+    arguments go through the runtime, which keeps Python's semantics (the
+    first of equal values, ``b > a`` decides) with traced values (a Python
+    comparison of Tracers has no truth value)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in ("max", "min") and len(node.args) >= 2 and \
+                not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
+            call = ast.Call(func=_parse_expr(f"{_RUNTIME}.extremum"),
+                            args=[ast.Name(f.id, ast.Load()), ast.Constant(f.id == "max")] + node.args,
+                            keywords=[])
+            return _fill([call], node)[0]
+        return node
+
+
 _converted = {}    # code object -> (code, reason): one rewrite per function
 
 
@@ -501,7 +519,9 @@ def _rewrite(fn):
             tree.body[0].name != fn.__name__:
         return None, "its source is not a def statement"
     node = tree.body[0]
-    if not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(node)):
+    if not any(isinstance(n, (ast.For, ast.While, ast.If)) or
+               isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("max", "min")
+               for n in ast.walk(node)):
         return None, "no control flow"
     mangled = any(isinstance(n, (ast.Name, ast.Attribute)) and
                   (getattr(n, "id", None) or getattr(n, "attr", "")).startswith("__") and
@@ -512,6 +532,7 @@ def _rewrite(fn):
     loads = _loads(node)
     node.decorator_list = []
     ast.increment_lineno(tree, first)     # the file's line numbers, in errors too
+    node = _Builtins().visit(node)
     node.body = _Rewriter(loads, code.co_filename).block(node.body)
     # Compiled inside a function that binds the original's free variables,
     # so they stay free variables (closure cells) of the rewritten code.
@@ -612,6 +633,19 @@ class _Runtime:
         if not isinstance(values, tuple) or len(values) != n:
             raise AssertionError("control flow state of the wrong length")
         return values
+
+    @staticmethod
+    def extremum(fn, is_max, *args):
+        """Python's ``max``/``min`` of two or more values; with a traced one,
+        the same choice made by a select."""
+        if fn is not (builtins.max if is_max else builtins.min) or \
+                not any(isinstance(a, Tracer) for a in args):
+            return fn(*args)
+        best = args[0]
+        for a in args[1:]:
+            better = (a > best) if is_max else (a < best)
+            best = np.where(better, a, best)
+        return best
 
     @staticmethod
     def python_test(value, reason):

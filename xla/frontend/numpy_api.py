@@ -1934,7 +1934,8 @@ def size(a, axis=None):
 
 @implements(np.copy)
 def copy(a, order="K", subok=False):
-    return as_tracer(a)
+    t = as_tracer(a)
+    return Tracer(t.op, weak=t.weak)     # a new array: never a view, updates apart
 
 
 @implements(np.matrix_transpose)

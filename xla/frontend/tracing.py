@@ -364,6 +364,10 @@ class Tracer:
         """``x[idx] = v`` as in NumPy: the array is updated (functionally, a
         dynamic-update-slice or scatter, through ``x.at[idx].set(v)``)."""
         from xla.frontend import indexing
+        masked = _mask_assignment(self, index, value)
+        if masked is not None:
+            self._assign(masked, "x[mask] = v")
+            return
         new = indexing.AtIndexer(self)[index].set(value)
         keep = value if isinstance(value, Tracer) and value._base is self and \
             _same_index(value._view_index, index) else None
@@ -451,7 +455,7 @@ class Tracer:
         session = self._session()
         if session is None:
             result = indexing.getitem(self, index)
-            return self._mark_view(result, index) if _basic_index(index) else result
+            return self._mark_view(result, index) if _basic_index(index, self.ndim) else result
         try:
             return indexing.getitem(self, index)
         except TracingError:
@@ -495,9 +499,31 @@ def _same_index(a, b):
         return False
 
 
-def _basic_index(index):
-    """Whether NumPy indexing with ``index`` gives a view (basic indexing)."""
+def _mask_assignment(x, index, value):
+    """``x[mask] = v`` with a boolean ``mask`` over x's leading dimensions and
+    a scalar ``v``: ``where(mask, v, x)``, the shape kept (None otherwise;
+    an array ``v`` has one value per selected element, a data-dependent
+    count, which indexing names)."""
+    mask = index
+    if not (isinstance(mask, (Tracer, np.ndarray)) and mask.dtype == np.bool_ and mask.ndim >= 1
+            and tuple(mask.shape) == tuple(x.shape[:mask.ndim])):
+        return None
+    if isinstance(value, Tracer) and value.ndim != 0 or \
+            not isinstance(value, Tracer) and np.ndim(value) != 0:
+        return None
+    m = as_tracer(mask)
+    if m.ndim < x.ndim:
+        m = m.reshape(tuple(m.shape) + (1,) * (x.ndim - m.ndim))
+    return np.where(m, value, x)
+
+
+def _basic_index(index, ndim=None):
+    """Whether NumPy indexing with ``index`` gives a view (basic indexing; an
+    integer for every dimension gives a scalar, a copy)."""
     parts = index if isinstance(index, tuple) else (index,)
+    if ndim is not None and len(parts) == ndim and \
+            all(isinstance(p, (int, np.integer)) and not isinstance(p, bool) for p in parts):
+        return False
     return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer))
                and not isinstance(p, bool) for p in parts)
 

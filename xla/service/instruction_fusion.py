@@ -364,11 +364,28 @@ class InstructionFusion(HloPass):
                     member = _clone(instr, operands, names(instr.name, False))
                 inside[m] = member
                 body.append(member)
+            # A multi-output fusion's root is a flat tuple: a tuple-shaped
+            # output (a variadic reduce) gives one element per array in it,
+            # and outside, a tuple of those stands for its value.
+            flat = []     # (output, element index or None)
             if len(outputs) == 1:
                 root = inside[outputs[0]]
             else:
-                root = HloInstruction("tuple", Shape.tuple([inside[m].shape for m in outputs]),
-                                      [inside[m] for m in outputs], name=names("tuple"))
+                elements = []
+                for m in outputs:
+                    shape = inside[m].shape
+                    if shape.is_tuple:
+                        for i, s in enumerate(shape.tuple_shapes):
+                            gte = HloInstruction("get-tuple-element", s, [inside[m]],
+                                                 name=names("get-tuple-element"), attrs={"index": i})
+                            body.append(gte)
+                            elements.append(gte)
+                            flat.append((m, i))
+                    else:
+                        elements.append(inside[m])
+                        flat.append((m, None))
+                root = HloInstruction("tuple", Shape.tuple([e.shape for e in elements]),
+                                      elements, name=names("tuple"))
                 body.append(root)
             fused = HloComputation(names("fused_computation"), body, root=root)
             fused_computations.append(fused)
@@ -382,11 +399,19 @@ class InstructionFusion(HloPass):
             if len(outputs) == 1:
                 value[outputs[0]] = fusion
             else:
-                for k, m in enumerate(outputs):
-                    gte = HloInstruction("get-tuple-element", inside[m].shape, [fusion],
+                parts = {}
+                for k, (m, i) in enumerate(flat):
+                    gte = HloInstruction("get-tuple-element", root.operands[k].shape, [fusion],
                                          name=names("get-tuple-element"), attrs={"index": k})
                     new_instrs.append(gte)
-                    value[m] = gte
+                    if i is None:
+                        value[m] = gte
+                    else:
+                        parts.setdefault(m, []).append(gte)
+                for m, gtes in parts.items():
+                    tup = HloInstruction("tuple", inside[m].shape, gtes, name=names("tuple"))
+                    new_instrs.append(tup)
+                    value[m] = tup
 
         kept = []
         for k, instr in enumerate(order):
