@@ -387,3 +387,215 @@ def test_corpus_schedule_and_assignment(path):
     check_properties(module, ba)
     if not corpus_has_elided_constants(module):
         assert_corpus_results(path, module, original=parse_hlo_module(text))
+
+
+# x[i] = x[i] + x[i-1] in a loop (a prefix sum): the dynamic-update-slice
+# writes over the loop state it updates (XLA's in-place DUS), so an
+# iteration moves one element, not a copy of x.
+PREFIX_SUM = """
+HloModule prefix
+
+cond {
+  cp = (s32[], f32[64]) parameter(0)
+  ci = s32[] get-tuple-element(cp), index=0
+  n = s32[] constant(64)
+  ROOT lt = pred[] compare(ci, n), direction=LT
+}
+
+body {
+  bp = (s32[], f32[64]) parameter(0)
+  bi = s32[] get-tuple-element(bp), index=0
+  bx = f32[64] get-tuple-element(bp), index=1
+  one = s32[] constant(1)
+  prev = s32[] subtract(bi, one)
+  a = f32[1] dynamic-slice(bx, bi), dynamic_slice_sizes={1}
+  b = f32[1] dynamic-slice(bx, prev), dynamic_slice_sizes={1}
+  s = f32[1] add(a, b)
+  y = f32[64] dynamic-update-slice(bx, s, bi)
+  i1 = s32[] add(bi, one)
+  ROOT bt = (s32[], f32[64]) tuple(i1, y)
+}
+
+ENTRY main {
+  x = f32[64] parameter(0)
+  one = s32[] constant(1)
+  x2 = f32[64] negate(x)
+  init = (s32[], f32[64]) tuple(one, x2)
+  w = (s32[], f32[64]) while(init), condition=cond, body=body
+  ROOT wx = f32[64] get-tuple-element(w), index=1
+}
+"""
+
+# if (p) x[i] = x[i] * 2 else x[i] = x[i] + 1 in a loop: both branches update
+# the loop state in place, so the conditional copies nothing in or out; the
+# captured table t is only read by the branches, which read its own buffer.
+CONDITIONAL_UPDATE = """
+HloModule cond_update
+
+double {
+  dp = (f32[64], s32[], f32[64]) parameter(0)
+  dx = f32[64] get-tuple-element(dp), index=0
+  di = s32[] get-tuple-element(dp), index=1
+  dt = f32[64] get-tuple-element(dp), index=2
+  dv = f32[1] dynamic-slice(dx, di), dynamic_slice_sizes={1}
+  tv = f32[1] dynamic-slice(dt, di), dynamic_slice_sizes={1}
+  d2 = f32[1] multiply(dv, tv)
+  dy = f32[64] dynamic-update-slice(dx, d2, di)
+  ROOT dr = (f32[64]) tuple(dy)
+}
+
+increment {
+  ip = (f32[64], s32[], f32[64]) parameter(0)
+  ix = f32[64] get-tuple-element(ip), index=0
+  ii = s32[] get-tuple-element(ip), index=1
+  iv = f32[1] dynamic-slice(ix, ii), dynamic_slice_sizes={1}
+  c1 = f32[] constant(1)
+  c1b = f32[1] broadcast(c1), dimensions={}
+  i2 = f32[1] add(iv, c1b)
+  iy = f32[64] dynamic-update-slice(ix, i2, ii)
+  ROOT ir = (f32[64]) tuple(iy)
+}
+
+cond {
+  cp = (s32[], f32[64], f32[64]) parameter(0)
+  ci = s32[] get-tuple-element(cp), index=0
+  n = s32[] constant(64)
+  ROOT lt = pred[] compare(ci, n), direction=LT
+}
+
+body {
+  bp = (s32[], f32[64], f32[64]) parameter(0)
+  bi = s32[] get-tuple-element(bp), index=0
+  bx = f32[64] get-tuple-element(bp), index=1
+  bt = f32[64] get-tuple-element(bp), index=2
+  v = f32[1] dynamic-slice(bx, bi), dynamic_slice_sizes={1}
+  v0 = f32[] reshape(v)
+  zero = f32[] constant(0)
+  positive = pred[] compare(v0, zero), direction=GT
+  ops = (f32[64], s32[], f32[64]) tuple(bx, bi, bt)
+  c = (f32[64]) conditional(positive, ops, ops), true_computation=double, false_computation=increment
+  y = f32[64] get-tuple-element(c), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(bi, one)
+  ROOT br = (s32[], f32[64], f32[64]) tuple(i1, y, bt)
+}
+
+ENTRY main {
+  x = f32[64] parameter(0)
+  t = f32[64] parameter(1)
+  zero = s32[] constant(0)
+  x2 = f32[64] negate(x)
+  init = (s32[], f32[64], f32[64]) tuple(zero, x2, t)
+  w = (s32[], f32[64], f32[64]) while(init), condition=cond, body=body
+  ROOT wx = f32[64] get-tuple-element(w), index=1
+}
+"""
+
+
+def _cpu_matches_interpreter(text, *args):
+    import xla
+    expected = xla.compile(parse_hlo_module(text), "interpreter").execute(*args)
+    got = xla.compile(parse_hlo_module(text), "cpu").execute(*args)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_dynamic_update_slice_updates_the_loop_state_in_place():
+    module, ba = assign(PREFIX_SUM)
+    check_properties(module, ba)
+    state = ba.buffer(instr(module, "w"), (1,))
+    assert ba.buffer(instr(module, "y")).slot == state.slot
+    assert ba.buffer(instr(module, "bp"), (1,)).slot == state.slot
+    x = np.random.default_rng(0).random(64).astype(np.float32)
+    _cpu_matches_interpreter(PREFIX_SUM, x)
+    np.testing.assert_allclose(
+        xla_cpu(PREFIX_SUM, x), np.cumsum(-x.astype(np.float64)), rtol=1e-5)
+
+
+def xla_cpu(text, *args):
+    import xla
+    return xla.compile(parse_hlo_module(text), "cpu").execute(*args)
+
+
+def test_a_dus_whose_operand_is_read_later_is_not_in_place():
+    text = PREFIX_SUM.replace("ROOT bt = (s32[], f32[64]) tuple(i1, y)",
+                              "z = f32[64] add(y, bx)\n  ROOT bt = (s32[], f32[64]) tuple(i1, z)")
+    module, ba = assign(text)
+    check_properties(module, ba)
+    assert ba.buffer(instr(module, "y")).slot != ba.buffer(instr(module, "bp"), (1,)).slot
+    x = np.random.default_rng(1).random(64).astype(np.float32)
+    _cpu_matches_interpreter(text, x)
+
+
+def test_a_conditional_updating_the_loop_state_in_place_copies_nothing():
+    module, ba = assign(CONDITIONAL_UPDATE)
+    check_properties(module, ba)
+    state = ba.buffer(instr(module, "w"), (1,)).slot
+    for name, index in (("c", (0,)), ("dp", (0,)), ("ip", (0,)), ("dy", ()), ("iy", ())):
+        assert ba.buffer(instr(module, name), index).slot == state, name
+    # The table the branches only read: their parameters read its buffer.
+    table = ba.buffer(instr(module, "bp"), (2,)).slot
+    assert ba.buffer(instr(module, "dp"), (2,)).slot == table
+    assert ba.buffer(instr(module, "ip"), (2,)).slot == table
+    rng = np.random.default_rng(2)
+    x = (rng.random(64) - 0.5).astype(np.float32)
+    t = rng.random(64).astype(np.float32)
+    _cpu_matches_interpreter(CONDITIONAL_UPDATE, x, t)
+    want = np.where(-x > 0, -x * t, -x + 1)
+    np.testing.assert_allclose(xla_cpu(CONDITIONAL_UPDATE, x, t), want, rtol=1e-6)
+
+
+def test_a_conditional_whose_operand_lives_on_copies():
+    # The old array is read after the conditional: the branches cannot
+    # update it in place.
+    text = CONDITIONAL_UPDATE.replace(
+        "ROOT br = (s32[], f32[64], f32[64]) tuple(i1, y, bt)",
+        "y2 = f32[64] add(y, bx)\n  ROOT br = (s32[], f32[64], f32[64]) tuple(i1, y2, bt)")
+    module, ba = assign(text)
+    check_properties(module, ba)
+    assert ba.buffer(instr(module, "c"), (0,)).slot != ba.buffer(instr(module, "bp"), (1,)).slot
+    rng = np.random.default_rng(3)
+    _cpu_matches_interpreter(text, (rng.random(64) - 0.5).astype(np.float32),
+                             rng.random(64).astype(np.float32))
+
+
+# A fusion whose root is the DUS (the update computed inside it): in place
+# when the fused computation reads the updated array only through the DUS;
+# one that also reads it for the update is not.
+FUSED_DUS = """
+HloModule fused_dus
+
+fused {
+  fx = f32[64] parameter(0)
+  fv = f32[4] parameter(1)
+  fi = s32[] parameter(2)
+  two = f32[] constant(2)
+  twob = f32[4] broadcast(two), dimensions={}
+  u = f32[4] multiply(fv, twob)
+  ROOT fy = f32[64] dynamic-update-slice(fx, u, fi)
+}
+
+ENTRY main {
+  x = f32[64] parameter(0)
+  v = f32[4] parameter(1)
+  i = s32[] parameter(2)
+  x2 = f32[64] negate(x)
+  y = f32[64] fusion(x2, v, i), kind=kLoop, calls=fused
+  ROOT z = f32[64] add(y, y)
+}
+"""
+
+
+def test_a_fusion_rooted_at_a_dus_updates_in_place():
+    module, ba = assign(FUSED_DUS)
+    check_properties(module, ba)
+    assert ba.buffer(instr(module, "y")).slot == ba.buffer(instr(module, "x2")).slot
+    rng = np.random.default_rng(4)
+    x, v = rng.random(64).astype(np.float32), rng.random(4).astype(np.float32)
+    for i in (0, 7, 60, 200, -5):     # starts clamp to [0, 60]
+        _cpu_matches_interpreter(FUSED_DUS, x, v, np.int32(i))
+    reads = FUSED_DUS.replace("u = f32[4] multiply(fv, twob)",
+                              "s = f32[4] slice(fx), slice={[0:4]}\n  u = f32[4] multiply(s, twob)")
+    module, ba = assign(reads)
+    check_properties(module, ba)
+    assert ba.buffer(instr(module, "y")).slot != ba.buffer(instr(module, "x2")).slot
+    _cpu_matches_interpreter(reads, x, v, np.int32(3))

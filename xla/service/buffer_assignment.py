@@ -229,6 +229,30 @@ def _buffer_positions(shape, index=()):
     return [(index, shape)] if shape.is_array else []
 
 
+def in_place_update_operand(instr):
+    """The operand a dynamic-update-slice (or a fusion whose root is one)
+    may write its result over, as XLA updates in place: operand 0 of the
+    DUS, for a fusion the operand bound to that parameter when nothing else
+    in the fused computation reads it and no other operand is the same
+    value. None otherwise."""
+    if instr.opcode == "dynamic-update-slice":
+        return instr.operands[0]
+    if instr.opcode != "fusion" or instr.attr("kind") != "kLoop":
+        return None
+    calls = instr.attr("calls")
+    root = calls.root_instruction if calls is not None else None
+    if root is None or root.opcode != "dynamic-update-slice":
+        return None
+    param = root.operands[0]
+    if param.opcode != "parameter" or any(u is not root for u in param.users) or \
+            root.operands.count(param) != 1:
+        return None
+    operand = instr.operands[param.parameter_number]
+    if instr.operands.count(operand) != 1:
+        return None
+    return operand
+
+
 def _is_elementwise_fusion(instr):
     if instr.opcode != "fusion" or instr.attr("kind") != "kLoop":
         return False
@@ -431,10 +455,14 @@ class _Assigner:
         self.set_size = [1] * len(self.buffers)
         self.set_end = [b.end for b in self.buffers]
         self.pinned = [b.kind != "temp" for b in self.buffers]
+        self.while_bodies = {id(w.attr("body")) for comp in self.comps for w in comp.instructions
+                             if w.opcode == "while"}
         for comp in self.comps:
             for w in comp.instructions:
                 if w.opcode == "while":
                     self.colocate_while(w)
+                elif w.opcode == "conditional":
+                    self.colocate_conditional(w)
         for out_index, number, param_index in _parse_input_output_alias(self.module):
             entry = self.module.entry
             try:
@@ -497,8 +525,92 @@ class _Assigner:
                     and id(w.parent) not in self.multi):
                 self.join(wb, ib, pinned=True)
 
+    def set_busy(self, b, lo, hi):
+        """Whether a buffer of ``b``'s colocation set other than ``b`` holds a
+        value during positions [lo, hi]."""
+        r = self.uf.find(b.id)
+        if self.set_size[r] == 1:
+            return False
+        return any(m is not b and self.uf.find(m.id) == r and m.start <= hi and lo <= m.end
+                   for m in self.buffers)
+
+    def colocate_conditional(self, c):
+        """Per array of the branches' operand (one tuple shared by every
+        branch, as lax.cond builds them): when every branch passes it through
+        or updates it in place (a dynamic-update-slice or elementwise op, its
+        last reader), the operand, the branch parameters, their roots and the
+        conditional's result share one slot, so nothing is copied in or out;
+        when no branch returns it (a value the branches only read), the branch
+        parameters read the operand's own buffer. Otherwise, copy in, copy
+        out (emit_control_flow.py)."""
+        pts = self.points_to
+        branches = c.attr("branch_computations")
+        if branches is None:
+            branches = [c.attr("true_computation"), c.attr("false_computation")]
+        branches = list(branches)
+        operands = c.operands[1:]
+        if len(operands) != len(branches) or any(o is not operands[0] for o in operands) or \
+                id(c.parent) in self.multi or any(id(b) in self.multi for b in branches):
+            return
+        operand = operands[0]
+        roots = [comp.root_instruction for comp in branches]
+        p_c = self.pos[id(c)]
+        for index, ob in pts[id(operand)].items():
+            if not ob.shape.is_array:
+                continue
+            params = [pts[id(comp.parameter(0))].get(index) for comp in branches]
+            if any(pb is None or pb.instruction is not comp.parameter(0) or not self.singleton(pb)
+                   for pb, comp in zip(params, branches)):
+                continue
+            returned = [[(ri, rb) for ri, rb in pts[id(root)].items()
+                         if rb is pb or rb.instruction.parent is comp and pb.last_use ==
+                         self.pos[id(rb.instruction)] and self.can_update_in_place(rb.instruction, pb)]
+                        for pb, root, comp in zip(params, roots, branches)]
+            if not any(returned):
+                # Only read by the branches: they read the operand's buffer.
+                if ob.kind in ("temp", "parameter"):
+                    for pb in params:
+                        self.join(ob, pb, pinned=True)
+                continue
+            chains = []
+            for pb, comp, ret in zip(params, branches, returned):
+                if len(ret) != 1 or ret[0][0] != index:
+                    break
+                rb = ret[0][1]
+                if rb is not pb and (rb.kind != "temp" or not self.singleton(rb)):
+                    break
+                chains.append((pb, rb))
+            else:
+                cb = pts[id(c)].get(index)
+                if (cb is None or cb.instruction is not c or cb.kind != "temp" or
+                        not self.singleton(cb) or ob.kind != "temp" or ob.live_out or
+                        ob.last_use != p_c or ob.instruction.parent is not c.parent):
+                    continue
+                # The operand's slot may hold other values while the branches
+                # run, unless it is a while loop's state (the body parameter:
+                # the slot holds the loop's current value, which this
+                # conditional consumes and replaces, as the body root would).
+                loop_state = (ob.instruction.opcode == "parameter" and
+                              id(c.parent) in self.while_bodies)
+                if not loop_state and self.set_busy(
+                        ob, min(self.window[id(comp)][0] for comp in branches), cb.end):
+                    continue
+                # Any other use of the operand's array by a root at another
+                # index would alias two results: refused above (one return).
+                for pb, rb in chains:
+                    self.join(ob, pb, pinned=True)
+                    self.join(pb, rb, pinned=True)
+                self.join(ob, cb, pinned=True)
+
     def can_update_in_place(self, instr, operand_buffer):
         """Whether ``instr`` may write its array result over ``operand_buffer``."""
+        target = in_place_update_operand(instr)
+        if target is not None:
+            pts = self.points_to
+            return (operand_buffer is pts[id(target)].get(()) and
+                    sum(operand_buffer is pts[id(o)].get(()) for o in instr.operands) == 1 and
+                    operand_buffer.shape.is_array and
+                    operand_buffer.shape.byte_size() == instr.shape.byte_size())
         if not (instr.opcode in ELEMENTWISE or _is_elementwise_fusion(instr)):
             return False
         shape = instr.shape
@@ -513,7 +625,8 @@ class _Assigner:
         pts = self.points_to
         if instr.opcode in ("parameter", "constant") or not instr.shape.is_array:
             return
-        if not (instr.opcode in ELEMENTWISE or _is_elementwise_fusion(instr)):
+        if not (instr.opcode in ELEMENTWISE or _is_elementwise_fusion(instr) or
+                in_place_update_operand(instr) is not None):
             return
         out = pts[id(instr)].get(())
         if out is None or out.instruction is not instr or out.kind != "temp" or not self.singleton(out):

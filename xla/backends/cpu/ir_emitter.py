@@ -337,6 +337,11 @@ class ModuleEmitter:
             comp = h.attr("calls")
             for f in comp.instructions:
                 check_element_type(f.shape, f)
+            if comp.root_instruction.opcode == "dynamic-update-slice":
+                from xla.backends.cpu import emit_in_place
+                if emit_in_place.in_place(self, h):
+                    emit_in_place.emit_update_in_place(self, h, comp.root_instruction, fusion=h)
+                    return
             self.emit_loops(h, comp.root_instruction, fusion=h)
             return
         if op == "dot" and self.emit_runtime_matmul(h):
