@@ -22,8 +22,14 @@ these aliasing rules instead of new buffers:
   buffer joins only if it is a temp of the caller, not live out, not in
   another set, and the while is its last user. Otherwise XLA's copy
   insertion would copy: the buffer keeps its own slot, live across the loop;
-* conditional and call: copy in, copy out. The called computations'
-  parameters and roots are buffers of their own, live over the whole call;
+* conditional: per array of the branches' operand (one tuple every branch
+  shares), when each branch passes it through or updates it in place as
+  its last reader and the operand is a temp the conditional reads last
+  (a while body's state included), the operand, the branch parameters,
+  their roots and the result share one slot; an array no branch returns
+  is read from the operand's buffer; everything else is copied in and out;
+* call: copy in, copy out. The called computation's parameters and root
+  are buffers of their own, live over the whole call;
 * computations called by fusion, reduce, sort, map, scatter... get no
   buffers: they run in registers inside their caller's loops;
 * in-place reuse (XLA's CanShareBuffer): an elementwise instruction, or a
@@ -31,7 +37,10 @@ these aliasing rules instead of new buffers:
   their broadcasts aside), whose array result has the same dimensions and
   byte size as an operand's buffer, shares that buffer when it is its last
   user and the buffer is a temp (not a parameter, constant, live-out or loop
-  buffer);
+  buffer); so does a dynamic-update-slice with its operand 0, and a kLoop
+  fusion rooted at one with the operand bound to the DUS's array when
+  nothing else in the fusion reads it (``in_place_update_operand``): the
+  kernel then writes only the update;
 * ``input_output_alias`` in the header: the output shares its parameter's
   allocation when that is safe (``alias_is_safe``); otherwise the alias,
   a ``may-alias``, is dropped rather than copied around.

@@ -24,7 +24,9 @@ conditional / call
     Copy in, copy out: the operand of the branch taken (all operands for a
     call) is copied into the called computation's parameter buffers, the
     computation runs, and its root's buffers are copied into the
-    instruction's own. A pred selector runs branch 0 (true) or 1 (false); an
+    instruction's own; a copy between buffers that share a slot (a
+    conditional's operand the branches update in place or only read, see
+    buffer_assignment.py) is left out. A pred selector runs branch 0 (true) or 1 (false); an
     integer selector out of range runs the last branch, as the interpreter
     does.
 

@@ -9,8 +9,8 @@ element selects the update or the operand.
 """
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.element_generator import _dynamic_starts
-from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, register_instruction,
-                                         slice_pattern)
+from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, register_fusion_root,
+                                         register_instruction, slice_pattern)
 from xla.backends.cpu.llvm_types import store_element
 from xla.service.buffer_assignment import in_place_update_operand
 
@@ -75,3 +75,11 @@ def emit_dynamic_update_slice(me, h):
         emit_update_in_place(me, h, h)
     else:
         me.emit_loops(h, h)
+
+
+@register_fusion_root("dynamic-update-slice")
+def emit_fusion_in_place(me, h, root):
+    if not in_place(me, h):
+        return False
+    emit_update_in_place(me, h, root, fusion=h)
+    return True

@@ -96,6 +96,19 @@ def register_instruction(*opcodes):
     return INSTRUCTION_EMITTERS.register(*opcodes)
 
 
+# Fusions whose root needs its own kernel shape (a dynamic-update-slice in
+# place): root opcode -> fn(emitter, fusion, root) that returns True when
+# it emitted the fusion (else the fusion's loops are emitted as usual).
+FUSION_ROOT_EMITTERS = {}
+
+
+def register_fusion_root(opcode):
+    def register(fn):
+        FUSION_ROOT_EMITTERS[opcode] = fn
+        return fn
+    return register
+
+
 _extensions_loaded = False
 
 
@@ -337,11 +350,9 @@ class ModuleEmitter:
             comp = h.attr("calls")
             for f in comp.instructions:
                 check_element_type(f.shape, f)
-            if comp.root_instruction.opcode == "dynamic-update-slice":
-                from xla.backends.cpu import emit_in_place
-                if emit_in_place.in_place(self, h):
-                    emit_in_place.emit_update_in_place(self, h, comp.root_instruction, fusion=h)
-                    return
+            special = FUSION_ROOT_EMITTERS.get(comp.root_instruction.opcode)
+            if special is not None and special(self, h, comp.root_instruction):
+                return
             self.emit_loops(h, comp.root_instruction, fusion=h)
             return
         if op == "dot" and self.emit_runtime_matmul(h):
