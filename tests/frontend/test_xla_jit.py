@@ -391,3 +391,26 @@ def test_repeated_array_calls_take_the_fast_path_without_mixing_signatures():
     f.clear_cache()
     f(a32, b32)
     assert f.cache_info().compilations == 5
+
+
+def test_the_fast_path_takes_python_scalars_and_arguments_updated_in_place():
+    x = np.arange(4, dtype=np.float32)
+    scale = xla.jit(lambda a, s: a * s)
+    for s in (2.0, 3.5, -1.0):
+        np.testing.assert_array_equal(scale(x, s), x * np.float32(s))
+    assert scale._fast          # the repeated calls took the shortcut
+    for s in (2, 7, True, 1 + 2j):
+        np.testing.assert_allclose(scale(x, s), x * s)
+    # An int beyond int64 is not a fast-path key: the full path handles it.
+    with pytest.raises(Exception):
+        scale(x, 1 << 70)
+
+    def accumulate(acc, v):
+        acc += v
+
+    jitted = xla.jit(accumulate)
+    acc = np.zeros(4, np.float32)
+    for k in range(3):
+        jitted(acc, x)
+    np.testing.assert_array_equal(acc, 3 * x)
+    assert jitted._fast

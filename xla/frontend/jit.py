@@ -243,16 +243,12 @@ class JitFunction:
 
     def __call__(self, *args, **kwargs):
         if not kwargs and self._fast:
-            # The common call: positional NumPy arrays only, seen before.
-            try:
-                entry = self._fast.get(tuple((a.shape, a.dtype) for a in args
-                                             if type(a) is np.ndarray))
-            except AttributeError:
-                entry = None
-            if entry is not None and len(args) == entry[1] and \
-                    tracing.current_context(required=False) is None:
+            # The common call: positional NumPy arrays and Python scalars
+            # only, seen before.
+            entry = self._fast.get(_fast_key(args))
+            if entry is not None and tracing.current_context(required=False) is None:
                 self._hits += 1
-                return self._run(entry[0], None, args)
+                return self._run(entry, None, args)
         if tracing.current_context(required=False) is not None:
             return self.fn(*args, **kwargs)   # inlined into the enclosing trace
         args, kwargs = self._normalize(args, kwargs)
@@ -280,9 +276,10 @@ class JitFunction:
         if not isinstance(entry, _Entry):
             return entry(*args, **kwargs)
         if self._host and not kwargs and not self.static_argnums and not entry.donated and \
-                entry.sharded is None and not entry.written and \
-                all(type(a) is np.ndarray for a in args):
-            self._fast[tuple((a.shape, a.dtype) for a in args)] = (entry, len(args))
+                entry.sharded is None:
+            fast = _fast_key(args)
+            if fast is not None:
+                self._fast[fast] = entry
         return self._run(entry, key[1], leaves)
 
     def lower(self, *args, **kwargs):
@@ -413,8 +410,8 @@ class JitFunction:
         if not self._host:
             return self._run_on_device(entry, specs, leaves)
         given_up = ()
-        if specs is None:   # the fast path: arrays of the signature's dtypes
-            arrays = leaves
+        if specs is None:   # the fast path: arrays of the signature's dtypes, Python scalars
+            arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in leaves]
         else:
             arrays = []
             for x, s in zip(leaves, specs):
@@ -524,6 +521,26 @@ def _output_aliases(ops, params, donated, single):
                 free.remove(p)
                 break
     return aliases
+
+
+_SCALAR_TYPES = (float, bool, complex)
+
+
+def _fast_key(args):
+    """The fast path's key of positional arguments: (shape, dtype) of each
+    NumPy array, the type of each Python scalar (a weak float64, int64,
+    complex128 or bool parameter, whatever its value); None when another
+    kind of argument needs the full key."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t in _SCALAR_TYPES or t is int and -(1 << 63) <= a < (1 << 63):
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
 
 
 def _as_tuple(x):
