@@ -23,6 +23,7 @@ from xla.runtime import available_platforms, compile, device_put, devices, from_
 from xla.frontend.builder import XlaBuilder, XlaOp
 from xla.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla.frontend.jit import jit
+from xla.frontend.autojit import autojit
 from xla.frontend.parallel import pmap
 from xla import distributed, lax, numpy, random, sharding  # noqa: E402  (public submodules)
 from xla.runtime import profiler  # noqa: E402
@@ -32,7 +33,7 @@ from xla.version import __version__  # noqa: E402
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",
     "Layout", "PrimitiveType", "Shape", "ShapeError", "UnimplementedError", "VerifierError",
-    "XlaBuilder", "XlaError", "XlaOp", "available_platforms", "device_put", "devices", "distributed", "from_dlpack", "grad", "jit", "jvp", "lax", "numpy", "pmap", "profiler", "random", "sharding",
+    "XlaBuilder", "XlaError", "XlaOp", "autojit", "available_platforms", "device_put", "devices", "distributed", "from_dlpack", "grad", "jit", "jvp", "lax", "numpy", "pmap", "profiler", "random", "sharding",
     "value_and_grad", "vjp", "compile", "module_to_text", "parse_hlo_module",
     "parse_shape", "verify_module",
 ]

@@ -44,7 +44,7 @@ from xla import runtime
 from xla.errors import InvalidArgumentError, XlaError
 from xla.runtime.transfer import from_foreign
 from xla.hlo.attributes import RawAttr
-from xla.frontend import numpy_histogram  # noqa: F401  (registers np.histogram)
+from xla.frontend import numpy_histogram, numpy_linalg  # noqa: F401  (register np.histogram, np.linalg.solve/inv)
 from xla.frontend import pytree, tracing
 from xla.frontend.signature import arg_spec
 from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape

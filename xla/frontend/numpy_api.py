@@ -343,8 +343,9 @@ def where(condition, x=None, y=None):
     c = convert(as_tracer(condition), np.bool_)
     xt, yt = convert(as_tracer(x), dt), convert(as_tracer(y), dt)
     c, xt, yt = broadcast_arrays(c, xt, yt)
-    weak = builtins.all(type(v) in tracing.PYTHON_SCALARS or isinstance(v, Tracer) and v.weak for v in (x, y))
-    return Tracer(current_builder().select(c.op, xt.op, yt.op), weak=weak)
+    # An array, never weak: np.where(c, 1.0, 2.0) is a float64 array in
+    # NumPy 2, which a float32 array added to it promotes to float64.
+    return Tracer(current_builder().select(c.op, xt.op, yt.op), weak=False)
 
 
 _where = where   # for functions whose NumPy signature has a `where` parameter
@@ -2119,15 +2120,40 @@ def arange(start, stop=None, step=1, dtype=None):
     return as_tracer(np.arange(start, stop, step, dtype=dtype))
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None):
-    if builtins.any(isinstance(v, Tracer) for v in (start, stop)):
-        start, stop = as_tracer(start), as_tracer(stop)
-        dt = np.dtype(dtype) if dtype else result_type(start, stop, 1.0)
-        div = (num - 1) if endpoint else num
-        steps = Tracer(current_builder().iota(dt, (num,), 0))
-        delta = (convert(stop, dt) - convert(start, dt)) / np.asarray(builtins.max(div, 1), dt)
-        return convert(start, dt) + steps * delta
-    return as_tracer(np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
+@implements(np.linspace)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """NumPy's formula: ``arange(num) * step + start`` with ``step = (stop -
+    start) / div``, the last sample exactly ``stop`` with ``endpoint``;
+    traced endpoints (scalars, or arrays that broadcast: samples along a new
+    leading axis) compute it in HLO."""
+    if not builtins.any(isinstance(v, Tracer) for v in (start, stop)):
+        return as_tracer(np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep,
+                                     dtype=dtype, axis=axis)) if not retstep else \
+            tuple(as_tracer(v) for v in np.linspace(start, stop, num, endpoint=endpoint,
+                                                    retstep=True, dtype=dtype, axis=axis))
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    start, stop = as_tracer(start), as_tracer(stop)
+    dt = result_type(start, stop, float(num))
+    start, stop = convert(start, dt), convert(stop, dt)
+    start, stop = broadcast_arrays(start, stop)
+    if axis != 0 and start.ndim:
+        raise tracing_error("np.linspace with array endpoints takes axis=0 under xla.jit")
+    div = (num - 1) if endpoint else num
+    delta = stop - start
+    steps = Tracer(current_builder().iota(dt, (num,) + start.shape, 0))
+    if div > 0:
+        step = delta / np.asarray(div, dt)
+        y = steps * step + start
+    else:
+        step = delta * np.asarray(np.nan, dt)
+        y = steps * delta + start
+    if endpoint and num > 1:
+        y[-1] = stop
+    if dtype is not None and np.dtype(dtype) != dt:
+        y = np.floor(y).astype(dtype) if np.dtype(dtype).kind in "iu" else y.astype(dtype)
+    return (y, step) if retstep else y
 
 
 def eye(N, M=None, k=0, dtype=float):

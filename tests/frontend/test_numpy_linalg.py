@@ -1,0 +1,78 @@
+"""np.linalg.solve / np.linalg.inv (xla/frontend/numpy_linalg.py), np.linspace
+with traced endpoints and np.where's promotion under xla.jit, against NumPy."""
+import numpy as np
+import pytest
+
+import xla
+
+
+def well_conditioned(rng, shape):
+    a = rng.standard_normal(shape)
+    return a + shape[-1] * np.eye(shape[-1])
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((5, 5), (5,)), ((5, 5), (5, 3)), ((3, 4, 4), (3, 4, 2)),
+                                             ((2, 3, 3), (3, 1)), ((1, 1), (1,))])
+def test_solve_matches_numpy(a_shape, b_shape):
+    rng = np.random.default_rng(sum(a_shape))
+    a, b = well_conditioned(rng, a_shape), rng.standard_normal(b_shape)
+    got = xla.jit(lambda a, b: np.linalg.solve(a, b))(a, b)
+    want = np.linalg.solve(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_solve_pivots_as_lapack():
+    # A zero on the diagonal (no pivoting would divide by it) and a tiny one
+    # (no pivoting would lose every digit).
+    a = np.array([[0.0, 2.0, 1.0], [1e-18, 1.0, 3.0], [4.0, 1.0, 1.0]])
+    b = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(xla.jit(np.linalg.solve)(a, b), np.linalg.solve(a, b), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-10), (np.float32, 1e-4), (np.complex128, 1e-10)])
+def test_inv_matches_numpy(dtype, rtol):
+    rng = np.random.default_rng(1)
+    a = well_conditioned(rng, (4, 6, 6)).astype(dtype)
+    if dtype == np.complex128:
+        a = a + 1j * rng.standard_normal(a.shape)
+    got = xla.jit(np.linalg.inv)(a)
+    assert got.dtype == np.linalg.inv(a).dtype
+    np.testing.assert_allclose(got, np.linalg.inv(a), rtol=rtol, atol=rtol)
+
+
+def test_bad_shapes_raise_as_numpy():
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        xla.jit(np.linalg.inv)(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="mismatch"):
+        xla.jit(np.linalg.solve)(np.eye(3), np.ones(4))
+
+
+@pytest.mark.parametrize("args", [(0.0, 2.0, 5), (1.0, -3.0, 7, False), (2.0, 2.0, 4), (0.0, 1.0, 1),
+                                  (np.array([0.0, 1.0]), np.array([2.0, 5.0]), 4)])
+def test_linspace_with_traced_endpoints(args):
+    start, stop = np.asarray(args[0]), np.asarray(args[1])
+    got = xla.jit(lambda a, b: np.linspace(a, b, *args[2:]))(start, stop)
+    want = np.linspace(*args)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
+    y, step = xla.jit(lambda a, b: np.linspace(a, b, 6, retstep=True))(start, stop)
+    want_y, want_step = np.linspace(args[0], args[1], 6, retstep=True)
+    np.testing.assert_allclose(y, want_y, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(step, want_step)
+
+
+def test_where_of_python_scalars_is_a_float64_array_as_in_numpy_2():
+    x, y = np.ones(3, np.float32), np.zeros(3, np.float32)
+
+    def f(x, y):
+        return np.minimum(x, y) + np.where(x < y, 1.0, 2.0)
+
+    assert f(x, y).dtype == np.float64
+    assert xla.jit(f)(x, y).dtype == np.float64
+    assert xla.jit(lambda x, y: np.where(x < y, x, 2.0))(x, y).dtype == np.float32
+
+
+def test_autojit_is_exported():
+    assert callable(xla.autojit)
+    np.testing.assert_allclose(xla.autojit(lambda v: np.sin(v) * 2)(np.arange(3.0)), np.sin(np.arange(3.0)) * 2)

@@ -1,0 +1,96 @@
+"""``np.linalg.solve`` and ``np.linalg.inv`` under ``xla.jit``: LU
+factorization with partial pivoting, as LAPACK's gesv computes it, on
+traced values (an HLO while loop over the columns, then one over the rows
+for the back substitution).
+
+Column ``k``: the row with the largest ``|a[i, k]|`` for ``i >= k`` (the
+first such row on ties, as LAPACK's ``idamax``) is swapped with row ``k``;
+the rows below subtract ``a[i, k] / a[k, k]`` times row ``k``. The right
+hand sides ride along as extra columns. Every step is written with selects
+over the whole (batched) matrix, so stacks ``(..., n, n)`` work as NumPy's
+do. Results agree with NumPy's to rounding (LAPACK blocks the same
+operations differently). A singular matrix gives infinities or NaNs where
+NumPy raises ``LinAlgError``: compiled code cannot raise on a value.
+"""
+import numpy as np
+
+from xla.frontend.numpy_api import implements
+from xla.frontend.tracing import as_tracer, tracing_error
+
+
+def _check_square(a, what):
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise np.linalg.LinAlgError(f"Last 2 dimensions of the array must be square ({what})")
+    if a.dtype.kind not in "fc":
+        raise tracing_error(f"{what}: integer matrices are converted by NumPy to float64; "
+                            "convert with .astype(np.float64) first under xla.jit")
+
+
+def _solve(a, b):
+    """``a`` (..., n, n), ``b`` (..., n, k) of one float dtype."""
+    from xla.frontend import lax
+    n = a.shape[-1]
+    m = np.concatenate([a, b], axis=-1)                   # (..., n, n + k)
+    rows = np.arange(n).reshape((n, 1))                   # (n, 1)
+    cols = np.arange(m.shape[-1])
+
+    def pick(x, index_mask):
+        """The row of ``x`` (..., n, c) where ``index_mask`` (..., n, 1) holds."""
+        return np.sum(np.where(index_mask, x, np.zeros_like(x)), axis=-2, keepdims=True)
+
+    def eliminate(k, m):
+        col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)  # (..., n, 1)
+        size = np.where(rows >= k, np.abs(col), -np.ones_like(np.abs(col)))
+        p = np.argmax(size, axis=-2)[..., None]           # (..., 1, 1)
+        is_k, is_p = rows == k, rows == p
+        row_k, row_p = pick(m, is_k), pick(m, is_p)
+        m = np.where(is_k, row_p, np.where(is_p, row_k, m))
+        pivot = np.sum(np.where(cols == k, row_p, np.zeros_like(row_p)), axis=-1, keepdims=True)
+        col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)
+        factor = np.where(rows > k, col / pivot, np.zeros_like(col))
+        return m - factor * row_p
+
+    m = lax.fori_loop(0, n, eliminate, m)
+    u, y = m[..., :n], m[..., n:]
+    ucols = np.arange(n)
+
+    def substitute(j, x):
+        i = n - 1 - j
+        is_i = rows == i
+        u_i = pick(u, is_i)                               # (..., 1, n)
+        diag = np.sum(np.where(ucols == i, u_i, np.zeros_like(u_i)), axis=-1, keepdims=True)
+        upper = np.where(ucols > i, u_i, np.zeros_like(u_i))
+        s = pick(y, is_i) - upper @ x                     # (..., 1, k)
+        return np.where(is_i, s / diag, x)
+
+    return lax.fori_loop(0, n, substitute, np.zeros_like(y))
+
+
+@implements(np.linalg.solve)
+def solve(a, b):
+    a, b = as_tracer(a), as_tracer(b)
+    _check_square(a, "np.linalg.solve")
+    dt = np.result_type(a.dtype, b.dtype)
+    vector = b.ndim == 1
+    if vector:
+        if b.shape[0] != a.shape[-1]:
+            raise ValueError(f"solve: Input operand 1 has a mismatch in its core dimension 0 "
+                             f"({b.shape[0]} is different from {a.shape[-1]})")
+        b = np.broadcast_to(b[:, None], a.shape[:-2] + (a.shape[-1], 1))
+    elif b.shape[-2] != a.shape[-1]:
+        raise ValueError(f"solve: Input operand 1 has a mismatch in its core dimension 0 "
+                         f"({b.shape[-2]} is different from {a.shape[-1]})")
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a.astype(dt), batch + a.shape[-2:])
+    b = np.broadcast_to(b.astype(dt), batch + b.shape[-2:])
+    x = _solve(a, b)
+    return x[..., 0] if vector else x
+
+
+@implements(np.linalg.inv)
+def inv(a):
+    a = as_tracer(a)
+    _check_square(a, "np.linalg.inv")
+    n = a.shape[-1]
+    eye = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape)
+    return _solve(a, eye)
