@@ -360,3 +360,24 @@ def test_closures_and_defaults_are_kept():
         return x
 
     same_as_numpy(f, np.ones(2))
+
+
+def test_slices_a_fixed_width_from_the_index_stay_in_the_while_loop():
+    def windows(x, out):
+        for i in range(1, x.shape[0] - 2):
+            out[i] = x[i - 1:i + 2].sum()          # three elements around i
+            out[i:i + 2] += x[i:i + 2] * 0.5      # an update of two
+        return out
+
+    x = np.random.default_rng(9).random(40)
+    same_as_numpy(windows, x, np.zeros(40))
+    assert count(hlo(windows, x, np.zeros(40)), "while") == 1
+
+    def wraps(x):
+        s = x[0] * 0
+        for i in range(20):
+            s = s + x[i - 1:i + 1].sum()           # at i = 0, NumPy's x[-1:1] is empty
+        return s
+
+    same_as_numpy(wraps, x)                        # unrolled: exact NumPy slicing
+    assert count(hlo(wraps, x), "while") == 0

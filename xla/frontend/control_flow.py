@@ -751,8 +751,16 @@ class _Runtime:
 
         identity = _Identity(names, carried, lineno)
 
+        if not any(isinstance(v, Tracer) for v in (start, stop, step)) and trip:
+            last = start + (trip - 1) * step
+            bounds = (min(start, last), max(start, last))
+        else:
+            bounds = None
+
         def loop_body(c):
             i, vals = c
+            if bounds is not None:
+                i._affine = (i, 0) + bounds
             full = [UNDEFINED] * len(values)
             for k, v in zip(carried, vals):
                 full[k] = v

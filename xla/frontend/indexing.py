@@ -96,13 +96,22 @@ def getitem(t, index, mode=None):
 def _basic(t, idx):
     b = current_builder()
     starts, limits, strides, reverse_dims, out_shape, dynamic = [], [], [], [], [], {}
+    dynamic_sizes = {}   # dim -> size of a slice with traced bounds
     dim = 0
     for i in idx:
         if i is None:
             out_shape.append(1)
             continue
         size = t.shape[dim]
-        if isinstance(i, slice):
+        traced = _traced_slice(i, size, dim)
+        if traced is not None:
+            dynamic[dim], n = traced
+            dynamic_sizes[dim] = n
+            starts.append(0)
+            limits.append(n)
+            strides.append(1)
+            out_shape.append(n)
+        elif isinstance(i, slice):
             start, stop, step = i.indices(size)
             if step < 0:
                 # Reverse the dimension, then slice forward.
@@ -137,7 +146,8 @@ def _basic(t, idx):
     if reverse_dims:
         op = b.reverse(op, reverse_dims)
     if dynamic:
-        sizes = [limits[d] - starts[d] if d not in dynamic else 1 for d in range(t.ndim)]
+        sizes = [limits[d] - starts[d] if d not in dynamic else dynamic_sizes.get(d, 1)
+                 for d in range(t.ndim)]
         start_ops = [_wrapped_start(b, dynamic[d], t.shape[d]) if d in dynamic
                      else b.constant(np.int64(starts[d])) for d in range(t.ndim)]
         op = b.dynamic_slice(op, start_ops, [max(s, 0) for s in sizes])
@@ -148,6 +158,31 @@ def _basic(t, idx):
     if tuple(out_shape) != tuple(op.dims):
         op = b.reshape(op, out_shape)
     return Tracer(op, weak=t.weak)
+
+
+def _traced_slice(i, size, dim):
+    """``(start Tracer, static size)`` of a slice ``x[a:b]`` whose bounds are
+    traced offsets of one loop index (``x[i:i + 3]``, ``x[i - 1:i + 2]``)
+    that stay inside the dimension for every value the index takes, so
+    NumPy's clipping and negative wrap-around never apply; None for other
+    indices. Other slices with traced bounds have a data-dependent size: a
+    TracingError (a converted loop then unrolls)."""
+    if not isinstance(i, slice) or not (isinstance(i.start, Tracer) or isinstance(i.stop, Tracer)):
+        return None
+    a, b_ = i.start, i.stop
+    ok = (i.step is None or (not isinstance(i.step, Tracer) and operator.index(i.step) == 1)) and \
+        isinstance(a, Tracer) and isinstance(b_, Tracer) and a._affine is not None and \
+        b_._affine is not None and a._affine[0] is b_._affine[0]
+    if ok:
+        _, a_off, lo, hi = a._affine
+        b_off = b_._affine[1]
+        n = max(b_off - a_off, 0)
+        ok = n == 0 or (lo + a_off >= 0 and hi + b_off <= size)
+        if ok:
+            return a, n
+    raise tracing_error(f"a slice with traced bounds along axis {dim} has a size that depends on "
+                        "the data, or may leave the array (where NumPy would clip it); "
+                        "x[i:i + k] with a loop index i that keeps it inside compiles")
 
 
 def _wrapped_start(b, index, size):
@@ -291,7 +326,11 @@ def _update_basic(t, idx, values, how):
     for i in idx:
         if i is None:
             continue
-        if isinstance(i, slice):
+        traced = _traced_slice(i, t.shape[dim], dim)
+        if traced is not None:
+            starts.append(_wrapped_start(b, traced[0], t.shape[dim]))
+            sizes.append(traced[1])
+        elif isinstance(i, slice):
             start, stop, _ = i.indices(t.shape[dim])
             starts.append(b.constant(np.int64(start)))
             sizes.append(max(stop - start, 0))

@@ -148,7 +148,7 @@ def _pytype_of(dtype):
 class Tracer:
     """An array being traced: static shape and dtype, value unknown."""
 
-    __slots__ = ("op", "weak", "_base", "_view_index", "_views", "__weakref__")
+    __slots__ = ("op", "weak", "_base", "_view_index", "_views", "_affine", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, op, weak=False):
@@ -158,6 +158,10 @@ class Tracer:
         self._base = None         # the array this one is a NumPy view of (see _mark_view)
         self._view_index = None   # the basic index it views ``_base`` through, if it does
         self._views = None        # weak references to this array's views
+        # (base, offset, lo, hi): this integer scalar is base + offset, where
+        # base is a loop index known to lie in [lo, hi] (control_flow.py), so
+        # x[i:i + w] has a static size and stays inside x (indexing.py).
+        self._affine = None
         # Under xla.autojit the builder tracks its live values (a cut
         # computes them); it is None otherwise.
         live = op.builder.live_tracers
@@ -410,7 +414,15 @@ class Tracer:
             from xla.frontend import ufuncs
             ufunc = getattr(np, name)
             args = (other, self) if reflected else (self, other)
-            return ufuncs.dispatch(ufunc, "__call__", args, {})
+            result = ufuncs.dispatch(ufunc, "__call__", args, {})
+            if self._affine is not None and isinstance(result, Tracer) and \
+                    isinstance(other, (int, np.integer)) and not isinstance(other, bool):
+                base, offset, lo, hi = self._affine
+                if name == "add":
+                    result._affine = (base, offset + int(other), lo, hi)
+                elif name == "subtract" and not reflected:
+                    result._affine = (base, offset - int(other), lo, hi)
+            return result
         op.__name__ = f"__{'r' if reflected else ''}{name}__"
         return op
 
