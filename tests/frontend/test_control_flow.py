@@ -57,6 +57,20 @@ def test_a_range_loop_mutating_arguments_matches_python(T):
     same_as_numpy(stencil, rng.random(20), rng.random(20), T, static_argnums=2)
 
 
+def test_loops_of_few_operations_in_all_unroll():
+    def taps(x, w):
+        out = np.zeros(x.shape[0] - w.shape[0] + 1)
+        for k in range(w.shape[0]):                 # 31 taps of 5 operations: one fusion
+            out += w[k] * x[k:k + out.shape[0]]
+        return out
+
+    rng = np.random.default_rng(10)
+    x, w = rng.random(200), rng.random(31)
+    same_as_numpy(taps, x, w)
+    assert count(hlo(taps, x, w), "while") == 0
+    assert count(hlo(taps, x, w, unroll=8), "while") == 1     # an explicit threshold only
+
+
 def test_a_long_loop_is_one_while_and_short_ones_unroll():
     a, b = np.ones(20), np.ones(20)
     text = hlo(stencil, a, b, 800, static_argnums=2)
@@ -84,9 +98,11 @@ def test_the_index_is_traced_reads_and_writes_and_promotes_as_a_python_int():
         return acc
 
     x = np.arange(40, dtype=np.float32)
-    got = same_as_numpy(f, x, np.zeros(40, np.float32))
-    assert got.dtype == np.float32      # i promotes as a Python int, not as int64
-    assert count(hlo(f, x, np.zeros(40, np.float32)), "while") == 1
+    for unroll in (None, False):        # unrolled (12 iterations, a few operations each), a while
+        got = same_as_numpy(f, x, np.zeros(40, np.float32), unroll=unroll)
+        assert got.dtype == np.float32  # i promotes as a Python int, not as int64
+    assert count(hlo(f, x, np.zeros(40, np.float32)), "while") == 0
+    assert count(hlo(f, x, np.zeros(40, np.float32), unroll=False), "while") == 1
 
 
 def test_negative_steps_and_the_index_after_the_loop():
@@ -128,7 +144,8 @@ def test_nested_loops_with_an_inner_bound_from_the_outer_index():
     n = 12
     L = np.tril(rng.random((n, n))) + n * np.eye(n)
     same_as_numpy(f, L, rng.random(n))
-    assert count(hlo(f, L, rng.random(n)), "while") == 2
+    same_as_numpy(f, L, rng.random(n), unroll=False)
+    assert count(hlo(f, L, rng.random(n), unroll=False), "while") == 2
 
 
 def test_a_temporary_read_after_the_loop_and_a_value_from_the_last_iteration():
@@ -153,8 +170,8 @@ def test_a_value_starting_as_none_is_carried_after_one_iteration():
         return best
 
     x = np.random.default_rng(5).random((30, 4))
-    same_as_numpy(f, x)
-    assert count(hlo(f, x), "while") == 1
+    same_as_numpy(f, x, unroll=False)
+    assert count(hlo(f, x, unroll=False), "while") == 1
 
 
 def test_loops_that_cannot_be_one_while_unroll_and_say_so_when_long():

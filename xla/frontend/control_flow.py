@@ -48,6 +48,7 @@ from xla.frontend import tracing
 from xla.frontend.tracing import Tracer
 
 DEFAULT_UNROLL = 8        # loops of at most this many iterations are unrolled
+UNROLLED_OPERATIONS = 256  # ... and loops whose iterations hold at most this many operations
 _WARN_UNROLLED = 64       # a fallback unrolling longer than this warns
 
 _PREFIX = "_xla_"        # names the rewrite introduces (one underscore: no name mangling)
@@ -300,6 +301,22 @@ def _loads(node):
          if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)])
 
 
+_OPERATIONS = (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript, ast.Compare, ast.AugAssign)
+
+
+def _op_count(stmts):
+    """The operations one iteration of a loop body runs, roughly (calls,
+    operators, indexing), counted in its source; a body with a loop of its
+    own counts as large (its trip count is not known here)."""
+    count = 0
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, (ast.For, ast.While, ast.AsyncFor)):
+                return 1 << 30
+            count += isinstance(n, _OPERATIONS)
+    return max(count, 1)
+
+
 def _parse_expr(text):
     return _unlocated(ast.parse(text, mode="eval").body)
 
@@ -417,7 +434,8 @@ class _Rewriter:
             args=[it.func, ast.Tuple(it.args, ast.Load()), ast.Name(body, ast.Load()),
                   self._pack(carried + [target]),
                   ast.Constant((tuple(carried), tuple(live), target,
-                                f"{self.filename}:{node.lineno}", names.python_effects))],
+                                f"{self.filename}:{node.lineno}", names.python_effects,
+                                _op_count(node.body)))],
             keywords=[])
         result = self._fresh("result")
         out = [fn, ast.Assign([ast.Name(result, ast.Store())], call)]
@@ -619,6 +637,10 @@ class _Runtime:
     UNDEFINED = UNDEFINED
 
     def __init__(self, unroll):
+        # By default a loop also unrolls when all its iterations together
+        # are a few hundred operations (a convolution's taps): fusion then
+        # combines them, where a while loop would run one slice at a time.
+        self.budget = UNROLLED_OPERATIONS if unroll is None else -1
         if unroll is None:
             unroll = DEFAULT_UNROLL
         self.threshold = (float("inf") if unroll is True else -1 if unroll is False
@@ -657,7 +679,7 @@ class _Runtime:
 
     # -- for i in range(...) --------------------------------------------------------------
     def for_range(self, range_fn, args, body, state, info):
-        names, live, target, lineno, python_effects = info
+        names, live, target, lineno, python_effects, ops = info
         if range_fn is not builtins.range:         # a local or global named range: plain Python
             return self._python_for(range_fn(*args), body, state)
         start, stop, step = ((0, args[0], 1) if len(args) == 1 else
@@ -666,7 +688,8 @@ class _Runtime:
         if not traced_bounds:
             r = range(operator.index(start), operator.index(stop), operator.index(step))
             values = state[:-1]
-            if len(r) <= self.threshold or python_effects or \
+            small = len(r) * ops <= self.budget     # unrolled, a few hundred operations
+            if len(r) <= self.threshold or small or python_effects or \
                     not any(isinstance(v, Tracer) for v in values) and not _reads_traced(body):
                 return self._python_for(r, body, state)
             try:
