@@ -9,7 +9,13 @@ arguments, made outside the timing, since the kernels update them in
 place) against NumPy's median on the same copies, and their ratio
 numpy/ours (above 1: this project is faster); the last line is the
 geometric mean of the ratios. How each loop was compiled is reported (one
-HLO while, or unrolled, and why). jax is not needed (nor used) here.
+HLO while, or unrolled, and why). Where ``import jax`` works, the kernels
+that benchmarks/numpy_programs_jax.py writes as JAX asks (``.at[]``,
+``lax.fori_loop``, ``lax.cond``) are timed under jax.jit too (results and
+updated arguments checked against NumPy's), as jax/ours; jax is never a
+dependency: run from an environment that has it, e.g. with a scratch
+environment's site-packages on PYTHONPATH (the README says how the
+figures were made).
 """
 import argparse
 import math
@@ -47,8 +53,14 @@ def main():
     p.add_argument("--only", default="", help="comma-separated kernel names")
     opts = p.parse_args()
     names = [n for n in KERNELS if not opts.only or n in opts.only.split(",")]
-    print(f"{'kernel':<22} {'first call':>11} {'numpy':>11} {'xla.jit':>11} {'numpy/ours':>10}  loops")
-    ratios = []
+    try:
+        import numpy_programs_jax as jx
+        import jax
+    except ImportError:
+        jx = None
+    print(f"{'kernel':<22} {'first call':>11} {'numpy':>11} {'xla.jit':>11} {'numpy/ours':>10}"
+          + (f" {'jax.jit':>11} {'jax/ours':>8}" if jx else "") + "  loops")
+    ratios, jax_ratios = [], []
     for name in names:
         fn, make, static = KERNELS[name]
         args = make(np.random.default_rng(0), "bench")
@@ -66,12 +78,44 @@ def main():
         ours = median_time(jitted, args, opts.repeats)
         ref = median_time(fn, args, opts.repeats)
         ratios.append(ref / ours)
+        jax_text = ""
+        if jx is not None:
+            jax_text = f" {'':>11} {'':>8}"
+            if name in jx.KERNELS:
+                jfn, jstatic = jx.KERNELS[name]
+                jj = jax.jit(jfn, static_argnums=jstatic)
+                check_jax(name, fn, jj, args)
+
+                def run(*a, jj=jj):
+                    jax.block_until_ready(jj(*a))
+                tj = median_time(run, args, opts.repeats)
+                jax_ratios.append(tj / ours)
+                jax_text = f" {tj * 1e3:8.3f} ms {tj / ours:7.2f}x"
         print(f"{name:<22} {first * 1e3:9.0f} ms {ref * 1e3:8.3f} ms {ours * 1e3:8.3f} ms "
-              f"{ref / ours:9.2f}x  {loops}", flush=True)
+              f"{ref / ours:9.2f}x{jax_text}  {loops}", flush=True)
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     slower = [n for n, r in zip(names, ratios) if r < 1]
     print(f"geometric mean numpy/ours: {geo:.2f}x over {len(ratios)} kernels; "
           f"slower than NumPy: {', '.join(slower) or 'none'}")
+    if jax_ratios:
+        geo = math.exp(sum(math.log(r) for r in jax_ratios) / len(jax_ratios))
+        print(f"geometric mean jax/ours: {geo:.2f}x over the {len(jax_ratios)} kernels written for JAX")
+
+
+def check_jax(name, fn, jitted, args):
+    """JAX's version computes what the NumPy kernel does (its result, then
+    the arguments the kernel updates in place)."""
+    ref = copies(args)
+    want = fn(*ref)
+    got = jitted(*copies(args))
+    got = list(got) if isinstance(got, tuple) else [got]
+    expected = ([] if want is None else [want]) + [
+        r for r, a in zip(ref, args) if isinstance(a, np.ndarray) and not np.array_equal(r, a)]
+    if len(expected) != len(got):
+        raise AssertionError(f"{name}: the JAX version returns {len(got)} values, not {len(expected)}")
+    for w, g in zip(expected, got):
+        if not np.allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-9):
+            raise AssertionError(f"{name}: the JAX version disagrees with NumPy")
 
 
 if __name__ == "__main__":

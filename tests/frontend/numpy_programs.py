@@ -548,7 +548,7 @@ KERNELS = {
                                        _rand(r, *(_sizes(s, (16, 2), (256, 8)))),
                                        _rand(r, *(_sizes(s, (4, 6), (32, 64)))) - 0.5,
                                        _rand(r, *(_sizes(s, (6, 2), (64, 8)))) - 0.5,
-                                       _sizes(s, 20, 200), 0.1), (4,)),
+                                       _sizes(s, 20, 200), _sizes(s, 0.1, 0.005)), (4,)),
     "kmeans": (kmeans, lambda r, s: (_rand(r, *(_sizes(s, (30, 2), (5000, 4)))),
                                      _rand(r, *(_sizes(s, (3, 2), (8, 4)))), _sizes(s, 5, 20)), (2,)),
     "matrix_power": (matrix_power, lambda r, s: (_rand(r, *(_sizes(s, (5, 5), (100, 100)))) * 0.2,
