@@ -19,6 +19,7 @@ PASSES = {
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
     "dynamic-index-splitter": "xla.service.dynamic_index_splitter:DynamicIndexSplitter",
+    "dynamic-update-slice-fusion": "xla.service.dus_fusion:DynamicUpdateSliceFusion",
     "flatten-call-graph": "xla.service.flatten_call_graph:FlattenCallGraph",
     "fusion": "xla.service.instruction_fusion:InstructionFusion",
     "hlo-memory-scheduler": "xla.service.hlo_memory_scheduler:HloMemoryScheduler",

@@ -1,8 +1,10 @@
 """The CPU backend's HLO pipeline: ``custom-fusion-inliner`` (kCustom
 fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO to re-fuse),
 the target-independent pipeline (``xla/service/pipelines.py``), fusion with
-the CPU's policy (``fusion_policy.py``), then copy insertion and the memory
-scheduler, after which buffer assignment runs."""
+the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
+(a DUS joins the fusion computing its update: one in-place kernel), then
+copy insertion and the memory scheduler, after which buffer assignment
+runs."""
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target_independent_pipeline
@@ -12,4 +14,5 @@ def cpu_pipeline(**options):
     pipeline = target_independent_pipeline(**options)
     pipeline.passes.insert(0, make_pass("custom-fusion-inliner"))
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
+    pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     return add_scheduling_stage(pipeline)
