@@ -91,3 +91,18 @@ def test_xla_auto_jit_flag_makes_jit_cluster_instead_of_failing():
         u, s = g(np.array([3, 1, 3]))
     np.testing.assert_array_equal(u, [2, 6])
     assert s == 7
+
+
+def test_a_data_dependent_shape_cut_says_so_in_the_report():
+    def f(x):
+        y = np.sin(x) * 2
+        z = y[y > 0]                 # marker-mask
+        return np.unique(z).sum() + 1
+
+    af = xla.autojit(f)
+    x = np.random.default_rng(0).standard_normal(16)
+    np.testing.assert_allclose(af(x), f(x))
+    report = af.cluster_report()
+    assert "indexing runs eagerly (boolean mask indexing selects a number of elements that " \
+           "depends on the data" in report
+    assert "np.unique runs eagerly (np.unique has an output shape that depends on the data" in report

@@ -126,12 +126,22 @@ class _Session:
     def value_of(self, tracer, what):
         return self.cut(what, extra=[tracer])[id(tracer)]
 
-    def eager(self, func, args, kwargs, what):
+    def eager(self, func, args, kwargs, what, why=None):
         """Runs ``func`` in NumPy on concrete values (a cut first); array
-        results become parameters of the next cluster."""
+        results become parameters of the next cluster. ``why``: the reason
+        it could not be traced (a TracingError, whose message without its
+        location goes into the cut's reason: a data-dependent shape names
+        itself in the cluster report)."""
         leaves, treedef = pytree.flatten((tuple(args), dict(kwargs)))
         tracers = [x for x in leaves if isinstance(x, Tracer)]
-        values = self.cut(f"{what} runs eagerly", extra=tracers)
+        reason = f"{what} runs eagerly"
+        if why is not None:
+            text = str(why)
+            where = tracing.user_location()
+            if where and text.startswith(where + ": "):
+                text = text[len(where) + 2:]
+            reason += f" ({text.split(';')[0]})"
+        values = self.cut(reason, extra=tracers)
         concrete = [values[id(x)] if isinstance(x, Tracer) else x for x in leaves]
         cargs, ckwargs = treedef.unflatten(concrete)
         self.eager_ops.append((what, tracing.user_location()))

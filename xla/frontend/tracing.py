@@ -385,9 +385,9 @@ class Tracer:
             return ufuncs.dispatch(ufunc, method, inputs, kwargs)
         try:
             return ufuncs.dispatch(ufunc, method, inputs, dict(kwargs))
-        except TracingError:
+        except TracingError as e:
             return session.eager(getattr(ufunc, method) if method != "__call__" else ufunc,
-                                 inputs, kwargs, f"np.{ufunc.__name__}")
+                                 inputs, kwargs, f"np.{ufunc.__name__}", why=e)
 
     def __array_function__(self, func, types, args, kwargs):
         from xla.frontend import numpy_api
@@ -401,12 +401,13 @@ class Tracer:
                 args[0]._mark_view(result)
             return result
         # Under autojit, what can't be traced runs eagerly in NumPy.
-        if impl is not None:
-            try:
-                return impl(*args, **kwargs)
-            except TracingError:
-                pass
-        return session.eager(func, args, kwargs, f"np.{getattr(func, '__name__', func)}")
+        try:
+            if impl is None:
+                numpy_api.unsupported(func)      # raises, saying why (a data-dependent shape...)
+            return impl(*args, **kwargs)
+        except TracingError as e:
+            why = e
+        return session.eager(func, args, kwargs, f"np.{getattr(func, '__name__', func)}", why=why)
 
     # ----- operators (through the ufunc table, as NumPy arrays do) -----------------
     def _u(name, reflected=False):
@@ -470,8 +471,8 @@ class Tracer:
             return self._mark_view(result, index) if _basic_index(index, self.ndim) else result
         try:
             return indexing.getitem(self, index)
-        except TracingError:
-            return session.eager(lambda a, i: a[i], (self, index), {}, "indexing")
+        except TracingError as e:
+            return session.eager(lambda a, i: a[i], (self, index), {}, "indexing", why=e)
 
     @property
     def at(self):
