@@ -51,14 +51,14 @@ def test_cluster_report_names_each_cut_and_clusters_are_cached():
     records = f.last_records
     assert len(records) == 4
     reasons = [r.reason for r in records]
-    assert reasons[0] == "np.unique runs eagerly"
+    assert reasons[0].startswith("np.unique runs eagerly (np.unique has an output shape that depends")
     assert reasons[1].startswith("bool()")
     assert reasons[2].startswith("float()")
     assert reasons[3] == "end of function"
     assert all(r.instructions > 0 for r in records)
     assert __file__ in records[0].location
     report = f.cluster_report()
-    assert "np.unique runs eagerly at" in report and "4 clusters" in report
+    assert "np.unique runs eagerly (" in report and "4 clusters" in report
     compiled = f.compilations
     f(np.linspace(0, 2, 7) + 0.01, np.ones(7))    # same path, same shapes
     assert f.compilations == compiled
