@@ -387,7 +387,7 @@ class Tracer:
             return ufuncs.dispatch(ufunc, method, inputs, dict(kwargs))
         except TracingError as e:
             return session.eager(getattr(ufunc, method) if method != "__call__" else ufunc,
-                                 inputs, kwargs, f"np.{ufunc.__name__}", why=e)
+                                 inputs, kwargs, f"np.{ufunc.__name__}", why=str(e))
 
     def __array_function__(self, func, types, args, kwargs):
         from xla.frontend import numpy_api
@@ -406,7 +406,7 @@ class Tracer:
                 numpy_api.unsupported(func)      # raises, saying why (a data-dependent shape...)
             return impl(*args, **kwargs)
         except TracingError as e:
-            why = e
+            why = str(e)    # not the exception: its traceback would keep tracers alive
         return session.eager(func, args, kwargs, f"np.{getattr(func, '__name__', func)}", why=why)
 
     # ----- operators (through the ufunc table, as NumPy arrays do) -----------------
@@ -472,7 +472,7 @@ class Tracer:
         try:
             return indexing.getitem(self, index)
         except TracingError as e:
-            return session.eager(lambda a, i: a[i], (self, index), {}, "indexing", why=e)
+            return session.eager(lambda a, i: a[i], (self, index), {}, "indexing", why=str(e))
 
     @property
     def at(self):
