@@ -378,8 +378,11 @@ def _sum_dtype(a_dtype):
 def _identity(opcode, dtype):
     if opcode == "add" or opcode == "or":
         return np.zeros((), dtype)
-    if opcode == "multiply" or opcode == "and":
+    if opcode == "multiply":
         return np.ones((), dtype)
+    if opcode == "and":      # every bit set (True for bools): x & identity == x
+        return np.asarray(True if dtype.kind == "b" else np.iinfo(dtype).max if dtype.kind == "u"
+                          else -1, dtype)
     if dtype.kind == "f":
         return np.asarray(-np.inf if opcode == "maximum" else np.inf, dtype)
     if dtype.kind == "b":
@@ -500,9 +503,18 @@ def ufunc_method(ufunc, method, inputs, kwargs):
         elif dtype is None and ufunc in (np.add, np.multiply):
             dtype = _sum_dtype(a.dtype)
         return reduce(a, opcodes[ufunc], axis, keepdims, dtype, initial)
-    if method == "accumulate" and ufunc in (np.add, np.multiply) and "cumsum" in FUNCTIONS_BY_NAME:
-        fn = FUNCTIONS_BY_NAME["cumsum" if ufunc is np.add else "cumprod"]
-        return fn(inputs[0], axis=kwargs.get("axis", 0), dtype=kwargs.get("dtype"))
+    if method == "accumulate" and ufunc in opcodes and ufunc is not np.bitwise_xor:
+        # add and multiply widen small integers as np.sum does; the others
+        # keep the input's type.
+        a = as_tracer(inputs[0])
+        axis = kwargs.pop("axis", 0)
+        dtype = kwargs.pop("dtype", None)
+        _check_no_out(f"{ufunc.__name__}.accumulate", kwargs.pop("out", None))
+        if ufunc in (np.logical_and, np.logical_or):
+            a = convert(a, np.bool_)
+        if dtype is None:
+            dtype = _sum_dtype(a.dtype) if ufunc in (np.add, np.multiply) else a.dtype
+        return _cumulative(a, axis, dtype, opcodes[ufunc], f"{ufunc.__name__}.accumulate")
     if method == "outer" and len(inputs) == 2 and ufunc.nin == 2:
         # ufunc(a[..., None, None...], b): every element of a with every one of b.
         a, b = as_tracer(inputs[0]), as_tracer(inputs[1])

@@ -1,4 +1,4 @@
-"""``np.linalg.solve`` and ``np.linalg.inv`` under ``xla.jit``: LU
+"""``np.linalg.solve``, ``inv``, ``det`` and ``slogdet`` under ``xla.jit``: LU
 factorization with partial pivoting, as LAPACK's gesv computes it, on
 traced values (an HLO while loop over the columns, then one over the rows
 for the back substitution).
@@ -10,7 +10,9 @@ hand sides ride along as extra columns. Every step is written with selects
 over the whole (batched) matrix, so stacks ``(..., n, n)`` work as NumPy's
 do. Results agree with NumPy's to rounding (LAPACK blocks the same
 operations differently). A singular matrix gives infinities or NaNs where
-NumPy raises ``LinAlgError``: compiled code cannot raise on a value.
+NumPy raises ``LinAlgError`` (``solve``, ``inv``): compiled code cannot
+raise on a value; ``det`` is then 0, as NumPy's. The determinant is the
+product of U's diagonal, negated once per row swap.
 """
 import numpy as np
 
@@ -26,19 +28,19 @@ def _check_square(a, what):
                             "convert with .astype(np.float64) first under xla.jit")
 
 
-def _solve(a, b):
-    """``a`` (..., n, n), ``b`` (..., n, k) of one float dtype."""
+def _factor(m, n):
+    """LU with partial pivoting of the first ``n`` columns of ``m`` (..., n,
+    c), the other columns carried along; returns (the eliminated ``m``,
+    the parity of the row swaps as a 0/1 integer array of the batch)."""
     from xla.frontend import lax
-    n = a.shape[-1]
-    m = np.concatenate([a, b], axis=-1)                   # (..., n, n + k)
     rows = np.arange(n).reshape((n, 1))                   # (n, 1)
     cols = np.arange(m.shape[-1])
 
     def pick(x, index_mask):
-        """The row of ``x`` (..., n, c) where ``index_mask`` (..., n, 1) holds."""
         return np.sum(np.where(index_mask, x, np.zeros_like(x)), axis=-2, keepdims=True)
 
-    def eliminate(k, m):
+    def eliminate(k, state):
+        m, swaps = state
         col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)  # (..., n, 1)
         size = np.where(rows >= k, np.abs(col), -np.ones_like(np.abs(col)))
         p = np.argmax(size, axis=-2)[..., None]           # (..., 1, 1)
@@ -48,9 +50,23 @@ def _solve(a, b):
         pivot = np.sum(np.where(cols == k, row_p, np.zeros_like(row_p)), axis=-1, keepdims=True)
         col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)
         factor = np.where(rows > k, col / pivot, np.zeros_like(col))
-        return m - factor * row_p
+        return m - factor * row_p, swaps + (p[..., 0, 0] != k).astype(np.int64)
 
-    m = lax.fori_loop(0, n, eliminate, m)
+    return lax.fori_loop(0, n, eliminate, (m, np.zeros(m.shape[:-2], dtype=np.int64)))
+
+
+def _solve(a, b):
+    """``a`` (..., n, n), ``b`` (..., n, k) of one float dtype."""
+    from xla.frontend import lax
+    n = a.shape[-1]
+    m = np.concatenate([a, b], axis=-1)                   # (..., n, n + k)
+    rows = np.arange(n).reshape((n, 1))                   # (n, 1)
+
+    def pick(x, index_mask):
+        """The row of ``x`` (..., n, c) where ``index_mask`` (..., n, 1) holds."""
+        return np.sum(np.where(index_mask, x, np.zeros_like(x)), axis=-2, keepdims=True)
+
+    m, _ = _factor(m, n)
     u, y = m[..., :n], m[..., n:]
     ucols = np.arange(n)
 
@@ -94,3 +110,39 @@ def inv(a):
     n = a.shape[-1]
     eye = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape)
     return _solve(a, eye)
+
+
+def _diagonal_and_sign(a, what):
+    a = as_tracer(a)
+    _check_square(a, what)
+    n = a.shape[-1]
+    if n == 0:
+        return None, a.shape[:-2]
+    u, swaps = _factor(a, n)
+    diag = np.diagonal(u, axis1=-2, axis2=-1)
+    sign = 1 - 2 * (swaps % 2)
+    return (diag, sign), None
+
+
+@implements(np.linalg.det)
+def det(a):
+    parts, batch = _diagonal_and_sign(a, "np.linalg.det")
+    if parts is None:
+        return np.ones(batch, dtype=as_tracer(a).dtype)
+    diag, sign = parts
+    return np.prod(diag, axis=-1) * sign.astype(diag.dtype)
+
+
+@implements(np.linalg.slogdet)
+def slogdet(a):
+    parts, batch = _diagonal_and_sign(a, "np.linalg.slogdet")
+    dt = as_tracer(a).dtype
+    if parts is None:
+        return np.ones(batch, dtype=dt), np.zeros(batch, dtype=np.abs(np.zeros((), dt)).dtype)
+    diag, sign = parts
+    mag = np.abs(diag)
+    logabs = np.sum(np.log(mag), axis=-1)
+    unit = diag / np.where(mag == 0, np.ones_like(mag), mag).astype(diag.dtype)
+    s = np.prod(unit, axis=-1) * sign.astype(diag.dtype)
+    s = np.where(np.any(mag == 0, axis=-1), np.zeros_like(s), s)
+    return s, logabs
