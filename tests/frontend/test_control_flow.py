@@ -190,7 +190,7 @@ def test_loops_that_cannot_be_one_while_unroll_and_say_so_when_long():
     def triangular(L, b):
         x = np.zeros_like(b)
         for i in range(b.shape[0]):
-            x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]     # a slice bounded by i
+            x[i] = (b[i] - np.flip(L[i, :i]) @ x[:i]) / L[i, i]   # flip: needs the real slice
         return x
 
     x = np.arange(12.0)
@@ -398,3 +398,60 @@ def test_slices_a_fixed_width_from_the_index_stay_in_the_while_loop():
 
     same_as_numpy(wraps, x)                        # unrolled: exact NumPy slicing
     assert count(hlo(wraps, x), "while") == 0
+
+
+def test_slices_bounded_by_the_index_stay_in_the_while_loop_masked():
+    def cholesky(A):
+        A[0, 0] = np.sqrt(A[0, 0])
+        for i in range(1, A.shape[0]):
+            for j in range(i):
+                A[i, j] -= np.dot(A[i, :j], A[j, :j])
+                A[i, j] /= A[j, j]
+            A[i, i] -= np.dot(A[i, :i], A[i, :i])
+            A[i, i] = np.sqrt(A[i, i])
+
+    def back_substitution(U, b):
+        x = np.zeros_like(b)
+        for i in range(b.shape[0] - 1, -1, -1):
+            x[i] = (b[i] - U[i, i + 1:] @ x[i + 1:]) / U[i, i]
+        return x
+
+    def row_updates(C, A, alpha):
+        for i in range(A.shape[0]):
+            C[i, :i + 1] *= 0.5
+            C[i, :i + 1] += alpha * A[i, 0] * A[:i + 1, 1]
+            C[i, i + 1:] = -1.0
+        return np.mean(C[2, :3]), np.sum(C)
+
+    rng = np.random.default_rng(11)
+    n = 24
+    a = rng.random((n, n))
+    spd = a @ a.T + n * np.eye(n)
+    for unroll in (None, False):
+        same_as_numpy(cholesky, spd, unroll=unroll)
+        same_as_numpy(back_substitution, np.triu(spd), rng.random(n), unroll=unroll)
+        same_as_numpy(row_updates, rng.random((n, n)), rng.random((n, 2)), 1.5, unroll=unroll)
+    assert count(hlo(cholesky, spd, unroll=False), "while") == 2
+    assert count(hlo(back_substitution, np.triu(spd), np.ones(n), unroll=False), "while") == 1
+    assert count(hlo(row_updates, np.ones((n, n)), np.ones((n, 2)), 1.5, unroll=False), "while") == 1
+
+
+def test_what_a_masked_slice_cannot_do_unrolls_the_loop():
+    def lengths(x):
+        out = np.zeros(x.shape[0])
+        for i in range(x.shape[0]):
+            out[i] = len(x[:i]) + np.flip(x[:i]).sum()     # len and flip need the real slice
+        return out
+
+    def compare(x):
+        c = 0
+        for i in range(1, x.shape[0]):
+            c += (x[:i] > 0.5).sum()                        # a comparison of the slice: masked
+        return c
+
+    x = np.random.default_rng(12).random(30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same_as_numpy(lengths, x, unroll=False)
+        same_as_numpy(compare, x, unroll=False)
+    assert count(hlo(lengths, x, unroll=False), "while") == 0

@@ -247,7 +247,7 @@ class _Runtime:
             last = start + (trip - 1) * step
             bounds = (min(start, last), max(start, last))
         else:
-            bounds = None
+            bounds = _traced_bounds(start, stop, step)
 
         def loop_body(c):
             i, vals = c
@@ -420,6 +420,27 @@ def _scalar_bool(test, lineno):
                                       "ambiguous (as in NumPy): use .any() or .all()")
         t = t.reshape(())
     return t if t.dtype == np.bool_ else t != 0
+
+
+def _traced_bounds(start, stop, step):
+    """A range the index of ``range(start, stop)`` (step 1) keeps to when the
+    bounds are Python ints or offsets of outer loop indices whose ranges are
+    known (``for j in range(i)``: ``0 <= j <= max(i) - 1``); None otherwise.
+    (A superset of the values it takes: enough to prove a slice stays inside
+    its array.)"""
+    if isinstance(step, Tracer) or step != 1:
+        return None
+    ends = []
+    for v in (start, stop):
+        if isinstance(v, Tracer):
+            if v._affine is None:
+                return None
+            _, offset, lo, hi = v._affine
+            ends.append((lo + offset, hi + offset))
+        else:
+            ends.append((operator.index(v), operator.index(v)))
+    lo, hi = ends[0][0], ends[1][1] - 1
+    return (lo, max(lo, hi))
 
 
 def _index_tracer(start, stop, step):

@@ -90,6 +90,10 @@ def getitem(t, index, mode=None):
     idx = _expand(_captured(index), t.ndim)
     if any(_is_array_index(i) for i in idx):
         return _advanced(t, idx, mode)
+    from xla.frontend import masked_slice
+    masked = masked_slice.masked_getitem(t, idx)   # x[:i] in a converted loop
+    if masked is not None:
+        return masked
     return _basic(t, idx)
 
 
@@ -307,6 +311,10 @@ class _AtRef:
         idx = _expand(_captured(self.index), t.ndim)
         if any(_is_array_index(i) for i in idx):
             return _scatter(t, idx, values, how)
+        from xla.frontend import masked_slice
+        masked = masked_slice.masked_update(t, idx, values, how)
+        if masked is not None:
+            return masked
         return _update_basic(t, idx, values, how)
 
 

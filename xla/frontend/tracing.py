@@ -379,6 +379,8 @@ class Tracer:
 
     # ----- NumPy dispatch -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if any(getattr(type(x), "_xla_masked", False) for x in inputs):
+            return NotImplemented         # the masked slice's own __array_ufunc__ decides
         from xla.frontend import ufuncs
         session = self._session()
         if session is None:
@@ -390,6 +392,8 @@ class Tracer:
                                  inputs, kwargs, f"np.{ufunc.__name__}", why=str(e))
 
     def __array_function__(self, func, types, args, kwargs):
+        if any(getattr(t, "_xla_masked", False) for t in types):
+            return NotImplemented         # the masked slice's own __array_function__ decides
         from xla.frontend import numpy_api
         impl = numpy_api.FUNCTIONS.get(func)
         session = self._session()
@@ -412,6 +416,8 @@ class Tracer:
     # ----- operators (through the ufunc table, as NumPy arrays do) -----------------
     def _u(name, reflected=False):
         def op(self, other):
+            if getattr(type(other), "_xla_masked", False):
+                return NotImplemented     # a masked slice (masked_slice.py) knows both
             from xla.frontend import ufuncs
             ufunc = getattr(np, name)
             args = (other, self) if reflected else (self, other)
