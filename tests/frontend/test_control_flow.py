@@ -455,3 +455,43 @@ def test_what_a_masked_slice_cannot_do_unrolls_the_loop():
         same_as_numpy(lengths, x, unroll=False)
         same_as_numpy(compare, x, unroll=False)
     assert count(hlo(lengths, x, unroll=False), "while") == 0
+
+
+def test_loops_over_the_rows_of_a_traced_array():
+    def rows(X, c):
+        total = np.zeros(X.shape[1])
+        for x in X:
+            total += (x - c) ** 2
+        return total, x                       # the last row, as Python leaves it
+
+    def enumerated(X):
+        out = np.zeros(X.shape[0])
+        for k, x in enumerate(X):
+            out[k] = x.sum() * k
+        return out, k
+
+    def python_iterables(X, a, b):
+        s = X * 0
+        for w in [1.0, 2.0, 3.0]:             # a list: Python's loop
+            s = s + X * w
+        for x, y in zip(a, b):                # zip of traced arrays: unrolled
+            s = s + x * y
+        return s
+
+    rng = np.random.default_rng(13)
+    X, c = rng.random((50, 3)), rng.random(3)
+    for unroll in (None, False):
+        same_as_numpy(rows, X, c, unroll=unroll)
+        same_as_numpy(enumerated, X, unroll=unroll)
+        same_as_numpy(python_iterables, X, X[:, 0], X[:, 1], unroll=unroll)
+    assert count(hlo(rows, X, c, unroll=False), "while") == 1
+    assert count(hlo(enumerated, X, unroll=False), "while") == 1
+    assert count(hlo(rows, np.ones((500, 3)), c), "while") == 1     # 500 rows: a while by default
+    assert count(hlo(python_iterables, X, X[:, 0], X[:, 1], unroll=False), "while") == 0
+
+    def empty(X, y):
+        for x in X:                           # no rows: y keeps its value, x stays unbound
+            y = y + x
+        return y
+
+    same_as_numpy(empty, np.ones((0, 3)), np.ones(3))

@@ -171,6 +171,34 @@ class _Runtime:
             return self._python_for(r, body, state)
         return self._traced_for(start, stop, step, body, state, names, live, lineno)
 
+    # -- for x in <iterable> ----------------------------------------------------------
+    def for_iter(self, enumerate_fn, iterable, body, state, info):
+        """``for target in iterable`` (or ``enumerate(iterable)``): over a
+        traced array, a range loop over its first axis whose body binds the
+        row (and the index); over anything else, Python's loop. Returns the
+        state and the last item (UNDEFINED when there was none)."""
+        names, live, lineno, python_effects, ops = info
+        enumerated = enumerate_fn is not None
+        if enumerated and enumerate_fn is not builtins.enumerate:
+            iterable, enumerated = enumerate_fn(iterable), False
+        if not isinstance(iterable, Tracer) or iterable.ndim == 0:
+            values, last = tuple(state), UNDEFINED
+            for last in (enumerate(iterable) if enumerated else iterable):
+                values = tuple(body(last, values))
+            return values + (last,)
+
+        def item(i):
+            return (i, iterable[i]) if enumerated else iterable[i]
+
+        def by_index(i, values):
+            return body(item(i), values)
+
+        out = self.for_range(builtins.range, (iterable.shape[0],), by_index,
+                             tuple(state) + (UNDEFINED,),
+                             (names, live, None, lineno, python_effects, ops))
+        index = out[-1]
+        return tuple(out[:-1]) + ((UNDEFINED,) if index is UNDEFINED else (item(index),))
+
     @staticmethod
     def _python_for(iterable, body, state):
         values, index = state[:-1], state[-1]

@@ -273,6 +273,13 @@ def _op_count(stmts):
     return max(count, 1)
 
 
+def _store_context(target):
+    """Marks an assignment target parsed as an expression as stored to."""
+    for n in ast.walk(target):
+        if isinstance(n, (ast.Name, ast.Tuple, ast.List)):
+            n.ctx = ast.Store()
+
+
 def _parse_expr(text):
     return _unlocated(ast.parse(text, mode="eval").body)
 
@@ -364,38 +371,66 @@ class _Rewriter:
     def _for(self, node):
         it = node.iter
         names = _names(node.body)
+        ops = _op_count(node.body)
+        is_range = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and
+                    it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3 and
+                    not any(isinstance(a, ast.Starred) for a in it.args))
+        is_enumerate = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and
+                        it.func.id == "enumerate" and len(it.args) == 1 and not it.keywords and
+                        not isinstance(it.args[0], ast.Starred))
+        target_names = [n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)]
         reason = None
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
-                and not it.keywords and 1 <= len(it.args) <= 3
-                and not any(isinstance(a, ast.Starred) for a in it.args)):
-            reason = "not over range()"
-        elif not isinstance(node.target, ast.Name):
+        if is_range and not isinstance(node.target, ast.Name):
             reason = "its target is not a name"
+        elif not all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.expr_context))
+                     for n in ast.walk(node.target)):
+            reason = "its target is not names"
         elif node.orelse:
             reason = "it has an else clause"
         else:
             jump = _jump(node.body)
             reason = (f"its body contains `{jump}`" if jump else self._blocked(names, "body"))
-        target = getattr(node.target, "id", None)
-        carried = [n for n in names.stored if n != target and not n.startswith(_PREFIX)]
+        carried = [n for n in names.stored if n not in target_names and not n.startswith(_PREFIX)]
         live = self._live(carried, node)
         node.body = self.block(node.body)
         node.orelse = self.block(node.orelse)
         if reason:
             return [node]
+        where = f"{self.filename}:{node.lineno}"
         body = self._fresh("for_body")
-        fn = self._function(body, [target, f"{_PREFIX}state"], carried, node.body)
-        call = ast.Call(
-            func=_parse_expr(f"{_RUNTIME}.for_range"),
-            args=[it.func, ast.Tuple(it.args, ast.Load()), ast.Name(body, ast.Load()),
-                  self._pack(carried + [target]),
-                  ast.Constant((tuple(carried), tuple(live), target,
-                                f"{self.filename}:{node.lineno}", names.python_effects,
-                                _op_count(node.body)))],
-            keywords=[])
         result = self._fresh("result")
+        if is_range:
+            target = node.target.id
+            fn = self._function(body, [target, f"{_PREFIX}state"], carried, node.body)
+            call = ast.Call(
+                func=_parse_expr(f"{_RUNTIME}.for_range"),
+                args=[it.func, ast.Tuple(it.args, ast.Load()), ast.Name(body, ast.Load()),
+                      self._pack(carried + [target]),
+                      ast.Constant((tuple(carried), tuple(live), target, where,
+                                    names.python_effects, ops))],
+                keywords=[])
+            out = [fn, ast.Assign([ast.Name(result, ast.Store())], call)]
+            out += self._unpack(carried + [target], result)
+            return _fill(out, node)
+        # for <target> in <iterable> / enumerate(<iterable>): rows of a traced
+        # array become a range loop over its first axis (for_iter).
+        item = self._fresh("item")
+        bind = ast.Assign([node.target], ast.Name(item, ast.Load()))
+        fn = self._function(body, [item, f"{_PREFIX}state"], carried, [bind] + node.body)
+        call = ast.Call(
+            func=_parse_expr(f"{_RUNTIME}.for_iter"),
+            args=[it.func if is_enumerate else ast.Constant(None),
+                  it.args[0] if is_enumerate else it, ast.Name(body, ast.Load()),
+                  self._pack(carried),
+                  ast.Constant((tuple(carried), tuple(live), where, names.python_effects, ops))],
+            keywords=[])
         out = [fn, ast.Assign([ast.Name(result, ast.Store())], call)]
-        out += self._unpack(carried + [target], result)
+        out += self._unpack(carried, f"{result}[:-1]")
+        last = _parse(f"if {result}[-1] is not {_RUNTIME}.UNDEFINED:\n    pass")[0]
+        target = _unlocated(ast.parse(ast.unparse(node.target), mode="eval").body)
+        _store_context(target)
+        last.body = [ast.Assign([target], _parse_expr(f"{result}[-1]"))]
+        out.append(last)
         return _fill(out, node)
 
     def _while(self, node):
