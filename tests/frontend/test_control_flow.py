@@ -495,3 +495,45 @@ def test_loops_over_the_rows_of_a_traced_array():
         return y
 
     same_as_numpy(empty, np.ones((0, 3)), np.ones(3))
+
+
+class _Base:
+    def scale(self):
+        return 2.0
+
+
+class _Model(_Base):
+    def __init__(self, steps):
+        self.steps = steps
+
+    def step(self, x):
+        for i in range(self.steps):
+            x = x * 0.5 + i
+        return x
+
+    def with_super(self, x):
+        s = super().scale()           # needs its class cell: traced as written
+        for i in range(20):
+            x = x + s
+        return x
+
+
+def test_methods_are_converted_and_super_keeps_working():
+    m, x = _Model(30), np.ones(3)
+    same_as_numpy(m.step, x, unroll=False)
+    assert count(hlo(m.step, x, unroll=False), "while") == 1
+    same_as_numpy(m.with_super, x)
+
+
+def test_an_unrolled_loop_warns_at_the_users_line():
+    def flips(x):
+        s = x[0] * 0
+        for i in range(100):                       # marker-flips
+            s = s + np.flip(x[:i % 5 + 1]).sum()
+        return s
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        same_as_numpy(flips, np.arange(10.0))
+    (w,) = [w for w in caught if "unrolled" in str(w.message)]
+    assert (w.filename, w.lineno) == (__file__, line_of("marker-flips", flips))

@@ -63,6 +63,9 @@ def convert(fn, unroll=None):
     """``fn`` with its control flow rewritten (``fn`` itself where it cannot
     be, or ``unroll`` is True and it has no traced conditions to convert:
     plain tracing is then the same)."""
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        converted = convert(fn.__func__, unroll)
+        return fn if converted is fn.__func__ else types.MethodType(converted, fn.__self__)
     if not isinstance(fn, types.FunctionType):
         return fn
     code = fn.__code__
@@ -93,6 +96,13 @@ def conversion_status(fn):
 def _carryable(v):
     return isinstance(v, (Tracer, np.ndarray, np.generic, bool, int, float, complex)) and \
         not (isinstance(v, np.ndarray) and v.dtype == object)
+
+
+def _warn_at(where, message):
+    """A UserWarning attributed to ``where`` (``file:line`` of the loop), so
+    it shows the user's line, not this module's."""
+    filename, _, line = where.rpartition(":")
+    warnings.warn_explicit(f"{where}: {message}", UserWarning, filename, int(line))
 
 
 def _loop_error(where, message):
@@ -166,8 +176,8 @@ class _Runtime:
             except (XlaError, LookupError, NameError, TypeError, ValueError, ArithmeticError) as e:
                 reason = str(e).splitlines()[0]
             if len(r) > _WARN_UNROLLED:
-                warnings.warn(f"{lineno}: the loop of {len(r)} iterations is unrolled, not "
-                              f"compiled as one HLO while loop: {reason}", stacklevel=3)
+                _warn_at(lineno, f"the loop of {len(r)} iterations is unrolled, not compiled as "
+                                 f"one HLO while loop: {reason}")
             return self._python_for(r, body, state)
         return self._traced_for(start, stop, step, body, state, names, live, lineno)
 

@@ -547,6 +547,10 @@ def _rewrite(fn):
                   for n in ast.walk(node))
     if mangled:
         return None, "it uses private (name-mangled) names"
+    if "__class__" in code.co_freevars or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super" and
+            not n.args for n in ast.walk(node)):
+        return None, "it uses zero-argument super() (its class cell)"
     loads = _loads(node)
     node.decorator_list = []
     ast.increment_lineno(tree, first)     # the file's line numbers, in errors too
