@@ -63,6 +63,7 @@ from xla.backends.cpu.elemental_ir_emitter import emit_elementwise
 from xla.backends.cpu.llvm_types import load_element, store_element
 
 
+TINY_KERNEL_ELEMENTS = 4     # kernels this small are inlined into the driver
 PARALLEL_MIN_ELEMENTS = 1 << 16
 # Entry-computation instructions per driver segment function (see
 # ModuleEmitter.emit).
@@ -443,8 +444,14 @@ class ModuleEmitter:
 
     def emit_loop_kernel(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
                          elementwise, tile_dim):
-        """The kernel of one output group of ``emit_loops``, emitted and finished."""
-        kernel = Kernel(self, name, slices)
+        """The kernel of one output group of ``emit_loops``, emitted and finished.
+        A kernel of a few elements (a loop counter, an index, a scalar of a
+        while body) is emitted into the driver module, where it is inlined
+        into its caller: a call and its buffer-table loads cost more than
+        the work."""
+        tiny = loop_shape.num_elements() <= TINY_KERNEL_ELEMENTS and side == [] and \
+            root.opcode != "reduce"
+        kernel = Kernel(self, name, slices, in_driver=tiny)
         kernel.root = h
         g = ElementGenerator(self, kernel, fusion)
         g.reduce_side_outputs = {}
