@@ -513,7 +513,10 @@ def rewritten_code(fn):
     """``(code, None)``: the rewritten code object of plain function ``fn``
     (once per code object), or ``(None, reason)`` when it is not rewritten."""
     if fn.__code__ not in _converted:
-        _converted[fn.__code__] = _rewrite(fn)
+        try:
+            _converted[fn.__code__] = _rewrite(fn)
+        except Exception as e:   # noqa: BLE001 - a function the rewrite cannot take is traced as written
+            _converted[fn.__code__] = (None, f"the rewrite failed ({type(e).__name__}: {e})")
     return _converted[fn.__code__]
 
 
