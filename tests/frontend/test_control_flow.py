@@ -537,3 +537,27 @@ def test_an_unrolled_loop_warns_at_the_users_line():
         same_as_numpy(flips, np.arange(10.0))
     (w,) = [w for w in caught if "unrolled" in str(w.message)]
     assert (w.filename, w.lineno) == (__file__, line_of("marker-flips", flips))
+
+
+def test_masked_slices_reduce_compare_and_refuse_what_they_cannot_do():
+    def reductions(X, v):
+        out = np.zeros(X.shape[0])
+        for i in range(1, X.shape[0]):
+            out[i] = (X[:i, :].mean() + v[:i].mean() + (v[:i] > 0.5).sum()
+                      + X[:i, 1].sum() + v[:i].dot(v[:i]) + np.inner(v[:i], v[:i]))
+        return out
+
+    def two_d_inner(X):
+        s = X[0, 0] * 0
+        for i in range(1, X.shape[0]):
+            s = s + np.inner(X[:i, :], X[:i, :]).sum()    # inner of 2-D: not a product here
+        return s
+
+    rng = np.random.default_rng(14)
+    X, v = rng.random((30, 3)), rng.random(30)
+    same_as_numpy(reductions, X, v, unroll=False)
+    assert count(hlo(reductions, X, v, unroll=False), "while") == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same_as_numpy(two_d_inner, X, unroll=False)
+    assert count(hlo(two_d_inner, X, unroll=False), "while") == 0

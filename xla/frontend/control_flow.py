@@ -9,20 +9,27 @@ once per code object; ``control_flow_rewrite.py``) before the first trace:
 - ``for i in range(...)`` becomes ``for_range(range, args, body, state)``,
   the body a nested function of the loop index and the loop's state (every
   name the body assigns, or updates in place with ``x[idx] = v``,
-  ``x += v``, ``out=x``, ``np.add.at(x, ...)``);
+  ``x += v``, ``out=x``, ``np.add.at(x, ...)``); ``for x in arr`` (and
+  ``enumerate(arr)``) becomes ``for_iter``, a range loop over the rows of a
+  traced array;
 - ``while test:`` becomes ``while_stmt(cond, body, state)``;
-- ``if test: ... else: ...`` becomes ``if_stmt(test, then, orelse, state)``.
+- ``if test: ... else: ...`` becomes ``if_stmt(test, then, orelse, state)``;
+- ``max(a, b)``/``min(a, b)`` become ``extremum``.
 
 At trace time these helpers decide. A condition that is a Python value
 runs its branch or loop as Python would (every ``if`` on a shape or a
 static argument stays exact Python). A traced condition becomes an HLO
 ``conditional`` or ``while``. A ``range`` loop becomes one HLO ``while``
-when it involves traced values and runs more than the unroll threshold
-(8 iterations; ``xla.jit(unroll=...)``), with ``i`` a traced integer;
-otherwise it unrolls. A loop that cannot be one ``while`` (its body slices
-with ``i`` as a bound, changes a value's shape or dtype, keeps a list or
-``None`` in its state) is unrolled when its trip count is known, after one
-try; a loop over traced bounds names the reason in an error.
+when it involves traced values and is long (more than 8 iterations,
+``xla.jit(unroll=...)``, and more than 256 source operations in all), with
+``i`` a traced integer that carries its range (so ``x[i:i + k]`` is a
+dynamic-slice and ``x[:i]`` a masked window, ``masked_slice.py``);
+otherwise it unrolls. A loop that cannot be one ``while`` (a shape or
+dtype that changes, a list or ``None`` in its state, a use of an
+index-bounded slice a masked window does not support) is unrolled when its
+trip count is known, after one try; a loop over traced bounds names the
+reason in an error. Arrays a body updates in place are updated in the
+array the loop started from (``_Identity``), as NumPy would.
 
 Statements containing ``return``, ``break``, ``continue`` (of the loop
 itself), ``yield``, ``global``/``nonlocal``, zero-argument ``super()`` or

@@ -24,6 +24,8 @@ listed, a comparison's truth value) is a TracingError, so the loop unrolls
 (when its trip count is known) and the slice is an ordinary one again:
 never a value computed over elements that are not in the slice.
 """
+import operator
+
 import numpy as np
 
 from xla.errors import TracingError
@@ -217,19 +219,45 @@ class MaskedSlice:
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.dot, np.matmul, np.inner, np.vdot) and len(args) == 2 and not kwargs:
             a, b = args
+            if func in (np.inner, np.vdot) and any(np.ndim(x.data if isinstance(x, MaskedSlice) else x)
+                                                   != 1 for x in (a, b)):
+                raise _refuse(f"np.{func.__name__} of more than one dimension")
             if func is np.vdot:
                 a = np.conj(a)
             return _dot(a, b)
         if func in (np.sum, np.mean) and len(args) == 1 and set(kwargs) <= {"axis"}:
-            m = args[0]
-            axis = kwargs.get("axis")
-            if axis is not None and axis % m.ndim != m.axis:
-                raise _refuse(f"np.{func.__name__} along another axis")
-            total = np.sum(m.filled(0), axis=axis)
-            if func is np.mean:
-                return total / m.length().astype(total.dtype if total.dtype.kind in "fc" else np.float64)
-            return total
+            return args[0]._reduce(func, kwargs.get("axis"))
         raise _refuse(f"np.{getattr(func, '__name__', func)}")
+
+    def _reduce(self, func, axis):
+        if axis is not None and operator.index(axis) % self.ndim != self.axis:
+            raise _refuse(f"np.{func.__name__} along another axis")
+        total = np.sum(self.filled(0), axis=axis)
+        if func is np.sum:
+            return total
+        count = self.length()
+        if axis is None:
+            count = count * int(np.prod([d for k, d in enumerate(self.data.shape) if k != self.axis]))
+        return total / count.astype(total.dtype if total.dtype.kind in "fc" else np.float64)
+
+    def sum(self, axis=None):
+        return self._reduce(np.sum, axis)
+
+    def mean(self, axis=None):
+        return self._reduce(np.mean, axis)
+
+    def dot(self, other):
+        return _dot(self, other)
+
+    def _compare(name):
+        def op(self, other):
+            return self.__array_ufunc__(getattr(np, name), "__call__", self, other)
+        return op
+
+    __lt__, __le__ = _compare("less"), _compare("less_equal")
+    __gt__, __ge__ = _compare("greater"), _compare("greater_equal")
+    __eq__, __ne__ = _compare("equal"), _compare("not_equal")
+    __hash__ = None
 
 
 def _dot(a, b):
