@@ -123,13 +123,37 @@ def test_rows_outside_every_group_are_zero_even_with_inf_and_nan():
     assert np.all(out[covered:] == 0) and np.all(np.isfinite(out[:covered]))
 
 
-def test_cpu_runs_ragged_dot_or_names_it():
+@pytest.mark.parametrize("name", CASES)
+def test_cpu_runs_ragged_dot_or_names_it(name):
+    # The CPU runs what ragged-dot-expander expands (dots and selects) and
+    # names the op for the other forms.
     import xla
     from xla.errors import UnimplementedError
-    module, args, expected = case("noncontracting")
-    try:
-        exe = xla.compile(module, "cpu")
-    except UnimplementedError as e:
-        assert "does not support ragged-dot (instruction r)" in str(e)
+    from xla.service.ragged_dot_expander import _expandable
+    module, args, expected = case(name)
+    if not _expandable(module.entry.root_instruction):
+        with pytest.raises(UnimplementedError, match=r"does not support ragged-dot \(instruction r\)"):
+            xla.compile(module, "cpu")
         return
-    np.testing.assert_allclose(np.asarray(exe.execute(*args)), expected, rtol=1e-5, atol=1e-5)
+    out = np.asarray(xla.compile(module, "cpu").execute(*args))
+    assert out.dtype == module.entry.root_instruction.shape.dtype
+    np.testing.assert_allclose(out.astype(expected.dtype), expected, **tolerance(module))
+
+
+def test_the_expander_covers_the_common_forms():
+    from xla.service.ragged_dot_expander import _expandable
+    expanded = {n for n in CASES if _expandable(case(n)[0].entry.root_instruction)}
+    assert {"noncontracting", "noncontracting_partial", "noncontracting_s32", "batch"} <= expanded
+
+
+def test_the_cpu_keeps_rows_outside_every_group_zero():
+    import xla
+    module, args, _ = case("noncontracting_partial")
+    lhs, rhs, sizes = args
+    covered = int(sizes.sum())
+    lhs = lhs.copy()
+    lhs[covered:] = np.inf
+    rhs = rhs.copy()
+    rhs[1] = np.nan
+    out = np.asarray(xla.compile(module, "cpu").execute(lhs, rhs, sizes))
+    assert np.all(out[covered:] == 0) and np.all(np.isfinite(out[:covered]))

@@ -24,6 +24,7 @@ PASSES = {
     "fusion": "xla.service.instruction_fusion:InstructionFusion",
     "hlo-memory-scheduler": "xla.service.hlo_memory_scheduler:HloMemoryScheduler",
     "layout-assignment": "xla.service.layout_assignment:LayoutAssignment",
+    "ragged-dot-expander": "xla.service.ragged_dot_expander:RaggedDotExpander",
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":
         "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",
