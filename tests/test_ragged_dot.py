@@ -143,7 +143,8 @@ def test_cpu_runs_ragged_dot_or_names_it(name):
 def test_the_expander_covers_the_common_forms():
     from xla.service.ragged_dot_expander import _expandable
     expanded = {n for n in CASES if _expandable(case(n)[0].entry.root_instruction)}
-    assert {"noncontracting", "noncontracting_partial", "noncontracting_s32", "batch"} <= expanded
+    assert {"noncontracting", "noncontracting_partial", "noncontracting_s32", "batch",
+            "contracting", "contracting_partial"} <= expanded
 
 
 def test_the_cpu_keeps_rows_outside_every_group_zero():
