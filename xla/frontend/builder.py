@@ -75,12 +75,22 @@ class XlaOp:
         return f"<XlaOp {self.instr.name}: {self.instr.shape}>"
 
 
+_metadata_cache = {}
+
+
 def _metadata(op_name, source_file, source_line):
-    """``{op_name="..." source_file="..." source_line=N}``, XLA's OpMetadata text."""
-    def quoted(text):
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    return RawAttr(f"{{op_name={quoted(op_name)} source_file={quoted(source_file)} "
-                   f"source_line={int(source_line)}}}")
+    """``{op_name="..." source_file="..." source_line=N}``, XLA's OpMetadata
+    text (one object per distinct text: instructions share it)."""
+    key = (op_name, source_file, source_line)
+    attr = _metadata_cache.get(key)
+    if attr is None:
+        def quoted(text):
+            return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        attr = RawAttr(f"{{op_name={quoted(op_name)} source_file={quoted(source_file)} "
+                       f"source_line={int(source_line)}}}")
+        if len(_metadata_cache) < 100_000:
+            _metadata_cache[key] = attr
+    return attr
 
 
 class _ModuleState:

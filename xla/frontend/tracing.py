@@ -40,14 +40,24 @@ _INTERNAL_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                        for m in (sys.modules["xla"], np))
 
 
+_internal_files = {}   # co_filename -> whether it is inside xla/ or numpy/ (or frozen)
+
+
+def _is_internal(filename):
+    internal = _internal_files.get(filename)
+    if internal is None:
+        internal = _internal_files[filename] = (
+            os.path.abspath(filename).startswith(_INTERNAL_DIRS) or filename.startswith("<frozen"))
+    return internal
+
+
 def user_location(skip_internal=True):
     """``file:line`` of the innermost frame outside xla/ and numpy/, or None."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not (skip_internal and filename.startswith(_INTERNAL_DIRS)) and \
-                not filename.startswith("<frozen"):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<frozen") and not (skip_internal and _is_internal(filename)):
+            return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 
@@ -57,8 +67,7 @@ def user_frame():
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_INTERNAL_DIRS) and \
-                not filename.startswith("<frozen"):
+        if not _is_internal(filename):
             return filename, frame.f_lineno
         frame = frame.f_back
     return None
