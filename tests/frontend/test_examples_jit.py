@@ -9,7 +9,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples", "jit")
 # Small sizes keep the test quick; the scripts' defaults are the benchmark sizes.
-SIZES = {"model_fn": 100000, "softmax": 64, "layernorm": 64, "mlp": 8}
+SIZES = {"model_fn": 100000, "softmax": 64, "layernorm": 64, "mlp": 8, "heat": 32}
 
 
 def test_every_example_is_run():
@@ -27,3 +27,5 @@ def test_example(name):
     assert re.search(r"matches NumPy .* speedup \d+\.\d+x; compilations 1", proc.stdout), proc.stdout
     if name == "model_fn":
         assert "a new shape recompiled: compilations 2" in proc.stdout
+    if name == "heat":
+        assert "HLO while loops: 1" in proc.stdout
