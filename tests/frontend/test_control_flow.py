@@ -474,8 +474,10 @@ def test_loops_over_the_rows_of_a_traced_array():
         s = X * 0
         for w in [1.0, 2.0, 3.0]:             # a list: Python's loop
             s = s + X * w
-        for x, y in zip(a, b):                # zip of traced arrays: unrolled
+        for x, y in zip(a, b):                # zip of traced arrays: their rows
             s = s + x * y
+        for x, w in zip(a, [1.0, 2.0]):       # zip with a list: Python's loop (2 steps)
+            s = s + x * w
         return s
 
     rng = np.random.default_rng(13)
@@ -487,7 +489,7 @@ def test_loops_over_the_rows_of_a_traced_array():
     assert count(hlo(rows, X, c, unroll=False), "while") == 1
     assert count(hlo(enumerated, X, unroll=False), "while") == 1
     assert count(hlo(rows, np.ones((500, 3)), c), "while") == 1     # 500 rows: a while by default
-    assert count(hlo(python_iterables, X, X[:, 0], X[:, 1], unroll=False), "while") == 0
+    assert count(hlo(python_iterables, X, X[:, 0], X[:, 1], unroll=False), "while") == 1
 
     def empty(X, y):
         for x in X:                           # no rows: y keeps its value, x stays unbound

@@ -190,27 +190,39 @@ class _Runtime:
 
     # -- for x in <iterable> ----------------------------------------------------------
     def for_iter(self, enumerate_fn, iterable, body, state, info):
-        """``for target in iterable`` (or ``enumerate(iterable)``): over a
-        traced array, a range loop over its first axis whose body binds the
-        row (and the index); over anything else, Python's loop. Returns the
-        state and the last item (UNDEFINED when there was none)."""
-        names, live, lineno, python_effects, ops = info
-        enumerated = enumerate_fn is not None
-        if enumerated and enumerate_fn is not builtins.enumerate:
-            iterable, enumerated = enumerate_fn(iterable), False
-        if not isinstance(iterable, Tracer) or iterable.ndim == 0:
+        """``for target in iterable`` (or ``enumerate(iterable)``, or
+        ``zip(a, b, ...)``, whose arguments come as a tuple): over traced
+        arrays (of one length, for zip), a range loop over their first axis
+        whose body binds the row (and the index); over anything else,
+        Python's loop. Returns the state and the last item (UNDEFINED when
+        there was none)."""
+        names, live, lineno, python_effects, ops, kind = info
+        zipped = kind == "zip" and enumerate_fn is builtins.zip
+        enumerated = kind == "enumerate" and enumerate_fn is builtins.enumerate
+        if kind == "zip" and not zipped:          # a local or global named zip: call it
+            iterable = enumerate_fn(*iterable)
+        elif kind == "enumerate" and not enumerated:
+            iterable = enumerate_fn(iterable)
+        arrays = iterable if zipped else (iterable,)
+        rows = (all(isinstance(a, Tracer) and a.ndim > 0 for a in arrays) and
+                len({a.shape[0] for a in arrays}) == 1)
+        if not rows:
             values, last = tuple(state), UNDEFINED
-            for last in (enumerate(iterable) if enumerated else iterable):
+            source = zip(*iterable) if zipped else enumerate(iterable) if enumerated else iterable
+            for last in source:
                 values = tuple(body(last, values))
             return values + (last,)
+        n = arrays[0].shape[0]
 
         def item(i):
+            if zipped:
+                return tuple(a[i] for a in arrays)
             return (i, iterable[i]) if enumerated else iterable[i]
 
         def by_index(i, values):
             return body(item(i), values)
 
-        out = self.for_range(builtins.range, (iterable.shape[0],), by_index,
+        out = self.for_range(builtins.range, (n,), by_index,
                              tuple(state) + (UNDEFINED,),
                              (names, live, None, lineno, python_effects, ops))
         index = out[-1]

@@ -378,6 +378,9 @@ class _Rewriter:
         is_enumerate = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and
                         it.func.id == "enumerate" and len(it.args) == 1 and not it.keywords and
                         not isinstance(it.args[0], ast.Starred))
+        is_zip = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and
+                  it.func.id == "zip" and len(it.args) >= 1 and not it.keywords and
+                  not any(isinstance(a, ast.Starred) for a in it.args))
         target_names = [n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)]
         reason = None
         if is_range and not isinstance(node.target, ast.Name):
@@ -419,10 +422,12 @@ class _Rewriter:
         fn = self._function(body, [item, f"{_PREFIX}state"], carried, [bind] + node.body)
         call = ast.Call(
             func=_parse_expr(f"{_RUNTIME}.for_iter"),
-            args=[it.func if is_enumerate else ast.Constant(None),
-                  it.args[0] if is_enumerate else it, ast.Name(body, ast.Load()),
+            args=[it.func if is_enumerate or is_zip else ast.Constant(None),
+                  it.args[0] if is_enumerate else ast.Tuple(it.args, ast.Load()) if is_zip else it,
+                  ast.Name(body, ast.Load()),
                   self._pack(carried),
-                  ast.Constant((tuple(carried), tuple(live), where, names.python_effects, ops))],
+                  ast.Constant((tuple(carried), tuple(live), where, names.python_effects, ops,
+                                "enumerate" if is_enumerate else "zip" if is_zip else None))],
             keywords=[])
         out = [fn, ast.Assign([ast.Name(result, ast.Store())], call)]
         out += self._unpack(carried, f"{result}[:-1]")
