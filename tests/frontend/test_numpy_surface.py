@@ -125,3 +125,22 @@ def test_bitwise_and_reduce_starts_from_every_bit_set(dtype):
     m = np.array([[7, 6], [14, 15]], dtype=dtype) if dtype != np.bool_ else np.ones((2, 2), bool)
     np.testing.assert_array_equal(xla.jit(lambda v: np.bitwise_and.reduce(v, axis=1))(m),
                                   np.bitwise_and.reduce(m, axis=1))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (6, 1), (1, 4)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_matches_numpy_signs_included(shape, mode):
+    a = np.random.default_rng(sum(shape)).standard_normal(shape)
+    a[2:, 0] = 0.0 if shape[0] > 2 else a[2:, 0]       # a column already zero below row 1
+    got = xla.jit(lambda m: np.linalg.qr(m, mode=mode))(a)
+    want = np.linalg.qr(a, mode=mode)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_qr_refuses_what_it_does_not_cover():
+    with pytest.raises(xla.errors.TracingError, match="takes a 2-D matrix"):
+        xla.jit(np.linalg.qr)(np.ones((2, 3, 3)))
+    with pytest.raises(xla.errors.TracingError, match="complex is not supported"):
+        xla.jit(np.linalg.qr)(np.ones((3, 3), np.complex128))

@@ -1,4 +1,5 @@
-"""``np.linalg.solve``, ``inv``, ``det`` and ``slogdet`` under ``xla.jit``: LU
+"""``np.linalg.solve``, ``inv``, ``det``, ``slogdet`` and ``qr`` under
+``xla.jit``. The first four: LU
 factorization with partial pivoting, as LAPACK's gesv computes it, on
 traced values (an HLO while loop over the columns, then one over the rows
 for the back substitution).
@@ -146,3 +147,61 @@ def slogdet(a):
     s = np.prod(unit, axis=-1) * sign.astype(diag.dtype)
     s = np.where(np.any(mag == 0, axis=-1), np.zeros_like(s), s)
     return s, logabs
+
+
+@implements(np.linalg.qr)
+def qr(a, mode="reduced"):
+    """Householder QR as LAPACK's geqrf and orgqr compute it (dlarfg's sign
+    choice: R's diagonal is ``-sign(alpha) * ||column||``, a column already
+    zero below the diagonal is left as it is), so Q and R agree with NumPy's
+    to rounding. 2-D real matrices; ``mode`` "reduced", "complete" or "r"."""
+    from xla.frontend import lax
+    a = as_tracer(a)
+    if a.ndim != 2:
+        raise tracing_error("np.linalg.qr under xla.jit takes a 2-D matrix (a stack: loop over it)")
+    if a.dtype.kind not in "f":
+        raise tracing_error("np.linalg.qr under xla.jit takes float matrices (convert integers "
+                            "with .astype(np.float64), as NumPy does; complex is not supported)")
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    m, n = a.shape
+    k = min(m, n)
+    rows = np.arange(m)
+    cols = np.arange(n)
+
+    def reflect(j, state):
+        r, vs, taus = state
+        col = np.sum(np.where(cols[None, :] == j, r, np.zeros_like(r)), axis=1)       # r[:, j]
+        alpha = np.sum(np.where(rows == j, col, np.zeros_like(col)))
+        x = np.where(rows > j, col, np.zeros_like(col))
+        xnorm = np.sqrt(np.sum(x * x))
+        still = xnorm == 0
+        beta = np.where(still, alpha, -np.copysign(np.hypot(alpha, xnorm), alpha))
+        safe = np.where(still, np.ones_like(beta), beta)
+        tau = np.where(still, np.zeros_like(beta), (beta - alpha) / safe)
+        scale = np.where(still, np.ones_like(beta), alpha - beta)
+        v = np.where(rows == j, np.ones_like(col), np.where(rows > j, x / scale, np.zeros_like(col)))
+        w = v @ r
+        w = np.where(cols >= j, w, np.zeros_like(w))
+        r = r - tau * np.outer(v, w)
+        # Column j: beta on the diagonal, zeros below (as LAPACK leaves R).
+        r = np.where((cols[None, :] == j) & (rows[:, None] > j), np.zeros_like(r), r)
+        r = np.where((cols[None, :] == j) & (rows[:, None] == j), beta, r)
+        vs = np.where(np.arange(k)[None, :] == j, v[:, None], vs)
+        taus = np.where(np.arange(k) == j, tau, taus)
+        return r, vs, taus
+
+    r, vs, taus = lax.fori_loop(0, k, reflect, (a, np.zeros((m, k), a.dtype), np.zeros(k, a.dtype)))
+    if mode == "r":
+        return np.triu(r[:k, :])
+    q_cols = m if mode == "complete" else k
+
+    def accumulate(step, q):
+        j = k - 1 - step
+        v = np.sum(np.where(np.arange(k)[None, :] == j, vs, np.zeros_like(vs)), axis=1)
+        tau = np.sum(np.where(np.arange(k) == j, taus, np.zeros_like(taus)))
+        return q - tau * np.outer(v, v @ q)
+
+    q = lax.fori_loop(0, k, accumulate, np.eye(m, q_cols, dtype=a.dtype))
+    r_rows = m if mode == "complete" else k
+    return q, np.triu(r[:r_rows, :])
