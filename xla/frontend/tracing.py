@@ -107,6 +107,8 @@ class TraceContext:
         if tracer.op.builder is not self.parent.builder:
             tracer = self.parent.capture(tracer)
         inner = self._capture(tracer)
+        if tracer._affine is not None and inner._affine is None:
+            inner._affine = tracer._affine   # an outer loop index keeps its range inside
         self.captured[key] = (tracer, inner)
         return inner
 
