@@ -9,8 +9,8 @@ element selects the update or the operand.
 """
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.element_generator import _dynamic_starts
-from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, register_fusion_root,
-                                         register_instruction, slice_pattern)
+from xla.backends.cpu.ir_emitter import (TINY_KERNEL_ELEMENTS, ElementGenerator, Kernel, Slice,
+                                         register_fusion_root, register_instruction, slice_pattern)
 from xla.backends.cpu.llvm_types import store_element
 from xla.service.buffer_assignment import in_place_update_operand
 
@@ -51,7 +51,8 @@ def emit_update_in_place(me, h, root, fusion=None):
     if impl is not None:
         kernel = Kernel.reuse(me, name, slices, impl, h)
     else:
-        kernel = Kernel(me, name, slices)
+        kernel = Kernel(me, name, slices,
+                        in_driver=loop_shape.num_elements() <= TINY_KERNEL_ELEMENTS)
         kernel.root = h
         g = ElementGenerator(me, kernel, fusion)
         data_shape = root.operands[0].shape
