@@ -144,3 +144,25 @@ def test_qr_refuses_what_it_does_not_cover():
         xla.jit(np.linalg.qr)(np.ones((2, 3, 3)))
     with pytest.raises(xla.errors.TracingError, match="complex is not supported"):
         xla.jit(np.linalg.qr)(np.ones((3, 3), np.complex128))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 9])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_matches_numpy(n, uplo):
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, n))      # not symmetric: eigh reads one triangle, as NumPy
+    w, v = xla.jit(lambda m: np.linalg.eigh(m, UPLO=uplo))(a)
+    want_w, want_v = np.linalg.eigh(a, UPLO=uplo)
+    assert w.dtype == want_w.dtype and v.shape == want_v.shape
+    np.testing.assert_allclose(w, want_w, rtol=1e-11, atol=1e-11)
+    # Eigenvectors up to their sign (LAPACK's is arbitrary too).
+    np.testing.assert_allclose(np.abs(np.sum(v * want_v, axis=0)), 1.0, atol=1e-9)
+    sym = np.tril(a) + np.tril(a, -1).T if uplo == "L" else np.triu(a) + np.triu(a, 1).T
+    np.testing.assert_allclose(sym @ v, v * w, atol=1e-10)
+
+
+def test_eigh_refuses_what_it_does_not_cover():
+    with pytest.raises(xla.errors.TracingError, match="one square 2-D matrix"):
+        xla.jit(np.linalg.eigh)(np.ones((2, 3, 3)))
+    with pytest.raises(xla.errors.TracingError, match="real float"):
+        xla.jit(np.linalg.eigh)(np.eye(3, dtype=np.complex128))

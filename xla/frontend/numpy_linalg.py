@@ -1,5 +1,5 @@
-"""``np.linalg.solve``, ``inv``, ``det``, ``slogdet`` and ``qr`` under
-``xla.jit``. The first four: LU
+"""``np.linalg.solve``, ``inv``, ``det``, ``slogdet``, ``qr`` and ``eigh``
+under ``xla.jit`` (qr and eigh: their own docstrings). The first four: LU
 factorization with partial pivoting, as LAPACK's gesv computes it, on
 traced values (an HLO while loop over the columns, then one over the rows
 for the back substitution).
@@ -205,3 +205,85 @@ def qr(a, mode="reduced"):
     q = lax.fori_loop(0, k, accumulate, np.eye(m, q_cols, dtype=a.dtype))
     r_rows = m if mode == "complete" else k
     return q, np.triu(r[:r_rows, :])
+
+
+@implements(np.linalg.eigh)
+def eigh(a, UPLO="L"):
+    """Eigenvalues (ascending) and eigenvectors (columns) of a real symmetric
+    matrix by cyclic Jacobi rotations, sweeps until the off-diagonal part is
+    below the rounding of the diagonal (at most 60): the eigenvalues agree
+    with LAPACK's to rounding; each eigenvector is determined up to its
+    sign, which LAPACK does not fix either (this one makes its largest
+    component positive). ``UPLO`` picks the triangle that is read, as in
+    NumPy. 2-D real matrices."""
+    from xla.frontend import lax
+    a = as_tracer(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise tracing_error("np.linalg.eigh under xla.jit takes one square 2-D matrix")
+    if a.dtype.kind != "f":
+        raise tracing_error("np.linalg.eigh under xla.jit takes real float matrices")
+    n = a.shape[0]
+    if UPLO not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    lower = np.tril(a) if UPLO == "L" else np.triu(a)
+    a = lower + np.swapaxes(lower, 0, 1) - np.diag(np.diagonal(lower))   # the symmetric matrix read
+    if n == 1:
+        return np.diagonal(a), np.ones((1, 1), a.dtype)
+    pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
+    ps = np.array([p for p, _ in pairs])
+    qs = np.array([q for _, q in pairs])
+    idx = np.arange(n)
+    eps = np.finfo(a.dtype).eps
+
+    def pick(vec_or_mat, mask, axis):
+        return np.sum(np.where(mask, vec_or_mat, np.zeros_like(vec_or_mat)), axis=axis)
+
+    def rotate(k, state):
+        m, v = state
+        p = np.sum(np.where(np.arange(len(pairs)) == k, ps, 0))
+        q = np.sum(np.where(np.arange(len(pairs)) == k, qs, 0))
+        is_p, is_q = idx == p, idx == q
+        col_p = pick(m, is_p[None, :], 1)
+        col_q = pick(m, is_q[None, :], 1)
+        app, aqq, apq = pick(col_p, is_p, 0), pick(col_q, is_q, 0), pick(col_q, is_p, 0)
+        zero = apq == 0
+        theta = (aqq - app) / np.where(zero, np.ones_like(apq), 2 * apq)
+        t = np.where(theta >= 0, np.ones_like(theta), -np.ones_like(theta)) / (
+            np.abs(theta) + np.sqrt(theta * theta + 1))
+        t = np.where(zero, np.zeros_like(t), t)
+        c = 1 / np.sqrt(t * t + 1)
+        s = t * c
+
+        def columns(x):
+            xp, xq = pick(x, is_p[None, :], 1), pick(x, is_q[None, :], 1)
+            x = np.where(is_p[None, :], (c * xp - s * xq)[:, None], x)
+            return np.where(is_q[None, :], (s * xp + c * xq)[:, None], x)
+
+        m = columns(m)
+        rp, rq = pick(m, is_p[:, None], 0), pick(m, is_q[:, None], 0)
+        m = np.where(is_p[:, None], (c * rp - s * rq)[None, :], m)
+        m = np.where(is_q[:, None], (s * rp + c * rq)[None, :], m)
+        return m, columns(v)
+
+    def off(m):
+        return np.sum(np.where(idx[:, None] != idx[None, :], m * m, np.zeros_like(m)))
+
+    def cond(state):
+        m, _, sweep = state
+        diag = np.sum(np.where(idx[:, None] == idx[None, :], m * m, np.zeros_like(m)))
+        return (off(m) > (eps * eps) * diag) & (sweep < 60)
+
+    def sweep(state):
+        m, v, count = state
+        m, v = lax.fori_loop(0, len(pairs), rotate, (m, v))
+        return m, v, count + 1
+
+    m, v, _ = lax.while_loop(cond, sweep, (a, np.eye(n, dtype=a.dtype), np.asarray(0)))
+    w = np.diagonal(m)
+    order = np.argsort(w)
+    w = np.take(w, order)
+    v = np.take(v, order, axis=1)
+    # A sign per eigenvector: its largest component positive.
+    big = np.take_along_axis(v, np.argmax(np.abs(v), axis=0)[None, :], axis=0)
+    v = v * np.where(big < 0, -np.ones_like(big), np.ones_like(big))
+    return w, v
