@@ -563,3 +563,17 @@ def test_masked_slices_reduce_compare_and_refuse_what_they_cannot_do():
         warnings.simplefilter("ignore")
         same_as_numpy(two_d_inner, X, unroll=False)
     assert count(hlo(two_d_inner, X, unroll=False), "while") == 0
+
+
+def test_a_masked_bound_that_could_wrap_around_unrolls():
+    def f(x):
+        s = x[0] * 0
+        for i in range(20):
+            s = s + x[:i - 1].sum()      # at i = 0, NumPy's x[:-1]: almost all of x
+        return s
+
+    x = np.random.default_rng(15).random(30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same_as_numpy(f, x, unroll=False)
+    assert count(hlo(f, x, unroll=False), "while") == 0

@@ -62,7 +62,9 @@ def masked_window(i, size):
     start = 0 if i.start is None else i.start
     stop = size if i.stop is None else i.stop
     rs, re = _bound_range(start, size), _bound_range(stop, size)
-    if rs is None or re is None or rs[0] < 0 or re[1] > size:
+    # A traced bound that can be negative would wrap around in NumPy
+    # (x[:i - 1] at i = 0 is x[:-1]); one past the end would be clipped.
+    if rs is None or re is None or rs[0] < 0 or re[0] < 0 or re[1] > size:
         return None
     lo, hi = rs[0], max(re[1], rs[0])
     if isinstance(start, int) and start < 0:
