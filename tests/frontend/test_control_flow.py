@@ -577,3 +577,16 @@ def test_a_masked_bound_that_could_wrap_around_unrolls():
         warnings.simplefilter("ignore")
         same_as_numpy(f, x, unroll=False)
     assert count(hlo(f, x, unroll=False), "while") == 0
+
+
+def test_a_fixed_width_slice_that_could_wrap_around_unrolls():
+    def f(x):
+        s = x[0] * 0
+        for i in range(20):
+            s = s + x[i:i - 1].sum()     # empty for i >= 1; at i = 0, NumPy's x[0:-1]
+        return s
+
+    x = np.random.default_rng(16).random(30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same_as_numpy(f, x, unroll=False)

@@ -181,7 +181,9 @@ def _traced_slice(i, size, dim):
         _, a_off, lo, hi = a._affine
         b_off = b_._affine[1]
         n = max(b_off - a_off, 0)
-        ok = n == 0 or (lo + a_off >= 0 and hi + b_off <= size)
+        # Never negative (NumPy would wrap x[i:i - 1] at i = 0 around to
+        # x[0:-1], most of x); never clipped when non-empty.
+        ok = lo + a_off >= 0 and lo + b_off >= 0 and (n == 0 or hi + b_off <= size)
         if ok:
             return a, n
     raise tracing_error(f"a slice with traced bounds along axis {dim} has a size that depends on "
