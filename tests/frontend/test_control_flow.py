@@ -590,3 +590,25 @@ def test_a_fixed_width_slice_that_could_wrap_around_unrolls():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         same_as_numpy(f, x, unroll=False)
+
+
+def test_an_index_past_the_end_raises_as_numpy_does():
+    def reads(x):
+        s = x[0] * 0
+        for i in range(x.shape[0] + 1):
+            s = s + x[i]                 # i = len(x): IndexError in NumPy
+        return s
+
+    def writes(x):
+        for i in range(1, x.shape[0] + 1):
+            x[i] = x[i - 1]              # the last write is past the end
+        return x
+
+    x = np.arange(20.0)
+    for f in (reads, writes):
+        with pytest.raises(IndexError):
+            f(x.copy())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(IndexError, match="out of bounds"):
+                xla.jit(f, unroll=False)(x.copy())

@@ -129,6 +129,7 @@ def _basic(t, idx):
         elif isinstance(i, Tracer):
             if i.dtype.kind not in "iu":
                 raise IndexError(f"only integer scalar arrays can be used as an index, got {i.dtype}")
+            _check_index_range(i, size, dim)
             dynamic[dim] = i
             starts.append(0)
             limits.append(1)
@@ -162,6 +163,19 @@ def _basic(t, idx):
     if tuple(out_shape) != tuple(op.dims):
         op = b.reshape(op, out_shape)
     return Tracer(op, weak=t.weak)
+
+
+def _check_index_range(i, size, dim):
+    """A loop index (or an offset of one) whose range reaches past the
+    dimension: NumPy raises IndexError there, where a dynamic-slice would
+    clamp; a TracingError, so the loop unrolls and the index is a Python
+    int that raises as NumPy does."""
+    if i._affine is None:
+        return
+    _, offset, lo, hi = i._affine
+    if lo + offset < -size or hi + offset >= size:
+        raise tracing_error(f"the index along axis {dim} reaches {lo + offset}..{hi + offset}, "
+                            f"outside a dimension of size {size} (NumPy raises IndexError there)")
 
 
 def _traced_slice(i, size, dim):
@@ -345,6 +359,7 @@ def _update_basic(t, idx, values, how):
             starts.append(b.constant(np.int64(start)))
             sizes.append(max(stop - start, 0))
         elif isinstance(i, Tracer):
+            _check_index_range(i, t.shape[dim], dim)
             starts.append(_wrapped_start(b, i, t.shape[dim]))
             sizes.append(1)
         else:
