@@ -612,3 +612,15 @@ def test_an_index_past_the_end_raises_as_numpy_does():
             warnings.simplefilter("ignore")
             with pytest.raises(IndexError, match="out of bounds"):
                 xla.jit(f, unroll=False)(x.copy())
+
+
+def test_a_list_in_the_state_is_never_run_twice():
+    def f(x):
+        parts = []
+        for i in range(20):
+            parts += [x * i]             # in place on the list (no .append to see)
+        return np.stack(parts)
+
+    x = np.arange(3.0)
+    got = same_as_numpy(f, x, unroll=False)
+    assert got.shape == (20, 3)

@@ -237,6 +237,15 @@ class _Runtime:
 
     def _converted_for(self, r, body, state, names, live, lineno):
         values = list(state[:-1])
+        # A list, dict or other object in the state: unrolled at once (a
+        # peeled iteration could change it in place, and the unrolled loop
+        # would then run that iteration twice).
+        other = [n for n, v in zip(names, values)
+                 if not _carryable(v) and v is not UNDEFINED and v is not None]
+        if other:
+            raise _loop_error(lineno, f"`{other[0]}` holds a "
+                                      f"{type(values[names.index(other[0])]).__name__}, which a "
+                                      "while loop cannot carry")
         peel = any(not _carryable(v) and not (v is UNDEFINED and n not in live)
                    for n, v in zip(names, values))
         if peel:
