@@ -624,3 +624,25 @@ def test_a_list_in_the_state_is_never_run_twice():
     x = np.arange(3.0)
     got = same_as_numpy(f, x, unroll=False)
     assert got.shape == (20, 3)
+
+
+def test_a_branch_temporary_needs_no_twin_and_the_index_survives_an_empty_loop():
+    def temporaries(x):
+        if x.sum() > 0:
+            tmp = x * 2                  # only in this branch, never read after
+            y = tmp + 1
+        else:
+            y = -x
+        return y
+
+    for x in (np.ones(3), -np.ones(3)):
+        same_as_numpy(temporaries, x)
+
+    def keeps(x, n):
+        i = 7
+        for i in range(n):               # n traced: no iteration when n == 0
+            x = x + i
+        return x, i
+
+    for n in (0, 3):
+        same_as_numpy(keeps, np.ones(2), np.int64(n))

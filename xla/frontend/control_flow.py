@@ -292,7 +292,11 @@ class _Runtime:
         # The index after the loop: its last value (start - step if none ran).
         s, e_, st = (tracing.as_tracer(v) for v in (start, stop, step))
         trip = np.maximum((e_ - s + st - np.sign(st)) // st, 0)
-        return tuple(out) + (s + (trip - 1) * st,)
+        last = s + (trip - 1) * st
+        before = state[-1]
+        if before is not UNDEFINED and _carryable(before):
+            last = np.where(trip > 0, last, before)    # no iteration: Python keeps the old value
+        return tuple(out) + (last,)
 
     def _while_range(self, start, stop, step, trip, body, values, names, lineno):
         from xla.frontend import lax
@@ -379,13 +383,15 @@ class _Runtime:
 
     # -- if test: -------------------------------------------------------------------------
     def if_stmt(self, test, then, orelse, state, info):
-        names, lineno = info
+        names, lineno, live = info
         if not isinstance(test, Tracer):
             return then(state) if test else orelse(state)
         from xla.frontend import lax
         pred = _scalar_bool(test, lineno)
         values = list(state)
         inputs = [k for k, v in enumerate(values) if _carryable(v)]
+        # A branch's temporaries (unbound before, never read after): dropped.
+        dropped = {k for k, (n, v) in enumerate(zip(names, values)) if v is UNDEFINED and n not in live}
         kinds, inplace = {}, {}
 
         def branch(fn, which):
@@ -400,7 +406,8 @@ class _Runtime:
                     inplace.setdefault(k, []).append(
                         "same" if out[k] is v and v.op is op else
                         "inplace" if out[k] is v else "rebound" if v.op is op else "mixed")
-                return [out[k] if _carryable(out[k]) else None for k in range(len(values))]
+                return [out[k] if _carryable(out[k]) and k not in dropped else None
+                        for k in range(len(values))]
             return run
 
         try:
@@ -410,7 +417,7 @@ class _Runtime:
                 raise
             for k, n in enumerate(names):
                 a, b = kinds[0][k], kinds[1][k]
-                if _carryable(a) != _carryable(b):
+                if k not in dropped and _carryable(a) != _carryable(b):
                     which = "the `if` branch" if _carryable(a) else "the `else` branch"
                     raise _loop_error(lineno, f"`{n}` is assigned an array only in {which} of the "
                                               "`if` on a traced value (an HLO conditional); assign "
@@ -419,6 +426,9 @@ class _Runtime:
         result = []
         for k, n in enumerate(names):
             a, b = kinds[0][k], kinds[1][k]
+            if k in dropped:
+                result.append(UNDEFINED)
+                continue
             how = set(inplace.get(k, ()))
             if how & {"inplace", "mixed"} and how - {"inplace", "same"}:
                 raise _loop_error(lineno, f"`{n}` is updated in place in one branch of the `if` on a "

@@ -471,6 +471,7 @@ class _Rewriter:
         names = _names(node.body + node.orelse)
         jump = _jump(node.body + node.orelse)
         reason = f"a branch contains `{jump}`" if jump else self._blocked(names, "branches")
+        live = self._live([n for n in names.stored if not n.startswith(_PREFIX)], node)
         node.body = self.block(node.body)
         node.orelse = self.block(node.orelse)
         if reason:
@@ -484,7 +485,7 @@ class _Rewriter:
             func=_parse_expr(f"{_RUNTIME}.if_stmt"),
             args=[ast.Name(test, ast.Load()), ast.Name(then, ast.Load()),
                   ast.Name(orelse, ast.Load()), self._pack(carried),
-                  ast.Constant((tuple(carried), f"{self.filename}:{node.lineno}"))],
+                  ast.Constant((tuple(carried), f"{self.filename}:{node.lineno}", tuple(live)))],
             keywords=[])
         result = self._fresh("result")
         return _fill([ast.Assign([ast.Name(test, ast.Store())], node.test), then_fn, else_fn,
