@@ -646,3 +646,44 @@ def test_a_branch_temporary_needs_no_twin_and_the_index_survives_an_empty_loop()
 
     for n in (0, 3):
         same_as_numpy(keeps, np.ones(2), np.int64(n))
+
+
+def test_early_returns_under_a_traced_condition_are_one_conditional():
+    def sign_flip(x):
+        if x.sum() > 0:
+            return x * 2
+        return -x
+
+    def chain(x):
+        y = x + 1
+        if y.max() > 5:
+            return y, y.sum()
+        elif y.min() < 0:
+            z = y * 3
+            return z, z.sum()
+        return x, x.sum()
+
+    def static_first(x, mode):
+        if mode == "a":                  # a Python condition: exact Python
+            return x + 1
+        if x.sum() > 0:
+            return x
+        return x - 1
+
+    for x in (np.ones(3), -np.ones(3)):
+        same_as_numpy(sign_flip, x)
+    assert count(hlo(sign_flip, np.ones(3)), "conditional") == 1
+    for x in (np.arange(8.0), -3 * np.ones(3), np.zeros(3)):
+        same_as_numpy(chain, x)
+    assert count(hlo(chain, np.ones(3)), "conditional") == 2
+    for mode in ("a", "b"):
+        for x in (np.ones(2), -np.ones(2)):
+            same_as_numpy(static_first, x, mode, static_argnums=1)
+
+    def falls_off(x):
+        if x.sum() > 0:
+            return x                     # the other path returns None: not foldable
+        x = x * 2
+
+    with pytest.raises(TracingError, match="contains `return`"):
+        xla.jit(falls_off)(np.ones(2))

@@ -100,6 +100,14 @@ def conversion_status(fn):
 
 # ----- at trace time ----------------------------------------------------------------------
 
+def _choosable(v):
+    """What a traced ``if`` can choose between: arrays and numbers, and tuples
+    or lists of them (a function's result)."""
+    if isinstance(v, (tuple, list)):
+        return len(v) > 0 and all(_choosable(e) for e in v)
+    return _carryable(v)
+
+
 def _carryable(v):
     return isinstance(v, (Tracer, np.ndarray, np.generic, bool, int, float, complex)) and \
         not (isinstance(v, np.ndarray) and v.dtype == object)
@@ -406,7 +414,7 @@ class _Runtime:
                     inplace.setdefault(k, []).append(
                         "same" if out[k] is v and v.op is op else
                         "inplace" if out[k] is v else "rebound" if v.op is op else "mixed")
-                return [out[k] if _carryable(out[k]) and k not in dropped else None
+                return [out[k] if _choosable(out[k]) and k not in dropped else None
                         for k in range(len(values))]
             return run
 
@@ -417,8 +425,8 @@ class _Runtime:
                 raise
             for k, n in enumerate(names):
                 a, b = kinds[0][k], kinds[1][k]
-                if k not in dropped and _carryable(a) != _carryable(b):
-                    which = "the `if` branch" if _carryable(a) else "the `else` branch"
+                if k not in dropped and _choosable(a) != _choosable(b):
+                    which = "the `if` branch" if _choosable(a) else "the `else` branch"
                     raise _loop_error(lineno, f"`{n}` is assigned an array only in {which} of the "
                                               "`if` on a traced value (an HLO conditional); assign "
                                               "it before the `if` or in both branches") from None
@@ -438,7 +446,7 @@ class _Runtime:
             if _carryable(a) and "inplace" in how and isinstance(values[k], Tracer):
                 values[k]._assign(out[k], f"the `if` at {lineno}")
                 result.append(values[k])
-            elif _carryable(a):
+            elif _choosable(a):
                 result.append(out[k])
             elif a is b:
                 result.append(a)

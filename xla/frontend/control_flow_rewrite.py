@@ -280,6 +280,71 @@ def _store_context(target):
             n.ctx = ast.Store()
 
 
+_RETURN = "_return_value_xla"    # carried like a user name (no _xla_ prefix)
+
+
+def _returns(stmts):
+    """Whether ``stmts`` hold a ``return`` (not counting nested functions)."""
+    v = _Jumps()
+    for st in stmts:
+        v.visit(st)
+    return v.found == "return" or any(
+        isinstance(n, ast.Return) for st in stmts for n in _walk_same_scope(st))
+
+
+def _walk_same_scope(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for child in ast.iter_child_nodes(n):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(child)
+
+
+def _single_exit(stmts):
+    """``stmts`` (a function body) with early returns from top-level ``if``
+    statements folded in, so the body has one ``return`` at its end and the
+    ``if`` can become a conditional: ``if c: A; return x`` followed by ``B;
+    return y`` is ``if c: A; r = x else: B; r = y`` then ``return r``. An
+    ``else`` that returns is the code after the ``if``. None when the body
+    is not of that form (a return inside a loop, a path that falls off the
+    end)."""
+    for j, st in enumerate(stmts):
+        if not isinstance(st, ast.If) or not _returns([st]):
+            if isinstance(st, ast.Return) and j != len(stmts) - 1:
+                return None
+            if not isinstance(st, (ast.If, ast.Return)) and _returns([st]):
+                return None        # a return in a loop, with or try
+            continue
+        rest = stmts[j + 1:]
+        if _returns(st.orelse):
+            # The else returns: it is the code after an if without else.
+            flat = stmts[:j] + [ast.If(st.test, st.body, [])] + st.orelse + rest
+            _locate_like(flat[j], st)
+            return _single_exit(flat)
+        body = st.body
+        if not body or not isinstance(body[-1], ast.Return) or _returns(body[:-1]):
+            return None
+        tail = _single_exit(st.orelse + rest)
+        if tail is None or not tail or not isinstance(tail[-1], ast.Return):
+            return None
+        def assign(ret):
+            value = ret.value if ret.value is not None else ast.Constant(None)
+            a = ast.Assign([ast.Name(_RETURN, ast.Store())], value)
+            return ast.copy_location(a, ret)
+        new_if = ast.If(st.test, body[:-1] + [assign(body[-1])], tail[:-1] + [assign(tail[-1])])
+        _locate_like(new_if, st)
+        ret = ast.copy_location(ast.Return(ast.Name(_RETURN, ast.Load())), tail[-1])
+        return stmts[:j] + [new_if, ret]
+    return stmts if stmts and isinstance(stmts[-1], ast.Return) else None
+
+
+def _locate_like(node, like):
+    ast.copy_location(node, like)
+    node.end_lineno, node.end_col_offset = like.end_lineno, like.end_col_offset
+
+
 def _parse_expr(text):
     return _unlocated(ast.parse(text, mode="eval").body)
 
@@ -564,6 +629,14 @@ def _rewrite(fn):
     node.decorator_list = []
     ast.increment_lineno(tree, first)     # the file's line numbers, in errors too
     node = _Builtins().visit(node)
+    # Early returns from top-level ifs folded into one return (a traced
+    # condition can then be a conditional); the body as written otherwise.
+    if any(isinstance(st, ast.If) and _returns([st]) for st in node.body):
+        folded = _single_exit(list(node.body))
+        if folded is not None:
+            node.body = folded
+            ast.fix_missing_locations(node)
+            loads = _loads(node)
     node.body = _Rewriter(loads, code.co_filename).block(node.body)
     # Compiled inside a function that binds the original's free variables,
     # so they stay free variables (closure cells) of the rewritten code.
