@@ -190,7 +190,7 @@ def test_loops_that_cannot_be_one_while_unroll_and_say_so_when_long():
     def triangular(L, b):
         x = np.zeros_like(b)
         for i in range(b.shape[0]):
-            x[i] = (b[i] - np.flip(L[i, :i]) @ x[:i]) / L[i, i]   # flip: needs the real slice
+            x[i] = (b[i] - np.cumsum(L[i, :i] * x[:i])[-1:].sum()) / L[i, i]   # cumsum: needs the real slice
         return x
 
     x = np.arange(12.0)
@@ -687,3 +687,29 @@ def test_early_returns_under_a_traced_condition_are_one_conditional():
 
     with pytest.raises(TracingError, match="contains `return`"):
         xla.jit(falls_off)(np.ones(2))
+
+
+def test_a_flipped_masked_slice_stays_in_the_loop():
+    def levinson(r):                   # Durbin's recursion, as NumPy code writes it
+        y = np.empty_like(r)
+        alpha, beta = -r[0], 1.0
+        y[0] = -r[0]
+        for k in range(1, r.shape[0]):
+            beta *= 1.0 - alpha * alpha
+            alpha = -(r[k] + np.dot(np.flip(r[:k]), y[:k])) / beta
+            y[:k] += alpha * np.flip(y[:k])
+            y[k] = alpha
+        return y
+
+    def offsets(x):
+        out = np.zeros(x.shape[0])
+        for i in range(3, x.shape[0] - 1):
+            out[i] = np.dot(np.flip(x[2:i]), x[2:i]) + np.flip(x[i - 2:]).sum()
+        return out
+
+    r = np.random.default_rng(17).random(40) * 0.1
+    same_as_numpy(levinson, r, unroll=False)
+    assert count(hlo(levinson, r, unroll=False), "while") == 1
+    x = np.random.default_rng(18).random(30)
+    same_as_numpy(offsets, x, unroll=False)
+    assert count(hlo(offsets, x, unroll=False), "while") == 1

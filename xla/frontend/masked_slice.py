@@ -227,6 +227,11 @@ class MaskedSlice:
             if func is np.vdot:
                 a = np.conj(a)
             return _dot(a, b)
+        if func is np.flip and len(args) == 1 and (not kwargs or kwargs == {"axis": None} and
+                                                   args[0].ndim == 1):
+            if args[0].ndim != 1:
+                raise _refuse("np.flip of more than one dimension")
+            return args[0]._flipped()
         if func in (np.sum, np.mean) and len(args) == 1 and set(kwargs) <= {"axis"}:
             return args[0]._reduce(func, kwargs.get("axis"))
         raise _refuse(f"np.{getattr(func, '__name__', func)}")
@@ -241,6 +246,21 @@ class MaskedSlice:
         if axis is None:
             count = count * int(np.prod([d for k, d in enumerate(self.data.shape) if k != self.axis]))
         return total / count.astype(total.dtype if total.dtype.kind in "fc" else np.float64)
+
+    def _flipped(self):
+        """``np.flip`` of a 1-D slice: the same bounds, element ``p`` of the
+        window holding the array's ``start + stop - 1 - p``: the reversed
+        window shifted by ``extent - (start - lo) - (stop - lo)`` (zeros
+        around it, where the mask holds nothing)."""
+        extent = self.data.shape[0]
+        rev = np.flip(self.data)
+        zeros = np.zeros(extent, self.data.dtype)
+        padded = np.concatenate([zeros, rev, zeros])
+        start, stop = as_tracer(self.start), as_tracer(self.stop)
+        offset = extent - (start - self.lo) - (stop - self.lo)
+        from xla.frontend import lax
+        shifted = lax.dynamic_slice(padded, (offset + extent,), (extent,))
+        return self._like(shifted)
 
     def sum(self, axis=None):
         return self._reduce(np.sum, axis)
