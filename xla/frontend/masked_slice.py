@@ -14,7 +14,8 @@ computed as NumPy computes it:
 - ``np.dot``/``@``/``np.inner``/``np.vdot`` contracting the masked axis of
   two slices with the same bounds (the elements outside are zeros in the
   products), or keeping it (a masked result); ``np.sum`` over it (zeros
-  outside) and ``np.mean`` (divided by the traced length);
+  outside) and ``np.mean`` (divided by the traced length); ``np.flip`` of a
+  1-D slice (the reversed window shifted into the same bounds);
 - assignment into a slice with the same bounds (``x[:i] = v``,
   ``x[:i] -= s * y[:i]``): the window is written with the new values where
   the mask holds and its old ones elsewhere.
