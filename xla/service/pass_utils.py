@@ -12,6 +12,9 @@ simplifier, constant folding, call inlining, while-loop passes).
   instructions into a caller under fresh unique names; ``insert_before``
   and ``insert_after`` place new instructions in a computation's order;
 * ``remove_unreferenced``: drops computations nothing calls any more;
+* ``Emitter`` and ``OpExpanderPass``: an expander pass (XLA's
+  OpExpanderPass) that replaces each instruction it matches by new ones
+  emitted just before it;
 * ``evaluate_expression``: evaluates an expression from constants and
   known leaf values with the interpreter's handlers.
 """
@@ -19,6 +22,8 @@ import numpy as np
 
 from xla.hlo import opcodes
 from xla.hlo.ir import HloInstruction
+from xla.hlo.shape import Shape
+from xla.service.hlo_pass import HloPass
 
 
 def _is_true(value):
@@ -152,6 +157,47 @@ def inline_computation(caller, before, callee, args, clones_out=None):
     if clones_out is not None:
         clones_out.extend(clones)
     return mapping[id(callee.root_instruction)]
+
+
+class Emitter:
+    """New instructions in ``comp`` just before ``anchor``, under fresh names."""
+
+    def __init__(self, module, comp, anchor):
+        self.module, self.comp, self.anchor = module, comp, anchor
+
+    def add(self, opcode, shape, operands=(), **attrs):
+        instr = HloInstruction(opcode, shape, list(operands),
+                               name=self.module.unique_name(opcode), attrs=attrs)
+        self.comp.insert_before(self.anchor, instr)
+        return instr
+
+    def constant(self, value, element_type):
+        """A scalar constant of ``element_type`` (a PrimitiveType)."""
+        instr = HloInstruction.create_constant(np.asarray(value, element_type.dtype),
+                                               Shape.array(element_type, ()),
+                                               name=self.module.unique_name("constant"))
+        self.comp.insert_before(self.anchor, instr)
+        return instr
+
+
+class OpExpanderPass(HloPass):
+    """Replaces every instruction ``matches`` accepts by what ``expand(b,
+    instr)`` emits with the Emitter ``b`` (its result's instruction)."""
+
+    def matches(self, instr):
+        raise NotImplementedError
+
+    def expand(self, b, instr):
+        raise NotImplementedError
+
+    def run(self, module):
+        changed = False
+        for comp in module.computations:
+            for instr in list(comp.instructions):
+                if self.matches(instr):
+                    comp.replace_instruction(instr, self.expand(Emitter(module, comp, instr), instr))
+                    changed = True
+        return changed
 
 
 def insert_before(comp, anchor, instrs):

@@ -19,10 +19,11 @@ several contracting dimensions) are left alone, and the backend names the
 op it does not support.
 """
 from xla.hlo.attributes import SliceDim
-from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Shape
 from xla.hlo.types import PrimitiveType
-from xla.service.hlo_pass import HloPass
+from xla.service.pass_utils import OpExpanderPass
+
+S64, PRED = PrimitiveType.S64, PrimitiveType.PRED
 
 
 def _batch_kind(instr):
@@ -65,157 +66,91 @@ def _expandable(instr):
             sizes.shape.rank == 1 and instr.shape.is_array)
 
 
-class RaggedDotExpander(HloPass):
+class RaggedDotExpander(OpExpanderPass):
     name = "ragged-dot-expander"
 
-    def run(self, module):
-        changed = False
-        for comp in module.computations:
-            for instr in list(comp.instructions):
-                if _expandable(instr):
-                    self._expand(module, comp, instr)
-                    changed = True
-        return changed
+    def matches(self, instr):
+        return _expandable(instr)
 
-    @staticmethod
-    def _expand(module, comp, rd):
-        lhs, rhs, sizes = rd.operands
+    def expand(self, b, rd):
         if _batch_kind(rd):
             dims = {k: tuple(rd.attr(k, ()) or ()) for k in ("lhs_batch_dims", "rhs_batch_dims",
                                                              "lhs_contracting_dims",
                                                              "rhs_contracting_dims")}
-            dot = HloInstruction("dot", rd.shape, [lhs, rhs], name=module.unique_name("dot"),
-                                 attrs={k: v for k, v in dims.items() if v})
-            comp.insert_before(rd, dot)
-            comp.replace_instruction(rd, dot)
-            return
+            return b.add("dot", rd.shape, rd.operands[:2], **{k: v for k, v in dims.items() if v})
         if _contracting_2d(rd):
-            RaggedDotExpander._expand_contracting(module, comp, rd)
-            return
-        lc = rd.attr("lhs_contracting_dims")[0]
-        rc = rd.attr("rhs_contracting_dims")[0]
-        gd = rd.attr("rhs_group_dims")[0]
-        ragged = 1 - lc
-        g = rhs.shape.dimensions[gd]
-        m = lhs.shape.dimensions[ragged]
-        out = rd.shape
-        s64 = PrimitiveType.S64
+            return _expand_contracting(b, rd)
+        return _expand_noncontracting(b, rd)
 
-        def add(opcode, shape, operands, **attrs):
-            instr = HloInstruction(opcode, shape, operands, name=module.unique_name(opcode),
-                                   attrs=attrs)
-            comp.insert_before(rd, instr)
-            return instr
 
-        def scalar_s64(value):
-            return HloInstruction.create_constant(_np_s64(value), Shape.array(s64, ()),
-                                                  name=module.unique_name("constant"))
+def _group_masks(b, sizes, length):
+    """For each group j: pred[length], true at positions start_j <= p < end_j
+    (end_j the running sum of ``sizes``, start_j the one before)."""
+    g = sizes.shape.dimensions[0]
+    sizes64 = sizes if sizes.shape.element_type == S64 else b.add(
+        "convert", Shape.array(S64, (g,)), [sizes])
+    positions = b.add("iota", Shape.array(S64, (length,)), iota_dimension=0)
+    vector, scalar = Shape.array(S64, (length,)), Shape.array(S64, ())
+    mask = Shape.array(PRED, (length,))
+    end = b.constant(0, S64)
+    for j in range(g):
+        size_j = b.add("reshape", scalar,
+                       [b.add("slice", Shape.array(S64, (1,)), [sizes64], slice=(SliceDim(j, j + 1, 1),))])
+        start, end = end, b.add("add", scalar, [end, size_j])
+        yield b.add("and", mask, [
+            b.add("compare", mask, [positions, b.add("broadcast", vector, [start], dimensions=())],
+                  direction="GE"),
+            b.add("compare", mask, [positions, b.add("broadcast", vector, [end], dimensions=())],
+                  direction="LT")])
 
-        zero = scalar_s64(0)
-        comp.insert_before(rd, zero)
-        fzero = HloInstruction.create_constant(_np_zero(out), Shape.array(out.element_type, ()),
-                                               name=module.unique_name("constant"))
-        comp.insert_before(rd, fzero)
-        acc = add("broadcast", out, [fzero], dimensions=())
-        rows = add("iota", Shape.array(s64, (m,)), [], iota_dimension=0)
-        pred_rows = Shape.array(PrimitiveType.PRED, (m,))
-        sizes64 = sizes if sizes.shape.element_type == s64 else add(
-            "convert", Shape.array(s64, sizes.shape.dimensions), [sizes])
-        end = zero
-        rhs_dims = list(rhs.shape.dimensions)
-        part_dims = rhs_dims[:gd] + rhs_dims[gd + 1:]
-        rc2 = rc - (rc > gd)
-        # The result's row dimension: lhs free dims come first in a dot's result.
-        for j in range(g):
-            size_j = add("reshape", Shape.array(s64, ()),
-                         [add("slice", Shape.array(s64, (1,)), [sizes64], slice=(SliceDim(j, j + 1, 1),))])
-            start = end
-            end = add("add", Shape.array(s64, ()), [start, size_j])
-            starts = add("broadcast", Shape.array(s64, (m,)), [start], dimensions=())
-            ends = add("broadcast", Shape.array(s64, (m,)), [end], dimensions=())
-            inside = add("and", pred_rows, [add("compare", pred_rows, [rows, starts], direction="GE"),
-                                            add("compare", pred_rows, [rows, ends], direction="LT")])
-            mask = add("broadcast", Shape.array(PrimitiveType.PRED, out.dimensions), [inside],
-                       dimensions=(0,))
-            slab = [SliceDim(0, d, 1) for d in rhs_dims]
-            slab[gd] = SliceDim(j, j + 1, 1)
-            rj = add("reshape", Shape.array(rhs.shape.element_type, part_dims),
-                     [add("slice", Shape.array(rhs.shape.element_type,
+
+def _expand_noncontracting(b, rd):
+    """The dot of the whole lhs with each rhs group slice, kept on its rows."""
+    lhs, rhs, sizes = rd.operands
+    lc = rd.attr("lhs_contracting_dims")[0]
+    rc = rd.attr("rhs_contracting_dims")[0]
+    gd = rd.attr("rhs_group_dims")[0]
+    out = rd.shape
+    rhs_dims = list(rhs.shape.dimensions)
+    part_dims = rhs_dims[:gd] + rhs_dims[gd + 1:]
+    rc2 = rc - (rc > gd)
+    acc = b.add("broadcast", out, [b.constant(0, out.element_type)], dimensions=())
+    # The result's row dimension: lhs free dims come first in a dot's result.
+    for j, inside in enumerate(_group_masks(b, sizes, lhs.shape.dimensions[1 - lc])):
+        mask = b.add("broadcast", Shape.array(PRED, out.dimensions), [inside], dimensions=(0,))
+        slab = [SliceDim(0, d, 1) for d in rhs_dims]
+        slab[gd] = SliceDim(j, j + 1, 1)
+        rj = b.add("reshape", Shape.array(rhs.shape.element_type, part_dims),
+                   [b.add("slice", Shape.array(rhs.shape.element_type,
                                                [1 if k == gd else d for k, d in enumerate(rhs_dims)]),
                           [rhs], slice=tuple(slab))])
-            part = add("dot", out, [lhs, rj], lhs_contracting_dims=(lc,), rhs_contracting_dims=(rc2,))
-            acc = add("select", out, [mask, part, acc])
-        comp.replace_instruction(rd, acc)
+        part = b.add("dot", out, [lhs, rj], lhs_contracting_dims=(lc,), rhs_contracting_dims=(rc2,))
+        acc = b.add("select", out, [mask, part, acc])
+    return acc
 
 
-def _expand_contracting(module, comp, rd):
+def _expand_contracting(b, rd):
     """Result slice j: the dot of lhs and rhs with every contracting
     position outside group j selected to zero in both (so an inf or NaN
     there never reaches the result), stacked along a new leading dimension."""
     lhs, rhs, sizes = rd.operands
     lc = rd.attr("lhs_contracting_dims")[0]
     rc = rd.attr("rhs_contracting_dims")[0]
-    k = lhs.shape.dimensions[lc]
-    g = sizes.shape.dimensions[0]
     out = rd.shape
-    s64, pred = PrimitiveType.S64, PrimitiveType.PRED
-
-    def add(opcode, shape, operands, **attrs):
-        instr = HloInstruction(opcode, shape, operands, name=module.unique_name(opcode), attrs=attrs)
-        comp.insert_before(rd, instr)
-        return instr
-
-    def constant(value, shape):
-        c = HloInstruction.create_constant(_np_zero(shape) + value if value else _np_zero(shape),
-                                           Shape.array(shape.element_type, ()),
-                                           name=module.unique_name("constant"))
-        comp.insert_before(rd, c)
-        return c
-
-    positions = add("iota", Shape.array(s64, (k,)), [], iota_dimension=0)
-    sizes64 = sizes if sizes.shape.element_type == s64 else add(
-        "convert", Shape.array(s64, (g,)), [sizes])
-    end = constant(0, Shape.array(s64, ()))
-    lzero = add("broadcast", lhs.shape, [constant(0, lhs.shape)], dimensions=())
-    rzero = add("broadcast", rhs.shape, [constant(0, rhs.shape)], dimensions=())
+    lzero = b.add("broadcast", lhs.shape, [b.constant(0, lhs.shape.element_type)], dimensions=())
+    rzero = b.add("broadcast", rhs.shape, [b.constant(0, rhs.shape.element_type)], dimensions=())
     part_shape = Shape.array(out.element_type, out.dimensions[1:])
     parts = []
-    for j in range(g):
-        size_j = add("reshape", Shape.array(s64, ()),
-                     [add("slice", Shape.array(s64, (1,)), [sizes64], slice=(SliceDim(j, j + 1, 1),))])
-        start = end
-        end = add("add", Shape.array(s64, ()), [start, size_j])
-        inside = add("and", Shape.array(pred, (k,)), [
-            add("compare", Shape.array(pred, (k,)),
-                [positions, add("broadcast", Shape.array(s64, (k,)), [start], dimensions=())],
-                direction="GE"),
-            add("compare", Shape.array(pred, (k,)),
-                [positions, add("broadcast", Shape.array(s64, (k,)), [end], dimensions=())],
-                direction="LT")])
-        lmask = add("broadcast", Shape.array(pred, lhs.shape.dimensions), [inside], dimensions=(lc,))
-        rmask = add("broadcast", Shape.array(pred, rhs.shape.dimensions), [inside], dimensions=(rc,))
-        lj = add("select", lhs.shape, [lmask, lhs, lzero])
-        rj = add("select", rhs.shape, [rmask, rhs, rzero])
-        d = add("dot", part_shape, [lj, rj], lhs_contracting_dims=(lc,), rhs_contracting_dims=(rc,))
-        parts.append(add("reshape", Shape.array(out.element_type, (1,) + tuple(part_shape.dimensions)),
-                         [d]))
+    for inside in _group_masks(b, sizes, lhs.shape.dimensions[lc]):
+        lmask = b.add("broadcast", Shape.array(PRED, lhs.shape.dimensions), [inside], dimensions=(lc,))
+        rmask = b.add("broadcast", Shape.array(PRED, rhs.shape.dimensions), [inside], dimensions=(rc,))
+        lj = b.add("select", lhs.shape, [lmask, lhs, lzero])
+        rj = b.add("select", rhs.shape, [rmask, rhs, rzero])
+        d = b.add("dot", part_shape, [lj, rj], lhs_contracting_dims=(lc,), rhs_contracting_dims=(rc,))
+        parts.append(b.add("reshape", Shape.array(out.element_type, (1,) + tuple(part_shape.dimensions)),
+                           [d]))
     if not parts:     # no groups: an empty result
-        stacked = add("broadcast", out, [constant(0, out)], dimensions=())
-    elif len(parts) == 1:
-        stacked = add("reshape", out, parts)
-    else:
-        stacked = add("concatenate", out, parts, dimensions=(0,))
-    comp.replace_instruction(rd, stacked)
-
-
-RaggedDotExpander._expand_contracting = staticmethod(_expand_contracting)
-
-
-def _np_s64(value):
-    import numpy as np
-    return np.asarray(value, np.int64)
-
-
-def _np_zero(shape):
-    import numpy as np
-    return np.zeros((), shape.dtype)
+        return b.add("broadcast", out, [b.constant(0, out.element_type)], dimensions=())
+    if len(parts) == 1:
+        return b.add("reshape", out, parts)
+    return b.add("concatenate", out, parts, dimensions=(0,))

@@ -11,10 +11,9 @@ converted to the result's. A block is repeated by broadcasting the scale to
 ``[s0, d0/s0, s1, d1/s1]`` and reshaping. Scales of another rank are left
 alone, and the backend names the op.
 """
-from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Shape
 from xla.hlo.types import PrimitiveType
-from xla.service.hlo_pass import HloPass
+from xla.service.pass_utils import OpExpanderPass
 
 
 def _expandable(instr):
@@ -38,53 +37,39 @@ def _compute_type(instr):
     return PrimitiveType.F32
 
 
-class ScaledDotExpander(HloPass):
+class ScaledDotExpander(OpExpanderPass):
     name = "scaled-dot-expander"
 
-    def run(self, module):
-        changed = False
-        for comp in module.computations:
-            for instr in list(comp.instructions):
-                if _expandable(instr):
-                    self._expand(module, comp, instr)
-                    changed = True
-        return changed
+    def matches(self, instr):
+        return _expandable(instr)
 
-    @staticmethod
-    def _expand(module, comp, sd):
+    def expand(self, b, sd):
         lhs, lhs_scale, rhs, rhs_scale = sd.operands
         ct = _compute_type(sd)
-
-        def add(opcode, shape, operands, **attrs):
-            instr = HloInstruction(opcode, shape, operands, name=module.unique_name(opcode),
-                                   attrs=attrs)
-            comp.insert_before(sd, instr)
-            return instr
 
         def as_compute(x):
             if x.shape.element_type == ct:
                 return x
-            return add("convert", Shape.array(ct, x.shape.dimensions), [x])
+            return b.add("convert", Shape.array(ct, x.shape.dimensions), [x])
 
         def scaled(x, scale):
             x, scale = as_compute(x), as_compute(scale)
             dims = list(x.shape.dimensions)
             if scale.shape.rank == 0:
-                full = add("broadcast", Shape.array(ct, dims), [scale], dimensions=())
+                full = b.add("broadcast", Shape.array(ct, dims), [scale], dimensions=())
             else:
                 blocks = []
                 for d, s in zip(dims, scale.shape.dimensions):
                     blocks += [s, d // s]
-                spread = add("broadcast", Shape.array(ct, blocks), [scale],
-                             dimensions=tuple(range(0, 2 * len(dims), 2)))
-                full = add("reshape", Shape.array(ct, dims), [spread])
-            return add("multiply", Shape.array(ct, dims), [x, full])
+                spread = b.add("broadcast", Shape.array(ct, blocks), [scale],
+                               dimensions=tuple(range(0, 2 * len(dims), 2)))
+                full = b.add("reshape", Shape.array(ct, dims), [spread])
+            return b.add("multiply", Shape.array(ct, dims), [x, full])
 
         attrs = {k: tuple(sd.attr(k, ()) or ()) for k in ("lhs_batch_dims", "rhs_batch_dims",
                                                           "lhs_contracting_dims",
                                                           "rhs_contracting_dims")}
-        dot = add("dot", Shape.array(ct, sd.shape.dimensions),
-                  [scaled(lhs, lhs_scale), scaled(rhs, rhs_scale)],
-                  **{k: v for k, v in attrs.items() if v})
-        result = dot if ct == sd.shape.element_type else add("convert", sd.shape, [dot])
-        comp.replace_instruction(sd, result)
+        dot = b.add("dot", Shape.array(ct, sd.shape.dimensions),
+                    [scaled(lhs, lhs_scale), scaled(rhs, rhs_scale)],
+                    **{k: v for k, v in attrs.items() if v})
+        return dot if ct == sd.shape.element_type else b.add("convert", sd.shape, [dot])
