@@ -12,6 +12,8 @@ import pytest
 import xla
 from xla.errors import TracingError
 
+from numpy_programs import cholesky, durbin   # the kernel suite's, written as NumPy code is
+
 
 def hlo(fn, *args, **jit_kwargs):
     return xla.jit(fn, **jit_kwargs).lower(*args).as_hlo_text()
@@ -401,15 +403,6 @@ def test_slices_a_fixed_width_from_the_index_stay_in_the_while_loop():
 
 
 def test_slices_bounded_by_the_index_stay_in_the_while_loop_masked():
-    def cholesky(A):
-        A[0, 0] = np.sqrt(A[0, 0])
-        for i in range(1, A.shape[0]):
-            for j in range(i):
-                A[i, j] -= np.dot(A[i, :j], A[j, :j])
-                A[i, j] /= A[j, j]
-            A[i, i] -= np.dot(A[i, :i], A[i, :i])
-            A[i, i] = np.sqrt(A[i, i])
-
     def back_substitution(U, b):
         x = np.zeros_like(b)
         for i in range(b.shape[0] - 1, -1, -1):
@@ -690,17 +683,6 @@ def test_early_returns_under_a_traced_condition_are_one_conditional():
 
 
 def test_a_flipped_masked_slice_stays_in_the_loop():
-    def levinson(r):                   # Durbin's recursion, as NumPy code writes it
-        y = np.empty_like(r)
-        alpha, beta = -r[0], 1.0
-        y[0] = -r[0]
-        for k in range(1, r.shape[0]):
-            beta *= 1.0 - alpha * alpha
-            alpha = -(r[k] + np.dot(np.flip(r[:k]), y[:k])) / beta
-            y[:k] += alpha * np.flip(y[:k])
-            y[k] = alpha
-        return y
-
     def offsets(x):
         out = np.zeros(x.shape[0])
         for i in range(3, x.shape[0] - 1):
@@ -708,8 +690,8 @@ def test_a_flipped_masked_slice_stays_in_the_loop():
         return out
 
     r = np.random.default_rng(17).random(40) * 0.1
-    same_as_numpy(levinson, r, unroll=False)
-    assert count(hlo(levinson, r, unroll=False), "while") == 1
+    same_as_numpy(durbin, r, unroll=False)           # np.flip(r[:k]) in its loop
+    assert count(hlo(durbin, r, unroll=False), "while") == 1
     x = np.random.default_rng(18).random(30)
     same_as_numpy(offsets, x, unroll=False)
     assert count(hlo(offsets, x, unroll=False), "while") == 1

@@ -28,10 +28,9 @@ def in_place(me, h):
     out = me.assignment.buffer(h, ())
     if not _same_slice(out, me.assignment.buffer(target, ())):
         return False
-    # No other operand may be (a part of) the same buffer: the kernel would
-    # read what it has already overwritten.
+    # No other operand may be the same buffer (an alias of the array): the
+    # kernel would read what it has already overwritten.
     return not any(o is not target and o.shape.is_array and
-                   me.assignment.buffer(o, ()).allocation is out.allocation and
                    _same_slice(me.assignment.buffer(o, ()), out)
                    for o in h.operands)
 
