@@ -695,3 +695,17 @@ def test_a_flipped_masked_slice_stays_in_the_loop():
     x = np.random.default_rng(18).random(30)
     same_as_numpy(offsets, x, unroll=False)
     assert count(hlo(offsets, x, unroll=False), "while") == 1
+
+
+def test_conversion_status_says_why_a_function_is_traced_as_written():
+    from xla.frontend.control_flow import conversion_status
+
+    def loops(x):
+        for i in range(3):
+            x = x + i
+        return x
+
+    assert conversion_status(loops) is None
+    assert conversion_status(lambda x: x) == "its source is not a def statement"
+    assert conversion_status(_Model(1).with_super.__func__) == \
+        "it uses zero-argument super() (its class cell)"

@@ -22,7 +22,6 @@ import types
 
 _PREFIX = "_xla_"        # names the rewrite introduces (one underscore: no name mangling)
 RUNTIME = "_xla_cf"      # the global through which rewritten code reaches the runtime
-_RUNTIME = RUNTIME
 
 _MUTATING_FUNCTIONS = {"at", "copyto", "put", "place", "putmask", "fill_diagonal"}
 _MUTATING_METHODS = {"fill", "sort", "partition", "itemset", "put", "resize", "setfield"}
@@ -397,7 +396,7 @@ class _Rewriter:
     # The pieces every converted statement shares.
     @staticmethod
     def _pack(names):
-        return _parse_expr(f"{_RUNTIME}.pack(locals(), {tuple(names)!r})")
+        return _parse_expr(f"{RUNTIME}.pack(locals(), {tuple(names)!r})")
 
     @staticmethod
     def _unpack(names, source):
@@ -407,13 +406,13 @@ class _Rewriter:
         lhs = "(" + ", ".join(names) + ",)"
         stmts = _parse(f"{lhs} = {source}")
         for n in names:
-            stmts += _parse(f"if {n} is {_RUNTIME}.UNDEFINED:\n    del {n}")
+            stmts += _parse(f"if {n} is {RUNTIME}.UNDEFINED:\n    del {n}")
         return stmts
 
     def _function(self, name, params, names, body, returns=True):
         args = ", ".join(params)
         fn = _parse(f"def {name}({args}):\n    pass")[0]
-        fn.body = (self._unpack(names, f"{_RUNTIME}.state({params[-1]}, {len(names)})")
+        fn.body = (self._unpack(names, f"{RUNTIME}.state({params[-1]}, {len(names)})")
                    if names else []) + body
         if returns:
             fn.body.append(ast.Return(self._pack(names)))
@@ -428,7 +427,7 @@ class _Rewriter:
 
     def _python_test(self, node, reason):
         """The statement stays Python; a traced test is an error saying why."""
-        node.test = ast.Call(func=_parse_expr(f"{_RUNTIME}.python_test"),
+        node.test = ast.Call(func=_parse_expr(f"{RUNTIME}.python_test"),
                              args=[node.test, ast.Constant(reason)], keywords=[])
         _fill([node.test], node.test.args[0])
         return node
@@ -471,7 +470,7 @@ class _Rewriter:
             target = node.target.id
             fn = self._function(body, [target, f"{_PREFIX}state"], carried, node.body)
             call = ast.Call(
-                func=_parse_expr(f"{_RUNTIME}.for_range"),
+                func=_parse_expr(f"{RUNTIME}.for_range"),
                 args=[it.func, ast.Tuple(it.args, ast.Load()), ast.Name(body, ast.Load()),
                       self._pack(carried + [target]),
                       ast.Constant((tuple(carried), tuple(live), target, where,
@@ -486,7 +485,7 @@ class _Rewriter:
         bind = ast.Assign([node.target], ast.Name(item, ast.Load()))
         fn = self._function(body, [item, f"{_PREFIX}state"], carried, [bind] + node.body)
         call = ast.Call(
-            func=_parse_expr(f"{_RUNTIME}.for_iter"),
+            func=_parse_expr(f"{RUNTIME}.for_iter"),
             args=[it.func if is_enumerate or is_zip else ast.Constant(None),
                   it.args[0] if is_enumerate else ast.Tuple(it.args, ast.Load()) if is_zip else it,
                   ast.Name(body, ast.Load()),
@@ -496,7 +495,7 @@ class _Rewriter:
             keywords=[])
         out = [fn, ast.Assign([ast.Name(result, ast.Store())], call)]
         out += self._unpack(carried, f"{result}[:-1]")
-        last = _parse(f"if {result}[-1] is not {_RUNTIME}.UNDEFINED:\n    pass")[0]
+        last = _parse(f"if {result}[-1] is not {RUNTIME}.UNDEFINED:\n    pass")[0]
         target = _unlocated(ast.parse(ast.unparse(node.target), mode="eval").body)
         _store_context(target)
         last.body = [ast.Assign([target], _parse_expr(f"{result}[-1]"))]
@@ -524,7 +523,7 @@ class _Rewriter:
                                  returns=False)
         body_fn = self._function(body, [f"{_PREFIX}state"], carried, node.body)
         call = ast.Call(
-            func=_parse_expr(f"{_RUNTIME}.while_stmt"),
+            func=_parse_expr(f"{RUNTIME}.while_stmt"),
             args=[ast.Name(cond, ast.Load()), ast.Name(body, ast.Load()), self._pack(carried),
                   ast.Constant((tuple(carried), tuple(live), f"{self.filename}:{node.lineno}"))],
             keywords=[])
@@ -547,7 +546,7 @@ class _Rewriter:
         then_fn = self._function(then, [f"{_PREFIX}state"], carried, node.body or [ast.Pass()])
         else_fn = self._function(orelse, [f"{_PREFIX}state"], carried, node.orelse or [ast.Pass()])
         call = ast.Call(
-            func=_parse_expr(f"{_RUNTIME}.if_stmt"),
+            func=_parse_expr(f"{RUNTIME}.if_stmt"),
             args=[ast.Name(test, ast.Load()), ast.Name(then, ast.Load()),
                   ast.Name(orelse, ast.Load()), self._pack(carried),
                   ast.Constant((tuple(carried), f"{self.filename}:{node.lineno}", tuple(live)))],
@@ -569,7 +568,7 @@ class _Builtins(ast.NodeTransformer):
         f = node.func
         if isinstance(f, ast.Name) and f.id in ("max", "min") and len(node.args) >= 2 and \
                 not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
-            call = ast.Call(func=_parse_expr(f"{_RUNTIME}.extremum"),
+            call = ast.Call(func=_parse_expr(f"{RUNTIME}.extremum"),
                             args=[ast.Name(f.id, ast.Load()), ast.Constant(f.id == "max")] + node.args,
                             keywords=[])
             return _fill([call], node)[0]
@@ -649,7 +648,7 @@ def _rewrite(fn):
         module = compile(tree, code.co_filename, "exec", dont_inherit=True)
     except SyntaxError as e:
         return None, f"the rewrite does not compile ({e})"
-    new = _find_code(module, code.co_name, code.co_firstlineno, free)
+    new = _find_code(module, code.co_name)
     if new is None:
         return None, "the rewritten function was not found"
     if not set(new.co_freevars) <= set(free):
@@ -657,7 +656,7 @@ def _rewrite(fn):
     return new, None
 
 
-def _find_code(module_code, name, firstlineno, free):
+def _find_code(module_code, name):
     stack = [module_code]
     while stack:
         c = stack.pop()
