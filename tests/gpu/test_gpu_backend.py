@@ -1,18 +1,24 @@
-"""The GPU backend without a GPU (this machine has none): every corpus module
-either runs on the emulator and matches JAX, or is rejected at compile time
-with an error naming the op and "gpu" (the list below: what the GPU backend
-does not generate yet; a module leaving it must be removed from it); every
+"""The GPU backend, with and without a GPU: every corpus module either runs
+on the emulator and matches JAX, or is rejected at compile time with an
+error naming the op and "gpu" (the list below: what the GPU backend does
+not generate yet; a module leaving it must be removed from it); every
 kernel of the modules that run assembles with ptxas for sm_80 and sm_90
-without a warning; and the 'gpu' platform says what is missing."""
+without a warning. Where a GPU and its driver are present, the same corpus
+runs on the real device (platform 'gpu'); where not, those tests skip
+saying why, and the 'gpu' platform's error says what is missing."""
 import numpy as np
 import pytest
 
 import xla
+from xla.backends.gpu.driver import cuda_unavailable_reason
 from xla.backends.gpu.emulator import host_ir
 from xla.backends.gpu.nvptx import assemble, compile_ptx, find_ptxas
 from xla.errors import InvalidArgumentError, UnimplementedError
 
 from test_corpus_interpreter import FILES, _ids, check_against_jax
+
+NO_GPU = cuda_unavailable_reason()
+needs_gpu = pytest.mark.skipif(NO_GPU is not None, reason=f"needs an NVIDIA GPU: {NO_GPU}")
 
 # corpus module -> the op the GPU backend names as unsupported
 UNSUPPORTED = {
@@ -117,6 +123,7 @@ def test_results_stay_on_the_device():
     np.testing.assert_allclose(np.asarray(again), np.exp(np.exp(x) * 2) * 2, rtol=2e-6)
 
 
+@pytest.mark.skipif(NO_GPU is None, reason="a GPU is present here: the error for none cannot show")
 def test_the_gpu_platform_compiles_without_a_gpu_and_says_what_is_missing(tmp_path):
     exe = xla.compile("""HloModule m
 ENTRY e {
@@ -125,7 +132,107 @@ ENTRY e {
 }""", "gpu", debug_options=f"--xla_dump_to={tmp_path}")
     assert ".entry" in exe.ptx
     assert any(p.name.endswith(".ptx") for p in tmp_path.iterdir()), list(tmp_path.iterdir())
-    with pytest.raises(InvalidArgumentError, match="no NVIDIA driver|not installed|not implemented"):
+    with pytest.raises(InvalidArgumentError, match="no NVIDIA driver|not installed|no GPU"):
         exe.execute(np.ones(8, np.float32))
     with pytest.raises(InvalidArgumentError, match="platform 'gpu' has no devices here"):
         xla.devices("gpu")
+
+
+# ----- on a real GPU ---------------------------------------------------------------
+
+@needs_gpu
+def test_the_gpu_device_names_itself_and_its_architecture():
+    (device, *_) = xla.devices("gpu")
+    assert "compute capability" in device.kind
+    exe = xla.compile("""HloModule m
+ENTRY e {
+  x = f32[8] parameter(0)
+  ROOT y = f32[8] add(x, x)
+}""", "gpu")
+    assert exe.device is device and exe.arch == device.arch
+    assert f".target {device.arch}" in exe.ptx
+
+
+@needs_gpu
+def test_corpus_on_a_real_gpu():
+    """Every corpus module the emulator runs, run on the device and compared
+    with JAX's results (one test, so that every mismatch is listed)."""
+    failures, ran = [], 0
+    for path in FILES:
+        if path.name in UNSUPPORTED:
+            continue
+        try:
+            check_against_jax(path, lambda module, args: xla.compile(module, "gpu").execute(*args))
+            ran += 1
+        except pytest.skip.Exception:
+            continue
+        except Exception as e:   # collected, reported below
+            failures.append(f"{path.name}: {type(e).__name__}: {str(e)[:300]}")
+    assert not failures, f"{len(failures)} of {ran + len(failures)} modules:\n" + "\n".join(failures)
+    assert ran >= 115, ran
+
+
+@needs_gpu
+def test_results_stay_on_the_gpu_and_chain_without_copies_back():
+    from xla.backends.gpu.driver import DeviceMemory
+    f = xla.jit(lambda x, y: np.tanh(x) * y + 1, backend="gpu")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(1 << 20).astype(np.float32)
+    y = rng.standard_normal(1 << 20).astype(np.float32)
+    out = f(x, y)
+    assert type(out).__name__ == "GpuBuffer" and isinstance(out.memory, DeviceMemory)
+    for _ in range(3):
+        out = f(out, y)
+    expected = x
+    expected = np.tanh(expected) * y + 1
+    for _ in range(3):
+        expected = np.tanh(expected) * y + 1
+    np.testing.assert_allclose(np.asarray(out.block_until_ready()), expected, rtol=1e-5, atol=1e-5)
+
+
+@needs_gpu
+def test_loops_and_branches_on_the_host_read_the_device():
+    exe = xla.compile("""HloModule m
+cond {
+  s = (s32[], f32[1000]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(100)
+  ROOT c = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[1000]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[1000] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  h = f32[] constant(0.5)
+  hb = f32[1000] broadcast(h), dimensions={}
+  i1 = s32[] add(i, one)
+  x1 = f32[1000] add(x, hb)
+  ROOT t = (s32[], f32[1000]) tuple(i1, x1)
+}
+ENTRY e {
+  x = f32[1000] parameter(0)
+  z = s32[] constant(0)
+  t = (s32[], f32[1000]) tuple(z, x)
+  w = (s32[], f32[1000]) while(t), condition=cond, body=body
+  ROOT r = f32[1000] get-tuple-element(w), index=1
+}""", "gpu")
+    x = np.arange(1000, dtype=np.float32)
+    np.testing.assert_array_equal(exe.execute(x), x + 50)
+
+
+@needs_gpu
+def test_executions_free_their_device_memory():
+    from cuda.bindings import driver
+    f = xla.jit(lambda x: (x * 2).sum(), backend="gpu")
+    x = xla.devices("gpu")[0].put(np.ones(1 << 20, np.float32))
+    float(f(x))
+    xla.devices("gpu")[0].synchronize()
+    free_before = driver.cuMemGetInfo()[1]
+    for _ in range(200):
+        assert float(f(x)) == 2 * (1 << 20)
+    xla.devices("gpu")[0].synchronize()
+    free_after = driver.cuMemGetInfo()[1]
+    # The stream-ordered pool may keep what it freed; it must not grow by the
+    # 200 executions' temporaries (4 MiB each: 800 MiB).
+    assert free_before - free_after < 128 << 20, (free_before, free_after)

@@ -1,17 +1,204 @@
-"""The CUDA driver, as far as this backend knows it: whether it is here."""
+"""The CUDA driver API, as this backend uses it, through cuda-python
+(``cuda.bindings.driver``, an optional dependency: ``requirements-gpu.txt``).
+
+``cuda_unavailable_reason()`` says why CUDA cannot run here (None when it
+can); ``CudaContext`` is one device's primary context and stream, with the
+operations the executable needs: stream-ordered allocation
+(``cuMemAllocAsync``/``cuMemFreeAsync``, so a buffer freed while kernels
+still read it is released only after them), copies, PTX module loading and
+kernel launches. Every driver error raises ``XlaRuntimeError`` naming the
+call and the driver's message; kernel faults are asynchronous and surface
+at the next synchronizing call (a read back, ``block_until_ready``).
+"""
+import ctypes
 import ctypes.util
 import functools
+import threading
+
+import numpy as np
+
+from xla.errors import InternalError, InvalidArgumentError
+
+
+class CudaError(InternalError):
+    """A CUDA driver call failed."""
+
+
+def _driver():
+    from cuda.bindings import driver
+    return driver
 
 
 @functools.lru_cache(maxsize=None)
 def cuda_unavailable_reason():
-    """Why the CUDA platform cannot run here (always a reason today: the
-    driver-side runtime is not written yet)."""
-    name = ctypes.util.find_library("cuda")
-    if name is None:
-        return "no NVIDIA driver: libcuda.so.1 (the CUDA driver library) is not installed"
+    """None when CUDA devices can be used here; else why not, in words."""
+    if ctypes.util.find_library("cuda") is None:
+        try:
+            ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            return "no NVIDIA driver: libcuda.so.1 (the CUDA driver library) is not installed"
     try:
-        import cuda.bindings  # noqa: F401  (present or not is the question)
+        d = _driver()
     except ImportError:
-        return "the CUDA driver is present but cuda-python (cuda-bindings) is not installed"
-    return "the CUDA driver runtime of this backend is not implemented yet"
+        return ("the CUDA driver is present but cuda-python is not installed "
+                "(pip install -r requirements-gpu.txt)")
+    try:
+        err, = d.cuInit(0)
+        if err != d.CUresult.CUDA_SUCCESS:
+            return f"cuInit failed: {_message(err)}"
+        err, count = d.cuDeviceGetCount()
+    except Exception as e:   # the bindings could not load the driver library
+        return f"the CUDA driver could not be loaded: {e}"
+    if err != d.CUresult.CUDA_SUCCESS:
+        return f"cuDeviceGetCount failed: {_message(err)}"
+    if count == 0:
+        return "the CUDA driver reports no GPU"
+    return None
+
+
+def device_count():
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        raise InvalidArgumentError(f"platform 'gpu' has no devices here: {reason}")
+    return _check("cuDeviceGetCount", _driver().cuDeviceGetCount())
+
+
+def _message(err):
+    d = _driver()
+    e, text = d.cuGetErrorString(err)
+    name = getattr(err, "name", str(err))
+    if e == d.CUresult.CUDA_SUCCESS and text:
+        return f"{name}: {text.decode() if isinstance(text, bytes) else text}"
+    return name
+
+
+def _check(call, result):
+    err, *values = result
+    if err != _driver().CUresult.CUDA_SUCCESS:
+        raise CudaError(f"{call} failed: {_message(err)}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+class DeviceMemory:
+    """Device memory: ``address`` (an int), ``nbytes``. An allocation frees
+    itself (stream-ordered) when the last reference to it or to a view of
+    it goes; ``view(offset, n)`` is part of it."""
+
+    __slots__ = ("context", "address", "nbytes", "_owner", "_root", "__weakref__")
+
+    def __init__(self, context, address, nbytes, owner=None, root=False):
+        self.context, self.address, self.nbytes = context, address, nbytes
+        self._owner = owner      # the allocation a view keeps alive
+        self._root = root
+
+    def view(self, offset, nbytes):
+        if offset < 0 or offset + nbytes > self.nbytes:
+            raise InternalError(f"device memory view [{offset}, {offset + nbytes}) outside "
+                                f"an allocation of {self.nbytes} bytes")
+        return DeviceMemory(self.context, self.address + offset, nbytes,
+                            owner=self._owner or self)
+
+    def __del__(self):
+        if self._root and self.context is not None:
+            self.context.free(self.address)
+
+
+class CudaContext:
+    """Device ``ordinal``'s primary context and one stream, on which every
+    copy, launch, allocation and free of this backend is ordered."""
+
+    def __init__(self, ordinal):
+        d = _driver()
+        device_count()
+        self.ordinal = ordinal
+        self._lock = threading.RLock()
+        self.device = _check("cuDeviceGet", d.cuDeviceGet(ordinal))
+        self.context = _check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(self.device))
+        self._enter()
+        name = _check("cuDeviceGetName", d.cuDeviceGetName(256, self.device))
+        self.name = name.split(b"\0")[0].decode() if isinstance(name, bytes) else str(name)
+        attr = d.CUdevice_attribute
+        get = lambda a: _check("cuDeviceGetAttribute", d.cuDeviceGetAttribute(a, self.device))
+        self.compute_capability = (get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                                   get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self.multiprocessors = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self.stream = _check("cuStreamCreate",
+                             d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING))
+
+    def _enter(self):
+        _check("cuCtxSetCurrent", _driver().cuCtxSetCurrent(self.context))
+
+    # ----- memory -------------------------------------------------------------------
+    def allocate(self, nbytes):
+        d = _driver()
+        with self._lock:
+            self._enter()
+            ptr = _check("cuMemAllocAsync", d.cuMemAllocAsync(max(1, nbytes), self.stream))
+        return DeviceMemory(self, int(ptr), nbytes, root=True)
+
+    def free(self, address):
+        d = _driver()
+        try:
+            with self._lock:
+                self._enter()
+                d.cuMemFreeAsync(address, self.stream)
+        except Exception:   # interpreter shutdown: the driver may already be gone
+            pass
+
+    def upload(self, memory, data):
+        """Host bytes (a contiguous NumPy array) into ``memory``."""
+        data = np.ascontiguousarray(data)
+        if data.nbytes != memory.nbytes:
+            raise InternalError(f"upload of {data.nbytes} bytes into {memory.nbytes}")
+        if data.nbytes:
+            with self._lock:
+                self._enter()
+                _check("cuMemcpyHtoDAsync", _driver().cuMemcpyHtoDAsync(
+                    memory.address, data.ctypes.data, data.nbytes, self.stream))
+                # The copy reads pageable host memory: wait, so the caller may reuse it.
+                self.synchronize()
+
+    def download(self, memory):
+        """``memory``'s bytes as a new NumPy uint8 array (waits for the stream)."""
+        out = np.empty(memory.nbytes, np.uint8)
+        with self._lock:
+            self._enter()
+            if memory.nbytes:
+                _check("cuMemcpyDtoHAsync", _driver().cuMemcpyDtoHAsync(
+                    out.ctypes.data, memory.address, memory.nbytes, self.stream))
+            self.synchronize()
+        return out
+
+    def copy(self, dst, src):
+        """``dst.nbytes`` bytes from ``src`` to ``dst``, on the stream."""
+        if dst.nbytes:
+            with self._lock:
+                self._enter()
+                _check("cuMemcpyDtoDAsync", _driver().cuMemcpyDtoDAsync(
+                    dst.address, src.address, dst.nbytes, self.stream))
+
+    def synchronize(self):
+        with self._lock:
+            self._enter()
+            _check("cuStreamSynchronize (a kernel or copy before it failed)",
+                   _driver().cuStreamSynchronize(self.stream))
+
+    # ----- code -----------------------------------------------------------------------
+    def load_module(self, ptx, names):
+        """Loads a PTX module (the driver compiles it for this device);
+        returns {kernel name: CUfunction}."""
+        d = _driver()
+        with self._lock:
+            self._enter()
+            module = _check("cuModuleLoadData", d.cuModuleLoadData(ptx.encode() + b"\0"))
+            return {n: _check(f"cuModuleGetFunction({n})", d.cuModuleGetFunction(module, n.encode()))
+                    for n in names}
+
+    def launch(self, function, grid, block, pointers):
+        args = (tuple(pointers), tuple(ctypes.c_void_p for _ in pointers))
+        with self._lock:
+            self._enter()
+            _check("cuLaunchKernel", _driver().cuLaunchKernel(
+                function, grid, 1, 1, block, 1, 1, 0, self.stream, args, 0))

@@ -7,9 +7,13 @@ writes it) or copies, and temporaries and outputs are fresh. Each
 ``KernelThunk`` is launched with the addresses of its slices; a result that
 fills an output allocation is returned as that allocation, without a copy.
 
-Where the kernels run is the device's business: ``EmulatorDevice`` runs
-them on the host (``emulator.py``), with "device memory" that only
-transfers reach.
+Where the kernels run is the device's business (``platform.py``):
+``CudaDevice`` launches them on a GPU through the CUDA driver
+(``driver.py``), asynchronously on one stream (a buffer's read back or
+``block_until_ready`` waits); ``EmulatorDevice`` runs them on the host
+(``emulator.py``) over "device memory" that only transfers and kernels
+reach. Both offer the same operations: allocate, upload, download, copy,
+synchronize, load_kernels and launch.
 """
 import numpy as np
 
@@ -18,8 +22,6 @@ from xla.hlo.evaluator.registry import TOKEN
 from xla.runtime import Buffer, Executable
 
 ALIGN = 256          # what cudaMalloc guarantees
-EMULATOR_BLOCK = 64  # threads per block on the emulator
-EMULATOR_GRID = 16   # at most this many blocks (the kernels' loops stride over the rest)
 
 
 def device_bytes(n):
@@ -28,15 +30,43 @@ def device_bytes(n):
     return raw[start:start + n]
 
 
+class HostMemory:
+    """The emulator's device memory: bytes of host memory (``array``) that
+    only transfers and emulated kernels touch. Same interface as
+    ``driver.DeviceMemory``: ``address``, ``nbytes``, ``view(offset, n)``."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    @property
+    def address(self):
+        return self.array.ctypes.data
+
+    @property
+    def nbytes(self):
+        return self.array.nbytes
+
+    def view(self, offset, nbytes):
+        return HostMemory(self.array[offset:offset + nbytes])
+
+
 class GpuBuffer(Buffer):
-    """An array in a GPU device's memory (``memory``: the bytes, row-major)."""
+    """An array in a GPU device's memory (``memory``: its bytes, row-major;
+    a ``HostMemory`` on the emulator, a ``driver.DeviceMemory`` on CUDA)."""
 
     def __init__(self, memory, shape, dtype, device):
         super().__init__(shape, dtype, device)
         self.memory = memory
 
     def _read(self):
-        return np.array(self.memory.view(self.dtype).reshape(self.shape))
+        return self.device.download(self.memory).view(self.dtype).reshape(self.shape)
+
+    def block_until_ready(self):
+        self.check_live()
+        self.device.synchronize()
+        return self
 
     def _free(self):
         self.memory = None
@@ -51,19 +81,19 @@ class GpuExecutable(Executable):
         self.assignment = assignment
         self.thunks = thunks
         self.arch = arch
-        self._kernels = None
         self._ptx = None
-        self._constants = {}
+        self._loaded = {}      # device -> (kernels by name, constant memory by allocation)
         from xla.backends.cpu.executable import literal_array_at
         from xla.backends.cpu.ir_emitter import physical_bytes
+        self._constant_bytes = {}
         for alloc in assignment.allocations:
             if alloc.kind == "constant":
-                memory = device_bytes(alloc.size)
+                data = np.zeros(alloc.size, np.uint8)
                 for b in alloc.buffers:
                     if b.shape.is_array and b.instruction.opcode == "constant":
-                        data = physical_bytes(literal_array_at(b.instruction, b.index), b.shape)
-                        memory[b.offset:b.offset + len(data)] = np.frombuffer(data, np.uint8)
-                self._constants[alloc.index] = memory
+                        raw = physical_bytes(literal_array_at(b.instruction, b.index), b.shape)
+                        data[b.offset:b.offset + len(raw)] = np.frombuffer(raw, np.uint8)
+                self._constant_bytes[alloc.index] = data
 
     # ----- artifacts ---------------------------------------------------------------
     @property
@@ -91,58 +121,65 @@ class GpuExecutable(Executable):
                 "ptx": self.ptx}
 
     # ----- running ----------------------------------------------------------------
-    def _emulated_kernels(self):
-        """Kernel name -> the kernel compiled for the host (made on first use)."""
-        if self._kernels is None:
-            from xla.backends.gpu.emulator import EmulatedKernel
-            self._kernels = {t.name: EmulatedKernel(t) for t in self.kernels}
-        return self._kernels
+    def _load(self, device):
+        """The kernels and constants on ``device`` (loaded on first use)."""
+        if device not in self._loaded:
+            kernels = device.load_kernels(self) if self.kernels else {}
+            constants = {}
+            for index, data in self._constant_bytes.items():
+                constants[index] = device.allocate(data.nbytes)
+                device.upload(constants[index], data)
+            self._loaded[device] = (kernels, constants)
+        return self._loaded[device]
 
-    def _run(self, thunks, memory):
+    def _run(self, device, kernels, thunks, memory):
         from xla.backends.gpu.kernel_emitter import (ConditionalThunk, CopyThunk, KernelThunk,
                                                      WhileThunk)
-        kernels = self._emulated_kernels()
         for thunk in thunks:
             if isinstance(thunk, KernelThunk):
-                pointers = [memory[a].ctypes.data + offset for a, offset in thunk.slices]
-                grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // EMULATOR_BLOCK)))
-                kernels[thunk.name].launch(pointers, grid, EMULATOR_BLOCK)
+                pointers = [memory[a].address + offset for a, offset in thunk.slices]
+                device.launch(kernels[thunk.name], thunk, pointers)
             elif isinstance(thunk, list):
-                self._run(thunk, memory)
+                self._run(device, kernels, thunk, memory)
             elif isinstance(thunk, CopyThunk):
-                staged = [(dst, memory[a][o:o + n].copy(), n) for dst, (a, o), n in thunk.copies]
-                for (a, o), data, n in staged:
-                    memory[a][o:o + n] = data
+                # Every source is read before any destination is written (a loop's
+                # state may be a permutation of its body's results).
+                staged = []
+                for dst, (a, o), n in thunk.copies:
+                    stage = device.allocate(n)
+                    device.copy(stage, memory[a].view(o, n))
+                    staged.append((dst, stage))
+                for (a, o), stage in staged:
+                    device.copy(memory[a].view(o, stage.nbytes), stage)
             elif isinstance(thunk, WhileThunk):
-                self._run([thunk.init], memory)
+                self._run(device, kernels, [thunk.init], memory)
                 while True:
-                    self._run(thunk.condition, memory)
+                    self._run(device, kernels, thunk.condition, memory)
                     a, o = thunk.pred
-                    if not memory[a][o]:   # device to host: one byte
+                    if not device.download(memory[a].view(o, 1))[0]:   # one byte back
                         break
-                    self._run(thunk.body, memory)
-                    self._run([thunk.carry], memory)
+                    self._run(device, kernels, thunk.body, memory)
+                    self._run(device, kernels, [thunk.carry], memory)
             elif isinstance(thunk, ConditionalThunk):
                 a, o = thunk.selector
                 dtype = np.dtype(thunk.selector_dtype)
-                value = memory[a][o:o + dtype.itemsize].view(dtype)[0]
+                value = device.download(memory[a].view(o, dtype.itemsize)).view(dtype)[0]
                 n = len(thunk.branches)
                 if dtype == np.bool_:
                     index = 0 if value else 1
                 else:
                     index = int(value) if 0 <= int(value) < n else n - 1
-                self._run(thunk.branches[index], memory)
+                self._run(device, kernels, thunk.branches[index], memory)
             else:
                 raise TypeError(f"unknown thunk {thunk!r}")
 
     def execute(self, *args, donated=()):
-        if self.device is None or not getattr(self.device, "emulated", False):
-            self._require_device()
+        self._require_device()
         return super().execute(*args, donated=donated)
 
     def execute_buffers(self, buffers, donated=()):
-        if self.device is None or not getattr(self.device, "emulated", False):
-            self._require_device()
+        self._require_device()
+        device = self.device
         params = self.module.entry.parameters
         if len(buffers) != len(params):
             raise InvalidArgumentError(f"module {self.module.name} takes {len(params)} "
@@ -150,32 +187,33 @@ class GpuExecutable(Executable):
         for i, (b, p) in enumerate(zip(buffers, params)):
             if p.shape.is_token and b is TOKEN:
                 continue
-            if not isinstance(b, GpuBuffer) or b.device is not self.device:
-                raise InvalidArgumentError(f"argument {i} is not a buffer on {self.device}")
+            if not isinstance(b, GpuBuffer) or b.device is not device:
+                raise InvalidArgumentError(f"argument {i} is not a buffer on {device}")
             b.check_live(f"argument {i}")
             if b.shape != tuple(p.shape.dimensions) or b.dtype != p.shape.dtype:
                 raise InvalidArgumentError(
                     f"argument {i} ({p.name}): expected {p.shape.dtype}{list(p.shape.dimensions)}, "
                     f"got {b.dtype}{list(b.shape)}")
-        memory, fresh = dict(self._constants), set()
+        kernels, constants = self._load(device)
+        memory, fresh = dict(constants), set()
         for alloc in self.assignment.allocations:
             if alloc.kind == "parameter":
                 arg = buffers[alloc.parameter_number]
                 if arg is TOKEN:
-                    memory[alloc.index] = device_bytes(alloc.size)
+                    memory[alloc.index] = device.allocate(alloc.size)
                     continue
                 if alloc.parameter_index in ((), None) and not alloc.maybe_live_out \
                         and arg.memory.nbytes == alloc.size:
                     memory[alloc.index] = arg.memory
                 else:
-                    copy = device_bytes(alloc.size)
+                    copy = device.allocate(alloc.size)
                     n = min(alloc.size, arg.memory.nbytes)
-                    copy[:n] = arg.memory[:n]
+                    device.copy(copy.view(0, n), arg.memory)
                     memory[alloc.index] = copy
             elif alloc.kind != "constant":
-                memory[alloc.index] = device_bytes(alloc.size)
+                memory[alloc.index] = device.allocate(alloc.size)
                 fresh.add(alloc.index)
-        self._run(self.thunks, memory)
+        self._run(device, kernels, self.thunks, memory)
         root = self.module.entry.root_instruction
         out = []
         for index, shape in root.shape.leaves():
@@ -185,17 +223,18 @@ class GpuExecutable(Executable):
             buffer = self.assignment.buffer(root, index)
             alloc = buffer.allocation
             nbytes = shape.byte_size()
-            raw = memory[alloc.index][buffer.offset:buffer.offset + nbytes]
+            raw = memory[alloc.index].view(buffer.offset, nbytes)
             if alloc.index not in fresh or nbytes != alloc.size:
-                copy = device_bytes(nbytes)
-                copy[:] = raw
+                copy = device.allocate(nbytes)
+                device.copy(copy, raw)
                 raw = copy
-            out.append(GpuBuffer(raw, shape.dimensions, shape.dtype, self.device))
+            out.append(GpuBuffer(raw, shape.dimensions, shape.dtype, device))
         return out
 
     def _require_device(self):
-        from xla.backends.gpu.driver import cuda_unavailable_reason
-        reason = cuda_unavailable_reason()
-        raise InvalidArgumentError(
-            f"cannot run on platform {self.platform!r}: {reason}. The 'gpu_emulator' platform "
-            "runs the same kernels on the host")
+        if self.device is None:
+            from xla.backends.gpu.driver import cuda_unavailable_reason
+            reason = cuda_unavailable_reason() or "the executable was compiled without a device"
+            raise InvalidArgumentError(
+                f"cannot run on platform {self.platform!r}: {reason}. The 'gpu_emulator' "
+                "platform runs the same kernels on the host")

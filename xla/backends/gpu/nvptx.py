@@ -37,7 +37,8 @@ def check_arch(arch):
 
 
 def find_libdevice():
-    """libdevice.10.bc (the nvcc wheel's nvvm/libdevice, or $XLA_LIBDEVICE); None."""
+    """libdevice.10.bc ($XLA_LIBDEVICE, the nvcc wheel's nvvm/libdevice, or a CUDA
+    toolkit's under $CUDA_HOME or /usr/local/cuda); None."""
     explicit = os.environ.get("XLA_LIBDEVICE")
     if explicit:
         return explicit
@@ -51,6 +52,9 @@ def find_libdevice():
                     return path
     except ImportError:
         pass
+    for root in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if root and os.path.exists(os.path.join(root, "nvvm/libdevice/libdevice.10.bc")):
+            return os.path.join(root, "nvvm/libdevice/libdevice.10.bc")
     return None
 
 

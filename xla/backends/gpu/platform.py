@@ -1,29 +1,114 @@
 """The GPU platforms.
 
-- ``gpu``: NVIDIA GPUs through the CUDA driver. Compiling (HLO passes,
-  NVPTX kernels, PTX in dumps) needs no GPU; running needs the driver, and
-  without one raises an error naming what is missing. The driver-side
-  runtime (module loading and launches through cuda-python) is not written
-  yet: on a machine with a driver, running says so.
+- ``gpu``: NVIDIA GPUs through the CUDA driver (``driver.py``, cuda-python).
+  Compiling (HLO passes, NVPTX kernels, PTX in dumps) needs no GPU; where
+  there is none, the platform has no devices and running raises an error
+  naming what is missing (the driver library, cuda-python, a GPU).
 - ``gpu_emulator``: the same compiler, with kernels run on the host by the
   emulator (``emulator.py``) over emulated device memory. It is how the GPU
   backend is tested on machines without a GPU.
 
 Buffers live in device memory (``GpuBuffer``); nothing is host memory, so
-``xla.jit`` keeps results on the device until they are read.
+``xla.jit`` keeps results on the device until they are read. Each device
+implements the operations ``GpuExecutable`` runs a module with: allocate,
+upload, download, copy, synchronize, load_kernels, launch.
 """
 import numpy as np
 
 from xla.errors import InvalidArgumentError
-from xla.backends.gpu.driver import cuda_unavailable_reason
 from xla.runtime import Capabilities, Device, Platform
+
+BLOCK = 256            # threads per block on a GPU
+BLOCKS_PER_SM = 16     # grid-stride kernels: at most this many blocks per multiprocessor
+EMULATOR_BLOCK = 64    # threads per block on the emulator
+EMULATOR_GRID = 16     # at most this many blocks (the kernels' loops stride over the rest)
+POISON = 0xA5          # fresh emulated memory: what a kernel reading unwritten memory gets
 
 
 class EmulatorDevice(Device):
+    """Kernels compiled for the host and run one thread after another."""
     emulated = True
 
     def __init__(self, platform):
         super().__init__(platform, 0, kind="NVPTX kernels emulated on the host")
+
+    def allocate(self, nbytes):
+        from xla.backends.gpu.executable import HostMemory, device_bytes
+        memory = device_bytes(nbytes)
+        memory.fill(POISON)
+        return HostMemory(memory)
+
+    def upload(self, memory, data):
+        memory.array[:] = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+
+    def download(self, memory):
+        return memory.array.copy()
+
+    def copy(self, dst, src):
+        dst.array[:] = src.array[:dst.nbytes]
+
+    def synchronize(self):
+        pass
+
+    def load_kernels(self, executable):
+        from xla.backends.gpu.emulator import EmulatedKernel
+        return {t.name: EmulatedKernel(t) for t in executable.kernels}
+
+    def launch(self, kernel, thunk, pointers):
+        grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // EMULATOR_BLOCK)))
+        kernel.launch(pointers, grid, EMULATOR_BLOCK)
+
+
+class CudaDevice(Device):
+    """One NVIDIA GPU: its primary context and a stream (``driver.CudaContext``)."""
+    emulated = False
+
+    def __init__(self, platform, ordinal):
+        from xla.backends.gpu.driver import CudaContext
+        self.context = CudaContext(ordinal)
+        major, minor = self.context.compute_capability
+        super().__init__(platform, ordinal,
+                         kind=f"{self.context.name} (compute capability {major}.{minor})")
+        self.arch = arch_for(self.context.compute_capability)
+
+    def allocate(self, nbytes):
+        return self.context.allocate(nbytes)
+
+    def upload(self, memory, data):
+        self.context.upload(memory, np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+
+    def download(self, memory):
+        return self.context.download(memory)
+
+    def copy(self, dst, src):
+        self.context.copy(dst, src)
+
+    def synchronize(self):
+        self.context.synchronize()
+
+    def load_kernels(self, executable):
+        from xla.backends.gpu.nvptx import compile_ptx
+        kernels = executable.kernels
+        ptx = executable.ptx if executable.arch == self.arch else \
+            compile_ptx([t.ir_text for t in kernels], self.arch)
+        return self.context.load_module(ptx, sorted({t.name for t in kernels}))
+
+    def launch(self, kernel, thunk, pointers):
+        grid = max(1, min(BLOCKS_PER_SM * self.context.multiprocessors,
+                          -(-thunk.elements // BLOCK)))
+        self.context.launch(kernel, grid, BLOCK, pointers)
+
+
+def arch_for(compute_capability):
+    """The newest architecture code is generated for that the device runs
+    (PTX for an older one is compiled for the device by the driver)."""
+    from xla.backends.gpu.nvptx import SUPPORTED_ARCHS
+    major, minor = compute_capability
+    ok = [a for a in SUPPORTED_ARCHS if (int(a[3:-1]), int(a[-1])) <= (major, minor)]
+    if not ok:
+        raise InvalidArgumentError(f"GPU of compute capability {major}.{minor}: the gpu "
+                                   f"backend generates code for {', '.join(SUPPORTED_ARCHS)}")
+    return ok[-1]
 
 
 class _GpuPlatformBase(Platform):
@@ -32,19 +117,20 @@ class _GpuPlatformBase(Platform):
 
     def compiler(self):
         from xla.backends.gpu.compiler import GpuCompiler
-        return GpuCompiler(self._device_or_none(), self.arch, self.name)
+        device = self._device_or_none()
+        return GpuCompiler(device, getattr(device, "arch", self.arch), self.name)
 
     def _device_or_none(self):
         return self.default_device()
 
     def transfer_to_device(self, array, device):
-        from xla.backends.gpu.executable import GpuBuffer, device_bytes
+        from xla.backends.gpu.executable import GpuBuffer
         self.check_device(device)
         if array.dtype == object:
             raise InvalidArgumentError("a GPU buffer holds numbers, not Python objects")
         data = np.asarray(array, order="C")
-        memory = device_bytes(data.nbytes)
-        memory[:] = data.reshape(-1).view(np.uint8)
+        memory = device.allocate(data.nbytes)
+        device.upload(memory, data)
         return GpuBuffer(memory, data.shape, data.dtype, device)
 
 
@@ -61,8 +147,11 @@ class CudaPlatform(_GpuPlatformBase):
     name = "gpu"
 
     def devices(self):
-        raise InvalidArgumentError(f"platform 'gpu' has no devices here: "
-                                   f"{cuda_unavailable_reason()}")
+        if self._devices is None:
+            from xla.backends.gpu.driver import device_count
+            self._devices = [CudaDevice(self, i) for i in range(device_count())]
+        return list(self._devices)
 
     def _device_or_none(self):
-        return None
+        from xla.backends.gpu.driver import cuda_unavailable_reason
+        return None if cuda_unavailable_reason() else self.default_device()

@@ -1,0 +1,39 @@
+#!/bin/bash
+# The checks that need a real GPU, as one script for a machine that has one
+# (docs/gpu_backend.md, "What was verified"): builds xla._core for that
+# machine's Python with g++ (no Bazel needed there; EIGEN names Eigen's
+# headers), runs the GPU tests on the device and the GPU benchmark, and
+# leaves logs in $OUT (default /tmp/gpu_check).
+#
+#   EIGEN=/usr/include/eigen3 tools/gpu_device_check.sh [PYTHON]
+set -u
+PY=${1:-python3}
+OUT=${OUT:-/tmp/gpu_check}
+EIGEN=${EIGEN:-/usr/include/eigen3}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+nvidia-smi -L
+"$PY" -c "import sys, llvmlite, numpy; print(sys.version.split()[0], 'llvmlite', llvmlite.__version__, 'numpy', numpy.__version__)"
+"$PY" -c "import cuda.bindings; print('cuda-bindings', cuda.bindings.__version__)"
+
+suffix=$("$PY" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+if [ ! -f "xla/_core$suffix" ]; then
+  obj=$(mktemp -d)
+  includes=$("$PY" -m pybind11 --includes) || exit 1
+  t=$(date +%s)
+  for f in csrc/buffer_assignment.cc csrc/cpu_runtime.cc csrc/fusion.cc csrc/graph.cc \
+           csrc/scheduler.cc python/*.cc; do
+    g++ -O2 -std=c++17 -fPIC -fvisibility=hidden -mavx2 -mfma $includes -I. -I"$EIGEN" \
+        -c "$f" -o "$obj/$(basename "$f").o" &
+  done
+  wait
+  g++ -shared -o "xla/_core$suffix" "$obj"/*.o -lpthread || exit 1
+  echo "built xla/_core$suffix in $(( $(date +%s) - t )) s"
+fi
+"$PY" -c "import xla; print('platform gpu:', xla.devices('gpu'))" || exit 1
+
+timeout 300 "$PY" -m pytest -q -p no:cacheprovider -rs tests/gpu/test_gpu_backend.py \
+    -k "gpu_device or real_gpu or stay_on_the_gpu or loops_and_branches_on_the_host or free_their or says_what_is_missing" \
+    2>&1 | tee "$OUT/tests.log" | tail -40
+timeout 170 "$PY" benchmarks/gpu_backend.py --repeats=10 --out="$OUT/gpu_backend.txt" 2>&1 \
+    | tee "$OUT/bench.log" | tail -20
