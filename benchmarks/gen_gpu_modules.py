@@ -38,8 +38,15 @@ WORKLOADS = {
  "gpu_layernorm": (layernorm, [S((8192, 1024), f32), S((1024,), f32), S((1024,), f32)]),
  "gpu_matmul": (lambda a, b: a @ b, [S((2048, 2048), f32)] * 2),
 }
-for name, (fn, args) in WORKLOADS.items():
-    text = jax.jit(fn).lower(*args).compiler_ir("hlo").as_hlo_text()
-    with gzip.open(f"{OUT}/{name}.hlo.gz", "wt") as f:
-        f.write(text)
-    print(name, len(text))
+
+
+def main():
+    for name, (fn, args) in WORKLOADS.items():
+        text = jax.jit(fn).lower(*args).compiler_ir("hlo").as_hlo_text()
+        with gzip.open(f"{OUT}/{name}.hlo.gz", "wt") as f:
+            f.write(text)
+        print(name, len(text))
+
+
+if __name__ == "__main__":
+    main()

@@ -25,8 +25,8 @@ is inlined): the condition's pred and the selector are read back from the
 device, and buffers move between a loop's state and its body's results by
 device-to-device copies (``CopyThunk``), as the CPU backend's control flow
 does. What has no kernel here raises UnimplementedError naming the op and
-"gpu": ops the CPU runs through its runtime (sort, scatter, custom-call,
-fft, convolution, rng, linear algebra, collectives), multi-output fusions whose outputs differ in shape, and math
+"gpu": ops the CPU runs through its runtime (sort, custom-call, fft, rng,
+linear algebra, collectives), and math
 outside the list libdevice covers here (``to_libdevice``: the generators'
 ``llvm.sin`` and libm calls become libdevice's ``__nv_sinf`` and friends,
 linked in when PTX is made; the emulator maps them back to the host's libm).
@@ -126,10 +126,27 @@ def _outputs(h):
         raise _unsupported(h, "a tuple result")
     root = h.attrs["calls"].root_instruction
     outs = [((k,), s, root.operands[k]) for k, s in enumerate(h.shape.tuple_shapes)]
-    dims = {tuple(s.dimensions) for _, s, _ in outs}
-    if len(dims) != 1 or any(not s.is_array for _, s, _ in outs):
-        raise _unsupported(h, "a multi-output fusion whose outputs differ in shape")
+    if any(not s.is_array for _, s, _ in outs):
+        raise _unsupported(h, "a multi-output fusion with a tuple output")
     return outs
+
+
+def _output_groups(h, assignment):
+    """``h``'s outputs grouped by shape: one kernel per group (a group's
+    outputs share the loop over their elements; values two groups share are
+    computed by both). Separate kernels are only correct when no output is
+    written over memory an operand is read from."""
+    groups = {}
+    for out in _outputs(h):
+        groups.setdefault(tuple(out[1].dimensions), []).append(out)
+    groups = list(groups.values())
+    if len(groups) > 1:
+        reads = {s.key for s in _reads(h, assignment)}
+        for index, _, _ in _outputs(h):
+            if Slice(assignment.buffer(h, index)).key in reads:
+                raise _unsupported(h, "a multi-output fusion whose outputs differ in shape "
+                                      "and overwrite an operand")
+    return groups
 
 
 def _reads(h, assignment):
@@ -143,8 +160,9 @@ def _reads(h, assignment):
     return slices
 
 
-def emit_kernel(emitter, h, name):
-    """The KernelThunk computing ``h``'s buffer(s)."""
+def emit_kernel(emitter, h, name, outputs=None):
+    """The KernelThunk computing ``h``'s buffer(s) (``outputs``: those of
+    ``_outputs(h)`` to compute, all of the same shape; default all)."""
     op = h.opcode
     if op == "fusion":
         kind = h.attrs.get("kind")
@@ -155,7 +173,9 @@ def emit_kernel(emitter, h, name):
     if op == "map":
         raise _unsupported(h)
     assignment = emitter.assignment
-    outputs = _outputs(h)
+    outputs = outputs or _outputs(h)
+    if len({tuple(s.dimensions) for _, s, _ in outputs}) != 1:
+        raise _unsupported(h, "one kernel for outputs of different shapes")
     out_slices = [Slice(assignment.buffer(h, index)) for index, _, _ in outputs]
     slices = out_slices + _reads(h, assignment)
     keys = list(dict.fromkeys(s.key for s in slices))
@@ -310,8 +330,14 @@ class _ThunkEmitter:
                 return parts[0]
             sb = a.buffer(selector, ())
             return ConditionalThunk((sb.allocation.index, sb.offset), selector.shape.dtype, parts)
-        self.kernels += 1
-        return emit_kernel(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
+        groups = _output_groups(h, a) if h.opcode == "fusion" and h.shape.is_tuple else [None]
+        thunks = []
+        for k, outputs in enumerate(groups):
+            suffix = f"_{k}" if len(groups) > 1 else ""
+            self.kernels += 1
+            thunks.append(emit_kernel(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}{suffix}",
+                                      outputs))
+        return thunks[0] if len(thunks) == 1 else thunks
 
 
 def emit_thunks(module, assignment):
