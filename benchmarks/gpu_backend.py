@@ -78,7 +78,7 @@ def jax_side(name):
         return None
     if not any(d.platform == "gpu" for d in jax.devices()):
         return None
-    return jax.jit(WORKLOADS[name][0])
+    return jax.jit(WORKLOADS[name][0] if name else lambda x: x + x)
 
 
 def main():
@@ -132,6 +132,20 @@ def main():
             limit = f"{moved / ours / bandwidth:.3f}"
         lines.append(f"{name:<16}{compile_s:>10.2f}{ours * 1e3:>10.3f}{jax_ms:>10.3f}"
                      f"{jax_ms / (ours * 1e3):>10.2f}{achieved:>16}{limit:>10}{err:>13.2e}")
+    tiny = xla.compile("HloModule tiny\nENTRY e {\n  x = f32[8] parameter(0)\n"
+                       "  ROOT y = f32[8] add(x, x)\n}", "gpu")
+    tbufs = [device.put(np.ones(8, np.float32))]
+    t = median_time(lambda: tiny.execute_buffers(tbufs), device.synchronize, 10 * opts.repeats)
+    line = f"one tiny kernel (f32[8] add), execute + synchronize: {t * 1e6:.0f} us"
+    jfn = jax_side(None)
+    if jfn is not None:
+        import jax
+        jx = jax.device_put(np.ones(8, np.float32))
+        last = []
+        jt = median_time(lambda: last.append(jfn(jx)), lambda: last.pop().block_until_ready(),
+                         10 * opts.repeats)
+        line += f"; jax.jit: {jt * 1e6:.0f} us"
+    lines.append(line)
     if torch is not None:
         a = torch.randn(2048, 2048, device="cuda")
         t = median_time(lambda: a @ a, torch.cuda.synchronize, opts.repeats)

@@ -234,3 +234,81 @@ def test_executions_free_their_device_memory():
     # The stream-ordered pool may keep what it freed; it must not grow by the
     # 200 executions' temporaries (4 MiB each: 800 MiB).
     assert free_before - free_after < 128 << 20, (free_before, free_after)
+
+
+# ----- dot through cuBLAS (GemmThunk): the emulator runs it with NumPy --------------
+
+GEMM_CASES = {
+    # name: (lhs shape, rhs shape, dot attributes, dtype)
+    "row-major": ((64, 48), (48, 40), "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "f32"),
+    "x @ w.T": ((64, 48), (40, 48), "lhs_contracting_dims={1}, rhs_contracting_dims={1}", "f32"),
+    "x.T @ w": ((48, 64), (48, 40), "lhs_contracting_dims={0}, rhs_contracting_dims={0}", "f32"),
+    "both transposed": ((48, 64), (40, 48), "lhs_contracting_dims={0}, rhs_contracting_dims={1}",
+                        "f64"),
+    "batched": ((3, 16, 24), (3, 24, 8), "lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                "rhs_batch_dims={0}, rhs_contracting_dims={1}", "f32"),
+    "matrix-vector": ((64, 48), (48,), "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "f64"),
+    "vector-matrix": ((48,), (48, 40), "lhs_contracting_dims={0}, rhs_contracting_dims={0}", "f32"),
+}
+
+
+def _gemm_module(lhs, rhs, attrs, dt):
+    def shape(dims):
+        return f"{dt}[{','.join(map(str, dims))}]"
+    lc = int(attrs.split("lhs_contracting_dims={")[1][0])
+    rc = int(attrs.split("rhs_contracting_dims={")[1][0])
+    batch = [lhs[0]] if "batch" in attrs else []
+    nb = len(batch)
+    out = batch + [d for i, d in enumerate(lhs) if i >= nb and i != lc] + \
+        [d for i, d in enumerate(rhs) if i >= nb and i != rc]
+    return f"""HloModule m
+ENTRY e {{
+  a = {shape(lhs)} parameter(0)
+  b = {shape(rhs)} parameter(1)
+  ROOT d = {shape(out)} dot(a, b), {attrs}
+}}""", lc, rc, nb
+
+
+def _reference(a, b, lc, rc, nb):
+    """The dot by einsum: batch dimension 0 shared, lc summed with rc."""
+    b_index = [0 if i < nb else lc if i == rc else 10 + i for i in range(b.ndim)]
+    out = list(range(nb)) + [i for i in range(nb, a.ndim) if i != lc] + \
+        [j for j in b_index[nb:] if j != lc]
+    return np.einsum(a, list(range(a.ndim)), b, b_index, out)
+
+
+@pytest.mark.parametrize("platform", ["gpu_emulator", pytest.param("gpu", marks=needs_gpu)])
+@pytest.mark.parametrize("canonical", [True, False], ids=["canonicalized", "as-written"])
+@pytest.mark.parametrize("case", list(GEMM_CASES))
+def test_plain_matrix_products_go_to_gemm(case, canonical, platform):
+    """With dot_decomposer (operands transposed into canonical order first)
+    and without it (cuBLAS's transpose flags do it)."""
+    from xla.backends.gpu.gemm import GemmThunk
+    lhs, rhs, attrs, dt = GEMM_CASES[case]
+    text, lc, rc, nb = _gemm_module(lhs, rhs, attrs, dt)
+    exe = xla.compile(text, platform, debug_options=None if canonical else
+                      "--xla_disable_hlo_passes=dot_decomposer")
+    assert isinstance(exe.thunks[-1], GemmThunk), exe.thunks
+    if not canonical:
+        (gemm,) = exe.thunks
+        assert (gemm.lhs_transposed, gemm.rhs_transposed) == ("x.T" in case or "both" in case,
+                                                              "w.T" in case or "both" in case)
+    rng = np.random.default_rng(1)
+    dtype = np.float32 if dt == "f32" else np.float64
+    a, b = rng.standard_normal(lhs).astype(dtype), rng.standard_normal(rhs).astype(dtype)
+    expected = _reference(a.astype(np.float64), b.astype(np.float64), lc, rc, nb)
+    np.testing.assert_allclose(exe.execute(a, b), expected, rtol=1e-5 if dt == "f32" else 1e-12,
+                               atol=1e-4 if dt == "f32" else 1e-12)
+
+
+def test_other_dots_stay_kernels():
+    exe = xla.compile("""HloModule m
+ENTRY e {
+  a = s32[4,3] parameter(0)
+  b = s32[3,5] parameter(1)
+  ROOT d = s32[4,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}""", "gpu_emulator")
+    assert [type(t).__name__ for t in exe.thunks] == ["KernelThunk"]
+    a = np.arange(12, dtype=np.int32).reshape(4, 3)
+    b = np.arange(15, dtype=np.int32).reshape(3, 5)
+    np.testing.assert_array_equal(exe.execute(a, b), a @ b)

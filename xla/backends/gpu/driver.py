@@ -3,12 +3,14 @@
 
 ``cuda_unavailable_reason()`` says why CUDA cannot run here (None when it
 can); ``CudaContext`` is one device's primary context and stream, with the
-operations the executable needs: stream-ordered allocation
+operations the executable needs: stream-ordered allocation from the
+device's default pool, which keeps what is freed
 (``cuMemAllocAsync``/``cuMemFreeAsync``, so a buffer freed while kernels
-still read it is released only after them), copies, PTX module loading and
-kernel launches. Every driver error raises ``XlaRuntimeError`` naming the
-call and the driver's message; kernel faults are asynchronous and surface
-at the next synchronizing call (a read back, ``block_until_ready``).
+still read it is released only after them), copies, PTX module loading,
+kernel launches, and cuBLAS (``gemm.py``) on the same stream. Every driver
+error raises ``CudaError`` naming the call and the driver's message; kernel
+faults are asynchronous and surface at the next synchronizing call (a read
+back, ``block_until_ready``).
 """
 import ctypes
 import ctypes.util
@@ -126,6 +128,14 @@ class CudaContext:
         self.multiprocessors = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         self.stream = _check("cuStreamCreate",
                              d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        self._cublas = None
+        # Memory freed back to the stream-ordered pool stays there for the next
+        # allocation instead of going back to the driver at each synchronize
+        # (which made every execution map its outputs' pages afresh).
+        pool = _check("cuDeviceGetDefaultMemPool", d.cuDeviceGetDefaultMemPool(self.device))
+        _check("cuMemPoolSetAttribute", d.cuMemPoolSetAttribute(
+            pool, d.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            d.cuuint64_t(2 ** 64 - 1)))
 
     def _enter(self):
         _check("cuCtxSetCurrent", _driver().cuCtxSetCurrent(self.context))
@@ -195,6 +205,15 @@ class CudaContext:
             module = _check("cuModuleLoadData", d.cuModuleLoadData(ptx.encode() + b"\0"))
             return {n: _check(f"cuModuleGetFunction({n})", d.cuModuleGetFunction(module, n.encode()))
                     for n in names}
+
+    def gemm(self, thunk, lhs, rhs, out):
+        """A ``gemm.GemmThunk`` through cuBLAS, on the stream."""
+        with self._lock:
+            self._enter()
+            if self._cublas is None:
+                from xla.backends.gpu.gemm import Cublas
+                self._cublas = Cublas(int(self.stream))
+            self._cublas.gemm(thunk, lhs, rhs, out)
 
     def launch(self, function, grid, block, pointers):
         args = (tuple(pointers), tuple(ctypes.c_void_p for _ in pointers))

@@ -133,12 +133,16 @@ class GpuExecutable(Executable):
         return self._loaded[device]
 
     def _run(self, device, kernels, thunks, memory):
+        from xla.backends.gpu.gemm import GemmThunk, operand_bytes
         from xla.backends.gpu.kernel_emitter import (ConditionalThunk, CopyThunk, KernelThunk,
                                                      WhileThunk)
         for thunk in thunks:
             if isinstance(thunk, KernelThunk):
                 pointers = [memory[a].address + offset for a, offset in thunk.slices]
                 device.launch(kernels[thunk.name], thunk, pointers)
+            elif isinstance(thunk, GemmThunk):
+                device.gemm(thunk, *[memory[a].view(o, n) for (a, o), n in
+                                     zip((thunk.lhs, thunk.rhs, thunk.out), operand_bytes(thunk))])
             elif isinstance(thunk, list):
                 self._run(device, kernels, thunk, memory)
             elif isinstance(thunk, CopyThunk):

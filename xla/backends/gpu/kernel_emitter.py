@@ -20,6 +20,9 @@ are read with ``llvm.nvvm.read.ptx.sreg.*`` and nothing else is
 target-specific, which is what lets the emulator (``emulator.py``) run the
 same IR on the host.
 
+A plain matrix product (``gemm.py``) is a ``GemmThunk``: cuBLAS on a
+GPU, NumPy on the emulator.
+
 Control flow runs on the host (``WhileThunk``, ``ConditionalThunk``; a call
 is inlined): the condition's pred and the selector are read back from the
 device, and buffers move between a loop's state and its body's results by
@@ -330,6 +333,11 @@ class _ThunkEmitter:
                 return parts[0]
             sb = a.buffer(selector, ())
             return ConditionalThunk((sb.allocation.index, sb.offset), selector.shape.dtype, parts)
+        if h.opcode == "dot":
+            from xla.backends.gpu.gemm import gemm_thunk
+            gemm = gemm_thunk(h, a)
+            if gemm is not None:
+                return gemm
         groups = _output_groups(h, a) if h.opcode == "fusion" and h.shape.is_tuple else [None]
         thunks = []
         for k, outputs in enumerate(groups):

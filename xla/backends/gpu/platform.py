@@ -11,7 +11,7 @@
 Buffers live in device memory (``GpuBuffer``); nothing is host memory, so
 ``xla.jit`` keeps results on the device until they are read. Each device
 implements the operations ``GpuExecutable`` runs a module with: allocate,
-upload, download, copy, synchronize, load_kernels, launch.
+upload, download, copy, synchronize, load_kernels, launch, gemm.
 """
 import numpy as np
 
@@ -54,6 +54,10 @@ class EmulatorDevice(Device):
         from xla.backends.gpu.emulator import EmulatedKernel
         return {t.name: EmulatedKernel(t) for t in executable.kernels}
 
+    def gemm(self, thunk, lhs, rhs, out):
+        from xla.backends.gpu.gemm import run_on_host
+        run_on_host(thunk, lhs.array, rhs.array, out.array)
+
     def launch(self, kernel, thunk, pointers):
         grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // EMULATOR_BLOCK)))
         kernel.launch(pointers, grid, EMULATOR_BLOCK)
@@ -92,6 +96,9 @@ class CudaDevice(Device):
         ptx = executable.ptx if executable.arch == self.arch else \
             compile_ptx([t.ir_text for t in kernels], self.arch)
         return self.context.load_module(ptx, sorted({t.name for t in kernels}))
+
+    def gemm(self, thunk, lhs, rhs, out):
+        self.context.gemm(thunk, lhs.address, rhs.address, out.address)
 
     def launch(self, kernel, thunk, pointers):
         grid = max(1, min(BLOCKS_PER_SM * self.context.multiprocessors,
