@@ -312,3 +312,76 @@ ENTRY e {
     a = np.arange(12, dtype=np.int32).reshape(4, 3)
     b = np.arange(15, dtype=np.int32).reshape(3, 5)
     np.testing.assert_array_equal(exe.execute(a, b), a @ b)
+
+
+# ----- row reductions: partials over lanes, then a combine (row_reduction.py) -------
+
+ROW_REDUCTIONS = {
+    # name: (input shape, dtype, reduced dims, reducer, init, NumPy reference)
+    "sum of rows not a multiple of the lanes": ((7, 1000), "f32", (1,), "add", 0, np.sum),
+    "full sum to a scalar": ((100_003,), "f32", (0,), "add", 0, np.sum),
+    "max with an init that is not the identity": ((64, 300), "f32", (1,), "maximum", 0.5,
+                                                  lambda x, axis: np.maximum(x.max(axis), 0.5)),
+    "sum with an init that is not the identity": ((64, 300), "f64", (1,), "add", 5,
+                                                  lambda x, axis: x.sum(axis) + 5),
+    "integer sum": ((33, 4097), "s32", (1,), "add", 0, np.sum),
+    "two dims, minor and major": ((4, 50, 300), "f32", (0, 2), "add", 0, np.sum),
+}
+
+
+@pytest.mark.parametrize("platform", ["gpu_emulator", pytest.param("gpu", marks=needs_gpu)])
+@pytest.mark.parametrize("case", list(ROW_REDUCTIONS))
+def test_row_reductions_run_as_partials_and_a_combine(case, platform):
+    dims, dt, reduced, op, init, reference = ROW_REDUCTIONS[case]
+    out = [d for i, d in enumerate(dims) if i not in reduced]
+    exe = xla.compile(f"""HloModule m
+r {{
+  a = {dt}[] parameter(0)
+  b = {dt}[] parameter(1)
+  ROOT c = {dt}[] {op}(a, b)
+}}
+ENTRY e {{
+  x = {dt}[{','.join(map(str, dims))}] parameter(0)
+  i = {dt}[] constant({init})
+  ROOT y = {dt}[{','.join(map(str, out))}] reduce(x, i), dimensions={{{','.join(map(str, reduced))}}}, to_apply=r
+}}""", platform)
+    assert [t.name.rsplit("_", 1)[-1] for t in exe.kernels] == ["partials", "combine"]
+    _, messages = assemble(exe.ptx, exe.arch)
+    assert messages.strip() == "", messages
+    rng = np.random.default_rng(2)
+    dtype = {"f32": np.float32, "f64": np.float64, "s32": np.int32}[dt]
+    x = (rng.integers(-1000, 1000, dims) if dt == "s32" else rng.standard_normal(dims)).astype(dtype)
+    expected = reference(x.astype(np.float64 if dt != "s32" else np.int64), axis=reduced)
+    got = exe.execute(x)
+    if dt == "s32":
+        np.testing.assert_array_equal(got, expected.astype(np.int32))
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-5 if dt == "f32" else 1e-12, atol=1e-3)
+
+
+def test_short_rows_and_unknown_reducers_keep_one_thread_per_output():
+    exe = xla.compile("""HloModule m
+r {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] subtract(a, b)
+}
+s {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[16,300] parameter(0)
+  z = f32[] constant(0)
+  odd = f32[16] reduce(x, z), dimensions={1}, to_apply=r
+  y = f32[300,16] parameter(1)
+  short = f32[300] reduce(y, z), dimensions={1}, to_apply=s
+  ROOT t = (f32[16], f32[300]) tuple(odd, short)
+}""", "gpu_emulator")
+    assert not any("partials" in t.name for t in exe.kernels), [t.name for t in exe.kernels]
+    x = np.ones((16, 300), np.float32)
+    y = np.ones((300, 16), np.float32)
+    odd, short = exe.execute(x, y)
+    np.testing.assert_array_equal(odd, np.full(16, -300, np.float32))
+    np.testing.assert_array_equal(short, np.full(300, 16, np.float32))

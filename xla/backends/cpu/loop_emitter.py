@@ -37,9 +37,9 @@ def loop_hints(module, interleave):
 
 
 @contextlib.contextmanager
-def for_loop(b, start, end, name="i", interleave=None):
-    """``for (i = start; i < end; ++i) { body }``: yields ``i``; the builder
-    is left after the loop when the block ends. ``interleave``: see
+def for_loop(b, start, end, name="i", interleave=None, step=1):
+    """``for (i = start; i < end; i += step) { body }``: yields ``i``; the
+    builder is left after the loop when the block ends. ``interleave``: see
     ``loop_hints``."""
     start = start if isinstance(start, ir.Value) else i64(start)
     end = end if isinstance(end, ir.Value) else i64(end)
@@ -54,7 +54,7 @@ def for_loop(b, start, end, name="i", interleave=None):
     b.cbranch(b.icmp_signed("<", iv, end), body, exit_)
     b.position_at_end(body)
     yield iv
-    nxt = b.add(iv, i64(1), name=f"{name}.next", flags=("nsw", "nuw"))
+    nxt = b.add(iv, i64(step), name=f"{name}.next", flags=("nsw", "nuw"))
     iv.add_incoming(nxt, b.block)
     latch = b.branch(header)
     if interleave:

@@ -41,6 +41,12 @@ identity instead of the init value. The partial results are combined in
 chunk order afterwards (``ir_emitter.ModuleEmitter.emit_chunked_reduce``),
 so results do not depend on the number of threads.
 
+Lane-strided reductions (the GPU's row reductions, ``xla/backends/gpu/
+row_reduction.py``): ``g.reduce_lanes[id(h)] = (lane, step, identities)``
+makes the reduce walk its minor-most reduced dimension from ``lane`` in
+steps of ``step``, starting from the reducer's identity; adjacent threads
+then read adjacent elements, and a second kernel combines the partials.
+
 Dot (the naive form, for integer and other types, fused dots, and f32/f64
 dots when the runtime has no matmul): for each output element, a loop over
 the contracting dimensions multiplying and accumulating in the result's
@@ -139,10 +145,16 @@ def generate_reduce(g, h, index):
     kept = [d for d in range(in_shape.rank) if d not in reduced]
     comp = h.attr("to_apply")
     chunk = getattr(g, "reduce_chunks", {}).get(id(h))
+    lanes_of = getattr(g, "reduce_lanes", {}).get(id(h))
     if chunk is not None:
         lo, hi, identities = chunk
         init_values = list(identities)
         ranges = {chunked_dimension(h): (lo, hi)}
+    elif lanes_of is not None:
+        lane, step, identities = lanes_of
+        init_values = list(identities)
+        minor = _reduced_order(h)[-1]
+        ranges = {minor: (lane, in_shape.dimensions[minor], step)}
     else:
         init_values = [g.value(i, []) for i in inits]
         ranges = {}
@@ -155,7 +167,7 @@ def generate_reduce(g, h, index):
     et = inputs[0].shape.element_type
     lanes = LANES.get(et.text)
     identity = chunk_identity(comp, et) if n == 1 and lanes else None
-    if (identity is not None and comp.root_instruction.opcode in _VECTOR_REDUCERS
+    if (identity is not None and lanes_of is None and comp.root_instruction.opcode in _VECTOR_REDUCERS
             and order and order[-1] == le.major_to_minor(in_shape)[-1]
             and in_shape.dimensions[order[-1]] >= 2 * lanes):
         return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes, ranges,
@@ -186,8 +198,8 @@ def generate_reduce(g, h, index):
                 g.b.store(v, a)
             return
         d = order[level]
-        lo, hi = ranges.get(d, (0, in_shape.dimensions[d]))
-        with le.for_loop(g.b, lo, hi, name=f"r{d}") as iv:
+        lo, hi, *step = ranges.get(d, (0, in_shape.dimensions[d]))
+        with le.for_loop(g.b, lo, hi, name=f"r{d}", step=step[0] if step else 1) as iv:
             idx[d] = iv
             emit(level + 1)
 

@@ -83,6 +83,7 @@ class GpuExecutable(Executable):
         self.arch = arch
         self._ptx = None
         self._loaded = {}      # device -> (kernels by name, constant memory by allocation)
+        self._scratch = {key: n for t in self.kernels for key, n in (t.scratch or {}).items()}
         from xla.backends.cpu.executable import literal_array_at
         from xla.backends.cpu.ir_emitter import physical_bytes
         self._constant_bytes = {}
@@ -217,6 +218,8 @@ class GpuExecutable(Executable):
             elif alloc.kind != "constant":
                 memory[alloc.index] = device.allocate(alloc.size)
                 fresh.add(alloc.index)
+        for key, nbytes in self._scratch.items():
+            memory[key] = device.allocate(nbytes)
         self._run(device, kernels, self.thunks, memory)
         root = self.module.entry.root_instruction
         out = []

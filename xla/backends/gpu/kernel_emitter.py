@@ -64,12 +64,14 @@ _NVPTX_OK = re.compile(r"^__nv_[a-z0-9]+$|^llvm\.(nvvm\.|fmuladd|fma|fabs|copysi
 @dataclass
 class KernelThunk:
     """One launch: the kernel's name and LLVM IR, the (allocation, offset)
-    of each pointer argument, and how many output elements it computes."""
+    of each pointer argument (a scratch allocation's key is ``("scratch", name)``), and
+    how many elements its grid-stride loop runs over."""
     name: str
     ir_text: str
     slices: list
     elements: int
     instruction: str
+    scratch: dict = None   # scratch allocation key -> bytes (allocated per execution)
 
 
 class _Emitter:
@@ -163,6 +165,47 @@ def _reads(h, assignment):
     return slices
 
 
+def grid_stride_loop(kernel, n, body):
+    """``for (i = ctaid.x * ntid.x + tid.x; i < n; i += nctaid.x * ntid.x)
+    body(builder, i)`` in ``kernel``, then its return."""
+    b = kernel.b
+    start = b.add(b.mul(kernel.sreg("ctaid.x"), kernel.sreg("ntid.x")), kernel.sreg("tid.x"))
+    stride = b.mul(kernel.sreg("nctaid.x"), kernel.sreg("ntid.x"))
+    entry = b.block
+    header = b.append_basic_block("loop.header")
+    loop = b.append_basic_block("loop.body")
+    done = b.append_basic_block("loop.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(I64, name="i")
+    i.add_incoming(start, entry)
+    b.cbranch(b.icmp_unsigned("<", i, i64(n)), loop, done)
+    b.position_at_end(loop)
+    body(b, i)
+    nxt = b.add(i, stride, name="i.next")
+    i.add_incoming(nxt, b.block)
+    b.branch(header)
+    b.position_at_end(done)
+    b.ret_void()
+    kernel.alloca_builder.branch(kernel.start_block)
+
+
+def finish_kernel(kernel, h, n, body):
+    """The kernel's text: a grid-stride loop over ``n`` running ``body``,
+    math renamed to libdevice's; raises naming ``h`` when it needs a
+    function NVPTX cannot lower."""
+    try:
+        grid_stride_loop(kernel, n, body)
+    except UnimplementedError as e:
+        raise UnimplementedError(str(e).replace("the cpu backend", "the gpu backend")) from None
+    text = to_libdevice(str(kernel.module))
+    for fn in re.findall(r"^declare [^@]*@\"?([\w.$]+)\"?\(", text, re.M):
+        if not _NVPTX_OK.match(fn):
+            raise _unsupported(h, f"it needs {fn}, which has no NVPTX lowering here "
+                                  "(libdevice is not linked)")
+    return text
+
+
 def emit_kernel(emitter, h, name, outputs=None):
     """The KernelThunk computing ``h``'s buffer(s) (``outputs``: those of
     ``_outputs(h)`` to compute, all of the same shape; default all)."""
@@ -186,38 +229,14 @@ def emit_kernel(emitter, h, name, outputs=None):
     g = ElementGenerator(emitter, kernel, fusion=h if op == "fusion" else None)
     shape = outputs[0][1]
     n = shape.num_elements()
-    b = kernel.b
-    start = b.add(b.mul(kernel.sreg("ctaid.x"), kernel.sreg("ntid.x")), kernel.sreg("tid.x"))
-    stride = b.mul(kernel.sreg("nctaid.x"), kernel.sreg("ntid.x"))
-    entry = b.block
-    header = b.append_basic_block("loop.header")
-    body = b.append_basic_block("loop.body")
-    done = b.append_basic_block("loop.exit")
-    b.branch(header)
-    b.position_at_end(header)
-    i = b.phi(I64, name="i")
-    i.add_incoming(start, entry)
-    b.cbranch(b.icmp_unsigned("<", i, i64(n)), body, done)
-    b.position_at_end(body)
-    index = le.delinearize(b, i, list(shape.dimensions), le.major_to_minor(shape))
-    try:
+
+    def body(b, i):
+        index = le.delinearize(b, i, list(shape.dimensions), le.major_to_minor(shape))
         values = [g.value(value_of, index) for _, _, value_of in outputs]
-    except UnimplementedError as e:
-        raise UnimplementedError(str(e).replace("the cpu backend", "the gpu backend")) from None
-    for (_, out_shape, _), out_slice, v in zip(outputs, out_slices, values):
-        ptr = g.element_pointer(kernel.pointer(out_slice), out_shape, index)
-        store_element(b, v, ptr, out_shape.element_type)
-    nxt = b.add(i, stride, name="i.next")
-    i.add_incoming(nxt, b.block)
-    b.branch(header)
-    b.position_at_end(done)
-    b.ret_void()
-    kernel.alloca_builder.branch(kernel.start_block)
-    text = to_libdevice(str(kernel.module))
-    for fn in re.findall(r"^declare [^@]*@\"?([\w.$]+)\"?\(", text, re.M):
-        if not _NVPTX_OK.match(fn):
-            raise _unsupported(h, f"it needs {fn}, which has no NVPTX lowering here "
-                                  "(libdevice is not linked)")
+        for (_, out_shape, _), out_slice, v in zip(outputs, out_slices, values):
+            ptr = g.element_pointer(kernel.pointer(out_slice), out_shape, index)
+            store_element(b, v, ptr, out_shape.element_type)
+    text = finish_kernel(kernel, h, n, body)
     return KernelThunk(name, text, keys, n, h.name)
 
 
@@ -279,6 +298,11 @@ def _copies(pairs):
         out.append(((dst.allocation.index, dst.offset), (src.allocation.index, src.offset),
                     min(dst.size, src.size)))
     return CopyThunk(out)
+
+
+def row_reduction(emitter, h, name, outputs):
+    from xla.backends.gpu.row_reduction import emit_row_reduction
+    return emit_row_reduction(emitter, h, name, outputs or _outputs(h))
 
 
 class _ThunkEmitter:
@@ -343,8 +367,9 @@ class _ThunkEmitter:
         for k, outputs in enumerate(groups):
             suffix = f"_{k}" if len(groups) > 1 else ""
             self.kernels += 1
-            thunks.append(emit_kernel(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}{suffix}",
-                                      outputs))
+            name = f"k{self.kernels - 1}_{_symbol(h.name)}{suffix}"
+            row = row_reduction(self.emitter, h, name, outputs)
+            thunks.extend(row or [emit_kernel(self.emitter, h, name, outputs)])
         return thunks[0] if len(thunks) == 1 else thunks
 
 
