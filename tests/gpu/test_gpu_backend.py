@@ -314,9 +314,9 @@ ENTRY e {
     np.testing.assert_array_equal(exe.execute(a, b), a @ b)
 
 
-# ----- row reductions: partials over lanes, then a combine (row_reduction.py) -------
+# ----- row and column reductions: partials, then a combine (split_reduction.py) -----
 
-ROW_REDUCTIONS = {
+SPLIT_REDUCTIONS = {
     # name: (input shape, dtype, reduced dims, reducer, init, NumPy reference)
     "sum of rows not a multiple of the lanes": ((7, 1000), "f32", (1,), "add", 0, np.sum),
     "full sum to a scalar": ((100_003,), "f32", (0,), "add", 0, np.sum),
@@ -326,13 +326,17 @@ ROW_REDUCTIONS = {
                                                   lambda x, axis: x.sum(axis) + 5),
     "integer sum": ((33, 4097), "s32", (1,), "add", 0, np.sum),
     "two dims, minor and major": ((4, 50, 300), "f32", (0, 2), "add", 0, np.sum),
+    "column sum": ((5000, 40), "f32", (0,), "add", 0, np.sum),
+    "column max over two major dims": ((64, 100, 8), "f32", (0, 1), "maximum", float("-inf"),
+                                       np.max),
+    "integer column sum, chunks not dividing the rows": ((3001, 7), "s32", (0,), "add", 0, np.sum),
 }
 
 
 @pytest.mark.parametrize("platform", ["gpu_emulator", pytest.param("gpu", marks=needs_gpu)])
-@pytest.mark.parametrize("case", list(ROW_REDUCTIONS))
-def test_row_reductions_run_as_partials_and_a_combine(case, platform):
-    dims, dt, reduced, op, init, reference = ROW_REDUCTIONS[case]
+@pytest.mark.parametrize("case", list(SPLIT_REDUCTIONS))
+def test_reductions_run_as_partials_and_a_combine(case, platform):
+    dims, dt, reduced, op, init, reference = SPLIT_REDUCTIONS[case]
     out = [d for i, d in enumerate(dims) if i not in reduced]
     exe = xla.compile(f"""HloModule m
 r {{
@@ -360,6 +364,7 @@ ENTRY e {{
 
 
 def test_short_rows_and_unknown_reducers_keep_one_thread_per_output():
+    """(Also: a column reduction with enough outputs.)"""
     exe = xla.compile("""HloModule m
 r {
   a = f32[] parameter(0)

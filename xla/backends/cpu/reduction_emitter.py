@@ -42,7 +42,7 @@ chunk order afterwards (``ir_emitter.ModuleEmitter.emit_chunked_reduce``),
 so results do not depend on the number of threads.
 
 Lane-strided reductions (the GPU's row reductions, ``xla/backends/gpu/
-row_reduction.py``): ``g.reduce_lanes[id(h)] = (lane, step, identities)``
+split_reduction.py``): ``g.reduce_lanes[id(h)] = (lane, step, identities)``
 makes the reduce walk its minor-most reduced dimension from ``lane`` in
 steps of ``step``, starting from the reducer's identity; adjacent threads
 then read adjacent elements, and a second kernel combines the partials.

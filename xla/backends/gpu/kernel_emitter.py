@@ -300,9 +300,9 @@ def _copies(pairs):
     return CopyThunk(out)
 
 
-def row_reduction(emitter, h, name, outputs):
-    from xla.backends.gpu.row_reduction import emit_row_reduction
-    return emit_row_reduction(emitter, h, name, outputs or _outputs(h))
+def split_reduction(emitter, h, name, outputs):
+    from xla.backends.gpu.split_reduction import emit_split_reduction
+    return emit_split_reduction(emitter, h, name, outputs or _outputs(h))
 
 
 class _ThunkEmitter:
@@ -368,8 +368,8 @@ class _ThunkEmitter:
             suffix = f"_{k}" if len(groups) > 1 else ""
             self.kernels += 1
             name = f"k{self.kernels - 1}_{_symbol(h.name)}{suffix}"
-            row = row_reduction(self.emitter, h, name, outputs)
-            thunks.extend(row or [emit_kernel(self.emitter, h, name, outputs)])
+            split = split_reduction(self.emitter, h, name, outputs)
+            thunks.extend(split or [emit_kernel(self.emitter, h, name, outputs)])
         return thunks[0] if len(thunks) == 1 else thunks
 
 

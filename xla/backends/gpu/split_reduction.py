@@ -1,4 +1,4 @@
-"""Row reductions in two kernels whose loads are coalesced.
+"""Row and column reductions in two kernels: coalesced loads, enough threads.
 
 A reduce kernel with one thread per output element reads memory badly on a
 GPU when the reduced dimension is the minor-most one (a row reduction):
@@ -21,6 +21,13 @@ multiply, maximum, minimum, and, or of f32/f64 and integers). The lane count
 is 32, more when there are few outputs (so that the GPU has threads to run:
 a reduction to a scalar gets 4,096 lanes), never more than the reduced
 dimension allows.
+
+Column reductions (the minor-most dimension kept) read adjacent elements
+from adjacent threads already, but with one thread per output there are
+too few threads when the outputs are few and the reduced dimension long.
+Then the most major reduced dimension is split into ``chunks``: partial
+``c`` of output ``o`` reduces chunk ``c``, at ``scratch[c * outputs + o]``,
+and the combine folds the chunks in order.
 """
 from llvmlite import ir
 
@@ -29,30 +36,47 @@ from xla.backends.cpu.element_generator import ElementGenerator
 from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.llvm_types import store_element
 from xla.backends.cpu.loop_emitter import i64
-from xla.backends.cpu.reduction_emitter import chunk_identity
+from xla.backends.cpu.reduction_emitter import chunk_identity, chunked_dimension
 
 WARP = 32
 MIN_THREADS = 1 << 17     # lanes grow until outputs x lanes reaches this
 MAX_LANES = 4096
 
 
-def _row_reduces(outputs):
-    """[(reduce, identity)] when every output is a row reduction this
-    module can split, with one minor-most reduced dimension size; else None."""
-    found, minor_sizes = [], set()
+def _split_reduces(outputs):
+    """(kind, [(reduce, identity)], size) when every output is a reduce
+    this module can split, all of one kind: "row" (the minor-most input
+    dimension reduced; size: its length) or "column" (it is kept; size: the
+    length of the most major reduced dimension), the same size for all;
+    else None."""
+    found, kinds = [], set()
     for _, shape, r in outputs:
         if r.opcode != "reduce" or len(r.operands) != 2 or not shape.is_array:
             return None
         x = r.operands[0].shape
         order = le.major_to_minor(x)
-        if not order or order[-1] not in r.attr("dimensions", ()):
-            return None
+        reduced = r.attr("dimensions", ())
         identity = chunk_identity(r.attr("to_apply"), x.element_type)
-        if identity is None:
+        if not order or not reduced or identity is None:
             return None
-        minor_sizes.add(x.dimensions[order[-1]])
+        if order[-1] in reduced:
+            kinds.add(("row", x.dimensions[order[-1]]))
+        else:
+            kinds.add(("column", x.dimensions[chunked_dimension(r)]))
         found.append((r, identity))
-    return found if len(minor_sizes) == 1 else None
+    if len(kinds) != 1:
+        return None
+    (kind, size), = kinds
+    return kind, found, size
+
+
+def chunk_count(outputs_n, size):
+    """Chunks of the major reduced dimension per output: enough for
+    MIN_THREADS threads, each chunk at least 8 long; 1: not worth it."""
+    chunks = 1
+    while outputs_n * chunks < MIN_THREADS and size // (chunks * 2) >= 8:
+        chunks *= 2
+    return chunks
 
 
 def lane_count(outputs_n, minor):
@@ -64,21 +88,28 @@ def lane_count(outputs_n, minor):
     return lanes
 
 
-def emit_row_reduction(emitter, h, name, outputs):
+def emit_split_reduction(emitter, h, name, outputs):
     """[partials KernelThunk, combine KernelThunk] computing ``outputs`` of
     ``h`` (all of one shape), or None when they are not row reductions
     worth splitting."""
     from xla.backends.gpu.kernel_emitter import (KernelThunk, _Kernel, _reads, finish_kernel)
-    reduces = _row_reduces(outputs)
-    if reduces is None:
+    split = _split_reduces(outputs)
+    if split is None:
         return None
+    kind, reduces, size = split
     shape = outputs[0][1]
     n = shape.num_elements()
-    x = reduces[0][0].operands[0].shape
-    minor = x.dimensions[le.major_to_minor(x)[-1]]
-    if n == 0 or minor < 2 * WARP:
+    if n == 0:
         return None
-    lanes = lane_count(n, minor)
+    if kind == "row":
+        if size < 2 * WARP:
+            return None
+        parts = lane_count(n, size)
+    else:
+        parts = chunk_count(n, size)
+        if parts == 1:
+            return None
+        chunk_len = -(-size // parts)
     assignment = emitter.assignment
     fusion = h if h.opcode == "fusion" else None
     reads = [s.key for s in _reads(h, assignment)]
@@ -87,25 +118,33 @@ def emit_row_reduction(emitter, h, name, outputs):
     offsets, nbytes = [], 0
     for r, _ in reduces:
         offsets.append(nbytes)
-        nbytes += -(-n * lanes * r.shape.element_type.byte_size // 256) * 256
+        nbytes += -(-n * parts * r.shape.element_type.byte_size // 256) * 256
 
-    # 1. partials[o * lanes + lane] over the lane's strided elements.
+    # 1. the partials: row: [o * lanes + lane] over the lane's strided
+    #    elements; column: [c * n + o] over chunk c.
     keys = list(dict.fromkeys([scratch_key] + reads))
     kernel = _Kernel(f"{name}_partials", keys, h)
     g = ElementGenerator(emitter, kernel, fusion=fusion)
 
     def partials(b, i):
-        out, lane = b.udiv(i, i64(lanes)), b.urem(i, i64(lanes))
+        if kind == "row":
+            out, lane = b.udiv(i, i64(parts)), b.urem(i, i64(parts))
+            g.reduce_lanes = {id(r): (lane, parts, [identity]) for r, identity in reduces}
+        else:
+            chunk, out = b.udiv(i, i64(n)), b.urem(i, i64(n))
+            lo = b.mul(chunk, i64(chunk_len))
+            hi = b.add(lo, i64(chunk_len))
+            hi = b.select(b.icmp_unsigned("<", hi, i64(size)), hi, i64(size))
+            g.reduce_chunks = {id(r): (lo, hi, [identity]) for r, identity in reduces}
         index = le.delinearize(b, out, list(shape.dimensions), le.major_to_minor(shape))
-        g.reduce_lanes = {id(r): (lane, lanes, [identity]) for r, identity in reduces}
         for (r, _), offset in zip(reduces, offsets):
             v = g.value(r, index)
             base = b.gep(kernel.ptrs[scratch_key], [i64(offset)], source_etype=ir.IntType(8))
             b.store(v, b.gep(base, [i], inbounds=True, source_etype=v.type))
-    first = KernelThunk(kernel.module.name, finish_kernel(kernel, h, n * lanes, partials), keys,
-                        n * lanes, h.name, scratch={scratch: nbytes})
+    first = KernelThunk(kernel.module.name, finish_kernel(kernel, h, n * parts, partials), keys,
+                        n * parts, h.name, scratch={scratch: nbytes})
 
-    # 2. out[o] = fold(init, partials[o * lanes : (o + 1) * lanes]).
+    # 2. out[o] = fold(init, o's partials in order).
     out_slices = [Slice(assignment.buffer(h, index)) for index, _, _ in outputs]
     keys = list(dict.fromkeys([scratch_key] + [s.key for s in out_slices] + reads))
     kernel = _Kernel(f"{name}_combine", keys, h)
@@ -118,10 +157,10 @@ def emit_row_reduction(emitter, h, name, outputs):
             acc = kernel.alloca(identity.type, name="acc")
             b.store(g.value(r.operands[1], []), acc)
             base = b.gep(kernel.ptrs[scratch_key], [i64(offset)], source_etype=ir.IntType(8))
-            first_lane = b.mul(i, i64(lanes))
-            with le.for_loop(b, 0, lanes, name="lane") as lane:
-                part = b.load(b.gep(base, [b.add(first_lane, lane)], inbounds=True,
-                                    source_etype=identity.type), typ=identity.type)
+            with le.for_loop(b, 0, parts, name="part") as k:
+                at = b.add(b.mul(i, i64(parts)), k) if kind == "row" else b.add(b.mul(k, i64(n)), i)
+                part = b.load(b.gep(base, [at], inbounds=True, source_etype=identity.type),
+                              typ=identity.type)
                 cur = b.load(acc, typ=identity.type)
                 b.store(emitter.emit_scalar_computation(b, r.attr("to_apply"), [cur, part]), acc)
             ptr = g.element_pointer(kernel.pointer(out_slice), out_shape, index)
