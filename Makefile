@@ -40,10 +40,15 @@ system-packages:
 	fi
 
 # The virtual environment, reinstalled when requirements.txt changes.
-$(VENV)/.requirements.stamp: $(ROOT)/requirements.txt
+# requirements-gpu.txt too, where an NVIDIA driver is installed.
+$(VENV)/.requirements.stamp: $(ROOT)/requirements.txt $(ROOT)/requirements-gpu.txt
 	@test -x $(PYTHON) || { echo "setup: creating .venv"; python3 -m venv $(VENV); }
 	@echo "setup: installing requirements.txt into .venv"
 	@$(PYTHON) -m pip install --quiet --disable-pip-version-check -r $(ROOT)/requirements.txt
+	@if PATH="$$PATH:/sbin:/usr/sbin" ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then \
+	  echo "setup: an NVIDIA driver is installed: installing requirements-gpu.txt"; \
+	  $(PYTHON) -m pip install --quiet --disable-pip-version-check -r $(ROOT)/requirements-gpu.txt; \
+	fi
 	@touch $@
 
 # Builds the package and its C++ extension, then places the extension in the
