@@ -390,3 +390,28 @@ ENTRY e {
     odd, short = exe.execute(x, y)
     np.testing.assert_array_equal(odd, np.full(16, -300, np.float32))
     np.testing.assert_array_equal(short, np.full(300, 16, np.float32))
+
+
+# ----- the tools take the GPU platforms -----------------------------------------------
+
+def _tool(name, *args):
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return subprocess.run([sys.executable, os.path.join(root, "tools", name), *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_replay_computation_and_hlo_opt_take_the_gpu_platforms():
+    path = str(FILES[0].parent / "attention.hlo")
+    run = _tool("replay_computation.py", "--platform=gpu_emulator", "--compare=interpreter", path)
+    assert run.returncode == 0 and "compare with interpreter: OK" in run.stdout, run.stdout + run.stderr
+    run = _tool("hlo_opt.py", "--platform=gpu", path)
+    assert run.returncode == 0 and "fusion" in run.stdout, run.stderr
+    run = _tool("replay_computation.py", "--platform=gpu", path)
+    if NO_GPU is None:
+        assert run.returncode == 0, run.stderr
+    else:
+        assert run.returncode == 1 and "Traceback" not in run.stderr
+        assert "cannot run on platform 'gpu'" in run.stderr and NO_GPU in run.stderr, run.stderr
