@@ -7,7 +7,7 @@ operations the executable needs: stream-ordered allocation from the
 device's default pool, which keeps what is freed
 (``cuMemAllocAsync``/``cuMemFreeAsync``, so a buffer freed while kernels
 still read it is released only after them), copies, PTX module loading,
-kernel launches, and cuBLAS (``gemm.py``) on the same stream. Every driver
+kernel launches (and cuBLAS, ``gemm.py``, runs on the same stream). Every driver
 error raises ``CudaError`` naming the call and the driver's message; kernel
 faults are asynchronous and surface at the next synchronizing call (a read
 back, ``block_until_ready``).
@@ -109,16 +109,17 @@ class DeviceMemory:
 
 class CudaContext:
     """Device ``ordinal``'s primary context and one stream, on which every
-    copy, launch, allocation and free of this backend is ordered."""
+    copy, launch, allocation and free of this backend is ordered. Callers
+    of other CUDA libraries on it hold ``lock`` and call ``make_current``."""
 
     def __init__(self, ordinal):
         d = _driver()
         device_count()
         self.ordinal = ordinal
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         self.device = _check("cuDeviceGet", d.cuDeviceGet(ordinal))
         self.context = _check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(self.device))
-        self._enter()
+        self.make_current()
         name = _check("cuDeviceGetName", d.cuDeviceGetName(256, self.device))
         self.name = name.split(b"\0")[0].decode() if isinstance(name, bytes) else str(name)
         attr = d.CUdevice_attribute
@@ -128,7 +129,6 @@ class CudaContext:
         self.multiprocessors = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         self.stream = _check("cuStreamCreate",
                              d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING))
-        self._cublas = None
         # Memory freed back to the stream-ordered pool stays there for the next
         # allocation instead of going back to the driver at each synchronize
         # (which made every execution map its outputs' pages afresh).
@@ -137,22 +137,22 @@ class CudaContext:
             pool, d.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
             d.cuuint64_t(2 ** 64 - 1)))
 
-    def _enter(self):
+    def make_current(self):
         _check("cuCtxSetCurrent", _driver().cuCtxSetCurrent(self.context))
 
     # ----- memory -------------------------------------------------------------------
     def allocate(self, nbytes):
         d = _driver()
-        with self._lock:
-            self._enter()
+        with self.lock:
+            self.make_current()
             ptr = _check("cuMemAllocAsync", d.cuMemAllocAsync(max(1, nbytes), self.stream))
         return DeviceMemory(self, int(ptr), nbytes, root=True)
 
     def free(self, address):
         d = _driver()
         try:
-            with self._lock:
-                self._enter()
+            with self.lock:
+                self.make_current()
                 d.cuMemFreeAsync(address, self.stream)
         except Exception:   # interpreter shutdown: the driver may already be gone
             pass
@@ -163,8 +163,8 @@ class CudaContext:
         if data.nbytes != memory.nbytes:
             raise InternalError(f"upload of {data.nbytes} bytes into {memory.nbytes}")
         if data.nbytes:
-            with self._lock:
-                self._enter()
+            with self.lock:
+                self.make_current()
                 _check("cuMemcpyHtoDAsync", _driver().cuMemcpyHtoDAsync(
                     memory.address, data.ctypes.data, data.nbytes, self.stream))
                 # The copy reads pageable host memory: wait, so the caller may reuse it.
@@ -173,8 +173,8 @@ class CudaContext:
     def download(self, memory):
         """``memory``'s bytes as a new NumPy uint8 array (waits for the stream)."""
         out = np.empty(memory.nbytes, np.uint8)
-        with self._lock:
-            self._enter()
+        with self.lock:
+            self.make_current()
             if memory.nbytes:
                 _check("cuMemcpyDtoHAsync", _driver().cuMemcpyDtoHAsync(
                     out.ctypes.data, memory.address, memory.nbytes, self.stream))
@@ -184,14 +184,14 @@ class CudaContext:
     def copy(self, dst, src):
         """``dst.nbytes`` bytes from ``src`` to ``dst``, on the stream."""
         if dst.nbytes:
-            with self._lock:
-                self._enter()
+            with self.lock:
+                self.make_current()
                 _check("cuMemcpyDtoDAsync", _driver().cuMemcpyDtoDAsync(
                     dst.address, src.address, dst.nbytes, self.stream))
 
     def synchronize(self):
-        with self._lock:
-            self._enter()
+        with self.lock:
+            self.make_current()
             _check("cuStreamSynchronize (a kernel or copy before it failed)",
                    _driver().cuStreamSynchronize(self.stream))
 
@@ -200,24 +200,15 @@ class CudaContext:
         """Loads a PTX module (the driver compiles it for this device);
         returns {kernel name: CUfunction}."""
         d = _driver()
-        with self._lock:
-            self._enter()
+        with self.lock:
+            self.make_current()
             module = _check("cuModuleLoadData", d.cuModuleLoadData(ptx.encode() + b"\0"))
             return {n: _check(f"cuModuleGetFunction({n})", d.cuModuleGetFunction(module, n.encode()))
                     for n in names}
 
-    def gemm(self, thunk, lhs, rhs, out):
-        """A ``gemm.GemmThunk`` through cuBLAS, on the stream."""
-        with self._lock:
-            self._enter()
-            if self._cublas is None:
-                from xla.backends.gpu.gemm import Cublas
-                self._cublas = Cublas(int(self.stream))
-            self._cublas.gemm(thunk, lhs, rhs, out)
-
     def launch(self, function, grid, block, pointers):
         args = (tuple(pointers), tuple(ctypes.c_void_p for _ in pointers))
-        with self._lock:
-            self._enter()
+        with self.lock:
+            self.make_current()
             _check("cuLaunchKernel", _driver().cuLaunchKernel(
                 function, grid, 1, 1, block, 1, 1, 0, self.stream, args, 0))

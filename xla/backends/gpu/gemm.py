@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xla.backends.cpu.loop_emitter import major_to_minor
+from xla.backends.gpu.driver import CudaError
 
 
 @dataclass
@@ -103,8 +104,6 @@ class Cublas:
     """A cuBLAS handle bound to one stream."""
 
     def __init__(self, stream_address):
-        from xla.backends.gpu.driver import CudaError
-        self._error = CudaError
         self.lib = _load_cublas()
         self.handle = ctypes.c_void_p()
         self._check("cublasCreate_v2", self.lib.cublasCreate_v2(ctypes.byref(self.handle)))
@@ -113,7 +112,7 @@ class Cublas:
 
     def _check(self, call, status):
         if status != 0:
-            raise self._error(f"{call} failed: cuBLAS status {status}")
+            raise CudaError(f"{call} failed: cuBLAS status {status}")
 
     def gemm(self, t, lhs, rhs, out):
         """``t`` over device addresses ``lhs``, ``rhs``, ``out``."""
@@ -145,6 +144,5 @@ def _load_cublas():
             return ctypes.CDLL(name)
         except OSError:
             continue
-    from xla.backends.gpu.driver import CudaError
     raise CudaError("cuBLAS (libcublas) not found: install the nvidia-cublas wheel "
                     "(requirements-gpu.txt) or a CUDA toolkit")

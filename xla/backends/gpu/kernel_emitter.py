@@ -37,41 +37,14 @@ linked in when PTX is made; the emulator maps them back to the host's libm).
 import re
 from dataclasses import dataclass
 
-from llvmlite import ir
-
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.element_generator import GENERATORS, ElementGenerator
 from xla.backends.cpu.ir_emitter import NO_CODE, ModuleEmitter
 from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.llvm_types import store_element
-from xla.backends.cpu.loop_emitter import I64, i64
-from xla.backends.gpu.nvptx import DATA_LAYOUT, TRIPLE
-from xla.errors import UnimplementedError
+from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel, reads, unsupported
+from xla.backends.gpu.split_reduction import emit_split_reduction
 from xla.hlo.opcodes import ELEMENTWISE
-
-PTR = ir.PointerType()
-I32 = ir.IntType(32)
-VOID = ir.VoidType()
-
-# LLVM functions the generated code may call that NVPTX lowers itself, and
-# libdevice's (linked in by nvptx.compile_ptx).
-_NVPTX_OK = re.compile(r"^__nv_[a-z0-9]+$|^llvm\.(nvvm\.|fmuladd|fma|fabs|copysign|sqrt|floor|ceil|trunc|rint|"
-                       r"round|roundeven|nearbyint|minnum|maxnum|minimum|maximum|ctpop|ctlz|cttz|"
-                       r"abs|smax|smin|umax|umin|fpto[su]i\.sat|bswap|bitreverse|memcpy|memset|"
-                       r"lifetime|assume|experimental\.noalias)")
-
-
-@dataclass
-class KernelThunk:
-    """One launch: the kernel's name and LLVM IR, the (allocation, offset)
-    of each pointer argument (a scratch allocation's key is ``("scratch", name)``), and
-    how many elements its grid-stride loop runs over."""
-    name: str
-    ir_text: str
-    slices: list
-    elements: int
-    instruction: str
-    scratch: dict = None   # scratch allocation key -> bytes (allocated per execution)
 
 
 class _Emitter:
@@ -88,51 +61,17 @@ class _Emitter:
         self.llmod = None
 
 
-class _Kernel:
-    """One NVPTX kernel under construction (the element generators' ``kernel``)."""
-
-    def __init__(self, name, keys, root):
-        self.root = root
-        self.module = ir.Module(name=name)
-        self.module.triple = TRIPLE
-        self.module.data_layout = DATA_LAYOUT
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(keys)), name)
-        fn.calling_convention = "ptx_kernel"
-        self.function = fn
-        self.ptrs = dict(zip(keys, fn.args))
-        self.alloca_block = fn.append_basic_block("allocas")
-        self.alloca_builder = ir.IRBuilder(self.alloca_block)
-        self.start_block = fn.append_basic_block("start")
-        self.b = ir.IRBuilder(self.start_block)
-
-    def alloca(self, typ, name=""):
-        return self.alloca_builder.alloca(typ, name=name)
-
-    def pointer(self, slice_):
-        return self.ptrs[slice_.key]
-
-    def sreg(self, name):
-        fn = self.module.globals.get(f"llvm.nvvm.read.ptx.sreg.{name}")
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(I32, []), f"llvm.nvvm.read.ptx.sreg.{name}")
-        return self.b.zext(self.b.call(fn, []), I64)
-
-
-def _unsupported(h, why=None):
-    return UnimplementedError(f"the gpu backend does not support {h.opcode}"
-                              + (f" ({why})" if why else "") + f" (instruction {h.name})")
-
 
 def _outputs(h):
     """[(shape index, output shape, instruction computing it)] of ``h``."""
     if not h.shape.is_tuple:
         return [((), h.shape, h.attrs["calls"].root_instruction if h.opcode == "fusion" else h)]
     if h.opcode != "fusion" or h.attrs["calls"].root_instruction.opcode != "tuple":
-        raise _unsupported(h, "a tuple result")
+        raise unsupported(h, "a tuple result")
     root = h.attrs["calls"].root_instruction
     outs = [((k,), s, root.operands[k]) for k, s in enumerate(h.shape.tuple_shapes)]
     if any(not s.is_array for _, s, _ in outs):
-        raise _unsupported(h, "a multi-output fusion with a tuple output")
+        raise unsupported(h, "a multi-output fusion with a tuple output")
     return outs
 
 
@@ -146,64 +85,12 @@ def _output_groups(h, assignment):
         groups.setdefault(tuple(out[1].dimensions), []).append(out)
     groups = list(groups.values())
     if len(groups) > 1:
-        reads = {s.key for s in _reads(h, assignment)}
+        read = {s.key for s in reads(h, assignment)}
         for index, _, _ in _outputs(h):
-            if Slice(assignment.buffer(h, index)).key in reads:
-                raise _unsupported(h, "a multi-output fusion whose outputs differ in shape "
+            if Slice(assignment.buffer(h, index)).key in read:
+                raise unsupported(h, "a multi-output fusion whose outputs differ in shape "
                                       "and overwrite an operand")
     return groups
-
-
-def _reads(h, assignment):
-    """The buffer slices ``h``'s kernel reads: its operands' (for a fusion,
-    every operand of the fusion), each array leaf."""
-    slices = []
-    for o in h.operands:
-        for index, s in o.shape.leaves():
-            if s.is_array and assignment.has_buffers(o):
-                slices.append(Slice(assignment.buffer(o, index)))
-    return slices
-
-
-def grid_stride_loop(kernel, n, body):
-    """``for (i = ctaid.x * ntid.x + tid.x; i < n; i += nctaid.x * ntid.x)
-    body(builder, i)`` in ``kernel``, then its return."""
-    b = kernel.b
-    start = b.add(b.mul(kernel.sreg("ctaid.x"), kernel.sreg("ntid.x")), kernel.sreg("tid.x"))
-    stride = b.mul(kernel.sreg("nctaid.x"), kernel.sreg("ntid.x"))
-    entry = b.block
-    header = b.append_basic_block("loop.header")
-    loop = b.append_basic_block("loop.body")
-    done = b.append_basic_block("loop.exit")
-    b.branch(header)
-    b.position_at_end(header)
-    i = b.phi(I64, name="i")
-    i.add_incoming(start, entry)
-    b.cbranch(b.icmp_unsigned("<", i, i64(n)), loop, done)
-    b.position_at_end(loop)
-    body(b, i)
-    nxt = b.add(i, stride, name="i.next")
-    i.add_incoming(nxt, b.block)
-    b.branch(header)
-    b.position_at_end(done)
-    b.ret_void()
-    kernel.alloca_builder.branch(kernel.start_block)
-
-
-def finish_kernel(kernel, h, n, body):
-    """The kernel's text: a grid-stride loop over ``n`` running ``body``,
-    math renamed to libdevice's; raises naming ``h`` when it needs a
-    function NVPTX cannot lower."""
-    try:
-        grid_stride_loop(kernel, n, body)
-    except UnimplementedError as e:
-        raise UnimplementedError(str(e).replace("the cpu backend", "the gpu backend")) from None
-    text = to_libdevice(str(kernel.module))
-    for fn in re.findall(r"^declare [^@]*@\"?([\w.$]+)\"?\(", text, re.M):
-        if not _NVPTX_OK.match(fn):
-            raise _unsupported(h, f"it needs {fn}, which has no NVPTX lowering here "
-                                  "(libdevice is not linked)")
-    return text
 
 
 def emit_kernel(emitter, h, name, outputs=None):
@@ -213,19 +100,19 @@ def emit_kernel(emitter, h, name, outputs=None):
     if op == "fusion":
         kind = h.attrs.get("kind")
         if str(kind) not in ("kLoop", "kInput"):
-            raise _unsupported(h, f"fusion kind {kind}")
+            raise unsupported(h, f"fusion kind {kind}")
     elif op not in ELEMENTWISE and op not in GENERATORS:
-        raise _unsupported(h)
+        raise unsupported(h)
     if op == "map":
-        raise _unsupported(h)
+        raise unsupported(h)
     assignment = emitter.assignment
     outputs = outputs or _outputs(h)
     if len({tuple(s.dimensions) for _, s, _ in outputs}) != 1:
-        raise _unsupported(h, "one kernel for outputs of different shapes")
+        raise unsupported(h, "one kernel for outputs of different shapes")
     out_slices = [Slice(assignment.buffer(h, index)) for index, _, _ in outputs]
-    slices = out_slices + _reads(h, assignment)
+    slices = out_slices + reads(h, assignment)
     keys = list(dict.fromkeys(s.key for s in slices))
-    kernel = _Kernel(name, keys, h)
+    kernel = Kernel(name, keys, h)
     g = ElementGenerator(emitter, kernel, fusion=h if op == "fusion" else None)
     shape = outputs[0][1]
     n = shape.num_elements()
@@ -239,21 +126,6 @@ def emit_kernel(emitter, h, name, outputs=None):
     text = finish_kernel(kernel, h, n, body)
     return KernelThunk(name, text, keys, n, h.name)
 
-
-# Math the shared generators get from LLVM intrinsics or libm, and the
-# libdevice functions that compute it on the GPU (``__nv_sinf`` for f32,
-# ``__nv_sin`` for f64).
-_INTRINSIC_MATH = ("sin", "cos", "tan", "pow", "exp", "exp2", "log", "log2", "log10")
-_LIBM_MATH = ("hypot", "atan2", "erf", "erfc", "cbrt", "tan", "log1p", "expm1", "sinh", "cosh",
-              "tanh", "atan", "asin", "acos", "asinh", "acosh", "atanh", "lgamma", "tgamma")
-_INTRINSIC_RE = re.compile(r'@"?llvm\.(' + "|".join(_INTRINSIC_MATH) + r')\.(f32|f64)"?(?=[(\s,)])')
-_LIBM_RE = re.compile(r'@"?(' + "|".join(_LIBM_MATH) + r')(f?)"?(?=\()')
-
-
-def to_libdevice(text):
-    """Calls of LLVM math intrinsics and libm functions renamed to libdevice's."""
-    text = _INTRINSIC_RE.sub(lambda m: f"@__nv_{m.group(1)}{'f' if m.group(2) == 'f32' else ''}", text)
-    return _LIBM_RE.sub(lambda m: f"@__nv_{m.group(1)}{m.group(2)}", text)
 
 
 @dataclass
@@ -300,11 +172,6 @@ def _copies(pairs):
     return CopyThunk(out)
 
 
-def split_reduction(emitter, h, name, outputs):
-    from xla.backends.gpu.split_reduction import emit_split_reduction
-    return emit_split_reduction(emitter, h, name, outputs or _outputs(h))
-
-
 class _ThunkEmitter:
     def __init__(self, module, assignment):
         from xla.backends.cpu.ir_emitter import load_extensions
@@ -332,7 +199,7 @@ class _ThunkEmitter:
             state = _leaf_buffers(a, h)
             root = cond.root_instruction
             if not (root.shape.is_array and root.shape.rank == 0 and root.shape.element_type.kind == "pred"):
-                raise _unsupported(h, "condition root is not a pred scalar")
+                raise unsupported(h, "condition root is not a pred scalar")
             pred = a.buffer(root, ())
             return WhileThunk(_copies([(wb, a.buffer(h.operands[0], i)) for i, wb in state]),
                               self.computation(cond), (pred.allocation.index, pred.offset),
@@ -368,7 +235,7 @@ class _ThunkEmitter:
             suffix = f"_{k}" if len(groups) > 1 else ""
             self.kernels += 1
             name = f"k{self.kernels - 1}_{_symbol(h.name)}{suffix}"
-            split = split_reduction(self.emitter, h, name, outputs)
+            split = emit_split_reduction(self.emitter, h, name, outputs or _outputs(h))
             thunks.extend(split or [emit_kernel(self.emitter, h, name, outputs)])
         return thunks[0] if len(thunks) == 1 else thunks
 

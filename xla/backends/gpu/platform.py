@@ -70,6 +70,7 @@ class CudaDevice(Device):
     def __init__(self, platform, ordinal):
         from xla.backends.gpu.driver import CudaContext
         self.context = CudaContext(ordinal)
+        self._cublas = None       # a cuBLAS handle on the context's stream, made on first use
         major, minor = self.context.compute_capability
         super().__init__(platform, ordinal,
                          kind=f"{self.context.name} (compute capability {major}.{minor})")
@@ -98,7 +99,12 @@ class CudaDevice(Device):
         return self.context.load_module(ptx, sorted({t.name for t in kernels}))
 
     def gemm(self, thunk, lhs, rhs, out):
-        self.context.gemm(thunk, lhs.address, rhs.address, out.address)
+        from xla.backends.gpu.gemm import Cublas
+        with self.context.lock:
+            self.context.make_current()
+            if self._cublas is None:
+                self._cublas = Cublas(int(self.context.stream))
+            self._cublas.gemm(thunk, lhs.address, rhs.address, out.address)
 
     def launch(self, kernel, thunk, pointers):
         grid = max(1, min(BLOCKS_PER_SM * self.context.multiprocessors,

@@ -37,6 +37,7 @@ from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.llvm_types import store_element
 from xla.backends.cpu.loop_emitter import i64
 from xla.backends.cpu.reduction_emitter import chunk_identity, chunked_dimension
+from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel, reads
 
 WARP = 32
 MIN_THREADS = 1 << 17     # lanes grow until outputs x lanes reaches this
@@ -92,7 +93,6 @@ def emit_split_reduction(emitter, h, name, outputs):
     """[partials KernelThunk, combine KernelThunk] computing ``outputs`` of
     ``h`` (all of one shape), or None when they are not row reductions
     worth splitting."""
-    from xla.backends.gpu.kernel_emitter import (KernelThunk, _Kernel, _reads, finish_kernel)
     split = _split_reduces(outputs)
     if split is None:
         return None
@@ -112,7 +112,7 @@ def emit_split_reduction(emitter, h, name, outputs):
         chunk_len = -(-size // parts)
     assignment = emitter.assignment
     fusion = h if h.opcode == "fusion" else None
-    reads = [s.key for s in _reads(h, assignment)]
+    read_keys = [s.key for s in reads(h, assignment)]
     scratch = ("scratch", name)      # the allocation's key in the executable's memory
     scratch_key = (scratch, 0)       # the slice: offset 0 of it
     offsets, nbytes = [], 0
@@ -122,8 +122,8 @@ def emit_split_reduction(emitter, h, name, outputs):
 
     # 1. the partials: row: [o * lanes + lane] over the lane's strided
     #    elements; column: [c * n + o] over chunk c.
-    keys = list(dict.fromkeys([scratch_key] + reads))
-    kernel = _Kernel(f"{name}_partials", keys, h)
+    keys = list(dict.fromkeys([scratch_key] + read_keys))
+    kernel = Kernel(f"{name}_partials", keys, h)
     g = ElementGenerator(emitter, kernel, fusion=fusion)
 
     def partials(b, i):
@@ -146,8 +146,8 @@ def emit_split_reduction(emitter, h, name, outputs):
 
     # 2. out[o] = fold(init, o's partials in order).
     out_slices = [Slice(assignment.buffer(h, index)) for index, _, _ in outputs]
-    keys = list(dict.fromkeys([scratch_key] + [s.key for s in out_slices] + reads))
-    kernel = _Kernel(f"{name}_combine", keys, h)
+    keys = list(dict.fromkeys([scratch_key] + [s.key for s in out_slices] + read_keys))
+    kernel = Kernel(f"{name}_combine", keys, h)
     g = ElementGenerator(emitter, kernel, fusion=fusion)
 
     def combine(b, i):
