@@ -62,14 +62,29 @@ class _Emitter:
 
 
 
+class _Leaf:
+    """Element ``k`` of a variadic reduce's (or reduce-window's) values."""
+
+    def __init__(self, instruction, k):
+        self.instruction, self.k = instruction, k
+        self.opcode = f"{instruction.opcode} output {k}"
+
+    def value(self, g, index):
+        return g.value(self.instruction, index)[self.k]
+
+
 def _outputs(h):
-    """[(shape index, output shape, instruction computing it)] of ``h``."""
+    """[(shape index, output shape, what computes it: an instruction or a
+    ``_Leaf``)] of ``h``."""
+    root = h.attrs["calls"].root_instruction if h.opcode == "fusion" else h
     if not h.shape.is_tuple:
-        return [((), h.shape, h.attrs["calls"].root_instruction if h.opcode == "fusion" else h)]
-    if h.opcode != "fusion" or h.attrs["calls"].root_instruction.opcode != "tuple":
+        return [((), h.shape, root)]
+    if root.opcode in ("reduce", "reduce-window") and len(root.operands) > 2:
+        outs = [((k,), s, _Leaf(root, k)) for k, s in enumerate(h.shape.tuple_shapes)]
+    elif h.opcode == "fusion" and root.opcode == "tuple":
+        outs = [((k,), s, root.operands[k]) for k, s in enumerate(h.shape.tuple_shapes)]
+    else:
         raise unsupported(h, "a tuple result")
-    root = h.attrs["calls"].root_instruction
-    outs = [((k,), s, root.operands[k]) for k, s in enumerate(h.shape.tuple_shapes)]
     if any(not s.is_array for _, s, _ in outs):
         raise unsupported(h, "a multi-output fusion with a tuple output")
     return outs
@@ -119,7 +134,8 @@ def emit_kernel(emitter, h, name, outputs=None):
 
     def body(b, i):
         index = le.delinearize(b, i, list(shape.dimensions), le.major_to_minor(shape))
-        values = [g.value(value_of, index) for _, _, value_of in outputs]
+        values = [value_of.value(g, index) if isinstance(value_of, _Leaf) else
+                  g.value(value_of, index) for _, _, value_of in outputs]
         for (_, out_shape, _), out_slice, v in zip(outputs, out_slices, values):
             ptr = g.element_pointer(kernel.pointer(out_slice), out_shape, index)
             store_element(b, v, ptr, out_shape.element_type)
