@@ -34,10 +34,6 @@ UNSUPPORTED = {
     "rng_bit_generator.hlo": "rng-bit-generator",
     "rng_uniform.hlo": "rng",
     "rng_uniform.optimized.hlo": "rng-get-and-update-state",
-    "sort_multi_key.hlo": "sort",
-    "sort_multi_key.optimized.hlo": "sort",
-    "sort_ops.hlo": "sort",
-    "sort_ops.optimized.hlo": "sort",
     "top_k.hlo": "topk",
     "top_k.optimized.hlo": "custom-call",
 }
@@ -412,3 +408,47 @@ def test_replay_computation_and_hlo_opt_take_the_gpu_platforms():
     else:
         assert run.returncode == 1 and "Traceback" not in run.stderr
         assert "cannot run on platform 'gpu'" in run.stderr and NO_GPU in run.stderr, run.stderr
+
+
+# ----- sort: a bitonic network, stable by original position (sort.py) ---------------
+
+@pytest.mark.parametrize("platform", ["gpu_emulator", pytest.param("gpu", marks=needs_gpu)])
+def test_sort_is_stable_with_a_payload(platform):
+    exe = xla.compile("""HloModule m
+lt {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT r = pred[] compare(a, b), direction=LT
+}
+ENTRY e {
+  k = s32[4,1000] parameter(0)
+  v = s32[4,1000] iota(), iota_dimension=1
+  ROOT s = (s32[4,1000], s32[4,1000]) sort(k, v), dimensions={1}, to_apply=lt, is_stable=true
+}""", platform)
+    assert [t.name.rsplit("_", 1)[-1] for t in exe.kernels][-2:] == ["positions", "step"]
+    _, messages = assemble(exe.ptx, exe.arch)
+    assert messages.strip() == "", messages
+    keys = np.random.default_rng(3).integers(0, 5, (4, 1000)).astype(np.int32)
+    got_keys, got_order = exe.execute(keys)
+    order = np.argsort(keys, axis=1, kind="stable")
+    np.testing.assert_array_equal(got_order, order)
+    np.testing.assert_array_equal(got_keys, np.take_along_axis(keys, order, axis=1))
+
+
+@pytest.mark.parametrize("platform", ["gpu_emulator", pytest.param("gpu", marks=needs_gpu)])
+@pytest.mark.parametrize("length", [1, 2, 3, 1000, 4096])
+def test_sort_descending_along_the_major_dimension(platform, length):
+    exe = xla.compile(f"""HloModule m
+gt {{
+  a = f64[] parameter(0)
+  b = f64[] parameter(1)
+  ROOT r = pred[] compare(a, b), direction=GT
+}}
+ENTRY e {{
+  x = f64[{length},3] parameter(0)
+  ROOT s = f64[{length},3] sort(x), dimensions={{0}}, to_apply=gt
+}}""", platform)
+    x = np.random.default_rng(length).standard_normal((length, 3))
+    np.testing.assert_array_equal(exe.execute(x), -np.sort(-x, axis=0))

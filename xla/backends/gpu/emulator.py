@@ -90,7 +90,8 @@ class EmulatedKernel:
     def __init__(self, thunk, opt_level=2):
         from xla.backends.cpu import jit
         self.thunk = thunk
-        self._module = jit.JitModule(host_ir(thunk.ir_text, thunk.name, len(thunk.slices)),
+        n_args = len(thunk.slices) + len(thunk.scalars)
+        self._module = jit.JitModule(host_ir(thunk.ir_text, thunk.name, n_args),
                                      opt_level=opt_level)
         self._launch = _LAUNCH(self._module.address("__emu_launch"))
 

@@ -99,9 +99,10 @@ class GpuExecutable(Executable):
     # ----- artifacts ---------------------------------------------------------------
     @property
     def kernels(self):
-        """Every kernel launch of the executable, nested control flow included."""
+        """Every distinct kernel of the executable (the first launch of each),
+        nested control flow included."""
         from xla.backends.gpu.kernel_emitter import kernel_thunks
-        return list(kernel_thunks(self.thunks))
+        return list({t.name: t for t in reversed(list(kernel_thunks(self.thunks)))}.values())[::-1]
 
     @property
     def ir_text(self):
@@ -140,6 +141,7 @@ class GpuExecutable(Executable):
         for thunk in thunks:
             if isinstance(thunk, KernelThunk):
                 pointers = [memory[a].address + offset for a, offset in thunk.slices]
+                pointers += thunk.scalars
                 device.launch(kernels[thunk.name], thunk, pointers)
             elif isinstance(thunk, GemmThunk):
                 device.gemm(thunk, *[memory[a].view(o, n) for (a, o), n in

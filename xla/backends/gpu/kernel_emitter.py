@@ -21,15 +21,17 @@ target-specific, which is what lets the emulator (``emulator.py``) run the
 same IR on the host.
 
 A plain matrix product (``gemm.py``) is a ``GemmThunk``: cuBLAS on a
-GPU, NumPy on the emulator.
+GPU, NumPy on the emulator. A sort is a copy into its outputs and a
+bitonic network sorting them in place (``sort.py``); row and column
+reductions split into partials and a combine (``split_reduction.py``).
 
 Control flow runs on the host (``WhileThunk``, ``ConditionalThunk``; a call
 is inlined): the condition's pred and the selector are read back from the
 device, and buffers move between a loop's state and its body's results by
 device-to-device copies (``CopyThunk``), as the CPU backend's control flow
 does. What has no kernel here raises UnimplementedError naming the op and
-"gpu": ops the CPU runs through its runtime (sort, custom-call, fft, rng,
-linear algebra, collectives), and math
+"gpu": ops the CPU runs through its runtime (custom-call, fft, rng, linear
+algebra, collectives), and math
 outside the list libdevice covers here (``to_libdevice``: the generators'
 ``llvm.sin`` and libm calls become libdevice's ``__nv_sinf`` and friends,
 linked in when PTX is made; the emulator maps them back to the host's libm).
@@ -240,6 +242,12 @@ class _ThunkEmitter:
                 return parts[0]
             sb = a.buffer(selector, ())
             return ConditionalThunk((sb.allocation.index, sb.offset), selector.shape.dtype, parts)
+        if h.opcode == "sort":
+            from xla.backends.gpu.sort import emit_sort
+            self.kernels += 1
+            leaves = [(k,) for k in range(len(h.operands))] if h.shape.is_tuple else [()]
+            copy = _copies([(a.buffer(h, index), a.buffer(o)) for index, o in zip(leaves, h.operands)])
+            return [copy] + emit_sort(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
         if h.opcode == "dot":
             from xla.backends.gpu.gemm import gemm_thunk
             gemm = gemm_thunk(h, a)

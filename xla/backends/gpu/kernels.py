@@ -39,6 +39,7 @@ class KernelThunk:
     elements: int
     instruction: str
     scratch: dict = None   # scratch allocation key -> bytes (allocated per execution)
+    scalars: tuple = ()    # integers passed after the pointers (as pointer-sized values)
 
 
 class Kernel:
