@@ -122,7 +122,8 @@ ENTRY e {
   ROOT y = f32[8] add(x, x)
 }""", "gpu", debug_options=f"--xla_dump_to={tmp_path}")
     assert ".entry" in exe.ptx
-    assert any(p.name.endswith(".ptx") for p in tmp_path.iterdir()), list(tmp_path.iterdir())
+    for suffix in (".ptx", ".ir-no-opt.ll", ".ir-with-opt.ll"):
+        assert any(p.name.endswith(suffix) for p in tmp_path.iterdir()), list(tmp_path.iterdir())
     with pytest.raises(InvalidArgumentError, match="no NVIDIA driver|not installed|no GPU"):
         exe.execute(np.ones(8, np.float32))
     with pytest.raises(InvalidArgumentError, match="platform 'gpu' has no devices here"):

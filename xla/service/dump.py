@@ -10,8 +10,9 @@ module):
 ``module_NNNN.NAME.<platform>_after_optimizations.txt``         after the pipeline
 ``module_NNNN.NAME.<platform>_after_optimizations-buffer-assignment.txt``  buffer assignment
 ``module_NNNN.NAME.<platform>_after_optimizations-memory-usage-report.txt``  memory summary
-``module_NNNN.NAME.ir-no-opt.ll`` / ``.ir-with-opt.ll``         LLVM IR (cpu)
+``module_NNNN.NAME.ir-no-opt.ll`` / ``.ir-with-opt.ll``         LLVM IR (cpu, gpu)
 ``module_NNNN.NAME.o``                                          the object code (cpu)
+``module_NNNN.NAME.ptx``                                        the kernels' PTX (gpu)
 ``module_NNNN.NAME.SSSS.PIPELINE.after_PASS.before_NEXT.txt``   between passes matching
                                                                 ``--xla_dump_hlo_pass_re``
 ``module_NNNN.NAME.snapshot.K.npz``                             execution K's module,

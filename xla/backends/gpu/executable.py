@@ -117,9 +117,18 @@ class GpuExecutable(Executable):
             self._ptx = compile_ptx([t.ir_text for t in kernels], self.arch) if kernels else ""
         return self._ptx
 
+    @property
+    def optimized_ir_text(self):
+        """The kernels linked into one module (libdevice too, where called)
+        after LLVM's O3 pipeline for ``self.arch``: what the PTX is made from."""
+        from xla.backends.gpu.nvptx import optimized_ir
+        kernels = self.kernels
+        return optimized_ir([t.ir_text for t in kernels], self.arch) if kernels else ""
+
     def dump_artifacts(self):
         return {"-buffer-assignment.txt": self.assignment.to_text(),
                 "ir-no-opt.ll": self.ir_text,
+                "ir-with-opt.ll": self.optimized_ir_text,
                 "ptx": self.ptx}
 
     # ----- running ----------------------------------------------------------------
