@@ -248,6 +248,14 @@ class _ThunkEmitter:
             leaves = [(k,) for k in range(len(h.operands))] if h.shape.is_tuple else [()]
             copy = _copies([(a.buffer(h, index), a.buffer(o)) for index, o in zip(leaves, h.operands)])
             return [copy] + emit_sort(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
+        if h.opcode == "topk" or (h.opcode == "custom-call" and
+                                  h.attr("custom_call_target") in ("TopK", "__cpu$TopK")):
+            from xla.backends.gpu.sort import emit_topk
+            self.kernels += 1
+            largest = h.attr("largest", True) if h.opcode == "topk" else True
+            k = int(h.attr("k")) if h.opcode == "topk" else h.shape.tuple_shapes[0].dimensions[-1]
+            return emit_topk(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}", k,
+                             True if largest is None else bool(largest))
         if h.opcode == "dot":
             from xla.backends.gpu.gemm import gemm_thunk
             gemm = gemm_thunk(h, a)

@@ -53,6 +53,7 @@ class Kernel:
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(keys)), name)
         fn.calling_convention = "ptx_kernel"
         self.function = fn
+        self.keys = list(keys)
         self.ptrs = dict(zip(keys, fn.args))
         self.alloca_block = fn.append_basic_block("allocas")
         self.alloca_builder = ir.IRBuilder(self.alloca_block)

@@ -20,6 +20,7 @@ exactly.
 """
 from llvmlite import ir
 
+from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.element_generator import ElementGenerator
 from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.llvm_types import load_element, store_element
@@ -70,20 +71,28 @@ def emit_sort(emitter, h, name):
     """The sort's kernel thunks (after its operands were copied into its
     outputs): the positions' initialization, then the network's steps."""
     assignment = emitter.assignment
-    d = h.attr("dimensions", (0,))[0]
     leaves = _leaves(h)
-    shape = leaves[0][1]
+    targets = [(Slice(assignment.buffer(h, index)).key, shape) for index, shape in leaves]
+    d = h.attr("dimensions", (0,))[0]
+    return emit_network(emitter, h, name, targets, d, h.attr("to_apply"))[0]
+
+
+def emit_network(emitter, h, name, targets, d, comparator):
+    """Kernel thunks sorting the arrays ``targets`` ([(slice key, shape)],
+    all of one shape) in place along ``d`` with ``comparator`` (a less-than
+    computation over pairs of their elements), and the key of the scratch
+    array of original positions (i64, row-major ``[rows, length]``) that
+    ends up permuted with them."""
+    shape = targets[0][1]
     dims = list(shape.dimensions)
     length = dims[d]
     n = shape.num_elements()
-    if n == 0 or length <= 1:
-        return []
+    scratch = ("scratch", f"{name}_positions")
+    if n == 0:
+        return [], scratch
     rows = n // length
     network, p = steps(length)
-    out_slices = [Slice(assignment.buffer(h, index)) for index, _ in leaves]
-    scratch = ("scratch", name)
-    keys = list(dict.fromkeys([s.key for s in out_slices] + [(scratch, 0)]))
-    thunks = []
+    keys = list(dict.fromkeys([key for key, _ in targets] + [(scratch, 0)]))
 
     # positions[row * length + e] = e
     kernel = Kernel(f"{name}_positions", [(scratch, 0)], h)
@@ -91,14 +100,15 @@ def emit_sort(emitter, h, name):
     def positions(b, i):
         ptr = b.gep(kernel.ptrs[(scratch, 0)], [i], inbounds=True, source_etype=POSITION)
         b.store(b.urem(i, i64(length)), ptr)
-    thunks.append(KernelThunk(kernel.module.name, finish_kernel(kernel, h, n, positions),
-                              [(scratch, 0)], n, h.name, scratch={scratch: 8 * n}))
+    thunks = [KernelThunk(kernel.module.name, finish_kernel(kernel, h, n, positions),
+                          [(scratch, 0)], n, h.name, scratch={scratch: 8 * n})]
+    if length <= 1:
+        return thunks, scratch
 
     # One compare-exchange per thread: i and its partner in a row.
     scalar_keys = [("scalar", "j"), ("scalar", "mirrors")]
     kernel = Kernel(f"{name}_step", keys + scalar_keys, h)
     g = ElementGenerator(emitter, kernel)
-    comparator = h.attr("to_apply")
 
     def step(b, t):
         j = b.ptrtoint(kernel.ptrs[("scalar", "j")], I64)
@@ -110,10 +120,10 @@ def emit_sort(emitter, h, name):
                            b.xor(lo, b.sub(b.mul(j, i64(2)), i64(1))), b.add(lo, j))
         with b.if_then(b.icmp_unsigned("<", partner, i64(length))):
             at = [_index(b, row, dims, d, x) for x in (lo, partner)]
-            ptrs = [[g.element_pointer(kernel.pointer(s), leaf, ix) for s, (_, leaf)
-                     in zip(out_slices, leaves)] for ix in at]
+            ptrs = [[g.element_pointer(kernel.ptrs[key], leaf, ix) for key, leaf in targets]
+                    for ix in at]
             values = [[load_element(b, ptr, leaf.element_type) for ptr, (_, leaf)
-                       in zip(row_ptrs, leaves)] for row_ptrs in ptrs]
+                       in zip(row_ptrs, targets)] for row_ptrs in ptrs]
             pos_ptrs = [b.gep(kernel.ptrs[(scratch, 0)], [b.add(b.mul(row, i64(length)), x)],
                               inbounds=True, source_etype=POSITION) for x in (lo, partner)]
             pos = [b.load(ptr, typ=POSITION) for ptr in pos_ptrs]
@@ -125,7 +135,7 @@ def emit_sort(emitter, h, name):
             tie = b.and_(b.not_(hi_first), b.not_(less(0, 1)))
             swap = b.or_(hi_first, b.and_(tie, b.icmp_unsigned("<", pos[1], pos[0])))
             with b.if_then(swap):
-                for (_, leaf), p_lo, p_hi, v_lo, v_hi in zip(leaves, ptrs[0], ptrs[1], values[0],
+                for (_, leaf), p_lo, p_hi, v_lo, v_hi in zip(targets, ptrs[0], ptrs[1], values[0],
                                                              values[1]):
                     store_element(b, v_hi, p_lo, leaf.element_type)
                     store_element(b, v_lo, p_hi, leaf.element_type)
@@ -135,4 +145,84 @@ def emit_sort(emitter, h, name):
     for j, mirrors in network:
         thunks.append(KernelThunk(kernel.module.name, text, keys, rows * (p // 2), h.name,
                                   scalars=(j, mirrors)))
+    return thunks, scratch
+
+
+def _total_order(element_type, largest):
+    """A comparator putting the larger (or smaller) first by TOTALORDER."""
+    from xla.hlo.parser import parse_hlo_module
+    t = element_type.text
+    module = parse_hlo_module(f"""HloModule topk_order
+ENTRY order {{
+  a = {t}[] parameter(0)
+  b = {t}[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction={"GT" if largest else "LT"}, type=TOTALORDER
+}}""")
+    return module.entry
+
+
+def emit_topk(emitter, h, name, k, largest):
+    """topk (or the TopK custom-call): the input copied to scratch, sorted
+    along its last dimension by TOTALORDER (the larger first for
+    ``largest``; ties: the lower index first) with its positions, then the
+    first ``k`` of each row taken into (values, indices)."""
+    from xla.errors import InvalidArgumentError
+    assignment = emitter.assignment
+    (x,) = h.operands
+    shape = x.shape
+    if not h.shape.is_tuple or len(h.shape.tuple_shapes) != 2 or shape.rank == 0:
+        raise InvalidArgumentError(f"{h.name}: top-k takes an array of rank >= 1 and returns "
+                                   f"(values, indices), not {h.shape}")
+    values_shape, indices_shape = h.shape.tuple_shapes
+    dims = list(shape.dimensions)
+    expected = dims[:-1] + [k]
+    if k > dims[-1] or list(values_shape.dimensions) != expected or \
+            list(indices_shape.dimensions) != expected or values_shape.dtype != shape.dtype or \
+            indices_shape.element_type.kind not in "su":
+        raise InvalidArgumentError(
+            f"{h.name}: top-{k} of {shape} returns ({shape.element_type.text}{expected}, "
+            f"s32{expected}), not {h.shape}")
+    values = (("scratch", f"{name}_values"), 0)
+    thunks = []
+
+    # values[...] = x[...]
+    kernel = Kernel(f"{name}_input", [values, Slice(assignment.buffer(x)).key], h)
+    g = ElementGenerator(emitter, kernel)
+
+    def copy_in(b, i):
+        index = le.delinearize(b, i, dims)
+        v = g.load(x, index)
+        store_element(b, v, g.element_pointer(kernel.ptrs[values], shape, index),
+                      shape.element_type)
+    n = shape.num_elements()
+    thunks.append(KernelThunk(kernel.module.name, finish_kernel(kernel, h, n, copy_in),
+                              kernel.keys, n, h.name,
+                              scratch={values[0]: n * shape.element_type.byte_size}))
+    network, positions = emit_network(emitter, h, name, [(values, shape)], shape.rank - 1,
+                                      _total_order(shape.element_type, largest))
+    thunks += network
+
+    # (out_values, out_indices)[row, c] = (values, positions)[row, c] for c < k
+    outs = [Slice(assignment.buffer(h, (i,))).key for i in range(2)]
+    kernel = Kernel(f"{name}_take", outs + [values, (positions, 0)], h)
+    g = ElementGenerator(emitter, kernel)
+
+    def take(b, i):
+        row, c = b.udiv(i, i64(k)), b.urem(i, i64(k))
+        index = le.delinearize(b, i, expected)
+        source = list(index[:-1]) + [c]
+        v = load_element(b, g.element_pointer(kernel.ptrs[values], shape, source),
+                         shape.element_type)
+        store_element(b, v, g.element_pointer(kernel.ptrs[outs[0]], values_shape, index),
+                      values_shape.element_type)
+        at = b.add(b.mul(row, i64(dims[-1])), c)
+        pos = b.load(b.gep(kernel.ptrs[(positions, 0)], [at], inbounds=True,
+                           source_etype=POSITION), typ=POSITION)
+        out_t = ir.IntType(indices_shape.element_type.bits)
+        store_element(b, b.trunc(pos, out_t) if out_t.width < 64 else pos,
+                      g.element_pointer(kernel.ptrs[outs[1]], indices_shape, index),
+                      indices_shape.element_type)
+    m = values_shape.num_elements()
+    thunks.append(KernelThunk(kernel.module.name, finish_kernel(kernel, h, m, take),
+                              kernel.keys, m, h.name))
     return thunks
