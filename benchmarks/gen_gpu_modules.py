@@ -2,10 +2,11 @@
 lowers them (unoptimized HLO text). Run from an environment with jax (never
 a dependency of this project):
 
-    python benchmarks/gen_gpu_modules.py
+    python benchmarks/gen_gpu_modules.py [NAME...]
 """
 import gzip
 import pathlib
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -30,23 +31,29 @@ def layernorm(x, g, b):
 
 
 WORKLOADS = {
- "gpu_axpby": (lambda a, b, c: a * b + c, [S((1 << 26,), f32)] * 3),
- "gpu_gelu": (gelu, [S((1 << 26,), f32)]),
- "gpu_row_sum": (lambda x: x.sum(axis=1), [S((8192, 8192), f32)]),
- "gpu_col_sum": (lambda x: x.sum(axis=0), [S((8192, 8192), f32)]),
- "gpu_softmax": (softmax, [S((4096, 1024), f32)]),
- "gpu_layernorm": (layernorm, [S((8192, 1024), f32), S((1024,), f32), S((1024,), f32)]),
- "gpu_matmul": (lambda a, b: a @ b, [S((2048, 2048), f32)] * 2),
+    "gpu_axpby": (lambda a, b, c: a * b + c, [S((1 << 26,), f32)] * 3),
+    "gpu_gelu": (gelu, [S((1 << 26,), f32)]),
+    "gpu_row_sum": (lambda x: x.sum(axis=1), [S((8192, 8192), f32)]),
+    "gpu_col_sum": (lambda x: x.sum(axis=0), [S((8192, 8192), f32)]),
+    "gpu_softmax": (softmax, [S((4096, 1024), f32)]),
+    "gpu_layernorm": (layernorm, [S((8192, 1024), f32), S((1024,), f32), S((1024,), f32)]),
+    "gpu_matmul": (lambda a, b: a @ b, [S((2048, 2048), f32)] * 2),
+    "gpu_sort": (lambda x: jnp.sort(x, axis=-1), [S((64, 16384), f32)]),
 }
 
 
-def main():
+def main(names):
+    """Writes the modules named (all by default); gzip without a timestamp,
+    so that rewriting an unchanged module changes no byte."""
     for name, (fn, args) in WORKLOADS.items():
+        if names and name not in names:
+            continue
         text = jax.jit(fn).lower(*args).compiler_ir("hlo").as_hlo_text()
-        with gzip.open(f"{OUT}/{name}.hlo.gz", "wt") as f:
-            f.write(text)
+        with open(OUT / f"{name}.hlo.gz", "wb") as raw, \
+                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+            f.write(text.encode())
         print(name, len(text))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

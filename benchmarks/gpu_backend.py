@@ -32,7 +32,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 HERE = pathlib.Path(__file__).resolve().parent
 NAMES = ["gpu_axpby", "gpu_gelu", "gpu_row_sum", "gpu_col_sum", "gpu_softmax",
-         "gpu_layernorm", "gpu_matmul"]
+         "gpu_layernorm", "gpu_matmul", "gpu_sort"]
 
 
 def median_time(run, sync, repeats):
