@@ -391,8 +391,9 @@ def _tool(name, *args):
     import subprocess
     import sys
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + sys.path))
     return subprocess.run([sys.executable, os.path.join(root, "tools", name), *args],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=env)
 
 
 def test_replay_computation_and_hlo_opt_take_the_gpu_platforms():
