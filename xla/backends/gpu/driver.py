@@ -129,7 +129,6 @@ class CudaContext:
         self.multiprocessors = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         self.stream = _check("cuStreamCreate",
                              d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING))
-        self._context_handle, self._stream_handle = int(self.context), int(self.stream)
         # Memory freed back to the stream-ordered pool stays there for the next
         # allocation instead of going back to the driver at each synchronize
         # (which made every execution map its outputs' pages afresh).
@@ -209,37 +208,9 @@ class CudaContext:
 
     def launch(self, function, grid, block, pointers):
         """Launches ``function`` (a CUfunction of ``load_module``) with one
-        pointer-sized argument per entry of ``pointers``. The hot path of an
-        execution: libcuda's ``cuCtxSetCurrent`` and ``cuLaunchKernel`` are
-        called through ctypes (``_HotPath``), a fraction of the bindings'
-        per-call cost."""
-        hot = _hot_path()
-        n = len(pointers)
-        values = (ctypes.c_void_p * n)(*pointers)
-        base = ctypes.addressof(values)
-        params = (ctypes.c_void_p * n)(*range(base, base + 8 * n, 8)) if n else None
+        pointer-sized argument per entry of ``pointers``."""
+        args = (tuple(pointers), tuple(ctypes.c_void_p for _ in pointers))
         with self.lock:
-            err = hot.set_current(self._context_handle)
-            if err == 0:
-                err = hot.launch(int(function), grid, 1, 1, block, 1, 1, 0, self._stream_handle,
-                                 params, None)
-        if err:
-            raise CudaError(f"cuLaunchKernel failed: {_message(_driver().CUresult(err))}")
-
-
-class _HotPath:
-    """libcuda's launch-path entry points, called through ctypes."""
-
-    def __init__(self):
-        lib = ctypes.CDLL("libcuda.so.1")
-        self.set_current = lib.cuCtxSetCurrent
-        self.set_current.argtypes = [ctypes.c_void_p]
-        self.set_current.restype = ctypes.c_int
-        self.launch = lib.cuLaunchKernel
-        self.launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-        self.launch.restype = ctypes.c_int
-
-
-@functools.lru_cache(maxsize=None)
-def _hot_path():
-    return _HotPath()
+            self.make_current()
+            _check("cuLaunchKernel", _driver().cuLaunchKernel(
+                function, grid, 1, 1, block, 1, 1, 0, self.stream, args, 0))

@@ -14,7 +14,7 @@ a power of two sorts as if padded with elements larger than any: a
 comparison with a partner at ``L`` or beyond does nothing. A step is one
 launch of ``<name>_step`` over ``rows x P / 2`` element pairs (``P``: ``L``
 rounded up to a power of two), given the step's half distance and whether
-it mirrors as two integer arguments; ``log2(P) * (log2(P) + 1) / 2``
+it mirrors as two integer arguments (log2 of the distance); ``log2(P) * (log2(P) + 1) / 2``
 launches in all, none of them needing a barrier, so the emulator runs them
 exactly.
 """
@@ -106,16 +106,19 @@ def emit_network(emitter, h, name, targets, d, comparator):
         return thunks, scratch
 
     # One compare-exchange per thread: i and its partner in a row.
-    scalar_keys = [("scalar", "j"), ("scalar", "mirrors")]
+    scalar_keys = [("scalar", "log2 j"), ("scalar", "mirrors")]
     kernel = Kernel(f"{name}_step", keys + scalar_keys, h)
     g = ElementGenerator(emitter, kernel)
 
     def step(b, t):
-        j = b.ptrtoint(kernel.ptrs[("scalar", "j")], I64)
+        # j is a power of two: shifts and masks (a 64-bit division by a
+        # value known only at run time is a long instruction sequence on a GPU).
+        shift = b.ptrtoint(kernel.ptrs[("scalar", "log2 j")], I64)
+        j = b.shl(i64(1), shift)
         mirrors = b.ptrtoint(kernel.ptrs[("scalar", "mirrors")], I64)
         half = i64(p // 2)
         row, q = b.udiv(t, half), b.urem(t, half)
-        lo = b.add(b.mul(b.udiv(q, j), b.mul(j, i64(2))), b.urem(q, j))
+        lo = b.or_(b.shl(b.lshr(q, shift), b.add(shift, i64(1))), b.and_(q, b.sub(j, i64(1))))
         partner = b.select(b.icmp_unsigned("!=", mirrors, i64(0)),
                            b.xor(lo, b.sub(b.mul(j, i64(2)), i64(1))), b.add(lo, j))
         with b.if_then(b.icmp_unsigned("<", partner, i64(length))):
@@ -144,7 +147,7 @@ def emit_network(emitter, h, name, targets, d, comparator):
     text = finish_kernel(kernel, h, rows * (p // 2), step)
     for j, mirrors in network:
         thunks.append(KernelThunk(kernel.module.name, text, keys, rows * (p // 2), h.name,
-                                  scalars=(j, mirrors)))
+                                  scalars=(j.bit_length() - 1, mirrors)))
     return thunks, scratch
 
 
