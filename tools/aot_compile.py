@@ -10,7 +10,7 @@ defaults to the module file's name. The object is built for the target's
 baseline CPU; --host_cpu uses the host's CPU and features (host target
 only). Link the object with -lm. With --runtime_c, dots and convolutions
 may call the CPU runtime's matmul and conv2d functions (needed for ops the
-backend compiles only to runtime calls, such as complex dots), and
+backend compiles only to runtime calls), and
 DIR/xla_cpu_runtime.c (serial C versions of them) is written when the
 object calls any: link it too. Existing files are replaced only with
 --overwrite, never through a link, and each file is written whole or not
@@ -60,8 +60,7 @@ def main(argv):
     except XlaError as e:
         hint = ""
         if isinstance(e, UnimplementedError) and not FLAGS.runtime_c:
-            hint = (" (--runtime_c lets the object call the runtime's matmul and conv2d, "
-                    "e.g. for complex dots)")
+            hint = " (--runtime_c lets the object call the runtime's matmul and conv2d)"
         print(f"aot_compile: error: {e}{hint}", file=sys.stderr)
         return 1
     except OSError as e:   # a full disk, a permission: one line, not a traceback

@@ -47,10 +47,11 @@ makes the reduce walk its minor-most reduced dimension from ``lane`` in
 steps of ``step``, starting from the reducer's identity; adjacent threads
 then read adjacent elements, and a second kernel combines the partials.
 
-Dot (the naive form, for integer and other types, fused dots, and f32/f64
-dots when the runtime has no matmul): for each output element, a loop over
-the contracting dimensions multiplying and accumulating in the result's
-register type (operands converted to it first; integers wrap around).
+Dot (the naive form, for integer, complex and other types, fused dots, and
+f32/f64 dots when the runtime has no matmul): for each output element, a
+loop over the contracting dimensions multiplying and accumulating in the
+result's register type (operands converted to it first; integers wrap
+around; complex: real and imaginary parts in two accumulators).
 """
 from llvmlite import ir
 
@@ -288,7 +289,12 @@ def generate_dot(g, h, index):
     lb, rb = list(h.attr("lhs_batch_dims", ())), list(h.attr("rhs_batch_dims", ()))
     lc, rc = list(h.attr("lhs_contracting_dims", ())), list(h.attr("rhs_contracting_dims", ()))
     et = h.shape.element_type
-    if et.kind not in "suf" or lhs.shape.element_type.kind == "c" or rhs.shape.element_type.kind == "c":
+    if et.kind == "c":
+        if lhs.shape.element_type is not et or rhs.shape.element_type is not et:
+            raise _unsupported(h, f"element types {lhs.shape.element_type}, "
+                                  f"{rhs.shape.element_type} -> {et}")
+    elif et.kind not in "suf" or lhs.shape.element_type.kind == "c" or \
+            rhs.shape.element_type.kind == "c":
         raise _unsupported(h, f"element type {et}")
     rt = register_type(et)
     lf = [d for d in range(lhs.shape.rank) if d not in lb and d not in lc]
@@ -304,13 +310,25 @@ def generate_dot(g, h, index):
     for d in rf:
         ri[d] = index[pos]
         pos += 1
-    zero = ir.Constant(rt, 0.0 if et.kind == "f" else 0)
-    acc = g.kernel.alloca(rt, name="acc")
-    b.store(zero, acc)
+    # Complex: two float accumulators, (re, im) += x * y.
+    ft = rt.elements[0] if et.kind == "c" else rt
+    accs = [g.kernel.alloca(ft, name=n) for n in (("acc.re", "acc.im") if et.kind == "c"
+                                                   else ("acc",))]
+    for a in accs:
+        b.store(ir.Constant(ft, 0 if et.kind in "su" else 0.0), a)
+    acc = accs[0]
     saved = g.push_scope()
 
     def emit(level):
         if level == len(lc):
+            if et.kind == "c":
+                x, y = g.value(lhs, list(li)), g.value(rhs, list(ri))
+                xr, xi = g.b.extract_value(x, 0), g.b.extract_value(x, 1)
+                yr, yi = g.b.extract_value(y, 0), g.b.extract_value(y, 1)
+                re, im = (g.b.load(a, typ=ft) for a in accs)
+                g.b.store(g.b.fadd(re, g.b.fsub(g.b.fmul(xr, yr), g.b.fmul(xi, yi))), accs[0])
+                g.b.store(g.b.fadd(im, g.b.fadd(g.b.fmul(xr, yi), g.b.fmul(xi, yr))), accs[1])
+                return
             x = convert_register(g.b, g.value(lhs, list(li)), lhs.shape.element_type, et)
             y = convert_register(g.b, g.value(rhs, list(ri)), rhs.shape.element_type, et)
             cur = g.b.load(acc, typ=rt)
@@ -327,4 +345,7 @@ def generate_dot(g, h, index):
 
     emit(0)
     g.pop_scope(saved)
+    if et.kind == "c":
+        z = b.insert_value(ir.Constant(rt, ir.Undefined), b.load(accs[0], typ=ft), 0)
+        return b.insert_value(z, b.load(accs[1], typ=ft), 1)
     return round_to_type(b, b.load(acc, typ=rt), et)
