@@ -2,6 +2,7 @@
 
   aot_compile [--target=x86_64|aarch64] --out_dir=DIR [--name=NAME] [--host_cpu]
               [--runtime_c] [--overwrite] MODULE.hlo
+  aot_compile --target=cuda [--cuda_arch=sm_90] --out_dir=DIR [--name=NAME] MODULE.hlo
 
 Writes DIR/NAME.o (an ELF relocatable object defining
 `void NAME(void** buffer_table)`) and DIR/NAME.h (its prototype, the buffer
@@ -14,8 +15,10 @@ backend compiles only to runtime calls), and
 DIR/xla_cpu_runtime.c (serial C versions of them) is written when the
 object calls any: link it too. Existing files are replaced only with
 --overwrite, never through a link, and each file is written whole or not
-at all. Errors are printed without a traceback and
-the exit status is non-zero.
+at all. With --target=cuda it writes DIR/NAME.ptx, DIR/NAME.cubin (where
+ptxas is installed) and DIR/NAME.h, whose NAME_run launches the kernels
+through the CUDA driver API (xla/backends/gpu/aot.py says how to call it).
+Errors are printed without a traceback and the exit status is non-zero.
 """
 import os
 import sys
@@ -27,7 +30,11 @@ from xla.errors import UnimplementedError, XlaError
 from xla.tools import aot_compile
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("target", "x86_64", sorted(aot.TARGETS), "Architecture of the object file.")
+flags.DEFINE_enum("target", "x86_64", sorted(aot.TARGETS) + ["cuda"],
+                  "Architecture of the object file, or cuda: PTX, a cubin and a C header "
+                  "calling the CUDA driver API.")
+flags.DEFINE_string("cuda_arch", "sm_80", "With --target=cuda: the GPU architecture "
+                    "(sm_80, sm_86, sm_89 or sm_90).")
 flags.DEFINE_string("out_dir", None, "Directory for NAME.o and NAME.h (created if missing).")
 flags.DEFINE_string("name", None, "Name of the generated C function (and of the files); "
                     "defaults to the module file's name.")
@@ -56,7 +63,7 @@ def main(argv):
     try:
         result, paths = aot_compile.compile_file(path, _resolve(FLAGS.out_dir), FLAGS.target,
                                                  FLAGS.name, FLAGS.host_cpu, FLAGS.runtime_c,
-                                                 FLAGS.overwrite)
+                                                 FLAGS.overwrite, FLAGS.cuda_arch)
     except XlaError as e:
         hint = ""
         if isinstance(e, UnimplementedError) and not FLAGS.runtime_c:
@@ -69,6 +76,10 @@ def main(argv):
         return 1
     for p in paths:
         print(f"wrote {p}")
+    if FLAGS.target == "cuda":
+        if result.cubin is None:
+            print("no ptxas here: no cubin written (the driver compiles the PTX when loading it)")
+        return 0
     if result.undefined_symbols:
         print("link with -lm (the object calls " + ", ".join(result.undefined_symbols) + ")")
     if result.runtime_symbols:

@@ -17,10 +17,11 @@ from xla.service.buffer_assignment import assign_buffers
 class GpuCompiler(Compiler):
     platform = "gpu"
 
-    def __init__(self, device=None, arch="sm_80", platform_name="gpu"):
+    def __init__(self, device=None, arch="sm_80", platform_name="gpu", gemm=True):
         self.device = device
         self.arch = check_arch(arch)
         self.platform = platform_name
+        self.gemm = gemm     # plain matrix products through cuBLAS (else kernels)
 
     def pipeline(self, **options):
         from xla.backends.gpu.pipeline import gpu_pipeline
@@ -47,5 +48,5 @@ class GpuCompiler(Compiler):
                     raise UnimplementedError(f"the gpu backend takes and returns row-major "
                                              f"arrays only ({what}: {leaf})")
         assignment = assign_buffers(module)
-        thunks = emit_thunks(module, assignment)
+        thunks = emit_thunks(module, assignment, gemm=self.gemm)
         return GpuExecutable(module, assignment, thunks, self.device, self.arch, self.platform)

@@ -191,11 +191,12 @@ def _copies(pairs):
 
 
 class _ThunkEmitter:
-    def __init__(self, module, assignment):
+    def __init__(self, module, assignment, gemm=True):
         from xla.backends.cpu.ir_emitter import load_extensions
         load_extensions()   # the generator rows of the emit_*.py files (gather, convolution...)
         self.emitter = _Emitter(module, assignment)
         self.assignment = assignment
+        self.gemm = gemm
         self.kernels = 0
 
     def computation(self, comp):
@@ -256,7 +257,7 @@ class _ThunkEmitter:
             k = int(h.attr("k")) if h.opcode == "topk" else h.shape.tuple_shapes[0].dimensions[-1]
             return emit_topk(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}", k,
                              True if largest is None else bool(largest))
-        if h.opcode == "dot":
+        if h.opcode == "dot" and self.gemm:
             from xla.backends.gpu.gemm import gemm_thunk
             gemm = gemm_thunk(h, a)
             if gemm is not None:
@@ -272,10 +273,11 @@ class _ThunkEmitter:
         return thunks[0] if len(thunks) == 1 else thunks
 
 
-def emit_thunks(module, assignment):
+def emit_thunks(module, assignment, gemm=True):
     """The thunk sequence of the entry computation, in schedule order:
-    kernel launches, copies, and host-side while loops and conditionals."""
-    return _ThunkEmitter(module, assignment).computation(module.entry)
+    kernel launches, cuBLAS calls (``gemm``: else dots are kernels), copies,
+    and host-side while loops and conditionals."""
+    return _ThunkEmitter(module, assignment, gemm).computation(module.entry)
 
 
 def kernel_thunks(thunks):
