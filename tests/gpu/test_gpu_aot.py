@@ -198,7 +198,7 @@ def test_the_header_runs_the_module_on_a_gpu(tmp_path):
     run = subprocess.run([str(tmp_path / "main"), str(image), str(tmp_path)], capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
-    expected = flatten_result(evaluate(parse_hlo_module(MODULE), args))
+    expected = flatten_result(evaluate(parse_hlo_module(MODULE), *args))
     for k, e in enumerate(expected):
         got = np.frombuffer((tmp_path / f"out{k}.bin").read_bytes(), np.float32).reshape(e.shape)
         np.testing.assert_allclose(got, e, rtol=1e-4, atol=1e-4)
