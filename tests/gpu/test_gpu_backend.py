@@ -562,3 +562,19 @@ ENTRY e {
   x = f32[8,4] parameter(0)
   ROOT t = (f32[8,5], s32[8,5]) custom-call(x), custom_call_target="TopK"
 }""", "gpu_emulator")
+
+
+@pytest.mark.parametrize("platform", ["gpu_emulator", pytest.param("gpu", marks=needs_gpu)])
+def test_a_donated_buffer_holds_the_result_without_a_copy(platform):
+    device = xla.devices(platform)[0]
+    f = xla.jit(lambda x, y: x * 2 + y, backend=platform, donate_argnums=0)
+    x = device.put(np.arange(1000, dtype=np.float32))
+    y = device.put(np.ones(1000, np.float32))
+    address = x.memory.address
+    out = f(x, y)
+    assert x.is_deleted() and not y.is_deleted()
+    assert out.memory.address == address        # the result is where x was
+    np.testing.assert_array_equal(np.asarray(out), np.arange(1000, dtype=np.float32) * 2 + 1)
+    again = f(out, y)                            # and again, in the same memory
+    assert again.memory.address == address
+    np.testing.assert_array_equal(np.asarray(again), np.arange(1000, dtype=np.float32) * 4 + 3)

@@ -3,7 +3,8 @@
 Buffer assignment's allocations become device allocations: constants are
 uploaded once; per execution, parameter allocations are the argument
 buffers' own memory (when an argument fills its allocation and nothing
-writes it) or copies, and temporaries and outputs are fresh. Each
+writes it, or when it was donated and a result may live there: the
+argument is then deleted) or copies, and temporaries and outputs are fresh. Each
 ``KernelThunk`` is launched with the addresses of its slices; a result that
 fills an output allocation is returned as that allocation, without a copy.
 
@@ -211,6 +212,11 @@ class GpuExecutable(Executable):
                     f"argument {i} ({p.name}): expected {p.shape.dtype}{list(p.shape.dimensions)}, "
                     f"got {b.dtype}{list(b.shape)}")
         kernels, constants = self._load(device)
+        # A donated argument passed once is given up: its memory may hold a
+        # result (an allocation buffer assignment made live-out, the
+        # module's input_output_alias), and the buffer is deleted.
+        given_up = {i for i in donated
+                    if buffers[i] is not TOKEN and sum(b is buffers[i] for b in buffers) == 1}
         memory, fresh = dict(constants), set()
         for alloc in self.assignment.allocations:
             if alloc.kind == "parameter":
@@ -218,8 +224,11 @@ class GpuExecutable(Executable):
                 if arg is TOKEN:
                     memory[alloc.index] = device.allocate(alloc.size)
                     continue
-                if alloc.parameter_index in ((), None) and not alloc.maybe_live_out \
-                        and arg.memory.nbytes == alloc.size:
+                whole = alloc.parameter_index in ((), None) and arg.memory.nbytes == alloc.size
+                if whole and alloc.maybe_live_out and alloc.parameter_number in given_up:
+                    memory[alloc.index] = arg.memory     # written in place, returned as is
+                    fresh.add(alloc.index)
+                elif whole and not alloc.maybe_live_out:
                     memory[alloc.index] = arg.memory
                 else:
                     copy = device.allocate(alloc.size)
@@ -247,6 +256,8 @@ class GpuExecutable(Executable):
                 device.copy(copy, raw)
                 raw = copy
             out.append(GpuBuffer(raw, shape.dimensions, shape.dtype, device))
+        for i in given_up:
+            buffers[i].mark_donated()
         return out
 
     def _require_device(self):

@@ -125,7 +125,7 @@ def arch_for(compute_capability):
 
 
 class _GpuPlatformBase(Platform):
-    capabilities = Capabilities(host_buffers=False, donation=False)
+    capabilities = Capabilities(host_buffers=False, donation=True)
     arch = "sm_80"
 
     def compiler(self):
