@@ -135,9 +135,6 @@ def test_no_import_cycles_outside_the_frontend():
     assert outside == [], f"import cycles: {outside}"
 
 
-@pytest.mark.xfail(strict=True, reason="known: tracing <-> numpy_api/ufuncs/indexing and jit <-> "
-                                       "autojit import each other (issue 16); strict, so this "
-                                       "fails once they no longer do and the mark must go")
 def test_no_import_cycles_in_the_frontend():
     assert cycles(import_graph()) == []
 

@@ -25,12 +25,13 @@ is JAX's functional update: a dynamic-update-slice for basic indices, a
 scatter for integer arrays.
 """
 import operator
+import sys
 
 import numpy as np
 
 from xla.errors import ShapeError
 from xla.frontend.tracing import (Tracer, as_tracer, broadcast_to, convert, current_builder,
-                                  tracing_error)
+                                  install_table, table, tracing_error)
 
 
 def _expand(index, ndim):
@@ -90,8 +91,7 @@ def getitem(t, index, mode=None):
     idx = _expand(_captured(index), t.ndim)
     if any(_is_array_index(i) for i in idx):
         return _advanced(t, idx, mode)
-    from xla.frontend import masked_slice
-    masked = masked_slice.masked_getitem(t, idx)   # x[:i] in a converted loop
+    masked = table("masked_slice").masked_getitem(t, idx)   # x[:i] in a converted loop
     if masked is not None:
         return masked
     return _basic(t, idx)
@@ -327,8 +327,7 @@ class _AtRef:
         idx = _expand(_captured(self.index), t.ndim)
         if any(_is_array_index(i) for i in idx):
             return _scatter(t, idx, values, how)
-        from xla.frontend import masked_slice
-        masked = masked_slice.masked_update(t, idx, values, how)
+        masked = table("masked_slice").masked_update(t, idx, values, how)
         if masked is not None:
             return masked
         return _update_basic(t, idx, values, how)
@@ -422,3 +421,6 @@ def _scatter(t, idx, values, how):
     out = b.scatter(t.op, index, v.op, _combiner(b, t.dtype, how), update_window_dims=update_window_dims,
                     inserted_window_dims=adv, scatter_dims_to_operand_dims=adv, index_vector_dim=nb)
     return Tracer(out)
+
+
+install_table("indexing", sys.modules[__name__])

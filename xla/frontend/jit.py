@@ -45,6 +45,8 @@ from xla.errors import InvalidArgumentError, XlaError
 from xla.runtime.transfer import from_foreign
 from xla.hlo.attributes import RawAttr
 from xla.frontend import numpy_histogram, numpy_linalg  # noqa: F401  (register np.histogram, np.linalg.solve/inv)
+# The tables a Tracer dispatches to install themselves in tracing when imported.
+from xla.frontend import indexing, masked_slice, numpy_api, ufuncs  # noqa: F401
 from xla.frontend import pytree, tracing
 from xla.frontend.signature import arg_spec
 from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape
@@ -584,3 +586,6 @@ def jit(fn=None, *, backend=None, static_argnums=(), static_argnames=(), donate_
                                      in_shardings, out_shardings, unroll=unroll, **options)
     return JitFunction(fn, backend, static_argnums, static_argnames, donate_argnums,
                        in_shardings, out_shardings, unroll=unroll, **options)
+
+
+tracing.install_table("jit", jit)   # lax runs its ops eagerly through it

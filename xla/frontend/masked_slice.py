@@ -26,11 +26,13 @@ listed, a comparison's truth value) is a TracingError, so the loop unrolls
 never a value computed over elements that are not in the slice.
 """
 import operator
+import sys
 
 import numpy as np
 
 from xla.errors import TracingError
-from xla.frontend.tracing import Tracer, as_tracer, current_builder, tracing_error
+from xla.frontend.tracing import (Tracer, as_tracer, current_builder, install_table,
+                                  tracing_error)
 
 
 def _bound_range(v, size):
@@ -365,3 +367,6 @@ def masked_update(t, idx, values, how):
         new = new.astype(old.dtype)
     merged = np.where(target.mask(), new, old)
     return indexing._update_basic(t, target.window, merged, "set")
+
+
+install_table("masked_slice", sys.modules[__name__])

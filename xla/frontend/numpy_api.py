@@ -15,6 +15,7 @@ and names the static-size alternative.
 """
 import builtins  # the module defines sum, max, min, any, all as NumPy does
 import operator
+import sys
 
 import numpy as np
 
@@ -2271,3 +2272,6 @@ for _kind, _fns in {"FFT": (np.fft.fft, np.fft.fft2, np.fft.fftn),
                     "IRFFT": (np.fft.irfft, np.fft.irfft2, np.fft.irfftn)}.items():
     for _form, _fn in zip(("1d", "2d", "nd"), _fns):
         _register_fft(_kind, _fn, _form)
+
+
+tracing.install_table("numpy_api", sys.modules[__name__])

@@ -25,9 +25,30 @@ import threading
 
 import numpy as np
 
-from xla.errors import InvalidArgumentError, ShapeError, TracingError
+from xla.errors import InternalError, InvalidArgumentError, ShapeError, TracingError
 from xla.frontend.builder import XlaBuilder, XlaOp, element_type
 from xla.hlo.shape import Shape
+
+
+# The modules built on this one that a Tracer dispatches to (ufuncs:
+# __array_ufunc__; numpy_api: __array_function__; indexing: __getitem__ and
+# .at), and those they reach back into (masked_slice, jit), install
+# themselves here when imported (importing xla imports them all), so that no
+# frontend module imports one that imports it back.
+_TABLES = {}
+
+
+def install_table(name, value):
+    """Makes ``value`` (a module or function) what ``table(name)`` returns."""
+    _TABLES[name] = value
+
+
+def table(name):
+    """The installed ``name`` (see ``install_table``)."""
+    try:
+        return _TABLES[name]
+    except KeyError:
+        raise InternalError(f"xla.frontend.{name} is not installed: import xla first") from None
 
 _local = threading.local()
 
@@ -325,9 +346,8 @@ class Tracer:
                                     "transpose or view of a view) in place; NumPy would update the "
                                     "original too, which is not supported for such views here: "
                                     "update the original (x[idx] += v) or copy the view first")
-            from xla.frontend import indexing
             base = self._base
-            base._assign(indexing.AtIndexer(base)[self._view_index].set(value), what, keep=self)
+            base._assign(table("indexing").AtIndexer(base)[self._view_index].set(value), what, keep=self)
             self.op = value.op
             return self
         live = [r() for r in (self._views or ()) if r() is not None and r() is not keep]
@@ -341,8 +361,7 @@ class Tracer:
 
     def _inplace(name, symbol):
         def op(self, other):
-            from xla.frontend import ufuncs
-            value = ufuncs.dispatch(getattr(np, name), "__call__", (self, other), {})
+            value = table("ufuncs").dispatch(getattr(np, name), "__call__", (self, other), {})
             return self._assign(value, f"x {symbol}= ...")
         op.__name__ = f"__i{name}__"
         return op
@@ -378,7 +397,7 @@ class Tracer:
     def __setitem__(self, index, value):
         """``x[idx] = v`` as in NumPy: the array is updated (functionally, a
         dynamic-update-slice or scatter, through ``x.at[idx].set(v)``)."""
-        from xla.frontend import indexing
+        indexing = table("indexing")
         masked = _mask_assignment(self, index, value)
         if masked is not None:
             self._assign(masked, "x[mask] = v")
@@ -392,7 +411,7 @@ class Tracer:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if any(getattr(type(x), "_xla_masked", False) for x in inputs):
             return NotImplemented         # the masked slice's own __array_ufunc__ decides
-        from xla.frontend import ufuncs
+        ufuncs = table("ufuncs")
         session = self._session()
         if session is None:
             return ufuncs.dispatch(ufunc, method, inputs, kwargs)
@@ -405,7 +424,7 @@ class Tracer:
     def __array_function__(self, func, types, args, kwargs):
         if any(getattr(t, "_xla_masked", False) for t in types):
             return NotImplemented         # the masked slice's own __array_function__ decides
-        from xla.frontend import numpy_api
+        numpy_api = table("numpy_api")
         impl = numpy_api.FUNCTIONS.get(func)
         session = self._session()
         if session is None:
@@ -429,7 +448,7 @@ class Tracer:
         def op(self, other):
             if getattr(type(other), "_xla_masked", False):
                 return NotImplemented     # a masked slice (masked_slice.py) knows both
-            from xla.frontend import ufuncs
+            ufuncs = table("ufuncs")
             ufunc = getattr(np, name)
             args = (other, self) if reflected else (self, other)
             result = ufuncs.dispatch(ufunc, "__call__", args, {})
@@ -481,7 +500,7 @@ class Tracer:
         return np.invert(self)
 
     def __getitem__(self, index):
-        from xla.frontend import indexing
+        indexing = table("indexing")
         session = self._session()
         if session is None:
             result = indexing.getitem(self, index)
@@ -493,7 +512,7 @@ class Tracer:
 
     @property
     def at(self):
-        from xla.frontend import indexing
+        indexing = table("indexing")
         return indexing.AtIndexer(self)
 
     # ----- methods (NumPy's ndarray methods, through the function table) ---------
@@ -585,8 +604,7 @@ def as_tracer(x, dtype=None):
         return x if dtype is None else convert(x, dtype)
     weak = type(x) in PYTHON_SCALARS and dtype is None
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer) for e in _flat(x)):
-        from xla.frontend import numpy_api
-        return numpy_api.array(x, dtype=dtype)
+        return table("numpy_api").array(x, dtype=dtype)
     try:
         value = np.asarray(x, dtype=dtype)
     except (TypeError, ValueError) as e:

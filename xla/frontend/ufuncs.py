@@ -11,6 +11,8 @@ NumPy's definition is, in HLO.
 ``reduce`` and ``accumulate`` of the ufuncs that have an HLO reduction
 (``np.add.reduce`` is ``np.sum``) go to ``xla.frontend.numpy_api``.
 """
+import sys
+
 import numpy as np
 
 from xla.frontend import tracing
@@ -631,11 +633,9 @@ def _resolve(ufunc, inputs, dtype):
 
 def dispatch(ufunc, method, inputs, kwargs):
     if method != "__call__":
-        from xla.frontend import numpy_api
-        return numpy_api.ufunc_method(ufunc, method, inputs, kwargs)
+        return tracing.table("numpy_api").ufunc_method(ufunc, method, inputs, kwargs)
     if ufunc is getattr(np, "vecdot", None):   # a gufunc with an axis keyword
-        from xla.frontend import numpy_api
-        return numpy_api.vecdot(*inputs, **kwargs)
+        return tracing.table("numpy_api").vecdot(*inputs, **kwargs)
     out = kwargs.pop("out", None)
     outs = out if isinstance(out, tuple) else (out,)
     if out is not None and any(o is not None for o in outs):
@@ -661,8 +661,7 @@ def dispatch(ufunc, method, inputs, kwargs):
     if kwargs:
         raise tracing_error(f"np.{ufunc.__name__}: unsupported keyword arguments {sorted(kwargs)}")
     if ufunc is np.matmul:
-        from xla.frontend import numpy_api
-        return numpy_api.matmul(*inputs)
+        return tracing.table("numpy_api").matmul(*inputs)
     if ufunc in _TWO_OUTPUTS:
         return tuple(dispatch(u, "__call__", inputs, {"dtype": dtype} if dtype else {})
                      for u in _TWO_OUTPUTS[ufunc])
@@ -684,3 +683,6 @@ def dispatch(ufunc, method, inputs, kwargs):
     if t.dtype != out_dtypes[0]:
         t = convert(t, out_dtypes[0])
     return t
+
+
+tracing.install_table("ufuncs", sys.modules[__name__])
