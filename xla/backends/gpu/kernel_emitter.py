@@ -257,6 +257,11 @@ class _ThunkEmitter:
             k = int(h.attr("k")) if h.opcode == "topk" else h.shape.tuple_shapes[0].dimensions[-1]
             return emit_topk(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}", k,
                              True if largest is None else bool(largest))
+        if h.opcode == "select-and-scatter":
+            from xla.backends.gpu.select_and_scatter import emit_select_and_scatter
+            self.kernels += 1
+            return emit_select_and_scatter(self.emitter, h,
+                                           f"k{self.kernels - 1}_{_symbol(h.name)}")
         if h.opcode == "dot" and self.gemm:
             from xla.backends.gpu.gemm import gemm_thunk
             gemm = gemm_thunk(h, a)
