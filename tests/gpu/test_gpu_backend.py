@@ -22,7 +22,6 @@ needs_gpu = pytest.mark.skipif(NO_GPU is not None, reason=f"needs an NVIDIA GPU:
 
 # corpus module -> the op the GPU backend names as unsupported
 UNSUPPORTED = {
-    "hlo_map_nested_tuple.hlo": "map",
     "linalg_hlo_ops.hlo": "cholesky",
     "linalg_lapack.hlo": "custom-call",
     "linalg_lapack.optimized.hlo": "custom-call",
@@ -48,7 +47,7 @@ def test_corpus_on_the_emulator(path):
 
 
 def test_most_of_the_corpus_runs():
-    assert len(FILES) - len(UNSUPPORTED) >= 137
+    assert len(FILES) - len(UNSUPPORTED) >= 138
 
 
 def test_every_kernel_assembles_with_ptxas():

@@ -120,8 +120,6 @@ def emit_kernel(emitter, h, name, outputs=None):
             raise unsupported(h, f"fusion kind {kind}")
     elif op not in ELEMENTWISE and op not in GENERATORS:
         raise unsupported(h)
-    if op == "map":
-        raise unsupported(h)
     assignment = emitter.assignment
     outputs = outputs or _outputs(h)
     if len({tuple(s.dimensions) for _, s, _ in outputs}) != 1:
