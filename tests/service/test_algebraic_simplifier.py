@@ -397,3 +397,24 @@ ENTRY e {
     module = parse_hlo_module(text)
     assert AlgebraicSimplifier().run(module)
     assert not any(i.opcode == "copy" and i.shape.is_tuple for i in module.entry.instructions)
+
+
+def test_a_broadcast_scalar_is_not_materialized():
+    """x * broadcast(1) over f32[2^26] simplifies without making an array of
+    that size (the splat check once made two, 512 MiB, and 2 s of compile)."""
+    import tracemalloc
+    text = """HloModule m
+ENTRY e {
+  x = f32[67108864] parameter(0)
+  one = f32[] constant(1)
+  b = f32[67108864] broadcast(one), dimensions={}
+  ROOT y = f32[67108864] multiply(x, b)
+}"""
+    tracemalloc.start()
+    try:
+        module, changed = run_pass(AlgebraicSimplifier(), text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert changed and module.entry.root_instruction.opcode == "parameter", opcodes(module)
+    assert peak < 16 << 20, peak

@@ -132,15 +132,20 @@ def _constant_value(instr):
 
 def _splat(instr):
     """The single value of a non-empty constant whose elements are all equal
-    (bit for bit, so ``-0.0`` and ``+0.0`` differ), else None."""
+    (bit for bit, so ``-0.0`` and ``+0.0`` differ), else None. A broadcast
+    scalar is its scalar: nothing the size of the array is made (a
+    broadcast of f32[2^26] would be 256 MiB, twice)."""
+    if instr.opcode == "broadcast" and instr.operands[0].shape.is_scalar:
+        if instr.shape.num_elements() == 0:
+            return None
+        inner = _constant_value(instr.operands[0])
+        return None if inner is None else np.asarray(inner).reshape(-1)[0]
     value = _constant_value(instr)
     if value is None or value.size == 0:
         return None
     flat = np.ascontiguousarray(value).reshape(-1)
-    first = flat[0]
-    same = np.array_equal(flat.view(np.uint8),
-                          np.full(flat.shape, first, flat.dtype).view(np.uint8))
-    return first if same else None
+    rows = flat.view(np.uint8).reshape(flat.size, flat.dtype.itemsize)
+    return flat[0] if bool((rows == rows[0]).all()) else None
 
 
 def _is_zero(value, kind, negative):
