@@ -576,3 +576,19 @@ def test_a_donated_buffer_holds_the_result_without_a_copy(platform):
     again = f(out, y)                            # and again, in the same memory
     assert again.memory.address == address
     np.testing.assert_array_equal(np.asarray(again), np.arange(1000, dtype=np.float32) * 4 + 3)
+
+
+def test_a_result_repeated_in_the_tuple_is_two_buffers():
+    """Donating one must not change the other (buffers are values)."""
+    device = xla.devices("gpu_emulator")[0]
+    exe = xla.compile("""HloModule m
+ENTRY e {
+  x = f32[16] parameter(0)
+  y = f32[16] multiply(x, x)
+  ROOT t = (f32[16], f32[16]) tuple(y, y)
+}""", "gpu_emulator")
+    a, b = exe.execute_buffers([device.put(np.arange(16, dtype=np.float32))])
+    assert a.memory.address != b.memory.address
+    double = xla.jit(lambda v: v * 2, backend="gpu_emulator", donate_argnums=0)
+    double(a)
+    np.testing.assert_array_equal(np.asarray(b), np.arange(16, dtype=np.float32) ** 2)

@@ -242,7 +242,7 @@ class GpuExecutable(Executable):
             memory[key] = device.allocate(nbytes)
         self._run(device, kernels, self.thunks, memory)
         root = self.module.entry.root_instruction
-        out = []
+        out, handed_out = [], set()
         for index, shape in root.shape.leaves():
             if shape.is_token:
                 out.append(TOKEN)
@@ -251,10 +251,14 @@ class GpuExecutable(Executable):
             alloc = buffer.allocation
             nbytes = shape.byte_size()
             raw = memory[alloc.index].view(buffer.offset, nbytes)
-            if alloc.index not in fresh or nbytes != alloc.size:
+            # A result owns its memory: one that is the whole of a fresh
+            # allocation not yet handed out is returned as is; others
+            # (constants, arguments, parts, a leaf repeated) are copies.
+            if alloc.index not in fresh or nbytes != alloc.size or alloc.index in handed_out:
                 copy = device.allocate(nbytes)
                 device.copy(copy, raw)
                 raw = copy
+            handed_out.add(alloc.index)
             out.append(GpuBuffer(raw, shape.dimensions, shape.dtype, device))
         for i in given_up:
             buffers[i].mark_donated()
