@@ -25,9 +25,6 @@ UNSUPPORTED = {
     "linalg_hlo_ops.hlo": "cholesky",
     "linalg_lapack.hlo": "custom-call",
     "linalg_lapack.optimized.hlo": "custom-call",
-    "rng_bit_generator.hlo": "rng-bit-generator",
-    "rng_uniform.hlo": "rng",
-    "rng_uniform.optimized.hlo": "rng-get-and-update-state",
 }
 
 
@@ -47,7 +44,7 @@ def test_corpus_on_the_emulator(path):
 
 
 def test_most_of_the_corpus_runs():
-    assert len(FILES) - len(UNSUPPORTED) >= 138
+    assert len(FILES) - len(UNSUPPORTED) >= 141
 
 
 def test_every_kernel_assembles_with_ptxas():
@@ -592,3 +589,48 @@ ENTRY e {
     double = xla.jit(lambda v: v * 2, backend="gpu_emulator", donate_argnums=0)
     double(a)
     np.testing.assert_array_equal(np.asarray(b), np.arange(16, dtype=np.float32) ** 2)
+
+
+# ----- random numbers (rng.py): the CPU backend's semantics ------------------------
+
+@pytest.mark.parametrize("algorithm", ["rng_philox", "rng_three_fry"])
+@pytest.mark.parametrize("out", ["u32[5,7]", "u64[9]", "u8[3,4]", "s32[2,3,2]"])
+def test_rng_bit_generator_is_bit_exact_with_the_interpreter(algorithm, out):
+    from xla.hlo.evaluator import evaluate
+    text = f"""HloModule m
+ENTRY e {{
+  s = u64[2] parameter(0)
+  ROOT r = (u64[2], {out}) rng-bit-generator(s), algorithm={algorithm}
+}}"""
+    state = np.array([0x1234567890ABCDEF, 42], np.uint64)
+    got = xla.compile(text, "gpu_emulator").execute(state)
+    expected = evaluate(xla.parse_hlo_module(text), state)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
+
+
+def test_rng_continues_across_executions_and_a_new_executable_repeats():
+    text = """HloModule m
+ENTRY e {
+  lo = f32[] constant(0)
+  hi = f32[] constant(1)
+  ROOT r = f32[1000] rng(lo, hi), distribution=rng_uniform
+}"""
+    exe = xla.compile(text, "gpu_emulator")
+    first, second = exe.execute(), exe.execute()
+    assert first.min() >= 0 and first.max() < 1 and 0.4 < first.mean() < 0.6
+    assert not np.array_equal(first, second)
+    np.testing.assert_array_equal(xla.compile(text, "gpu_emulator").execute(), first)
+    cpu = xla.compile(text, "cpu")
+    np.testing.assert_array_equal(cpu.execute(), first)      # the CPU's semantics, bit for bit
+    np.testing.assert_array_equal(cpu.execute(), second)
+
+
+def test_rng_state_is_returned_and_advanced():
+    exe = xla.compile("""HloModule m
+ENTRY e {
+  ROOT s = u64[2] rng-get-and-update-state(), delta=5
+}""", "gpu_emulator")
+    np.testing.assert_array_equal(exe.execute(), [0, 0])
+    np.testing.assert_array_equal(exe.execute(), [5, 0])
+    np.testing.assert_array_equal(exe.execute(), [10, 0])

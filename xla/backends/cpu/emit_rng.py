@@ -177,103 +177,127 @@ def _module_global(me, name, typ):
 
 
 # ----- rng-bit-generator ------------------------------------------------------------
+class BitGeneratorPlan:
+    """What an rng-bit-generator computes (shared by the CPU and GPU
+    backends): the algorithm, the output's shape, and how many counters
+    (blocks of 2 or 4 words) cover it. Raises naming what is unsupported."""
+
+    def __init__(self, h, unsupported_error):
+        algorithm = h.attr("algorithm", "rng_default") or "rng_default"
+        algorithm = getattr(algorithm, "text", algorithm)
+        if algorithm == "rng_default":
+            algorithm = "rng_philox"
+        if algorithm not in ("rng_three_fry", "rng_philox"):
+            raise unsupported_error(h, f"algorithm {algorithm}")
+        (state_op,) = h.operands
+        state_shape, out_shape = h.shape.tuple_shapes
+        st = state_shape.element_type
+        if (state_shape.rank != 1 or st.kind not in "su" or st.bits != 64
+                or state_shape.dimensions[0] < 2
+                or state_op.shape.dimensions != state_shape.dimensions):
+            raise unsupported_error(h, f"state {state_shape}")
+        et = out_shape.element_type
+        if et.kind in ("pred", "c") or et.byte_size * 8 not in _UNSIGNED:
+            raise unsupported_error(h, f"output type {et}")
+        self.out_shape = out_shape
+        self.n = n = out_shape.num_elements()
+        self.wide = wide = et.byte_size == 8
+        self.philox = philox = algorithm == "rng_philox"
+        self.size = state_shape.dimensions[0]
+        self.dims = dims = tuple(out_shape.dimensions) or (1,)
+        self.split, self.half = None, None
+        if philox:
+            self.counters = (n + 1) // 2 if wide else (n + 3) // 4
+        elif wide:
+            self.counters = n
+        else:
+            split = next((i for i, d in enumerate(dims) if d % 2 == 0), None)
+            if split is None:
+                split = max(range(len(dims)), key=lambda i: (dims[i], -i))
+            half = list(dims)
+            half[split] = (dims[split] + 1) // 2
+            self.split, self.half = split, half
+            self.counters = math.prod(half) if n else 0
+        self.words = 2 if (wide and philox) else (4 if philox else (1 if wide else 2))
+
+    def emit_prologue(self, b, sp):
+        """The key and base counter from the state at ``sp`` (before the loop)."""
+        s0, s1 = _load_u64(b, sp, 0), _load_u64(b, sp, 1)
+        k0, k1 = _split64(b, s0)
+        base = s1
+        if self.philox:
+            hi = _load_u64(b, sp, 2) if self.size > 2 else s0
+            base = b.or_(b.zext(s1, I128), b.shl(b.zext(hi, I128), ir.Constant(I128, 64)))
+        return k0, k1, base
+
+    def emit_counter(self, b, prologue, op, i):
+        """The output words of counter ``i`` stored at ``op``."""
+        k0, k1, base = prologue
+        n, out_shape = self.n, self.out_shape
+        if self.philox:
+            w = philox4x32(b, k0, k1, _words128(b, b.add(base, b.zext(i, I128))))
+            vals = [_join64(b, w[0], w[1]), _join64(b, w[2], w[3])] if self.wide else w
+            per = len(vals)
+            first = b.mul(i, i64(per), flags=("nsw", "nuw"))
+            for j, v in enumerate(vals):
+                e = b.add(first, i64(j), flags=("nsw", "nuw")) if j else first
+                partial = n % per and j >= n % per
+                guard = b.icmp_signed("<", e, i64(n)) if partial else None
+                _store_linear(b, op, out_shape, e, v, guard)
+        elif self.wide:
+            y0, y1 = threefry2x32(b, k0, k1, *_split64(b, b.add(base, i)))
+            _store_linear(b, op, out_shape, i, _join64(b, y0, y1))
+        else:
+            split, dims = self.split, self.dims
+            y = threefry2x32(b, k0, k1, *_split64(b, b.add(base, i)))
+            hidx = le.delinearize(b, i, self.half)
+            c0 = b.mul(hidx[split], i64(2), flags=("nsw", "nuw"))
+            for word in (0, 1):
+                idx = list(hidx)
+                idx[split] = b.add(c0, i64(word), flags=("nsw", "nuw")) if word else c0
+                real = idx if out_shape.rank else []
+                if word and dims[split] % 2:
+                    with b.if_then(b.icmp_signed("<", idx[split], i64(dims[split]))):
+                        _store_bits(b, op, out_shape, real, y[word])
+                else:
+                    _store_bits(b, op, out_shape, real, y[word])
+
+    def emit_new_state(self, b, sp, dp):
+        """The new state at ``dp`` from the old at ``sp``, all of the old read
+        first (the new may share its buffer)."""
+        old = [_load_u64(b, sp, k) for k in range(self.size)]
+        new = list(old)
+        new[1] = b.add(old[1], i64(self.counters))
+        if self.philox and self.size > 2:
+            carry = b.zext(b.icmp_unsigned("<", new[1], old[1]), I64)
+            new[2] = b.add(old[2], carry)
+        for k, v in enumerate(new):
+            _store_u64(b, v, dp, k)
+
+
 @register_instruction("rng-bit-generator")
 def emit_rng_bit_generator(me, h):
     a = me.assignment
-    algorithm = h.attr("algorithm", "rng_default") or "rng_default"
-    algorithm = getattr(algorithm, "text", algorithm)
-    if algorithm == "rng_default":
-        algorithm = "rng_philox"
-    if algorithm not in ("rng_three_fry", "rng_philox"):
-        raise unsupported(h, f"algorithm {algorithm}")
+    plan = BitGeneratorPlan(h, unsupported)
     (state_op,) = h.operands
-    state_shape, out_shape = h.shape.tuple_shapes
-    st = state_shape.element_type
-    if (state_shape.rank != 1 or st.kind not in "su" or st.bits != 64
-            or state_shape.dimensions[0] < 2 or state_op.shape.dimensions != state_shape.dimensions):
-        raise unsupported(h, f"state {state_shape}")
-    et = out_shape.element_type
-    if et.kind in ("pred", "c") or et.byte_size * 8 not in _UNSIGNED:
-        raise unsupported(h, f"output type {et}")
     in_slice = Slice(a.buffer(state_op, ()))
     state_slice = Slice(a.buffer(h, (0,)))
     out_slice = Slice(a.buffer(h, (1,)))
     if out_slice.key == in_slice.key:
         raise unsupported(h, "output sharing the state's buffer")
-    n = out_shape.num_elements()
-    wide = et.byte_size == 8
-    philox = algorithm == "rng_philox"
-    size = state_shape.dimensions[0]
-    dims = tuple(out_shape.dimensions) or (1,)
-
-    split, half = None, None
-    if philox:
-        counters = (n + 1) // 2 if wide else (n + 3) // 4
-    elif wide:
-        counters = n
-    else:
-        split = next((i for i, d in enumerate(dims) if d % 2 == 0), None)
-        if split is None:
-            split = max(range(len(dims)), key=lambda i: (dims[i], -i))
-        half = list(dims)
-        half[split] = (dims[split] + 1) // 2
-        counters = math.prod(half) if n else 0
-
-    if counters:
+    if plan.counters:
         kernel = Kernel(me, me.unique(f"kernel.{h.name}"), [in_slice, out_slice])
         b = kernel.b
         sp, op = kernel.pointer(in_slice), kernel.pointer(out_slice)
-        s0, s1 = _load_u64(b, sp, 0), _load_u64(b, sp, 1)
-        k0, k1 = _split64(b, s0)
-        if philox:
-            hi = _load_u64(b, sp, 2) if size > 2 else s0
-            base = b.or_(b.zext(s1, I128), b.shl(b.zext(hi, I128), ir.Constant(I128, 64)))
+        prologue = plan.emit_prologue(b, sp)
         with le.for_loop(b, kernel.begin, kernel.end, name="ctr") as i:
-            if philox:
-                w = philox4x32(b, k0, k1, _words128(b, b.add(base, b.zext(i, I128))))
-                if wide:
-                    vals = [_join64(b, w[0], w[1]), _join64(b, w[2], w[3])]
-                else:
-                    vals = w
-                per = len(vals)
-                first = b.mul(i, i64(per), flags=("nsw", "nuw"))
-                for j, v in enumerate(vals):
-                    e = b.add(first, i64(j), flags=("nsw", "nuw")) if j else first
-                    partial = n % per and j >= n % per
-                    guard = b.icmp_signed("<", e, i64(n)) if partial else None
-                    _store_linear(b, op, out_shape, e, v, guard)
-            elif wide:
-                y0, y1 = threefry2x32(b, k0, k1, *_split64(b, b.add(s1, i)))
-                _store_linear(b, op, out_shape, i, _join64(b, y0, y1))
-            else:
-                y = threefry2x32(b, k0, k1, *_split64(b, b.add(s1, i)))
-                hidx = le.delinearize(b, i, half)
-                c0 = b.mul(hidx[split], i64(2), flags=("nsw", "nuw"))
-                for word in (0, 1):
-                    idx = list(hidx)
-                    idx[split] = b.add(c0, i64(word), flags=("nsw", "nuw")) if word else c0
-                    real = idx if out_shape.rank else []
-                    if word and dims[split] % 2:
-                        with b.if_then(b.icmp_signed("<", idx[split], i64(dims[split]))):
-                            _store_bits(b, op, out_shape, real, y[word])
-                    else:
-                        _store_bits(b, op, out_shape, real, y[word])
+            plan.emit_counter(b, prologue, op, i)
         kernel.finish()
-        words = 2 if (wide and philox) else (4 if philox else (1 if wide else 2))
-        _run_kernel(me, kernel.function, counters, words)
+        _run_kernel(me, kernel.function, plan.counters, plan.words)
 
     # The new state: read all of the old first (the output may share its buffer).
     kernel = Kernel(me, me.unique(f"kernel.{h.name}.state"), [in_slice, state_slice])
-    b = kernel.b
-    sp, dp = kernel.pointer(in_slice), kernel.pointer(state_slice)
-    old = [_load_u64(b, sp, k) for k in range(size)]
-    new = list(old)
-    new[1] = b.add(old[1], i64(counters))
-    if philox and size > 2:
-        carry = b.zext(b.icmp_unsigned("<", new[1], old[1]), I64)
-        new[2] = b.add(old[2], carry)
-    for k, v in enumerate(new):
-        _store_u64(b, v, dp, k)
+    plan.emit_new_state(kernel.b, kernel.pointer(in_slice), kernel.pointer(state_slice))
     kernel.finish()
     kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
 

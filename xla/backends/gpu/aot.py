@@ -89,9 +89,14 @@ def _header(exe, name, steps, module_name):
     index = {a.index: k for k, a in enumerate(allocations)}
     for key in exe._scratch:
         index[key] = len(index)
-    sizes = [a.size for a in allocations] + list(exe._scratch.values())
+    # State kept across runs (rng counters): buffers NAME_upload_constants zeroes.
+    state = [k for k in exe._constant_bytes if k not in index]
+    for key in state:
+        index[key] = len(index)
+    sizes = [a.size for a in allocations] + list(exe._scratch.values()) + \
+        [len(exe._constant_bytes[k]) for k in state]
     params = [a.parameter_number if a.kind == "parameter" else -1 for a in allocations]
-    params += [-1] * len(exe._scratch)
+    params += [-1] * (len(exe._scratch) + len(state))
     root = exe.module.entry.root_instruction
     results = []
     for shape_index, shape in root.shape.leaves():

@@ -87,6 +87,7 @@ class GpuExecutable(Executable):
         self._scratch = {key: n for t in self.kernels for key, n in (t.scratch or {}).items()}
         from xla.backends.cpu.executable import literal_array_at
         from xla.backends.cpu.ir_emitter import physical_bytes
+        from xla.backends.gpu.kernel_emitter import kernel_thunks
         self._constant_bytes = {}
         for alloc in assignment.allocations:
             if alloc.kind == "constant":
@@ -96,6 +97,10 @@ class GpuExecutable(Executable):
                         raw = physical_bytes(literal_array_at(b.instruction, b.index), b.shape)
                         data[b.offset:b.offset + len(raw)] = np.frombuffer(raw, np.uint8)
                 self._constant_bytes[alloc.index] = data
+        # State kept across executions (rng counters): zeroed once per device, like a constant.
+        for t in kernel_thunks(thunks):
+            for key, n in (t.persistent or {}).items():
+                self._constant_bytes[key] = np.zeros(n, np.uint8)
 
     # ----- artifacts ---------------------------------------------------------------
     @property

@@ -255,6 +255,12 @@ class _ThunkEmitter:
             k = int(h.attr("k")) if h.opcode == "topk" else h.shape.tuple_shapes[0].dimensions[-1]
             return emit_topk(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}", k,
                              True if largest is None else bool(largest))
+        if h.opcode in ("rng", "rng-bit-generator", "rng-get-and-update-state"):
+            from xla.backends.gpu import rng
+            self.kernels += 1
+            emit = {"rng": rng.emit_rng, "rng-bit-generator": rng.emit_rng_bit_generator,
+                    "rng-get-and-update-state": rng.emit_rng_get_and_update_state}[h.opcode]
+            return emit(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
         if h.opcode == "select-and-scatter":
             from xla.backends.gpu.select_and_scatter import emit_select_and_scatter
             self.kernels += 1

@@ -40,6 +40,7 @@ class KernelThunk:
     instruction: str
     scratch: dict = None   # scratch allocation key -> bytes (allocated per execution)
     scalars: tuple = ()    # integers passed after the pointers (as pointer-sized values)
+    persistent: dict = None   # state key -> bytes kept across executions (zeroed when loaded)
 
 
 class Kernel:
