@@ -45,6 +45,9 @@ class _Fn:
         self.ptrs = {s.key: me.slice_pointer(self.b, table, s.key) for s in slices}
         self.mallocs = []
 
+    def key_of(self, instr):
+        return Slice(self.me.assignment.buffer(instr, ())).key
+
     def scratch(self, typ, count):
         malloc = self.me.declare_in(self.fn.module, "malloc", ir.FunctionType(PTR, [I64]))
         size = 8 if typ == ir.DoubleType() else 4
@@ -141,20 +144,19 @@ def _cholesky_into(k, a_ptr, a_shape, lower, bidx, w, n, rt):
     return b.icmp_signed("!=", info_v, ir.Constant(I32, 0)), info_v, W
 
 
-@register_instruction("cholesky")
-def emit_cholesky(me, h):
+def cholesky_body(k, h, a_key, out_key):
+    """body(bidx) computing cholesky ``h`` for one batch index, in kernel
+    ``k`` (a ``_Fn``, or the GPU backend's equivalent)."""
     a = h.operands[0]
     _check_real(h, a.shape)
     lower = bool(h.attr("lower", False))
     n = a.shape.dimensions[-1]
-    sa, so = Slice(me.assignment.buffer(a, ())), Slice(me.assignment.buffer(h, ()))
-    k = _Fn(me, h, "cholesky", [sa, so])
     rt = _rt(h.shape)
     w = k.scratch(rt, n * n)
     b = k.b
 
     def body(bidx):
-        failed, _, W = _cholesky_into(k, k.ptrs[sa.key], a.shape, lower, bidx, w, n, rt)
+        failed, _, W = _cholesky_into(k, k.ptrs[a_key], a.shape, lower, bidx, w, n, rt)
         with le.for_loop(b, 0, n, name="oi") as i:
             with le.for_loop(b, 0, n, name="oj") as j:
                 # lower: L[i][j] for i >= j; upper: U[i][j] = L[j][i] for i <= j.
@@ -163,25 +165,31 @@ def emit_cholesky(me, h):
                 v = b.load(W(r, b.select(in_tri, c, r)), typ=rt)
                 v = b.select(in_tri, v, ir.Constant(rt, 0.0))
                 v = b.select(failed, ir.Constant(rt, float("nan")), v)
-                store_element(b, v, _elem_ptr(b, k.ptrs[so.key], h.shape, bidx, i, j), h.shape.element_type)
+                store_element(b, v, _elem_ptr(b, k.ptrs[out_key], h.shape, bidx, i, j), h.shape.element_type)
+    return body
 
+
+@register_instruction("cholesky")
+def emit_cholesky(me, h):
+    a = h.operands[0]
+    n = a.shape.dimensions[-1]
+    sa, so = Slice(me.assignment.buffer(a, ())), Slice(me.assignment.buffer(h, ()))
+    k = _Fn(me, h, "cholesky", [sa, so])
+    body = cholesky_body(k, h, sa.key, so.key)
     if n:
         _batch_loop(k, h.shape, body)
     k.finish(_batch(h.shape) if n else 0)
 
 
-def _emit_trsm(me, h, out_shape, out_slice, left, lower, unit, trans, alpha=None):
+def trsm_body(k, h, out_shape, out_key, left, lower, unit, trans, alpha=None, alpha_key=None):
+    """body(bidx) solving triangular system ``h`` for one batch index into
+    ``out_key``, in kernel ``k`` (see ``cholesky_body``)."""
     a, bop = h.operands[0], h.operands[1]
     _check_real(h, a.shape, bop.shape, out_shape)
     m = a.shape.dimensions[-1]
     rows, cols = bop.shape.dimensions[-2:]
     nrhs = cols if left else rows
-    sa, sb = Slice(me.assignment.buffer(a, ())), Slice(me.assignment.buffer(bop, ()))
-    slices = [sa, sb, out_slice]
-    if alpha is not None:
-        salpha = Slice(me.assignment.buffer(alpha, ()))
-        slices.append(salpha)
-    k = _Fn(me, h, "trsm", slices)
+    a_key, b_key = (k.key_of(o) for o in (a, bop))
     rt = _rt(out_shape)
     b = k.b
     transposed = trans in ("TRANSPOSE", "ADJOINT")
@@ -195,7 +203,7 @@ def _emit_trsm(me, h, out_shape, out_slice, left, lower, unit, trans, alpha=None
 
     def M(bidx, i, j):
         r, c = (j, i) if m_is_a_t else (i, j)
-        v = load_element(b, _elem_ptr(b, k.ptrs[sa.key], a.shape, bidx, r, c), a.shape.element_type)
+        v = load_element(b, _elem_ptr(b, k.ptrs[a_key], a.shape, bidx, r, c), a.shape.element_type)
         if unit:
             v = b.select(b.icmp_signed("==", i, j), one, v)
         return v
@@ -203,14 +211,14 @@ def _emit_trsm(me, h, out_shape, out_slice, left, lower, unit, trans, alpha=None
     def body(bidx):
         alpha_v = None
         if alpha is not None:
-            alpha_v = load_element(b, k.ptrs[salpha.key], alpha.shape.element_type)
+            alpha_v = load_element(b, k.ptrs[alpha_key], alpha.shape.element_type)
         with le.for_loop(b, 0, nrhs, name="rhs") as c:
             def at(slice_key, shape, i):
                 r, cc = (i, c) if left else (c, i)
                 return _elem_ptr(b, k.ptrs[slice_key], shape, bidx, r, cc)
             with le.for_loop(b, 0, m, name="step") as step:
                 i = step if a_lower_in_m else b.sub(i64(m - 1), step)
-                b.store(load_element(b, at(sb.key, bop.shape, i), bop.shape.element_type), acc)
+                b.store(load_element(b, at(b_key, bop.shape, i), bop.shape.element_type), acc)
                 lo = i64(0) if a_lower_in_m else b.add(i, i64(1))
                 hi = i if a_lower_in_m else i64(m)
                 with le.for_loop(b, lo, hi, name="sub") as j:
@@ -221,11 +229,24 @@ def _emit_trsm(me, h, out_shape, out_slice, left, lower, unit, trans, alpha=None
                 v = b.load(b.gep(y, [i], source_etype=rt), typ=rt)
                 if alpha_v is not None:
                     v = b.fmul(v, alpha_v)
-                store_element(b, v, at(out_slice.key, out_shape, i), out_shape.element_type)
+                store_element(b, v, at(out_key, out_shape, i), out_shape.element_type)
+    return body, bool(m and nrhs)
 
-    if m and nrhs:
+
+def _emit_trsm(me, h, out_shape, out_slice, left, lower, unit, trans, alpha=None):
+    a, bop = h.operands[0], h.operands[1]
+    sa, sb = Slice(me.assignment.buffer(a, ())), Slice(me.assignment.buffer(bop, ()))
+    slices = [sa, sb, out_slice]
+    salpha = None
+    if alpha is not None:
+        salpha = Slice(me.assignment.buffer(alpha, ()))
+        slices.append(salpha)
+    k = _Fn(me, h, "trsm", slices)
+    body, any_work = trsm_body(k, h, out_shape, out_slice.key, left, lower, unit, trans, alpha,
+                               salpha.key if salpha is not None else None)
+    if any_work:
         _batch_loop(k, out_shape, body)
-    k.finish(_batch(out_shape) if m and nrhs else 0)
+    k.finish(_batch(out_shape) if any_work else 0)
 
 
 @register_instruction("triangular-solve")
@@ -235,14 +256,14 @@ def emit_triangular_solve(me, h):
                bool(h.attr("lower", False)), bool(h.attr("unit_diagonal", False)), str(trans))
 
 
-def _lapack_attrs(h):
+def lapack_attrs(h):
     from xla.hlo.custom_call_signatures import backend_config_attrs
     attrs = backend_config_attrs(h)
     return lambda name, default: chr(attrs[name]) if name in attrs else default
 
 
 def _lapack_trsm(me, h):
-    char = _lapack_attrs(h)
+    char = lapack_attrs(h)
     trans = {"N": "NO_TRANSPOSE", "T": "TRANSPOSE", "C": "ADJOINT"}[char("trans_x", "N")]
     out_shape = h.shape.tuple_shapes[0] if h.shape.is_tuple else h.shape
     index = (0,) if h.shape.is_tuple else ()
@@ -251,21 +272,15 @@ def _lapack_trsm(me, h):
                char("uplo", "L") == "L", char("diag", "N") == "U", trans, alpha)
 
 
-def _lapack_potrf(me, h):
-    char = _lapack_attrs(h)
+def potrf_body(k, h, a_key, out_key, info_key):
+    """body(bidx) of LAPACK's potrf ``h`` for one batch index (see
+    ``cholesky_body``); ``info_key`` None when there is no info result."""
+    char = lapack_attrs(h)
     lower = char("uplo", "L") == "L"
     a = h.operands[0]
     _check_real(h, a.shape)
     n = a.shape.dimensions[-1]
     shapes = list(h.shape.tuple_shapes) if h.shape.is_tuple else [h.shape]
-    sa = Slice(me.assignment.buffer(a, ()))
-    so = Slice(me.assignment.buffer(h, (0,) if h.shape.is_tuple else ()))
-    slices = [sa, so]
-    sinfo = None
-    if len(shapes) > 1:
-        sinfo = Slice(me.assignment.buffer(h, (1,)))
-        slices.append(sinfo)
-    k = _Fn(me, h, "potrf", slices)
     rt = _rt(shapes[0])
     w = k.scratch(rt, n * n)
     orig = k.scratch(rt, n * n)
@@ -275,9 +290,9 @@ def _lapack_potrf(me, h):
     def body(bidx):
         with le.for_loop(b, 0, n, name="pi") as i:
             with le.for_loop(b, 0, n, name="pj") as j:
-                v = load_element(b, _elem_ptr(b, k.ptrs[sa.key], a.shape, bidx, i, j), a.shape.element_type)
+                v = load_element(b, _elem_ptr(b, k.ptrs[a_key], a.shape, bidx, i, j), a.shape.element_type)
                 b.store(v, b.gep(orig, [b.add(b.mul(i, i64(n)), j)], source_etype=rt))
-        failed, info, W = _cholesky_into(k, k.ptrs[sa.key], a.shape, lower, bidx, w, n, rt)
+        failed, info, W = _cholesky_into(k, k.ptrs[a_key], a.shape, lower, bidx, w, n, rt)
         with le.for_loop(b, 0, n, name="oi") as i:
             with le.for_loop(b, 0, n, name="oj") as j:
                 r, c = (i, j) if lower else (j, i)
@@ -285,17 +300,32 @@ def _lapack_potrf(me, h):
                 f = b.load(W(r, b.select(in_tri, c, r)), typ=rt)
                 o = b.load(b.gep(orig, [b.add(b.mul(i, i64(n)), j)], source_etype=rt), typ=rt)
                 v = b.select(b.and_(in_tri, b.not_(failed)), f, o)
-                store_element(b, v, _elem_ptr(b, k.ptrs[so.key], out_shape, bidx, i, j),
+                store_element(b, v, _elem_ptr(b, k.ptrs[out_key], out_shape, bidx, i, j),
                               out_shape.element_type)
-        if sinfo is not None:
+        if info_key is not None:
             ishape = shapes[1]
             off = le.linear_index(b, ishape, list(bidx)) if ishape.rank else i64(0)
             size = ishape.element_type.byte_size
-            ptr = b.gep(k.ptrs[sinfo.key], [b.mul(off, i64(size))], source_etype=I8)
+            ptr = b.gep(k.ptrs[info_key], [b.mul(off, i64(size))], source_etype=I8)
             itype = register_type(ishape.element_type)
             v = info if itype == I32 else (b.sext(info, itype) if itype.width > 32 else b.trunc(info, itype))
             store_element(b, v, ptr, ishape.element_type)
+    return body
 
+
+def _lapack_potrf(me, h):
+    a = h.operands[0]
+    n = a.shape.dimensions[-1]
+    out_shape = h.shape.tuple_shapes[0] if h.shape.is_tuple else h.shape
+    sa = Slice(me.assignment.buffer(a, ()))
+    so = Slice(me.assignment.buffer(h, (0,) if h.shape.is_tuple else ()))
+    slices = [sa, so]
+    sinfo = None
+    if h.shape.is_tuple and len(h.shape.tuple_shapes) > 1:
+        sinfo = Slice(me.assignment.buffer(h, (1,)))
+        slices.append(sinfo)
+    k = _Fn(me, h, "potrf", slices)
+    body = potrf_body(k, h, sa.key, so.key, sinfo.key if sinfo is not None else None)
     if n:
         _batch_loop(k, out_shape, body)
     elif sinfo is not None:

@@ -21,9 +21,9 @@ ahead-of-time program has no Python to read a predicate back.
 from dataclasses import dataclass
 
 from xla.backends.cpu.aot import check_name
+from xla.backends.gpu.kernels import LAUNCH_BLOCK as BLOCK
 from xla.errors import UnimplementedError
 
-BLOCK = 256
 MAX_GRID = 2048
 
 

@@ -45,6 +45,7 @@ from xla.backends.cpu.ir_emitter import NO_CODE, ModuleEmitter
 from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.llvm_types import store_element
 from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel, reads, unsupported
+from xla.backends.gpu.linalg import LAPACK_TARGETS
 from xla.backends.gpu.split_reduction import emit_split_reduction
 from xla.hlo.opcodes import ELEMENTWISE
 
@@ -261,6 +262,11 @@ class _ThunkEmitter:
             emit = {"rng": rng.emit_rng, "rng-bit-generator": rng.emit_rng_bit_generator,
                     "rng-get-and-update-state": rng.emit_rng_get_and_update_state}[h.opcode]
             return emit(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
+        if h.opcode in ("cholesky", "triangular-solve") or (
+                h.opcode == "custom-call" and h.attr("custom_call_target") in LAPACK_TARGETS):
+            from xla.backends.gpu.linalg import emit_linalg
+            self.kernels += 1
+            return emit_linalg(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
         if h.opcode == "select-and-scatter":
             from xla.backends.gpu.select_and_scatter import emit_select_and_scatter
             self.kernels += 1

@@ -91,6 +91,16 @@ def reads(h, assignment):
     return slices
 
 
+LAUNCH_BLOCK = 256   # a launch runs at most ceil(n / 256) blocks of 256 threads (or fewer
+                     # threads in all: the emulator's blocks are 64 wide, AOT caps the grid)
+
+
+def max_threads(n):
+    """The most threads any launcher starts for a grid-stride loop over ``n``
+    (what per-thread scratch is sized for)."""
+    return max(1, -(-n // LAUNCH_BLOCK)) * LAUNCH_BLOCK
+
+
 def grid_stride_loop(kernel, n, body):
     """``for (i = ctaid.x * ntid.x + tid.x; i < n; i += nctaid.x * ntid.x)
     body(builder, i)`` in ``kernel``, then its return."""

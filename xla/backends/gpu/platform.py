@@ -15,10 +15,10 @@ upload, download, copy, synchronize, load_kernels, launch, gemm.
 """
 import numpy as np
 
+from xla.backends.gpu.kernels import LAUNCH_BLOCK as BLOCK   # threads per block on a GPU
 from xla.errors import InvalidArgumentError
 from xla.runtime import Capabilities, Device, Platform
 
-BLOCK = 256            # threads per block on a GPU
 BLOCKS_PER_SM = 16     # grid-stride kernels: at most this many blocks per multiprocessor
 EMULATOR_BLOCK = 64    # threads per block on the emulator
 EMULATOR_GRID = 16     # at most this many blocks (the kernels' loops stride over the rest)
