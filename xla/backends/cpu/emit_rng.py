@@ -357,6 +357,18 @@ def _rng_value(b, h, lo, hi, w):
     raise unsupported(h, f"{dist} of {et}")
 
 
+def rng_element(b, h, lo, hi, base, index, out):
+    """Stores element ``index`` of rng ``h`` at ``out``: Philox-4x32-10 of
+    counter ``base + e`` (``e`` its row-major number) under ``RNG_KEY``
+    (shared with the GPU backend)."""
+    shape = h.shape
+    e = le.row_major_linear(b, shape.dimensions, index) if shape.rank else i64(0)
+    lo_w, hi_w = _split64(b, b.add(base, e))
+    w = philox4x32(b, _c32(RNG_KEY[0]), _c32(RNG_KEY[1]), [lo_w, hi_w, _c32(0), _c32(0)])
+    store_element(b, _rng_value(b, h, lo, hi, w), _element_pointer(b, out, shape, index),
+                  shape.element_type)
+
+
 @register_instruction("rng")
 def emit_rng(me, h):
     a = me.assignment
@@ -378,18 +390,9 @@ def emit_rng(me, h):
     lo = load_element(b, kernel.pointer(in_slices[0]), et)
     hi = load_element(b, kernel.pointer(in_slices[1]), et)
     base = b.load(counter, typ=I64)
-    k0, k1 = _c32(RNG_KEY[0]), _c32(RNG_KEY[1])
     out = kernel.pointer(out_slice)
-
-    def body(index):
-        e = le.row_major_linear(b, shape.dimensions, index) if shape.rank else i64(0)
-        c = b.add(base, e)
-        lo_w, hi_w = _split64(b, c)
-        w = philox4x32(b, k0, k1, [lo_w, hi_w, _c32(0), _c32(0)])
-        v = _rng_value(b, h, lo, hi, w)
-        store_element(b, v, _element_pointer(b, out, shape, index), et)
-
-    le.loop_nest(b, shape, body, kernel.begin, kernel.end)
+    le.loop_nest(b, shape, lambda index: rng_element(b, h, lo, hi, base, index, out),
+                 kernel.begin, kernel.end)
     kernel.finish()
     me.call_kernel(kernel, shape)
     eb = me.builder

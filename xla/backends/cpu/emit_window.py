@@ -176,19 +176,16 @@ def finish_sequential(me, kernel):
     kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
 
 
-@register_instruction("select-and-scatter")
-def emit_select_and_scatter(me, h):
+def select_and_scatter_loops(b, h, g, alloca, scalar_computation, out_ptr):
+    """The whole of select-and-scatter ``h`` as sequential loops at ``b``
+    (shared with the GPU backend): the output at ``out_ptr`` filled with the
+    init value, then every source element scattered into its window's
+    selected position. ``g``: the element generator (loads of the operands);
+    ``alloca(typ, name)``: a stack slot; ``scalar_computation(b, comp,
+    args)``: the select and scatter computations' values."""
     operand, source, init = h.operands
     shape = h.shape
     et = shape.element_type
-    if not shape.is_array:
-        raise unsupported(h, "tuple-shaped")
-    if shape.num_elements() == 0:
-        return
-    out_slice = Slice(me.assignment.buffer(h))
-    kernel, g = sequential_kernel(me, h)
-    b = kernel.b
-    out_ptr = kernel.pointer(out_slice)
     init_value = g.load(init, [])
 
     def fill(idx):
@@ -199,13 +196,12 @@ def emit_select_and_scatter(me, h):
     wdims = window_dimensions(h, rank)
     if (source.shape.num_elements() == 0 or operand.shape.num_elements() == 0
             or any(wd.size == 0 for wd in wdims)):
-        finish_sequential(me, kernel)
         return
     select, scatter = h.attr("select"), h.attr("scatter")
     ot = operand.shape.element_type
-    sel_val = kernel.alloca(register_type(ot), name="sel.val")
-    have = kernel.alloca(I1, name="sel.have")
-    sel_idx = [kernel.alloca(le.I64, name=f"sel.i{d}") for d in range(rank)]
+    sel_val = alloca(register_type(ot), "sel.val")
+    have = alloca(I1, "sel.have")
+    sel_idx = [alloca(le.I64, f"sel.i{d}") for d in range(rank)]
     zero_value = constant(ot, 0)
 
     def per_source(sidx):
@@ -224,7 +220,7 @@ def emit_select_and_scatter(me, h):
             def consider():
                 v = g.load(operand, idx)
                 cur = b.load(sel_val, typ=v.type)
-                keep = me.emit_scalar_computation(b, select, [cur, v])
+                keep = scalar_computation(b, select, [cur, v])
                 take = b.or_(b.not_(b.load(have, typ=I1)), b.not_(keep))
                 with b.if_then(take):
                     b.store(v, sel_val)
@@ -244,10 +240,22 @@ def emit_select_and_scatter(me, h):
             ptr = g.element_pointer(out_ptr, shape, target)
             cur = load_element(b, ptr, et)
             s = convert_register(b, g.load(source, sidx), source.shape.element_type, et)
-            new = me.emit_scalar_computation(b, scatter, [cur, s])
+            new = scalar_computation(b, scatter, [cur, s])
             store_element(b, new, ptr, et)
 
     # Row-major over the source (logical order, d=0 outermost): the order the
     # scatter combines repeated positions in.
     window_loops(b, list(source.shape.dimensions), per_source, name="s")
+
+
+@register_instruction("select-and-scatter")
+def emit_select_and_scatter(me, h):
+    if not h.shape.is_array:
+        raise unsupported(h, "tuple-shaped")
+    if h.shape.num_elements() == 0:
+        return
+    out_slice = Slice(me.assignment.buffer(h))
+    kernel, g = sequential_kernel(me, h)
+    select_and_scatter_loops(kernel.b, h, g, lambda typ, name: kernel.alloca(typ, name=name),
+                             me.emit_scalar_computation, kernel.pointer(out_slice))
     finish_sequential(me, kernel)

@@ -21,10 +21,9 @@ thunk: zero-filled once per device, like a constant.
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu.emit_rng import (RNG_KEY, BitGeneratorPlan, _c32, _element_pointer,
-                                       _rng_value, _split64, philox4x32)
+from xla.backends.cpu.emit_rng import BitGeneratorPlan, _element_pointer, rng_element
 from xla.backends.cpu.kernels import Slice
-from xla.backends.cpu.llvm_types import load_element, store_element
+from xla.backends.cpu.llvm_types import load_element
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel, unsupported
 
@@ -74,18 +73,13 @@ def emit_rng(emitter, h, name):
     out_key = Slice(a.buffer(h, ())).key
     keys = list(dict.fromkeys([lo_key, hi_key, out_key, counter]))
     kernel = Kernel(name, keys, h)
-    k0, k1 = _c32(RNG_KEY[0]), _c32(RNG_KEY[1])
 
     def body(b, i):
         lo = load_element(b, kernel.ptrs[lo_key], et)
         hi = load_element(b, kernel.ptrs[hi_key], et)
         base = b.load(kernel.ptrs[counter], typ=I64)
         index = le.delinearize(b, i, list(shape.dimensions), le.major_to_minor(shape))
-        e = le.row_major_linear(b, shape.dimensions, index) if shape.rank else i64(0)
-        lo_w, hi_w = _split64(b, b.add(base, e))
-        w = philox4x32(b, k0, k1, [lo_w, hi_w, _c32(0), _c32(0)])
-        store_element(b, _rng_value(b, h, lo, hi, w),
-                      _element_pointer(b, kernel.ptrs[out_key], shape, index), et)
+        rng_element(b, h, lo, hi, base, index, kernel.ptrs[out_key])
     first = KernelThunk(name, finish_kernel(kernel, h, n, body), keys, n, h.name,
                         persistent={counter[0]: 8})
     advance = Kernel(f"{name}_advance", [counter], h)
