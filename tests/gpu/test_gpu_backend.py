@@ -653,3 +653,39 @@ ENTRY e {
     np.testing.assert_allclose(exe.execute(a, b), expected, rtol=1e-10, atol=1e-12)
     _, messages = assemble(exe.ptx, "sm_80")
     assert messages.strip() == "", messages
+
+
+# ----- transposes through shared memory (transpose.py), run by the threaded emulator ---
+
+@pytest.mark.parametrize("dtype,shape", [("f32", (2, 70, 100)), ("f64", (64, 96)),
+                                         ("u8", (65, 64)), ("f16", (96, 64))])
+def test_tiled_transposes_match_numpy_and_assemble(dtype, shape):
+    dims = ",".join(map(str, shape))
+    out = ",".join(map(str, shape[:-2] + (shape[-1], shape[-2])))
+    perm = ",".join(map(str, list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2]))
+    exe = xla.compile(f"""HloModule m
+ENTRY e {{
+  x = {dtype}[{dims}] parameter(0)
+  ROOT t = {dtype}[{out}] transpose(x), dimensions={{{perm}}}
+}}""", "gpu_emulator")
+    (kernel,) = exe.kernels
+    assert kernel.block == 256 and "barrier0" in kernel.ir_text and "addrspace(3)" in kernel.ir_text
+    x = np.random.default_rng(7).integers(0, 250, shape).astype(
+        {"f32": np.float32, "f64": np.float64, "u8": np.uint8, "f16": np.float16}[dtype])
+    np.testing.assert_array_equal(exe.execute(x), np.swapaxes(x, -1, -2))
+    _, messages = assemble(exe.ptx, "sm_90")
+    assert messages.strip() == "", messages
+
+
+def test_a_jitted_transpose_takes_the_tiled_path_and_a_small_one_does_not():
+    f = xla.jit(lambda x: x.T, backend="gpu_emulator")
+    x = np.arange(128 * 80, dtype=np.float32).reshape(128, 80)
+    np.testing.assert_array_equal(np.asarray(f(x)), x.T)
+    exe = xla.compile(f.lower(x).as_hlo_text(), "gpu_emulator")
+    assert [t.block for t in exe.kernels] == [256], [t.name for t in exe.kernels]
+    small = xla.compile("""HloModule m
+ENTRY e {
+  x = f32[63,100] parameter(0)
+  ROOT t = f32[100,63] transpose(x), dimensions={1,0}
+}""", "gpu_emulator")
+    assert all(t.block is None for t in small.kernels)

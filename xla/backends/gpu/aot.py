@@ -146,14 +146,15 @@ def _header(exe, name, steps, module_name):
         if isinstance(t, KernelThunk):
             args = [f"buffers[{index[a]}] + {o}" for a, o in t.slices]
             args += [f"(CUdeviceptr){v}ULL" for v in t.scalars]
-            grid = max(1, min(MAX_GRID, -(-t.elements // BLOCK)))
+            block = t.block or BLOCK
+            grid = max(1, min(MAX_GRID, -(-t.elements // block)))
             out += [f"  {{ /* {t.name}: {t.instruction} */",
                     f"    CUdeviceptr a[{max(1, len(args))}] = {{{', '.join(args) or '0'}}};",
                     f"    void* p[{max(1, len(args))}] = "
                     f"{{{', '.join(f'&a[{k}]' for k in range(len(args))) or '0'}}};",
                     f"    if ((r = cuModuleGetFunction(&f, module, \"{t.name}\")) != CUDA_SUCCESS)"
                     " return r;",
-                    f"    if ((r = cuLaunchKernel(f, {grid}, 1, 1, {BLOCK}, 1, 1, 0, stream, p, "
+                    f"    if ((r = cuLaunchKernel(f, {grid}, 1, 1, {block}, 1, 1, 0, stream, p, "
                     "NULL)) != CUDA_SUCCESS) return r;", "  }"]
         else:
             for (da, do), (sa, so), n in t.copies:

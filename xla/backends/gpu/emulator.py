@@ -50,15 +50,22 @@ class _Context(ctypes.Structure):
                 ("barrier", ctypes.c_void_p), ("thread", ctypes.c_int64)]
 
 
+def _unquoted(ir_text):
+    """``ir_text`` with NVVM intrinsics' names unquoted (llvmlite quotes
+    names with dots: ``@"llvm.nvvm.barrier0"``), so that one spelling is
+    matched below."""
+    return re.sub(r'@"(llvm\.nvvm\.[\w.]+)"', r"@\1", ir_text)
+
+
 def needs_threads(ir_text):
     """Whether a kernel needs the threaded emulation (barriers, shared memory)."""
-    return _BARRIER in ir_text or "addrspace(3)" in ir_text
+    return _BARRIER in _unquoted(ir_text) or "addrspace(3)" in ir_text
 
 
 def _common(ir_text, name):
     """The kernel's module for the host: no NVPTX triple or calling
     convention, libm for libdevice, unsupported intrinsics refused."""
-    text = re.sub(r'^target (triple|datalayout) = .*$', "", ir_text, flags=re.M)
+    text = re.sub(r'^target (triple|datalayout) = .*$', "", _unquoted(ir_text), flags=re.M)
     text = text.replace(f'define ptx_kernel void @"{name}"(', f'define void @"{name}"(')
     text = text.replace(f"define ptx_kernel void @{name}(", f"define void @{name}(")
     text = re.sub(r"@__nv_([a-z0-9]+)(?=[(\s])", r"@\1", text)
@@ -164,53 +171,60 @@ define internal void @__emu_barrier(ptr %ctx) {
 
 class _Phases:
     """Runs a block's threads one at a time, in ``order``, from barrier to
-    barrier (see the module docstring)."""
+    barrier (see the module docstring). Each thread waits on an event of its
+    own, so handing the turn on wakes one thread, not all of them."""
 
     def __init__(self, order):
         self.order = list(order)
-        self.cv = threading.Condition()
-        self.turn = self.order[0]
+        self.position = {t: k for k, t in enumerate(self.order)}
+        self.go = {t: threading.Event() for t in self.order}
+        self.lock = threading.Lock()
         self.state = {t: "ready" for t in self.order}   # ready, barrier, done
         self.error = None
+        self.go[self.order[0]].set()
 
     def wait_turn(self, t):
         """Waits until thread t may run; False when the block failed (the
         thread then runs to its end unscheduled, and the launch raises)."""
-        with self.cv:
-            while self.turn != t and self.error is None:
-                self.cv.wait()
-            return self.error is None
+        self.go[t].wait()
+        self.go[t].clear()
+        return self.error is None
+
+    def fail(self, error):
+        with self.lock:
+            self.error = self.error or error
+            for event in self.go.values():
+                event.set()
 
     def _advance(self, t):
-        """Called holding cv by thread t, which stops running (at a barrier or done)."""
-        i = self.order.index(t)
-        waiting = [u for u in self.order[i + 1:] if self.state[u] == "ready"]
-        if waiting:
-            self.turn = waiting[0]
-        else:
-            at_barrier = [u for u in self.order if self.state[u] == "barrier"]
-            done = [u for u in self.order if self.state[u] == "done"]
-            if at_barrier and done:
-                self.error = InternalError(
-                    f"threads {done[:4]} of a block ended while threads {at_barrier[:4]} wait "
-                    "at a barrier: a barrier every thread of the block must reach")
-                self.turn = None
-            elif at_barrier:
-                for u in at_barrier:
-                    self.state[u] = "ready"
-                self.turn = at_barrier[0]
-            else:
-                self.turn = None
-        self.cv.notify_all()
+        """Called holding the lock by thread t, which stops running (at a
+        barrier or done): the turn goes to the next ready thread in order,
+        or a new phase starts."""
+        for u in self.order[self.position[t] + 1:]:
+            if self.state[u] == "ready":
+                self.go[u].set()
+                return
+        at_barrier = [u for u in self.order if self.state[u] == "barrier"]
+        done = [u for u in self.order if self.state[u] == "done"]
+        if at_barrier and done:
+            self.error = InternalError(
+                f"threads {done[:4]} of a block ended while threads {at_barrier[:4]} wait "
+                "at a barrier: a barrier every thread of the block must reach")
+            for event in self.go.values():
+                event.set()
+        elif at_barrier:
+            for u in at_barrier:
+                self.state[u] = "ready"
+            self.go[at_barrier[0]].set()
 
     def barrier(self, t):
-        with self.cv:
+        with self.lock:
             self.state[t] = "barrier"
             self._advance(t)
         self.wait_turn(t)
 
     def finished(self, t):
-        with self.cv:
+        with self.lock:
             self.state[t] = "done"
             self._advance(t)
 
@@ -240,18 +254,13 @@ class ThreadedKernel:
             ctypes.cast(ctx, ctypes.POINTER(_Context)).contents.thread))
         contexts = [_Context(t, c, block, grid, ctypes.cast(callback, ctypes.c_void_p).value, t)
                     for t in range(block)]
-        errors = []
-
         def thread(t):
             try:
                 if not phases.wait_turn(t):
                     return
                 self._fn(*pointers, ctypes.addressof(contexts[t]))
             except BaseException as e:   # reported by the launching thread
-                errors.append(e)
-                with phases.cv:
-                    phases.error = phases.error or e
-                    phases.cv.notify_all()
+                phases.fail(e)
                 return
             phases.finished(t)
         threads = [threading.Thread(target=thread, args=(t,), daemon=True) for t in range(block)]

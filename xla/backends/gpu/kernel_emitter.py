@@ -47,6 +47,7 @@ from xla.backends.cpu.llvm_types import store_element
 from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel, reads, unsupported
 from xla.backends.gpu.linalg import LAPACK_TARGETS
 from xla.backends.gpu.split_reduction import emit_split_reduction
+from xla.backends.gpu.transpose import emit_tiled_transpose, transpose_source
 from xla.hlo.opcodes import ELEMENTWISE
 
 
@@ -277,6 +278,11 @@ class _ThunkEmitter:
             gemm = gemm_thunk(h, a)
             if gemm is not None:
                 return gemm
+        source = transpose_source(h, a)
+        if source is not None:
+            self.kernels += 1
+            return emit_tiled_transpose(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}",
+                                        source)
         groups = _output_groups(h, a) if h.opcode == "fusion" and h.shape.is_tuple else [None]
         thunks = []
         for k, outputs in enumerate(groups):

@@ -41,6 +41,7 @@ class KernelThunk:
     scratch: dict = None   # scratch allocation key -> bytes (allocated per execution)
     scalars: tuple = ()    # integers passed after the pointers (as pointer-sized values)
     persistent: dict = None   # state key -> bytes kept across executions (zeroed when loaded)
+    block: int = None      # the block size the kernel needs (None: any; launchers choose)
 
 
 class Kernel:
@@ -126,12 +127,12 @@ def grid_stride_loop(kernel, n, body):
     kernel.alloca_builder.branch(kernel.start_block)
 
 
-def finish_kernel(kernel, h, n, body):
-    """The kernel's text: a grid-stride loop over ``n`` running ``body``,
-    math renamed to libdevice's; raises naming ``h`` when it needs a
-    function NVPTX cannot lower."""
+def finish_kernel(kernel, h, n, body, loop=None):
+    """The kernel's text: a grid-stride loop over ``n`` (or ``loop(kernel,
+    n, body)``) running ``body``, math renamed to libdevice's; raises naming
+    ``h`` when it needs a function NVPTX cannot lower."""
     try:
-        grid_stride_loop(kernel, n, body)
+        (loop or grid_stride_loop)(kernel, n, body)
     except UnimplementedError as e:
         raise UnimplementedError(str(e).replace("the cpu backend", "the gpu backend")) from None
     text = to_libdevice(str(kernel.module))

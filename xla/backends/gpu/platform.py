@@ -59,8 +59,9 @@ class EmulatorDevice(Device):
         run_on_host(thunk, lhs.array, rhs.array, out.array)
 
     def launch(self, kernel, thunk, pointers):
-        grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // EMULATOR_BLOCK)))
-        kernel.launch(pointers, grid, EMULATOR_BLOCK)
+        block = thunk.block or EMULATOR_BLOCK
+        grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // block)))
+        kernel.launch(pointers, grid, block)
 
 
 class CudaDevice(Device):
@@ -107,9 +108,10 @@ class CudaDevice(Device):
             self._cublas.gemm(thunk, lhs.address, rhs.address, out.address)
 
     def launch(self, kernel, thunk, pointers):
+        block = thunk.block or BLOCK
         grid = max(1, min(BLOCKS_PER_SM * self.context.multiprocessors,
-                          -(-thunk.elements // BLOCK)))
-        self.context.launch(kernel, grid, BLOCK, pointers)
+                          -(-thunk.elements // block)))
+        self.context.launch(kernel, grid, block, pointers)
 
 
 def arch_for(compute_capability):
