@@ -75,3 +75,20 @@ def test_ctrl_c_stops_a_loop_that_never_ends():
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 3 and "interrupted" in out
     assert time.monotonic() - start < 2.0
+
+
+def test_a_loop_on_the_main_thread_leaves_the_wakeup_fd_as_it_was():
+    """Ctrl-C is watched through signal.set_wakeup_fd while a loop runs on the
+    calling thread (no hand-off to a worker); whatever was set before (asyncio
+    sets one) is back afterwards."""
+    finite = xla.compile(FOREVER.replace("constant(-1)", "constant(5)"), "cpu")
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    previous = signal.set_wakeup_fd(w)
+    try:
+        np.testing.assert_array_equal(finite.execute(np.ones(4, np.float32)), [32] * 4)
+        assert signal.set_wakeup_fd(w) == w
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(r)
+        os.close(w)

@@ -8,6 +8,9 @@ layout is row-major and they are 16-byte aligned, otherwise copied), and
 fresh output allocations, from which the results are views (copies when a
 result lives in a parameter or constant allocation).
 """
+import contextlib
+import os
+import signal
 import threading
 import time
 
@@ -165,17 +168,41 @@ class CpuExecutable(Executable):
     def execute(self, *args, donated=(), timeout=None):
         """Runs the module on NumPy arrays (see ``_execute_hooked``).
 
-        A module with while loops, run from the main thread or with a
-        ``timeout`` (seconds), runs on a worker thread while this one
-        waits: Ctrl-C (KeyboardInterrupt) or the timeout sets the
-        executable's cancel flag, which every while loop tests on each
-        iteration, so the execution stops within a loop iteration (a
-        single kernel runs to its end); then KeyboardInterrupt or
-        DeadlineExceededError is raised. Other modules always finish."""
-        if timeout is not None or (self._loops and
-                                   threading.current_thread() is threading.main_thread()):
+        A module with while loops can be stopped: run from the main thread,
+        Ctrl-C sets the executable's cancel flag (``_CtrlC``), which every
+        while loop tests on each iteration, so the execution stops within a
+        loop iteration (a single kernel runs to its end) and
+        KeyboardInterrupt is raised; with a ``timeout`` (seconds) it runs
+        on a worker thread while this one waits, and the timeout (or
+        Ctrl-C) sets the flag, then DeadlineExceededError (or
+        KeyboardInterrupt) is raised. Other modules always finish."""
+        if timeout is not None:
+            return self._execute_interruptibly(args, donated, timeout)
+        if self._loops and threading.current_thread() is threading.main_thread():
+            watch = _ctrl_c_watch()
+            # Only where Ctrl-C raises KeyboardInterrupt (Python's default
+            # handler): a handler of the program's own may mean to carry on.
+            if (watch is not None and watch.flag is None
+                    and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+                return self._execute_watched(args, donated, watch)
             return self._execute_interruptibly(args, donated, timeout)
         return self._execute_hooked(args, donated)
+
+    def _execute_watched(self, args, donated, watch):
+        """Runs on this (the main) thread while ``watch`` turns a Ctrl-C into
+        the cancel flag (``_CtrlC``): the loop stops within an iteration, and
+        Python's pending SIGINT raises KeyboardInterrupt as the call returns."""
+        flag = self._cancel.view(np.int32)
+        flag[0] = 0
+        with watch.watching(flag):
+            try:
+                result = self._execute_hooked(args, donated)
+            finally:
+                stopped = bool(flag[0])
+                flag[0] = 0
+        if stopped:   # normally raised already, by Python's handler as the call returned
+            raise KeyboardInterrupt
+        return result
 
     def _execute_interruptibly(self, args, donated, timeout):
         from xla.errors import DeadlineExceededError
@@ -348,6 +375,60 @@ class _Worker:
 
 _worker = None
 _worker_lock = threading.Lock()
+
+
+class _CtrlC:
+    """Ctrl-C during an execution on the main thread, without moving the
+    execution to another thread (a hand-off costs tens of microseconds per
+    call): while it runs, Python's own C-level SIGINT handler writes to a
+    wakeup pipe (``signal.set_wakeup_fd``) that a watcher thread reads, and
+    the watcher sets the running execution's cancel flag, which every while
+    loop tests on each iteration. A wakeup fd already set (asyncio's) gets
+    the bytes forwarded and is restored afterwards."""
+
+    def __init__(self):
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.write_fd, False)
+        self.flag = None
+        self.forward = -1
+        threading.Thread(target=self._watch, name="xla-ctrl-c", daemon=True).start()
+
+    def _watch(self):
+        while True:
+            data = os.read(self.read_fd, 64)
+            flag, forward = self.flag, self.forward
+            if flag is not None and signal.SIGINT in data:
+                flag[0] = 1
+            if forward != -1:
+                try:
+                    os.write(forward, data)
+                except OSError:
+                    pass
+
+    @contextlib.contextmanager
+    def watching(self, flag):
+        self.flag = flag
+        self.forward = signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+        try:
+            yield
+        finally:
+            signal.set_wakeup_fd(self.forward)
+            self.forward = -1
+            self.flag = None
+
+
+_ctrl_c = None
+
+
+def _ctrl_c_watch():
+    """The process's ``_CtrlC`` (made on first use; None where no pipe can be made)."""
+    global _ctrl_c
+    if _ctrl_c is None:
+        try:
+            _ctrl_c = _CtrlC()
+        except OSError:
+            return None
+    return _ctrl_c
 
 
 def _start(task):
