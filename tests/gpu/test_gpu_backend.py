@@ -693,3 +693,53 @@ ENTRY e {
   ROOT t = f32[100,63] transpose(x), dimensions={1,0}
 }""", "gpu_emulator")
     assert all(t.block is None for t in small.kernels)
+
+
+def test_a_loop_whose_body_swaps_its_state():
+    exe = xla.compile("""HloModule m
+cond {
+  s = (s32[], f32[8], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT c = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[8], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  a = f32[8] get-tuple-element(s), index=1
+  b = f32[8] get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  ROOT t = (s32[], f32[8], f32[8]) tuple(j, b, a)
+}
+ENTRY e {
+  a = f32[8] parameter(0)
+  b = f32[8] parameter(1)
+  z = s32[] constant(0)
+  t = (s32[], f32[8], f32[8]) tuple(z, a, b)
+  w = (s32[], f32[8], f32[8]) while(t), condition=cond, body=body
+  x = f32[8] get-tuple-element(w), index=1
+  y = f32[8] get-tuple-element(w), index=2
+  ROOT r = (f32[8], f32[8]) tuple(x, y)
+}""", "gpu_emulator")
+    a, b = np.arange(8, dtype=np.float32), -np.arange(8, dtype=np.float32)
+    x, y = exe.execute(a, b)
+    np.testing.assert_array_equal(x, b)    # swapped three times
+    np.testing.assert_array_equal(y, a)
+
+
+def test_copies_that_overwrite_a_later_source_are_staged():
+    """A swap of two slices must read both before writing either; copies
+    that clobber nothing run in order, unstaged."""
+    from xla.backends.gpu.executable import run_copies
+    from xla.backends.gpu.kernel_emitter import CopyThunk
+    device = xla.devices("gpu_emulator")[0]
+    swap = CopyThunk([((0, 0), (0, 8), 8), ((0, 8), (0, 0), 8)])
+    chain = CopyThunk([((0, 16), (0, 0), 8), ((0, 0), (0, 8), 8)])
+    assert not swap.sequential and chain.sequential
+    for thunk, expected in ((swap, [1] * 8 + [0] * 8 + [2] * 8),
+                            (chain, [1] * 8 + [1] * 8 + [0] * 8)):
+        memory = {0: device.allocate(24)}
+        device.upload(memory[0], np.repeat(np.arange(3, dtype=np.uint8), 8))
+        run_copies(device, thunk, memory)
+        np.testing.assert_array_equal(device.download(memory[0]), expected)

@@ -357,6 +357,16 @@ def _rng_value(b, h, lo, hi, w):
     raise unsupported(h, f"{dist} of {et}")
 
 
+def check_rng(h, unsupported_error):
+    """Raises naming what of rng ``h`` is unsupported (shared with the GPU backend)."""
+    shape = h.shape
+    if not shape.is_array or len(h.operands) != 2 or any(o.shape.rank for o in h.operands):
+        raise unsupported_error(h, "non-scalar operands or result")
+    et = shape.element_type
+    if et.kind == "c" or any(o.shape.element_type is not et for o in h.operands):
+        raise unsupported_error(h, f"element type {et}")
+
+
 def rng_element(b, h, lo, hi, base, index, out):
     """Stores element ``index`` of rng ``h`` at ``out``: Philox-4x32-10 of
     counter ``base + e`` (``e`` its row-major number) under ``RNG_KEY``
@@ -372,12 +382,9 @@ def rng_element(b, h, lo, hi, base, index, out):
 @register_instruction("rng")
 def emit_rng(me, h):
     a = me.assignment
+    check_rng(h, unsupported)
     shape = h.shape
-    if not shape.is_array or len(h.operands) != 2 or any(o.shape.rank for o in h.operands):
-        raise unsupported(h, "non-scalar operands or result")
     et = shape.element_type
-    if et.kind == "c" or any(o.shape.element_type is not et for o in h.operands):
-        raise unsupported(h, f"element type {et}")
     n = shape.num_elements()
     if n == 0:
         return
@@ -400,21 +407,32 @@ def emit_rng(me, h):
 
 
 # ----- rng-get-and-update-state ------------------------------------------------------------
-@register_instruction("rng-get-and-update-state")
-def emit_rng_get_and_update_state(me, h):
+def state_update_delta(h, unsupported_error):
+    """rng-get-and-update-state's ``delta`` (mod 2^128), its shape checked."""
     shape = h.shape
     if not shape.is_array or shape.num_elements() != 2 or shape.element_type.bits != 64:
-        raise unsupported(h, f"shape {shape}")
+        raise unsupported_error(h, f"shape {shape}")
     delta = h.attr("delta", 0)
-    delta = int(getattr(delta, "text", delta)) % (1 << 128)
-    state = _module_global(me, "xla.rng.state", I128)
-    b = me.builder
+    return int(getattr(delta, "text", delta)) % (1 << 128)
+
+
+def emit_state_update(b, h, delta, state, out):
+    """The old 128-bit ``state`` stored at ``out`` as u64[2] (low word first),
+    the state advanced by ``delta`` (shared with the GPU backend)."""
     old = b.load(state, typ=I128)
     b.store(b.add(old, ir.Constant(I128, delta)), state)
-    out = me.slice_pointer(b, me.table, Slice(me.assignment.buffer(h, ())).key)
     lo = b.trunc(old, I64)
     hi = b.trunc(b.lshr(old, ir.Constant(I128, 64)), I64)
     # Element k of the logical u64[2] (any layout of a rank-1 or [1,2]/[2,1] shape).
     for k, v in enumerate((lo, hi)):
-        index = le.delinearize(b, i64(k), shape.dimensions)
-        b.store(v, _element_pointer(b, out, shape, index))
+        index = le.delinearize(b, i64(k), h.shape.dimensions)
+        b.store(v, _element_pointer(b, out, h.shape, index))
+
+
+@register_instruction("rng-get-and-update-state")
+def emit_rng_get_and_update_state(me, h):
+    delta = state_update_delta(h, unsupported)
+    state = _module_global(me, "xla.rng.state", I128)
+    b = me.builder
+    out = me.slice_pointer(b, me.table, Slice(me.assignment.buffer(h, ())).key)
+    emit_state_update(b, h, delta, state, out)

@@ -158,7 +158,7 @@ class CudaContext:
             pass
 
     def upload(self, memory, data):
-        """Host bytes (a contiguous NumPy array) into ``memory``."""
+        """A NumPy array's bytes (made contiguous) into ``memory``."""
         data = np.ascontiguousarray(data)
         if data.nbytes != memory.nbytes:
             raise InternalError(f"upload of {data.nbytes} bytes into {memory.nbytes}")

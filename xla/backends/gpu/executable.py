@@ -73,6 +73,23 @@ class GpuBuffer(Buffer):
         self.memory = None
 
 
+def run_copies(device, thunk, memory):
+    """A ``CopyThunk`` on ``device`` over ``memory`` (allocation -> memory):
+    in order when that is the same as all at once, else every source read
+    (into staging buffers) before any destination is written."""
+    if thunk.sequential:
+        for (da, do), (sa, so), n in thunk.copies:
+            device.copy(memory[da].view(do, n), memory[sa].view(so, n))
+        return
+    staged = []
+    for dst, (a, o), n in thunk.copies:
+        stage = device.allocate(n)
+        device.copy(stage, memory[a].view(o, n))
+        staged.append((dst, stage))
+    for (a, o), stage in staged:
+        device.copy(memory[a].view(o, stage.nbytes), stage)
+
+
 class GpuExecutable(Executable):
     platform = "gpu"
 
@@ -84,10 +101,13 @@ class GpuExecutable(Executable):
         self.arch = arch
         self._ptx = None
         self._loaded = {}      # device -> (kernels by name, constant memory by allocation)
-        self._scratch = {key: n for t in self.kernels for key, n in (t.scratch or {}).items()}
         from xla.backends.cpu.executable import literal_array_at
         from xla.backends.cpu.ir_emitter import physical_bytes
         from xla.backends.gpu.kernel_emitter import kernel_thunks
+        # Every distinct kernel (the first launch of each), nested control flow included.
+        launches = list(kernel_thunks(thunks))
+        self._kernels = list({t.name: t for t in reversed(launches)}.values())[::-1]
+        self._scratch = {key: n for t in self._kernels for key, n in (t.scratch or {}).items()}
         self._constant_bytes = {}
         for alloc in assignment.allocations:
             if alloc.kind == "constant":
@@ -98,7 +118,7 @@ class GpuExecutable(Executable):
                         data[b.offset:b.offset + len(raw)] = np.frombuffer(raw, np.uint8)
                 self._constant_bytes[alloc.index] = data
         # State kept across executions (rng counters): zeroed once per device, like a constant.
-        for t in kernel_thunks(thunks):
+        for t in self._kernels:
             for key, n in (t.persistent or {}).items():
                 self._constant_bytes[key] = np.zeros(n, np.uint8)
 
@@ -107,8 +127,7 @@ class GpuExecutable(Executable):
     def kernels(self):
         """Every distinct kernel of the executable (the first launch of each),
         nested control flow included."""
-        from xla.backends.gpu.kernel_emitter import kernel_thunks
-        return list({t.name: t for t in reversed(list(kernel_thunks(self.thunks)))}.values())[::-1]
+        return list(self._kernels)
 
     @property
     def ir_text(self):
@@ -164,15 +183,7 @@ class GpuExecutable(Executable):
             elif isinstance(thunk, list):
                 self._run(device, kernels, thunk, memory)
             elif isinstance(thunk, CopyThunk):
-                # Every source is read before any destination is written (a loop's
-                # state may be a permutation of its body's results).
-                staged = []
-                for dst, (a, o), n in thunk.copies:
-                    stage = device.allocate(n)
-                    device.copy(stage, memory[a].view(o, n))
-                    staged.append((dst, stage))
-                for (a, o), stage in staged:
-                    device.copy(memory[a].view(o, stage.nbytes), stage)
+                run_copies(device, thunk, memory)
             elif isinstance(thunk, WhileThunk):
                 self._run(device, kernels, [thunk.init], memory)
                 while True:

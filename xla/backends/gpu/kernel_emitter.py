@@ -37,7 +37,7 @@ outside the list libdevice covers here (``to_libdevice``: the generators'
 linked in when PTX is made; the emulator maps them back to the host's libm).
 """
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.element_generator import GENERATORS, ElementGenerator
@@ -149,8 +149,17 @@ def emit_kernel(emitter, h, name, outputs=None):
 @dataclass
 class CopyThunk:
     """Device-to-device copies [(dst, src, bytes)], done as if all at once
-    (every source read before any destination is written)."""
+    (every source read before any destination is written). ``sequential``:
+    no copy writes what a later one reads, so they may simply run in order;
+    otherwise (a loop's state permuted by its body) they go through staging
+    buffers."""
     copies: list
+    sequential: bool = field(init=False)
+
+    def __post_init__(self):
+        self.sequential = not any(
+            dst[0] == src[0] and dst[1] < src[1] + m and src[1] < dst[1] + n
+            for k, (dst, _, n) in enumerate(self.copies) for _, src, m in self.copies[k + 1:])
 
 
 @dataclass
@@ -207,6 +216,11 @@ class _ThunkEmitter:
                 thunks.append(thunk)
         return thunks
 
+    def _name(self, h, suffix=""):
+        """A new kernel's name: its number in the module, the instruction's name."""
+        self.kernels += 1
+        return f"k{self.kernels - 1}_{_symbol(h.name)}{suffix}"
+
     def instruction(self, h):
         a = self.assignment
         if h.opcode in NO_CODE:
@@ -245,34 +259,28 @@ class _ThunkEmitter:
             return ConditionalThunk((sb.allocation.index, sb.offset), selector.shape.dtype, parts)
         if h.opcode == "sort":
             from xla.backends.gpu.sort import emit_sort
-            self.kernels += 1
             leaves = [(k,) for k in range(len(h.operands))] if h.shape.is_tuple else [()]
             copy = _copies([(a.buffer(h, index), a.buffer(o)) for index, o in zip(leaves, h.operands)])
-            return [copy] + emit_sort(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
+            return [copy] + emit_sort(self.emitter, h, self._name(h))
         if h.opcode == "topk" or (h.opcode == "custom-call" and
                                   h.attr("custom_call_target") in ("TopK", "__cpu$TopK")):
             from xla.backends.gpu.sort import emit_topk
-            self.kernels += 1
             largest = h.attr("largest", True) if h.opcode == "topk" else True
             k = int(h.attr("k")) if h.opcode == "topk" else h.shape.tuple_shapes[0].dimensions[-1]
-            return emit_topk(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}", k,
+            return emit_topk(self.emitter, h, self._name(h), k,
                              True if largest is None else bool(largest))
         if h.opcode in ("rng", "rng-bit-generator", "rng-get-and-update-state"):
             from xla.backends.gpu import rng
-            self.kernels += 1
             emit = {"rng": rng.emit_rng, "rng-bit-generator": rng.emit_rng_bit_generator,
                     "rng-get-and-update-state": rng.emit_rng_get_and_update_state}[h.opcode]
-            return emit(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
+            return emit(self.emitter, h, self._name(h))
         if h.opcode in ("cholesky", "triangular-solve") or (
                 h.opcode == "custom-call" and h.attr("custom_call_target") in LAPACK_TARGETS):
             from xla.backends.gpu.linalg import emit_linalg
-            self.kernels += 1
-            return emit_linalg(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}")
+            return emit_linalg(self.emitter, h, self._name(h))
         if h.opcode == "select-and-scatter":
             from xla.backends.gpu.select_and_scatter import emit_select_and_scatter
-            self.kernels += 1
-            return emit_select_and_scatter(self.emitter, h,
-                                           f"k{self.kernels - 1}_{_symbol(h.name)}")
+            return emit_select_and_scatter(self.emitter, h, self._name(h))
         if h.opcode == "dot" and self.gemm:
             from xla.backends.gpu.gemm import gemm_thunk
             gemm = gemm_thunk(h, a)
@@ -280,15 +288,11 @@ class _ThunkEmitter:
                 return gemm
         source = transpose_source(h, a)
         if source is not None:
-            self.kernels += 1
-            return emit_tiled_transpose(self.emitter, h, f"k{self.kernels - 1}_{_symbol(h.name)}",
-                                        source)
+            return emit_tiled_transpose(self.emitter, h, self._name(h), source)
         groups = _output_groups(h, a) if h.opcode == "fusion" and h.shape.is_tuple else [None]
         thunks = []
         for k, outputs in enumerate(groups):
-            suffix = f"_{k}" if len(groups) > 1 else ""
-            self.kernels += 1
-            name = f"k{self.kernels - 1}_{_symbol(h.name)}{suffix}"
+            name = self._name(h, f"_{k}" if len(groups) > 1 else "")
             split = emit_split_reduction(self.emitter, h, name, outputs or _outputs(h))
             thunks.extend(split or [emit_kernel(self.emitter, h, name, outputs)])
         return thunks[0] if len(thunks) == 1 else thunks

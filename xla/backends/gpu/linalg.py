@@ -54,16 +54,15 @@ class _LinalgKernel:
         return self.b.gep(base, [self.b.mul(self.thread, i64(size))], source_etype=ir.IntType(8))
 
     def thunk(self, h, batch, body, keys):
-        shape_dims = None
+        """The KernelThunk running ``body(batch index)`` for each matrix of
+        ``batch`` (count, dimensions)."""
+        count, dims = batch
 
         def loop(b, r):
-            bidx = le.delinearize(b, r, list(shape_dims)) if shape_dims else []
-            body(bidx)
-        shape_dims = batch[1]
-        text = finish_kernel(self.kernel, h, batch[0], loop)
+            body(le.delinearize(b, r, list(dims)) if dims else [])
+        text = finish_kernel(self.kernel, h, count, loop)
         return KernelThunk(self.kernel.module.name, text, list(keys) + [self.scratch_key],
-                           batch[0], h.name,
-                           scratch={self.scratch_key[0]: max(8, self.scratch_bytes)})
+                           count, h.name, scratch={self.scratch_key[0]: max(8, self.scratch_bytes)})
 
 
 def _batch(shape):

@@ -81,7 +81,7 @@ class CudaDevice(Device):
         return self.context.allocate(nbytes)
 
     def upload(self, memory, data):
-        self.context.upload(memory, np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+        self.context.upload(memory, data)
 
     def download(self, memory):
         return self.context.download(memory)

@@ -18,16 +18,13 @@ rng-get-and-update-state, with the CPU backend's semantics
 State that lives across executions is a *persistent* slice of a kernel
 thunk: zero-filled once per device, like a constant.
 """
-from llvmlite import ir
-
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu.emit_rng import BitGeneratorPlan, _element_pointer, rng_element
+from xla.backends.cpu.emit_rng import (BitGeneratorPlan, check_rng, emit_state_update,
+                                       rng_element, state_update_delta)
 from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.llvm_types import load_element
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel, unsupported
-
-I128 = ir.IntType(128)
 
 
 def emit_rng_bit_generator(emitter, h, name):
@@ -59,12 +56,9 @@ def emit_rng_bit_generator(emitter, h, name):
 
 def emit_rng(emitter, h, name):
     a = emitter.assignment
+    check_rng(h, unsupported)
     shape = h.shape
-    if not shape.is_array or len(h.operands) != 2 or any(o.shape.rank for o in h.operands):
-        raise unsupported(h, "non-scalar operands or result")
     et = shape.element_type
-    if et.kind == "c" or any(o.shape.element_type is not et for o in h.operands):
-        raise unsupported(h, f"element type {et}")
     n = shape.num_elements()
     if n == 0:
         return []
@@ -93,24 +87,11 @@ def emit_rng(emitter, h, name):
 
 
 def emit_rng_get_and_update_state(emitter, h, name):
-    shape = h.shape
-    if not shape.is_array or shape.num_elements() != 2 or shape.element_type.bits != 64:
-        raise unsupported(h, f"shape {shape}")
-    delta = h.attr("delta", 0)
-    delta = int(getattr(delta, "text", delta)) % (1 << 128)
+    delta = state_update_delta(h, unsupported)
     state = (("persistent", f"{name}_state"), 0)
     out_key = Slice(emitter.assignment.buffer(h, ())).key
     keys = [out_key, state]
     kernel = Kernel(name, keys, h)
-
-    def body(b, _):
-        ptr = kernel.ptrs[state]
-        old = b.load(ptr, typ=I128)
-        b.store(b.add(old, ir.Constant(I128, delta)), ptr)
-        lo = b.trunc(old, I64)
-        hi = b.trunc(b.lshr(old, ir.Constant(I128, 64)), I64)
-        for k, v in enumerate((lo, hi)):
-            index = le.delinearize(b, i64(k), shape.dimensions)
-            b.store(v, _element_pointer(b, kernel.ptrs[out_key], shape, index))
-    return [KernelThunk(name, finish_kernel(kernel, h, 1, body), keys, 1, h.name,
-                        persistent={state[0]: 16})]
+    text = finish_kernel(kernel, h, 1, lambda b, _: emit_state_update(
+        b, h, delta, kernel.ptrs[state], kernel.ptrs[out_key]))
+    return [KernelThunk(name, text, keys, 1, h.name, persistent={state[0]: 16})]
