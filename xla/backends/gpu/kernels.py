@@ -102,29 +102,35 @@ def max_threads(n):
     return max(1, -(-n // LAUNCH_BLOCK)) * LAUNCH_BLOCK
 
 
-def grid_stride_loop(kernel, n, body):
-    """``for (i = ctaid.x * ntid.x + tid.x; i < n; i += nctaid.x * ntid.x)
-    body(builder, i)`` in ``kernel``, then its return."""
+def stride_loop(kernel, n, body, start, stride, name="i"):
+    """``for (i = start; i < n; i += stride) body(builder, i)`` in
+    ``kernel``, then its return."""
     b = kernel.b
-    start = b.add(b.mul(kernel.sreg("ctaid.x"), kernel.sreg("ntid.x")), kernel.sreg("tid.x"))
-    stride = b.mul(kernel.sreg("nctaid.x"), kernel.sreg("ntid.x"))
     entry = b.block
     header = b.append_basic_block("loop.header")
     loop = b.append_basic_block("loop.body")
     done = b.append_basic_block("loop.exit")
     b.branch(header)
     b.position_at_end(header)
-    i = b.phi(I64, name="i")
+    i = b.phi(I64, name=name)
     i.add_incoming(start, entry)
     b.cbranch(b.icmp_unsigned("<", i, i64(n)), loop, done)
     b.position_at_end(loop)
     body(b, i)
-    nxt = b.add(i, stride, name="i.next")
+    nxt = b.add(i, stride, name=f"{name}.next")
     i.add_incoming(nxt, b.block)
     b.branch(header)
     b.position_at_end(done)
     b.ret_void()
     kernel.alloca_builder.branch(kernel.start_block)
+
+
+def grid_stride_loop(kernel, n, body):
+    """``for (i = ctaid.x * ntid.x + tid.x; i < n; i += nctaid.x * ntid.x)
+    body(builder, i)`` in ``kernel``, then its return."""
+    b = kernel.b
+    start = b.add(b.mul(kernel.sreg("ctaid.x"), kernel.sreg("ntid.x")), kernel.sreg("tid.x"))
+    stride_loop(kernel, n, body, start, b.mul(kernel.sreg("nctaid.x"), kernel.sreg("ntid.x")))
 
 
 def finish_kernel(kernel, h, n, body, loop=None):

@@ -20,8 +20,8 @@ emulator runs it threaded, with the barriers' semantics (``emulator.py``).
 from llvmlite import ir
 
 from xla.backends.cpu.kernels import Slice
-from xla.backends.cpu.loop_emitter import I64, i64, major_to_minor
-from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel
+from xla.backends.cpu.loop_emitter import i64, major_to_minor
+from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel, stride_loop
 
 TILE = 32
 ROWS = 8                 # a block is TILE x ROWS threads
@@ -61,24 +61,7 @@ def transpose_source(h, assignment):
 def _block_stride_loop(kernel, n, body):
     """``for (tile = ctaid.x; tile < n; tile += nctaid.x) body(builder, tile)``:
     uniform across a block, so barriers inside are reached by every thread."""
-    b = kernel.b
-    start, stride = kernel.sreg("ctaid.x"), kernel.sreg("nctaid.x")
-    entry = b.block
-    header = b.append_basic_block("tiles.header")
-    loop = b.append_basic_block("tiles.body")
-    done = b.append_basic_block("tiles.exit")
-    b.branch(header)
-    b.position_at_end(header)
-    tile = b.phi(I64, name="tile")
-    tile.add_incoming(start, entry)
-    b.cbranch(b.icmp_unsigned("<", tile, i64(n)), loop, done)
-    b.position_at_end(loop)
-    body(b, tile)
-    tile.add_incoming(b.add(tile, stride), b.block)
-    b.branch(header)
-    b.position_at_end(done)
-    b.ret_void()
-    kernel.alloca_builder.branch(kernel.start_block)
+    stride_loop(kernel, n, body, kernel.sreg("ctaid.x"), kernel.sreg("nctaid.x"), name="tile")
 
 
 def emit_tiled_transpose(emitter, h, name, src):
