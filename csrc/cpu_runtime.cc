@@ -575,6 +575,12 @@ void __xla_cpu_matmul_f64(const double* lhs, const double* rhs, double* out, int
   Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
 }
 
+void __xla_cpu_matmul_s32(const int32_t* lhs, const int32_t* rhs, int32_t* out, int64_t batch,
+                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                          int32_t transpose_rhs) {
+  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
 void __xla_cpu_matmul_c64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m,
                           int64_t k, int64_t n, int32_t transpose_lhs, int32_t transpose_rhs) {
   using C = std::complex<float>;
@@ -633,6 +639,7 @@ const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count) {
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_parallel_for),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_s32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_c64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_c128),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f32),

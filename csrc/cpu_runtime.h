@@ -49,11 +49,15 @@ void __xla_cpu_parallel_for(void (*body)(void* ctx, int64_t begin, int64_t end),
 // out[b] is m x n. op(lhs) is m x k, stored k x m when transpose_lhs != 0;
 // op(rhs) is k x n, stored n x k when transpose_rhs != 0. `out` must not
 // overlap the operands. k == 0 writes zeros. Complex variants take
-// interleaved (real, imag) pairs of float / double.
+// interleaved (real, imag) pairs of float / double. The s32 variant wraps
+// modulo 2^32 (the runtime is compiled with -fwrapv), as XLA's s32 dot does.
 void __xla_cpu_matmul_f32(const float* lhs, const float* rhs, float* out, int64_t batch,
                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                           int32_t transpose_rhs);
 void __xla_cpu_matmul_f64(const double* lhs, const double* rhs, double* out, int64_t batch,
+                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                          int32_t transpose_rhs);
+void __xla_cpu_matmul_s32(const int32_t* lhs, const int32_t* rhs, int32_t* out, int64_t batch,
                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                           int32_t transpose_rhs);
 void __xla_cpu_matmul_c64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m,

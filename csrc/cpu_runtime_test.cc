@@ -10,6 +10,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,7 +111,7 @@ TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
   }
   EXPECT_EQ(names.size(), static_cast<size_t>(count));
   for (const char* name : {"__xla_cpu_parallel_for", "__xla_cpu_matmul_f32", "__xla_cpu_matmul_f64",
-                           "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
+                           "__xla_cpu_matmul_s32", "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
                            "__xla_cpu_conv2d_f64", "__xla_cpu_runtime_num_threads",
                            "__xla_cpu_fft_f32", "__xla_cpu_fft_f64"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
@@ -123,7 +124,9 @@ TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
 template <typename T>
 T RandomValue(std::mt19937& rng) {
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, int32_t>) {
+    return static_cast<T>(rng());  // the whole range: sums wrap
+  } else if constexpr (std::is_floating_point_v<T>) {
     return static_cast<T>(dist(rng));
   } else {
     using R = typename T::value_type;
@@ -146,13 +149,15 @@ std::vector<T> NaiveMatmul(const std::vector<T>& lhs, const std::vector<T>& rhs,
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
-        T sum(0);
+        // Integers in uint32_t: wraparound modulo 2^32, defined in C++.
+        using Acc = std::conditional_t<std::is_same_v<T, int32_t>, uint32_t, T>;
+        Acc sum(0);
         for (int64_t p = 0; p < k; ++p) {
-          const T a = lhs[b * m * k + (tl ? p * m + i : i * k + p)];
-          const T c = rhs[b * k * n + (tr ? j * k + p : p * n + j)];
+          const Acc a = static_cast<Acc>(lhs[b * m * k + (tl ? p * m + i : i * k + p)]);
+          const Acc c = static_cast<Acc>(rhs[b * k * n + (tr ? j * k + p : p * n + j)]);
           sum += a * c;
         }
-        out[b * m * n + i * n + j] = sum;
+        out[b * m * n + i * n + j] = static_cast<T>(sum);
       }
     }
   }
@@ -166,6 +171,8 @@ void CallMatmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, in
     __xla_cpu_matmul_f32(lhs, rhs, out, batch, m, k, n, tl, tr);
   } else if constexpr (std::is_same_v<T, double>) {
     __xla_cpu_matmul_f64(lhs, rhs, out, batch, m, k, n, tl, tr);
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    __xla_cpu_matmul_s32(lhs, rhs, out, batch, m, k, n, tl, tr);
   } else if constexpr (std::is_same_v<T, std::complex<float>>) {
     __xla_cpu_matmul_c64(lhs, rhs, out, batch, m, k, n, tl, tr);
   } else {
@@ -186,7 +193,11 @@ void CheckMatmul(std::mt19937& rng, int64_t batch, int64_t m, int64_t k, int64_t
   const auto expected = NaiveMatmul(lhs, rhs, batch, m, k, n, tl, tr);
   const double bound = tolerance * std::max<double>(1.0, std::sqrt(static_cast<double>(k)));
   for (size_t i = 0; i < out.size(); ++i) {
-    ASSERT_LE(std::abs(out[i] - expected[i]), bound) << "element " << i;
+    if constexpr (std::is_same_v<T, int32_t>) {
+      ASSERT_EQ(out[i], expected[i]) << "element " << i;
+    } else {
+      ASSERT_LE(std::abs(out[i] - expected[i]), bound) << "element " << i;
+    }
   }
 }
 
@@ -224,6 +235,13 @@ TEST_F(CpuRuntimeTest, MatmulF64MatchesNaiveLoop) {
   for (int threads : {1, 2}) {
     __xla_cpu_runtime_set_num_threads(threads);
     MatmulSuite<double>(1e-12);
+  }
+}
+
+TEST_F(CpuRuntimeTest, MatmulS32WrapsAsTheNaiveLoop) {
+  for (int threads : {1, 2}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    MatmulSuite<int32_t>(0);
   }
 }
 

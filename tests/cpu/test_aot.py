@@ -208,6 +208,14 @@ def test_runtime_c_complex_dot_x86_64(tmp_path):
     assert "__xla_cpu_matmul_c64" in (tmp_path / "cdot.h").read_text()
 
 
+def test_runtime_c_s32_dot_x86_64(tmp_path):
+    # aot_runtime.c's s32 matmul (sums in uint32_t: defined wraparound).
+    hlo = tmp_path / "idot.hlo"
+    hlo.write_text(COMPLEX_DOT.replace("c64", "s32"))
+    check_module(hlo, tmp_path, "x86_64", "idot", host_gcc(), flags=["--runtime_c"], rtol=0)
+    assert "__xla_cpu_matmul_s32" in (tmp_path / "idot.h").read_text()
+
+
 @pytest.mark.parametrize("module", ["conv_nhwc.hlo", "conv1d.hlo"])
 def test_runtime_c_convolution_x86_64(tmp_path, module):
     # aot_runtime.c's serial conv2d in place of the runtime's.

@@ -18,6 +18,7 @@ PASSES = {
     "custom-fusion-inliner": "xla.service.custom_fusion_inliner:CustomFusionInliner",
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
+    "dot-type-widening": "xla.service.dot_type_widening:DotTypeWidening",
     "dynamic-index-splitter": "xla.service.dynamic_index_splitter:DynamicIndexSplitter",
     "dynamic-update-slice-fusion": "xla.service.dus_fusion:DynamicUpdateSliceFusion",
     "flatten-call-graph": "xla.service.flatten_call_graph:FlattenCallGraph",

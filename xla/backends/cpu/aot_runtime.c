@@ -44,6 +44,15 @@ XLA_AOT_WEAK void __xla_cpu_parallel_for(void (*body)(void* ctx, int64_t begin, 
 
 XLA_AOT_MATMUL_REAL(__xla_cpu_matmul_f32, float)
 XLA_AOT_MATMUL_REAL(__xla_cpu_matmul_f64, double)
+/* s32 sums wrap modulo 2^32 as XLA's do: computed in uint32_t, where C
+ * defines the wraparound. */
+XLA_AOT_MATMUL_REAL(xla_aot_matmul_u32, uint32_t)
+XLA_AOT_WEAK void __xla_cpu_matmul_s32(const int32_t* lhs, const int32_t* rhs, int32_t* out,
+                                       int64_t batch, int64_t m, int64_t k, int64_t n,
+                                       int32_t transpose_lhs, int32_t transpose_rhs) {
+  xla_aot_matmul_u32((const uint32_t*)lhs, (const uint32_t*)rhs, (uint32_t*)out, batch, m, k, n,
+                     transpose_lhs, transpose_rhs);
+}
 
 /* Complex: interleaved (real, imag) pairs. */
 #define XLA_AOT_MATMUL_COMPLEX(NAME, T)                                                        \

@@ -620,11 +620,11 @@ class ModuleEmitter:
             b.call(fn, [self.table, i64(0), i64(n)])
 
     def emit_runtime_matmul(self, h):
-        """A canonical f32/f64/c64/c128 dot with row-major operands as a call
-        to the runtime's Eigen matmul; False when it does not apply."""
+        """A canonical f32/f64/s32/c64/c128 dot with row-major operands as a
+        call to the runtime's Eigen matmul; False when it does not apply."""
         et = h.shape.element_type.text
         name = f"__xla_cpu_matmul_{et}"
-        if et not in ("f32", "f64", "c64", "c128") or name not in self.runtime_symbols:
+        if et not in ("f32", "f64", "s32", "c64", "c128") or name not in self.runtime_symbols:
             return False
         lhs, rhs = h.operands
         if lhs.shape.element_type is not h.shape.element_type or \

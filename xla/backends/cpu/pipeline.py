@@ -2,7 +2,9 @@
 fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO to re-fuse),
 ``ragged-dot-expander`` (ragged-dot as dots and selects, where it can),
 ``scaled-dot-expander`` (scaled-dot as multiplies and a dot),
-the target-independent pipeline (``xla/service/pipelines.py``), fusion with
+the target-independent pipeline (``xla/service/pipelines.py``) with
+``dot-type-widening`` just before its layout assignment (bf16/f16/f8 dots
+in f32, narrow integer dots in s32: the types Eigen's GEMM runs), fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
 (a DUS joins the fusion computing its update: one in-place kernel), then
 copy insertion and the memory scheduler, after which buffer assignment
@@ -17,6 +19,8 @@ def cpu_pipeline(**options):
     pipeline.passes.insert(0, make_pass("custom-fusion-inliner"))
     pipeline.passes.insert(1, make_pass("ragged-dot-expander"))
     pipeline.passes.insert(2, make_pass("scaled-dot-expander"))
+    layout = next(i for i, p in enumerate(pipeline.passes) if p.name == "layout-assignment")
+    pipeline.passes.insert(layout, make_pass("dot-type-widening"))
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     return add_scheduling_stage(pipeline)

@@ -1,0 +1,86 @@
+"""DotTypeWidening: dots in element types a backend has no GEMM for become
+dots in a type it has, between converts (XLA's ``ChangeOpDataType``, as
+XLA:CPU applies it to narrow dots).
+
+* Floating point: a dot whose operands and result are floats of at most 32
+  bits, at least one of them narrower (bf16, f16, f8...), converts its
+  operands to f32, multiplies in f32 and converts the result back. Every
+  product of two such values is exact in f32, so this is the precision
+  the interpreter defines (``xla/hlo/evaluator/ops_linalg.py``: computed
+  in f32, rounded once) up to the order of the sums.
+* Integers: a dot of integers of at most 32 bits (s8 x s8 -> s32, u8,
+  s16, u32...) with an integer result of at most 32 bits is a dot in s32.
+  Converting an operand to s32 keeps its value (u32: its bits), the sums
+  wrap modulo 2^32, and the final narrowing convert keeps the low bits,
+  so every result is the one XLA defines: the sum of products modulo
+  2^bits of the result type.
+* Narrow integers in floating point: where no partial sum can leave the
+  integers a float holds exactly (k x max|a| x max|b| <= 2^24 for f32,
+  below 2^31 for f64, k the contracted length), the dot is computed in
+  f32 or f64 and converted to s32 first: exact in any summation order, and
+  a float GEMM is an order of magnitude faster than an integer one (s8 x s8
+  with k <= 1024 runs at f32 GEMM speed).
+
+The CPU runs the widened dots through its Eigen GEMM
+(``__xla_cpu_matmul_f32``/``_f64``/``_s32``); the converts are elementwise
+and fuse with their neighbours.
+"""
+import math
+
+from xla.hlo.shape import Shape
+from xla.hlo.types import PrimitiveType
+from xla.service.pass_utils import OpExpanderPass
+
+
+def _wide_type(instr):
+    """The type to compute ``instr`` (a dot) in, or None to leave it."""
+    types = [instr.shape.element_type] + [o.shape.element_type for o in instr.operands]
+    if all(t.is_float and t.bits <= 32 for t in types):
+        if all(t == PrimitiveType.F32 for t in types):
+            return None
+        return PrimitiveType.F32
+    if all(t.is_integer and t.bits <= 32 for t in types):
+        lhs, rhs = instr.operands
+        k = math.prod(lhs.shape.dimensions[d] for d in instr.attr("lhs_contracting_dims", ()))
+        bound = k * _max_magnitude(lhs.shape.element_type) * _max_magnitude(rhs.shape.element_type)
+        if bound <= 2 ** 24:
+            return PrimitiveType.F32
+        if bound < 2 ** 31:
+            return PrimitiveType.F64
+        if all(t == PrimitiveType.S32 for t in types):
+            return None
+        return PrimitiveType.S32
+    return None
+
+
+def _max_magnitude(t):
+    """The largest absolute value of integer type ``t``."""
+    return 2 ** (t.bits - 1) if t.is_signed_integer else 2 ** t.bits - 1
+
+
+class DotTypeWidening(OpExpanderPass):
+    name = "dot-type-widening"
+
+    def matches(self, instr):
+        return (instr.opcode == "dot" and instr.shape.is_array and len(instr.operands) == 2
+                and not instr.control_predecessors
+                and all(o.shape.is_array for o in instr.operands) and _wide_type(instr) is not None)
+
+    def expand(self, b, dot):
+        wide = _wide_type(dot)
+
+        def widened(x):
+            if x.shape.element_type == wide:
+                return x
+            return b.add("convert", Shape.array(wide, x.shape.dimensions), [x])
+
+        dims = dot.shape.dimensions
+        new = b.add("dot", Shape.array(wide, dims), [widened(o) for o in dot.operands],
+                    **dict(dot.attrs))
+        out = dot.shape.element_type
+        if out.is_integer and wide.is_float:
+            # Exact integers below 2^31: to s32, then (wrapping) to the result.
+            new = b.add("convert", Shape.array(PrimitiveType.S32, dims), [new])
+        if new.shape.element_type == out:
+            return new
+        return b.add("convert", Shape.array(out, dims), [new])
