@@ -23,6 +23,7 @@ import argparse
 import statistics
 import time
 
+import ml_dtypes
 import numpy as np
 
 import xla
@@ -140,13 +141,13 @@ ENTRY %main (x: {shape}) -> {shape} {{
 """
 
 
-def matmul(n):
+def matmul(n, operand="f32", result="f32"):
     return f"""HloModule matmul
 
-ENTRY %main (a: f32[{n},{n}], b: f32[{n},{n}]) -> f32[{n},{n}] {{
-  %a = f32[{n},{n}] parameter(0)
-  %b = f32[{n},{n}] parameter(1)
-  ROOT %c = f32[{n},{n}] dot(%a, %b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+ENTRY %main (a: {operand}[{n},{n}], b: {operand}[{n},{n}]) -> {result}[{n},{n}] {{
+  %a = {operand}[{n},{n}] parameter(0)
+  %b = {operand}[{n},{n}] parameter(1)
+  ROOT %c = {result}[{n},{n}] dot(%a, %b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
 }}
 """
 
@@ -198,6 +199,11 @@ def workloads(quick):
     g = (1 << 22) // scale
     m = 1024 // (4 if quick else 1)
     b, d, h = 256, 1024 // (4 if quick else 1), 4096 // (4 if quick else 1)
+    # Integer and bf16 dots: NumPy has no BLAS for them (its integer matmul
+    # is a plain loop), so a smaller size keeps the run short.
+    q = 512 // (4 if quick else 1)
+    s8 = lambda *s: rng.randint(-128, 128, s).astype(np.int8)  # noqa: E731
+    bf16 = lambda *s: f(*s).astype(ml_dtypes.bfloat16)  # noqa: E731
     return [
         ("sum(x + y*z) f32[%d]" % n, seed(n), [f(n), f(n), f(n)],
          lambda x, y, z: np.sum(x + y * z), lambda jnp: (lambda x, y, z: jnp.sum(x + y * z)),
@@ -217,6 +223,13 @@ def workloads(quick):
          "--xla_cpu_enable_fast_math=true"),
         ("matmul f32[%d]^3" % m, matmul(m), [f(m, m), f(m, m)], lambda a, b_: a @ b_,
          lambda jnp: (lambda a, b_: a @ b_), None, 2 * m ** 3),
+        ("matmul s8 x s8 -> s32 [%d]^3" % q, matmul(q, "s8", "s32"), [s8(q, q), s8(q, q)],
+         lambda a, b_: a.astype(np.int32) @ b_.astype(np.int32),
+         lambda jnp: (lambda a, b_: __import__("jax").lax.dot(a, b_, preferred_element_type=jnp.int32)),
+         None, 2 * q ** 3),
+        ("matmul bf16 [%d]^3" % q, matmul(q, "bf16", "bf16"), [bf16(q, q), bf16(q, q)],
+         lambda a, b_: (a.astype(np.float32) @ b_.astype(np.float32)).astype(ml_dtypes.bfloat16),
+         lambda jnp: (lambda a, b_: a @ b_), None, 2 * q ** 3),
         ("mlp %dx%d->%d->%d gelu" % (b, d, h, d), mlp(b, d, h),
          [f(b, d), f(d, h) * 0.03, f(h), f(h, d) * 0.03, f(d)],
          lambda x, w1, b1, w2, b2: np_gelu(x @ w1 + b1) @ w2 + b2,
