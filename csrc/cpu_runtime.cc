@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <complex>
 #include <condition_variable>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -18,6 +20,7 @@
 #include <sched.h>
 #endif
 
+#include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <unsupported/Eigen/FFT>
@@ -408,6 +411,76 @@ void Fft(const void* in, void* out, int64_t batch, int32_t rank, const int64_t* 
 }
 
 // ---------------------------------------------------------------------------
+// Cholesky: Eigen's blocked LLT (its panels go through GEMM) on a lower-form
+// copy of each matrix, batches over the pool.
+
+template <typename T>
+struct CholeskyContext {
+  const T* a;
+  T* out;
+  int32_t* info;
+  int64_t n;
+  bool lower;
+  bool potrf;
+};
+
+template <typename T>
+void CholeskyBatch(void* raw, int64_t begin, int64_t end) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const auto& c = *static_cast<const CholeskyContext<T>*>(raw);
+  const int64_t n = c.n;
+  Mat w(n, n);
+  for (int64_t b = begin; b < end; ++b) {
+    Eigen::Map<const Mat> a(c.a + b * n * n, n, n);
+    Eigen::Map<Mat> out(c.out + b * n * n, n, n);
+    // The factor of the upper form is the transpose of the lower form's.
+    if (c.lower) {
+      w.template triangularView<Eigen::Lower>() = a;
+    } else {
+      w.template triangularView<Eigen::Lower>() = a.transpose();
+    }
+    // Eigen stops at a pivot that is not > 0 but lets NaN through: the
+    // first NaN on the diagonal is a failed pivot too (NaN spreads down
+    // and right, never up).
+    int64_t failed = Eigen::internal::llt_inplace<T, Eigen::Lower>::blocked(w);
+    const int64_t scan = failed < 0 ? n : failed;
+    for (int64_t j = 0; j < scan; ++j) {
+      if (std::isnan(w(j, j))) {
+        failed = j;
+        break;
+      }
+    }
+    if (c.info != nullptr) c.info[b] = static_cast<int32_t>(failed < 0 ? 0 : failed + 1);
+    if (c.potrf) {
+      // The factor in its triangle, the rest (everything if it failed) as a was.
+      if (c.out != c.a) out = a;
+      if (failed >= 0) continue;
+      if (c.lower) {
+        out.template triangularView<Eigen::Lower>() = w;
+      } else {
+        out.template triangularView<Eigen::Upper>() = w.transpose();
+      }
+    } else if (failed >= 0) {
+      out.setConstant(std::numeric_limits<T>::quiet_NaN());
+    } else if (c.lower) {
+      out = w.template triangularView<Eigen::Lower>();
+    } else {
+      out = w.transpose().template triangularView<Eigen::Upper>();
+    }
+  }
+}
+
+template <typename T>
+void Cholesky(const T* a, T* out, int32_t* info, int64_t batch, int64_t n, int32_t lower,
+              int32_t potrf) {
+  if (batch <= 0 || n <= 0) return;
+  CholeskyContext<T> ctx{a, out, info, n, lower != 0, potrf != 0};
+  // Whole matrices per task; small ones together.
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (n * n * n));
+  __xla_cpu_parallel_for(&CholeskyBatch<T>, &ctx, batch, min_chunk);
+}
+
+// ---------------------------------------------------------------------------
 // Convolution: im2col over blocks of output pixels, then one GEMM per feature
 // group and block, blocks spread over the pool with parallel_for.
 
@@ -596,6 +669,16 @@ void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t 
          k, n, transpose_lhs != 0, transpose_rhs != 0);
 }
 
+void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,
+                            int32_t lower, int32_t potrf) {
+  Cholesky(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_cholesky_f64(const double* a, double* out, int32_t* info, int64_t batch,
+                            int64_t n, int32_t lower, int32_t potrf) {
+  Cholesky(a, out, info, batch, n, lower, potrf);
+}
+
 void __xla_cpu_fft_f32(const void* in, void* out, int64_t batch, int32_t rank,
                        const int64_t* lengths, int32_t kind) {
   Fft<float>(in, out, batch, rank, lengths, kind);
@@ -642,6 +725,8 @@ const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count) {
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_s32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_c64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_c128),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_cholesky_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_cholesky_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_fft_f32),

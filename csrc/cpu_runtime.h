@@ -66,6 +66,19 @@ void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t 
                            int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                            int32_t transpose_rhs);
 
+// Cholesky factors of `batch` dense row-major n x n matrices, each read
+// from its lower (lower != 0) or upper triangle. potrf == 0 (HLO cholesky):
+// `out` holds the factor in that triangle and zeros in the other; a matrix
+// that is not positive definite (a pivot that is not > 0, NaN included)
+// gives all NaN. potrf != 0 (LAPACK's potrf): the other triangle is copied
+// from `a`, and a matrix that fails is copied whole. `info` (may be null)
+// receives, per matrix, 0 or the 1-based order of the first leading minor
+// that is not positive definite. `out` may be `a`.
+void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,
+                            int32_t lower, int32_t potrf);
+void __xla_cpu_cholesky_f64(const double* a, double* out, int32_t* info, int64_t batch,
+                            int64_t n, int32_t lower, int32_t potrf);
+
 // FFT over the last `rank` (1 to 3) dimensions of dense row-major arrays,
 // `batch` of them: kind 0 FFT (complex -> complex), 1 IFFT (scaled by
 // 1/N), 2 RFFT (real -> complex, the last dimension n becomes n/2 + 1),

@@ -42,6 +42,68 @@ ENTRY %main (a: {t}[3,5,5]) -> {t}[3,5,5] {{
     _check(text, a)
 
 
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("t,dtype", [("f32", np.float32), ("f64", np.float64)])
+def test_cholesky_row_major_calls_the_runtime(lower, t, dtype):
+    # Row-major f32/f64: Eigen's blocked LLT (n = 150: several panels).
+    # Failures at a pivot, at a NaN on the diagonal and at a NaN off it
+    # (which makes a later pivot NaN) give all-NaN matrices, as the
+    # interpreter's; the other triangle is ignored.
+    n = 150
+    a = _spd(5, n, dtype)
+    a[1, 140, 140] = -1e6
+    a[2, 3, 3] = np.nan
+    a[3, 90, 20] = a[3, 20, 90] = np.nan
+    a[4] += np.triu(np.full((n, n), 7.0), 1).astype(dtype) if lower else \
+        np.tril(np.full((n, n), 7.0), -1).astype(dtype)
+    text = f"""HloModule m
+ENTRY %main (a: {t}[5,{n},{n}]) -> {t}[5,{n},{n}] {{
+  %a = {t}[5,{n},{n}] parameter(0)
+  ROOT %c = {t}[5,{n},{n}] cholesky(%a), lower={str(lower).lower()}
+}}
+"""
+    exe = runtime.compile(parse_hlo_module(text), "cpu")
+    assert f"__xla_cpu_cholesky_{t}" in exe.ir_text
+    out = np.asarray(exe.execute(a))
+    assert np.isnan(out[1:4]).all() and not np.isnan(out[[0, 4]]).any()
+    for i in (0, 4):
+        tri = np.tril if lower else np.triu
+        full = tri(a[i]) + tri(a[i], -1 if lower else 1).swapaxes(-1, -2)
+        expected = np.linalg.cholesky(full.astype(np.float64))
+        np.testing.assert_allclose(out[i], expected if lower else expected.T,
+                                   rtol=1e-4 if t == "f32" else 1e-10, atol=1e-5)
+    _check(text, a, rtol=1e-3 if t == "f32" else 1e-9, atol=1e-4)
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+@pytest.mark.parametrize("t,dtype", [("s", np.float32), ("d", np.float64)])
+def test_lapack_potrf_row_major_calls_the_runtime(uplo, t, dtype):
+    # info: 0, the order of the failed minor at a pivot, at a NaN.
+    n = 140
+    a = _spd(3, n, dtype, seed=3)
+    a[1, 99, 99] = -1e6
+    a[2, 7, 7] = np.nan
+    et = {"s": "f32", "d": "f64"}[t]
+    text = f"""HloModule m
+ENTRY %main (a: {et}[3,{n},{n}]) -> ({et}[3,{n},{n}], s32[3]) {{
+  %a = {et}[3,{n},{n}] parameter(0)
+  ROOT %c = ({et}[3,{n},{n}], s32[3]) custom-call(%a), custom_call_target="lapack_{t}potrf_ffi", output_to_operand_aliasing={{{{0}}: (0, {{}})}}, api_version=API_VERSION_TYPED_FFI, backend_config={{uplo = {ord(uplo)} : ui8}}
+}}
+"""
+    exe = runtime.compile(parse_hlo_module(text), "cpu")
+    assert f"__xla_cpu_cholesky_{et}" in exe.ir_text
+    factor, info = (np.asarray(x) for x in exe.execute(a))
+    np.testing.assert_array_equal(info, [0, 100, 8])
+    np.testing.assert_array_equal(factor[1:], a[1:])  # failed: left as they were
+    tri, other = (np.tril, np.triu) if uplo == "L" else (np.triu, np.tril)
+    expected = np.linalg.cholesky(a[0].astype(np.float64))
+    np.testing.assert_allclose(tri(factor[0]), expected if uplo == "L" else expected.T,
+                               rtol=1e-4 if t == "s" else 1e-10, atol=1e-5)
+    k = 1 if uplo == "L" else -1
+    np.testing.assert_array_equal(other(factor[0], k), other(a[0], k))
+    _check(text, a, rtol=1e-3 if t == "s" else 1e-9, atol=1e-4)
+
+
 @pytest.mark.parametrize("left,lower,unit,trans", list(itertools.product(
     [True, False], [True, False], [True, False], ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"])))
 def test_triangular_solve(left, lower, unit, trans):

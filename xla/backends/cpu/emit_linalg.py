@@ -1,5 +1,8 @@
 """cholesky, triangular-solve and the LAPACK custom calls jaxlib emits for
-them (``lapack_{s,d}potrf_ffi``, ``lapack_{s,d}trsm_ffi``), as plain loops.
+them (``lapack_{s,d}potrf_ffi``, ``lapack_{s,d}trsm_ffi``), as plain loops;
+f32/f64 Cholesky factorizations of row-major matrices call the runtime's
+blocked Eigen LLT instead (``__xla_cpu_cholesky_*``, same semantics as
+below; 1000x1000 f32: 129 -> ~20 ms).
 
 Each instruction becomes one internal function looping over the batch
 (the leading dimensions), called once from the entry function; elements
@@ -169,11 +172,44 @@ def cholesky_body(k, h, a_key, out_key):
     return body
 
 
+def _row_major(shape):
+    return le.major_to_minor(shape) == list(range(shape.rank))
+
+
+def _runtime_cholesky(me, h, out_shape, slices, lower, potrf):
+    """The factorization as a call to ``__xla_cpu_cholesky_{f32,f64}``
+    (slices: operand, factor, optional s32 info); False where it does not
+    apply (other types, layouts that are not row-major, no runtime)."""
+    a = h.operands[0]
+    et = a.shape.element_type.text
+    name = f"__xla_cpu_cholesky_{et}"
+    shapes = [a.shape, out_shape]
+    if len(slices) > 2:
+        info_shape = h.shape.tuple_shapes[1]
+        if info_shape.element_type.text != "s32":
+            return False
+        shapes.append(info_shape)
+    if (et not in ("f32", "f64") or out_shape.element_type.text != et
+            or name not in me.runtime_symbols or not all(_row_major(s) for s in shapes)):
+        return False
+    n = a.shape.dimensions[-1]
+    b = me.builder
+    fn = me.declare(name, ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64, I32, I32]))
+    ptrs = [me.slice_pointer(b, me.table, s.key) for s in slices]
+    if len(ptrs) == 2:
+        ptrs.append(ir.Constant(PTR, None))
+    b.call(fn, ptrs + [i64(_batch(out_shape) if n else 0), i64(n), ir.Constant(I32, int(lower)),
+                       ir.Constant(I32, int(potrf))])
+    return True
+
+
 @register_instruction("cholesky")
 def emit_cholesky(me, h):
     a = h.operands[0]
     n = a.shape.dimensions[-1]
     sa, so = Slice(me.assignment.buffer(a, ())), Slice(me.assignment.buffer(h, ()))
+    if _runtime_cholesky(me, h, h.shape, [sa, so], bool(h.attr("lower", False)), potrf=False):
+        return
     k = _Fn(me, h, "cholesky", [sa, so])
     body = cholesky_body(k, h, sa.key, so.key)
     if n:
@@ -324,6 +360,9 @@ def _lapack_potrf(me, h):
     if h.shape.is_tuple and len(h.shape.tuple_shapes) > 1:
         sinfo = Slice(me.assignment.buffer(h, (1,)))
         slices.append(sinfo)
+    if n and _runtime_cholesky(me, h, out_shape, slices, lapack_attrs(h)("uplo", "L") == "L",
+                               potrf=True):
+        return
     k = _Fn(me, h, "potrf", slices)
     body = potrf_body(k, h, sa.key, so.key, sinfo.key if sinfo is not None else None)
     if n:

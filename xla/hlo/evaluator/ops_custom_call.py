@@ -78,13 +78,22 @@ def _lapack_targets(routine):
     return [f"lapack_{t}{routine}{suffix}" for t in "sdcz" for suffix in ("_ffi", "")]
 
 
+def _factor(m):
+    """The lower Cholesky factor of ``m``, or None where a pivot is not > 0
+    or is NaN (LAPACK's check; NumPy's factorization lets NaN through)."""
+    try:
+        with np.errstate(invalid="ignore"):
+            L = np.linalg.cholesky(m)
+    except np.linalg.LinAlgError:
+        return None
+    return None if np.isnan(np.diagonal(L)).any() else L
+
+
 def _leading_minor_failure(m):
     """LAPACK potrf's info for a matrix that is not positive definite (1-based order)."""
     n = m.shape[-1]
     for k in range(1, n + 1):
-        try:
-            np.linalg.cholesky(m[:k, :k])
-        except np.linalg.LinAlgError:
+        if _factor(m[:k, :k]) is None:
             return k
     return n
 
@@ -104,9 +113,8 @@ def _potrf(instr, operands, ctx):
     info = np.zeros(herm.shape[0], np.int32)
     mask = np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
     for i in range(herm.shape[0]):
-        try:
-            L = np.linalg.cholesky(herm[i])
-        except np.linalg.LinAlgError:
+        L = _factor(herm[i])
+        if L is None:
             info[i] = _leading_minor_failure(herm[i])
             continue
         f = L if lower else np.conj(L.T)

@@ -295,7 +295,9 @@ def cholesky(instr, operands, ctx):
 
     lower=true gives L with a = L L^H, else U with a = U^H U; the other
     triangle of the result is zero. A matrix that is not positive definite
-    gives an all-NaN result for that matrix (XLA leaves NaNs in it).
+    gives an all-NaN result for that matrix (XLA leaves NaNs in it): a
+    pivot that is not > 0, or is NaN (LAPACK's potrf checks for NaN too;
+    NumPy's factorization lets it through, leaving NaN on the diagonal).
     """
     (a,) = operands
     lower = bool(instr.attr("lower", False))
@@ -317,6 +319,7 @@ def cholesky(instr, operands, ctx):
                     out[i] = np.linalg.cholesky(flat[i])
             except np.linalg.LinAlgError:
                 out[i] = np.nan
+    out[np.isnan(np.diagonal(out, axis1=-2, axis2=-1)).any(axis=-1)] = np.nan
     out = out.reshape(x.shape)
     if not lower:
         out = np.conj(np.swapaxes(out, -1, -2))  # a = L L^H = U^H U with U = L^H
