@@ -209,7 +209,6 @@ def convolution(instr, operands, ctx):
         xg = x.reshape((Bg, Nb, C) + x.shape[2:])
         wg = w.reshape((Bg, Ob, C) + tuple(ksizes))
         acc = np.zeros((Bg, Ob, Nb * P), cdt)
-        batch_shape = (Bg, Nb)
         groups, Ig = Bg, C
     else:
         Ig = C // G
