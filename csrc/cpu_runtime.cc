@@ -481,6 +481,75 @@ void Cholesky(const T* a, T* out, int32_t* info, int64_t batch, int64_t n, int32
 }
 
 // ---------------------------------------------------------------------------
+// Triangular solve: Eigen's blocked TRSM, in place in `out`, batches over the
+// pool.
+
+template <typename T>
+struct TrsmContext {
+  const T* a;
+  const T* b;
+  T* out;
+  const T* alpha;
+  int64_t m, n;
+  bool left, lower, unit, transpose;
+};
+
+template <int Mode, typename A, typename X>
+void SolveTriangular(const A& a, X& x, bool left) {
+  if (left) {
+    a.template triangularView<Mode>().template solveInPlace<Eigen::OnTheLeft>(x);
+  } else {
+    a.template triangularView<Mode>().template solveInPlace<Eigen::OnTheRight>(x);
+  }
+}
+
+// op(a) is triangular in the `lower` triangle (else the upper one).
+template <typename A, typename X>
+void SolveTriangular(const A& a, X& x, bool left, bool lower, bool unit) {
+  if (lower) {
+    if (unit) {
+      SolveTriangular<Eigen::UnitLower>(a, x, left);
+    } else {
+      SolveTriangular<Eigen::Lower>(a, x, left);
+    }
+  } else if (unit) {
+    SolveTriangular<Eigen::UnitUpper>(a, x, left);
+  } else {
+    SolveTriangular<Eigen::Upper>(a, x, left);
+  }
+}
+
+template <typename T>
+void TrsmBatch(void* raw, int64_t begin, int64_t end) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const auto& c = *static_cast<const TrsmContext<T>*>(raw);
+  const int64_t k = c.left ? c.m : c.n;
+  for (int64_t b = begin; b < end; ++b) {
+    Eigen::Map<const Mat> a(c.a + b * k * k, k, k);
+    Eigen::Map<Mat> x(c.out + b * c.m * c.n, c.m, c.n);
+    if (c.out != c.b) x = Eigen::Map<const Mat>(c.b + b * c.m * c.n, c.m, c.n);
+    if (c.alpha != nullptr) x *= *c.alpha;
+    // The transpose of a triangle is the opposite triangle.
+    if (c.transpose) {
+      SolveTriangular(a.transpose(), x, c.left, c.lower != c.transpose, c.unit);
+    } else {
+      SolveTriangular(a, x, c.left, c.lower, c.unit);
+    }
+  }
+}
+
+template <typename T>
+void Trsm(const T* a, const T* b, T* out, const T* alpha, int64_t batch, int64_t m, int64_t n,
+          int32_t flags) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  TrsmContext<T> ctx{a, b, out, alpha, m, n, (flags & 1) != 0, (flags & 2) != 0,
+                     (flags & 4) != 0, (flags & 8) != 0};
+  const int64_t k = ctx.left ? m : n;
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (k * k * (ctx.left ? n : m)));
+  __xla_cpu_parallel_for(&TrsmBatch<T>, &ctx, batch, min_chunk);
+}
+
+// ---------------------------------------------------------------------------
 // Convolution: im2col over blocks of output pixels, then one GEMM per feature
 // group and block, blocks spread over the pool with parallel_for.
 
@@ -679,6 +748,16 @@ void __xla_cpu_cholesky_f64(const double* a, double* out, int32_t* info, int64_t
   Cholesky(a, out, info, batch, n, lower, potrf);
 }
 
+void __xla_cpu_trsm_f32(const float* a, const float* b, float* out, const float* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Trsm(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_trsm_f64(const double* a, const double* b, double* out, const double* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Trsm(a, b, out, alpha, batch, m, n, flags);
+}
+
 void __xla_cpu_fft_f32(const void* in, void* out, int64_t batch, int32_t rank,
                        const int64_t* lengths, int32_t kind) {
   Fft<float>(in, out, batch, rank, lengths, kind);
@@ -727,6 +806,8 @@ const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count) {
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_c128),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_cholesky_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_cholesky_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_trsm_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_trsm_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_fft_f32),

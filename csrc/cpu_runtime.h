@@ -79,6 +79,17 @@ void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t b
 void __xla_cpu_cholesky_f64(const double* a, double* out, int32_t* info, int64_t batch,
                             int64_t n, int32_t lower, int32_t potrf);
 
+// Triangular solves for `batch` dense row-major systems: op(a) x = alpha b
+// (left side, a is m x m) or x op(a) = alpha b (a is n x n), b and x m x n,
+// written to `out` (which may be `b`). flags: 1 left side, 2 a is lower
+// triangular (only that triangle is read), 4 unit diagonal (not read), 8
+// op(a) is a's transpose. `alpha` may be null (1). A zero on the diagonal
+// gives inf/NaN, as substitution does.
+void __xla_cpu_trsm_f32(const float* a, const float* b, float* out, const float* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags);
+void __xla_cpu_trsm_f64(const double* a, const double* b, double* out, const double* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags);
+
 // FFT over the last `rank` (1 to 3) dimensions of dense row-major arrays,
 // `batch` of them: kind 0 FFT (complex -> complex), 1 IFFT (scaled by
 // 1/N), 2 RFFT (real -> complex, the last dimension n becomes n/2 + 1),

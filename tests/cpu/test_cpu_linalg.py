@@ -152,3 +152,76 @@ ENTRY %main (a: f64[4,4], b: f64[{s(bshape)}]) -> f64[{s(bshape)}] {{
 }}
 """
     _check(text, a, b, rtol=1e-10, atol=1e-12)
+
+
+def _triangular_system(rng, batch, k, lower, dtype):
+    """Well-conditioned triangular matrices, with junk in the other triangle."""
+    a = rng.standard_normal((batch, k, k)) / np.sqrt(k) + 3 * np.eye(k)
+    junk = np.triu(np.full((k, k), 1e3), 1) if lower else np.tril(np.full((k, k), 1e3), -1)
+    return (a + junk).astype(dtype)
+
+
+def _solve_reference(a, b, left, lower, unit, trans, alpha=1.0):
+    """NumPy's solve of the explicit triangular system, in float64."""
+    t = np.tril(a) if lower else np.triu(a)
+    if unit:
+        t = t - np.diagonal(t, axis1=-2, axis2=-1)[..., None] * np.eye(a.shape[-1]) + np.eye(a.shape[-1])
+    t = t.astype(np.float64)
+    if trans:
+        t = np.swapaxes(t, -1, -2)
+    b = alpha * b.astype(np.float64)
+    if left:
+        return np.linalg.solve(t, b)
+    return np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+
+
+@pytest.mark.parametrize("left,lower,unit,trans", list(itertools.product(
+    [True, False], [True, False], [True, False], ["NO_TRANSPOSE", "TRANSPOSE"])))
+def test_triangular_solve_row_major_calls_the_runtime(left, lower, unit, trans):
+    # Row-major f32: Eigen's blocked TRSM, batched, 130 unknowns (several blocks).
+    rng = np.random.default_rng(4)
+    k, nrhs = 130, 70
+    a = _triangular_system(rng, 2, k, lower, np.float32)
+    bshape = (2, k, nrhs) if left else (2, nrhs, k)
+    b = rng.standard_normal(bshape).astype(np.float32)
+    s = lambda d: ",".join(map(str, d))  # noqa: E731
+    text = f"""HloModule m
+ENTRY %main (a: f32[2,{k},{k}], b: f32[{s(bshape)}]) -> f32[{s(bshape)}] {{
+  %a = f32[2,{k},{k}] parameter(0)
+  %b = f32[{s(bshape)}] parameter(1)
+  ROOT %x = f32[{s(bshape)}] triangular-solve(%a, %b), left_side={str(left).lower()}, lower={str(lower).lower()}, unit_diagonal={str(unit).lower()}, transpose_a={trans}
+}}
+"""
+    exe = runtime.compile(parse_hlo_module(text), "cpu")
+    assert "__xla_cpu_trsm_f32" in exe.ir_text
+    out = np.asarray(exe.execute(a, b))
+    np.testing.assert_allclose(out, _solve_reference(a, b, left, lower, unit, trans != "NO_TRANSPOSE"),
+                               rtol=2e-4, atol=2e-5)
+    _check(text, a, b, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("side,uplo,trans", list(itertools.product("LR", "LU", "NT")))
+def test_lapack_trsm_row_major_with_alpha_calls_the_runtime(side, uplo, trans):
+    # The result aliases b (output_to_operand_aliasing): solved in place.
+    rng = np.random.default_rng(5)
+    k, nrhs = 90, 40
+    a = _triangular_system(rng, 1, k, uplo == "L", np.float64)[0]
+    bshape = (k, nrhs) if side == "L" else (nrhs, k)
+    b = rng.standard_normal(bshape)
+    s = lambda d: ",".join(map(str, d))  # noqa: E731
+    cfg = f"diag = {ord('N')} : ui8, side = {ord(side)} : ui8, trans_x = {ord(trans)} : ui8, uplo = {ord(uplo)} : ui8"
+    text = f"""HloModule m
+ENTRY %main (a: f64[{k},{k}], b: f64[{s(bshape)}], alpha: f64[]) -> f64[{s(bshape)}] {{
+  %a = f64[{k},{k}] parameter(0)
+  %b = f64[{s(bshape)}] parameter(1)
+  %alpha = f64[] parameter(2)
+  ROOT %x = f64[{s(bshape)}] custom-call(%a, %b, %alpha), custom_call_target="lapack_dtrsm_ffi", output_to_operand_aliasing={{{{}}: (1, {{}})}}, api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}
+}}
+"""
+    exe = runtime.compile(parse_hlo_module(text), "cpu")
+    assert "__xla_cpu_trsm_f64" in exe.ir_text
+    out = np.asarray(exe.execute(a, b, np.float64(-2.5)))
+    np.testing.assert_allclose(
+        out, _solve_reference(a, b, side == "L", uplo == "L", False, trans == "T", -2.5),
+        rtol=1e-10, atol=1e-12)
+    _check(text, a, b, np.float64(-2.5), rtol=1e-10, atol=1e-12)

@@ -25,6 +25,8 @@ EXPECTED_SYMBOLS = {
     "__xla_cpu_conv2d_f64",
     "__xla_cpu_cholesky_f32",
     "__xla_cpu_cholesky_f64",
+    "__xla_cpu_trsm_f32",
+    "__xla_cpu_trsm_f64",
     "__xla_cpu_fft_f32",
     "__xla_cpu_fft_f64",
     "__xla_cpu_runtime_num_threads",

@@ -2,7 +2,9 @@
 them (``lapack_{s,d}potrf_ffi``, ``lapack_{s,d}trsm_ffi``), as plain loops;
 f32/f64 Cholesky factorizations of row-major matrices call the runtime's
 blocked Eigen LLT instead (``__xla_cpu_cholesky_*``, same semantics as
-below; 1000x1000 f32: 129 -> ~20 ms).
+below; 1000x1000 f32: 129 -> 8 ms) and f32/f64 triangular solves its
+blocked TRSM (``__xla_cpu_trsm_*``; 1000 x 1000 right-hand sides: 412 ->
+~25 ms).
 
 Each instruction becomes one internal function looping over the batch
 (the leading dimensions), called once from the entry function; elements
@@ -269,6 +271,29 @@ def trsm_body(k, h, out_shape, out_key, left, lower, unit, trans, alpha=None, al
     return body, bool(m and nrhs)
 
 
+def _runtime_trsm(me, h, out_shape, slices, left, lower, unit, trans):
+    """The solve as a call to ``__xla_cpu_trsm_{f32,f64}`` (slices: a, b,
+    out, optional alpha); False where it does not apply."""
+    a, bop = h.operands[0], h.operands[1]
+    et = out_shape.element_type.text
+    name = f"__xla_cpu_trsm_{et}"
+    operands = [a, bop] + ([h.operands[2]] if len(slices) > 3 else [])
+    shapes = [o.shape for o in operands] + [out_shape]
+    if (et not in ("f32", "f64") or name not in me.runtime_symbols
+            or any(s.element_type.text != et or not _row_major(s) for s in shapes)
+            or a.shape.dimensions[:-2] != out_shape.dimensions[:-2]):
+        return False
+    rows, cols = out_shape.dimensions[-2:]
+    b = me.builder
+    fn = me.declare(name, ir.FunctionType(VOID, [PTR, PTR, PTR, PTR, I64, I64, I64, I32]))
+    ptrs = [me.slice_pointer(b, me.table, s.key) for s in slices]
+    if len(ptrs) == 3:
+        ptrs.append(ir.Constant(PTR, None))
+    flags = (left * 1) | (lower * 2) | (unit * 4) | (trans in ("TRANSPOSE", "ADJOINT")) * 8
+    b.call(fn, ptrs + [i64(_batch(out_shape)), i64(rows), i64(cols), ir.Constant(I32, flags)])
+    return True
+
+
 def _emit_trsm(me, h, out_shape, out_slice, left, lower, unit, trans, alpha=None):
     a, bop = h.operands[0], h.operands[1]
     sa, sb = Slice(me.assignment.buffer(a, ())), Slice(me.assignment.buffer(bop, ()))
@@ -277,6 +302,8 @@ def _emit_trsm(me, h, out_shape, out_slice, left, lower, unit, trans, alpha=None
     if alpha is not None:
         salpha = Slice(me.assignment.buffer(alpha, ()))
         slices.append(salpha)
+    if _runtime_trsm(me, h, out_shape, slices, left, lower, unit, trans):
+        return
     k = _Fn(me, h, "trsm", slices)
     body, any_work = trsm_body(k, h, out_shape, out_slice.key, left, lower, unit, trans, alpha,
                                salpha.key if salpha is not None else None)
