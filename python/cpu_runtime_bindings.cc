@@ -1,4 +1,4 @@
-// Bindings for the CPU runtime (csrc/cpu_runtime.h) and for calling
+// Bindings for the CPU runtime (xla/backends/cpu/runtime/cpu_runtime.h) and for calling
 // JIT-compiled CPU code, `void fn(void** buffer_table)`, from Python.
 //
 // A buffer is a NumPy array (its data pointer is used in place; it must be
@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "csrc/cpu_runtime.h"
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
 
 namespace py = pybind11;
 

@@ -21,9 +21,9 @@ if [ ! -f "xla/_core$suffix" ]; then
   obj=$(mktemp -d)
   includes=$("$PY" -m pybind11 --includes) || exit 1
   t=$(date +%s)
-  for f in csrc/buffer_assignment.cc csrc/cpu_runtime.cc csrc/fusion.cc csrc/graph.cc \
-           csrc/scheduler.cc python/*.cc; do
-    g++ -O2 -std=c++17 -fPIC -fvisibility=hidden -mavx2 -mfma $includes -I. -I"$EIGEN" \
+  for f in csrc/buffer_assignment.cc csrc/fusion.cc csrc/graph.cc csrc/scheduler.cc \
+           $(ls xla/backends/cpu/runtime/*.cc | grep -v _test.cc) python/*.cc; do
+    g++ -O2 -std=c++17 -fPIC -fvisibility=hidden -mavx2 -mfma -fwrapv $includes -I. -I"$EIGEN" \
         -c "$f" -o "$obj/$(basename "$f").o" &
   done
   wait

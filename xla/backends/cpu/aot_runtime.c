@@ -1,5 +1,5 @@
 /* Serial, portable C implementations of the CPU runtime's entry points
- * (csrc/cpu_runtime.h, same names, signatures and semantics), for objects
+ * (xla/backends/cpu/runtime/cpu_runtime.h, same names, signatures and semantics), for objects
  * compiled ahead of time with `aot_compile --runtime_c`: link this file
  * with the object on any target with a C99 compiler, e.g.
  *
@@ -85,7 +85,7 @@ XLA_AOT_MATMUL_COMPLEX(__xla_cpu_matmul_c64, float)
 XLA_AOT_MATMUL_COMPLEX(__xla_cpu_matmul_c128, double)
 
 /* 2-D convolution, NHWC input, HWIO kernel, NHWC output; see
- * csrc/cpu_runtime.h for the index arithmetic. */
+ * xla/backends/cpu/runtime/cpu_runtime.h for the index arithmetic. */
 static int64_t xla_aot_source(int64_t o, int64_t stride, int64_t pad_lo, int64_t kpos,
                               int64_t rhs_dilation, int64_t lhs_dilation, int64_t size) {
   int64_t d = o * stride - pad_lo + kpos * rhs_dilation;

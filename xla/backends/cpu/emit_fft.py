@@ -1,6 +1,6 @@
 """fft (FFT, IFFT, RFFT, IRFFT over the last len(fft_length) dimensions)
 as one call to the runtime's ``__xla_cpu_fft_f32/_f64`` (Eigen's FFT
-module, csrc/cpu_runtime.h), for c64/f32 and c128/f64 operands stored
+module, xla/backends/cpu/runtime/cpu_runtime.h), for c64/f32 and c128/f64 operands stored
 row-major (the default layout). Transforms of 1 to 3 dimensions; the
 leading dimensions are a batch the runtime spreads over its threads.
 Ahead-of-time objects have no FFT in their C runtime: compiling one for

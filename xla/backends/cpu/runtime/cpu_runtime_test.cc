@@ -1,4 +1,4 @@
-#include "csrc/cpu_runtime.h"
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
 
 #include <gtest/gtest.h>
 

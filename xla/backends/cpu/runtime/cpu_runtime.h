@@ -13,8 +13,8 @@
 // N == 1 means no worker threads: everything runs on the calling thread.
 // Calls made from inside a pool worker (e.g. a matmul inside a parallel_for
 // body) run on that worker, serially, so nested parallelism cannot deadlock.
-#ifndef XLA_CSRC_CPU_RUNTIME_H_
-#define XLA_CSRC_CPU_RUNTIME_H_
+#ifndef XLA_BACKENDS_CPU_RUNTIME_CPU_RUNTIME_H_
+#define XLA_BACKENDS_CPU_RUNTIME_CPU_RUNTIME_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -132,4 +132,4 @@ void __xla_cpu_conv2d_f64(const double* input, const double* kernel, double* out
 
 }  // extern "C"
 
-#endif  // XLA_CSRC_CPU_RUNTIME_H_
+#endif  // XLA_BACKENDS_CPU_RUNTIME_CPU_RUNTIME_H_

@@ -1,0 +1,184 @@
+// The CPU runtime's Cholesky factorization and triangular solve (see
+// cpu_runtime.h).
+#include "xla/backends/cpu/runtime/internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <Eigen/Cholesky>
+
+namespace {
+
+using xla_cpu_runtime::ColMajorMatrix;
+using xla_cpu_runtime::GetRuntime;
+using xla_cpu_runtime::kMinParallelMacs;
+using xla_cpu_runtime::PoolForCaller;
+using xla_cpu_runtime::RowMajorMatrix;
+using xla_cpu_runtime::Runtime;
+
+// ---------------------------------------------------------------------------
+// Cholesky: Eigen's blocked LLT (its panels go through GEMM) on a lower-form
+// copy of each matrix, batches over the pool.
+
+template <typename T>
+struct CholeskyContext {
+  const T* a;
+  T* out;
+  int32_t* info;
+  int64_t n;
+  bool lower;
+  bool potrf;
+};
+
+template <typename T>
+void CholeskyBatch(void* raw, int64_t begin, int64_t end) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const auto& c = *static_cast<const CholeskyContext<T>*>(raw);
+  const int64_t n = c.n;
+  Mat w(n, n);
+  for (int64_t b = begin; b < end; ++b) {
+    Eigen::Map<const Mat> a(c.a + b * n * n, n, n);
+    Eigen::Map<Mat> out(c.out + b * n * n, n, n);
+    // The factor of the upper form is the transpose of the lower form's.
+    if (c.lower) {
+      w.template triangularView<Eigen::Lower>() = a;
+    } else {
+      w.template triangularView<Eigen::Lower>() = a.transpose();
+    }
+    // Eigen stops at a pivot that is not > 0 but lets NaN through: the
+    // first NaN on the diagonal is a failed pivot too (NaN spreads down
+    // and right, never up).
+    int64_t failed = Eigen::internal::llt_inplace<T, Eigen::Lower>::blocked(w);
+    const int64_t scan = failed < 0 ? n : failed;
+    for (int64_t j = 0; j < scan; ++j) {
+      if (std::isnan(w(j, j))) {
+        failed = j;
+        break;
+      }
+    }
+    if (c.info != nullptr) c.info[b] = static_cast<int32_t>(failed < 0 ? 0 : failed + 1);
+    if (c.potrf) {
+      // The factor in its triangle, the rest (everything if it failed) as a was.
+      if (c.out != c.a) out = a;
+      if (failed >= 0) continue;
+      if (c.lower) {
+        out.template triangularView<Eigen::Lower>() = w;
+      } else {
+        out.template triangularView<Eigen::Upper>() = w.transpose();
+      }
+    } else if (failed >= 0) {
+      out.setConstant(std::numeric_limits<T>::quiet_NaN());
+    } else if (c.lower) {
+      out = w.template triangularView<Eigen::Lower>();
+    } else {
+      out = w.transpose().template triangularView<Eigen::Upper>();
+    }
+  }
+}
+
+template <typename T>
+void Cholesky(const T* a, T* out, int32_t* info, int64_t batch, int64_t n, int32_t lower,
+              int32_t potrf) {
+  if (batch <= 0 || n <= 0) return;
+  CholeskyContext<T> ctx{a, out, info, n, lower != 0, potrf != 0};
+  // Whole matrices per task; small ones together.
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (n * n * n));
+  __xla_cpu_parallel_for(&CholeskyBatch<T>, &ctx, batch, min_chunk);
+}
+
+
+// ---------------------------------------------------------------------------
+// Triangular solve: Eigen's blocked TRSM, in place in `out`, batches over the
+// pool.
+
+template <typename T>
+struct TrsmContext {
+  const T* a;
+  const T* b;
+  T* out;
+  const T* alpha;
+  int64_t m, n;
+  bool left, lower, unit, transpose;
+};
+
+template <int Mode, typename A, typename X>
+void SolveTriangular(const A& a, X& x, bool left) {
+  if (left) {
+    a.template triangularView<Mode>().template solveInPlace<Eigen::OnTheLeft>(x);
+  } else {
+    a.template triangularView<Mode>().template solveInPlace<Eigen::OnTheRight>(x);
+  }
+}
+
+// op(a) is triangular in the `lower` triangle (else the upper one).
+template <typename A, typename X>
+void SolveTriangular(const A& a, X& x, bool left, bool lower, bool unit) {
+  if (lower) {
+    if (unit) {
+      SolveTriangular<Eigen::UnitLower>(a, x, left);
+    } else {
+      SolveTriangular<Eigen::Lower>(a, x, left);
+    }
+  } else if (unit) {
+    SolveTriangular<Eigen::UnitUpper>(a, x, left);
+  } else {
+    SolveTriangular<Eigen::Upper>(a, x, left);
+  }
+}
+
+template <typename T>
+void TrsmBatch(void* raw, int64_t begin, int64_t end) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const auto& c = *static_cast<const TrsmContext<T>*>(raw);
+  const int64_t k = c.left ? c.m : c.n;
+  for (int64_t b = begin; b < end; ++b) {
+    Eigen::Map<const Mat> a(c.a + b * k * k, k, k);
+    Eigen::Map<Mat> x(c.out + b * c.m * c.n, c.m, c.n);
+    if (c.out != c.b) x = Eigen::Map<const Mat>(c.b + b * c.m * c.n, c.m, c.n);
+    if (c.alpha != nullptr) x *= *c.alpha;
+    // The transpose of a triangle is the opposite triangle.
+    if (c.transpose) {
+      SolveTriangular(a.transpose(), x, c.left, c.lower != c.transpose, c.unit);
+    } else {
+      SolveTriangular(a, x, c.left, c.lower, c.unit);
+    }
+  }
+}
+
+template <typename T>
+void Trsm(const T* a, const T* b, T* out, const T* alpha, int64_t batch, int64_t m, int64_t n,
+          int32_t flags) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  TrsmContext<T> ctx{a, b, out, alpha, m, n, (flags & 1) != 0, (flags & 2) != 0,
+                     (flags & 4) != 0, (flags & 8) != 0};
+  const int64_t k = ctx.left ? m : n;
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (k * k * (ctx.left ? n : m)));
+  __xla_cpu_parallel_for(&TrsmBatch<T>, &ctx, batch, min_chunk);
+}
+
+}  // namespace
+
+extern "C" {
+
+void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,
+                            int32_t lower, int32_t potrf) {
+  Cholesky(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_cholesky_f64(const double* a, double* out, int32_t* info, int64_t batch,
+                            int64_t n, int32_t lower, int32_t potrf) {
+  Cholesky(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_trsm_f32(const float* a, const float* b, float* out, const float* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Trsm(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_trsm_f64(const double* a, const double* b, double* out, const double* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Trsm(a, b, out, alpha, batch, m, n, flags);
+}
+
+}  // extern "C"

@@ -1,0 +1,190 @@
+// The CPU runtime's process-wide thread pool and parallel_for (see
+// cpu_runtime.h), and the table of every runtime entry point.
+#include "xla/backends/cpu/runtime/internal.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#ifdef __linux__
+#include <sched.h>
+#endif
+
+namespace xla_cpu_runtime {
+namespace {
+
+int DefaultNumThreads() {
+  if (const char* env = std::getenv("XLA_CPU_NUM_THREADS")) {
+    char* end = nullptr;
+    const long value = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && value > 0) return static_cast<int>(std::min(value, 1024L));
+  }
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int count = CPU_COUNT(&set);
+    if (count > 0) return count;
+  }
+#endif
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? static_cast<int>(hw) : 1;
+}
+
+std::mutex g_runtime_mutex;
+std::atomic<Runtime*> g_runtime{nullptr};
+
+Runtime* MakeRuntime(int num_threads) {
+  auto* runtime = new Runtime;
+  runtime->num_threads = num_threads;
+  if (num_threads > 1) runtime->pool = std::make_unique<Eigen::ThreadPool>(num_threads);
+  return runtime;
+}
+
+}  // namespace
+
+Runtime* GetRuntime() {
+  Runtime* runtime = g_runtime.load(std::memory_order_acquire);
+  if (runtime != nullptr) return runtime;
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  runtime = g_runtime.load(std::memory_order_relaxed);
+  if (runtime == nullptr) {
+    runtime = MakeRuntime(DefaultNumThreads());
+    g_runtime.store(runtime, std::memory_order_release);
+  }
+  return runtime;
+}
+
+Eigen::ThreadPool* PoolForCaller(Runtime* runtime) {
+  Eigen::ThreadPool* pool = runtime->pool.get();
+  if (pool == nullptr || pool->CurrentThreadId() >= 0) return nullptr;
+  return pool;
+}
+
+}  // namespace xla_cpu_runtime
+
+namespace {
+
+using xla_cpu_runtime::DefaultNumThreads;
+using xla_cpu_runtime::g_runtime;
+using xla_cpu_runtime::g_runtime_mutex;
+using xla_cpu_runtime::GetRuntime;
+using xla_cpu_runtime::MakeRuntime;
+using xla_cpu_runtime::PoolForCaller;
+using xla_cpu_runtime::Runtime;
+
+// ---------------------------------------------------------------------------
+// parallel_for: chunks claimed dynamically from an atomic counter by the
+// caller and up to num_threads - 1 helpers. The state is shared so that a
+// helper that starts after all chunks are done finds nothing to do and
+// touches nothing the caller owns.
+
+struct ParallelForState {
+  void (*body)(void*, int64_t, int64_t);
+  void* ctx;
+  int64_t n;
+  int64_t chunk;
+  int64_t num_chunks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> finished{0};
+  std::mutex mutex;
+  std::condition_variable done;
+
+  // Runs chunks until none are left to claim.
+  void Work() {
+    int64_t c;
+    while ((c = next.fetch_add(1, std::memory_order_relaxed)) < num_chunks) {
+      const int64_t begin = c * chunk;
+      body(ctx, begin, std::min(n, begin + chunk));
+      if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == num_chunks) {
+        std::lock_guard<std::mutex> lock(mutex);
+        done.notify_all();
+      }
+    }
+  }
+
+  bool Finished() const { return finished.load(std::memory_order_acquire) == num_chunks; }
+};
+
+}  // namespace
+
+extern "C" {
+
+int32_t __xla_cpu_runtime_num_threads(void) { return GetRuntime()->num_threads; }
+
+void __xla_cpu_runtime_set_num_threads(int32_t num_threads) {
+  Runtime* fresh = MakeRuntime(num_threads > 0 ? num_threads : DefaultNumThreads());
+  Runtime* old;
+  {
+    std::lock_guard<std::mutex> lock(g_runtime_mutex);
+    old = g_runtime.exchange(fresh, std::memory_order_acq_rel);
+  }
+  delete old;  // joins its workers
+}
+
+void __xla_cpu_parallel_for(void (*body)(void* ctx, int64_t begin, int64_t end), void* ctx,
+                            int64_t n, int64_t min_chunk) {
+  if (n <= 0) return;
+  if (min_chunk < 1) min_chunk = 1;
+  Runtime* runtime = GetRuntime();
+  Eigen::ThreadPool* pool = n <= min_chunk ? nullptr : PoolForCaller(runtime);
+  if (pool == nullptr) {
+    body(ctx, 0, n);
+    return;
+  }
+  const int64_t threads = runtime->num_threads;
+  // About four chunks per thread balances uneven chunks without many claims.
+  const int64_t chunk = std::max(min_chunk, (n + 4 * threads - 1) / (4 * threads));
+  const int64_t num_chunks = (n + chunk - 1) / chunk;
+  if (num_chunks == 1) {
+    body(ctx, 0, n);
+    return;
+  }
+  auto state = std::make_shared<ParallelForState>();
+  state->body = body;
+  state->ctx = ctx;
+  state->n = n;
+  state->chunk = chunk;
+  state->num_chunks = num_chunks;
+  const int64_t helpers = std::min(threads - 1, num_chunks - 1);
+  for (int64_t i = 0; i < helpers; ++i) {
+    pool->Schedule([state] { state->Work(); });
+  }
+  state->Work();
+  if (!state->Finished()) {
+    // Chunks still running on helpers: spin briefly (they are usually about
+    // to finish), then sleep.
+    for (int i = 0; i < 2000 && !state->Finished(); ++i) std::this_thread::yield();
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->done.wait(lock, [&] { return state->Finished(); });
+  }
+}
+
+const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count) {
+#define XLA_CPU_RUNTIME_SYMBOL(name) {#name, reinterpret_cast<void*>(&name)}
+  static const XlaCpuRuntimeSymbol kSymbols[] = {
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_runtime_num_threads),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_parallel_for),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_s32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_c64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_c128),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_cholesky_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_cholesky_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_trsm_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_trsm_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_fft_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_fft_f64),
+  };
+#undef XLA_CPU_RUNTIME_SYMBOL
+  if (count != nullptr) *count = static_cast<int64_t>(sizeof(kSymbols) / sizeof(kSymbols[0]));
+  return kSymbols;
+}
+
+}  // extern "C"
