@@ -225,3 +225,92 @@ ENTRY %main (a: f64[{k},{k}], b: f64[{s(bshape)}], alpha: f64[]) -> f64[{s(bshap
         out, _solve_reference(a, b, side == "L", uplo == "L", False, trans == "T", -2.5),
         rtol=1e-10, atol=1e-12)
     _check(text, a, b, np.float64(-2.5), rtol=1e-10, atol=1e-12)
+
+
+def _hpd(batch, n, dtype, seed=0):
+    """Hermitian positive definite complex matrices."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, n, n)) + 1j * rng.standard_normal((batch, n, n))
+    return (x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n)).astype(dtype)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("t,dtype", [("c64", np.complex64), ("c128", np.complex128)])
+def test_complex_cholesky(lower, t, dtype):
+    # Hermitian: a = L L^H (lower) or U^H U (upper); a failed matrix is NaN.
+    n = 70
+    a = _hpd(3, n, dtype)
+    a[1, 50, 50] = -1e5
+    text = f"""HloModule m
+ENTRY %main (a: {t}[3,{n},{n}]) -> {t}[3,{n},{n}] {{
+  %a = {t}[3,{n},{n}] parameter(0)
+  ROOT %c = {t}[3,{n},{n}] cholesky(%a), lower={str(lower).lower()}
+}}
+"""
+    out = np.asarray(runtime.compile(parse_hlo_module(text), "cpu").execute(a))
+    assert np.isnan(out[1]).all() and not np.isnan(out[[0, 2]]).any()
+    for i in (0, 2):
+        expected = np.linalg.cholesky(a[i].astype(np.complex128))
+        got = out[i] if lower else np.conj(out[i].T)
+        np.testing.assert_allclose(got, expected, rtol=1e-4 if t == "c64" else 1e-10, atol=1e-4)
+    _check(text, a, rtol=1e-3 if t == "c64" else 1e-9, atol=1e-4)
+
+
+@pytest.mark.parametrize("trans", ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"])
+@pytest.mark.parametrize("left,lower", [(True, True), (False, False)])
+def test_complex_triangular_solve(trans, left, lower):
+    # TRANSPOSE and ADJOINT differ for complex matrices.
+    rng = np.random.default_rng(6)
+    k, nrhs = 60, 20
+    a = (_triangular_system(rng, 1, k, lower, np.float64)[0]
+         + 1j * rng.standard_normal((k, k)) / np.sqrt(k)).astype(np.complex128)
+    bshape = (k, nrhs) if left else (nrhs, k)
+    b = (rng.standard_normal(bshape) + 1j * rng.standard_normal(bshape)).astype(np.complex128)
+    s = lambda d: ",".join(map(str, d))  # noqa: E731
+    text = f"""HloModule m
+ENTRY %main (a: c128[{k},{k}], b: c128[{s(bshape)}]) -> c128[{s(bshape)}] {{
+  %a = c128[{k},{k}] parameter(0)
+  %b = c128[{s(bshape)}] parameter(1)
+  ROOT %x = c128[{s(bshape)}] triangular-solve(%a, %b), left_side={str(left).lower()}, lower={str(lower).lower()}, unit_diagonal=false, transpose_a={trans}
+}}
+"""
+    out = np.asarray(runtime.compile(parse_hlo_module(text), "cpu").execute(a, b))
+    t = np.tril(a) if lower else np.triu(a)
+    op = {"NO_TRANSPOSE": t, "TRANSPOSE": t.T, "ADJOINT": np.conj(t.T)}[trans]
+    expected = np.linalg.solve(op, b) if left else np.linalg.solve(op.T, b.T).T
+    np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+    _check(text, a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_complex_lapack_potrf_and_trsm():
+    # jaxlib's complex targets: cpotrf (info included) and ztrsm with trans 'C'.
+    n = 40
+    a = _hpd(2, n, np.complex64, seed=7)
+    a[1, 30, 30] = -1e4
+    text = f"""HloModule m
+ENTRY %main (a: c64[2,{n},{n}]) -> (c64[2,{n},{n}], s32[2]) {{
+  %a = c64[2,{n},{n}] parameter(0)
+  ROOT %c = (c64[2,{n},{n}], s32[2]) custom-call(%a), custom_call_target="lapack_cpotrf_ffi", output_to_operand_aliasing={{{{0}}: (0, {{}})}}, api_version=API_VERSION_TYPED_FFI, backend_config={{uplo = {ord('L')} : ui8}}
+}}
+"""
+    factor, info = (np.asarray(x) for x in runtime.compile(parse_hlo_module(text), "cpu").execute(a))
+    np.testing.assert_array_equal(info, [0, 31])
+    np.testing.assert_allclose(np.tril(factor[0]), np.linalg.cholesky(a[0].astype(np.complex128)),
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(factor[1], a[1])
+    _check(text, a, rtol=1e-3, atol=1e-4)
+
+    rng = np.random.default_rng(8)
+    u = np.triu(_hpd(1, n, np.complex128, seed=9)[0])
+    b = rng.standard_normal((n, 5)) + 1j * rng.standard_normal((n, 5))
+    cfg = f"diag = {ord('N')} : ui8, side = {ord('L')} : ui8, trans_x = {ord('C')} : ui8, uplo = {ord('U')} : ui8"
+    text = f"""HloModule m
+ENTRY %main (a: c128[{n},{n}], b: c128[{n},5]) -> c128[{n},5] {{
+  %a = c128[{n},{n}] parameter(0)
+  %b = c128[{n},5] parameter(1)
+  ROOT %x = c128[{n},5] custom-call(%a, %b), custom_call_target="lapack_ztrsm_ffi", output_to_operand_aliasing={{{{}}: (1, {{}})}}, api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}
+}}
+"""
+    out = np.asarray(runtime.compile(parse_hlo_module(text), "cpu").execute(u, b))
+    np.testing.assert_allclose(out, np.linalg.solve(np.conj(u.T), b), rtol=1e-10, atol=1e-12)
+    _check(text, u, b, rtol=1e-10, atol=1e-12)

@@ -1,16 +1,19 @@
 """cholesky, triangular-solve and the LAPACK custom calls jaxlib emits for
-them (``lapack_{s,d}potrf_ffi``, ``lapack_{s,d}trsm_ffi``), as plain loops;
-f32/f64 Cholesky factorizations of row-major matrices call the runtime's
-blocked Eigen LLT instead (``__xla_cpu_cholesky_*``, same semantics as
-below; 1000x1000 f32: 129 -> 8 ms) and f32/f64 triangular solves its
-blocked TRSM (``__xla_cpu_trsm_*``; 1000 x 1000 right-hand sides: 412 ->
-~25 ms).
+them (``lapack_{s,d,c,z}potrf_ffi``, ``lapack_{s,d,c,z}trsm_ffi``).
+
+Row-major f32/f64/c64/c128 operands go to the runtime
+(``xla/backends/cpu/runtime/linalg.cc``): Cholesky through Eigen's blocked
+LLT (``__xla_cpu_cholesky_*``; 1000x1000 f32: 129 -> 8 ms), triangular
+solves through its blocked TRSM (``__xla_cpu_trsm_*``; 1000 x 1000
+right-hand sides f32: 412 -> 13 ms), with the semantics below (complex
+matrices Hermitian). Other layouts and f16/bf16 run as plain loops:
 
 Each instruction becomes one internal function looping over the batch
 (the leading dimensions), called once from the entry function; elements
 are read and written through their shapes' layouts and computed in the
 register type (f32 for f16/bf16/f32, f64 for f64), as the interpreter
-computes. Complex element types are not supported.
+computes. The loops do not take complex element types (named as
+unsupported).
 
 * cholesky: reads the ``lower`` (or upper) triangle, left-looking
   (column by column) factorization; the other triangle of the result is
@@ -174,6 +177,10 @@ def cholesky_body(k, h, a_key, out_key):
     return body
 
 
+# Element types the runtime's Cholesky and triangular solve take.
+RUNTIME_TYPES = ("f32", "f64", "c64", "c128")
+
+
 def _row_major(shape):
     return le.major_to_minor(shape) == list(range(shape.rank))
 
@@ -191,7 +198,7 @@ def _runtime_cholesky(me, h, out_shape, slices, lower, potrf):
         if info_shape.element_type.text != "s32":
             return False
         shapes.append(info_shape)
-    if (et not in ("f32", "f64") or out_shape.element_type.text != et
+    if (et not in RUNTIME_TYPES or out_shape.element_type.text != et
             or name not in me.runtime_symbols or not all(_row_major(s) for s in shapes)):
         return False
     n = a.shape.dimensions[-1]
@@ -279,7 +286,7 @@ def _runtime_trsm(me, h, out_shape, slices, left, lower, unit, trans):
     name = f"__xla_cpu_trsm_{et}"
     operands = [a, bop] + ([h.operands[2]] if len(slices) > 3 else [])
     shapes = [o.shape for o in operands] + [out_shape]
-    if (et not in ("f32", "f64") or name not in me.runtime_symbols
+    if (et not in RUNTIME_TYPES or name not in me.runtime_symbols
             or any(s.element_type.text != et or not _row_major(s) for s in shapes)
             or a.shape.dimensions[:-2] != out_shape.dimensions[:-2]):
         return False
@@ -289,7 +296,8 @@ def _runtime_trsm(me, h, out_shape, slices, left, lower, unit, trans):
     ptrs = [me.slice_pointer(b, me.table, s.key) for s in slices]
     if len(ptrs) == 3:
         ptrs.append(ir.Constant(PTR, None))
-    flags = (left * 1) | (lower * 2) | (unit * 4) | (trans in ("TRANSPOSE", "ADJOINT")) * 8
+    flags = ((left * 1) | (lower * 2) | (unit * 4) | (trans in ("TRANSPOSE", "ADJOINT")) * 8
+             | (trans == "ADJOINT") * 16)
     b.call(fn, ptrs + [i64(_batch(out_shape)), i64(rows), i64(cols), ir.Constant(I32, flags)])
     return True
 
@@ -399,7 +407,7 @@ def _lapack_potrf(me, h):
     k.finish(_batch(out_shape) if n else 0)
 
 
-for _t in "sd":
+for _t in "sdcz":
     for _suffix in ("_ffi", ""):
         CUSTOM_CALL_TARGETS[f"lapack_{_t}potrf{_suffix}"] = _lapack_potrf
         CUSTOM_CALL_TARGETS[f"lapack_{_t}trsm{_suffix}"] = _lapack_trsm

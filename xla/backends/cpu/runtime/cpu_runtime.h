@@ -67,7 +67,8 @@ void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t 
                            int32_t transpose_rhs);
 
 // Cholesky factors of `batch` dense row-major n x n matrices, each read
-// from its lower (lower != 0) or upper triangle. potrf == 0 (HLO cholesky):
+// from its lower (lower != 0) or upper triangle (complex matrices are
+// Hermitian: a = L L^H = U^H U; interleaved (real, imag) pairs). potrf == 0 (HLO cholesky):
 // `out` holds the factor in that triangle and zeros in the other; a matrix
 // that is not positive definite (a pivot that is not > 0, NaN included)
 // gives all NaN. potrf != 0 (LAPACK's potrf): the other triangle is copied
@@ -78,17 +79,26 @@ void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t b
                             int32_t lower, int32_t potrf);
 void __xla_cpu_cholesky_f64(const double* a, double* out, int32_t* info, int64_t batch,
                             int64_t n, int32_t lower, int32_t potrf);
+void __xla_cpu_cholesky_c64(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                            int32_t lower, int32_t potrf);
+void __xla_cpu_cholesky_c128(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                             int32_t lower, int32_t potrf);
 
 // Triangular solves for `batch` dense row-major systems: op(a) x = alpha b
 // (left side, a is m x m) or x op(a) = alpha b (a is n x n), b and x m x n,
 // written to `out` (which may be `b`). flags: 1 left side, 2 a is lower
 // triangular (only that triangle is read), 4 unit diagonal (not read), 8
-// op(a) is a's transpose. `alpha` may be null (1). A zero on the diagonal
+// op(a) is a's transpose, 8 | 16 its adjoint (conjugate transpose). `alpha`
+// may be null (1). A zero on the diagonal
 // gives inf/NaN, as substitution does.
 void __xla_cpu_trsm_f32(const float* a, const float* b, float* out, const float* alpha,
                         int64_t batch, int64_t m, int64_t n, int32_t flags);
 void __xla_cpu_trsm_f64(const double* a, const double* b, double* out, const double* alpha,
                         int64_t batch, int64_t m, int64_t n, int32_t flags);
+void __xla_cpu_trsm_c64(const void* a, const void* b, void* out, const void* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags);
+void __xla_cpu_trsm_c128(const void* a, const void* b, void* out, const void* alpha,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags);
 
 // FFT over the last `rank` (1 to 3) dimensions of dense row-major arrays,
 // `batch` of them: kind 0 FFT (complex -> complex), 1 IFFT (scaled by

@@ -4,22 +4,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <limits>
 
 #include <Eigen/Cholesky>
 
 namespace {
 
-using xla_cpu_runtime::ColMajorMatrix;
-using xla_cpu_runtime::GetRuntime;
-using xla_cpu_runtime::kMinParallelMacs;
-using xla_cpu_runtime::PoolForCaller;
 using xla_cpu_runtime::RowMajorMatrix;
-using xla_cpu_runtime::Runtime;
 
 // ---------------------------------------------------------------------------
 // Cholesky: Eigen's blocked LLT (its panels go through GEMM) on a lower-form
-// copy of each matrix, batches over the pool.
+// copy of each matrix, batches over the pool. Complex matrices are
+// Hermitian: a = L L^H = U^H U.
 
 template <typename T>
 struct CholeskyContext {
@@ -33,18 +30,18 @@ struct CholeskyContext {
 
 template <typename T>
 void CholeskyBatch(void* raw, int64_t begin, int64_t end) {
-  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Mat = RowMajorMatrix<T>;
   const auto& c = *static_cast<const CholeskyContext<T>*>(raw);
   const int64_t n = c.n;
   Mat w(n, n);
   for (int64_t b = begin; b < end; ++b) {
     Eigen::Map<const Mat> a(c.a + b * n * n, n, n);
     Eigen::Map<Mat> out(c.out + b * n * n, n, n);
-    // The factor of the upper form is the transpose of the lower form's.
+    // The factor of the upper form is the adjoint of the lower form's.
     if (c.lower) {
       w.template triangularView<Eigen::Lower>() = a;
     } else {
-      w.template triangularView<Eigen::Lower>() = a.transpose();
+      w.template triangularView<Eigen::Lower>() = a.adjoint();
     }
     // Eigen stops at a pivot that is not > 0 but lets NaN through: the
     // first NaN on the diagonal is a failed pivot too (NaN spreads down
@@ -52,7 +49,7 @@ void CholeskyBatch(void* raw, int64_t begin, int64_t end) {
     int64_t failed = Eigen::internal::llt_inplace<T, Eigen::Lower>::blocked(w);
     const int64_t scan = failed < 0 ? n : failed;
     for (int64_t j = 0; j < scan; ++j) {
-      if (std::isnan(w(j, j))) {
+      if (std::isnan(std::real(w(j, j)))) {
         failed = j;
         break;
       }
@@ -65,14 +62,14 @@ void CholeskyBatch(void* raw, int64_t begin, int64_t end) {
       if (c.lower) {
         out.template triangularView<Eigen::Lower>() = w;
       } else {
-        out.template triangularView<Eigen::Upper>() = w.transpose();
+        out.template triangularView<Eigen::Upper>() = w.adjoint();
       }
     } else if (failed >= 0) {
-      out.setConstant(std::numeric_limits<T>::quiet_NaN());
+      out.setConstant(T(std::numeric_limits<typename Eigen::NumTraits<T>::Real>::quiet_NaN()));
     } else if (c.lower) {
       out = w.template triangularView<Eigen::Lower>();
     } else {
-      out = w.transpose().template triangularView<Eigen::Upper>();
+      out = w.adjoint().template triangularView<Eigen::Upper>();
     }
   }
 }
@@ -87,7 +84,6 @@ void Cholesky(const T* a, T* out, int32_t* info, int64_t batch, int64_t n, int32
   __xla_cpu_parallel_for(&CholeskyBatch<T>, &ctx, batch, min_chunk);
 }
 
-
 // ---------------------------------------------------------------------------
 // Triangular solve: Eigen's blocked TRSM, in place in `out`, batches over the
 // pool.
@@ -99,7 +95,7 @@ struct TrsmContext {
   T* out;
   const T* alpha;
   int64_t m, n;
-  bool left, lower, unit, transpose;
+  bool left, lower, unit, transpose, conjugate;
 };
 
 template <int Mode, typename A, typename X>
@@ -129,7 +125,7 @@ void SolveTriangular(const A& a, X& x, bool left, bool lower, bool unit) {
 
 template <typename T>
 void TrsmBatch(void* raw, int64_t begin, int64_t end) {
-  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Mat = RowMajorMatrix<T>;
   const auto& c = *static_cast<const TrsmContext<T>*>(raw);
   const int64_t k = c.left ? c.m : c.n;
   for (int64_t b = begin; b < end; ++b) {
@@ -138,8 +134,10 @@ void TrsmBatch(void* raw, int64_t begin, int64_t end) {
     if (c.out != c.b) x = Eigen::Map<const Mat>(c.b + b * c.m * c.n, c.m, c.n);
     if (c.alpha != nullptr) x *= *c.alpha;
     // The transpose of a triangle is the opposite triangle.
-    if (c.transpose) {
-      SolveTriangular(a.transpose(), x, c.left, c.lower != c.transpose, c.unit);
+    if (c.transpose && c.conjugate) {
+      SolveTriangular(a.adjoint(), x, c.left, !c.lower, c.unit);
+    } else if (c.transpose) {
+      SolveTriangular(a.transpose(), x, c.left, !c.lower, c.unit);
     } else {
       SolveTriangular(a, x, c.left, c.lower, c.unit);
     }
@@ -150,8 +148,17 @@ template <typename T>
 void Trsm(const T* a, const T* b, T* out, const T* alpha, int64_t batch, int64_t m, int64_t n,
           int32_t flags) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
-  TrsmContext<T> ctx{a, b, out, alpha, m, n, (flags & 1) != 0, (flags & 2) != 0,
-                     (flags & 4) != 0, (flags & 8) != 0};
+  TrsmContext<T> ctx{a,
+                     b,
+                     out,
+                     alpha,
+                     m,
+                     n,
+                     (flags & 1) != 0,
+                     (flags & 2) != 0,
+                     (flags & 4) != 0,
+                     (flags & 8) != 0,
+                     (flags & 16) != 0};
   const int64_t k = ctx.left ? m : n;
   const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (k * k * (ctx.left ? n : m)));
   __xla_cpu_parallel_for(&TrsmBatch<T>, &ctx, batch, min_chunk);
@@ -179,6 +186,32 @@ void __xla_cpu_trsm_f32(const float* a, const float* b, float* out, const float*
 void __xla_cpu_trsm_f64(const double* a, const double* b, double* out, const double* alpha,
                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
   Trsm(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_cholesky_c64(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                            int32_t lower, int32_t potrf) {
+  using C = std::complex<float>;
+  Cholesky(static_cast<const C*>(a), static_cast<C*>(out), info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_cholesky_c128(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                             int32_t lower, int32_t potrf) {
+  using C = std::complex<double>;
+  Cholesky(static_cast<const C*>(a), static_cast<C*>(out), info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_trsm_c64(const void* a, const void* b, void* out, const void* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  using C = std::complex<float>;
+  Trsm(static_cast<const C*>(a), static_cast<const C*>(b), static_cast<C*>(out),
+       static_cast<const C*>(alpha), batch, m, n, flags);
+}
+
+void __xla_cpu_trsm_c128(const void* a, const void* b, void* out, const void* alpha,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  using C = std::complex<double>;
+  Trsm(static_cast<const C*>(a), static_cast<const C*>(b), static_cast<C*>(out),
+       static_cast<const C*>(alpha), batch, m, n, flags);
 }
 
 }  // extern "C"
