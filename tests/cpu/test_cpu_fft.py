@@ -76,15 +76,31 @@ def test_fft_matches_numpy_and_interpreter(kind, dims, lengths, complex_type):
     np.testing.assert_allclose(got, interp, rtol=tol, atol=tol * scale)
 
 
-def test_fft_in_non_default_layout_names_the_op():
-    text = """HloModule fft
-ENTRY %main (x: c64[8,4]) -> c64[8,4] {
-  %x = c64[8,4]{0,1} parameter(0)
-  ROOT %f = c64[8,4]{0,1} fft(%x), fft_type=FFT, fft_length={4}
-}
-"""
-    with pytest.raises(UnimplementedError, match="fft"):
-        xla.compile(text, backend="cpu")
+@pytest.mark.parametrize("kind,dims,lengths,layout", [
+    ("FFT", [8, 4], [4], "{0,1}"),
+    ("IFFT", [3, 6, 5], [6, 5], "{0,2,1}"),
+    ("RFFT", [5, 8], [8], "{0,1}"),
+    ("IRFFT", [4, 5], [8], "{0,1}"),
+])
+def test_fft_in_non_default_layouts(kind, dims, lengths, layout):
+    # Layout assignment copies the operand to row-major and the row-major
+    # result back to the written layout around the runtime call.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(dims)
+    if kind != "RFFT":
+        x = x + 1j * rng.standard_normal(dims)
+    x = x.astype(np.float32 if kind == "RFFT" else np.complex64)
+    text = module(kind, dims, lengths, "c64")
+    text = text.replace("] parameter(0)", f"]{layout} parameter(0)")
+    text = text.replace("] fft(%x)", f"]{layout} fft(%x)")
+    assert text.count(layout) == 2
+    exe = xla.compile(text, backend="cpu")
+    assert "__xla_cpu_fft" in exe.ir_text
+    got = exe.execute(x)
+    axes = tuple(range(len(dims) - len(lengths), len(dims)))
+    kwargs = {"s": lengths} if kind in ("RFFT", "IRFFT") else {}
+    want = NUMPY[kind](x.astype(np.complex128 if kind != "RFFT" else np.float64), axes=axes, **kwargs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
 def test_ahead_of_time_objects_name_fft_as_unsupported():

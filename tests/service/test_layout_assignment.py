@@ -130,3 +130,27 @@ ENTRY e {
     module, changed = run_pass(LayoutAssignment(), text)
     assert not changed
     assert opcodes(module) == ["parameter", "negate"]
+
+
+def test_row_major_opcodes_get_row_major_operands_and_results():
+    # The CPU's option for fft: copies to row-major in, and back out.
+    text = """HloModule m
+
+ENTRY e {
+  p0 = c64[8,4]{0,1} parameter(0)
+  f = c64[8,4]{0,1} fft(p0), fft_type=FFT, fft_length={4}
+  ROOT n = c64[8,4]{0,1} negate(f)
+}
+"""
+    module, did = run_pass(LayoutAssignment(row_major_opcodes=("fft",)), text)
+    assert did
+    assert_same_results(text, module)
+    (fft,) = [i for i in module.entry.instructions if i.opcode == "fft"]
+    assert fft.shape.to_text() == "c64[8,4]{1,0}"
+    assert fft.operands[0].opcode == "copy" and fft.operands[0].shape.to_text() == "c64[8,4]{1,0}"
+    (back,) = fft.users
+    assert back.opcode == "copy" and back.shape.to_text() == "c64[8,4]{0,1}"
+    # Without the option the written layouts stay.
+    module, _ = run_pass(LayoutAssignment(), text)
+    (fft,) = [i for i in module.entry.instructions if i.opcode == "fft"]
+    assert fft.shape.to_text() == "c64[8,4]{0,1}"

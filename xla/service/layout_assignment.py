@@ -27,6 +27,13 @@ What it does, computation by computation, callers before callees:
   root that must have another layout gets a ``copy`` (per tuple element,
   through ``get-tuple-element`` and ``tuple``) to it.
 
+* ``row_major_opcodes`` (an option: the backend's, e.g. the CPU's ``fft``
+  whose runtime reads and writes dense row-major arrays): instructions of
+  these opcodes get row-major array operands (through a ``copy``) and a
+  row-major result (users that were written against another layout see a
+  ``copy`` back), as XLA:CPU's layout assignment constrains its library
+  calls.
+
 What it does not do: choose layouts for performance (XLA's layout
 assignment makes e.g. transposes bitcasts, or picks operand layouts for dot
 and convolution); nothing is propagated backwards from users to operands
@@ -68,8 +75,9 @@ def _merge(shape, wanted):
 
 
 class _Assigner:
-    def __init__(self, module):
+    def __init__(self, module, row_major_opcodes=frozenset()):
         self.module = module
+        self.row_major_opcodes = row_major_opcodes
         # computation -> (parameter shapes or None, root shape or None)
         self.constraints = {}
         self.changed = False
@@ -154,6 +162,8 @@ class _Assigner:
                 self.fill(instr)
                 if op in ELEMENTWISE and op != "copy" and instr.shape.is_array:
                     self.match_operands(comp, instr)
+                if op in self.row_major_opcodes:
+                    self.make_row_major(comp, instr)
         root = comp.root_instruction
         want = _merge(with_default_layouts(root.shape), root_shape)
         if root.shape != want:
@@ -176,6 +186,18 @@ class _Assigner:
             if s.is_array and s.rank == instr.shape.rank and s.rank > 0 and s.layout != layout:
                 target = s.with_layout(layout)
                 instr.operands[i] = self.convert(comp, operand, target, before=instr)
+
+    def make_row_major(self, comp, instr):
+        for i, operand in enumerate(instr.operands):
+            s = operand.shape
+            if s.is_array and s.layout != Layout.row_major(s.rank):
+                instr.operands[i] = self.convert(comp, operand, s.with_layout(Layout.row_major(s.rank)),
+                                                 before=instr)
+        s = instr.shape
+        if s.is_array and s.layout != Layout.row_major(s.rank):
+            old = s
+            self._set(instr, s.with_layout(Layout.row_major(s.rank)))
+            self._restore_users(comp, instr, old)
 
     def call_site(self, comp, instr):
         op = instr.opcode
@@ -238,5 +260,8 @@ class _Assigner:
 class LayoutAssignment(HloPass):
     name = "layout-assignment"
 
+    def __init__(self, row_major_opcodes=()):
+        self.row_major_opcodes = frozenset(row_major_opcodes)
+
     def run(self, module):
-        return _Assigner(module).run()
+        return _Assigner(module, self.row_major_opcodes).run()

@@ -4,7 +4,8 @@ fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO to re-fuse),
 ``scaled-dot-expander`` (scaled-dot as multiplies and a dot),
 the target-independent pipeline (``xla/service/pipelines.py``) with
 ``dot-type-widening`` just before its layout assignment (bf16/f16/f8 dots
-in f32, narrow integer dots in s32: the types Eigen's GEMM runs), fusion with
+in f32, narrow integer dots in s32: the types Eigen's GEMM runs) and a
+layout assignment that gives ``fft`` row-major operands and results, fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
 (a DUS joins the fusion computing its update: one in-place kernel), then
 copy insertion and the memory scheduler, after which buffer assignment
@@ -20,6 +21,8 @@ def cpu_pipeline(**options):
     pipeline.passes.insert(1, make_pass("ragged-dot-expander"))
     pipeline.passes.insert(2, make_pass("scaled-dot-expander"))
     layout = next(i for i, p in enumerate(pipeline.passes) if p.name == "layout-assignment")
+    # The runtime's FFT reads and writes dense row-major arrays.
+    pipeline.passes[layout] = make_pass("layout-assignment", row_major_opcodes=("fft",))
     pipeline.passes.insert(layout, make_pass("dot-type-widening"))
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
