@@ -362,6 +362,15 @@ def _copy(rw, instr):
     return None
 
 
+def _get_dimension_size(rw, instr):
+    # The size of a static dimension is a constant (XLA folds it too).
+    shape = instr.operands[0].shape
+    (d,) = instr.attr("dimensions")
+    if not shape.is_array or shape.dynamic[d]:
+        return None
+    return rw.constant(shape.dimensions[d], instr.shape.element_type)
+
+
 def _pad(rw, instr):
     if all(p.low == 0 and p.high == 0 and p.interior == 0 for p in instr.attr("padding", ())):
         return _operand_if_same(instr, instr.operands[0])
@@ -563,6 +572,7 @@ _RULES = OpcodeTable("algebraic simplifier", {
     "concatenate": _concatenate,
     "convert": _convert,
     "copy": _copy,
+    "get-dimension-size": _get_dimension_size,
     "pad": _pad,
     "reverse": _reverse,
     "bitcast": _bitcast,

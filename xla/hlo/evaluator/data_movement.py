@@ -229,4 +229,20 @@ def _get_dimension_size(instr, operands, ctx):
 
 @register("set-dimension-size")
 def _set_dimension_size(instr, operands, ctx):
-    return np.array(operands[0])
+    """The operand with dimension ``d`` at its new size: arrays of a dynamic
+    shape are held at their dynamic sizes (as dynamic-reshape makes them),
+    so later reductions and elementwise ops see only the valid elements, as
+    XLA's dynamic padder arranges. Growing a dimension exposes padding,
+    whose values XLA leaves undefined: zeros here."""
+    x, size = np.asarray(operands[0]), int(operands[1])
+    (d,) = instr.attr("dimensions")
+    bound = instr.shape.dimensions[d]
+    if not 0 <= size <= bound:
+        raise InvalidArgumentError(
+            f"set-dimension-size {instr.name}: size {size} is not within the bound {bound} "
+            f"of dimension {d}")
+    if size <= x.shape[d]:
+        return np.array(x[(slice(None),) * d + (slice(0, size),)])
+    widths = [(0, 0)] * x.ndim
+    widths[d] = (0, size - x.shape[d])
+    return np.pad(x, widths)
