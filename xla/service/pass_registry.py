@@ -9,6 +9,7 @@ from xla.errors import InvalidArgumentError
 
 # pass name -> "module:class" (constructor arguments are the pass's options).
 PASSES = {
+    "async-to-sync": "xla.service.async_to_sync:AsyncToSync",
     "algsimp": "xla.service.algebraic_simplifier:AlgebraicSimplifier",
     "batchnorm_expander": "xla.service.batchnorm_expander:BatchNormExpander",
     "call-inliner": "xla.service.call_inliner:CallInliner",

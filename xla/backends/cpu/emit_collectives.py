@@ -7,8 +7,8 @@ The values are exchanged between the devices of a replicated execution
 semantics are the interpreter's. Operands and results must be row-major
 (the default layout). Ahead-of-time objects have no such runtime function:
 compiling a collective for them names the op as unsupported. The async
-``-start``/``-done`` forms are not generated here (XLA:CPU does not emit
-them either); they raise.
+``-start``/``-done`` pairs become their synchronous op in the pipeline
+(``xla/service/async_to_sync.py``); a pair it cannot convert raises here.
 """
 from llvmlite import ir
 
@@ -71,4 +71,5 @@ def emit_collective(me, h):
 @register_instruction("all-reduce-start", "all-reduce-done", "all-gather-start", "all-gather-done",
                       "collective-permute-start", "collective-permute-done")
 def emit_async_collective(me, h):
-    raise unsupported(h, "asynchronous collectives (write the synchronous form)")
+    raise unsupported(h, "an asynchronous collective whose start is used by more than its done "
+                         "(write the synchronous form)")
