@@ -13,20 +13,31 @@ class PrimitiveType(enum.Enum):
     # kind: 'pred', 's' (signed int), 'u' (unsigned int), 'f' (float),
     #       'c' (complex), 'token', 'tuple', 'opaque', 'buffer'
     PRED = ("pred", np.bool_, 8, "pred")
-    S2 = ("s2", getattr(ml_dtypes, "int2", None), 2, "s")
+    S1 = ("s1", ml_dtypes.int1, 1, "s")
+    S2 = ("s2", ml_dtypes.int2, 2, "s")
     S4 = ("s4", ml_dtypes.int4, 4, "s")
     S8 = ("s8", np.int8, 8, "s")
     S16 = ("s16", np.int16, 16, "s")
     S32 = ("s32", np.int32, 32, "s")
     S64 = ("s64", np.int64, 64, "s")
-    U2 = ("u2", getattr(ml_dtypes, "uint2", None), 2, "u")
+    U1 = ("u1", ml_dtypes.uint1, 1, "u")
+    U2 = ("u2", ml_dtypes.uint2, 2, "u")
     U4 = ("u4", ml_dtypes.uint4, 4, "u")
     U8 = ("u8", np.uint8, 8, "u")
     U16 = ("u16", np.uint16, 16, "u")
     U32 = ("u32", np.uint32, 32, "u")
     U64 = ("u64", np.uint64, 64, "u")
-    F8E5M2 = ("f8e5m2", ml_dtypes.float8_e5m2, 8, "f")
+    F4E2M1FN = ("f4e2m1fn", ml_dtypes.float4_e2m1fn, 4, "f")
+    F6E2M3FN = ("f6e2m3fn", ml_dtypes.float6_e2m3fn, 6, "f")
+    F6E3M2FN = ("f6e3m2fn", ml_dtypes.float6_e3m2fn, 6, "f")
+    F8E3M4 = ("f8e3m4", ml_dtypes.float8_e3m4, 8, "f")
+    F8E4M3 = ("f8e4m3", ml_dtypes.float8_e4m3, 8, "f")
     F8E4M3FN = ("f8e4m3fn", ml_dtypes.float8_e4m3fn, 8, "f")
+    F8E4M3FNUZ = ("f8e4m3fnuz", ml_dtypes.float8_e4m3fnuz, 8, "f")
+    F8E4M3B11FNUZ = ("f8e4m3b11fnuz", ml_dtypes.float8_e4m3b11fnuz, 8, "f")
+    F8E5M2 = ("f8e5m2", ml_dtypes.float8_e5m2, 8, "f")
+    F8E5M2FNUZ = ("f8e5m2fnuz", ml_dtypes.float8_e5m2fnuz, 8, "f")
+    F8E8M0FNU = ("f8e8m0fnu", ml_dtypes.float8_e8m0fnu, 8, "f")
     F16 = ("f16", np.float16, 16, "f")
     BF16 = ("bf16", ml_dtypes.bfloat16, 16, "f")
     F32 = ("f32", np.float32, 32, "f")
@@ -71,6 +82,17 @@ class PrimitiveType(enum.Enum):
     @property
     def is_float(self):
         return self.kind == "f"
+
+    @property
+    def is_narrow_float(self):
+        """f16, bf16 and the ml_dtypes minifloats (f8*, f6*, f4*): computed in f32."""
+        return self.kind == "f" and self.bits < 32
+
+    @property
+    def is_sub_byte(self):
+        """s1/u1/s2/u2/s4/u4 and f4/f6: fewer bits than a byte (one byte each
+        in memory unless a layout packs them)."""
+        return self.dtype is not None and self.bits < 8
 
     @property
     def is_complex(self):

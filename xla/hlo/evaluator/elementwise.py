@@ -29,6 +29,7 @@ import numpy as np
 
 from xla.hlo.evaluator.registry import register
 from xla.errors import UnimplementedError
+from xla.hlo.types import from_dtype
 
 _NARROW_FLOAT_COMPUTE = np.dtype(np.float32)
 
@@ -37,22 +38,23 @@ def _result_dtype(instr):
     return instr.shape.dtype
 
 
+def _element_type(dtype):
+    try:
+        return from_dtype(dtype)
+    except ValueError:
+        return None
+
+
 def _is_narrow_float(dtype):
-    """bf16, f16, the f8 types: computed in f32."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "c":
-        return False
-    return dtype not in (np.dtype(np.float32), np.dtype(np.float64)) and (
-        dtype.kind == "f" or dtype.kind == "V" or _is_ml_float(dtype))
+    """f16, bf16 and the ml_dtypes minifloats (f8*, f6*, f4*): computed in f32."""
+    et = _element_type(dtype)
+    return et is not None and et.is_narrow_float
 
 
 def _is_ml_float(dtype):
-    try:
-        import ml_dtypes
-        return np.dtype(dtype) in (np.dtype(ml_dtypes.bfloat16), np.dtype(ml_dtypes.float8_e4m3fn),
-                                   np.dtype(ml_dtypes.float8_e5m2))
-    except Exception:  # pragma: no cover
-        return False
+    """A float that NumPy does not know (bf16 and the minifloats, from ml_dtypes)."""
+    et = _element_type(dtype)
+    return et is not None and et.is_float and np.dtype(dtype).kind == "V"
 
 
 def is_float_dtype(dtype):
@@ -61,11 +63,9 @@ def is_float_dtype(dtype):
 
 
 def is_int_dtype(dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        return True
-    import ml_dtypes
-    return dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4))
+    """NumPy's integers and ml_dtypes' (int1, int2, int4 and unsigned)."""
+    et = _element_type(dtype)
+    return et is not None and et.is_integer
 
 
 def _upcast(x):
@@ -560,8 +560,11 @@ def convert(x, dtype):
             return x.copy()
     if is_int_dtype(dtype) and is_float_dtype(x.dtype):
         return _float_to_int(x, dtype)
-    if is_int_dtype(dtype) and is_int_dtype(x.dtype) and dtype.kind in "iu" and x.dtype.kind in "iu":
-        return x.astype(dtype)  # modular
+    if is_int_dtype(dtype) and is_int_dtype(x.dtype):
+        if dtype.kind in "iu" and x.dtype.kind in "iu":
+            return x.astype(dtype)  # modular
+        # ml_dtypes' int1..uint4 cast only to and from NumPy's integers.
+        return x.astype(np.int64).astype(dtype)
     if is_float_dtype(dtype) and is_int_dtype(x.dtype) and _is_narrow_float(dtype):
         # One rounding: integers up to 2**24 are exact in f32; larger ones go
         # through f64 (exact to 2**53) before the narrow rounding.
