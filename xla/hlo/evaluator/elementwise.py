@@ -68,6 +68,36 @@ def is_int_dtype(dtype):
     return et is not None and et.is_integer
 
 
+def _sub_byte_bits(dtype):
+    """The width of ml_dtypes' int1..uint4 (kept one per byte), else None."""
+    et = _element_type(dtype)
+    return et.bits if et is not None and et.is_integer and et.is_sub_byte else None
+
+
+def _widen_sub_byte(x):
+    """ml_dtypes' int1..uint4 as int8/uint8 with the same values, which NumPy
+    computes with; the handler's store wraps the result back (modular)."""
+    x = np.asarray(x)
+    if _sub_byte_bits(x.dtype):
+        return x.astype(np.int8 if from_dtype(x.dtype).is_signed_integer else np.uint8)
+    return x
+
+
+def _sub_byte_patterns(x, bits):
+    """(unsigned bit pattern, signed value) of sub-byte ints, as int64."""
+    u = np.asarray(x).astype(np.int64) & ((1 << bits) - 1)
+    return u, u - ((u >> (bits - 1)) << bits)
+
+
+def _wraps_sub_byte(handler):
+    """Runs ``handler`` on sub-byte int operands widened to int8/uint8: right
+    for every op whose result wraps modulo 2^bits (not shifts, popcnt, clz)."""
+    def wrapped(instr, operands, ctx):
+        return handler(instr, [_widen_sub_byte(o) for o in operands], ctx)
+    wrapped.__name__ = handler.__name__
+    return wrapped
+
+
 def _upcast(x):
     x = np.asarray(x)
     if _is_narrow_float(x.dtype):
@@ -181,6 +211,7 @@ def _rounding(instr, operands, ctx):
 
 
 @register("abs")
+@_wraps_sub_byte
 def _abs(instr, operands, ctx):
     x = np.asarray(operands[0])
     if x.dtype == np.bool_:
@@ -189,6 +220,7 @@ def _abs(instr, operands, ctx):
 
 
 @register("negate")
+@_wraps_sub_byte
 def _negate(instr, operands, ctx):
     x = np.asarray(operands[0])
     if x.dtype == np.bool_:
@@ -197,6 +229,7 @@ def _negate(instr, operands, ctx):
 
 
 @register("sign")
+@_wraps_sub_byte
 def _sign(instr, operands, ctx):
     x = _upcast(operands[0])
     if x.dtype == np.bool_:
@@ -218,6 +251,7 @@ def _is_finite(instr, operands, ctx):
 
 
 @register("not")
+@_wraps_sub_byte
 def _not(instr, operands, ctx):
     x = np.asarray(operands[0])
     if x.dtype == np.bool_:
@@ -228,6 +262,9 @@ def _not(instr, operands, ctx):
 @register("popcnt")
 def _popcnt(instr, operands, ctx):
     x = np.asarray(operands[0])
+    if _sub_byte_bits(x.dtype):
+        return _store(np.bitwise_count(_sub_byte_patterns(x, _sub_byte_bits(x.dtype))[0]),
+                      _result_dtype(instr))
     u = x.view(_unsigned_of(x.dtype)) if x.dtype.kind == "i" else x
     return _store(np.bitwise_count(u), _result_dtype(instr))
 
@@ -236,6 +273,9 @@ def _popcnt(instr, operands, ctx):
 def _clz(instr, operands, ctx):
     x = np.asarray(operands[0])
     bits = x.dtype.itemsize * 8
+    if _sub_byte_bits(x.dtype):
+        bits = _sub_byte_bits(x.dtype)
+        x = _sub_byte_patterns(x, bits)[0].astype(np.uint8)
     y = (x.view(_unsigned_of(x.dtype)) if x.dtype.kind == "i" else x).astype(np.uint64)
     length = np.zeros(y.shape, np.int64)
     s = 32
@@ -314,6 +354,7 @@ def _pred_arith(fn, a, b):
 
 
 @register("add", "subtract", "multiply")
+@_wraps_sub_byte
 def _arith(instr, operands, ctx):
     fn = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}[instr.opcode]
     a, b = (np.asarray(o) for o in operands)
@@ -350,6 +391,7 @@ def int_remainder(a, b):
 
 
 @register("divide")
+@_wraps_sub_byte
 def _divide(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     if a.dtype == np.bool_:
@@ -361,6 +403,7 @@ def _divide(instr, operands, ctx):
 
 
 @register("remainder")
+@_wraps_sub_byte
 def _remainder(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     if a.dtype == np.bool_:
@@ -398,6 +441,7 @@ def int_power(a, b):
 
 
 @register("power")
+@_wraps_sub_byte
 def _power(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     if a.dtype == np.bool_:
@@ -413,6 +457,7 @@ def nan_max(a, b):
 
 
 @register("maximum", "minimum")
+@_wraps_sub_byte
 def _max_min(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     if a.dtype == np.bool_:
@@ -422,6 +467,7 @@ def _max_min(instr, operands, ctx):
 
 
 @register("and", "or", "xor")
+@_wraps_sub_byte
 def _bitwise(instr, operands, ctx):
     fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[instr.opcode]
     a, b = (np.asarray(o) for o in operands)
@@ -434,6 +480,11 @@ def _mulhi(instr, operands, ctx):
     unsigned for u), as CUDA's __mulhi and XLA's mulhi."""
     a, b = (np.asarray(o) for o in operands)
     dtype = a.dtype
+    if _sub_byte_bits(dtype):
+        bits = _sub_byte_bits(dtype)
+        k = 0 if from_dtype(dtype).is_unsigned_integer else 1
+        product = _sub_byte_patterns(a, bits)[k] * _sub_byte_patterns(b, bits)[k]
+        return _store(product >> bits, _result_dtype(instr))
     bits = dtype.itemsize * 8
     if bits <= 32:
         wide = np.int64 if dtype.kind == "i" else np.uint64
@@ -449,6 +500,19 @@ def _mulhi(instr, operands, ctx):
 def _shift(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     dtype = a.dtype
+    if _sub_byte_bits(dtype):
+        bits = _sub_byte_bits(dtype)
+        ua, sa = _sub_byte_patterns(a, bits)
+        amount = _sub_byte_patterns(b, bits)[0]
+        too_big = amount >= bits
+        amt = np.where(too_big, 0, amount)
+        if instr.opcode == "shift-left":
+            y = np.where(too_big, 0, ua << amt)
+        elif instr.opcode == "shift-right-logical":
+            y = np.where(too_big, 0, ua >> amt)
+        else:
+            y = sa >> np.where(too_big, bits - 1, amt)
+        return _store(y, _result_dtype(instr))
     bits = dtype.itemsize * 8
     amount = b.view(_unsigned_of(b.dtype)) if b.dtype.kind == "i" else b
     too_big = amount >= bits
@@ -506,6 +570,11 @@ def _compare(instr, operands, ctx):
         raise UnimplementedError(f"interpreter: compare direction {direction!r} ({instr.name})")
     fn = _COMPARE[direction]
     ctype = instr.attr("type")
+    if _sub_byte_bits(a.dtype):
+        bits = _sub_byte_bits(a.dtype)
+        signed = ctype == "SIGNED" or (ctype != "UNSIGNED" and from_dtype(a.dtype).is_signed_integer)
+        k = 1 if signed else 0
+        return np.asarray(fn(_sub_byte_patterns(a, bits)[k], _sub_byte_patterns(b, bits)[k]))
     if is_float_dtype(a.dtype):
         if ctype == "TOTALORDER":
             a, b = total_order_keys(a), total_order_keys(b)
@@ -526,12 +595,14 @@ def _compare(instr, operands, ctx):
 # ----------------------------------------------------------------------------
 
 @register("select")
+@_wraps_sub_byte
 def _select(instr, operands, ctx):
     pred, a, b = (np.asarray(o) for o in operands)
     return _store(np.where(pred, a, b), _result_dtype(instr))
 
 
 @register("clamp")
+@_wraps_sub_byte
 def _clamp(instr, operands, ctx):
     lo, x, hi = (np.asarray(o) for o in operands)
     dtype = _result_dtype(instr)
