@@ -135,5 +135,25 @@ def from_dtype(dtype):
         raise ValueError(f"no HLO element type for NumPy dtype {dtype}") from None
 
 
+def floats_from_text(values, element_type):
+    """Float64 values (parsed from HLO text) as an array of ``element_type``.
+
+    As ml_dtypes casts, except that f8e8m0fnu values below 2^-126 are rounded
+    from the double itself (an exponent rounded half up, below 2^-127 the
+    smallest code): ml_dtypes rounds them through an f32 subnormal, which
+    sends the 5.9e-39 that XLA prints for 2^-127 to 2^-126."""
+    values = np.asarray(values, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = values.astype(element_type.dtype)
+    if element_type is PrimitiveType.F8E8M0FNU:
+        tiny = (values > 0) & (values < 2.0 ** -126)
+        if tiny.any():
+            m, e = np.frexp(values[tiny])  # values = m * 2^e, 0.5 <= m < 1
+            code = np.maximum(e - 1 + (m >= 0.75) + 127, 0)
+            out = out.copy()
+            out[tiny] = code.astype(np.uint8).view(element_type.dtype)
+    return out
+
+
 def all_type_names():
     return list(_BY_TEXT)
