@@ -299,7 +299,8 @@ def _imag(instr, operands, ctx):
     x = np.asarray(operands[0])
     if x.dtype.kind == "c":
         return _store(np.imag(x), _result_dtype(instr))
-    return np.zeros(x.shape, _result_dtype(instr))
+    # Zero converted (f8e8m0fnu has no zero: NaN), not zero bytes.
+    return _store(np.zeros(x.shape, np.float32), _result_dtype(instr))
 
 
 @register("reduce-precision")
