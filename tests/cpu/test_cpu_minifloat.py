@@ -1,6 +1,8 @@
 """The minifloats (f8*, f6*, f4e2m1fn) on the CPU backend: i8 in memory, f32
 in registers, rounded on store exactly as ml_dtypes (and the interpreter)
 round. Expected values come from ml_dtypes casts."""
+import os
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -139,3 +141,67 @@ ENTRY %main (x: {t}[256], y: {t}[256], z: f64[512], i: s32[512], bits: {u or t}[
     nan = np.isnan(codes.view(dt).astype(np.float32))
     np.testing.assert_array_equal(back[~nan], codes[~nan])
     assert np.isnan(back[nan].view(dt).astype(np.float32)).all()
+
+
+_TOTALORDER = os.path.join(os.path.dirname(__file__), "fixtures", "totalorder_xla.npz")
+
+
+@pytest.mark.parametrize("t,dt", TYPES, ids=[t for t, _ in TYPES])
+def test_compare_of_every_pair_of_codes(t, dt):
+    # FLOAT: IEEE on the values (ml_dtypes'). TOTALORDER: XLA:CPU's own
+    # results (fixtures/totalorder_xla.npz, gen_totalorder.py); jaxlib 0.10.2
+    # has no f6 types: those as f4e2m1fn (sign and magnitude of the bits at
+    # the type's width).
+    codes = _codes(dt)
+    k = len(codes)
+    x, y = np.repeat(codes, k), np.tile(codes, k)
+    text = f"""HloModule m
+ENTRY %main (x: {t}[{k * k}], y: {t}[{k * k}]) -> (pred[{k * k}], pred[{k * k}], pred[{k * k}]) {{
+  %x = {t}[{k * k}] parameter(0)
+  %y = {t}[{k * k}] parameter(1)
+  %lt = pred[{k * k}] compare(%x, %y), direction=LT
+  %ne = pred[{k * k}] compare(%x, %y), direction=NE
+  %tlt = pred[{k * k}] compare(%x, %y), direction=LT, type=TOTALORDER
+  ROOT %t = (pred[{k * k}], pred[{k * k}], pred[{k * k}]) tuple(%lt, %ne, %tlt)
+}}
+"""
+    cpu, ref = _run_both(text, x, y)
+    xf, yf = x.astype(np.float64), y.astype(np.float64)
+    with np.load(_TOTALORDER) as xla_results:
+        if t in xla_results:
+            total = xla_results[t].reshape(-1)
+        else:
+            bits = ml_dtypes.finfo(dt).bits
+            u = codes.view(np.uint8).astype(np.int64)
+            top = 1 << (bits - 1)
+            key = np.where(u & top, -(u & (top - 1)) - 1, u)
+            total = (key[:, None] < key[None, :]).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        want = [xf < yf, xf != yf, total]
+    for c, r, w in zip(cpu, ref, want):
+        np.testing.assert_array_equal(c, w)
+        np.testing.assert_array_equal(r, w)
+
+
+def test_sort_total_order_on_cpu_as_xla():
+    # jax.lax.sort's comparator on floats is TOTALORDER; fnuz's NaN first.
+    t, dt = "f8e4m3fnuz", ml_dtypes.float8_e4m3fnuz
+    codes = np.random.default_rng(3).permutation(_codes(dt))
+    text = f"""HloModule m
+cmp {{
+  a = {t}[] parameter(0)
+  b = {t}[] parameter(1)
+  ROOT lt = pred[] compare(a, b), direction=LT, type=TOTALORDER
+}}
+
+ENTRY e {{
+  x = {t}[256] parameter(0)
+  ROOT s = {t}[256] sort(x), dimensions={{0}}, to_apply=cmp
+}}
+"""
+    cpu, ref = _run_both(text, codes)
+    with np.load(_TOTALORDER) as xla_results:
+        below = xla_results[t].sum(axis=0)  # how many codes are below each code
+    want = np.argsort(below, kind="stable").astype(np.uint8)
+    np.testing.assert_array_equal(cpu[0].view(np.uint8), want)
+    np.testing.assert_array_equal(ref[0].view(np.uint8), want)

@@ -38,7 +38,7 @@ opcode, the element type and "cpu".
 from llvmlite import ir
 
 from xla.hlo.opcodes import OpcodeTable
-from xla.backends.cpu import fast_math, llvm_types
+from xla.backends.cpu import fast_math, llvm_types, minifloat
 from xla.backends.cpu.llvm_types import F32, F64, I1, I32, I64
 from xla.errors import UnimplementedError
 from xla.hlo.types import PrimitiveType as PT
@@ -729,7 +729,12 @@ def _complex(b, instr, x, y):
 _FLOAT_PREDICATES = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
 
 
-def _total_order_key(b, x):
+def _total_order_key(b, x, et):
+    """XLA's TOTALORDER key: sign-magnitude bits made two's complement
+    (f16/bf16 order as their exact f32 values do); a minifloat's from its
+    code (minifloat.total_order_key)."""
+    if et in llvm_types.MINIFLOAT_TYPES:
+        return minifloat.total_order_key(b, x, et)
     ityp = I64 if isinstance(x.type, ir.DoubleType) else I32
     s = b.bitcast(x, ityp)
     flipped = b.xor(s, _iconst(ityp, (1 << (ityp.width - 1)) - 1))
@@ -746,7 +751,7 @@ def _compare(b, instr, x, y):
     ctype = instr.attr("type")
     if kind == "f":
         if ctype == "TOTALORDER":
-            return b.icmp_signed(op, _total_order_key(b, x), _total_order_key(b, y))
+            return b.icmp_signed(op, _total_order_key(b, x, et), _total_order_key(b, y, et))
         if direction == "NE":
             return b.fcmp_unordered("!=", x, y)
         return b.fcmp_ordered(op, x, y)

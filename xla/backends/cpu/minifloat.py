@@ -25,66 +25,19 @@ e8m0        NaN 0xff; no sign, no zero:         0xff
             (f8e8m0fnu)
 ==========  ==================================  =============================
 
-The format of each element type is one row of ``FORMATS``.
+The format of each element type is one row of ``MINIFLOAT_FORMATS``
+(xla/hlo/types.py).
 """
-from typing import NamedTuple
-
 from llvmlite import ir
 
-from xla.hlo.types import PrimitiveType as PT
+from xla.hlo.types import MINIFLOAT_FORMATS
 
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)
 F32 = ir.FloatType()
 
 
-class MinifloatFormat(NamedTuple):
-    exponent_bits: int
-    mantissa_bits: int
-    bias: int
-    encoding: str  # 'ieee', 'fn', 'fnuz', 'finite' or 'e8m0' (module docstring)
-
-    @property
-    def signed(self):
-        return self.encoding != "e8m0"
-
-    @property
-    def bits(self):
-        return self.exponent_bits + self.mantissa_bits + (1 if self.signed else 0)
-
-    @property
-    def magnitude_mask(self):
-        return (1 << (self.exponent_bits + self.mantissa_bits)) - 1
-
-    @property
-    def inf_code(self):
-        """ieee: the code of +inf (all-ones exponent, zero mantissa)."""
-        return ((1 << self.exponent_bits) - 1) << self.mantissa_bits
-
-    @property
-    def max_code(self):
-        """The code of the largest finite magnitude."""
-        if self.encoding == "ieee":
-            return self.inf_code - 1
-        if self.encoding in ("fn", "e8m0"):
-            return self.magnitude_mask - 1
-        return self.magnitude_mask
-
-
-FORMATS = {
-    PT.F8E5M2: MinifloatFormat(5, 2, 15, "ieee"),
-    PT.F8E4M3: MinifloatFormat(4, 3, 7, "ieee"),
-    PT.F8E3M4: MinifloatFormat(3, 4, 3, "ieee"),
-    PT.F8E4M3FN: MinifloatFormat(4, 3, 7, "fn"),
-    PT.F8E4M3FNUZ: MinifloatFormat(4, 3, 8, "fnuz"),
-    PT.F8E5M2FNUZ: MinifloatFormat(5, 2, 16, "fnuz"),
-    PT.F8E4M3B11FNUZ: MinifloatFormat(4, 3, 11, "fnuz"),
-    PT.F8E8M0FNU: MinifloatFormat(8, 0, 127, "e8m0"),
-    PT.F6E3M2FN: MinifloatFormat(3, 2, 3, "finite"),
-    PT.F6E2M3FN: MinifloatFormat(2, 3, 1, "finite"),
-    PT.F4E2M1FN: MinifloatFormat(2, 1, 1, "finite"),
-}
-
+FORMATS = MINIFLOAT_FORMATS
 MINIFLOAT_TYPES = tuple(FORMATS)
 
 
@@ -92,8 +45,10 @@ def _c(v):
     return ir.Constant(I32, v)
 
 
-def encode(b, value, element_type):
-    """The code (i8) of f32 ``value`` rounded to ``element_type``."""
+def encode(b, value, element_type, keep_nan_payload=False):
+    """The code (i8) of f32 ``value`` rounded to ``element_type``.
+    ``keep_nan_payload``: an ieee NaN keeps the top mantissa bits (what
+    ``decode`` put there) instead of becoming the quiet NaN ml_dtypes gives."""
     fmt = FORMATS[element_type]
     m_bits, bias = fmt.mantissa_bits, fmt.bias
     bits = b.bitcast(value, I32)
@@ -129,7 +84,10 @@ def encode(b, value, element_type):
     sign = _c(1 << (fmt.bits - 1))
     if fmt.encoding == "ieee":
         code = b.select(overflow, _c(fmt.inf_code), code)
-        code = b.select(is_nan, _c(fmt.inf_code | (1 << (m_bits - 1))), code)
+        nan_code = _c(fmt.inf_code | (1 << (m_bits - 1)))
+        if keep_nan_payload:
+            nan_code = b.or_(_c(fmt.inf_code), b.lshr(b.and_(mag, _c(0x7FFFFF)), _c(shift)))
+        code = b.select(is_nan, nan_code, code)
         code = b.or_(code, b.select(negative, sign, _c(0)))
     elif fmt.encoding == "fn":
         code = b.select(b.or_(overflow, is_nan), _c(fmt.magnitude_mask), code)
@@ -175,3 +133,19 @@ def decode(b, code8, element_type):
     if fmt.encoding == "fnuz":
         out = b.select(b.icmp_unsigned("==", x, _c(1 << (fmt.bits - 1))), _c(0x7FC00000), out)
     return b.bitcast(out, F32)
+
+
+def total_order_key(b, value, element_type):
+    """An i32 key ordering register values of ``element_type`` as XLA's
+    TOTALORDER compare orders their codes (MinifloatFormat.total_order_keys)."""
+    fmt = FORMATS[element_type]
+    code = b.zext(encode(b, value, element_type, keep_nan_payload=True), I32)
+    if not fmt.signed:
+        return code
+    top = 1 << (fmt.bits - 1)
+    mag = b.and_(code, _c(top - 1))
+    negative = b.icmp_unsigned("!=", b.and_(code, _c(top)), _c(0))
+    key = b.select(negative, b.sub(_c(-1), mag), mag)
+    if fmt.encoding == "fnuz":
+        key = b.select(b.icmp_unsigned("==", code, _c(top)), _c(-top - 1), key)
+    return key

@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from xla.hlo.evaluator.ops_common import total_order_key
 from xla.hlo.evaluator.registry import register
 from xla.errors import UnimplementedError
 from xla.hlo.types import from_dtype
@@ -546,19 +547,6 @@ def _complex(instr, operands, ctx):
     return out
 
 
-def total_order_keys(x):
-    """Signed integers ordering x like TOTALORDER (floats via sign-magnitude bits)."""
-    x = np.asarray(x)
-    if x.dtype == np.bool_:
-        return x.astype(np.int8)
-    if not is_float_dtype(x.dtype):
-        return x
-    itype = _signed_of(x.dtype)
-    s = x.view(itype)
-    # Negative floats: flip the magnitude bits so larger magnitudes sort lower.
-    return np.where(s < 0, s ^ np.array(np.iinfo(itype).max, itype), s)
-
-
 _COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
             "GT": np.greater, "GE": np.greater_equal}
 
@@ -578,7 +566,7 @@ def _compare(instr, operands, ctx):
         return np.asarray(fn(_sub_byte_patterns(a, bits)[k], _sub_byte_patterns(b, bits)[k]))
     if is_float_dtype(a.dtype):
         if ctype == "TOTALORDER":
-            a, b = total_order_keys(a), total_order_keys(b)
+            a, b = total_order_key(a), total_order_key(b)
         else:
             a, b = _upcast(a), _upcast(b)
     elif a.dtype.kind in "iu":
