@@ -16,14 +16,14 @@ from xla.tools.arrays import flatten_result, restore_dtype
 _FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "narrow_types_jax.npz")
 with np.load(_FIXTURE) as _f:
     DATA = dict(_f)
-NAMES = sorted(k[:-4] for k in DATA if k.endswith(".hlo"))
+NAMES = sorted(k[:-4] for k in DATA if k.endswith(".hlo") and not k.endswith(".optimized.hlo"))
 # Float results of matmuls and sums: XLA:CPU may reassociate (as the
 # project's own reduces do); everything else must be exact.
 INEXACT = {"int4_dequant_matmul", "fp8_matmul", "f8e4m3_ops"}
 
 
-def _case(name):
-    text = str(DATA[f"{name}.hlo"])
+def _case(name, optimized=False):
+    text = str(DATA[f"{name}.optimized.hlo" if optimized else f"{name}.hlo"])
     module = parse_hlo_module(text)
     params = sorted((i for i in module.entry.instructions if i.opcode == "parameter"),
                     key=lambda i: i.parameter_number)
@@ -37,10 +37,12 @@ def test_fixture_has_every_program():
     assert len(NAMES) == 12 and "int4_dequant_matmul" in NAMES and "mx_scale" in NAMES
 
 
+@pytest.mark.parametrize("form", ["lowered", "optimized"])
 @pytest.mark.parametrize("backend", ["cpu", "interpreter"])
 @pytest.mark.parametrize("name", NAMES)
-def test_matches_xla(name, backend):
-    text, args, want = _case(name)
+def test_matches_xla(name, backend, form):
+    # "optimized": XLA:CPU's own optimized module (E(4) layouts, its fusions).
+    text, args, want = _case(name, optimized=form == "optimized")
     if backend == "cpu":
         got = flatten_result(runtime.compile(parse_hlo_module(text), "cpu").execute(*args))
     else:
