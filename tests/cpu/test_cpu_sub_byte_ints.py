@@ -161,3 +161,23 @@ ENTRY e {
     out = runtime.compile(parse_hlo_module(text), "cpu").execute(x)
     assert out.dtype == np.dtype(ml_dtypes.int4)
     assert out.astype(int).tolist() == [-8, 1, 0, -1, -2, -3, -6, -7]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_bitcast_convert_between_widths_packs_like_xla(backend):
+    # Expected values from jax 0.10.2 (jax.lax.bitcast_convert_type under
+    # jit, XLA:CPU), as in tests/test_interpreter_ops_hlo.py.
+    x = np.array([[1, -2], [3, -4], [5, -6], [7, -8]], dtype=ml_dtypes.int4)
+    packed = _run("HloModule m\nENTRY e {\n  x = s4[4,2] parameter(0)\n"
+                  "  ROOT b = s8[4] bitcast-convert(x)\n}", (x,), backend)[0]
+    assert packed.tolist() == [-31, -61, -91, -121]
+    unpacked = _run("HloModule m\nENTRY e {\n  x = s8[4] parameter(0)\n"
+                    "  ROOT b = s4[4,2] bitcast-convert(x)\n}",
+                    (np.array([0x21, -0x6d, 127, -128], np.int8),), backend)[0]
+    assert unpacked.dtype == np.dtype(ml_dtypes.int4)
+    assert unpacked.astype(int).tolist() == [[1, 2], [3, -7], [-1, 7], [0, -8]]
+    # f4e2m1fn codes 0x1 and 0xf (0.5, -6) in one byte, low nibble first.
+    f4 = _run("HloModule m\nENTRY e {\n  x = u8[2] parameter(0)\n"
+              "  ROOT b = f4e2m1fn[2,2] bitcast-convert(x)\n}", (np.array([0xF1, 0x08], np.uint8),), backend)[0]
+    assert f4.dtype == np.dtype(ml_dtypes.float4_e2m1fn)
+    assert f4.view(np.uint8).tolist() == [[0x1, 0xF], [0x8, 0x0]]
