@@ -82,12 +82,15 @@ ENTRY %main (x: {t}[{k}], y: f32[{n}]) -> (f32[{k}], {t}[{n}], f32[{n}], {u or t
 @pytest.mark.parametrize("t,dt", TYPES, ids=[t for t, _ in TYPES])
 def test_convert_f32_sweep_bit_for_bit(t, dt):
     # Every 4093rd f32 bit pattern (both signs, subnormals, inf and NaNs
-    # included) and the f32 neighbours of every value of the type.
+    # included), every value of the type, the ties between neighbours and
+    # the f32 neighbours of both.
     sweep = np.arange(0, 1 << 32, 4093, dtype=np.uint64).astype(np.uint32).view(np.float32)
     vals = _codes(dt).astype(np.float32)
-    vals = vals[np.isfinite(vals)]
+    vals = np.unique(vals[np.isfinite(vals)].astype(np.float64))
+    ties = ((vals[1:] + vals[:-1]) / 2).astype(np.float32)  # exact in f32
+    vals = np.concatenate([vals.astype(np.float32), ties])
     near = np.concatenate([np.nextafter(vals, np.float32(np.inf)), np.nextafter(vals, np.float32(-np.inf))])
-    y = np.concatenate([sweep, near]).astype(np.float32)
+    y = np.concatenate([sweep, vals, near]).astype(np.float32)
     n = len(y)
     text = f"""HloModule m
 ENTRY %main (y: f32[{n}]) -> {t}[{n}] {{
