@@ -11,9 +11,10 @@ squaring. Loop emitters may therefore call it anywhere.
 Semantics are the interpreter's (``xla/hlo/evaluator/elementwise.py``
 and docs/interpreter.md); the notable points:
 
-* f16/bf16 are computed in f32 and the result is rounded once to the
-  result type, so every f16/bf16 register value this returns is exactly
-  representable in its type (storing it is exact).
+* f16/bf16 and the minifloats are computed in f32 and the result is
+  rounded once to the result type, so every such register value this
+  returns is exactly representable in its type (storing it is exact).
+  Sub-byte integers are iN registers: LLVM wraps at their width.
 * maximum/minimum: ``isnan(a) or a > b ? a : b`` (and ``<``): NaN
   propagates, and for equal operands (+0 and -0) the second one is taken,
   as NumPy does.

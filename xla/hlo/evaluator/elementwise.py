@@ -12,8 +12,11 @@ results JAX returns), element by element:
   1 for base 1 and 0 otherwise (XLA's elemental emitter and evaluator);
 * maximum/minimum propagate NaN; compare FLOAT is IEEE (NaN != NaN),
   TOTALORDER orders -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN;
-* f16/bf16/f8 compute in f32 and round once to the result type, as
-  XLA:CPU does;
+* f16/bf16 and the minifloats (f8*, f6*, f4e2m1fn) compute in f32 and
+  round once to the result type, as XLA:CPU does;
+* the sub-byte integers (s1..u4, ml_dtypes' int1..uint4) compute widened
+  to a byte and wrap, with shifts, popcnt, clz, mulhi and compare at their
+  own width;
 * pred arithmetic behaves like ``int8(x) OP int8(y) != 0``;
 * convert float -> int truncates toward zero, saturates to the integer
   range and maps NaN to 0; x -> pred is ``x != 0``; complex -> real takes
