@@ -47,8 +47,9 @@ def _c(v):
 
 def encode(b, value, element_type, keep_nan_payload=False):
     """The code (i8) of f32 ``value`` rounded to ``element_type``.
-    ``keep_nan_payload``: an ieee NaN keeps the top mantissa bits (what
-    ``decode`` put there) instead of becoming the quiet NaN ml_dtypes gives."""
+    ``keep_nan_payload``: an ieee NaN keeps the mantissa ``decode`` put in
+    the low bits of the f32 NaN instead of becoming the quiet NaN ml_dtypes
+    gives (exact codes for TOTALORDER)."""
     fmt = FORMATS[element_type]
     m_bits, bias = fmt.mantissa_bits, fmt.bias
     bits = b.bitcast(value, I32)
@@ -86,7 +87,9 @@ def encode(b, value, element_type, keep_nan_payload=False):
         code = b.select(overflow, _c(fmt.inf_code), code)
         nan_code = _c(fmt.inf_code | (1 << (m_bits - 1)))
         if keep_nan_payload:
-            nan_code = b.or_(_c(fmt.inf_code), b.lshr(b.and_(mag, _c(0x7FFFFF)), _c(shift)))
+            payload = b.and_(mag, _c((1 << m_bits) - 1))
+            nan_code = b.select(b.icmp_unsigned("==", payload, _c(0)), nan_code,
+                                b.or_(_c(fmt.inf_code), payload))
         code = b.select(is_nan, nan_code, code)
         code = b.or_(code, b.select(negative, sign, _c(0)))
     elif fmt.encoding == "fn":
@@ -124,14 +127,17 @@ def decode(b, code8, element_type):
                     I32)
     out = b.select(b.icmp_unsigned("==", exp, _c(0)), sub, normal)
     if fmt.encoding == "ieee":
-        special = b.or_(_c(0x7F800000), b.shl(man, _c(23 - m_bits)))
+        # inf, or a quiet NaN (as ml_dtypes gives) with the code's mantissa
+        # in its low bits, for encode(keep_nan_payload=True).
+        nan = b.or_(_c(0x7FC00000), man)
+        special = b.select(b.icmp_unsigned("==", man, _c(0)), _c(0x7F800000), nan)
         out = b.select(b.icmp_unsigned("==", exp, _c((1 << e_bits) - 1)), special, out)
     elif fmt.encoding == "fn":
         out = b.select(b.icmp_unsigned("==", mag, _c(fmt.magnitude_mask)), _c(0x7FC00000), out)
     sign = b.shl(b.lshr(x, _c(fmt.bits - 1)), _c(31))
     out = b.or_(out, sign)
-    if fmt.encoding == "fnuz":
-        out = b.select(b.icmp_unsigned("==", x, _c(1 << (fmt.bits - 1))), _c(0x7FC00000), out)
+    if fmt.encoding == "fnuz":  # 0x80: NaN, negative as ml_dtypes gives it
+        out = b.select(b.icmp_unsigned("==", x, _c(1 << (fmt.bits - 1))), _c(0xFFC00000 - (1 << 32)), out)
     return b.bitcast(out, F32)
 
 

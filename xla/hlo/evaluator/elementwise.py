@@ -58,7 +58,7 @@ def _is_narrow_float(dtype):
 def _is_ml_float(dtype):
     """A float that NumPy does not know (bf16 and the minifloats, from ml_dtypes)."""
     et = _element_type(dtype)
-    return et is not None and et.is_float and np.dtype(dtype).kind == "V"
+    return et is not None and et.is_float and et.dtype.type not in (np.float16, np.float32, np.float64)
 
 
 def is_float_dtype(dtype):
@@ -636,6 +636,10 @@ def convert(x, dtype):
         # ml_dtypes goes f64 -> f32 -> narrow: two roundings. Rounding to
         # f32 with round-to-odd first makes the second rounding exact.
         return _f64_to_f32_round_to_odd(x).astype(dtype)
+    if _is_ml_float(dtype) and _is_ml_float(x.dtype):
+        # ml_dtypes casts some pairs only through f32 (f8e8m0fnu and the
+        # others), where every value of theirs is exact: one rounding.
+        return x.astype(np.float32).astype(dtype)
     return x.astype(dtype)
 
 
