@@ -5,9 +5,9 @@ type       memory           register
 =========  ===============  ==============================================
 pred       i8 (0 or 1)      i1 (loaded as ``x != 0``, stored zero-extended)
 sN / uN    iN               iN (signedness lives in the ops, not the type)
-s1 .. u4   i8 (low bits,    i1 / i2 / i4; one element per byte as XLA
-           the rest zero)   and ml_dtypes hold them (a packed layout,
-                            E(4) and the like, is refused)
+s1 .. u4   i8 (low bits,    i1 / i2 / i4; one element per byte as
+           the rest zero)   ml_dtypes holds them (XLA:CPU's packed E(4)
+                            layouts are unpacked by sub-byte-size-removal)
 f16        i16 (bits)       float; ``fpext half`` on load, ``fptrunc`` on store
 bf16       i16 (bits)       float; ``bits << 16`` on load, round to nearest
                             even on store (NaN -> quiet NaN with its sign,
