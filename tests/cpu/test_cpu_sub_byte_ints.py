@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tests.cpu.sub_byte_modules import ALL_TYPES, OTHERS, XLA_TYPES, arguments, module, values
+from sub_byte_modules import ALL_TYPES, OTHERS, XLA_TYPES, arguments, module, values
 from xla import runtime
 from xla.hlo.evaluator.evaluator import Evaluator
 from xla.hlo.parser import parse_hlo_module
