@@ -583,5 +583,8 @@ def test_types():
     assert str(llvm_types.register_type(PT.C128)) == "{double, double}"
     assert str(llvm_types.register_type(PT.F8E4M3FN)) == "float"
     assert str(llvm_types.memory_type(PT.F8E5M2)) == "i8"
-    with pytest.raises(UnimplementedError, match="u4"):
-        llvm_types.register_type(PT.U4)
+    assert str(llvm_types.register_type(PT.U4)) == "i4"
+    assert str(llvm_types.memory_type(PT.S1)) == "i8"
+    assert str(llvm_types.register_type(PT.F4E2M1FN)) == "float"
+    with pytest.raises(UnimplementedError, match="token"):
+        llvm_types.register_type(PT.TOKEN)

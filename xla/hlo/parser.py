@@ -28,7 +28,7 @@ from xla.hlo.attributes import (ConvDimensionNumbers, PaddingDim, RawAttr, Slice
 from xla.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla.hlo.shape import Layout, Shape
 from xla.gc_util import paused_gc
-from xla.hlo.types import PrimitiveType, from_text as _type_from_text
+from xla.hlo.types import PrimitiveType, floats_from_text, from_text as _type_from_text
 
 __all__ = ["parse_hlo_module", "parse_shape", "parse_literal", "STACK_FRAME_SECTIONS"]
 
@@ -1348,9 +1348,7 @@ class _Parser:
     def make_array(self, flat, et, dims):
         try:
             if et.is_float:
-                arr = np.array(flat, dtype=np.float64)
-                with np.errstate(over="ignore", invalid="ignore"):
-                    arr = arr.astype(et.dtype)
+                arr = floats_from_text(flat, et)
             elif et is PrimitiveType.U64:
                 arr = np.array(flat, dtype=np.uint64)
             elif et.is_integer:

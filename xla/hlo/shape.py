@@ -11,10 +11,14 @@ Text forms, as XLA prints them::
     b(f32[4,16]{1,0})     buffer of an array (XLA's buffer shape)
 """
 import math
+import re
 
 import numpy as np
 
 from xla.hlo.types import PrimitiveType, from_dtype
+
+
+_ELEMENT_SIZE = re.compile(r"(?<![A-Za-z])E\((\d+)\)")
 
 
 class Layout:
@@ -41,6 +45,13 @@ class Layout:
         if self.extra:
             body += ":" + self.extra
         return "{" + body + "}"
+
+    @property
+    def element_size_in_bits(self):
+        """The E(n) of the layout text (``{0:E(4)}``: elements packed 4 bits
+        each), or 0 when the layout has none (one element per byte or more)."""
+        m = _ELEMENT_SIZE.search(self.extra) if self.extra else None
+        return int(m.group(1)) if m else 0
 
     @staticmethod
     def row_major(rank):
@@ -171,7 +182,10 @@ class Shape:
             return self.buffer_shape.byte_size()
         if not self.is_array:
             return 0
-        return (self.num_elements() * self.element_type.bits + 7) // 8
+        packed = self.layout.element_size_in_bits if self.layout is not None else 0
+        if packed:  # as XLA's ShapeUtil::ByteSizeOfElements
+            return (self.num_elements() * packed + 7) // 8
+        return self.num_elements() * self.element_type.byte_size
 
     def leaves(self):
         """Non-tuple subshapes in depth-first order, with their index paths."""

@@ -31,6 +31,7 @@ PASSES = {
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":
         "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",
+    "sub-byte-size-removal": "xla.service.sub_byte_normalization:SubByteNormalization",
     "stochastic_convert_decomposer":
         "xla.service.stochastic_convert_decomposer:StochasticConvertDecomposer",
     "simplify-while-loops": "xla.service.while_loop_simplifier:WhileLoopSimplifier",

@@ -12,6 +12,7 @@ import zlib
 import numpy as np
 
 from xla.errors import InvalidArgumentError
+from xla.hlo.types import PrimitiveType
 from xla.hlo.values import flatten_result  # noqa: F401  (results are flattened as in snapshots)
 
 
@@ -101,13 +102,15 @@ def _random_value(shape, rng):
     if et.is_pred:
         return rng.randint(0, 2, size=dims).astype(np.bool_)
     if et.is_signed_integer:
-        lo, hi = (-8, 8) if et.bits > 4 else (-2, 1)
+        lo, hi = (-8, 8) if et.bits > 4 else (-2, 1) if et.bits > 1 else (-1, 0)
         return rng.randint(lo, hi + 1, size=dims).astype(shape.dtype)
     if et.is_unsigned_integer:
-        hi = 16 if et.bits > 4 else 3
+        hi = 16 if et.bits > 4 else 3 if et.bits > 1 else 1
         return rng.randint(0, hi + 1, size=dims).astype(shape.dtype)
     if et.is_complex:
         return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(shape.dtype)
+    if et is PrimitiveType.F8E8M0FNU:  # no sign and no zero: powers of two
+        return np.exp2(rng.randint(-8, 9, size=dims)).astype(shape.dtype)
     return rng.standard_normal(dims).astype(shape.dtype)
 
 

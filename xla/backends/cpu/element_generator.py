@@ -20,9 +20,8 @@ from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.elemental_ir_emitter import emit_elementwise
 from xla.backends.cpu.kernels import I8, Slice
-from xla.backends.cpu.llvm_types import (bf16_bits_to_f32, f16_bits_to_f32, load_element, memory_type,
-                                         register_type, round_to_type, to_memory)
-from xla.backends.cpu.llvm_types import F8_TYPES, NARROW_FLOATS, f8_bits_to_f32
+from xla.backends.cpu.llvm_types import (from_bits, is_supported, load_element, register_type,
+                                         round_to_type, to_bits)
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.errors import UnimplementedError
 from xla.hlo.opcodes import ELEMENTWISE
@@ -84,10 +83,16 @@ def physical_bytes(array, shape):
 
 
 def check_element_type(shape, instr):
+    """Refuses element types and layouts the cpu backend cannot hold."""
     for _, leaf in shape.leaves():
-        if leaf.is_array and (leaf.element_type.bits < 8 or leaf.element_type.text.startswith("f8")
-                              and leaf.element_type not in NARROW_FLOATS):
+        if not leaf.is_array:
+            continue
+        if not is_supported(leaf.element_type):
             raise unsupported(instr, f"element type {leaf.element_type}")
+        packed = leaf.layout.element_size_in_bits if leaf.layout is not None else 0
+        if packed and packed != leaf.element_type.byte_size * 8:
+            raise unsupported(instr, f"packed layout {leaf.to_text()}: elements of "
+                                     f"{packed} bits; one element per byte is supported")
 
 
 class ElementGenerator:
@@ -339,50 +344,27 @@ def _gen_tuple(g, h, index):
     return [g.value(o, index) for o in h.operands]
 
 
-def to_bits(b, v, et):
-    """The in-memory bits of a register value, as an integer."""
-    mem = to_memory(b, v, et)
-    width = et.byte_size * 8
-    return mem if isinstance(mem.type, ir.IntType) else b.bitcast(mem, ir.IntType(width))
-
-
-def from_bits(b, bits, et):
-    """The register value of an element whose memory holds ``bits``."""
-    mem = memory_type(et)
-    if et.kind == "pred":
-        return b.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0))
-    if isinstance(mem, ir.IntType):
-        value = bits
-    else:
-        value = b.bitcast(bits, mem)
-    if et.text == "f16":
-        return f16_bits_to_f32(b, value)
-    if et.text == "bf16":
-        return bf16_bits_to_f32(b, value)
-    if et in F8_TYPES:
-        return f8_bits_to_f32(b, value, et)
-    return value
-
-
 def _gen_bitcast_convert(g, h, index):
+    """Bits reinterpreted; a narrower side has one more, minor dimension of
+    pieces, little-endian (s8[4] <-> s4[4,2] as XLA packs them)."""
     op = h.operands[0]
     src, dst = op.shape.element_type, h.shape.element_type
-    if src.byte_size == dst.byte_size:
+    if src.bits == dst.bits:
         return g.elementwise(h, index)
     if src.kind == "c" or dst.kind == "c":
         raise unsupported(h, f"{src} to {dst}")
     b = g.b
-    if src.byte_size > dst.byte_size:  # one operand element -> a minor dimension of pieces
+    if src.bits > dst.bits:  # one operand element -> a minor dimension of pieces
         bits = to_bits(b, g.value(op, index[:-1]), src)
-        shift = b.mul(index[-1], i64(dst.byte_size * 8))
+        shift = b.mul(index[-1], i64(dst.bits))
         piece = b.lshr(bits, b.trunc(shift, bits.type) if bits.type.width < 64 else shift)
-        return from_bits(b, b.trunc(piece, ir.IntType(dst.byte_size * 8)), dst)
-    wide = ir.IntType(dst.byte_size * 8)
+        return from_bits(b, b.trunc(piece, ir.IntType(dst.bits)), dst)
+    wide = ir.IntType(dst.bits)
     n = op.shape.dimensions[-1]
     acc = ir.Constant(wide, 0)
     for k in range(n):  # little-endian: piece k holds bits [k*w, (k+1)*w)
         piece = b.zext(to_bits(b, g.value(op, list(index) + [i64(k)]), src), wide)
-        acc = b.or_(acc, b.shl(piece, ir.Constant(wide, k * src.byte_size * 8)) if k else piece)
+        acc = b.or_(acc, b.shl(piece, ir.Constant(wide, k * src.bits)) if k else piece)
     return from_bits(b, acc, dst)
 
 

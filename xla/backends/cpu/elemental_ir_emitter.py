@@ -11,9 +11,10 @@ squaring. Loop emitters may therefore call it anywhere.
 Semantics are the interpreter's (``xla/hlo/evaluator/elementwise.py``
 and docs/interpreter.md); the notable points:
 
-* f16/bf16 are computed in f32 and the result is rounded once to the
-  result type, so every f16/bf16 register value this returns is exactly
-  representable in its type (storing it is exact).
+* f16/bf16 and the minifloats are computed in f32 and the result is
+  rounded once to the result type, so every such register value this
+  returns is exactly representable in its type (storing it is exact).
+  Sub-byte integers are iN registers: LLVM wraps at their width.
 * maximum/minimum: ``isnan(a) or a > b ? a : b`` (and ``<``): NaN
   propagates, and for equal operands (+0 and -0) the second one is taken,
   as NumPy does.
@@ -38,8 +39,8 @@ opcode, the element type and "cpu".
 from llvmlite import ir
 
 from xla.hlo.opcodes import OpcodeTable
-from xla.backends.cpu import fast_math, llvm_types
-from xla.backends.cpu.llvm_types import F16, F32, F64, I1, I16, I32, I64
+from xla.backends.cpu import fast_math, llvm_types, minifloat
+from xla.backends.cpu.llvm_types import F32, F64, I1, I32, I64
 from xla.errors import UnimplementedError
 from xla.hlo.types import PrimitiveType as PT
 
@@ -729,7 +730,12 @@ def _complex(b, instr, x, y):
 _FLOAT_PREDICATES = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
 
 
-def _total_order_key(b, x):
+def _total_order_key(b, x, et):
+    """XLA's TOTALORDER key: sign-magnitude bits made two's complement
+    (f16/bf16 order as their exact f32 values do); a minifloat's from its
+    code (minifloat.total_order_key)."""
+    if et in llvm_types.MINIFLOAT_TYPES:
+        return minifloat.total_order_key(b, x, et)
     ityp = I64 if isinstance(x.type, ir.DoubleType) else I32
     s = b.bitcast(x, ityp)
     flipped = b.xor(s, _iconst(ityp, (1 << (ityp.width - 1)) - 1))
@@ -746,7 +752,7 @@ def _compare(b, instr, x, y):
     ctype = instr.attr("type")
     if kind == "f":
         if ctype == "TOTALORDER":
-            return b.icmp_signed(op, _total_order_key(b, x), _total_order_key(b, y))
+            return b.icmp_signed(op, _total_order_key(b, x, et), _total_order_key(b, y, et))
         if direction == "NE":
             return b.fcmp_unordered("!=", x, y)
         return b.fcmp_ordered(op, x, y)
@@ -869,50 +875,24 @@ def _convert(b, instr, x):
 
 
 def _to_bits(b, x, et):
-    """The in-memory bits of register value ``x`` as an integer."""
-    kind = _kind(et)
-    if kind in ("s", "u"):
-        return x
-    if et is PT.PRED:
-        return b.zext(x, ir.IntType(8))
-    if et is PT.F16:
-        return b.bitcast(b.fptrunc(x, F16), I16)
-    if et is PT.BF16:
-        return b.trunc(b.lshr(b.bitcast(x, I32), ir.Constant(I32, 16)), I16)
-    if et in llvm_types.F8_TYPES:
-        return llvm_types.f32_to_f8_bits(b, x, et)
-    if kind == "f":
-        return b.bitcast(x, ir.IntType(et.bits))
-    if kind == "c":
+    """The bits of register value ``x`` as an integer of ``et.bits`` bits."""
+    if _kind(et) == "c":
         half = et.bits // 2
         wide = ir.IntType(et.bits)
         lo = b.zext(b.bitcast(_re(b, x), ir.IntType(half)), wide)
         hi = b.zext(b.bitcast(_im(b, x), ir.IntType(half)), wide)
         return b.or_(lo, b.shl(hi, ir.Constant(wide, half)))
-    raise UnimplementedError(f"cpu: bitcast-convert of {et} is not supported")
+    return llvm_types.to_bits(b, x, et)
 
 
 def _from_bits(b, bits, et):
-    kind = _kind(et)
-    if kind in ("s", "u"):
-        return bits
-    if et is PT.PRED:
-        return b.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0))
-    if et is PT.F16:
-        return b.fpext(b.bitcast(bits, F16), F32)
-    if et is PT.BF16:
-        return llvm_types.bf16_bits_to_f32(b, bits)
-    if et in llvm_types.F8_TYPES:
-        return llvm_types.f8_bits_to_f32(b, bits, et)
-    if kind == "f":
-        return b.bitcast(bits, llvm_types.register_type(et))
-    if kind == "c":
+    if _kind(et) == "c":
         half = et.bits // 2
         comp = llvm_types.register_type(et.complex_component_type)
         re = b.bitcast(b.trunc(bits, ir.IntType(half)), comp)
         im = b.bitcast(b.trunc(b.lshr(bits, ir.Constant(bits.type, half)), ir.IntType(half)), comp)
         return _make_complex(b, re, im)
-    raise UnimplementedError(f"cpu: bitcast-convert to {et} is not supported")
+    return llvm_types.from_bits(b, bits, et)
 
 
 def _bitcast_convert(b, instr, x):

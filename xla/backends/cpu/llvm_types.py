@@ -5,20 +5,22 @@ type       memory           register
 =========  ===============  ==============================================
 pred       i8 (0 or 1)      i1 (loaded as ``x != 0``, stored zero-extended)
 sN / uN    iN               iN (signedness lives in the ops, not the type)
+s1 .. u4   i8 (low bits,    i1 / i2 / i4; one element per byte as
+           the rest zero)   ml_dtypes holds them (XLA:CPU's packed E(4)
+                            layouts are unpacked by sub-byte-size-removal)
 f16        i16 (bits)       float; ``fpext half`` on load, ``fptrunc`` on store
 bf16       i16 (bits)       float; ``bits << 16`` on load, round to nearest
                             even on store (NaN -> quiet NaN with its sign,
                             as ml_dtypes does)
-f8e4m3fn   i8 (bits)        float; decoded exactly on load, rounded to
-f8e5m2                      nearest even on store as ml_dtypes does
-                            (e4m3fn: no inf, overflow and inf -> NaN 0x7f;
-                            e5m2: overflow -> inf, NaN -> 0x7e; sign kept)
+f8* f6*    i8 (code in the  float; decoded exactly on load, rounded to
+f4e2m1fn   low bits)        nearest even on store as ml_dtypes does
+                            (minifloat.py: one routine, one row per format)
 f32 / f64  float / double   float / double
 c64        {float, float}   {float, float}  (real, imag)
 c128       {double, double} {double, double}
 =========  ===============  ==============================================
 
-An f16/bf16/f8 register value produced by the elemental emitter is always
+An f16/bf16/minifloat register value produced by the elemental emitter is always
 exactly representable in its type (each op rounds its result once, as the
 interpreter does), so storing it is exact; rounding on store only matters
 for values computed elsewhere.
@@ -28,6 +30,8 @@ import math
 import numpy as np
 from llvmlite import ir
 
+from xla.backends.cpu import minifloat
+from xla.backends.cpu.minifloat import MINIFLOAT_TYPES
 from xla.errors import UnimplementedError
 from xla.hlo.types import PrimitiveType as PT
 
@@ -42,8 +46,8 @@ F64 = ir.DoubleType()
 C64 = ir.LiteralStructType([F32, F32])
 C128 = ir.LiteralStructType([F64, F64])
 
-F8_TYPES = (PT.F8E4M3FN, PT.F8E5M2)
-NARROW_FLOATS = (PT.F16, PT.BF16) + F8_TYPES
+NARROW_FLOATS = (PT.F16, PT.BF16) + MINIFLOAT_TYPES
+SUB_BYTE_INTS = (PT.S1, PT.S2, PT.S4, PT.U1, PT.U2, PT.U4)
 
 _REGISTER = {
     PT.PRED: I1,
@@ -51,11 +55,13 @@ _REGISTER = {
     PT.U8: I8, PT.U16: I16, PT.U32: I32, PT.U64: I64,
     PT.F16: F32, PT.BF16: F32, PT.F32: F32, PT.F64: F64,
     PT.C64: C64, PT.C128: C128,
-    PT.F8E4M3FN: F32, PT.F8E5M2: F32,
 }
+_REGISTER.update({t: F32 for t in MINIFLOAT_TYPES})
+_REGISTER.update({t: ir.IntType(t.bits) for t in SUB_BYTE_INTS})
 
 _MEMORY = dict(_REGISTER)
-_MEMORY.update({PT.PRED: I8, PT.F16: I16, PT.BF16: I16, PT.F8E4M3FN: I8, PT.F8E5M2: I8})
+_MEMORY.update({PT.PRED: I8, PT.F16: I16, PT.BF16: I16})
+_MEMORY.update({t: I8 for t in MINIFLOAT_TYPES + SUB_BYTE_INTS})
 
 
 def _unsupported(element_type, what):
@@ -112,70 +118,6 @@ def f16_bits_to_f32(b, bits16):
     return b.fpext(b.bitcast(bits16, F16), F32)
 
 
-# f8 formats: (exponent bits, mantissa bits, has inf). e4m3fn's only NaN is
-# S.1111.111 and it has no inf; e5m2 is IEEE-like.
-_F8_FORMAT = {PT.F8E4M3FN: (4, 3, False), PT.F8E5M2: (5, 2, True)}
-
-
-def f32_to_f8_bits(b, value, element_type):
-    """The f8 bits (i8) of f32 ``value``, rounded to nearest even as ml_dtypes
-    rounds: subnormals included; e5m2: overflow -> inf, NaN -> 0x7e;
-    e4m3fn: overflow and inf -> NaN 0x7f; the sign kept throughout."""
-    e_bits, m_bits, has_inf = _F8_FORMAT[element_type]
-    bias = (1 << (e_bits - 1)) - 1
-    c = lambda v: ir.Constant(I32, v)  # noqa: E731
-    bits = b.bitcast(value, I32)
-    sign = b.trunc(b.lshr(bits, c(24)), I8)
-    sign = b.and_(sign, ir.Constant(I8, 0x80))
-    mag = b.and_(bits, c(0x7FFFFFFF))
-    # Normal results: round the f32 mantissa to m_bits (nearest even), then
-    # rebias the exponent; a carry moves into the exponent correctly.
-    shift = 23 - m_bits
-    lsb = b.and_(b.lshr(mag, c(shift)), c(1))
-    rounded = b.lshr(b.add(mag, b.add(c((1 << (shift - 1)) - 1), lsb)), c(shift))
-    normal = b.sub(rounded, c((127 - bias) << m_bits))
-    # Subnormal results (|x| < the smallest normal): x / 2^(1-bias-m_bits)
-    # rounded to an integer (nearest even); 2^m_bits is the smallest normal's code.
-    absval = b.bitcast(mag, F32)
-    scaled = b.fmul(absval, ir.Constant(F32, float(2.0 ** (bias + m_bits - 1))))
-    fn = b.module.declare_intrinsic("llvm.rint", [F32])
-    sub = b.fptoui(b.call(fn, [scaled]), I32)
-    min_normal_bits = (127 + 1 - bias) << 23
-    code = b.select(b.icmp_unsigned("<", mag, c(min_normal_bits)), sub, normal)
-    is_nan = b.icmp_unsigned(">", mag, c(0x7F800000))
-    if has_inf:
-        inf_code = ((1 << e_bits) - 1) << m_bits
-        code = b.select(b.icmp_unsigned(">", code, c(inf_code)), c(inf_code), code)
-        code = b.select(is_nan, c(inf_code | (1 << (m_bits - 1))), code)
-    else:
-        nan_code = (1 << (e_bits + m_bits)) - 1
-        code = b.select(b.icmp_unsigned(">", code, c(nan_code)), c(nan_code), code)
-        code = b.select(is_nan, c(nan_code), code)
-    return b.or_(b.trunc(code, I8), sign)
-
-
-def f8_bits_to_f32(b, bits8, element_type):
-    """The f32 value of f8 bits (i8); exact (NaNs stay NaN)."""
-    e_bits, m_bits, has_inf = _F8_FORMAT[element_type]
-    bias = (1 << (e_bits - 1)) - 1
-    c = lambda v: ir.Constant(I32, v)  # noqa: E731
-    x = b.zext(bits8, I32)
-    sign = b.shl(b.and_(x, c(0x80)), c(24))
-    mag = b.and_(x, c(0x7F))
-    exp = b.lshr(mag, c(m_bits))
-    man = b.and_(mag, c((1 << m_bits) - 1))
-    normal = b.add(b.shl(mag, c(23 - m_bits)), c((127 - bias) << 23))
-    sub = b.bitcast(b.fmul(b.uitofp(man, F32), ir.Constant(F32, float(2.0 ** (1 - bias - m_bits)))),
-                    I32)
-    out = b.select(b.icmp_unsigned("==", exp, c(0)), sub, normal)
-    if has_inf:
-        special = b.or_(c(0x7F800000), b.shl(man, c(23 - m_bits)))
-        out = b.select(b.icmp_unsigned("==", exp, c((1 << e_bits) - 1)), special, out)
-    else:
-        out = b.select(b.icmp_unsigned("==", mag, c(0x7F)), c(0x7FC00000), out)
-    return b.bitcast(b.or_(out, sign), F32)
-
-
 def round_to_type(b, value, element_type):
     """An f32 register value rounded to ``element_type`` (f16/bf16/f8) and
     widened back, so that it is exactly representable; other types as is."""
@@ -183,8 +125,8 @@ def round_to_type(b, value, element_type):
         return b.fpext(b.fptrunc(value, F16), F32)
     if element_type is PT.BF16:
         return bf16_bits_to_f32(b, f32_to_bf16_bits(b, value))
-    if element_type in _F8_FORMAT:
-        return f8_bits_to_f32(b, f32_to_f8_bits(b, value, element_type), element_type)
+    if element_type in MINIFLOAT_TYPES:
+        return minifloat.decode(b, minifloat.encode(b, value, element_type), element_type)
     return value
 
 
@@ -202,19 +144,25 @@ def _typed_pointer(b, ptr, typ):
     return b.bitcast(ptr, typ.as_pointer(getattr(ptype, "addrspace", 0)))
 
 
-def load_element(b, ptr, element_type, align=None):
-    """Loads the element at ``ptr`` and returns its register value."""
-    mem = memory_type(element_type)
-    raw = b.load(_typed_pointer(b, ptr, mem), typ=mem, align=align)
+def from_memory(b, raw, element_type):
+    """The register value of an element whose memory form is ``raw``."""
     if element_type is PT.PRED:
         return b.icmp_unsigned("!=", raw, ir.Constant(I8, 0))
     if element_type is PT.F16:
         return f16_bits_to_f32(b, raw)
     if element_type is PT.BF16:
         return bf16_bits_to_f32(b, raw)
-    if element_type in _F8_FORMAT:
-        return f8_bits_to_f32(b, raw, element_type)
+    if element_type in MINIFLOAT_TYPES:
+        return minifloat.decode(b, raw, element_type)
+    if element_type in SUB_BYTE_INTS:
+        return b.trunc(raw, _REGISTER[element_type])
     return raw
+
+
+def load_element(b, ptr, element_type, align=None):
+    """Loads the element at ``ptr`` and returns its register value."""
+    mem = memory_type(element_type)
+    return from_memory(b, b.load(_typed_pointer(b, ptr, mem), typ=mem, align=align), element_type)
 
 
 def to_memory(b, value, element_type):
@@ -225,8 +173,10 @@ def to_memory(b, value, element_type):
         return f32_to_f16_bits(b, value)
     if element_type is PT.BF16:
         return f32_to_bf16_bits(b, value)
-    if element_type in _F8_FORMAT:
-        return f32_to_f8_bits(b, value, element_type)
+    if element_type in MINIFLOAT_TYPES:
+        return minifloat.encode(b, value, element_type)
+    if element_type in SUB_BYTE_INTS:
+        return b.zext(value, I8)  # the low bits, the rest zero (as ml_dtypes holds them)
     return value
 
 
@@ -234,6 +184,29 @@ def store_element(b, value, ptr, element_type, align=None):
     """Stores register value ``value`` to ``ptr`` in its memory form."""
     mem = memory_type(element_type)
     return b.store(to_memory(b, value, element_type), _typed_pointer(b, ptr, mem), align=align)
+
+
+def to_bits(b, value, element_type):
+    """The bits of a real register value as bitcast-convert sees them: an
+    integer of ``element_type.bits`` bits (i4 for s4 and f4e2m1fn, i8 for pred)."""
+    mem = to_memory(b, value, element_type)
+    if not isinstance(mem.type, ir.IntType):
+        mem = b.bitcast(mem, ir.IntType(element_type.bits))
+    if mem.type.width > element_type.bits:
+        mem = b.trunc(mem, ir.IntType(element_type.bits))
+    return mem
+
+
+def from_bits(b, bits, element_type):
+    """The register value of a real element whose bits (``element_type.bits``
+    wide, as ``to_bits`` gives them) are ``bits``."""
+    mem = memory_type(element_type)
+    if isinstance(mem, ir.IntType):
+        if bits.type.width < mem.width:
+            bits = b.zext(bits, mem)
+    else:
+        bits = b.bitcast(bits, mem)
+    return from_memory(b, bits, element_type)
 
 
 # ----------------------------------------------------------------------------

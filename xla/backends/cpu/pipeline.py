@@ -1,6 +1,7 @@
-"""The CPU backend's HLO pipeline: ``async-to-sync`` (asynchronous
-start/done pairs from XLA:GPU/TPU dumps as their synchronous ops),
-``custom-fusion-inliner`` (kCustom
+"""The CPU backend's HLO pipeline: ``sub-byte-size-removal`` (s4 and the
+other sub-byte types one element per byte, not packed as XLA:CPU's
+``E(4)`` layouts say), ``async-to-sync`` (asynchronous start/done pairs
+from XLA:GPU/TPU dumps as their synchronous ops), ``custom-fusion-inliner`` (kCustom
 fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO to re-fuse),
 ``ragged-dot-expander`` (ragged-dot as dots and selects, where it can),
 ``scaled-dot-expander`` (scaled-dot as multiplies and a dot),
@@ -19,10 +20,11 @@ from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target
 
 def cpu_pipeline(**options):
     pipeline = target_independent_pipeline(**options)
-    pipeline.passes.insert(0, make_pass("async-to-sync"))
-    pipeline.passes.insert(1, make_pass("custom-fusion-inliner"))
-    pipeline.passes.insert(2, make_pass("ragged-dot-expander"))
-    pipeline.passes.insert(3, make_pass("scaled-dot-expander"))
+    pipeline.passes.insert(0, make_pass("sub-byte-size-removal"))
+    pipeline.passes.insert(1, make_pass("async-to-sync"))
+    pipeline.passes.insert(2, make_pass("custom-fusion-inliner"))
+    pipeline.passes.insert(3, make_pass("ragged-dot-expander"))
+    pipeline.passes.insert(4, make_pass("scaled-dot-expander"))
     layout = next(i for i, p in enumerate(pipeline.passes) if p.name == "layout-assignment")
     # The runtime's FFT reads and writes dense row-major arrays.
     pipeline.passes[layout] = make_pass("layout-assignment", row_major_opcodes=("fft",))

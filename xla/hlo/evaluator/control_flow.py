@@ -15,7 +15,7 @@ bookkeeping ops (tokens, barriers, replica/partition ids).
 """
 import numpy as np
 
-from xla.hlo.evaluator.elementwise import _is_narrow_float
+from xla.hlo.evaluator.elementwise import _is_narrow_float, is_int_dtype
 from xla.hlo.evaluator.registry import TOKEN, register
 from xla.errors import InvalidArgumentError
 
@@ -130,6 +130,9 @@ def _fast_reduce(op, x, init, axes, dtype):
         ufunc = _PRED_REDUCERS[op]
         return ufunc(ufunc.reduce(x, axis=axes), init)
     ufunc = _SIMPLE_REDUCERS[op]
+    if is_int_dtype(dtype) and np.dtype(dtype).kind == "V":  # int1..uint4: in int64, wrapped
+        acc = ufunc.reduce(x.astype(np.int64), axis=axes)
+        return ufunc(acc, np.asarray(init).astype(np.int64)).astype(dtype)
     if _is_narrow_float(dtype):
         acc = ufunc.reduce(x.astype(np.float32), axis=axes)
         return ufunc(acc, init.astype(np.float32)).astype(dtype)

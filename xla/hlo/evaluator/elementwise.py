@@ -12,8 +12,11 @@ results JAX returns), element by element:
   1 for base 1 and 0 otherwise (XLA's elemental emitter and evaluator);
 * maximum/minimum propagate NaN; compare FLOAT is IEEE (NaN != NaN),
   TOTALORDER orders -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN;
-* f16/bf16/f8 compute in f32 and round once to the result type, as
-  XLA:CPU does;
+* f16/bf16 and the minifloats (f8*, f6*, f4e2m1fn) compute in f32 and
+  round once to the result type, as XLA:CPU does;
+* the sub-byte integers (s1..u4, ml_dtypes' int1..uint4) compute widened
+  to a byte and wrap, with shifts, popcnt, clz, mulhi and compare at their
+  own width;
 * pred arithmetic behaves like ``int8(x) OP int8(y) != 0``;
 * convert float -> int truncates toward zero, saturates to the integer
   range and maps NaN to 0; x -> pred is ``x != 0``; complex -> real takes
@@ -27,8 +30,10 @@ import math
 
 import numpy as np
 
+from xla.hlo.evaluator.ops_common import total_order_key
 from xla.hlo.evaluator.registry import register
 from xla.errors import UnimplementedError
+from xla.hlo.types import from_dtype
 
 _NARROW_FLOAT_COMPUTE = np.dtype(np.float32)
 
@@ -37,22 +42,23 @@ def _result_dtype(instr):
     return instr.shape.dtype
 
 
+def _element_type(dtype):
+    try:
+        return from_dtype(dtype)
+    except ValueError:
+        return None
+
+
 def _is_narrow_float(dtype):
-    """bf16, f16, the f8 types: computed in f32."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "c":
-        return False
-    return dtype not in (np.dtype(np.float32), np.dtype(np.float64)) and (
-        dtype.kind == "f" or dtype.kind == "V" or _is_ml_float(dtype))
+    """f16, bf16 and the ml_dtypes minifloats (f8*, f6*, f4*): computed in f32."""
+    et = _element_type(dtype)
+    return et is not None and et.is_narrow_float
 
 
 def _is_ml_float(dtype):
-    try:
-        import ml_dtypes
-        return np.dtype(dtype) in (np.dtype(ml_dtypes.bfloat16), np.dtype(ml_dtypes.float8_e4m3fn),
-                                   np.dtype(ml_dtypes.float8_e5m2))
-    except Exception:  # pragma: no cover
-        return False
+    """A float that NumPy does not know (bf16 and the minifloats, from ml_dtypes)."""
+    et = _element_type(dtype)
+    return et is not None and et.is_float and et.dtype.type not in (np.float16, np.float32, np.float64)
 
 
 def is_float_dtype(dtype):
@@ -61,11 +67,39 @@ def is_float_dtype(dtype):
 
 
 def is_int_dtype(dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        return True
-    import ml_dtypes
-    return dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4))
+    """NumPy's integers and ml_dtypes' (int1, int2, int4 and unsigned)."""
+    et = _element_type(dtype)
+    return et is not None and et.is_integer
+
+
+def _sub_byte_bits(dtype):
+    """The width of ml_dtypes' int1..uint4 (kept one per byte), else None."""
+    et = _element_type(dtype)
+    return et.bits if et is not None and et.is_integer and et.is_sub_byte else None
+
+
+def _widen_sub_byte(x):
+    """ml_dtypes' int1..uint4 as int8/uint8 with the same values, which NumPy
+    computes with; the handler's store wraps the result back (modular)."""
+    x = np.asarray(x)
+    if _sub_byte_bits(x.dtype):
+        return x.astype(np.int8 if from_dtype(x.dtype).is_signed_integer else np.uint8)
+    return x
+
+
+def _sub_byte_patterns(x, bits):
+    """(unsigned bit pattern, signed value) of sub-byte ints, as int64."""
+    u = np.asarray(x).astype(np.int64) & ((1 << bits) - 1)
+    return u, u - ((u >> (bits - 1)) << bits)
+
+
+def _wraps_sub_byte(handler):
+    """Runs ``handler`` on sub-byte int operands widened to int8/uint8: right
+    for every op whose result wraps modulo 2^bits (not shifts, popcnt, clz)."""
+    def wrapped(instr, operands, ctx):
+        return handler(instr, [_widen_sub_byte(o) for o in operands], ctx)
+    wrapped.__name__ = handler.__name__
+    return wrapped
 
 
 def _upcast(x):
@@ -181,6 +215,7 @@ def _rounding(instr, operands, ctx):
 
 
 @register("abs")
+@_wraps_sub_byte
 def _abs(instr, operands, ctx):
     x = np.asarray(operands[0])
     if x.dtype == np.bool_:
@@ -189,6 +224,7 @@ def _abs(instr, operands, ctx):
 
 
 @register("negate")
+@_wraps_sub_byte
 def _negate(instr, operands, ctx):
     x = np.asarray(operands[0])
     if x.dtype == np.bool_:
@@ -197,6 +233,7 @@ def _negate(instr, operands, ctx):
 
 
 @register("sign")
+@_wraps_sub_byte
 def _sign(instr, operands, ctx):
     x = _upcast(operands[0])
     if x.dtype == np.bool_:
@@ -218,6 +255,7 @@ def _is_finite(instr, operands, ctx):
 
 
 @register("not")
+@_wraps_sub_byte
 def _not(instr, operands, ctx):
     x = np.asarray(operands[0])
     if x.dtype == np.bool_:
@@ -228,6 +266,9 @@ def _not(instr, operands, ctx):
 @register("popcnt")
 def _popcnt(instr, operands, ctx):
     x = np.asarray(operands[0])
+    if _sub_byte_bits(x.dtype):
+        return _store(np.bitwise_count(_sub_byte_patterns(x, _sub_byte_bits(x.dtype))[0]),
+                      _result_dtype(instr))
     u = x.view(_unsigned_of(x.dtype)) if x.dtype.kind == "i" else x
     return _store(np.bitwise_count(u), _result_dtype(instr))
 
@@ -236,6 +277,9 @@ def _popcnt(instr, operands, ctx):
 def _clz(instr, operands, ctx):
     x = np.asarray(operands[0])
     bits = x.dtype.itemsize * 8
+    if _sub_byte_bits(x.dtype):
+        bits = _sub_byte_bits(x.dtype)
+        x = _sub_byte_patterns(x, bits)[0].astype(np.uint8)
     y = (x.view(_unsigned_of(x.dtype)) if x.dtype.kind == "i" else x).astype(np.uint64)
     length = np.zeros(y.shape, np.int64)
     s = 32
@@ -259,7 +303,8 @@ def _imag(instr, operands, ctx):
     x = np.asarray(operands[0])
     if x.dtype.kind == "c":
         return _store(np.imag(x), _result_dtype(instr))
-    return np.zeros(x.shape, _result_dtype(instr))
+    # Zero converted (f8e8m0fnu has no zero: NaN), not zero bytes.
+    return _store(np.zeros(x.shape, np.float32), _result_dtype(instr))
 
 
 @register("reduce-precision")
@@ -314,6 +359,7 @@ def _pred_arith(fn, a, b):
 
 
 @register("add", "subtract", "multiply")
+@_wraps_sub_byte
 def _arith(instr, operands, ctx):
     fn = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}[instr.opcode]
     a, b = (np.asarray(o) for o in operands)
@@ -350,6 +396,7 @@ def int_remainder(a, b):
 
 
 @register("divide")
+@_wraps_sub_byte
 def _divide(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     if a.dtype == np.bool_:
@@ -361,6 +408,7 @@ def _divide(instr, operands, ctx):
 
 
 @register("remainder")
+@_wraps_sub_byte
 def _remainder(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     if a.dtype == np.bool_:
@@ -398,6 +446,7 @@ def int_power(a, b):
 
 
 @register("power")
+@_wraps_sub_byte
 def _power(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     if a.dtype == np.bool_:
@@ -413,6 +462,7 @@ def nan_max(a, b):
 
 
 @register("maximum", "minimum")
+@_wraps_sub_byte
 def _max_min(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     if a.dtype == np.bool_:
@@ -422,6 +472,7 @@ def _max_min(instr, operands, ctx):
 
 
 @register("and", "or", "xor")
+@_wraps_sub_byte
 def _bitwise(instr, operands, ctx):
     fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[instr.opcode]
     a, b = (np.asarray(o) for o in operands)
@@ -434,6 +485,11 @@ def _mulhi(instr, operands, ctx):
     unsigned for u), as CUDA's __mulhi and XLA's mulhi."""
     a, b = (np.asarray(o) for o in operands)
     dtype = a.dtype
+    if _sub_byte_bits(dtype):
+        bits = _sub_byte_bits(dtype)
+        k = 0 if from_dtype(dtype).is_unsigned_integer else 1
+        product = _sub_byte_patterns(a, bits)[k] * _sub_byte_patterns(b, bits)[k]
+        return _store(product >> bits, _result_dtype(instr))
     bits = dtype.itemsize * 8
     if bits <= 32:
         wide = np.int64 if dtype.kind == "i" else np.uint64
@@ -449,6 +505,19 @@ def _mulhi(instr, operands, ctx):
 def _shift(instr, operands, ctx):
     a, b = (np.asarray(o) for o in operands)
     dtype = a.dtype
+    if _sub_byte_bits(dtype):
+        bits = _sub_byte_bits(dtype)
+        ua, sa = _sub_byte_patterns(a, bits)
+        amount = _sub_byte_patterns(b, bits)[0]
+        too_big = amount >= bits
+        amt = np.where(too_big, 0, amount)
+        if instr.opcode == "shift-left":
+            y = np.where(too_big, 0, ua << amt)
+        elif instr.opcode == "shift-right-logical":
+            y = np.where(too_big, 0, ua >> amt)
+        else:
+            y = sa >> np.where(too_big, bits - 1, amt)
+        return _store(y, _result_dtype(instr))
     bits = dtype.itemsize * 8
     amount = b.view(_unsigned_of(b.dtype)) if b.dtype.kind == "i" else b
     too_big = amount >= bits
@@ -481,19 +550,6 @@ def _complex(instr, operands, ctx):
     return out
 
 
-def total_order_keys(x):
-    """Signed integers ordering x like TOTALORDER (floats via sign-magnitude bits)."""
-    x = np.asarray(x)
-    if x.dtype == np.bool_:
-        return x.astype(np.int8)
-    if not is_float_dtype(x.dtype):
-        return x
-    itype = _signed_of(x.dtype)
-    s = x.view(itype)
-    # Negative floats: flip the magnitude bits so larger magnitudes sort lower.
-    return np.where(s < 0, s ^ np.array(np.iinfo(itype).max, itype), s)
-
-
 _COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
             "GT": np.greater, "GE": np.greater_equal}
 
@@ -506,9 +562,14 @@ def _compare(instr, operands, ctx):
         raise UnimplementedError(f"interpreter: compare direction {direction!r} ({instr.name})")
     fn = _COMPARE[direction]
     ctype = instr.attr("type")
+    if _sub_byte_bits(a.dtype):
+        bits = _sub_byte_bits(a.dtype)
+        signed = ctype == "SIGNED" or (ctype != "UNSIGNED" and from_dtype(a.dtype).is_signed_integer)
+        k = 1 if signed else 0
+        return np.asarray(fn(_sub_byte_patterns(a, bits)[k], _sub_byte_patterns(b, bits)[k]))
     if is_float_dtype(a.dtype):
         if ctype == "TOTALORDER":
-            a, b = total_order_keys(a), total_order_keys(b)
+            a, b = total_order_key(a), total_order_key(b)
         else:
             a, b = _upcast(a), _upcast(b)
     elif a.dtype.kind in "iu":
@@ -526,12 +587,14 @@ def _compare(instr, operands, ctx):
 # ----------------------------------------------------------------------------
 
 @register("select")
+@_wraps_sub_byte
 def _select(instr, operands, ctx):
     pred, a, b = (np.asarray(o) for o in operands)
     return _store(np.where(pred, a, b), _result_dtype(instr))
 
 
 @register("clamp")
+@_wraps_sub_byte
 def _clamp(instr, operands, ctx):
     lo, x, hi = (np.asarray(o) for o in operands)
     dtype = _result_dtype(instr)
@@ -560,8 +623,11 @@ def convert(x, dtype):
             return x.copy()
     if is_int_dtype(dtype) and is_float_dtype(x.dtype):
         return _float_to_int(x, dtype)
-    if is_int_dtype(dtype) and is_int_dtype(x.dtype) and dtype.kind in "iu" and x.dtype.kind in "iu":
-        return x.astype(dtype)  # modular
+    if is_int_dtype(dtype) and is_int_dtype(x.dtype):
+        if dtype.kind in "iu" and x.dtype.kind in "iu":
+            return x.astype(dtype)  # modular
+        # ml_dtypes' int1..uint4 cast only to and from NumPy's integers.
+        return x.astype(np.int64).astype(dtype)
     if is_float_dtype(dtype) and is_int_dtype(x.dtype) and _is_narrow_float(dtype):
         # One rounding: integers up to 2**24 are exact in f32; larger ones go
         # through f64 (exact to 2**53) before the narrow rounding.
@@ -570,6 +636,10 @@ def convert(x, dtype):
         # ml_dtypes goes f64 -> f32 -> narrow: two roundings. Rounding to
         # f32 with round-to-odd first makes the second rounding exact.
         return _f64_to_f32_round_to_odd(x).astype(dtype)
+    if _is_ml_float(dtype) and _is_ml_float(x.dtype):
+        # ml_dtypes casts some pairs only through f32 (f8e8m0fnu and the
+        # others), where every value of theirs is exact: one rounding.
+        return x.astype(np.float32).astype(dtype)
     return x.astype(dtype)
 
 

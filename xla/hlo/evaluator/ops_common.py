@@ -1,7 +1,7 @@
 """Helpers shared by the interpreter's op handlers (ops_*.py); registers nothing."""
 import numpy as np
 
-from xla.hlo.types import PrimitiveType
+from xla.hlo.types import MINIFLOAT_FORMATS, PrimitiveType, from_dtype
 
 # Elementwise binary opcodes a two-parameter scalar computation may consist
 # of, with the NumPy ufunc that computes them (used for fast paths only; the
@@ -143,8 +143,9 @@ def compute_dtype(result_dtype, *operand_dtypes):
     result_dtype = np.dtype(result_dtype)
     if result_dtype == np.bool_:
         return np.dtype(np.int64)
-    if result_dtype.kind in "iu":
-        return np.dtype(np.uint64) if result_dtype.kind == "u" else np.dtype(np.int64)
+    if result_dtype.kind in "iu" or from_dtype(result_dtype).is_integer:
+        unsigned = from_dtype(result_dtype).is_unsigned_integer
+        return np.dtype(np.uint64) if unsigned else np.dtype(np.int64)
     if result_dtype.kind == "c":
         return result_dtype
     if result_dtype.kind == "V" or result_dtype.itemsize < 4 or result_dtype not in (
@@ -161,6 +162,8 @@ def to_compute(x, dtype):
     x = np.asarray(x)
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
+        if x.dtype.kind == "V" and from_dtype(x.dtype).is_integer:  # ml_dtypes' int1..uint4
+            return x.astype(np.int64).astype(dtype)
         if x.dtype.kind == "f" or x.dtype.kind == "V":
             return x.astype(np.float64).astype(np.int64).astype(dtype)
         if x.dtype.kind == "c":
@@ -178,6 +181,8 @@ def from_compute(x, result_dtype):
     x = np.asarray(x)
     if result_dtype == np.bool_:
         return x != 0
+    if x.dtype.kind in "iu" and result_dtype.kind == "V":  # to int1..uint4: modular
+        return x.astype(np.int64).astype(result_dtype)
     return x.astype(result_dtype)
 
 
@@ -219,15 +224,14 @@ def total_order_key(x):
         return x
     if x.dtype.kind == "c":
         raise TypeError("no total order key for complex values")
-    bits = x.dtype.itemsize * 8
-    if x.dtype.kind == "V" or x.dtype not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
-        # ml_dtypes floats: bitcast to an unsigned int of the same width.
-        utype = {1: np.uint8, 2: np.uint16}[x.dtype.itemsize]
-        u = x.view(utype).astype(np.int64)
-        sign = (u >> (bits - 1)) & 1
-        mag = u & ((1 << (bits - 1)) - 1)
-        # Negative values: reverse magnitude order, below all non-negatives.
-        return np.where(sign == 1, -mag - 1, mag)
+    et = from_dtype(x.dtype)
+    if et.is_integer:  # ml_dtypes' int1..uint4
+        return x.astype(np.int64)
+    if et in MINIFLOAT_FORMATS:
+        return MINIFLOAT_FORMATS[et].total_order_keys(x.view(np.uint8))
+    if x.dtype.kind == "V":  # bf16: sign and magnitude
+        u = x.view(np.uint16).astype(np.int64)
+        return np.where(u >> 15, -(u & 0x7FFF) - 1, u & 0x7FFF)
     itype = {2: np.int16, 4: np.int32, 8: np.int64}[x.dtype.itemsize]
     s = x.view(itype)
     return np.where(s < 0, s ^ np.array(np.iinfo(itype).max, itype), s)

@@ -17,6 +17,7 @@ result for is_stable=false.
 """
 import numpy as np
 
+from xla.hlo.evaluator.elementwise import is_float_dtype
 from xla.hlo.evaluator.ops_common import call_elementwise, total_order_key
 from xla.hlo.evaluator.registry import register
 
@@ -80,7 +81,7 @@ def _sort_key(x, ctype, descending):
     x = np.asarray(x)
     if x.dtype.kind == "c":
         return None
-    if x.dtype.kind in "fV" and ctype != "TOTALORDER":
+    if is_float_dtype(x.dtype) and ctype != "TOTALORDER":
         # FLOAT comparison: -0 == +0; NaN (unordered) placed last ascending.
         x = np.where(x == 0, np.zeros((), x.dtype), x)
         key = total_order_key(x)
