@@ -107,6 +107,6 @@ def test_the_cpu_pipeline_uses_the_cpu_fusion_policy():
     fusions = [p for p in pipeline.passes if getattr(p, "name", None) == "fusion"]
     assert len(fusions) == 1 and fusions[0].policy == CPU_FUSION_POLICY
     names = [p.name for p in pipeline.passes]
-    assert names[:2] == ["sub-byte-size-removal", "custom-fusion-inliner"]
+    assert names[:3] == ["sub-byte-size-removal", "async-to-sync", "custom-fusion-inliner"]
     assert names[-1] == "hlo-memory-scheduler"
     assert names.index("layout-assignment") < names.index("fusion") < names.index("copy-insertion")
