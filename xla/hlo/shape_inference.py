@@ -1606,11 +1606,19 @@ def _add_dependency(instr, shapes):
     return shapes[0].without_layout()
 
 
-@rule("after-all", min_operands=0)
-def _after_all(instr, shapes):
+def infer_after_all_shape(shapes):
+    """XLA's ShapeInference::InferAfterAllShape, for builders: every operand a token."""
     for i, s in enumerate(shapes):
         if not s.is_token:
             raise ShapeError(f"operand {i} has shape {_s(s)} but after-all needs token[]")
+    return Shape.token()
+
+
+@rule("after-all", min_operands=0)
+def _after_all(instr, shapes):
+    # As XLA's verifier (ShapeVerifier::HandleAfterAll): the result is a
+    # token whatever the operands are; only builders insist on tokens
+    # (infer_after_all_shape). An operand is an ordering edge, nothing more.
     return Shape.token()
 
 
