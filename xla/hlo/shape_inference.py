@@ -51,6 +51,7 @@ from typing import NamedTuple
 from xla.errors import ShapeError
 from xla.hlo import opcodes
 from xla.hlo.attributes import RawAttr, Window
+from xla.hlo.scan import infer_scan_shape
 from xla.hlo.shape import Shape
 from xla.hlo.types import PrimitiveType
 
@@ -1571,6 +1572,12 @@ def _fusion(instr, shapes):
     sig = _sig(instr, "calls")
     check_call_parameters(sig, shapes, "fusion", "fused computation")
     return sig.result.without_layout()
+
+
+@rule("scan", min_operands=1)
+def _scan(instr, shapes):
+    return infer_scan_shape(shapes, _attr(instr, "dimensions"), _attr(instr, "num_carries"),
+                            _sig(instr, "to_apply"))
 
 
 @rule("while", operands=1)

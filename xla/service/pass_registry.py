@@ -26,6 +26,7 @@ PASSES = {
     "layout-assignment": "xla.service.layout_assignment:LayoutAssignment",
     "ragged-dot-expander": "xla.service.ragged_dot_expander:RaggedDotExpander",
     "scaled-dot-expander": "xla.service.scaled_dot_expander:ScaledDotExpander",
+    "scan-expander": "xla.service.scan_expander:ScanExpander",
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":
         "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",
