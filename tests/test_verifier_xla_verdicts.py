@@ -6,6 +6,11 @@ here with NumPy.
   ``ShapeVerifier::HandleAfterAll`` checks only that the result is a
   token; ``ShapeInference::InferAfterAllShape``, which wants tokens, is the
   builders' check, ``shape_inference.infer_after_all_shape`` here).
+* ``allow_mixed_precision`` (XLA's HloVerifierOpts; HloTestBase turns it
+  on): operands of different floating-point precisions, and a declared
+  result whose precision differs from the inferred one, are accepted with
+  it and refused without it (naming the instruction), as XLA's
+  ``CheckMixedPrecisionOperands`` and ``CheckShape`` do.
 """
 import numpy as np
 import pytest
@@ -49,3 +54,69 @@ def test_after_all_on_arrays_runs(platform):
     y = np.array([7, 8], np.int32)
     got = xla.compile(AFTER_ALL_ON_ARRAYS, platform).execute(x, y)
     np.testing.assert_array_equal(np.asarray(got), -x)
+
+
+def module(body, params="x = f16[4] parameter(0)\n  y = f32[4] parameter(1)"):
+    return f"HloModule m\nENTRY e {{\n  {params}\n  {body}\n}}\n"
+
+
+MIXED_ACCEPTED = {
+    "maximum": "ROOT r = f32[4] maximum(x, y)",
+    "narrower result": "ROOT r = f16[4] maximum(x, y)",
+    "compare": "ROOT r = pred[4] compare(x, y), direction=GT",
+    "select": "p = pred[4] compare(y, y), direction=EQ\n  ROOT r = f32[4] select(p, x, y)",
+    "clamp": "ROOT r = f32[4] clamp(x, y, y)",
+    "pad": "z = f32[] constant(0)\n  ROOT r = f32[6] pad(x, z), padding=1_1",
+    "unary result": "ROOT r = bf16[4] negate(y)",
+    "reshape result": "ROOT r = f16[2,2] reshape(y)",
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIXED_ACCEPTED))
+def test_mixed_precision_needs_the_option(case):
+    text = module(MIXED_ACCEPTED[case])
+    xla.verify_module(xla.parse_hlo_module(text), allow_mixed_precision=True)
+    with pytest.raises(VerifierError, match=r"instruction %r in computation %e: "):
+        xla.verify_module(xla.parse_hlo_module(text))
+
+
+@pytest.mark.parametrize("body,pattern", [
+    # Precision only: an integer is no float, dimensions still count.
+    ("z = s32[4] parameter(2)\n  ROOT r = f32[4] maximum(y, z)", "operand 1 has shape s32"),
+    ("ROOT r = s32[4] negate(y)", "declared shape s32"),
+    ("z = f32[5] parameter(2)\n  ROOT r = f32[4] maximum(x, z)", "operand 1 has shape f32\\[5\\]"),
+    # Results that are their input's bits compare exactly (XLA's CheckShape).
+    ("t = (f16[4], f32[4]) tuple(x, y)\n  ROOT r = f32[4] get-tuple-element(t), index=0",
+     "declared shape f32\\[4\\] does not match"),
+])
+def test_the_option_ignores_precision_only(body, pattern):
+    with pytest.raises(VerifierError, match=pattern):
+        xla.verify_module(xla.parse_hlo_module(module(body)), allow_mixed_precision=True)
+
+
+def test_pass_through_ops_mix_precisions_without_the_option():
+    # XLA's CheckMixedPrecisionOperands exempts tuple, call, while, dot...
+    xla.verify_module(xla.parse_hlo_module(module("ROOT r = (f16[4], f32[4]) tuple(x, y)")))
+
+
+@pytest.mark.parametrize("platform", ["interpreter", "cpu"])
+@pytest.mark.parametrize("case", sorted(MIXED_ACCEPTED))
+def test_mixed_precision_runs(case, platform):
+    import ml_dtypes
+    x = np.array([1.5, -2.0, 3.25, 0.1], np.float16)
+    y = np.array([1.0, -3.0, 4.0, 0.1], np.float32)
+    xf = x.astype(np.float32)   # exact
+    want = {
+        "maximum": np.maximum(xf, y),
+        "narrower result": np.maximum(xf, y).astype(np.float16),
+        "compare": xf > y,
+        "select": xf,
+        "clamp": np.minimum(np.maximum(xf, y), y),
+        "pad": np.pad(xf, 1),
+        "unary result": (-y).astype(ml_dtypes.bfloat16),
+        "reshape result": y.reshape(2, 2).astype(np.float16),
+    }[case]
+    got = np.asarray(xla.compile(module(MIXED_ACCEPTED[case]), platform,
+                                 allow_mixed_precision=True).execute(x, y))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -108,6 +108,46 @@ def _same_dims(a, b):
     return _dims_match(a.dimensions, b.dimensions)
 
 
+# ----- mixed floating-point precision (XLA: ShapeInference accepts it; the
+# verifier refuses it unless allow_mixed_precision) ----------------------------
+
+def _precision_key(et):
+    """XLA's primitive_util::HigherPrecisionType order: complex first, then
+    exponent range, significand width, bit width, signedness."""
+    component = et.complex_component_type if et.is_complex else et
+    if component.is_float:
+        import ml_dtypes
+        info = ml_dtypes.finfo(component.dtype)
+        exponent_range, significand = info.maxexp - info.minexp, info.nmant + 1
+    else:
+        exponent_range = significand = -1
+    return (et.is_complex, exponent_range, significand, component.bits,
+            component.is_signed_integer)
+
+
+def higher_precision_type(a, b):
+    """The element type of an op mixing ``a`` and ``b`` (the first on a tie)."""
+    return b if _precision_key(a) < _precision_key(b) else a
+
+
+def same_type_ignoring_fp_precision(a, b):
+    """XLA's ShapeUtil::SameElementTypeIgnoringFpPrecision on element types."""
+    return a is b or (a.is_float and b.is_float)
+
+
+def shapes_match_ignoring_fp_precision(declared, inferred):
+    """``shapes_match`` where two floating-point types count as equal
+    (XLA's ShapeUtil::CompatibleIgnoringFpPrecision)."""
+    if declared.is_tuple or inferred.is_tuple:
+        return (declared.is_tuple and inferred.is_tuple and
+                len(declared.tuple_shapes) == len(inferred.tuple_shapes) and
+                all(shapes_match_ignoring_fp_precision(a, b)
+                    for a, b in zip(declared.tuple_shapes, inferred.tuple_shapes)))
+    if not same_type_ignoring_fp_precision(declared.element_type, inferred.element_type):
+        return False
+    return declared.is_token or _dims_match(declared.dimensions, inferred.dimensions)
+
+
 def _require_array(shape, what, op):
     if not isinstance(shape, Shape) or not shape.is_array:
         raise ShapeError(f"{what} of {op} must be an array, got {_s(shape)}")
@@ -206,10 +246,13 @@ def infer_binary_shape(opcode, lhs, rhs):
     """
     _require_array(lhs, "operand 0", opcode)
     _require_array(rhs, "operand 1", opcode)
-    if not _same_dims(lhs, rhs) or lhs.element_type is not rhs.element_type:
+    mixed_ok = opcode != "complex"
+    if not _same_dims(lhs, rhs) or not (
+            lhs.element_type is rhs.element_type or
+            (mixed_ok and same_type_ignoring_fp_precision(lhs.element_type, rhs.element_type))):
         raise ShapeError(f"operand 1 has shape {_s(rhs)} but {opcode} needs "
                          f"{_s(_array(lhs.element_type, lhs.dimensions))} (the shape of operand 0)")
-    et = lhs.element_type
+    et = higher_precision_type(lhs.element_type, rhs.element_type)
     kinds = _BINARY_TYPES.get(opcode)
     if kinds is not None and not _kind_ok(et, kinds):
         raise ShapeError(f"{opcode} does not accept element type {et.text}")
@@ -229,13 +272,14 @@ def infer_select_shape(pred, on_true, on_false):
     if pred.element_type is not P.PRED:
         raise ShapeError(f"select's predicate must have element type pred, got {_s(pred)}")
     _require_array(on_true, "operand 1", "select")
-    if not shapes_match(on_true, on_false):
+    if not shapes_match_ignoring_fp_precision(on_true, on_false):
         raise ShapeError(f"operand 2 has shape {_s(on_false)} but select needs {_s(on_true)} "
                          f"(the shape of operand 1)")
     if not pred.is_scalar and not _same_dims(pred, on_true):
         raise ShapeError(f"select's predicate {_s(pred)} must be a scalar or have the "
                          f"dimensions of {_s(on_true)}")
-    return on_true.without_layout()
+    return on_true.without_layout().with_element_type(
+        higher_precision_type(on_true.element_type, on_false.element_type))
 
 
 def infer_clamp_shape(min_, operand, max_):
@@ -243,7 +287,7 @@ def infer_clamp_shape(min_, operand, max_):
     _require_array(operand, "operand 1", "clamp")
     for i, bound in ((0, min_), (2, max_)):
         _require_array(bound, f"operand {i}", "clamp")
-        if bound.element_type is not operand.element_type or not (
+        if not same_type_ignoring_fp_precision(bound.element_type, operand.element_type) or not (
                 bound.is_scalar or _same_dims(bound, operand)):
             raise ShapeError(f"operand {i} has shape {_s(bound)} but clamp needs "
                              f"{operand.element_type.text}[] or {_s(operand)}")
@@ -445,7 +489,7 @@ def infer_concatenate_shape(shapes, dimension):
 def infer_pad_shape(operand, padding_value, padding):
     _require_array(operand, "operand 0", "pad")
     if not (padding_value.is_array and padding_value.is_scalar and
-            padding_value.element_type is operand.element_type):
+            same_type_ignoring_fp_precision(padding_value.element_type, operand.element_type)):
         raise ShapeError(f"operand 1 (padding value) has shape {_s(padding_value)} but pad needs "
                          f"{operand.element_type.text}[]")
     if padding is None or len(padding) != operand.rank:
@@ -461,7 +505,8 @@ def infer_pad_shape(operand, padding_value, padding):
             raise ShapeError(f"pad dimension {i}: padding {low}_{high}_{interior} of size {d} "
                              f"gives a negative size")
         out.append(size)
-    return _array(operand.element_type, out, operand.dynamic)
+    return _array(higher_precision_type(operand.element_type, padding_value.element_type), out,
+                  operand.dynamic)
 
 
 def infer_reverse_shape(operand, dimensions):

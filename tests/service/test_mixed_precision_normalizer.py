@@ -1,0 +1,104 @@
+"""mixed_precision_normalizer: ops that mix floating-point precisions (what
+the verifier accepts with allow_mixed_precision, as XLA's test modules use
+it) get explicit converts; expected values are NumPy's, computed here."""
+import numpy as np
+import pytest
+
+import xla
+from pass_test_util import run_pass
+from xla.errors import UnimplementedError
+from xla.service.mixed_precision_normalizer import MixedPrecisionNormalizer
+
+MIXED = """HloModule m
+
+ENTRY e {
+  x = f16[4]{0} parameter(0)
+  y = f32[4]{0} parameter(1)
+  p = f32[] parameter(2)
+  mx = f32[4]{0} maximum(x, y)
+  narrow = f16[4]{0} maximum(x, y)
+  pd = f32[6]{0} pad(x, p), padding=1_1
+  lt = pred[4]{0} compare(x, y), direction=LT
+  sel = f32[4]{0} select(lt, x, y)
+  cl = f32[4]{0} clamp(x, y, p)
+  n = bf16[4]{0} negate(y)
+  ROOT t = (f32[4]{0}, f16[4]{0}, f32[6]{0}, pred[4]{0}, f32[4]{0}, f32[4]{0}, bf16[4]{0}) tuple(mx, narrow, pd, lt, sel, cl, n)
+}
+"""
+
+NORMALIZED = """HloModule m
+
+ENTRY e {
+  x = f16[4]{0} parameter(0)
+  y = f32[4]{0} parameter(1)
+  p = f32[] parameter(2)
+  convert.1 = f32[4]{0} convert(x)
+  mx = f32[4]{0} maximum(convert.1, y)
+  convert.3 = f32[4]{0} convert(x)
+  maximum.4 = f32[4]{0} maximum(convert.3, y)
+  narrow = f16[4]{0} convert(maximum.4)
+  convert.6 = f32[4]{0} convert(x)
+  pd = f32[6]{0} pad(convert.6, p), padding=1_1
+  convert.8 = f32[4]{0} convert(x)
+  lt = pred[4]{0} compare(convert.8, y), direction=LT
+  convert.10 = f32[4]{0} convert(x)
+  sel = f32[4]{0} select(lt, convert.10, y)
+  convert.12 = f32[4]{0} convert(x)
+  cl = f32[4]{0} clamp(convert.12, y, p)
+  negate.14 = f32[4]{0} negate(y)
+  n = bf16[4]{0} convert(negate.14)
+  ROOT t = (f32[4]{0}, f16[4]{0}, f32[6]{0}, pred[4]{0}, f32[4]{0}, f32[4]{0}, bf16[4]{0}) tuple(mx, narrow, pd, lt, sel, cl, n)
+}
+"""
+
+X = np.array([1.5, -2.0, 3.25, 0.1], np.float16)
+Y = np.array([1.0, -3.0, 4.0, 0.1], np.float32)
+P = np.float32(0.5)
+
+
+def expected():
+    import ml_dtypes
+    x = X.astype(np.float32)   # f16 -> f32 is exact
+    mx = np.maximum(x, Y)
+    lt = x < Y
+    return [mx, mx.astype(np.float16), np.pad(x, 1, constant_values=P), lt, np.where(lt, x, Y),
+            np.minimum(np.maximum(x, Y), P), (-Y).astype(ml_dtypes.bfloat16)]
+
+
+def test_converts_are_explicit():
+    m, changed = run_pass(MixedPrecisionNormalizer(), MIXED, verify=False)
+    assert changed
+    assert m.to_text() == NORMALIZED
+    xla.verify_module(m)                          # no mixed precision left
+    assert not MixedPrecisionNormalizer().run(m)  # idempotent
+
+
+def test_without_mixed_precision_nothing_changes():
+    text = ("HloModule m\nENTRY e {\n  x = bf16[4] parameter(0)\n  c = f32[4] convert(x)\n"
+            "  ROOT d = f32[] dot(c, c), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n}\n")
+    m, changed = run_pass(MixedPrecisionNormalizer(), text)
+    assert not changed
+
+
+@pytest.mark.parametrize("platform", ["interpreter", "cpu"])
+def test_values(platform):
+    got = xla.compile(MIXED, platform, allow_mixed_precision=True).execute(X, Y, P)
+    for g, w in zip(got, expected()):
+        g = np.asarray(g)
+        assert g.dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_without_the_option_the_backends_refuse_it():
+    with pytest.raises(xla.errors.VerifierError,
+                       match=r"instruction %mx in computation %e: operands mix floating-point types "
+                             r"f16 and f32, but mixed precision is disallowed"):
+        xla.compile(MIXED, "cpu")
+
+
+def test_what_it_cannot_convert_is_named():
+    text = ("HloModule m\nENTRY e {\n  x = f16[2] parameter(0)\n  y = f32[3] parameter(1)\n"
+            "  ROOT c = f32[5] concatenate(x, y), dimensions={0}\n}\n")
+    with pytest.raises(UnimplementedError, match=r"concatenate %c in %e mixes floating-point "
+                                                 r"types f16, f32"):
+        run_pass(MixedPrecisionNormalizer(), text, verify=False)
