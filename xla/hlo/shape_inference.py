@@ -16,6 +16,10 @@ verifier prefixes it with the instruction and computation.
 
 Contracts:
 
+* Floating-point precisions may mix where XLA's shape inference lets them
+  (binary elementwise ops and compare, select, clamp, pad): the result has
+  the higher precision (``higher_precision_type``). Whether a module may
+  mix them is the verifier's ``allow_mixed_precision``.
 * Inferred shapes carry no layout. Compare them with declared shapes with
   ``shapes_match`` (layout and dynamic flags ignored; for a bounded dynamic
   dimension the bound is compared; an unbounded ``?`` matches any size).
