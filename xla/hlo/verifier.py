@@ -70,8 +70,10 @@ def find_cycle(offsets, indices):
 
 # XLA's CheckMixedPrecisionOperands lets these mix floating-point types (data
 # passes through, or the op converts by definition); scan as while (jaxlib
-# 0.10.2 accepts a scan with an f32 input and a bf16 carry).
-MIXED_PRECISION_EXEMPT = frozenset("""call conditional constant convolution dot all-reduce
+# 0.10.2 accepts a scan with an f32 input and a bf16 carry), ragged-dot and
+# scaled-dot as dot (f8 operands with bf16 scales are scaled-dot's use).
+MIXED_PRECISION_EXEMPT = frozenset("""call conditional constant convolution dot ragged-dot
+scaled-dot all-reduce
 all-reduce-start all-reduce-done all-gather all-gather-start all-gather-done async-done
 async-update async-start copy-done copy-start custom-call domain fusion get-tuple-element
 opt-barrier infeed outfeed parameter recv recv-done reduce-precision reduce-window send send-done
