@@ -89,6 +89,15 @@ def test_values(platform):
         np.testing.assert_array_equal(g, w)
 
 
+def test_values_on_the_gpu_emulator():
+    # The GPU pipeline starts with the target-independent one, normalizer first.
+    if "gpu_emulator" not in xla.runtime.available_platforms():
+        pytest.skip("no gpu_emulator platform here")
+    got = xla.compile(MIXED, "gpu_emulator", allow_mixed_precision=True).execute(X, Y, P)
+    for g, w in zip(got, expected()):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
 def test_without_the_option_the_backends_refuse_it():
     with pytest.raises(xla.errors.VerifierError,
                        match=r"instruction %mx in computation %e: operands mix floating-point types "
