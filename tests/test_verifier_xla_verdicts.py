@@ -67,6 +67,7 @@ MIXED_ACCEPTED = {
     "select": "p = pred[4] compare(y, y), direction=EQ\n  ROOT r = f32[4] select(p, x, y)",
     "clamp": "ROOT r = f32[4] clamp(x, y, y)",
     "pad": "z = f32[] constant(0)\n  ROOT r = f32[6] pad(x, z), padding=1_1",
+    "concatenate": "ROOT r = f32[8] concatenate(x, y), dimensions={0}",
     "unary result": "ROOT r = bf16[4] negate(y)",
     "reshape result": "ROOT r = f16[2,2] reshape(y)",
 }
@@ -113,6 +114,7 @@ def test_mixed_precision_runs(case, platform):
         "select": xf,
         "clamp": np.minimum(np.maximum(xf, y), y),
         "pad": np.pad(xf, 1),
+        "concatenate": np.concatenate([xf, y]),
         "unary result": (-y).astype(ml_dtypes.bfloat16),
         "reshape result": y.reshape(2, 2).astype(np.float16),
     }[case]

@@ -17,7 +17,7 @@ verifier prefixes it with the instruction and computation.
 Contracts:
 
 * Floating-point precisions may mix where XLA's shape inference lets them
-  (binary elementwise ops and compare, select, clamp, pad): the result has
+  (binary elementwise ops and compare, select, clamp, pad, concatenate): the result has
   the higher precision (``higher_precision_type``). Whether a module may
   mix them is the verifier's ``allow_mixed_precision``.
 * Inferred shapes carry no layout. Compare them with declared shapes with
@@ -476,18 +476,21 @@ def infer_concatenate_shape(shapes, dimension):
     if dimension is None or not 0 <= dimension < first.rank:
         raise ShapeError(f"concatenate dimension {dimension} is out of range for {_s(first)}")
     total = 0
+    et = first.element_type
     for i, s in enumerate(shapes):
         _require_array(s, f"operand {i}", "concatenate")
-        ok = (s.element_type is first.element_type and s.rank == first.rank and
+        ok = (same_type_ignoring_fp_precision(s.element_type, first.element_type) and
+              s.rank == first.rank and
               all(a == b for j, (a, b) in enumerate(zip(s.dimensions, first.dimensions)) if j != dimension))
         if not ok:
             raise ShapeError(f"operand {i} has shape {_s(s)} but concatenate along dimension "
                              f"{dimension} needs the other dimensions and type of {_s(first)}")
         total += s.dimensions[dimension]
+        et = higher_precision_type(et, s.element_type)
     dims = list(first.dimensions)
     dims[dimension] = total
     dyn = [any(_dyn(s, j) for s in shapes) for j in range(first.rank)]
-    return _array(first.element_type, dims, dyn)
+    return _array(et, dims, dyn)
 
 
 def infer_pad_shape(operand, padding_value, padding):

@@ -8,7 +8,8 @@ Two rewrites, for every instruction outside ``EXACT_SHAPE_OPCODES`` (whose
 result is its input's bits) of every computation:
 
 * operands of different floating-point types, for the elementwise ops
-  (``add``, ``maximum``, ``compare``, ``select``, ``clamp``...) and ``pad``:
+  (``add``, ``maximum``, ``compare``, ``select``, ``clamp``...), ``pad`` and
+  ``concatenate``:
   every floating-point operand is converted to the highest precision among
   them (XLA's HigherPrecisionType: exponent range, then significand), and
   the op computes in that type;
@@ -35,7 +36,7 @@ from xla.service.hlo_pass import HloPass
 
 # Opcodes whose floating-point operands may be converted to one type.
 _CONVERTIBLE = (opcodes.ELEMENTWISE - {"map", "convert", "bitcast-convert", "reduce-precision",
-                                       "stochastic-convert"}) | {"pad"}
+                                       "stochastic-convert"}) | {"pad", "concatenate"}
 
 
 def _float_types(instr):
@@ -84,7 +85,7 @@ class MixedPrecisionNormalizer(HloPass):
                 raise UnimplementedError(
                     f"mixed precision: {instr.opcode} %{instr.name} in %{comp.name} mixes "
                     f"floating-point types {', '.join(sorted(t.text for t in types))}; only "
-                    f"elementwise ops and pad are converted to one type")
+                    f"elementwise ops, pad and concatenate are converted to one type")
             target = None
             for t in types:
                 target = t if target is None else higher_precision_type(target, t)
