@@ -122,3 +122,15 @@ def test_mixed_precision_runs(case, platform):
                                  allow_mixed_precision=True).execute(x, y))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def test_higher_precision_is_xlas_order():
+    # primitive_util::HigherPrecisionType: exponent range, then significand.
+    from xla.hlo.types import PrimitiveType as P
+    hp = shape_inference.higher_precision_type
+    assert hp(P.F16, P.BF16) is P.BF16 and hp(P.BF16, P.F16) is P.BF16   # range wins
+    assert hp(P.F8E5M2, P.F16) is P.F16       # same range, more significand
+    assert hp(P.BF16, P.F32) is P.F32 and hp(P.F64, P.F32) is P.F64
+    text = module("ROOT r = bf16[4] maximum(x, y)", "x = f16[4] parameter(0)\n  y = bf16[4] parameter(1)")
+    m = xla.parse_hlo_module(text.replace("ROOT r = bf16[4] maximum", "ROOT r = maximum"))
+    assert m.entry.root_instruction.shape.to_text(False) == "bf16[4]"
