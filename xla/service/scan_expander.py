@@ -9,8 +9,10 @@ reads each input at position ``p`` (``index``, or ``L - 1 - index`` when
 dimension, runs ``to_apply`` on those slices and the carries (inlined into
 the body), writes each output at ``p`` with a reshape and a
 dynamic-update-slice, and passes the new carries on. The outputs start as
-zeros (every position is written before the loop ends; a scan of length 0
-gives empty outputs and its initial carries). The scan's result is rebuilt
+zeros (every position is written before the loop ends). A scan of length 0
+has no loop: its result is empty outputs and the initial carries (XLA's
+expander builds the loop anyway, whose dynamic-slice of size 1 over a
+dimension of size 0 its own verifier refuses). The scan's result is rebuilt
 from the loop's: a tuple ``(outputs..., carries...)``, or its one element
 when the scan's shape is no tuple. ``is_associative`` is ignored: the loop
 is the sequential scan, whose values are the scan's by definition.
@@ -166,6 +168,10 @@ class ScanExpander(OpExpanderPass):
 
     def expand(self, b, instr):
         s = _Scan(instr)
+        if s.length == 0:
+            results = [b.add("broadcast", shape, [b.constant(0, shape.element_type)], dimensions=())
+                       for shape in s.output_shapes] + list(s.inits)
+            return b.add("tuple", instr.shape, results) if instr.shape.is_tuple else results[0]
         module = b.module
         condition, body = s.condition(module), s.body(module)
         _add_before(module, [condition, body], b.comp)
