@@ -68,6 +68,7 @@ MIXED_ACCEPTED = {
     "clamp": "ROOT r = f32[4] clamp(x, y, y)",
     "pad": "z = f32[] constant(0)\n  ROOT r = f32[6] pad(x, z), padding=1_1",
     "concatenate": "ROOT r = f32[8] concatenate(x, y), dimensions={0}",
+    "dynamic-update-slice": "i = s32[] constant(0)\n  ROOT r = f32[4] dynamic-update-slice(y, x, i)",
     "unary result": "ROOT r = bf16[4] negate(y)",
     "reshape result": "ROOT r = f16[2,2] reshape(y)",
 }
@@ -115,6 +116,7 @@ def test_mixed_precision_runs(case, platform):
         "clamp": np.minimum(np.maximum(xf, y), y),
         "pad": np.pad(xf, 1),
         "concatenate": np.concatenate([xf, y]),
+        "dynamic-update-slice": xf,
         "unary result": (-y).astype(ml_dtypes.bfloat16),
         "reshape result": y.reshape(2, 2).astype(np.float16),
     }[case]

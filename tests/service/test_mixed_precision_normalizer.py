@@ -106,9 +106,8 @@ def test_without_the_option_the_backends_refuse_it():
 
 
 def test_what_it_cannot_convert_is_named():
-    text = ("HloModule m\nENTRY e {\n  x = f16[3] parameter(0)\n  y = f32[3] parameter(1)\n"
-            "  z = s32[] constant(1)\n"
-            "  ROOT c = f32[3] dynamic-update-slice(y, x, z)\n}\n")
-    with pytest.raises(UnimplementedError, match=r"dynamic-update-slice %c in %e mixes "
-                                                 r"floating-point types f16, f32"):
+    text = ("HloModule m\nENTRY e {\n  x = f16[] parameter(0)\n  y = f32[] parameter(1)\n"
+            "  ROOT c = f32[3] rng(x, y), distribution=rng_uniform\n}\n")
+    with pytest.raises(UnimplementedError, match=r"rng %c in %e mixes floating-point types "
+                                                 r"f16, f32"):
         run_pass(MixedPrecisionNormalizer(), text, verify=False)

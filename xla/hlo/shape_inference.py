@@ -18,7 +18,8 @@ Contracts:
 
 * Floating-point precisions may mix where XLA's shape inference lets them
   (binary elementwise ops and compare, select, clamp, pad, concatenate): the result has
-  the higher precision (``higher_precision_type``). Whether a module may
+  the higher precision (``higher_precision_type``); a dynamic-update-slice's
+  update may differ from its operand (the result is the operand's). Whether a module may
   mix them is the verifier's ``allow_mixed_precision``.
 * Inferred shapes carry no layout. Compare them with declared shapes with
   ``shapes_match`` (layout and dynamic flags ignored; for a bounded dynamic
@@ -457,7 +458,8 @@ def infer_dynamic_slice_shape(operand, index_shapes, slice_sizes):
 def infer_dynamic_update_slice_shape(operand, update, index_shapes):
     _require_array(operand, "operand 0", "dynamic-update-slice")
     _require_array(update, "operand 1 (update)", "dynamic-update-slice")
-    if update.element_type is not operand.element_type or update.rank != operand.rank:
+    if not same_type_ignoring_fp_precision(update.element_type, operand.element_type) or \
+            update.rank != operand.rank:
         raise ShapeError(f"operand 1 (update) has shape {_s(update)} but dynamic-update-slice "
                          f"needs a rank-{operand.rank} {operand.element_type.text} array")
     for i, (u, d) in enumerate(zip(update.dimensions, operand.dimensions)):

@@ -9,10 +9,10 @@ result is its input's bits) of every computation:
 
 * operands of different floating-point types, for the elementwise ops
   (``add``, ``maximum``, ``compare``, ``select``, ``clamp``...), ``pad`` and
-  ``concatenate``:
-  every floating-point operand is converted to the highest precision among
-  them (XLA's HigherPrecisionType: exponent range, then significand), and
-  the op computes in that type;
+  ``concatenate``: every floating-point operand is converted to the highest
+  precision among them (XLA's HigherPrecisionType: exponent range, then
+  significand), and the op computes in that type; a
+  ``dynamic-update-slice``'s update is converted to its operand's type;
 * a declared result type that differs in floating-point precision from the
   inferred one (``maximum(f16, f32) -> f16``, ``negate(f32) -> bf16``,
   ``reshape(f32) -> f16``...): the op computes its inferred type and a
@@ -21,8 +21,9 @@ result is its input's bits) of every computation:
 What it cannot rewrite raises ``UnimplementedError`` naming the
 instruction, never a silent wrong answer: mixed operands of any other
 opcode outside ``MIXED_PRECISION_EXEMPT`` (where mixing is the op's own
-business: dot, convolution, call, while...) and ``map`` (whose operands
-each feed a parameter of their own type), and a differing precision in a
+business: dot, convolution, call, while...), ``map`` (whose operands
+each feed a parameter of their own type), ``after-all`` and
+``add-dependency`` (which compute nothing), and a differing precision in a
 tuple-shaped result. Modules without mixed precision are left alone (the
 check per instruction looks at operand and result types before inferring
 anything).
@@ -36,7 +37,8 @@ from xla.service.hlo_pass import HloPass
 
 # Opcodes whose floating-point operands may be converted to one type.
 _CONVERTIBLE = (opcodes.ELEMENTWISE - {"map", "convert", "bitcast-convert", "reduce-precision",
-                                       "stochastic-convert"}) | {"pad", "concatenate"}
+                                       "stochastic-convert"}) | {"pad", "concatenate",
+                                                                 "dynamic-update-slice"}
 
 
 def _float_types(instr):
@@ -45,8 +47,9 @@ def _float_types(instr):
 
 
 # Operands mixing types that need no convert: map's operands each feed a
-# parameter of their own type (shape inference checks it).
-_NO_CONVERT = MIXED_PRECISION_EXEMPT | {"map"}
+# parameter of their own type (shape inference checks it); after-all and
+# add-dependency compute nothing.
+_NO_CONVERT = MIXED_PRECISION_EXEMPT | {"map", "after-all", "add-dependency"}
 
 
 def _candidate(instr):
@@ -85,10 +88,13 @@ class MixedPrecisionNormalizer(HloPass):
                 raise UnimplementedError(
                     f"mixed precision: {instr.opcode} %{instr.name} in %{comp.name} mixes "
                     f"floating-point types {', '.join(sorted(t.text for t in types))}; only "
-                    f"elementwise ops, pad and concatenate are converted to one type")
+                    f"elementwise ops, pad, concatenate and dynamic-update-slice are "
+                    f"converted to one type")
             target = None
             for t in types:
                 target = t if target is None else higher_precision_type(target, t)
+            if instr.opcode == "dynamic-update-slice":
+                target = instr.operands[0].shape.element_type
             operands = []
             for op in instr.operands:
                 et = op.shape.element_type
