@@ -98,6 +98,18 @@ def test_values_on_the_gpu_emulator():
         np.testing.assert_array_equal(np.asarray(g), w)
 
 
+def test_the_cpu_normalizes_even_with_the_pass_disabled():
+    # The CPU's emitters compute one type per op: --xla_disable_hlo_passes
+    # does not skip the normalizer when the module needs it.
+    from xla.hlo.verifier import mixed_precision_problem
+    exe = xla.compile(MIXED, "cpu", allow_mixed_precision=True,
+                      debug_options="--xla_disable_hlo_passes=mixed-precision-normalizer")
+    instrs = [i for c in exe.module.computations for i in c.instructions]
+    assert [i.name for i in instrs if mixed_precision_problem(i)] == []
+    for g, w in zip(exe.execute(X, Y, P), expected()):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
 def test_without_the_option_the_backends_refuse_it():
     with pytest.raises(xla.errors.VerifierError,
                        match=r"instruction %mx in computation %e: operands mix floating-point types "

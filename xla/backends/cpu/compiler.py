@@ -126,6 +126,11 @@ class CpuCompiler(Compiler):
         "passes" and "buffer_assignment"."""
         start = time.perf_counter()
         verify_module(module, allow_mixed_precision=allow_mixed_precision)
+        if allow_mixed_precision:
+            # Here, not only as the pipeline's first pass: the emitters compute
+            # one type per op, so --xla_disable_hlo_passes must not skip it.
+            from xla.service.mixed_precision_normalizer import MixedPrecisionNormalizer
+            MixedPrecisionNormalizer().run(module)
         for comp in module.computations:
             for instr in comp.instructions:
                 if instr.shape.has_buffer:

@@ -28,9 +28,12 @@ class GpuCompiler(Compiler):
         return gpu_pipeline(**options)
 
     def compile(self, module, hooks=None, allow_mixed_precision=False):
-        # allow_mixed_precision: the verifier's option; the pipeline's
-        # mixed-precision-normalizer makes the converts explicit.
+        # allow_mixed_precision: the verifier's option; mixed-precision-normalizer
+        # then makes the converts explicit.
         verify_module(module, allow_mixed_precision=allow_mixed_precision)
+        if allow_mixed_precision:   # not skippable with --xla_disable_hlo_passes
+            from xla.service.mixed_precision_normalizer import MixedPrecisionNormalizer
+            MixedPrecisionNormalizer().run(module)
         for p in module.entry.parameters:
             if p.shape.is_dynamic:
                 raise UnimplementedError(f"the gpu backend does not support dynamic shapes "
