@@ -123,3 +123,24 @@ def test_what_it_cannot_convert_is_named():
     with pytest.raises(UnimplementedError, match=r"rng %c in %e mixes floating-point types "
                                                  r"f16, f32"):
         run_pass(MixedPrecisionNormalizer(), text, verify=False)
+
+
+def test_a_tuple_result_of_another_precision_is_named():
+    text = """HloModule m
+cmp {
+  a = f16[] parameter(0)
+  b = f16[] parameter(1)
+  c = f32[] parameter(2)
+  d = f32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+ENTRY e {
+  k = f16[4] parameter(0)
+  v = f32[4] parameter(1)
+  ROOT s = (f32[4], f32[4]) sort(k, v), dimensions={0}, to_apply=cmp
+}
+"""
+    xla.verify_module(xla.parse_hlo_module(text), allow_mixed_precision=True)  # as XLA's
+    with pytest.raises(UnimplementedError, match=r"sort %s in %e declares \(f32\[4\], f32\[4\]\) "
+                                                 r"but computes \(f16\[4\], f32\[4\]\)"):
+        xla.compile(text, "interpreter", allow_mixed_precision=True)
