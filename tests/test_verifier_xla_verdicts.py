@@ -136,3 +136,40 @@ def test_higher_precision_is_xlas_order():
     text = module("ROOT r = bf16[4] maximum(x, y)", "x = f16[4] parameter(0)\n  y = bf16[4] parameter(1)")
     m = xla.parse_hlo_module(text.replace("ROOT r = bf16[4] maximum", "ROOT r = maximum"))
     assert m.entry.root_instruction.shape.to_text(False) == "bf16[4]"
+
+
+ADD_F32 = """add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+"""
+MIXED_REDUCERS = {
+    # bf16 inputs, an f32 init and accumulator (XLA's tests reduce so).
+    "reduce bf16 into f32": ("x = bf16[8] parameter(0)\n  z = f32[] constant(0.5)\n"
+                             "  ROOT r = f32[] reduce(x, z), dimensions={0}, to_apply=add",
+                             lambda x: np.float32(0.5) + x.astype(np.float32).sum()),
+    "reduce f16 with an f32 reducer": ("x = f16[8] parameter(0)\n  z = f16[] constant(0)\n"
+                                       "  ROOT r = f32[] reduce(x, z), dimensions={0}, to_apply=add",
+                                       lambda x: x.astype(np.float32).sum()),
+    "reduce-window": ("x = bf16[8] parameter(0)\n  z = f32[] constant(0)\n"
+                      "  ROOT r = f32[4] reduce-window(x, z), window={size=2 stride=2}, to_apply=add",
+                      lambda x: x.astype(np.float32).reshape(4, 2).sum(axis=1)),
+}
+
+
+@pytest.mark.parametrize("platform", ["interpreter", "cpu"])
+@pytest.mark.parametrize("case", sorted(MIXED_REDUCERS))
+def test_reducers_of_another_precision(case, platform):
+    import ml_dtypes
+    body, reference = MIXED_REDUCERS[case]
+    text = f"HloModule m\n{ADD_F32}\nENTRY e {{\n  {body}\n}}\n"
+    with pytest.raises(VerifierError, match=r"instruction %r in computation %e: .*mixed precision "
+                                            r"is disallowed"):
+        xla.verify_module(xla.parse_hlo_module(text))
+    x = np.arange(1, 9, dtype=np.float32) * np.float32(0.25) - 1   # exact in bf16 and f16
+    x = x.astype(ml_dtypes.bfloat16 if "bf16[8]" in body else np.float16)
+    got = np.asarray(xla.compile(text, platform, allow_mixed_precision=True).execute(x))
+    want = np.asarray(reference(x), np.float32)   # small sums of quarters: exact
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)

@@ -19,7 +19,9 @@ Contracts:
 * Floating-point precisions may mix where XLA's shape inference lets them
   (binary elementwise ops and compare, select, clamp, pad, concatenate): the result has
   the higher precision (``higher_precision_type``); a dynamic-update-slice's
-  update may differ from its operand (the result is the operand's). Whether a module may
+  update may differ from its operand (the result is the operand's); the
+  inputs and init values of reduce and reduce-window may differ from their
+  reducer's parameters (``check_reducer``; the result has the reducer's types). Whether a module may
   mix them is the verifier's ``allow_mixed_precision``.
 * Inferred shapes carry no layout. Compare them with declared shapes with
   ``shapes_match`` (layout and dynamic flags ignored; for a bounded dynamic
@@ -667,24 +669,52 @@ def infer_scatter_shape(operands, scatter_indices, updates, update_window_dims,
 # Reductions and windows
 # ---------------------------------------------------------------------------
 
-def check_reducer(sig, init_types, input_types, op):
+def check_reducer(sig, init_types, input_types, op, ignore_fp_precision=False):
     """A reducer of N values: 2N scalar params (N accumulators of the init
     types, then N inputs of the input types), result N scalars (one array
-    for N == 1, or a tuple of N)."""
+    for N == 1, or a tuple of N). ``ignore_fp_precision`` (XLA's
+    VerifyReducerShape, for reduce and reduce-window): the accumulators are
+    the result's types exactly, while the init values and inputs may differ
+    from them in floating-point precision."""
     n = len(init_types)
     if len(sig.parameters) != 2 * n:
         raise ShapeError(f"{op}: reducer {sig} must take {2 * n} parameters, takes {len(sig.parameters)}")
-    for i, p in enumerate(sig.parameters):
-        want = init_types[i] if i < n else input_types[i - n]
-        if not (p.is_array and p.is_scalar and p.element_type is want):
-            raise ShapeError(f"{op}: reducer parameter {i} has shape {_s(p)} but must be {want.text}[]")
     res = sig.result
     results = list(res.tuple_shapes) if res.is_tuple else [res]
     if len(results) != n:
         raise ShapeError(f"{op}: reducer {sig} must return {n} value(s)")
-    for i, (r, want) in enumerate(zip(results, init_types)):
-        if not (r.is_array and r.is_scalar and r.element_type is want):
-            raise ShapeError(f"{op}: reducer result {i} has shape {_s(r)} but must be {want.text}[]")
+
+    def same(a, b):
+        return a is b or (ignore_fp_precision and same_type_ignoring_fp_precision(a, b))
+
+    for i, p in enumerate(sig.parameters):
+        if i >= n:      # an input (relaxed: which must also fit the accumulator)
+            want = input_types[i - n]
+            ok = same(p.element_type, want) and (
+                not ignore_fp_precision or not results[i - n].is_array or
+                same(p.element_type, results[i - n].element_type))
+        elif ignore_fp_precision and same(p.element_type, init_types[i]):
+            # An accumulator: exactly the reducer's result there.
+            want = results[i].element_type
+            ok = p.element_type is want
+        else:
+            want = init_types[i]
+            ok = p.element_type is want
+        if not (p.is_array and p.is_scalar and ok):
+            raise ShapeError(f"{op}: reducer parameter {i} has shape {_s(p)} but must be {want.text}[]")
+    for i, r in enumerate(results):
+        if not (r.is_array and r.is_scalar and same(r.element_type, init_types[i])):
+            raise ShapeError(f"{op}: reducer result {i} has shape {_s(r)} but must be "
+                             f"{init_types[i].text}[]")
+
+
+def reducer_result_types(sig, inits):
+    """The element types a reduce or reduce-window produces: the reducer's
+    results (its init values' types but for floating-point precision)."""
+    if sig is None:
+        return [s.element_type for s in inits]
+    results = list(sig.result.tuple_shapes) if sig.result.is_tuple else [sig.result]
+    return [r.element_type for r in results]
 
 
 def infer_reduce_shape(inputs, inits, dimensions, to_apply=None):
@@ -703,10 +733,11 @@ def infer_reduce_shape(inputs, inits, dimensions, to_apply=None):
     dimensions = tuple(dimensions or ())
     _check_dims_in_range(dimensions, first.rank, "dimension", "reduce")
     if to_apply is not None:
-        check_reducer(to_apply, [s.element_type for s in inits], [s.element_type for s in inputs], "reduce")
+        check_reducer(to_apply, [s.element_type for s in inits], [s.element_type for s in inputs],
+                      "reduce", ignore_fp_precision=True)
     keep = [i for i in range(first.rank) if i not in dimensions]
-    shapes = [_array(init.element_type, [first.dimensions[i] for i in keep], [_dyn(first, i) for i in keep])
-              for init in inits]
+    shapes = [_array(et, [first.dimensions[i] for i in keep], [_dyn(first, i) for i in keep])
+              for et in reducer_result_types(to_apply, inits)]
     return shapes[0] if n == 1 else Shape.tuple(shapes)
 
 
@@ -742,9 +773,9 @@ def infer_reduce_window_shape(inputs, inits, window, to_apply=None):
             raise ShapeError(f"operand {n + i} (init value) has shape {_s(s)} but must be a scalar")
     if to_apply is not None:
         check_reducer(to_apply, [s.element_type for s in inits], [s.element_type for s in inputs],
-                      "reduce-window")
+                      "reduce-window", ignore_fp_precision=True)
     dims = infer_window_output_dims(first.dimensions, window, "reduce-window")
-    shapes = [_array(init.element_type, dims) for init in inits]
+    shapes = [_array(et, dims) for et in reducer_result_types(to_apply, inits)]
     return shapes[0] if n == 1 else Shape.tuple(shapes)
 
 

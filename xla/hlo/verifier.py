@@ -28,8 +28,10 @@ What it checks, in order (the first violation is reported):
 
 Mixed floating-point precision, as XLA's ``HloVerifierOpts``: shape
 inference accepts operands whose floating-point types differ where XLA's
-does (elementwise ops, select, clamp, pad: the result has the higher
-precision), and by default (``allow_mixed_precision=False``, XLA's default)
+does (elementwise ops, select, clamp, pad, concatenate: the result has the
+higher precision; a dynamic-update-slice's update; the inputs and init
+values of reduce and reduce-window against their reducer's parameters),
+and by default (``allow_mixed_precision=False``, XLA's default)
 the verifier refuses an instruction whose operands hold floating-point
 types of different precisions ("mixed precision is disallowed"), except the
 opcodes that only pass data through or mix types by definition
@@ -88,7 +90,18 @@ tuple while""".split())
 
 def mixed_precision_problem(instr):
     """A message when ``instr`` mixes floating-point precisions in its
-    operands where XLA's verifier needs allow_mixed_precision, else None."""
+    operands (or, for reduce and reduce-window, between its operands and its
+    reducer's parameters: XLA's SameElementTypesForOperandsAndToApplyParameters)
+    where XLA's verifier needs allow_mixed_precision, else None."""
+    if instr.opcode in ("reduce", "reduce-window") and instr.attr("to_apply") is not None:
+        n = len(instr.operands) // 2
+        try:
+            shape_inference.check_reducer(
+                shape_inference.program_shape(instr.attr("to_apply")),
+                [o.shape.element_type for o in instr.operands[n:]],
+                [o.shape.element_type for o in instr.operands[:n]], instr.opcode)
+        except ShapeError as e:
+            return f"{e}, but mixed precision is disallowed (allow_mixed_precision)"
     if instr.opcode in MIXED_PRECISION_EXEMPT:
         return None
     seen = None

@@ -13,6 +13,8 @@ result is its input's bits) of every computation:
   precision among them (XLA's HigherPrecisionType: exponent range, then
   significand), and the op computes in that type; a
   ``dynamic-update-slice``'s update is converted to its operand's type;
+  the inputs and init values of ``reduce`` and ``reduce-window`` to the
+  types of their reducer's parameters (the reducer computes in its types);
 * a declared result type that differs in floating-point precision from the
   inferred one (``maximum(f16, f32) -> f16``, ``negate(f32) -> bf16``,
   ``reshape(f32) -> f16``...): the op computes its inferred type and a
@@ -31,9 +33,12 @@ anything).
 from xla.errors import UnimplementedError
 from xla.hlo import opcodes
 from xla.hlo.ir import HloInstruction
-from xla.hlo.shape_inference import higher_precision_type, infer_shape, shapes_match
+from xla.hlo.shape_inference import higher_precision_type, infer_shape, program_shape, shapes_match
 from xla.hlo.verifier import EXACT_SHAPE_OPCODES, MIXED_PRECISION_EXEMPT
 from xla.service.hlo_pass import HloPass
+
+# Opcodes whose inputs and init values convert to their reducer's parameter types.
+_REDUCERS = frozenset(["reduce", "reduce-window"])
 
 # Opcodes whose floating-point operands may be converted to one type.
 _CONVERTIBLE = (opcodes.ELEMENTWISE - {"map", "convert", "bitcast-convert", "reduce-precision",
@@ -80,10 +85,25 @@ class MixedPrecisionNormalizer(HloPass):
         comp.insert_before(anchor, instr)
         return instr
 
+    def _convert(self, module, comp, anchor, op, target):
+        if op.shape.element_type is target:
+            return op
+        return self._add(module, comp, anchor, HloInstruction(
+            "convert", op.shape.with_element_type(target), [op]))
+
     def _normalize(self, module, comp, instr):
         types = _float_types(instr)
         new = instr
-        if len(types) > 1 and instr.opcode not in _NO_CONVERT:
+        if instr.opcode in _REDUCERS:
+            # Inputs and init values to the types of the reducer's parameters.
+            params = program_shape(instr.attr("to_apply")).parameters
+            n = len(instr.operands) // 2
+            wants = [p.element_type for p in params[n:]] + [p.element_type for p in params[:n]]
+            if any(o.shape.element_type is not w for o, w in zip(instr.operands, wants)):
+                operands = [self._convert(module, comp, instr, o, w)
+                            for o, w in zip(instr.operands, wants)]
+                new = HloInstruction(instr.opcode, instr.shape, operands, attrs=dict(instr.attrs))
+        elif len(types) > 1 and instr.opcode not in _NO_CONVERT:
             if instr.opcode not in _CONVERTIBLE:
                 raise UnimplementedError(
                     f"mixed precision: {instr.opcode} %{instr.name} in %{comp.name} mixes "
@@ -95,13 +115,9 @@ class MixedPrecisionNormalizer(HloPass):
                 target = t if target is None else higher_precision_type(target, t)
             if instr.opcode == "dynamic-update-slice":
                 target = instr.operands[0].shape.element_type
-            operands = []
-            for op in instr.operands:
-                et = op.shape.element_type
-                if op.shape.is_array and et.is_float and et is not target:
-                    op = self._add(module, comp, instr, HloInstruction(
-                        "convert", op.shape.with_element_type(target), [op]))
-                operands.append(op)
+            operands = [self._convert(module, comp, instr, op, target)
+                        if op.shape.is_array and op.shape.element_type.is_float else op
+                        for op in instr.operands]
             new = HloInstruction(instr.opcode, instr.shape, operands, attrs=dict(instr.attrs))
         inferred = infer_shape(new)
         if not shapes_match(instr.shape, inferred):
