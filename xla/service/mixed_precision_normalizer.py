@@ -126,8 +126,12 @@ class MixedPrecisionNormalizer(HloPass):
                     f"mixed precision: {instr.opcode} %{instr.name} in %{comp.name} declares "
                     f"{instr.shape.to_text(False)} but computes {inferred.to_text(False)}; only "
                     f"array results are converted")
-            new = HloInstruction(new.opcode, instr.shape.with_element_type(inferred.element_type),
-                                 list(new.operands), attrs=dict(new.attrs))
+            computed = instr.shape.with_element_type(inferred.element_type)
+            if new is instr:
+                new = HloInstruction(instr.opcode, computed, list(instr.operands),
+                                     attrs=dict(instr.attrs))
+            else:
+                new.shape = computed
             self._add(module, comp, instr, new)
             new = HloInstruction("convert", instr.shape, [new])
         if new is instr:
