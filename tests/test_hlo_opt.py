@@ -87,3 +87,19 @@ def test_whole_pipeline_and_buffer_assignment_report(tmp_path):
     assert "allocation 3: size 4, maybe-live-out" in report
     assert "Temp arena bytes: 0" in report
     assert "fusion:" in proc.stderr  # the timing report names the passes
+
+
+def test_allow_mixed_precision(tmp_path):
+    path = tmp_path / "m.hlo"
+    path.write_text("HloModule m\nENTRY e {\n  x = f16[4] parameter(0)\n  y = f32[4] parameter(1)\n"
+                    "  ROOT r = f16[4] maximum(x, y)\n}\n")
+    refused = run_tool(str(path))
+    assert refused.returncode != 0 and "mixed precision is disallowed" in refused.stderr
+    proc = run_tool("--allow_mixed_precision", "--passes=mixed-precision-normalizer,cse", str(path))
+    assert proc.returncode == 0, proc.stderr
+    module = parse_hlo_module(proc.stdout)
+    # maximum in f32 (x converted), then a convert to the declared f16.
+    ops = [(i.opcode, i.shape.to_text(False)) for i in module.entry.instructions]
+    assert ("maximum", "f32[4]") in ops and ops[-1] == ("convert", "f16[4]")
+    whole = run_tool("--allow_mixed_precision", "--platform=cpu", str(path))
+    assert whole.returncode == 0, whole.stderr

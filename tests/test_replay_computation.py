@@ -139,3 +139,32 @@ def test_num_runs_prints_a_timing_summary(module_file):
     assert "5 runs: min " in proc.stdout and " median " in proc.stdout
     proc = run_tool("--num_runs=0", str(module_file))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and "num_runs" in proc.stderr
+
+
+MIXED = """HloModule mixed
+ENTRY e {
+  x = f16[4] parameter(0)
+  y = f32[4] parameter(1)
+  ROOT r = f32[4] maximum(x, y)
+}
+"""
+
+
+def test_allow_mixed_precision(tmp_path):
+    # XLA's test modules mix precisions (its HloTestBase verifies with
+    # allow_mixed_precision); without the flag the verifier names the op.
+    path = tmp_path / "mixed.hlo"
+    path.write_text(MIXED)
+    x = np.array([1.5, -2, 3.25, 0.1], np.float16)
+    y = np.array([1, -3, 4, 0.1], np.float32)
+    np.savez(tmp_path / "in.npz", arg0=x, arg1=y)
+    refused = run_tool("--platform=cpu", f"--args={tmp_path / 'in.npz'}", str(path))
+    assert refused.returncode == 1
+    assert "instruction %r in computation %e" in refused.stderr
+    assert "mixed precision is disallowed" in refused.stderr
+    proc = run_tool("--platform=cpu", "--allow_mixed_precision", "--compare=interpreter",
+                    f"--args={tmp_path / 'in.npz'}", f"--output={tmp_path / 'out.npz'}", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "compare with interpreter: OK" in proc.stdout
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["out0"],
+                                  np.maximum(x.astype(np.float32), y))

@@ -429,6 +429,8 @@ def test_optimization_barrier_and_after_all():
     check("opt-barrier", "(f32[2], s32[])", ["(f32[2], s32[])"], "(f32[2], s32[])")
     check("after-all", "token[]", ["token[]", "token[]"], "token[]")
     check("after-all", "token[]", [], "token[]")
+    # As XLA's verifier (HandleAfterAll): any operand orders, the result is a token.
+    check("after-all", "token[]", ["f32[4]", "token[]", "(s32[], pred[2])"], "token[]")
     check("add-dependency", "f32[2]", ["f32[2]", "token[]"], "f32[2]")
 
 
@@ -678,7 +680,8 @@ def test_misc_errors():
     fails("triangular-solve", "f32[3,4]", ["f32[4,4]", "f32[3,4]"], "needs size 4 in dimension 0",
           left_side=True)
     fails("fft", "c64[8]", ["f32[8]"], "needs a complex operand", fft_type="FFT", fft_length=(8,))
-    fails("after-all", "token[]", ["f32[]"], "after-all needs token")
+    with pytest.raises(ShapeError, match="after-all needs token"):
+        si.infer_after_all_shape([S("token[]"), S("f32[]")])
     fails("rng", "f32[2]", ["f32[]", "s32[]"], "operand 1 has shape s32")
     fails("all-gather", "f32[8,3]", ["f32[2,3]"], "dimension 2 is out of range", dimensions=(2,),
           replica_groups=RawAttr("{}"))

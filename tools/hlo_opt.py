@@ -2,13 +2,16 @@
 
   hlo_opt [--platform=interpreter] [--passes=a,b,c] [--buffer_assignment]
           [--xla_disable_hlo_passes=a,b] [--print_timing] [--format=text|dot|html]
-          [--dump_to=DIR] [--output=OUT] MODULE.hlo
+          [--dump_to=DIR] [--output=OUT] [--allow_mixed_precision] MODULE.hlo
 
 Without --passes it runs the platform's whole pipeline; with it, only the
 named passes in order. --buffer_assignment also prints the buffer
 assignment report of the (scheduled) result. --format picks the output:
 HLO text, Graphviz DOT or a self-contained HTML graph view. --dump_to
 writes the module between every two passes (XLA's per-pass dump files).
+--allow_mixed_precision verifies with XLA's HloVerifier option of that name
+(modules from XLA's tests mix floating-point precisions); the pipelines'
+first pass, mixed-precision-normalizer, makes the converts explicit.
 Other XLA flags (--xla_*, as in XLA_FLAGS) are accepted too. Errors are
 printed without a traceback and the exit status is non-zero.
 """
@@ -29,6 +32,8 @@ flags.DEFINE_list("passes", [], "Run only these passes, in this order (names as 
 flags.DEFINE_list("xla_disable_hlo_passes", [], "Passes to skip.")
 flags.DEFINE_bool("buffer_assignment", False, "Also print the buffer assignment report.")
 flags.DEFINE_bool("verify", True, "Run the verifier before and after every pass.")
+flags.DEFINE_bool("allow_mixed_precision", False, "Verify as XLA's HloVerifier with "
+                  "allow_mixed_precision: operands and results may mix floating-point precisions.")
 flags.DEFINE_bool("print_timing", False, "Print the time each pass took (to stderr).")
 flags.DEFINE_string("output", None, "Write the optimized module here instead of stdout.")
 flags.DEFINE_bool("overwrite", False, "Let --output replace an existing file.")
@@ -57,7 +62,8 @@ def main(argv):
         module = replay.read_module(path)
         pipeline = hlo_opt.optimize(module, FLAGS.platform, FLAGS.passes,
                                     FLAGS.xla_disable_hlo_passes, FLAGS.verify,
-                                    dump_to=_resolve(FLAGS.dump_to))
+                                    dump_to=_resolve(FLAGS.dump_to),
+                                    allow_mixed_precision=FLAGS.allow_mixed_precision)
         if FLAGS.format == "text":
             text = module.to_text()
         else:

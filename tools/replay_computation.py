@@ -4,6 +4,7 @@ snapshots (``--xla_dump_hlo_snapshots``).
   replay_computation --platform=cpu [--args=IN.npz] [--output=OUT.npz]
                      [--random_seed=N] [--num_runs=N] [--print_result]
                      [--compare=interpreter [--rtol=R --atol=A]]
+                     [--allow_mixed_precision]
                      [--xla_dump_to=DIR ...] MODULE.hlo|SNAPSHOT.npz [MORE ...]
 
 Arguments come from IN.npz (arg0..argN in parameter order), from the
@@ -15,7 +16,12 @@ differs beyond ``atol + rtol * (|expected| + sqrt(L) * rms(expected))``, L
 the number of terms the output accumulates through dots, convolutions and
 reduces (the second term only where L > 1: summation order is a backend's
 choice, and long sums differ by more than their smallest elements' size). A
-snapshot's recorded results are compared the same way. XLA flags (``--xla_*``, as in XLA_FLAGS) apply to
+snapshot's recorded results are compared the same way.
+``--allow_mixed_precision`` verifies with XLA's option of that name (as
+XLA's HloTestBase does, so modules from XLA's tests that mix floating-point
+precisions, ``maximum(f16[4], f32[4]) -> f32[4]``, are accepted); the
+backends then compute each such op in one type with explicit converts
+(``mixed-precision-normalizer``). XLA flags (``--xla_*``, as in XLA_FLAGS) apply to
 the compilations. Errors are printed without a traceback, exit status 1.
 """
 import os
@@ -42,6 +48,9 @@ flags.DEFINE_integer("num_replicas", 1, "Run on this many replicas (in one proce
                      lower_bound=1)
 flags.DEFINE_integer("num_partitions", 1, "Run on this many partitions (e.g. an SPMD-partitioned "
                      "dump); see --num_replicas.", lower_bound=1)
+flags.DEFINE_bool("allow_mixed_precision", False, "Verify as XLA's HloVerifier with "
+                  "allow_mixed_precision (XLA's test modules): operands and results may mix "
+                  "floating-point precisions; each such op computes in one type with converts.")
 flags.DEFINE_float("rtol", 1e-5, "Relative tolerance of --compare (and of snapshot checks).")
 flags.DEFINE_float("atol", 1e-6, "Absolute tolerance of --compare (and of snapshot checks).")
 
@@ -86,7 +95,8 @@ def main(argv):
             replay.check_output_path(output, paths + [args_path], FLAGS.overwrite)
         for path in paths:
             result = replay.replay_file(path, FLAGS.platform, args_path, FLAGS.random_seed,
-                                        FLAGS.num_runs, FLAGS.num_replicas, FLAGS.num_partitions)
+                                        FLAGS.num_runs, FLAGS.num_replicas, FLAGS.num_partitions,
+                                        FLAGS.allow_mixed_precision)
             print(f"{path}: {len(result.leaves)} result(s) on {FLAGS.platform} "
                   f"in {result.seconds[0] * 1e3:.2f} ms")
             if FLAGS.num_runs > 1:
@@ -105,7 +115,8 @@ def main(argv):
             if FLAGS.compare:
                 module, args, _ = replay.load_inputs(path, args_path, FLAGS.random_seed)
                 other, _ = replay.run_module(module, result.args, FLAGS.compare, 1,
-                                             FLAGS.num_replicas, FLAGS.num_partitions)
+                                             FLAGS.num_replicas, FLAGS.num_partitions,
+                                             FLAGS.allow_mixed_precision)
                 check = replay.compare_leaves(result.leaves, other, FLAGS.rtol, FLAGS.atol,
                                               result.lengths)
                 _print_comparison(FLAGS.compare, check, result.lengths)

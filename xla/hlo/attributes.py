@@ -212,10 +212,10 @@ fft_length lhs_ragged_dims rhs_group_dims""".split()
 _INT = """index iota_dimension index_vector_dim feature_group_count
 batch_group_count channel_id k exponent_bits mantissa_bits
 all_gather_dimension scatter_dimension split_dimension
-lhs_contracting_dims_count""".split()
+lhs_contracting_dims_count num_carries""".split()
 _BOOL = """is_stable largest indices_are_sorted unique_indices lower left_side
 unit_diagonal custom_call_has_side_effect constrain_layout
-use_global_device_ids is_cross_program_prefetch""".split()
+use_global_device_ids is_cross_program_prefetch is_reverse is_associative""".split()
 _ENUM = """direction type distribution algorithm kind api_version transpose_a
 fft_type custom_call_schedule""".split()
 _STRING = ["custom_call_target"]

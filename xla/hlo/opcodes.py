@@ -32,7 +32,7 @@ OTHER = frozenset("""
 parameter constant iota broadcast reshape bitcast transpose slice dynamic-slice
 dynamic-update-slice concatenate pad reverse gather scatter reduce reduce-window
 select-and-scatter dot ragged-dot scaled-dot convolution sort topk tuple get-tuple-element call while
-conditional fusion custom-call rng rng-bit-generator rng-get-and-update-state
+conditional scan fusion custom-call rng rng-bit-generator rng-get-and-update-state
 cholesky triangular-solve after-all opt-barrier replica-id partition-id
 add-dependency domain fft dynamic-reshape get-dimension-size set-dimension-size
 infeed outfeed send recv send-done recv-done async-start async-update async-done

@@ -69,6 +69,9 @@ _NEEDS_SHAPE = frozenset("""all-gather all-gather-start bitcast bitcast-convert 
 collective-permute-start constant convert iota parameter custom-call infeed recv recv-done send
 send-done outfeed reduce-scatter reshape rng rng-bit-generator stochastic-convert
 dynamic-reshape""".split())
+# Attributes XLA's parser requires (an instruction without one is a parse
+# error there, reported at the opcode here).
+_REQUIRED_ATTRS = {"scan": ("dimensions", "num_carries", "to_apply")}
 # At most 40 digits: a longer integer fits no HLO type (and Python refuses to
 # convert more than 4,300 digits).
 _INT_RE = re.compile(r'[-+]?(?:0[xX][0-9a-fA-F]{1,32}|\d{1,40})\Z')
@@ -922,6 +925,9 @@ class _Parser:
         while self.at(",") and not nested:
             self.pos += 1
             self.parse_attribute(instr, instrs, forward)
+        for attr in () if nested else _REQUIRED_ATTRS.get(opcode, ()):
+            if attr not in instr.attrs:
+                self.error(f"attribute {attr} is expected but not seen", opcode_index)
         return instr
 
     # ----- attributes -------------------------------------------------------------

@@ -16,6 +16,13 @@ verifier prefixes it with the instruction and computation.
 
 Contracts:
 
+* Floating-point precisions may mix where XLA's shape inference lets them
+  (binary elementwise ops and compare, select, clamp, pad, concatenate): the result has
+  the higher precision (``higher_precision_type``); a dynamic-update-slice's
+  update may differ from its operand (the result is the operand's); the
+  inputs and init values of reduce and reduce-window may differ from their
+  reducer's parameters (``check_reducer``; the result has the reducer's types). Whether a module may
+  mix them is the verifier's ``allow_mixed_precision``.
 * Inferred shapes carry no layout. Compare them with declared shapes with
   ``shapes_match`` (layout and dynamic flags ignored; for a bounded dynamic
   dimension the bound is compared; an unbounded ``?`` matches any size).
@@ -51,6 +58,7 @@ from typing import NamedTuple
 from xla.errors import ShapeError
 from xla.hlo import opcodes
 from xla.hlo.attributes import RawAttr, Window
+from xla.hlo.scan import infer_scan_shape
 from xla.hlo.shape import Shape
 from xla.hlo.types import PrimitiveType
 
@@ -105,6 +113,46 @@ def shapes_match(declared, inferred):
 
 def _same_dims(a, b):
     return _dims_match(a.dimensions, b.dimensions)
+
+
+# ----- mixed floating-point precision (XLA: ShapeInference accepts it; the
+# verifier refuses it unless allow_mixed_precision) ----------------------------
+
+def _precision_key(et):
+    """XLA's primitive_util::HigherPrecisionType order: complex first, then
+    exponent range, significand width, bit width, signedness."""
+    component = et.complex_component_type if et.is_complex else et
+    if component.is_float:
+        import ml_dtypes
+        info = ml_dtypes.finfo(component.dtype)
+        exponent_range, significand = info.maxexp - info.minexp, info.nmant + 1
+    else:
+        exponent_range = significand = -1
+    return (et.is_complex, exponent_range, significand, component.bits,
+            component.is_signed_integer)
+
+
+def higher_precision_type(a, b):
+    """The element type of an op mixing ``a`` and ``b`` (the first on a tie)."""
+    return b if _precision_key(a) < _precision_key(b) else a
+
+
+def same_type_ignoring_fp_precision(a, b):
+    """XLA's ShapeUtil::SameElementTypeIgnoringFpPrecision on element types."""
+    return a is b or (a.is_float and b.is_float)
+
+
+def shapes_match_ignoring_fp_precision(declared, inferred):
+    """``shapes_match`` where two floating-point types count as equal
+    (XLA's ShapeUtil::CompatibleIgnoringFpPrecision)."""
+    if declared.is_tuple or inferred.is_tuple:
+        return (declared.is_tuple and inferred.is_tuple and
+                len(declared.tuple_shapes) == len(inferred.tuple_shapes) and
+                all(shapes_match_ignoring_fp_precision(a, b)
+                    for a, b in zip(declared.tuple_shapes, inferred.tuple_shapes)))
+    if not same_type_ignoring_fp_precision(declared.element_type, inferred.element_type):
+        return False
+    return declared.is_token or _dims_match(declared.dimensions, inferred.dimensions)
 
 
 def _require_array(shape, what, op):
@@ -205,10 +253,13 @@ def infer_binary_shape(opcode, lhs, rhs):
     """
     _require_array(lhs, "operand 0", opcode)
     _require_array(rhs, "operand 1", opcode)
-    if not _same_dims(lhs, rhs) or lhs.element_type is not rhs.element_type:
+    mixed_ok = opcode != "complex"
+    if not _same_dims(lhs, rhs) or not (
+            lhs.element_type is rhs.element_type or
+            (mixed_ok and same_type_ignoring_fp_precision(lhs.element_type, rhs.element_type))):
         raise ShapeError(f"operand 1 has shape {_s(rhs)} but {opcode} needs "
                          f"{_s(_array(lhs.element_type, lhs.dimensions))} (the shape of operand 0)")
-    et = lhs.element_type
+    et = higher_precision_type(lhs.element_type, rhs.element_type)
     kinds = _BINARY_TYPES.get(opcode)
     if kinds is not None and not _kind_ok(et, kinds):
         raise ShapeError(f"{opcode} does not accept element type {et.text}")
@@ -228,13 +279,14 @@ def infer_select_shape(pred, on_true, on_false):
     if pred.element_type is not P.PRED:
         raise ShapeError(f"select's predicate must have element type pred, got {_s(pred)}")
     _require_array(on_true, "operand 1", "select")
-    if not shapes_match(on_true, on_false):
+    if not shapes_match_ignoring_fp_precision(on_true, on_false):
         raise ShapeError(f"operand 2 has shape {_s(on_false)} but select needs {_s(on_true)} "
                          f"(the shape of operand 1)")
     if not pred.is_scalar and not _same_dims(pred, on_true):
         raise ShapeError(f"select's predicate {_s(pred)} must be a scalar or have the "
                          f"dimensions of {_s(on_true)}")
-    return on_true.without_layout()
+    return on_true.without_layout().with_element_type(
+        higher_precision_type(on_true.element_type, on_false.element_type))
 
 
 def infer_clamp_shape(min_, operand, max_):
@@ -242,7 +294,7 @@ def infer_clamp_shape(min_, operand, max_):
     _require_array(operand, "operand 1", "clamp")
     for i, bound in ((0, min_), (2, max_)):
         _require_array(bound, f"operand {i}", "clamp")
-        if bound.element_type is not operand.element_type or not (
+        if not same_type_ignoring_fp_precision(bound.element_type, operand.element_type) or not (
                 bound.is_scalar or _same_dims(bound, operand)):
             raise ShapeError(f"operand {i} has shape {_s(bound)} but clamp needs "
                              f"{operand.element_type.text}[] or {_s(operand)}")
@@ -408,7 +460,8 @@ def infer_dynamic_slice_shape(operand, index_shapes, slice_sizes):
 def infer_dynamic_update_slice_shape(operand, update, index_shapes):
     _require_array(operand, "operand 0", "dynamic-update-slice")
     _require_array(update, "operand 1 (update)", "dynamic-update-slice")
-    if update.element_type is not operand.element_type or update.rank != operand.rank:
+    if not same_type_ignoring_fp_precision(update.element_type, operand.element_type) or \
+            update.rank != operand.rank:
         raise ShapeError(f"operand 1 (update) has shape {_s(update)} but dynamic-update-slice "
                          f"needs a rank-{operand.rank} {operand.element_type.text} array")
     for i, (u, d) in enumerate(zip(update.dimensions, operand.dimensions)):
@@ -427,24 +480,27 @@ def infer_concatenate_shape(shapes, dimension):
     if dimension is None or not 0 <= dimension < first.rank:
         raise ShapeError(f"concatenate dimension {dimension} is out of range for {_s(first)}")
     total = 0
+    et = first.element_type
     for i, s in enumerate(shapes):
         _require_array(s, f"operand {i}", "concatenate")
-        ok = (s.element_type is first.element_type and s.rank == first.rank and
+        ok = (same_type_ignoring_fp_precision(s.element_type, first.element_type) and
+              s.rank == first.rank and
               all(a == b for j, (a, b) in enumerate(zip(s.dimensions, first.dimensions)) if j != dimension))
         if not ok:
             raise ShapeError(f"operand {i} has shape {_s(s)} but concatenate along dimension "
                              f"{dimension} needs the other dimensions and type of {_s(first)}")
         total += s.dimensions[dimension]
+        et = higher_precision_type(et, s.element_type)
     dims = list(first.dimensions)
     dims[dimension] = total
     dyn = [any(_dyn(s, j) for s in shapes) for j in range(first.rank)]
-    return _array(first.element_type, dims, dyn)
+    return _array(et, dims, dyn)
 
 
 def infer_pad_shape(operand, padding_value, padding):
     _require_array(operand, "operand 0", "pad")
     if not (padding_value.is_array and padding_value.is_scalar and
-            padding_value.element_type is operand.element_type):
+            same_type_ignoring_fp_precision(padding_value.element_type, operand.element_type)):
         raise ShapeError(f"operand 1 (padding value) has shape {_s(padding_value)} but pad needs "
                          f"{operand.element_type.text}[]")
     if padding is None or len(padding) != operand.rank:
@@ -460,7 +516,8 @@ def infer_pad_shape(operand, padding_value, padding):
             raise ShapeError(f"pad dimension {i}: padding {low}_{high}_{interior} of size {d} "
                              f"gives a negative size")
         out.append(size)
-    return _array(operand.element_type, out, operand.dynamic)
+    return _array(higher_precision_type(operand.element_type, padding_value.element_type), out,
+                  operand.dynamic)
 
 
 def infer_reverse_shape(operand, dimensions):
@@ -612,24 +669,52 @@ def infer_scatter_shape(operands, scatter_indices, updates, update_window_dims,
 # Reductions and windows
 # ---------------------------------------------------------------------------
 
-def check_reducer(sig, init_types, input_types, op):
+def check_reducer(sig, init_types, input_types, op, ignore_fp_precision=False):
     """A reducer of N values: 2N scalar params (N accumulators of the init
     types, then N inputs of the input types), result N scalars (one array
-    for N == 1, or a tuple of N)."""
+    for N == 1, or a tuple of N). ``ignore_fp_precision`` (XLA's
+    VerifyReducerShape, for reduce and reduce-window): the accumulators are
+    the result's types exactly, while the init values and inputs may differ
+    from them in floating-point precision."""
     n = len(init_types)
     if len(sig.parameters) != 2 * n:
         raise ShapeError(f"{op}: reducer {sig} must take {2 * n} parameters, takes {len(sig.parameters)}")
-    for i, p in enumerate(sig.parameters):
-        want = init_types[i] if i < n else input_types[i - n]
-        if not (p.is_array and p.is_scalar and p.element_type is want):
-            raise ShapeError(f"{op}: reducer parameter {i} has shape {_s(p)} but must be {want.text}[]")
     res = sig.result
     results = list(res.tuple_shapes) if res.is_tuple else [res]
     if len(results) != n:
         raise ShapeError(f"{op}: reducer {sig} must return {n} value(s)")
-    for i, (r, want) in enumerate(zip(results, init_types)):
-        if not (r.is_array and r.is_scalar and r.element_type is want):
-            raise ShapeError(f"{op}: reducer result {i} has shape {_s(r)} but must be {want.text}[]")
+
+    def same(a, b):
+        return a is b or (ignore_fp_precision and same_type_ignoring_fp_precision(a, b))
+
+    for i, p in enumerate(sig.parameters):
+        if i >= n:      # an input (relaxed: which must also fit the accumulator)
+            want = input_types[i - n]
+            ok = same(p.element_type, want) and (
+                not ignore_fp_precision or not results[i - n].is_array or
+                same(p.element_type, results[i - n].element_type))
+        elif ignore_fp_precision and same(p.element_type, init_types[i]):
+            # An accumulator: exactly the reducer's result there.
+            want = results[i].element_type
+            ok = p.element_type is want
+        else:
+            want = init_types[i]
+            ok = p.element_type is want
+        if not (p.is_array and p.is_scalar and ok):
+            raise ShapeError(f"{op}: reducer parameter {i} has shape {_s(p)} but must be {want.text}[]")
+    for i, r in enumerate(results):
+        if not (r.is_array and r.is_scalar and same(r.element_type, init_types[i])):
+            raise ShapeError(f"{op}: reducer result {i} has shape {_s(r)} but must be "
+                             f"{init_types[i].text}[]")
+
+
+def reducer_result_types(sig, inits):
+    """The element types a reduce or reduce-window produces: the reducer's
+    results (its init values' types but for floating-point precision)."""
+    if sig is None:
+        return [s.element_type for s in inits]
+    results = list(sig.result.tuple_shapes) if sig.result.is_tuple else [sig.result]
+    return [r.element_type for r in results]
 
 
 def infer_reduce_shape(inputs, inits, dimensions, to_apply=None):
@@ -648,10 +733,11 @@ def infer_reduce_shape(inputs, inits, dimensions, to_apply=None):
     dimensions = tuple(dimensions or ())
     _check_dims_in_range(dimensions, first.rank, "dimension", "reduce")
     if to_apply is not None:
-        check_reducer(to_apply, [s.element_type for s in inits], [s.element_type for s in inputs], "reduce")
+        check_reducer(to_apply, [s.element_type for s in inits], [s.element_type for s in inputs],
+                      "reduce", ignore_fp_precision=True)
     keep = [i for i in range(first.rank) if i not in dimensions]
-    shapes = [_array(init.element_type, [first.dimensions[i] for i in keep], [_dyn(first, i) for i in keep])
-              for init in inits]
+    shapes = [_array(et, [first.dimensions[i] for i in keep], [_dyn(first, i) for i in keep])
+              for et in reducer_result_types(to_apply, inits)]
     return shapes[0] if n == 1 else Shape.tuple(shapes)
 
 
@@ -687,9 +773,9 @@ def infer_reduce_window_shape(inputs, inits, window, to_apply=None):
             raise ShapeError(f"operand {n + i} (init value) has shape {_s(s)} but must be a scalar")
     if to_apply is not None:
         check_reducer(to_apply, [s.element_type for s in inits], [s.element_type for s in inputs],
-                      "reduce-window")
+                      "reduce-window", ignore_fp_precision=True)
     dims = infer_window_output_dims(first.dimensions, window, "reduce-window")
-    shapes = [_array(init.element_type, dims) for init in inits]
+    shapes = [_array(et, dims) for et in reducer_result_types(to_apply, inits)]
     return shapes[0] if n == 1 else Shape.tuple(shapes)
 
 
@@ -1573,6 +1659,12 @@ def _fusion(instr, shapes):
     return sig.result.without_layout()
 
 
+@rule("scan", min_operands=1)
+def _scan(instr, shapes):
+    return infer_scan_shape(shapes, _attr(instr, "dimensions"), _attr(instr, "num_carries"),
+                            _sig(instr, "to_apply"))
+
+
 @rule("while", operands=1)
 def _while(instr, shapes):
     return infer_while_shape(shapes[0], _sig(instr, "condition"), _sig(instr, "body"))
@@ -1606,11 +1698,19 @@ def _add_dependency(instr, shapes):
     return shapes[0].without_layout()
 
 
-@rule("after-all", min_operands=0)
-def _after_all(instr, shapes):
+def infer_after_all_shape(shapes):
+    """XLA's ShapeInference::InferAfterAllShape, for builders: every operand a token."""
     for i, s in enumerate(shapes):
         if not s.is_token:
             raise ShapeError(f"operand {i} has shape {_s(s)} but after-all needs token[]")
+    return Shape.token()
+
+
+@rule("after-all", min_operands=0)
+def _after_all(instr, shapes):
+    # As XLA's verifier (ShapeVerifier::HandleAfterAll): the result is a
+    # token whatever the operands are; only builders insist on tokens
+    # (infer_after_all_shape). An operand is an ordering edge, nothing more.
     return Shape.token()
 
 

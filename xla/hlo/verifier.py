@@ -26,6 +26,25 @@ What it checks, in order (the first violation is reported):
 * the header's ``entry_computation_layout``, when present, matches the entry
   computation's parameters and result (ignoring layouts).
 
+Mixed floating-point precision, as XLA's ``HloVerifierOpts``: shape
+inference accepts operands whose floating-point types differ where XLA's
+does (elementwise ops, select, clamp, pad, concatenate: the result has the
+higher precision; a dynamic-update-slice's update; the inputs and init
+values of reduce and reduce-window against their reducer's parameters),
+and by default (``allow_mixed_precision=False``, XLA's default)
+the verifier refuses an instruction whose operands hold floating-point
+types of different precisions ("mixed precision is disallowed"), except the
+opcodes that only pass data through or mix types by definition
+(``MIXED_PRECISION_EXEMPT``: call, while, tuple, dot, convolution,
+custom-call, fusion...). With ``allow_mixed_precision=True`` (what XLA's
+HloTestBase uses, so XLA's test modules need it) it lets them through, and
+a declared shape may differ from the inferred one in floating-point
+precision (``maximum(f16[4], f32[4]) -> f16[4]``), except for the opcodes
+whose result is their input's bits (``EXACT_SHAPE_OPCODES``: parameter,
+tuple, get-tuple-element, while, call...). The backends run such modules
+after ``mixed-precision-normalizer`` (``xla/service``) makes the converts
+explicit.
+
 What it does not check: that a scheduled module's order is a valid schedule,
 sharding, backend configs, or that custom-call targets exist.
 """
@@ -49,6 +68,53 @@ def find_cycle(offsets, indices):
     """A node on a cycle of the CSR graph, or -1 (xla._core.find_cycle)."""
     return int(_core().find_cycle(np.asarray(offsets, dtype=np.int64),
                                   np.asarray(indices, dtype=np.int64)))
+
+
+# XLA's CheckMixedPrecisionOperands lets these mix floating-point types (data
+# passes through, or the op converts by definition); scan as while (jaxlib
+# 0.10.2 accepts a scan with an f32 input and a bf16 carry), ragged-dot and
+# scaled-dot as dot (f8 operands with bf16 scales are scaled-dot's use).
+MIXED_PRECISION_EXEMPT = frozenset("""call conditional constant convolution dot ragged-dot
+scaled-dot all-reduce
+all-reduce-start all-reduce-done all-gather all-gather-start all-gather-done async-done
+async-update async-start copy-done copy-start custom-call domain fusion get-tuple-element
+opt-barrier infeed outfeed parameter recv recv-done reduce-precision reduce-window send send-done
+sort tuple while scan""".split())
+
+# XLA's CheckShape compares these exactly even with mixed precision allowed:
+# their result is their input's bits, never a rounding.
+EXACT_SHAPE_OPCODES = frozenset("""bitcast call conditional constant copy-done copy-start
+custom-call get-tuple-element infeed outfeed opt-barrier parameter recv recv-done send send-done
+tuple while""".split())
+
+
+def mixed_precision_problem(instr):
+    """A message when ``instr`` mixes floating-point precisions in its
+    operands (or, for reduce and reduce-window, between its operands and its
+    reducer's parameters: XLA's SameElementTypesForOperandsAndToApplyParameters)
+    where XLA's verifier needs allow_mixed_precision, else None."""
+    if instr.opcode in ("reduce", "reduce-window") and instr.attr("to_apply") is not None:
+        n = len(instr.operands) // 2
+        try:
+            shape_inference.check_reducer(
+                shape_inference.program_shape(instr.attr("to_apply")),
+                [o.shape.element_type for o in instr.operands[n:]],
+                [o.shape.element_type for o in instr.operands[:n]], instr.opcode)
+        except ShapeError as e:
+            return f"{e}, but mixed precision is disallowed (allow_mixed_precision)"
+    if instr.opcode in MIXED_PRECISION_EXEMPT:
+        return None
+    seen = None
+    for op in instr.operands:
+        for _, leaf in op.shape.leaves():
+            if leaf.is_array and leaf.element_type.is_float:
+                if seen is None:
+                    seen = leaf.element_type
+                elif leaf.element_type is not seen:
+                    return (f"operands mix floating-point types {seen.text} and "
+                            f"{leaf.element_type.text}, but mixed precision is disallowed "
+                            f"(allow_mixed_precision)")
+    return None
 
 
 def _where(comp, instr=None):
@@ -93,8 +159,9 @@ def _check_layout(shape, path=""):
 
 
 class _Verifier:
-    def __init__(self, module):
+    def __init__(self, module, allow_mixed_precision=False):
         self.module = module
+        self.allow_mixed_precision = allow_mixed_precision
         self.module_comps = {id(c) for c in module.computations}
 
     def run(self):
@@ -221,7 +288,14 @@ class _Verifier:
             inferred = shape_inference.infer_shape(instr)
         except ShapeError as e:
             _fail(comp, instr, str(e))
-        if not shape_inference.shapes_match(instr.shape, inferred):
+        if not self.allow_mixed_precision:
+            problem = mixed_precision_problem(instr)
+            if problem:
+                _fail(comp, instr, problem)
+        match = (shape_inference.shapes_match_ignoring_fp_precision
+                 if self.allow_mixed_precision and instr.opcode not in EXACT_SHAPE_OPCODES
+                 else shape_inference.shapes_match)
+        if not match(instr.shape, inferred):
             _fail(comp, instr, f"declared shape {instr.shape.to_text(False)} does not match the "
                                f"shape inferred for {instr.opcode}, {inferred.to_text(False)}")
 
@@ -248,6 +322,8 @@ class _Verifier:
                                f"{result.to_text(False)} in entry_computation_layout")
 
 
-def verify_module(module):
-    """Raises VerifierError on the first broken invariant of ``module``."""
-    _Verifier(module).run()
+def verify_module(module, allow_mixed_precision=False):
+    """Raises VerifierError on the first broken invariant of ``module``.
+    ``allow_mixed_precision``: XLA's HloVerifierOpts option of that name (see
+    the module docstring)."""
+    _Verifier(module, allow_mixed_precision).run()

@@ -44,10 +44,15 @@ class Compiler:
     def pipeline(self, **options):
         """The HLO pass pipeline ``compile`` runs (an ``HloPassPipeline``);
         ``options`` are the pipeline's (``verify``, ``disabled_passes``,
-        ``dump_hook``)."""
+        ``dump_hook``, ``allow_mixed_precision``)."""
         raise NotImplementedError
 
     def compile(self, module, hooks=None, **options):
+        """An Executable for ``module`` (optimized in place). ``options`` are
+        the backend's; the cpu, gpu and interpreter take
+        ``allow_mixed_precision`` (the verifier's option, after which the
+        module's mixed floating-point precisions are made explicit
+        converts)."""
         raise NotImplementedError
 
 

@@ -6,7 +6,9 @@ changed the module. A pipeline runs passes in order and, per pass:
 * skips it if its name is in ``disabled_passes`` (``--xla_disable_hlo_passes``);
 * times it (``pipeline.timings``: pass name -> seconds, summed over runs);
 * runs the verifier after it when ``verify`` is set and the pass changed
-  the module, so a broken invariant is blamed on the pass that broke it;
+  the module, so a broken invariant is blamed on the pass that broke it
+  (with the verifier's ``allow_mixed_precision`` when the pipeline's
+  ``allow_mixed_precision`` is set);
 * calls ``dump_hook(module, pipeline_name, pass_name, changed, next_pass)``
   when set: once before the first pass (``pass_name`` None) and after each
   pass (``next_pass`` None after the last), the hook through which the dump
@@ -39,10 +41,12 @@ class PassError(XlaError):
 
 
 class HloPassPipeline(HloPass):
-    def __init__(self, name, passes=(), verify=False, disabled_passes=(), dump_hook=None):
+    def __init__(self, name, passes=(), verify=False, disabled_passes=(), dump_hook=None,
+                 allow_mixed_precision=False):
         self.name = name
         self.passes = list(passes)
         self.verify = verify
+        self.allow_mixed_precision = allow_mixed_precision
         self.disabled_passes = frozenset(disabled_passes)
         self.dump_hook = dump_hook
         self.timings = {}
@@ -57,6 +61,7 @@ class HloPassPipeline(HloPass):
         inner = p.body if isinstance(p, HloPassFix) else p
         if isinstance(inner, HloPassPipeline):
             inner.verify = inner.verify or self.verify
+            inner.allow_mixed_precision = inner.allow_mixed_precision or self.allow_mixed_precision
             inner.disabled_passes = inner.disabled_passes | self.disabled_passes
             inner.dump_hook = inner.dump_hook or self.dump_hook
 
@@ -81,7 +86,7 @@ class HloPassPipeline(HloPass):
                     if not module.is_scheduled:
                         comp.sort_post_order()
                 if self.verify:
-                    self._verify(module, p.name)
+                    self._verify(module, p.name, self.allow_mixed_precision)
             if self.dump_hook:
                 following = active[k + 1].name if k + 1 < len(active) else None
                 self.dump_hook(module, self.name, p.name, changed, following)
@@ -89,10 +94,10 @@ class HloPassPipeline(HloPass):
         return changed_any
 
     @staticmethod
-    def _verify(module, pass_name):
+    def _verify(module, pass_name, allow_mixed_precision=False):
         from xla.hlo.verifier import verify_module
         try:
-            verify_module(module)
+            verify_module(module, allow_mixed_precision=allow_mixed_precision)
         except XlaError as e:
             raise PassError(f"module is invalid after pass {pass_name}: {e}") from e
 

@@ -26,8 +26,10 @@ PASSES = {
     "fusion": "xla.service.instruction_fusion:InstructionFusion",
     "hlo-memory-scheduler": "xla.service.hlo_memory_scheduler:HloMemoryScheduler",
     "layout-assignment": "xla.service.layout_assignment:LayoutAssignment",
+    "mixed-precision-normalizer": "xla.service.mixed_precision_normalizer:MixedPrecisionNormalizer",
     "ragged-dot-expander": "xla.service.ragged_dot_expander:RaggedDotExpander",
     "scaled-dot-expander": "xla.service.scaled_dot_expander:ScaledDotExpander",
+    "scan-expander": "xla.service.scan_expander:ScanExpander",
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":
         "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",

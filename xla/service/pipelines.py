@@ -9,7 +9,10 @@ scheduler, after which buffer assignment can run). The CPU's is
 
 Order, and why:
 
-1. ``call-inliner``, ``dce``: later passes see one flat entry computation;
+1. ``mixed-precision-normalizer``: converts where a module mixes
+   floating-point precisions (verified with ``allow_mixed_precision``), so
+   no later pass sees an op whose operands or result disagree on a type;
+   ``call-inliner``, ``dce``: later passes see one flat entry computation;
    ``dynamic-index-splitter``: start indices given as one vector become scalars;
    ``batchnorm_expander``: batch-norm-* become reduces and elementwise ops;
    ``stochastic_convert_decomposer``: so does stochastic-convert.
@@ -43,10 +46,16 @@ def simplification_pipeline(**options):
     ], **options))
 
 
-def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None):
-    """Steps 1-4: simplification through layout assignment."""
-    options = dict(verify=verify, disabled_passes=disabled_passes, dump_hook=dump_hook)
+def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None,
+                                allow_mixed_precision=False):
+    """Steps 1-4: simplification through layout assignment (after
+    ``mixed-precision-normalizer``, a no-op unless the module mixes
+    floating-point precisions, which the verifier allows only with
+    ``allow_mixed_precision``)."""
+    options = dict(verify=verify, disabled_passes=disabled_passes, dump_hook=dump_hook,
+                   allow_mixed_precision=allow_mixed_precision)
     p = HloPassPipeline("optimization", **options)
+    p.add_pass(make_pass("mixed-precision-normalizer"))
     p.add_pass(make_pass("call-inliner"))
     p.add_pass(make_pass("dce"))
     p.add_pass(make_pass("dynamic-index-splitter"))
@@ -85,9 +94,10 @@ def default_pipeline(fusion_policy=None, **options):
                                                  fusion_policy))
 
 
-def run_passes(module, pass_names, verify=True, disabled_passes=(), dump_hook=None):
+def run_passes(module, pass_names, verify=True, disabled_passes=(), dump_hook=None,
+               allow_mixed_precision=False):
     """Runs the named passes in order (``hlo_opt --passes``); returns the pipeline."""
     p = _pipeline("hlo-opt", pass_names, verify=verify, disabled_passes=disabled_passes,
-                  dump_hook=dump_hook)
+                  dump_hook=dump_hook, allow_mixed_precision=allow_mixed_precision)
     p.run(module)
     return p

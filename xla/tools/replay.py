@@ -80,18 +80,22 @@ def load_inputs(path, args_path=None, random_seed=0):
     return module, arrays.random_args(shapes, seed=random_seed), None
 
 
-def run_module(module, args, platform, num_runs=1, num_replicas=1, num_partitions=1):
+def run_module(module, args, platform, num_runs=1, num_replicas=1, num_partitions=1,
+               allow_mixed_precision=False):
     """Compiles a copy of ``module`` for ``platform`` and runs it; returns
     (flattened results, seconds per run). With several replicas or
     partitions every device gets ``args`` (as XLA's replay_computation does)
-    and the results are device 0's."""
+    and the results are device 0's. ``allow_mixed_precision``: the
+    verifier's option (XLA's HloVerifierOpts), for modules that mix
+    floating-point precisions as XLA's tests do."""
     module = parse_hlo_module(module.to_text())   # compilers optimize in place
     replicated = num_replicas > 1 or num_partitions > 1
+    options = {"allow_mixed_precision": True} if allow_mixed_precision else {}
     if replicated:
         executable = runtime.compile(module, platform, num_replicas=num_replicas,
-                                     num_partitions=num_partitions)
+                                     num_partitions=num_partitions, **options)
     else:
-        executable = runtime.compile(module, platform)
+        executable = runtime.compile(module, platform, **options)
     seconds = []
     result = None
     for _ in range(max(num_runs, 1)):
@@ -105,12 +109,13 @@ def run_module(module, args, platform, num_runs=1, num_replicas=1, num_partition
 
 
 def replay_file(path, platform="interpreter", args_path=None, random_seed=0, num_runs=1,
-                num_replicas=1, num_partitions=1):
+                num_replicas=1, num_partitions=1, allow_mixed_precision=False):
     """Parses, compiles and runs one module or snapshot; returns its flattened results."""
     from xla.tools.tolerance import reduction_lengths
     module, args, recorded = load_inputs(path, args_path, random_seed)
     lengths = reduction_lengths(module)
-    leaves, seconds = run_module(module, args, platform, num_runs, num_replicas, num_partitions)
+    leaves, seconds = run_module(module, args, platform, num_runs, num_replicas, num_partitions,
+                                 allow_mixed_precision)
     return ReplayResult(path, leaves, seconds, args, recorded, lengths)
 
 

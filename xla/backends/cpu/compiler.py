@@ -118,12 +118,19 @@ class CpuCompiler(Compiler):
         from xla.backends.cpu.pipeline import cpu_pipeline
         return cpu_pipeline(**options)
 
-    def optimize(self, module, timings=None, hooks=None):
-        """Verifies ``module`` and runs the optimization pipeline on it in
-        place; returns its buffer assignment. ``timings`` (a dict) gets the
-        seconds of "passes" and "buffer_assignment"."""
+    def optimize(self, module, timings=None, hooks=None, allow_mixed_precision=False):
+        """Verifies ``module`` (``allow_mixed_precision``: the verifier's
+        option; ``mixed-precision-normalizer`` then makes the converts
+        explicit) and runs the optimization pipeline on it in place; returns
+        its buffer assignment. ``timings`` (a dict) gets the seconds of
+        "passes" and "buffer_assignment"."""
         start = time.perf_counter()
-        verify_module(module)
+        verify_module(module, allow_mixed_precision=allow_mixed_precision)
+        if allow_mixed_precision:
+            # Here, not only as the pipeline's first pass: the emitters compute
+            # one type per op, so --xla_disable_hlo_passes must not skip it.
+            from xla.service.mixed_precision_normalizer import MixedPrecisionNormalizer
+            MixedPrecisionNormalizer().run(module)
         for comp in module.computations:
             for instr in comp.instructions:
                 if instr.shape.has_buffer:
@@ -162,7 +169,7 @@ class CpuCompiler(Compiler):
     def _transform(self, text):
         return with_fast_math(text) if self.fast_math else text
 
-    def compile(self, module, hooks=None, cache=None):
+    def compile(self, module, hooks=None, cache=None, allow_mixed_precision=False):
         """An executable for ``module`` (optimized in place): a driver
         function over separately compiled kernels (see ``kernels.py`` and
         ``kernel_compiler.py``). With ``cache`` (an
@@ -172,7 +179,8 @@ class CpuCompiler(Compiler):
         and LLVM entirely, a hit on a kernel skips that kernel.
 
         The executable's ``compile_timings`` has the seconds of each stage
-        (passes, buffer_assignment, codegen, llvm) and kernel counts."""
+        (passes, buffer_assignment, codegen, llvm) and kernel counts.
+        ``allow_mixed_precision``: the verifier's option (see ``optimize``)."""
         self.configure()
         started = time.perf_counter()
         timings = {}
@@ -182,7 +190,7 @@ class CpuCompiler(Compiler):
             kernel_compiler.prestart(self.compile_workers)
         if progress:
             progress.stage("passes")
-        assignment = self.optimize(module, timings, hooks)
+        assignment = self.optimize(module, timings, hooks, allow_mixed_precision)
         from xla.backends.cpu import collectives
         if self.profile:
             from xla.runtime import profiler

@@ -5,6 +5,7 @@ from XLA:GPU/TPU dumps as their synchronous ops), ``custom-fusion-inliner`` (kCu
 fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO to re-fuse),
 ``ragged-dot-expander`` (ragged-dot as dots and selects, where it can),
 ``scaled-dot-expander`` (scaled-dot as multiplies and a dot),
+``scan-expander`` (scan as a while loop),
 the target-independent pipeline (``xla/service/pipelines.py``) with
 ``dot-type-widening`` just before its layout assignment (bf16/f16/f8 dots
 in f32, narrow integer dots in s32: the types Eigen's GEMM runs) and a
@@ -25,6 +26,7 @@ def cpu_pipeline(**options):
     pipeline.passes.insert(2, make_pass("custom-fusion-inliner"))
     pipeline.passes.insert(3, make_pass("ragged-dot-expander"))
     pipeline.passes.insert(4, make_pass("scaled-dot-expander"))
+    pipeline.passes.insert(5, make_pass("scan-expander"))
     layout = next(i for i, p in enumerate(pipeline.passes) if p.name == "layout-assignment")
     # The runtime's FFT reads and writes dense row-major arrays.
     pipeline.passes[layout] = make_pass("layout-assignment", row_major_opcodes=("fft",))

@@ -27,8 +27,13 @@ class GpuCompiler(Compiler):
         from xla.backends.gpu.pipeline import gpu_pipeline
         return gpu_pipeline(**options)
 
-    def compile(self, module, hooks=None):
-        verify_module(module)
+    def compile(self, module, hooks=None, allow_mixed_precision=False):
+        # allow_mixed_precision: the verifier's option; mixed-precision-normalizer
+        # then makes the converts explicit.
+        verify_module(module, allow_mixed_precision=allow_mixed_precision)
+        if allow_mixed_precision:   # not skippable with --xla_disable_hlo_passes
+            from xla.service.mixed_precision_normalizer import MixedPrecisionNormalizer
+            MixedPrecisionNormalizer().run(module)
         for p in module.entry.parameters:
             if p.shape.is_dynamic:
                 raise UnimplementedError(f"the gpu backend does not support dynamic shapes "

@@ -38,8 +38,14 @@ class InterpreterCompiler(Compiler):
         from xla.service.pipelines import default_pipeline
         return default_pipeline(**options)
 
-    def compile(self, module, hooks=None):
-        verify_module(module)
+    def compile(self, module, hooks=None, allow_mixed_precision=False):
+        """Verifies ``module`` (``allow_mixed_precision``: the verifier's
+        option, after which ``mixed-precision-normalizer`` makes the converts
+        explicit, as the compiling backends' pipelines do) for the evaluator."""
+        verify_module(module, allow_mixed_precision=allow_mixed_precision)
+        if allow_mixed_precision:
+            from xla.service.mixed_precision_normalizer import MixedPrecisionNormalizer
+            MixedPrecisionNormalizer().run(module)
         for comp in module.computations:
             for instr in comp.instructions:
                 if instr.shape.has_buffer:

@@ -2,6 +2,8 @@
 bookkeeping ops (tokens, barriers, replica/partition ids).
 
 * while: evaluates ``condition`` on the state, then ``body``, until false;
+* scan: the sequential scan of ``xla/hlo/scan.py`` (is_associative changes
+  nothing here);
 * conditional: pred form (true_computation / false_computation) or indexed
   form (branch_computations; an out-of-range index runs the last branch);
 * reduce (variadic: N inputs then N init values): the reducer is applied
@@ -50,6 +52,36 @@ def _while(instr, operands, ctx):
     while _truth(ctx.call(condition, [state]), instr):
         state = ctx.call(body, [state])
     return state
+
+
+@register("scan")
+def _scan(instr, operands, ctx):
+    """Step i of L reads the inputs at i (L-1-i when is_reverse) and writes
+    the outputs there; the carries thread through (xla/hlo/scan.py)."""
+    comp = instr.attr("to_apply")
+    num_carries = instr.attr("num_carries")
+    dim = tuple(instr.attr("dimensions"))[0]
+    num_inputs = len(operands) - num_carries
+    inputs = [np.asarray(x) for x in operands[:num_inputs]]
+    carries = list(operands[num_inputs:])
+    root_is_tuple = comp.root_instruction.shape.is_tuple
+    if instr.shape.is_tuple:
+        out_shapes = instr.shape.tuple_shapes[:len(instr.shape.tuple_shapes) - num_carries]
+    else:
+        out_shapes = [instr.shape] if num_carries == 0 else []
+    outputs = [np.zeros(s.dimensions, s.dtype) for s in out_shapes]
+    length = inputs[0].shape[dim]
+    reverse = bool(instr.attr("is_reverse", False))
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        values = ctx.call(comp, [np.take(x, i, axis=dim) for x in inputs] + carries)
+        values = list(values) if root_is_tuple else [values]
+        at = (slice(None),) * dim + (i,)
+        for out, value in zip(outputs, values):
+            out[at] = value
+        carries = values[len(outputs):]
+    result = outputs + carries
+    return tuple(result) if root_is_tuple else result[0]
 
 
 @register("conditional")
