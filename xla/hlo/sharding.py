@@ -107,7 +107,8 @@ def parse_sharding(value):
     text = getattr(value, "text", value)
     if isinstance(text, HloSharding):
         return text
-    text = str(text).strip()
+    # The printer's /*index=N*/ markers in long tuples are comments.
+    text = re.sub(r"/\*.*?\*/", "", str(text)).strip()
     if not (text.startswith("{") and text.endswith("}")):
         raise InvalidArgumentError(f"sharding {text!r} is not of the form {{...}}")
     inner = text[1:-1].strip()

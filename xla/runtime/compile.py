@@ -27,7 +27,9 @@ def compile(module, platform=None, *, backend=None, compiler=None, debug_options
     ``num_replicas``/``num_partitions`` (either given): the module runs on
     that many replicas x partitions of the platform's devices, in one
     process, and a ``ReplicatedExecutable`` (``collectives.py``) is returned,
-    whose ``execute`` takes one argument list per device.
+    whose ``execute`` takes one argument list per device. A module in
+    Shardy's form (JAX's global module, ``xla.sdy.*`` custom-calls) is SPMD
+    partitioned first: each device's arguments and results are its tiles.
     """
     if num_replicas is not None or num_partitions is not None:
         return _compile_replicated(module, platform or backend, compiler, debug_options,
@@ -83,6 +85,13 @@ def _compile_replicated(module, platform, compiler, debug_options, num_replicas,
     if isinstance(module, str):
         from xla.hlo.parser import parse_hlo_module
         module = parse_hlo_module(module)
+    if num_partitions > 1:
+        from xla.hlo import sdy
+        if sdy.uses_shardy(module):
+            # JAX's global module in Shardy's form: partitioned first, so each
+            # device runs its own tiles, as XLA does with it.
+            from xla.service.spmd_partitioner import partition
+            module = partition(module, num_partitions)[0]
     module.header_attrs["replica_count"] = num_replicas
     module.header_attrs["num_partitions"] = num_partitions
     executable = compile(module, platform, compiler=compiler, debug_options=debug_options,

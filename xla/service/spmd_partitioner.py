@@ -30,6 +30,17 @@ honoured, resharding the value if needed. Per instruction:
   are gathered whole (all-gather), the op runs unpartitioned on every
   device, and its result is replicated. Correct, not parallel.
 
+Shardy's form (``xla/hlo/sdy.py``), as JAX writes shard_map and pmap: a
+value without a classic sharding takes its ``xla.sdy.sharding``;
+``xla.sdy.GlobalToLocalShape`` reshards its operands to its in_shardings
+and hands on this device's tiles as *manual* values; instructions of
+manual values (the call of the ``xla.sdy.manual_computation_body``, which
+holds the per-device program JAX wrote) run as written on them;
+``xla.sdy.LocalToGlobalShape`` declares its operands the tiles of values
+sharded as its out_shardings; ``xla.sdy.FuncResultSharding`` and
+``xla.sdy.ShardingConstraint`` reshard to their sharding. Bodies manual
+over only some of the mesh axes are refused by name.
+
 Resharding gathers a tiled value with one all-gather per cut dimension
 (groups: the devices that differ only in that dimension's tile) and cuts a
 replicated value with a dynamic-slice at offsets read from a constant table
@@ -41,11 +52,12 @@ import itertools
 
 import numpy as np
 
-from xla.errors import UnimplementedError
+from xla.errors import InvalidArgumentError, UnimplementedError
 from xla.hlo import opcodes
 from xla.hlo.attributes import RawAttr
 from xla.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla.hlo.shape import Shape
+from xla.hlo import sdy
 from xla.hlo.sharding import REPLICATED, HloSharding, sharding_of, tiled
 from xla.hlo.types import PrimitiveType
 
@@ -90,10 +102,28 @@ def unshard(tiles, sharding, dims):
     return out
 
 
+MANUAL = HloSharding("manual")
+
+
+def _manual_like(shape):
+    if shape.is_tuple:
+        return HloSharding("tuple", elements=tuple(_manual_like(s) for s in shape.tuple_shapes))
+    return MANUAL
+
+
+def _is_manual(s):
+    return s.kind == "manual" or (s.kind == "tuple" and any(_is_manual(e) for e in s.elements))
+
+
 class _Partitioner:
     def __init__(self, module, n):
         self.module = module
         self.n = n
+        self.meshes = sdy.module_meshes(module)
+        for name, mesh in self.meshes.items():
+            if mesh.size != n:
+                raise InvalidArgumentError(f"mesh {name} has {mesh.size} devices; the module "
+                                           f"runs on {n} partitions")
         self.instructions = []
         self.names = itertools.count()
         self.channel = itertools.count(1)
@@ -167,7 +197,7 @@ class _Partitioner:
         shardings = {}
         param_shardings = []
         for h in entry.instructions:
-            written = sharding_of(h)
+            written = sharding_of(h) or self.sdy_sharding(h)
             if written is not None and written.kind not in ("replicated", "tiled", "tuple") \
                     and h is not entry.root_instruction:
                 raise UnimplementedError(f"spmd partitioning: sharding {written.to_text()} of "
@@ -190,11 +220,26 @@ class _Partitioner:
         params = [s for _, s in sorted(param_shardings, key=lambda p: p[0])]
         return out, params, result_sharding
 
+    def sdy_sharding(self, h):
+        """The sharding of a parameter in Shardy's form (None elsewhere: the
+        sdy custom-calls carry the others)."""
+        if h.opcode != "parameter" or not h.shape.is_array:
+            return None
+        text = sdy.attribute_dict(h.attr("frontend_attributes")).get("xla.sdy.sharding")
+        return None if text is None else sdy.parse_sharding(text, self.meshes, h.shape.rank)
+
     def instruction(self, h, done, shardings, written):
         op = h.opcode
         operands = [done[id(o)] for o in h.operands]
         have = [shardings[id(o)] for o in h.operands]
         attrs = {k: v for k, v in h.attrs.items() if k != "sharding"}
+        if op == "custom-call" and str(h.attr("custom_call_target", "")).startswith("xla.sdy."):
+            return self.shardy(h, operands, have)
+        if any(_is_manual(s) for s in have):
+            # Per-device code as written (a manual computation's call, or
+            # what works on its results before they become global again).
+            return self.add(op, h.shape, operands, attrs=attrs, literal=h.literal), \
+                _manual_like(h.shape)
         if op == "parameter":
             s = written if written is not None and written.kind == "tiled" else REPLICATED
             dims = local_dims(h.shape.dimensions, s) if h.shape.is_array else None
@@ -244,6 +289,47 @@ class _Partitioner:
             if result is not None:
                 return result
         return self.replicated(h, operands, have, attrs)
+
+    def shardy(self, h, operands, have):
+        target = str(h.attr("custom_call_target"))
+        attrs = sdy.attribute_dict(h.attr("frontend_attributes"))
+        declared = list(h.shape.tuple_shapes) if h.shape.is_tuple else [h.shape]
+        if target == sdy.GLOBAL_TO_LOCAL:
+            manual = set(sdy.parse_manual_axes(attrs.get("xla.sdy.manual_axes", "#sdy<manual_axes{}>")))
+            for name, mesh in self.meshes.items():
+                if manual != {a for a, _ in mesh.axes}:
+                    raise UnimplementedError(
+                        f"spmd partitioning: {h.name} is manual over axes {sorted(manual)} of mesh "
+                        f"{name} {[a for a, _ in mesh.axes]} (only bodies manual over every axis)")
+            wanted = sdy.parse_sharding_per_value(attrs["xla.sdy.in_shardings"], self.meshes)
+            values = [self.reshard(v, s, w, o.shape.dimensions)
+                      for v, s, w, o in zip(operands, have, wanted, h.operands)]
+            for v, d in zip(values, declared):
+                if v.shape.dimensions != d.dimensions:
+                    raise InvalidArgumentError(f"{h.name}: a local shape of {d.to_text()} for a tile "
+                                               f"of {v.shape.to_text()}")
+            if h.shape.is_tuple:
+                return self.add("tuple", Shape.tuple([v.shape for v in values]), values), \
+                    _manual_like(h.shape)
+            return values[0], MANUAL
+        if target == sdy.LOCAL_TO_GLOBAL:
+            wanted = sdy.parse_sharding_per_value(attrs["xla.sdy.out_shardings"], self.meshes)
+            for v, w, d in zip(operands, wanted, declared):
+                if v.shape.dimensions != local_dims(d.dimensions, w):
+                    raise InvalidArgumentError(f"{h.name}: a tile of {v.shape.to_text()} for "
+                                               f"{d.to_text()} sharded as {w.to_text()}")
+            if h.shape.is_tuple:
+                return self.add("tuple", Shape.tuple([v.shape for v in operands]), operands), \
+                    HloSharding("tuple", elements=tuple(wanted))
+            return operands[0], wanted[0]
+        if target in (sdy.FUNC_RESULT_SHARDING, sdy.SHARDING_CONSTRAINT) and len(operands) == 1 \
+                and h.shape.is_array:
+            text = attrs["xla.sdy.sharding"]
+            (want,) = (sdy.parse_sharding_per_value(text, self.meshes)
+                       if text.startswith("#sdy.sharding_per_value") else
+                       [sdy.parse_sharding(text, self.meshes, h.shape.rank)])
+            return self.reshard(operands[0], have[0], want, h.shape.dimensions), want
+        raise UnimplementedError(f"spmd partitioning: custom-call {target} ({h.name})")
 
     def replicated(self, h, operands, have, attrs):
         ops = [self.gather(v, s, o.shape.dimensions) if o.shape.is_array else v

@@ -9,7 +9,8 @@ fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO to re-fuse),
 the target-independent pipeline (``xla/service/pipelines.py``) with
 ``dot-type-widening`` just before its layout assignment (bf16/f16/f8 dots
 in f32, narrow integer dots in s32: the types Eigen's GEMM runs) and a
-layout assignment that gives ``fft`` row-major operands and results, fusion with
+layout assignment that gives ``fft`` and the collectives row-major operands
+and results (copies around them where the module says otherwise), fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
 (a DUS joins the fusion computing its update: one in-place kernel), then
 copy insertion and the memory scheduler, after which buffer assignment
@@ -17,6 +18,10 @@ runs."""
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target_independent_pipeline
+
+# What the runtime computes on dense row-major arrays only.
+ROW_MAJOR_OPCODES = ("fft", "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                     "collective-permute", "collective-broadcast")
 
 
 def cpu_pipeline(**options):
@@ -28,8 +33,8 @@ def cpu_pipeline(**options):
     pipeline.passes.insert(4, make_pass("scaled-dot-expander"))
     pipeline.passes.insert(5, make_pass("scan-expander"))
     layout = next(i for i, p in enumerate(pipeline.passes) if p.name == "layout-assignment")
-    # The runtime's FFT reads and writes dense row-major arrays.
-    pipeline.passes[layout] = make_pass("layout-assignment", row_major_opcodes=("fft",))
+    # The runtime's FFT and collectives read and write dense row-major arrays.
+    pipeline.passes[layout] = make_pass("layout-assignment", row_major_opcodes=ROW_MAJOR_OPCODES)
     pipeline.passes.insert(layout, make_pass("dot-type-widening"))
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
