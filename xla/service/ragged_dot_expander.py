@@ -1,69 +1,67 @@
-"""RaggedDotExpander: a ``ragged-dot`` whose lhs ragged dimension is a
-non-contracting one (the mixture-of-experts form: rows of the lhs split
-into consecutive groups, group ``j`` multiplied by slice ``j`` of the rhs
-along its group dimension), with no batch dimensions and ``group_sizes`` of
-rank 1, becomes ordinary dots and selects, for backends without a ragged
-kernel (the CPU runs it after this pass).
+"""RaggedDotExpander: a ``ragged-dot`` becomes ordinary dots and selects,
+for backends without a ragged kernel (the CPU runs it after this pass).
+Every form XLA accepts is expanded, by the kind of the lhs ragged
+dimension (``ragged_dot_mode``; semantics as the interpreter defines them,
+``xla/hlo/evaluator/ops_linalg.py``):
 
-For each group ``j`` of the ``g``: the dot of the whole lhs with rhs slice
-``j``, kept on the rows ``start_j <= row < end_j`` (``end_j`` the running
-sum of the sizes, ``start_j`` the previous one); rows in no group are zero,
-as XLA defines them (``xla/hlo/evaluator/ops_linalg.py``). That is ``g``
-times the work of one dot: a fallback that gives the right answer, not a
-fast ragged kernel. A ragged contracting dimension of a 2-D x 2-D dot
-gives one dot per group over that group's part of it (both operands
-selected to zero outside), stacked; a ragged batch dimension is the dot
-itself (as XLA computes it). Other forms (batch dimensions with a ragged
-non-contracting or contracting one, group sizes per row of a prefix,
-several contracting dimensions) are left alone, and the backend names the
-op it does not support.
+* non-contracting (the mixture-of-experts form): for each group ``j`` of
+  the ``g``, the dot of the whole lhs with slice ``j`` of the rhs along its
+  group dimension, kept where the lhs position along the ragged dimension
+  lies in group ``j`` (``start_j <= p < end_j``, the running sums of the
+  sizes); positions in no group are zero;
+* contracting: result slice ``j`` is the dot over group ``j``'s part of the
+  contracting dimension, both operands selected to zero outside it (so an
+  inf or NaN there never reaches the result), stacked along a new leading
+  dimension;
+* batch: the dot itself (as XLA computes it).
+
+Group sizes of rank 1 apply to every position of the prefix dimensions
+(batch dimensions and, for the non-contracting kind, the free dimensions
+before the ragged one; for the contracting kind the contracting ones
+before it); group sizes of full rank give each prefix position its own
+groups. That is ``g`` times the work of one dot: a fallback that gives the
+right answer, not a fast ragged kernel.
 """
 from xla.hlo.attributes import SliceDim
 from xla.hlo.shape import Shape
+from xla.hlo.shape_inference import ragged_dot_mode
 from xla.hlo.types import PrimitiveType
 from xla.service.pass_utils import OpExpanderPass
 
 S64, PRED = PrimitiveType.S64, PrimitiveType.PRED
 
 
-def _batch_kind(instr):
-    """Whether the ragged dimension is a batch one: then the op is the dot
-    itself (every batch position computed, as XLA computes it)."""
-    from xla.hlo.shape_inference import ragged_dot_mode
+def _mode(instr):
+    """The RaggedDotMode of ``instr``, or None for a malformed one (the
+    verifier reports those)."""
     try:
-        mode = ragged_dot_mode(instr.operands[0].shape.rank, instr.attr("lhs_contracting_dims", ()),
+        return ragged_dot_mode(instr.operands[0].shape.rank, instr.attr("lhs_contracting_dims", ()),
                                instr.attr("lhs_batch_dims", ()), instr.attr("lhs_ragged_dims", ()),
                                instr.attr("rhs_group_dims", ()))
     except Exception:   # noqa: BLE001 - the verifier reports malformed ones
-        return False
-    return mode.kind == "batch"
-
-
-def _contracting_2d(instr):
-    """A ragged contracting dimension of a 2-D x 2-D dot with rank-1 group
-    sizes: result slice j is the dot over group j's part of it."""
-    lhs, rhs, sizes = instr.operands
-    lc = tuple(instr.attr("lhs_contracting_dims", ()) or ())
-    return (lhs.shape.rank == 2 and rhs.shape.rank == 2 and len(lc) == 1 and
-            not instr.attr("lhs_batch_dims", ()) and
-            tuple(instr.attr("lhs_ragged_dims", ()) or ()) == lc and
-            not instr.attr("rhs_group_dims", ()) and sizes.shape.rank == 1)
+        return None
 
 
 def _expandable(instr):
-    if instr.opcode != "ragged-dot":
+    if instr.opcode != "ragged-dot" or len(instr.operands) != 3 or not instr.shape.is_array:
         return False
-    if _batch_kind(instr) or _contracting_2d(instr):
-        return True
-    lhs, rhs, sizes = instr.operands
-    lc = tuple(instr.attr("lhs_contracting_dims", ()) or ())
-    rc = tuple(instr.attr("rhs_contracting_dims", ()) or ())
-    lb = tuple(instr.attr("lhs_batch_dims", ()) or ())
-    ragged = tuple(instr.attr("lhs_ragged_dims", ()) or ())
-    groups = tuple(instr.attr("rhs_group_dims", ()) or ())
-    return (lhs.shape.rank == 2 and not lb and len(lc) == 1 and len(rc) == 1 and
-            ragged == (1 - lc[0],) and len(groups) == 1 and rhs.shape.rank == 3 and
-            sizes.shape.rank == 1 and instr.shape.is_array)
+    mode = _mode(instr)
+    if mode is None:
+        return False
+    sizes = instr.operands[2].shape
+    return sizes.is_array and sizes.rank in (1, len(mode.group_prefix) + 1)
+
+
+def _dims(rd):
+    return tuple(tuple(rd.attr(k, ()) or ()) for k in ("lhs_batch_dims", "rhs_batch_dims",
+                                                       "lhs_contracting_dims",
+                                                       "rhs_contracting_dims"))
+
+
+def _dot(b, shape, lhs, rhs, lb, rb, lc, rc):
+    attrs = {k: v for k, v in (("lhs_batch_dims", lb), ("rhs_batch_dims", rb),
+                               ("lhs_contracting_dims", lc), ("rhs_contracting_dims", rc)) if v}
+    return b.add("dot", shape, [lhs, rhs], **attrs)
 
 
 class RaggedDotExpander(OpExpanderPass):
@@ -73,82 +71,99 @@ class RaggedDotExpander(OpExpanderPass):
         return _expandable(instr)
 
     def expand(self, b, rd):
-        if _batch_kind(rd):
-            dims = {k: tuple(rd.attr(k, ()) or ()) for k in ("lhs_batch_dims", "rhs_batch_dims",
-                                                             "lhs_contracting_dims",
-                                                             "rhs_contracting_dims")}
-            return b.add("dot", rd.shape, rd.operands[:2], **{k: v for k, v in dims.items() if v})
-        if _contracting_2d(rd):
-            return _expand_contracting(b, rd)
-        return _expand_noncontracting(b, rd)
+        mode = _mode(rd)
+        if mode.kind == "batch":
+            return _dot(b, rd.shape, *rd.operands[:2], *_dims(rd))
+        if mode.kind == "contracting":
+            return _expand_contracting(b, rd, mode)
+        return _expand_noncontracting(b, rd, mode)
 
 
-def _group_masks(b, sizes, length):
-    """For each group j: pred[length], true at positions start_j <= p < end_j
-    (end_j the running sum of ``sizes``, start_j the one before)."""
-    g = sizes.shape.dimensions[0]
+def _group_masks(b, rd, mode):
+    """For each group j: (axes, pred mask) over the lhs dimensions ``axes``
+    (the prefix dimensions, then the ragged one), true where the position
+    along the ragged dimension lies in group j of that prefix position."""
+    lhs, _, sizes = rd.operands
+    axes = list(mode.group_prefix) + [mode.ragged]
+    dims = [lhs.shape.dimensions[d] for d in axes]
+    g = sizes.shape.dimensions[-1]
+    lead = list(sizes.shape.dimensions[:-1])          # [] or the prefix dimensions
     sizes64 = sizes if sizes.shape.element_type == S64 else b.add(
-        "convert", Shape.array(S64, (g,)), [sizes])
-    positions = b.add("iota", Shape.array(S64, (length,)), iota_dimension=0)
-    vector, scalar = Shape.array(S64, (length,)), Shape.array(S64, ())
-    mask = Shape.array(PRED, (length,))
-    end = b.constant(0, S64)
+        "convert", Shape.array(S64, sizes.shape.dimensions), [sizes])
+    positions = b.add("iota", Shape.array(S64, dims), iota_dimension=len(dims) - 1)
+    bound_shape, full = Shape.array(S64, lead), Shape.array(S64, dims)
+    spread = tuple(range(len(lead)))
+    mask = Shape.array(PRED, dims)
+    end = b.add("broadcast", bound_shape, [b.constant(0, S64)], dimensions=())
     for j in range(g):
-        size_j = b.add("reshape", scalar,
-                       [b.add("slice", Shape.array(S64, (1,)), [sizes64], slice=(SliceDim(j, j + 1, 1),))])
-        start, end = end, b.add("add", scalar, [end, size_j])
-        yield b.add("and", mask, [
-            b.add("compare", mask, [positions, b.add("broadcast", vector, [start], dimensions=())],
+        window = tuple(SliceDim(0, d, 1) for d in lead) + (SliceDim(j, j + 1, 1),)
+        size_j = b.add("reshape", bound_shape,
+                       [b.add("slice", Shape.array(S64, lead + [1]), [sizes64], slice=window)])
+        start, end = end, b.add("add", bound_shape, [end, size_j])
+        yield axes, b.add("and", mask, [
+            b.add("compare", mask, [positions, b.add("broadcast", full, [start], dimensions=spread)],
                   direction="GE"),
-            b.add("compare", mask, [positions, b.add("broadcast", vector, [end], dimensions=())],
+            b.add("compare", mask, [positions, b.add("broadcast", full, [end], dimensions=spread)],
                   direction="LT")])
 
 
-def _expand_noncontracting(b, rd):
+def _place(b, mask, targets, dims):
+    """``mask`` (over some lhs dimensions) broadcast into an array of
+    ``dims``, its dimension k landing on ``targets[k]``."""
+    order = sorted(range(len(targets)), key=lambda k: targets[k])
+    if order != list(range(len(order))):
+        mask = b.add("transpose", Shape.array(PRED, [mask.shape.dimensions[k] for k in order]),
+                     [mask], dimensions=tuple(order))
+    return b.add("broadcast", Shape.array(PRED, dims), [mask],
+                 dimensions=tuple(sorted(targets)))
+
+
+def _expand_noncontracting(b, rd, mode):
     """The dot of the whole lhs with each rhs group slice, kept on its rows."""
-    lhs, rhs, sizes = rd.operands
-    lc = rd.attr("lhs_contracting_dims")[0]
-    rc = rd.attr("rhs_contracting_dims")[0]
-    gd = rd.attr("rhs_group_dims")[0]
+    lhs, rhs, _ = rd.operands
+    lb, rb, lc, rc = _dims(rd)
+    gd = mode.group_dim
     out = rd.shape
     rhs_dims = list(rhs.shape.dimensions)
     part_dims = rhs_dims[:gd] + rhs_dims[gd + 1:]
-    rc2 = rc - (rc > gd)
+    rb2 = tuple(d - (d > gd) for d in rb)
+    rc2 = tuple(d - (d > gd) for d in rc)
+    # Where each lhs dimension lands in the result: batch dimensions first
+    # (in lhs_batch_dims order), then the lhs free ones in order.
+    free = [d for d in range(lhs.shape.rank) if d not in lb and d not in lc]
+    where = {d: k for k, d in enumerate(lb)} | {d: len(lb) + k for k, d in enumerate(free)}
     acc = b.add("broadcast", out, [b.constant(0, out.element_type)], dimensions=())
-    # The result's row dimension: lhs free dims come first in a dot's result.
-    for j, inside in enumerate(_group_masks(b, sizes, lhs.shape.dimensions[1 - lc])):
-        mask = b.add("broadcast", Shape.array(PRED, out.dimensions), [inside], dimensions=(0,))
+    for j, (axes, inside) in enumerate(_group_masks(b, rd, mode)):
         slab = [SliceDim(0, d, 1) for d in rhs_dims]
         slab[gd] = SliceDim(j, j + 1, 1)
         rj = b.add("reshape", Shape.array(rhs.shape.element_type, part_dims),
                    [b.add("slice", Shape.array(rhs.shape.element_type,
                                                [1 if k == gd else d for k, d in enumerate(rhs_dims)]),
                           [rhs], slice=tuple(slab))])
-        part = b.add("dot", out, [lhs, rj], lhs_contracting_dims=(lc,), rhs_contracting_dims=(rc2,))
+        part = _dot(b, out, lhs, rj, lb, rb2, lc, rc2)
+        mask = _place(b, inside, [where[d] for d in axes], out.dimensions)
         acc = b.add("select", out, [mask, part, acc])
     return acc
 
 
-def _expand_contracting(b, rd):
+def _expand_contracting(b, rd, mode):
     """Result slice j: the dot of lhs and rhs with every contracting
-    position outside group j selected to zero in both (so an inf or NaN
-    there never reaches the result), stacked along a new leading dimension."""
-    lhs, rhs, sizes = rd.operands
-    lc = rd.attr("lhs_contracting_dims")[0]
-    rc = rd.attr("rhs_contracting_dims")[0]
+    position outside group j selected to zero in both, stacked along a new
+    leading dimension."""
+    lhs, rhs, _ = rd.operands
+    lb, rb, lc, rc = _dims(rd)
     out = rd.shape
+    to_rhs = dict(zip(lb + lc, rb + rc))
     lzero = b.add("broadcast", lhs.shape, [b.constant(0, lhs.shape.element_type)], dimensions=())
     rzero = b.add("broadcast", rhs.shape, [b.constant(0, rhs.shape.element_type)], dimensions=())
     part_shape = Shape.array(out.element_type, out.dimensions[1:])
+    stacked = Shape.array(out.element_type, (1,) + tuple(part_shape.dimensions))
     parts = []
-    for inside in _group_masks(b, sizes, lhs.shape.dimensions[lc]):
-        lmask = b.add("broadcast", Shape.array(PRED, lhs.shape.dimensions), [inside], dimensions=(lc,))
-        rmask = b.add("broadcast", Shape.array(PRED, rhs.shape.dimensions), [inside], dimensions=(rc,))
-        lj = b.add("select", lhs.shape, [lmask, lhs, lzero])
-        rj = b.add("select", rhs.shape, [rmask, rhs, rzero])
-        d = b.add("dot", part_shape, [lj, rj], lhs_contracting_dims=(lc,), rhs_contracting_dims=(rc,))
-        parts.append(b.add("reshape", Shape.array(out.element_type, (1,) + tuple(part_shape.dimensions)),
-                           [d]))
+    for axes, inside in _group_masks(b, rd, mode):
+        lj = b.add("select", lhs.shape, [_place(b, inside, axes, lhs.shape.dimensions), lhs, lzero])
+        rj = b.add("select", rhs.shape, [_place(b, inside, [to_rhs[d] for d in axes],
+                                                rhs.shape.dimensions), rhs, rzero])
+        parts.append(b.add("reshape", stacked, [_dot(b, part_shape, lj, rj, lb, rb, lc, rc)]))
     if not parts:     # no groups: an empty result
         return b.add("broadcast", out, [b.constant(0, out.element_type)], dimensions=())
     if len(parts) == 1:
