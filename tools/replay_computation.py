@@ -4,7 +4,7 @@ snapshots (``--xla_dump_hlo_snapshots``).
   replay_computation --platform=cpu [--args=IN.npz] [--output=OUT.npz]
                      [--random_seed=N] [--num_runs=N] [--print_result]
                      [--compare=interpreter [--rtol=R --atol=A]]
-                     [--allow_mixed_precision]
+                     [--allow_mixed_precision] [--profile [--profile_dir=DIR]]
                      [--xla_dump_to=DIR ...] MODULE.hlo|SNAPSHOT.npz [MORE ...]
 
 Arguments come from IN.npz (arg0..argN in parameter order), from the
@@ -21,9 +21,14 @@ snapshot's recorded results are compared the same way.
 XLA's HloTestBase does, so modules from XLA's tests that mix floating-point
 precisions, ``maximum(f16[4], f32[4]) -> f32[4]``, are accepted); the
 backends then compute each such op in one type with explicit converts
-(``mixed-precision-normalizer``). XLA flags (``--xla_*``, as in XLA_FLAGS) apply to
+(``mixed-precision-normalizer``). ``--profile`` runs each module under
+``xla.profiler.trace`` and prints the per-instruction totals (time, calls,
+bytes, GB/s and GFLOP/s against this machine's measured limits; the CPU
+backend instruments every instruction, other platforms record nothing);
+``--profile_dir`` also writes the Chrome/Perfetto trace JSON there. XLA flags (``--xla_*``, as in XLA_FLAGS) apply to
 the compilations. Errors are printed without a traceback, exit status 1.
 """
+import contextlib
 import os
 import sys
 
@@ -51,6 +56,10 @@ flags.DEFINE_integer("num_partitions", 1, "Run on this many partitions (e.g. an 
 flags.DEFINE_bool("allow_mixed_precision", False, "Verify as XLA's HloVerifier with "
                   "allow_mixed_precision (XLA's test modules): operands and results may mix "
                   "floating-point precisions; each such op computes in one type with converts.")
+flags.DEFINE_bool("profile", False, "Profile each run: print per-instruction times, bytes and "
+                  "rates against the machine's measured limits.")
+flags.DEFINE_string("profile_dir", None, "With --profile: also write the trace (Chrome/Perfetto "
+                    "JSON) to this directory.")
 flags.DEFINE_float("rtol", 1e-5, "Relative tolerance of --compare (and of snapshot checks).")
 flags.DEFINE_float("atol", 1e-6, "Absolute tolerance of --compare (and of snapshot checks).")
 
@@ -73,6 +82,19 @@ def _print_comparison(label, comparison, lengths=()):
               + ("" if good else "  <-- beyond tolerance"))
 
 
+@contextlib.contextmanager
+def _profiling(enabled, directory):
+    """An ``xla.profiler.trace`` around one module's compile and runs (None when off)."""
+    if not enabled:
+        yield None
+        return
+    from xla.runtime import profiler
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with profiler.trace(directory, write=bool(directory)) as prof:
+        yield prof
+
+
 def main(argv):
     paths = [_resolve(p) for p in argv[1:]]
     if not paths:
@@ -93,10 +115,14 @@ def main(argv):
             if len(paths) > 1:
                 raise XlaError("--output takes one module; got " + str(len(paths)))
             replay.check_output_path(output, paths + [args_path], FLAGS.overwrite)
+        profile_dir = _resolve(FLAGS.profile_dir)
+        if profile_dir and not FLAGS.profile:
+            raise XlaError("--profile_dir needs --profile")
         for path in paths:
-            result = replay.replay_file(path, FLAGS.platform, args_path, FLAGS.random_seed,
-                                        FLAGS.num_runs, FLAGS.num_replicas, FLAGS.num_partitions,
-                                        FLAGS.allow_mixed_precision)
+            with _profiling(FLAGS.profile, profile_dir) as prof:
+                result = replay.replay_file(path, FLAGS.platform, args_path, FLAGS.random_seed,
+                                            FLAGS.num_runs, FLAGS.num_replicas,
+                                            FLAGS.num_partitions, FLAGS.allow_mixed_precision)
             print(f"{path}: {len(result.leaves)} result(s) on {FLAGS.platform} "
                   f"in {result.seconds[0] * 1e3:.2f} ms")
             if FLAGS.num_runs > 1:
@@ -107,6 +133,13 @@ def main(argv):
                 print("  " + arrays.summarize(f"out{i}", leaf))
                 if FLAGS.print_result:
                     print(leaf)
+            if prof is not None and not prof.events:
+                print(f"  profile: nothing recorded on {FLAGS.platform} (the cpu backend "
+                      "instruments its executions)")
+            elif prof is not None:
+                print(prof.summary())
+                if profile_dir:
+                    print(f"  trace written to {profile_dir}")
             if result.recorded and not args_path:
                 check = replay.compare_leaves(result.leaves, result.recorded, FLAGS.rtol,
                                               FLAGS.atol, result.lengths)
