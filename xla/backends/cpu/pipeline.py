@@ -10,11 +10,14 @@ the target-independent pipeline (``xla/service/pipelines.py``) with
 ``dot-type-widening`` just before its layout assignment (bf16/f16/f8 dots
 in f32, narrow integer dots in s32: the types Eigen's GEMM runs) and a
 layout assignment that gives ``fft`` and the collectives row-major operands
-and results (copies around them where the module says otherwise), fusion with
+and results (copies around them where the module says otherwise),
+``dot-operand-layouts`` (a transpose feeding a matmul becomes a bitcast the
+matmul reads transposed: ``dot_operand_layouts.py``), fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
 (a DUS joins the fusion computing its update: one in-place kernel), then
 copy insertion and the memory scheduler, after which buffer assignment
 runs."""
+from xla.backends.cpu.dot_operand_layouts import DotOperandLayouts
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target_independent_pipeline
@@ -36,6 +39,7 @@ def cpu_pipeline(**options):
     # The runtime's FFT and collectives read and write dense row-major arrays.
     pipeline.passes[layout] = make_pass("layout-assignment", row_major_opcodes=ROW_MAJOR_OPCODES)
     pipeline.passes.insert(layout, make_pass("dot-type-widening"))
+    pipeline.passes.insert(layout + 2, DotOperandLayouts())
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     return add_scheduling_stage(pipeline)

@@ -1,0 +1,85 @@
+"""DotOperandLayouts (``dot-operand-layouts``): a ``transpose`` that feeds a
+dot the runtime's matmul computes becomes a ``bitcast`` with a transposed
+layout, so the matmul reads the transpose's operand in place with its
+transpose flag (``__xla_cpu_matmul_*(..., transpose_lhs, transpose_rhs)``)
+instead of a kernel copying it first.
+
+``dot_decomposer`` makes every dot canonical (lhs ``[batch..., M, K]``, rhs
+``[batch..., K, N]``) by transposing operands; ``A^T x`` and ``x^T A``
+written by users reach the emitter as such transposes. XLA gets the same
+effect from layout assignment (a transpose whose layout makes it a
+bitcast). Run after layout assignment: the bitcast's layout is the one
+under which its bytes are the operand's, and only where the dot accepts it
+(batch dimensions major and in order, the two matrix dimensions in either
+order; the element types the runtime multiplies). A transpose with other
+users stays for them; one without is removed at once (left for DCE, fusion
+would merge the bitcast into a kernel with it as siblings).
+"""
+from xla.backends.cpu.loop_emitter import major_to_minor
+from xla.hlo.ir import HloInstruction
+from xla.hlo.shape import Layout
+from xla.service.hlo_pass import HloPass
+
+# Element types __xla_cpu_matmul_* takes (ir_emitter.emit_runtime_matmul).
+MATMUL_TYPES = frozenset(["f32", "f64", "s32", "c64", "c128"])
+
+
+def _accepted(order, nb):
+    """Whether a dot operand stored in ``order`` (major to minor) with ``nb``
+    batch dimensions is one the runtime's matmul reads (maybe transposed)."""
+    if order[:nb] != list(range(nb)):
+        return False
+    rest = order[nb:]
+    return rest == sorted(rest) or rest == [nb + 1, nb]
+
+
+def _runtime_dot(dot):
+    """A dot ``emit_runtime_matmul`` takes (up to operand layouts): one
+    element type, leading batch dimensions, lhs ``[..., M, K]`` and rhs
+    ``[..., K, N]`` (or without M / N)."""
+    lhs, rhs = dot.operands
+    et = dot.shape.element_type
+    if et.text not in MATMUL_TYPES or lhs.shape.element_type != et or rhs.shape.element_type != et:
+        return False
+    lb, rb = tuple(dot.attr("lhs_batch_dims", ()) or ()), tuple(dot.attr("rhs_batch_dims", ()) or ())
+    lc = tuple(dot.attr("lhs_contracting_dims", ()) or ())
+    rc = tuple(dot.attr("rhs_contracting_dims", ()) or ())
+    nb = len(lb)
+    return (lb == tuple(range(nb)) and rb == lb and len(lc) == 1 and len(rc) == 1
+            and lc[0] == lhs.shape.rank - 1 and rc[0] == nb
+            and lhs.shape.rank <= nb + 2 and rhs.shape.rank <= nb + 2)
+
+
+class DotOperandLayouts(HloPass):
+    name = "dot-operand-layouts"
+
+    def run(self, module):
+        changed = False
+        for comp in module.computations:
+            for dot in list(comp.instructions):
+                if dot.opcode != "dot" or not dot.shape.is_array or len(dot.operands) != 2 \
+                        or not _runtime_dot(dot):
+                    continue
+                nb = len(dot.attr("lhs_batch_dims", ()) or ())
+                for i, t in enumerate(list(dot.operands)):
+                    if t.opcode != "transpose" or not t.shape.is_array:
+                        continue
+                    source = t.operands[0]
+                    if source.shape.layout is None or t.shape.layout is None:
+                        continue
+                    perm = list(t.attr("dimensions"))
+                    # The result dimension holding operand dimension d is perm.index(d).
+                    order = [perm.index(d) for d in major_to_minor(source.shape)]
+                    if not _accepted(order, nb):
+                        continue
+                    shape = t.shape.with_layout(Layout(tuple(reversed(order))))
+                    bitcast = HloInstruction("bitcast", shape, [source],
+                                             name=module.unique_name("bitcast"))
+                    comp.insert_before(dot, bitcast)
+                    operands = list(dot.operands)
+                    operands[i] = bitcast
+                    dot.operands = operands
+                    if not t.users and t is not comp.root_instruction:
+                        comp.remove_instruction(t)
+                    changed = True
+        return changed
