@@ -121,6 +121,33 @@ ENTRY main {
     assert ba.buffer(instr(module, "p")).slot != a.slot
 
 
+def test_in_place_needs_the_same_layout():
+    # A fusion whose root writes its elements in another physical order
+    # (an elementwise op with a transposing copy fused in) would overwrite
+    # operand elements it has yet to read: no in-place reuse across layouts.
+    module, ba = assign("""
+HloModule layouts
+
+fused {
+  x = f32[32,16]{1,0} parameter(0)
+  c = f32[32,16]{0,1} copy(x)
+  ROOT n = f32[32,16]{0,1} negate(c)
+}
+
+ENTRY main {
+  p = f32[32,16]{1,0} parameter(0)
+  a = f32[32,16]{1,0} exponential(p)
+  f = f32[32,16]{0,1} fusion(a), kind=kLoop, calls=fused
+  same = f32[32,16]{0,1} sine(f)
+  ROOT r = f32[32,16]{0,1} negate(same)
+}
+""")
+    check_properties(module, ba)
+    a, f, same = (ba.buffer(instr(module, n)) for n in ("a", "f", "same"))
+    assert f.slot != a.slot
+    assert same.slot == f.slot      # same layout: still in place
+
+
 def test_in_place_needs_the_last_use_and_same_size():
     module, ba = assign("""
 HloModule inplace

@@ -34,8 +34,8 @@ these aliasing rules instead of new buffers:
   buffers: they run in registers inside their caller's loops;
 * in-place reuse (XLA's CanShareBuffer): an elementwise instruction, or a
   kLoop fusion made only of elementwise ops (parameters, scalar constants and
-  their broadcasts aside), whose array result has the same dimensions and
-  byte size as an operand's buffer, shares that buffer when it is its last
+  their broadcasts aside), whose array result has the same dimensions,
+  layout and byte size as an operand's buffer, shares that buffer when it is its last
   user and the buffer is a temp (not a parameter, constant, live-out or loop
   buffer); so does a dynamic-update-slice with its operand 0, and a kLoop
   fusion rooted at one with the operand bound to the DUS's array when
@@ -260,6 +260,14 @@ def in_place_update_operand(instr):
     if instr.operands.count(operand) != 1:
         return None
     return operand
+
+
+def _physical_order(shape):
+    """Minor-to-major order of an array shape (no layout: row-major)."""
+    layout = shape.layout
+    if layout is None or len(layout.minor_to_major) != shape.rank:
+        return tuple(reversed(range(shape.rank)))
+    return tuple(layout.minor_to_major)
 
 
 def _is_elementwise_fusion(instr):
@@ -626,8 +634,12 @@ class _Assigner:
         if not shape.is_array or instr.opcode in ("bitcast", "bitcast-convert"):
             return False
         other = operand_buffer.shape
+        # Same layout too: a kernel writing its elements in another order
+        # (a fusion whose root transposes through its layout) would
+        # overwrite elements it has yet to read (XLA's ShapeUtil::Equal).
         return (other.is_array and other.dimensions == shape.dimensions
                 and other.byte_size() == shape.byte_size()
+                and _physical_order(other) == _physical_order(shape)
                 and any(operand_buffer is self.points_to[id(o)].get(()) for o in instr.operands))
 
     def share_in_place(self, instr):

@@ -32,7 +32,10 @@ What it does, computation by computation, callers before callees:
   these opcodes get row-major array operands (through a ``copy``) and a
   row-major result (users that were written against another layout see a
   ``copy`` back), as XLA:CPU's layout assignment constrains its library
-  calls.
+  calls. ``constraints`` (an option: a function of an instruction returning
+  None or ``(operand layouts, result layout)``, each Layout or None for
+  "any") does the same with the layouts the backend asks for, e.g. the
+  CPU's convolutions in the physical order its runtime reads.
 
 What it does not do: choose layouts for performance (XLA's layout
 assignment makes e.g. transposes bitcasts, or picks operand layouts for dot
@@ -75,9 +78,10 @@ def _merge(shape, wanted):
 
 
 class _Assigner:
-    def __init__(self, module, row_major_opcodes=frozenset()):
+    def __init__(self, module, row_major_opcodes=frozenset(), constraints=None):
         self.module = module
         self.row_major_opcodes = row_major_opcodes
+        self.instruction_constraints = constraints
         # computation -> (parameter shapes or None, root shape or None)
         self.constraints = {}
         self.changed = False
@@ -164,6 +168,10 @@ class _Assigner:
                     self.match_operands(comp, instr)
                 if op in self.row_major_opcodes:
                     self.make_row_major(comp, instr)
+                wanted = (self.instruction_constraints(instr)
+                          if self.instruction_constraints is not None else None)
+                if wanted is not None:
+                    self.constrain(comp, instr, *wanted)
         root = comp.root_instruction
         want = _merge(with_default_layouts(root.shape), root_shape)
         if root.shape != want:
@@ -188,16 +196,22 @@ class _Assigner:
                 instr.operands[i] = self.convert(comp, operand, target, before=instr)
 
     def make_row_major(self, comp, instr):
-        for i, operand in enumerate(instr.operands):
+        self.constrain(comp, instr,
+                       [Layout.row_major(o.shape.rank) if o.shape.is_array else None
+                        for o in instr.operands],
+                       Layout.row_major(instr.shape.rank) if instr.shape.is_array else None)
+
+    def constrain(self, comp, instr, operand_layouts, result_layout):
+        """Operands copied to ``operand_layouts`` (None: as they are) and
+        the result given ``result_layout``, its users seeing a copy back."""
+        for i, (operand, layout) in enumerate(zip(list(instr.operands), operand_layouts)):
             s = operand.shape
-            if s.is_array and s.layout != Layout.row_major(s.rank):
-                instr.operands[i] = self.convert(comp, operand, s.with_layout(Layout.row_major(s.rank)),
-                                                 before=instr)
+            if layout is not None and s.is_array and s.layout != layout:
+                instr.operands[i] = self.convert(comp, operand, s.with_layout(layout), before=instr)
         s = instr.shape
-        if s.is_array and s.layout != Layout.row_major(s.rank):
-            old = s
-            self._set(instr, s.with_layout(Layout.row_major(s.rank)))
-            self._restore_users(comp, instr, old)
+        if result_layout is not None and s.is_array and s.layout != result_layout:
+            self._set(instr, s.with_layout(result_layout))
+            self._restore_users(comp, instr, s)
 
     def call_site(self, comp, instr):
         op = instr.opcode
@@ -260,8 +274,9 @@ class _Assigner:
 class LayoutAssignment(HloPass):
     name = "layout-assignment"
 
-    def __init__(self, row_major_opcodes=()):
+    def __init__(self, row_major_opcodes=(), constraints=None):
         self.row_major_opcodes = frozenset(row_major_opcodes)
+        self.constraints = constraints
 
     def run(self, module):
-        return _Assigner(module, self.row_major_opcodes).run()
+        return _Assigner(module, self.row_major_opcodes, self.constraints).run()

@@ -5,7 +5,8 @@ Fast path (an instruction emitter): f32/f64 convolutions whose operands
 and result have the result's element type, no batch groups, no window
 reversal, one or two spatial dimensions, and buffers stored as the runtime
 reads them (input NHWC, kernel HWIO, output NHWC in physical order, any
-dim_labels) become one call to ``__xla_cpu_conv2d_f32/f64`` (im2col + Eigen
+dim_labels: the CPU's layout assignment arranges that,
+``layout_constraints.py``) become one call to ``__xla_cpu_conv2d_f32/f64`` (im2col + Eigen
 GEMM, parallel inside the runtime). A 1-D convolution is a 2-D one with a
 unit height.
 
@@ -32,6 +33,7 @@ from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.emit_window import all_valid, window_dimensions, window_position
 from xla.backends.cpu.ir_emitter import (Slice, convert_register, register_generator,
                                          register_instruction, unsupported)
+from xla.backends.cpu.layout_constraints import conv2d_candidate, conv2d_orders
 from xla.backends.cpu.llvm_types import register_type, round_to_type
 from xla.backends.cpu.loop_emitter import i64
 
@@ -134,33 +136,19 @@ def generate_convolution(g, h, index):
 def _runtime_conv_params(h):
     """The runtime conv2d's shape arguments for ``h``, or None when it does not apply."""
     lhs, rhs = h.operands
-    et = h.shape.element_type
-    if et.text not in ("f32", "f64") or lhs.shape.element_type is not et or rhs.shape.element_type is not et:
-        return None
-    if int(h.attr("batch_group_count", 1) or 1) != 1:
+    if not conv2d_candidate(h):
         return None
     dn = h.attr("dim_labels")
     nsp = len(dn.input_spatial_dimensions)
-    if nsp not in (1, 2):
-        return None
     wdims = window_dimensions(h, nsp)
-    if any(wd.window_reversal or wd.stride < 1 or wd.base_dilation < 1 or wd.window_dilation < 1
-           for wd in wdims):
-        return None
     isp, ksp, osp = (list(dn.input_spatial_dimensions), list(dn.kernel_spatial_dimensions),
                      list(dn.output_spatial_dimensions))
-    if le.major_to_minor(lhs.shape) != [dn.input_batch_dimension] + isp + [dn.input_feature_dimension]:
-        return None
-    if le.major_to_minor(rhs.shape) != ksp + [dn.kernel_input_feature_dimension,
-                                              dn.kernel_output_feature_dimension]:
-        return None
-    if le.major_to_minor(h.shape) != [dn.output_batch_dimension] + osp + [dn.output_feature_dimension]:
+    orders = conv2d_orders(dn)
+    if [le.major_to_minor(s) for s in (lhs.shape, rhs.shape, h.shape)] != list(orders):
         return None
     G = int(h.attr("feature_group_count", 1) or 1)
     ld, rd, od = lhs.shape.dimensions, rhs.shape.dimensions, h.shape.dimensions
     in_c, out_c = ld[dn.input_feature_dimension], rd[dn.kernel_output_feature_dimension]
-    if G < 1 or in_c % G or out_c % G or rd[dn.kernel_input_feature_dimension] * G != in_c:
-        return None
     sizes = [(ld[i], rd[k], od[o], wd) for i, k, o, wd in zip(isp, ksp, osp, wdims)]
     if nsp == 1:
         from xla.hlo.attributes import WindowDimension

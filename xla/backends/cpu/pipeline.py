@@ -10,21 +10,19 @@ the target-independent pipeline (``xla/service/pipelines.py``) with
 ``dot-type-widening`` just before its layout assignment (bf16/f16/f8 dots
 in f32, narrow integer dots in s32: the types Eigen's GEMM runs) and a
 layout assignment that gives ``fft`` and the collectives row-major operands
-and results (copies around them where the module says otherwise),
+and results and convolutions the NHWC/HWIO order the runtime's conv2d reads
+(copies around them where the module says otherwise: ``layout_constraints.py``),
 ``dot-operand-layouts`` (a transpose feeding a matmul becomes a bitcast the
 matmul reads transposed: ``dot_operand_layouts.py``), fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
 (a DUS joins the fusion computing its update: one in-place kernel), then
 copy insertion and the memory scheduler, after which buffer assignment
 runs."""
+from xla.backends.cpu import layout_constraints
 from xla.backends.cpu.dot_operand_layouts import DotOperandLayouts
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target_independent_pipeline
-
-# What the runtime computes on dense row-major arrays only.
-ROW_MAJOR_OPCODES = ("fft", "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-                     "collective-permute", "collective-broadcast")
 
 
 def cpu_pipeline(**options):
@@ -36,8 +34,10 @@ def cpu_pipeline(**options):
     pipeline.passes.insert(4, make_pass("scaled-dot-expander"))
     pipeline.passes.insert(5, make_pass("scan-expander"))
     layout = next(i for i, p in enumerate(pipeline.passes) if p.name == "layout-assignment")
-    # The runtime's FFT and collectives read and write dense row-major arrays.
-    pipeline.passes[layout] = make_pass("layout-assignment", row_major_opcodes=ROW_MAJOR_OPCODES)
+    # What the runtime's library calls read and write (layout_constraints.py).
+    pipeline.passes[layout] = make_pass("layout-assignment",
+                                        row_major_opcodes=layout_constraints.ROW_MAJOR_OPCODES,
+                                        constraints=layout_constraints.constraints)
     pipeline.passes.insert(layout, make_pass("dot-type-widening"))
     pipeline.passes.insert(layout + 2, DotOperandLayouts())
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)

@@ -1,0 +1,73 @@
+"""The layouts the CPU runtime's library calls read and write, for layout
+assignment to arrange (copies where the module says otherwise, as XLA:CPU's
+layout assignment constrains its Eigen calls):
+
+* ``ROW_MAJOR_OPCODES``: FFT and the collectives take dense row-major
+  arrays;
+* ``constraints(instr)``: a convolution the runtime's conv2d can compute
+  (``conv2d_candidate``) gets its input in NHWC, its kernel in HWIO and its
+  result in NHWC physical order, whatever its dim_labels: the input and
+  kernel gradients of a training step (``f01b_i01o->01bf``,
+  ``b01f_01oi->b01f``) then run as im2col + GEMM instead of a loop per
+  output element. The copies move each array once; the convolution reads
+  its operands many times.
+"""
+from xla.hlo.shape import Layout
+
+ROW_MAJOR_OPCODES = ("fft", "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                     "collective-permute", "collective-broadcast")
+
+
+def _window_dimensions(h, rank):
+    window = h.attr("window")
+    dims = list(window.dimensions) if window is not None else []
+    return dims + [None] * (rank - len(dims))
+
+
+def conv2d_candidate(h):
+    """Whether the runtime's conv2d computes convolution ``h`` once its
+    buffers are in the order it reads (``emit_convolution`` checks that
+    too): f32/f64 throughout, no batch groups, one or two spatial
+    dimensions, no window reversal, positive strides and dilations,
+    feature groups that divide the features."""
+    lhs, rhs = h.operands
+    et = h.shape.element_type
+    if et.text not in ("f32", "f64") or lhs.shape.element_type is not et or \
+            rhs.shape.element_type is not et:
+        return False
+    if int(h.attr("batch_group_count", 1) or 1) != 1:
+        return False
+    dn = h.attr("dim_labels")
+    if dn is None:
+        return False
+    nsp = len(dn.input_spatial_dimensions)
+    if nsp not in (1, 2):
+        return False
+    for wd in _window_dimensions(h, nsp):
+        if wd is not None and (wd.window_reversal or wd.stride < 1 or wd.base_dilation < 1
+                               or wd.window_dilation < 1):
+            return False
+    G = int(h.attr("feature_group_count", 1) or 1)
+    ld, rd = lhs.shape.dimensions, rhs.shape.dimensions
+    in_c, out_c = ld[dn.input_feature_dimension], rd[dn.kernel_output_feature_dimension]
+    return G >= 1 and in_c % G == 0 and out_c % G == 0 and \
+        rd[dn.kernel_input_feature_dimension] * G == in_c
+
+
+def conv2d_orders(dn):
+    """(input, kernel, output) physical orders, major to minor, that the
+    runtime's conv2d reads and writes: NHWC, HWIO, NHWC."""
+    return ([dn.input_batch_dimension] + list(dn.input_spatial_dimensions)
+            + [dn.input_feature_dimension],
+            list(dn.kernel_spatial_dimensions) + [dn.kernel_input_feature_dimension,
+                                                  dn.kernel_output_feature_dimension],
+            [dn.output_batch_dimension] + list(dn.output_spatial_dimensions)
+            + [dn.output_feature_dimension])
+
+
+def constraints(instr):
+    """(operand layouts, result layout) ``instr`` needs, or None."""
+    if instr.opcode != "convolution" or not instr.shape.is_array or not conv2d_candidate(instr):
+        return None
+    lhs, rhs, out = (Layout(tuple(reversed(order))) for order in conv2d_orders(instr.attr("dim_labels")))
+    return [lhs, rhs], out
