@@ -78,13 +78,57 @@ def test_reduce_over_a_cut_dimension_all_reduces():
 
 
 def test_other_ops_gather_and_run_whole():
+    # The reshape keeps the rows' tiles (8 rows of 12 -> 12 rows of 8); the
+    # slice along the cut dimension needs the whole array.
     ops = check(module("""  x = f32[8,12] parameter(0), sharding={devices=[4,1]<=[4]}
   r = f32[12,8] reshape(x)
   ROOT s = f32[6,8] slice(r), slice={[2:8], [0:8]}"""), [(8, 12)])
-    assert "all-gather" in ops
+    assert ops.count("all-gather") == 1
 
 
 def test_uneven_tiles_are_unimplemented():
     with pytest.raises(UnimplementedError, match="does not split evenly into 4 tiles"):
         partition(xla.parse_hlo_module(module(
             "  ROOT x = f32[6] parameter(0), sharding={devices=[4]<=[4]}")), 4)
+
+
+def collectives(ops):
+    return [o for o in ops if o in ("all-gather", "all-reduce", "all-to-all", "collective-permute",
+                                    "reduce-scatter")]
+
+
+# ----- reshape: the tiles move with the dimensions whose tile boundaries survive
+
+def test_reshape_keeps_the_tiling_of_a_major_dimension():
+    ops = check(module("""  x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  a = f32[8,2,3] reshape(x)
+  t = f32[8,2,3] tanh(a)
+  b = f32[2,4,6] reshape(t)
+  c = f32[2,4,1,6] reshape(b)
+  ROOT d = f32[48] reshape(c)"""), [(8, 6)])
+    assert collectives(ops) == [] and ops.count("reshape") == 4
+
+
+def test_reshape_keeps_a_2d_tiling_when_a_whole_dimension_splits():
+    ops = check(module("""  x = f32[4,6,8] parameter(0), sharding={devices=[2,1,2]<=[4]}
+  a = f32[1,4,6,2,4] reshape(x)
+  ROOT e = f32[1,4,6,2,4] exponential(a)"""), [(4, 6, 8)])
+    assert collectives(ops) == []
+
+
+def test_reshape_across_tile_boundaries_gathers():
+    ops = check(module("""  x = f32[8,6] parameter(0), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}
+  ROOT r = f32[48] reshape(x)"""), [(8, 6)])
+    assert "all-gather" in ops
+
+
+def test_reshape_tiles_rule():
+    from xla.service.spmd_shape_ops import reshape_tiles
+    assert reshape_tiles((8, 6), (4, 1), (8, 2, 3)) == [4, 1, 1]
+    assert reshape_tiles((8, 6), (4, 1), (2, 4, 6)) == [2, 2, 1]
+    assert reshape_tiles((8, 6), (4, 1), (48,)) == [4]
+    assert reshape_tiles((8, 1, 6), (4, 1, 1), (1, 8, 6, 1)) == [1, 4, 1, 1]
+    assert reshape_tiles((4, 6), (4, 3), (24,)) == [12]
+    assert reshape_tiles((8, 6), (2, 3), (48,)) is None
+    assert reshape_tiles((8, 6), (4, 1), (6, 8)) is None    # 8 rows / 4 != 6 rows / 4
+    assert reshape_tiles((12, 2), (4, 1), (6, 4)) is None
