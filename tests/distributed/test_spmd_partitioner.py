@@ -132,3 +132,61 @@ def test_reshape_tiles_rule():
     assert reshape_tiles((8, 6), (2, 3), (48,)) is None
     assert reshape_tiles((8, 6), (4, 1), (6, 8)) is None    # 8 rows / 4 != 6 rows / 4
     assert reshape_tiles((12, 2), (4, 1), (6, 4)) is None
+
+
+# ----- dot: contractions whose cuts agree run locally
+
+def test_batch_parallel_dot_needs_no_collective():
+    ops = check(module("""  x = f32[4,8,16] parameter(0), sharding={devices=[4,1,1]<=[4]}
+  y = f32[4,16,6] parameter(1), sharding={devices=[4,1,1]<=[4]}
+  ROOT d = f32[4,8,6] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0},
+    lhs_contracting_dims={2}, rhs_contracting_dims={1}"""), [(4, 8, 16), (4, 16, 6)])
+    assert collectives(ops) == []
+
+
+def test_batch_cut_lhs_with_a_replicated_rhs_cuts_the_rhs_locally():
+    ops = check(module("""  x = f32[6,4,16] parameter(0), sharding={devices=[1,4,1]<=[4]}
+  y = f32[16,4,6] parameter(1), sharding={replicated}
+  ROOT d = f32[4,6,6] dot(x, y), lhs_batch_dims={1}, rhs_batch_dims={1},
+    lhs_contracting_dims={2}, rhs_contracting_dims={0}"""), [(6, 4, 16), (16, 4, 6)])
+    assert collectives(ops) == [] and "dynamic-slice" in ops
+
+
+def test_rhs_free_dimension_cut_with_a_replicated_lhs():
+    ops = check(module("""  x = f32[8,16] parameter(0), sharding={replicated}
+  w = f32[16,12] parameter(1), sharding={devices=[1,4]<=[4]}
+  d = f32[8,12] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT r = f32[8,12] maximum(d, d)"""), [(8, 16), (16, 12)])
+    assert collectives(ops) == []
+
+
+def test_lhs_and_rhs_free_dimensions_cut_over_a_2d_mesh():
+    # Devices d = 2a + b: x's rows cut along a, w's columns along b.
+    ops = check(module("""  x = f32[8,16] parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  w = f32[16,12] parameter(1), sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  ROOT d = f32[8,12] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""),
+                [(8, 16), (16, 12)])
+    assert collectives(ops) == []
+    _, _, result = partition(xla.parse_hlo_module(module("""  x = f32[8,16] parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  w = f32[16,12] parameter(1), sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  ROOT d = f32[8,12] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")), 4)
+    assert result.to_text() == "{devices=[2,2]0,1,2,3}"
+
+
+def test_rows_and_contracting_cut_all_reduce_within_rows():
+    # x cut (data, model), w's rows cut along model: partial sums over model.
+    text = module("""  x = f32[8,16] parameter(0), sharding={devices=[2,2]<=[4]}
+  w = f32[16,6] parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  ROOT d = f32[8,6] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")
+    ops = check(text, [(8, 16), (16, 6)])
+    assert collectives(ops) == ["all-reduce"]
+    partitioned, _, _ = partition(xla.parse_hlo_module(text), 4)
+    assert "replica_groups={{0,1},{2,3}}" in partitioned.to_text()
+
+
+def test_free_dimensions_cut_by_the_same_devices_gather_one_operand():
+    ops = check(module("""  x = f32[8,16] parameter(0), sharding={devices=[4,1]<=[4]}
+  w = f32[16,12] parameter(1), sharding={devices=[1,4]<=[4]}
+  ROOT d = f32[8,12] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""),
+                [(8, 16), (16, 12)])
+    assert collectives(ops) == ["all-gather"]
