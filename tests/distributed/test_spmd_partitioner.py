@@ -190,3 +190,52 @@ def test_free_dimensions_cut_by_the_same_devices_gather_one_operand():
   ROOT d = f32[8,12] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""),
                 [(8, 16), (16, 12)])
     assert collectives(ops) == ["all-gather"]
+
+
+# ----- convolution: the input's batch and the kernel's features, by dim_labels
+
+CONV = "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"
+
+
+def test_batch_cut_convolution_needs_no_collective():
+    ops = check(module(f"""  x = f32[8,5,5,3] parameter(0), sharding={{devices=[4,1,1,1]<=[4]}}
+  k = f32[3,3,3,4] parameter(1), sharding={{replicated}}
+  ROOT c = f32[8,5,5,4] convolution(x, k), {CONV}"""), [(8, 5, 5, 3), (3, 3, 3, 4)])
+    assert collectives(ops) == []
+
+
+def test_batch_cut_convolution_finds_the_dimensions_by_their_labels():
+    ops = check(module("""  x = f32[3,5,8,5] parameter(0), sharding={devices=[1,1,4,1]<=[4]}
+  k = f32[4,3,3,3] parameter(1)
+  c = f32[5,4,5,8] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=f0b1_oi01->0f1b
+  ROOT t = f32[5,4,5,8] tanh(c)"""), [(3, 5, 8, 5), (4, 3, 3, 3)])
+    assert collectives(ops) == []
+
+
+def test_grouped_convolution_cut_along_the_batch():
+    ops = check(module(f"""  x = f32[8,5,5,6] parameter(0), sharding={{devices=[4,1,1,1]<=[4]}}
+  k = f32[3,3,2,6] parameter(1)
+  ROOT c = f32[8,5,5,6] convolution(x, k), {CONV}, feature_group_count=3"""),
+                [(8, 5, 5, 6), (3, 3, 2, 6)])
+    assert collectives(ops) == []
+
+
+def test_kernel_output_features_cut_and_batch_over_a_2d_mesh():
+    ops = check(module(f"""  x = f32[8,5,5,3] parameter(0), sharding={{devices=[2,1,1,1,2]<=[4] last_tile_dim_replicate}}
+  k = f32[3,3,3,4] parameter(1), sharding={{devices=[1,1,1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}}
+  ROOT c = f32[8,5,5,4] convolution(x, k), {CONV}"""), [(8, 5, 5, 3), (3, 3, 3, 4)])
+    assert collectives(ops) == []
+
+
+def test_input_feature_cut_convolution_all_reduces():
+    ops = check(module(f"""  x = f32[8,5,5,4] parameter(0), sharding={{devices=[1,1,1,4]<=[4]}}
+  k = f32[3,3,4,2] parameter(1), sharding={{devices=[1,1,4,1]<=[4]}}
+  ROOT c = f32[8,5,5,2] convolution(x, k), {CONV}"""), [(8, 5, 5, 4), (3, 3, 4, 2)])
+    assert collectives(ops) == ["all-reduce"]
+
+
+def test_spatially_cut_convolution_gathers():
+    ops = check(module(f"""  x = f32[8,4,5,3] parameter(0), sharding={{devices=[1,4,1,1]<=[4]}}
+  k = f32[3,3,3,4] parameter(1)
+  ROOT c = f32[8,4,5,4] convolution(x, k), {CONV}"""), [(8, 4, 5, 3), (3, 3, 3, 4)])
+    assert "all-gather" in ops
