@@ -239,3 +239,41 @@ def test_spatially_cut_convolution_gathers():
   k = f32[3,3,3,4] parameter(1)
   ROOT c = f32[8,4,5,4] convolution(x, k), {CONV}"""), [(8, 4, 5, 3), (3, 3, 3, 4)])
     assert "all-gather" in ops
+
+
+# ----- slice, pad, concatenate along whole dimensions keep the tiling
+
+def test_slice_pad_concatenate_along_whole_dimensions_keep_the_tiling():
+    ops = check(module("""  x = f32[8,12] parameter(0), sharding={devices=[4,1]<=[4]}
+  s = f32[8,4] slice(x), slice={[0:8], [2:10:2]}
+  z = f32[] constant(0.5)
+  p = f32[8,10] pad(s, z), padding=0_0x1_2_1
+  y = f32[8,3] parameter(1), sharding={replicated}
+  ROOT c = f32[8,25] concatenate(p, y, x), dimensions={1}"""), [(8, 12), (8, 3)])
+    assert collectives(ops) == []
+
+
+def test_2d_tiling_survives_a_slice_of_a_whole_dimension():
+    ops = check(module("""  x = f32[4,10,8] parameter(0), sharding={devices=[2,1,2]<=[4]}
+  s = f32[4,3,8] slice(x), slice={[0:4], [7:10], [0:8]}
+  ROOT e = f32[4,3,8] negate(s)"""), [(4, 10, 8)])
+    assert collectives(ops) == []
+
+
+def test_slice_pad_concatenate_along_cut_dimensions_gather():
+    for body in ("""  x = f32[8,12] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT s = f32[4,12] slice(x), slice={[2:6], [0:12]}""",
+                 """  x = f32[8,12] parameter(0), sharding={devices=[4,1]<=[4]}
+  z = f32[] constant(0)
+  ROOT p = f32[10,12] pad(x, z), padding=1_1x0_0""",
+                 """  x = f32[8,12] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT c = f32[16,12] concatenate(x, x), dimensions={0}"""):
+        assert "all-gather" in check(module(body), [(8, 12)], platforms=("interpreter",))
+
+
+def test_dynamic_slice_and_gather_stay_gathered():
+    ops = check(module("""  x = f32[8,12] parameter(0), sharding={devices=[1,4]<=[4]}
+  i = s32[] constant(1)
+  ROOT d = f32[8,4] dynamic-slice(x, i, i), dynamic_slice_sizes={8,4}"""), [(8, 12)],
+                platforms=("interpreter",))
+    assert "all-gather" in ops
