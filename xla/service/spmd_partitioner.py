@@ -16,19 +16,29 @@ honoured, resharding the value if needed. Per instruction:
   replicated;
 - elementwise ops: the first tiled operand's sharding; every operand is
   resharded to it; the op runs on the tiles;
-- broadcast and transpose: the operand's tiles move with its dimensions;
-- dot: with both operands cut only along their contracting dimensions, in
-  the same device groups, each device multiplies its tiles and an
-  all-reduce sums the partial products (the classic tensor-parallel dot);
-  with the rhs replicated and the lhs's contracting dimensions whole, the
-  result is cut as the lhs's batch and free dimensions are; otherwise both
-  operands are gathered and the dot is computed whole;
 - reduce (one operand): dimensions that stay keep their tiles; reduced
   dimensions that were cut are combined by an all-reduce with the same
   reducer after the local reduce;
-- everything else (reshape, slices, gathers, control flow, ...): operands
-  are gathered whole (all-gather), the op runs unpartitioned on every
-  device, and its result is replicated. Correct, not parallel.
+- transpose, broadcast, reshape, slice, pad, concatenate
+  (``spmd_shape_ops.py``): the tiles move with the dimensions; a reshape
+  keeps them when the cut dimensions' tile boundaries survive (adding or
+  removing size-1 dimensions, splitting or merging dimensions below a cut
+  one: [8,6] cut 4 along rows reshapes to [8,2,3] or [2,4,6] locally);
+  slice, pad and concatenate keep the tiling when they change only whole
+  dimensions;
+- dot and convolution (``spmd_dot.py``, as contractions): operands cut
+  consistently along batch, free (convolution: input batch, kernel output
+  feature) and contracting (input feature) dimensions run locally, an
+  operand whole along a dimension the other cuts is cut locally to match,
+  and cut contracting dimensions are summed by an all-reduce; the result is
+  tiled along its batch and free dimensions. Inconsistent cuts gather the
+  rhs, then the lhs, and retry;
+- everything else (dynamic-slice, gather, scatter, sort, control flow,
+  and the cases above whose cuts do not survive: a slice of a cut
+  dimension, a reshape across tile boundaries, a convolution cut along a
+  spatial dimension, ...): operands are gathered whole (all-gather), the op
+  runs unpartitioned on every device, and its result is replicated.
+  Correct, not parallel.
 
 Shardy's form (``xla/hlo/sdy.py``), as JAX writes shard_map and pmap: a
 value without a classic sharding takes its ``xla.sdy.sharding``;
@@ -41,12 +51,14 @@ sharded as its out_shardings; ``xla.sdy.FuncResultSharding`` and
 ``xla.sdy.ShardingConstraint`` reshard to their sharding. Bodies manual
 over only some of the mesh axes are refused by name.
 
-Resharding gathers a tiled value with one all-gather per cut dimension
-(groups: the devices that differ only in that dimension's tile) and cuts a
-replicated value with a dynamic-slice at offsets read from a constant table
-indexed by ``partition-id``. Dimensions that do not divide evenly by their
-tile count raise UnimplementedError, as do shardings other than replicated
-and tiled (maximal, manual) on anything but the root.
+Resharding cuts locally, with a dynamic-slice at offsets read from a
+constant table indexed by ``partition-id``, when each device's new tile
+lies within the one it holds (replicated to tiled, or a finer tiling);
+otherwise it gathers the value with one all-gather per cut dimension
+(groups: the devices that differ only in that dimension's tile) and cuts
+that. Dimensions that do not divide evenly by their tile count raise
+UnimplementedError, as do shardings other than replicated and tiled
+(maximal, manual) on anything but the root.
 """
 import itertools
 
