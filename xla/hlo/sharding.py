@@ -12,7 +12,10 @@ Written as the ``sharding={...}`` attribute:
 - ``{{...}, {...}}``: one sharding per element of a tuple.
 
 ``HloSharding.devices`` is that device array (NumPy), ``tiles`` the
-number of tiles per array dimension.
+number of tiles per array dimension. ``local_dims`` is the shape of one
+tile, ``tile_coords`` the tile a device holds, and ``from_tile_coords``
+the sharding that places given tiles on the devices (the SPMD
+partitioner builds result shardings with it).
 """
 import re
 from dataclasses import dataclass
