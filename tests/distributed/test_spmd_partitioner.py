@@ -50,6 +50,16 @@ def test_sharding_forms_parse_and_print():
     assert t.kind == "tuple" and t.elements[1].tiles == (4,)
 
 
+def test_shardings_from_tile_coordinates():
+    from xla.hlo.sharding import from_tile_coords
+    assert from_tile_coords((2, 2), [(0, 0), (0, 1), (1, 0), (1, 1)]).to_text() == \
+        "{devices=[2,2]0,1,2,3}"
+    assert from_tile_coords((2,), [(0,), (1,), (0,), (1,)]).to_text() == \
+        "{devices=[2,2]0,2,1,3 last_tile_dim_replicate}"
+    assert from_tile_coords((1,), [(0,)] * 4).is_replicated
+    assert from_tile_coords((2, 2), [(0, 0), (1, 1), (0, 0), (1, 1)]) is None   # a diagonal
+
+
 def test_tensor_parallel_dot_is_a_local_dot_and_an_all_reduce():
     ops = check(module("""  x = f32[8,16] parameter(0), sharding={devices=[1,4]<=[4]}
   w = f32[16,6] parameter(1), sharding={devices=[4,1]<=[4]}
