@@ -41,3 +41,19 @@ def test_data_and_tensor_parallel_jit_match_the_unsharded_function(backend):
     assert g.cache_info().compilations == 1
     g(x + 1, w)
     assert g.cache_info().compilations == 1
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_batch_parallel_matmul_reshape_and_concatenate_match(backend):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 8, 16)).astype(np.float32)
+    w = rng.standard_normal((4, 16, 6)).astype(np.float32)
+    mesh = Mesh((4,), ("batch",))
+    batch = NamedSharding(mesh, P("batch"))
+
+    def f(x, w):
+        y = np.tanh(x @ w).reshape(4, 48)
+        return np.concatenate([y, y[:, :8]], axis=1)
+
+    g = xla.jit(f, backend=backend, in_shardings=(batch, batch), out_shardings=batch)
+    np.testing.assert_allclose(g(x, w), f(x, w), rtol=1e-5, atol=1e-5)

@@ -12,14 +12,17 @@ Written as the ``sharding={...}`` attribute:
 - ``{{...}, {...}}``: one sharding per element of a tuple.
 
 ``HloSharding.devices`` is that device array (NumPy), ``tiles`` the
-number of tiles per array dimension.
+number of tiles per array dimension. ``local_dims`` is the shape of one
+tile, ``tile_coords`` the tile a device holds, and ``from_tile_coords``
+the sharding that places given tiles on the devices (the SPMD
+partitioner builds result shardings with it).
 """
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from xla.errors import InvalidArgumentError
+from xla.errors import InvalidArgumentError, UnimplementedError
 
 _IOTA = re.compile(r"^devices=\[([\d,\s]*)\]<=\[([\d,\s]*)\](?:T\(([\d,\s]*)\))?(.*)$")
 _LIST = re.compile(r"^devices=\[([\d,\s]*)\]([\d,\s]+)(.*)$")
@@ -79,6 +82,56 @@ REPLICATED = HloSharding("replicated")
 
 def tiled(devices, replicate_last=False):
     return HloSharding("tiled", np.asarray(devices, dtype=np.int64), replicate_last)
+
+
+def local_dims(dims, sharding):
+    """The dimensions of one tile of an array of ``dims`` under ``sharding``
+    (``dims`` itself unless tiled); UnimplementedError unless every cut
+    dimension divides evenly."""
+    if sharding is None or not sharding.is_tiled:
+        return tuple(dims)
+    tiles = sharding.tiles
+    if len(tiles) != len(dims):
+        raise UnimplementedError(f"sharding {sharding.to_text()} has {len(tiles)} tile dimensions "
+                                 f"for an array of rank {len(dims)}")
+    for d, t in zip(dims, tiles):
+        if d % t:
+            raise UnimplementedError(f"dimension of size {d} does not split evenly into {t} tiles "
+                                     f"(sharding {sharding.to_text()})")
+    return tuple(d // t for d, t in zip(dims, tiles))
+
+
+def tile_coords(sharding, device, rank):
+    """The coordinates of the tile ``device`` holds of a rank-``rank`` array
+    under ``sharding`` (zeros unless tiled)."""
+    if sharding is None or not sharding.is_tiled:
+        return (0,) * rank
+    return sharding.tile_index(device)[:rank]
+
+
+def from_tile_coords(tiles, coords):
+    """The sharding under which device ``d`` holds tile ``coords[d]`` of an
+    array cut into ``tiles`` tiles per dimension: tiled, with
+    ``last_tile_dim_replicate`` when r > 1 devices hold each tile
+    (replicated when there is one tile). None unless every tile is held by
+    the same number of devices."""
+    tiles = tuple(int(t) for t in tiles)
+    holders = {}
+    for d, c in enumerate(coords):
+        c = tuple(int(i) for i in c)
+        if len(c) != len(tiles) or not all(0 <= i < t for i, t in zip(c, tiles)):
+            return None
+        holders.setdefault(c, []).append(d)
+    count = int(np.prod(tiles, dtype=np.int64))
+    r = len(coords) // count
+    if len(holders) != count or any(len(ds) != r for ds in holders.values()):
+        return None
+    if count == 1:
+        return REPLICATED
+    devices = np.empty(tiles + (r,), np.int64)
+    for c, ds in holders.items():
+        devices[c] = ds
+    return tiled(devices, True) if r > 1 else tiled(devices.reshape(tiles))
 
 
 def _ints(text):

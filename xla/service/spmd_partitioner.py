@@ -16,19 +16,29 @@ honoured, resharding the value if needed. Per instruction:
   replicated;
 - elementwise ops: the first tiled operand's sharding; every operand is
   resharded to it; the op runs on the tiles;
-- broadcast and transpose: the operand's tiles move with its dimensions;
-- dot: with both operands cut only along their contracting dimensions, in
-  the same device groups, each device multiplies its tiles and an
-  all-reduce sums the partial products (the classic tensor-parallel dot);
-  with the rhs replicated and the lhs's contracting dimensions whole, the
-  result is cut as the lhs's batch and free dimensions are; otherwise both
-  operands are gathered and the dot is computed whole;
 - reduce (one operand): dimensions that stay keep their tiles; reduced
   dimensions that were cut are combined by an all-reduce with the same
   reducer after the local reduce;
-- everything else (reshape, slices, gathers, control flow, ...): operands
-  are gathered whole (all-gather), the op runs unpartitioned on every
-  device, and its result is replicated. Correct, not parallel.
+- transpose, broadcast, reshape, slice, pad, concatenate
+  (``spmd_shape_ops.py``): the tiles move with the dimensions; a reshape
+  keeps them when the cut dimensions' tile boundaries survive (adding or
+  removing size-1 dimensions, splitting or merging dimensions below a cut
+  one: [8,6] cut 4 along rows reshapes to [8,2,3] or [2,4,6] locally);
+  slice, pad and concatenate keep the tiling when they change only whole
+  dimensions;
+- dot and convolution (``spmd_dot.py``, as contractions): operands cut
+  consistently along batch, free (convolution: input batch, kernel output
+  feature) and contracting (input feature) dimensions run locally, an
+  operand whole along a dimension the other cuts is cut locally to match,
+  and cut contracting dimensions are summed by an all-reduce; the result is
+  tiled along its batch and free dimensions. Inconsistent cuts gather the
+  rhs, then the lhs, and retry;
+- everything else (dynamic-slice, gather, scatter, sort, control flow,
+  and the cases above whose cuts do not survive: a slice of a cut
+  dimension, a reshape across tile boundaries, a convolution cut along a
+  spatial dimension, ...): operands are gathered whole (all-gather), the op
+  runs unpartitioned on every device, and its result is replicated.
+  Correct, not parallel.
 
 Shardy's form (``xla/hlo/sdy.py``), as JAX writes shard_map and pmap: a
 value without a classic sharding takes its ``xla.sdy.sharding``;
@@ -41,12 +51,14 @@ sharded as its out_shardings; ``xla.sdy.FuncResultSharding`` and
 ``xla.sdy.ShardingConstraint`` reshard to their sharding. Bodies manual
 over only some of the mesh axes are refused by name.
 
-Resharding gathers a tiled value with one all-gather per cut dimension
-(groups: the devices that differ only in that dimension's tile) and cuts a
-replicated value with a dynamic-slice at offsets read from a constant table
-indexed by ``partition-id``. Dimensions that do not divide evenly by their
-tile count raise UnimplementedError, as do shardings other than replicated
-and tiled (maximal, manual) on anything but the root.
+Resharding cuts locally, with a dynamic-slice at offsets read from a
+constant table indexed by ``partition-id``, when each device's new tile
+lies within the one it holds (replicated to tiled, or a finer tiling);
+otherwise it gathers the value with one all-gather per cut dimension
+(groups: the devices that differ only in that dimension's tile) and cuts
+that. Dimensions that do not divide evenly by their tile count raise
+UnimplementedError, as do shardings other than replicated and tiled
+(maximal, manual) on anything but the root.
 """
 import itertools
 
@@ -58,22 +70,10 @@ from xla.hlo.attributes import RawAttr
 from xla.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla.hlo.shape import Shape
 from xla.hlo import sdy
-from xla.hlo.sharding import REPLICATED, HloSharding, sharding_of, tiled
+from xla.hlo.sharding import (REPLICATED, HloSharding, local_dims, sharding_of, tile_coords,
+                              tiled)
+from xla.service import spmd_dot, spmd_shape_ops
 from xla.hlo.types import PrimitiveType
-
-
-def local_dims(dims, sharding):
-    if sharding is None or not sharding.is_tiled:
-        return tuple(dims)
-    tiles = sharding.tiles
-    if len(tiles) != len(dims):
-        raise UnimplementedError(f"sharding {sharding.to_text()} has {len(tiles)} tile dimensions "
-                                 f"for an array of rank {len(dims)}")
-    for d, t in zip(dims, tiles):
-        if d % t:
-            raise UnimplementedError(f"dimension of size {d} does not split evenly into {t} tiles "
-                                     f"(sharding {sharding.to_text()})")
-    return tuple(d // t for d, t in zip(dims, tiles))
 
 
 def shard(array, sharding, num_partitions):
@@ -140,6 +140,16 @@ class _Partitioner:
     def array_shape(self, element_type, dims):
         return Shape.array(element_type, tuple(dims))
 
+    def tile_shape(self, shape, sharding):
+        """The shape of one tile of an array of ``shape`` under ``sharding``."""
+        return self.array_shape(shape.element_type, local_dims(shape.dimensions, sharding))
+
+    def all_reduce(self, value, groups, to_apply):
+        text = "{" + ",".join("{" + ",".join(str(int(x)) for x in g) + "}" for g in groups) + "}"
+        return self.add("all-reduce", value.shape, [value],
+                        attrs={"channel_id": next(self.channel), "replica_groups": RawAttr(text),
+                               "use_global_device_ids": True, "to_apply": to_apply})
+
     def partition_id(self):
         if self._pid is None:
             pid = self.add("partition-id", Shape.scalar(PrimitiveType.U32))
@@ -164,31 +174,45 @@ class _Partitioner:
                                     "use_global_device_ids": True, "dimensions": (k,)})
         return value
 
-    def cut(self, value, sharding, dims):
-        """A whole ``value`` cut to this device's tile under ``sharding``."""
-        if sharding is None or not sharding.is_tiled or sharding.is_replicated:
+    def cut(self, value, have, want, dims):
+        """This device's tile under ``want`` cut from its tile under ``have``
+        by a dynamic-slice (offsets from a table indexed by partition-id);
+        None when some device's ``want`` tile does not lie within its
+        ``have`` tile."""
+        held, local = local_dims(dims, have), local_dims(dims, want)
+        offsets = np.zeros((self.n, len(dims)), np.int32)
+        for d in range(self.n):
+            h, w = tile_coords(have, d, len(dims)), tile_coords(want, d, len(dims))
+            for k in range(len(dims)):
+                offsets[d, k] = w[k] * local[k] - h[k] * held[k]
+                if offsets[d, k] < 0 or offsets[d, k] + local[k] > held[k]:
+                    return None
+        if held == local:
             return value
-        local = local_dims(dims, sharding)
         starts = []
-        pid = None
-        for k, (t, n) in enumerate(zip(sharding.tiles, local)):
-            if t == 1:
+        for k in range(len(dims)):
+            if not offsets[:, k].any():
                 starts.append(self.add("constant", Shape.scalar(PrimitiveType.S32),
                                        literal=np.int32(0)))
                 continue
-            table = np.array([sharding.tile_index(d)[k] * n for d in range(self.n)], np.int32)
-            pid = pid or self.partition_id()
-            c = self.add("constant", self.array_shape(PrimitiveType.S32, (self.n,)), literal=table)
-            one = self.add("dynamic-slice", self.array_shape(PrimitiveType.S32, (1,)), [c, pid],
-                           attrs={"dynamic_slice_sizes": (1,)})
+            c = self.add("constant", self.array_shape(PrimitiveType.S32, (self.n,)),
+                         literal=offsets[:, k].copy())
+            one = self.add("dynamic-slice", self.array_shape(PrimitiveType.S32, (1,)),
+                           [c, self.partition_id()], attrs={"dynamic_slice_sizes": (1,)})
             starts.append(self.add("reshape", Shape.scalar(PrimitiveType.S32), [one]))
         return self.add("dynamic-slice", self.array_shape(value.shape.element_type, local),
                         [value] + starts, attrs={"dynamic_slice_sizes": tuple(local)})
 
     def reshard(self, value, have, want, dims):
+        """``value``, this device's tile under ``have``, as its tile under
+        ``want``: cut locally when the new tile lies within the old one
+        (replicated to tiled, or a finer tiling), else gathered and cut."""
         if _same(have, want):
             return value
-        return self.cut(self.gather(value, have, dims), want, dims)
+        local = self.cut(value, have, want, dims)
+        if local is not None:
+            return local
+        return self.cut(self.gather(value, have, dims), REPLICATED, want, dims)
 
     # ----- instructions -------------------------------------------------------------
     def run(self):
@@ -262,32 +286,10 @@ class _Partitioner:
                    for v, s, o in zip(operands, have, h.operands)]
             dims = local_dims(h.shape.dimensions, target)
             return self.add(op, self.array_shape(h.shape.element_type, dims), ops, attrs=attrs), target
-        if op == "transpose" and have[0].is_tiled and not have[0].is_replicated:
-            perm = tuple(h.attr("dimensions"))
-            s = have[0]
-            axes = list(perm) + ([len(perm)] if s.replicate_last else [])
-            out = tiled(s.devices.transpose(axes), s.replicate_last)
-            dims = local_dims(h.shape.dimensions, out)
-            return self.add(op, self.array_shape(h.shape.element_type, dims), operands, attrs=attrs), out
-        if op == "broadcast" and have[0].is_tiled and not have[0].is_replicated \
-                and list(h.attr("dimensions", ())) == sorted(h.attr("dimensions", ())):
-            s = have[0]
-            bdims = tuple(h.attr("dimensions", ()))
-            tiles = [1] * h.shape.rank
-            for i, d in enumerate(bdims):
-                tiles[d] = s.tiles[i]
-            shape = tiles + ([s.devices.shape[-1]] if s.replicate_last else [])
-            out = tiled(s.devices.reshape(shape), s.replicate_last)
-            dims = local_dims(h.shape.dimensions, out)
-            return self.add(op, self.array_shape(h.shape.element_type, dims), operands, attrs=attrs), out
-        if op == "dot":
-            result = self.dot(h, operands, have, attrs)
-            if result is not None:
-                return result
-        if op == "reduce" and len(h.operands) == 2:
-            result = self.reduce(h, operands, have, attrs)
-            if result is not None:
-                return result
+        handler = _HANDLERS.get(op)
+        result = handler(self, h, operands, have, attrs) if handler is not None else None
+        if result is not None:
+            return result
         return self.replicated(h, operands, have, attrs)
 
     def shardy(self, h, operands, have):
@@ -341,42 +343,9 @@ class _Partitioner:
                                      "tiled elements")
         return self.add(h.opcode, h.shape, ops, attrs=attrs, literal=h.literal), REPLICATED
 
-    def dot(self, h, operands, have, attrs):
-        lhs, rhs = h.operands
-        sl, sr = have
-        lc, rc = tuple(h.attr("lhs_contracting_dims", ())), tuple(h.attr("rhs_contracting_dims", ()))
-        lb, rb = tuple(h.attr("lhs_batch_dims", ())), tuple(h.attr("rhs_batch_dims", ()))
-        if sl.is_tiled and sr.is_tiled and not sl.is_replicated and len(lc) == 1 and len(rc) == 1:
-            # Cut only along the contracting dimensions, in the same groups?
-            only_l = all(t == 1 for k, t in enumerate(sl.tiles) if k != lc[0])
-            only_r = all(t == 1 for k, t in enumerate(sr.tiles) if k != rc[0])
-            if only_l and only_r and sl.tiles[lc[0]] == sr.tiles[rc[0]]:
-                t = sl.tiles[lc[0]]
-                gl = sorted(tuple(g) for g in np.moveaxis(sl.devices, lc[0], -1).reshape(-1, t).tolist())
-                gr = sorted(tuple(g) for g in np.moveaxis(sr.devices, rc[0], -1).reshape(-1, t).tolist())
-                if gl == gr:
-                    local = self.add("dot", h.shape, operands, attrs=attrs)
-                    text = "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in gl) + "}"
-                    reducer = self.add_reducer(h.shape.element_type)
-                    out = self.add("all-reduce", h.shape, [local],
-                                   attrs={"channel_id": next(self.channel),
-                                          "replica_groups": RawAttr(text),
-                                          "use_global_device_ids": True, "to_apply": reducer})
-                    return out, REPLICATED
-        if sr.is_replicated and sl.is_tiled and not sl.is_replicated and \
-                all(sl.tiles[k] == 1 for k in lc) and not sl.replicate_last:
-            lfree = [d for d in range(lhs.shape.rank) if d not in lb and d not in lc]
-            order = list(lb) + lfree
-            rfree = rhs.shape.rank - len(rb) - len(rc)
-            devices = np.transpose(sl.devices, order + list(lc)).reshape(
-                [sl.tiles[d] for d in order] + [1] * rfree)
-            out = tiled(devices)
-            dims = local_dims(h.shape.dimensions, out)
-            return self.add("dot", self.array_shape(h.shape.element_type, dims), operands,
-                            attrs=attrs), out
-        return None
-
     def reduce(self, h, operands, have, attrs):
+        if len(h.operands) != 2:
+            return None
         x = h.operands[0]
         s = have[0]
         if not s.is_tiled or s.is_replicated or s.replicate_last:
@@ -396,10 +365,7 @@ class _Partitioner:
         value = self.add("reduce", self.array_shape(h.shape.element_type, local_out),
                          [operands[0], init], attrs=attrs)
         if cut_reduced > 1:
-            text = "{" + ",".join("{" + ",".join(str(int(v)) for v in g) + "}" for g in groups) + "}"
-            value = self.add("all-reduce", value.shape, [value],
-                             attrs={"channel_id": next(self.channel), "replica_groups": RawAttr(text),
-                                    "use_global_device_ids": True, "to_apply": h.attr("to_apply")})
+            value = self.all_reduce(value, groups, h.attr("to_apply"))
             # Devices of a group hold the same result: the output is cut as the
             # kept dimensions are, replicated over the reduced ones.
             tiles_out = out_devices_shape
@@ -420,6 +386,10 @@ class _Partitioner:
         comp = HloComputation(name, [a, b, r], root=r)
         self.computations.append(comp)
         return comp
+
+
+_HANDLERS = {**spmd_shape_ops.HANDLERS, **spmd_dot.HANDLERS,
+             "reduce": lambda p, *args: p.reduce(*args)}
 
 
 def _same(a, b):

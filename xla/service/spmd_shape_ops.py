@@ -1,0 +1,166 @@
+"""SPMD partitioning of the ops that move data without computing on it:
+transpose, broadcast, reshape, slice, pad and concatenate. Each handler
+takes the partitioner ``p`` (``xla/service/spmd_partitioner.py``), the
+instruction, its operands' partitioned values and their shardings, and
+returns ``(value, sharding)`` for a local op on the tiles, or None when
+the op must be computed whole (the partitioner then gathers).
+
+The rule they share: a dimension that is cut must pass through the op
+unchanged (same size, same tile boundaries), so each device's local op on
+its tile computes exactly its tile of the result; the dimensions that are
+whole may change freely.
+"""
+from xla.hlo.attributes import SliceDim
+from xla.hlo.sharding import REPLICATED, local_dims, tiled
+
+
+def _cut(s):
+    return s.is_tiled and not s.is_replicated
+
+
+def transpose(p, h, operands, have, attrs):
+    s = have[0]
+    if not _cut(s):
+        return None
+    axes = list(h.attr("dimensions")) + ([h.shape.rank] if s.replicate_last else [])
+    out = tiled(s.devices.transpose(axes), s.replicate_last)
+    return p.add("transpose", p.tile_shape(h.shape, out), operands, attrs=attrs), out
+
+
+def broadcast(p, h, operands, have, attrs):
+    s = have[0]
+    bdims = list(h.attr("dimensions", ()))
+    if not _cut(s) or bdims != sorted(bdims):
+        return None
+    tiles = [1] * h.shape.rank
+    for i, d in enumerate(bdims):
+        tiles[d] = s.tiles[i]
+    shape = tiles + ([s.devices.shape[-1]] if s.replicate_last else [])
+    out = tiled(s.devices.reshape(shape), s.replicate_last)
+    return p.add("broadcast", p.tile_shape(h.shape, out), operands, attrs=attrs), out
+
+
+def _chunks(dims, tiles):
+    """How many contiguous chunks the tiles cut the row-major flattening of
+    ``dims`` into: leading dimensions cut to size-1 tiles, then at most one
+    dimension cut partially, then whole dimensions; None when the tiles are
+    not contiguous chunks of the flattening."""
+    count, partial = 1, False
+    for d, t in zip(dims, tiles):
+        if partial and t != 1:
+            return None
+        count *= t
+        if t != d:
+            partial = True
+    return count
+
+
+def _spread(dims, count):
+    """Tiles of ``dims`` cutting their row-major flattening into ``count``
+    contiguous chunks (the inverse of ``_chunks``), or None."""
+    tiles = []
+    for d in dims:
+        if count == 1 or d % count == 0:
+            tiles.append(count)
+            count = 1
+        elif count % d == 0:
+            tiles.append(d)
+            count //= d
+        else:
+            return None
+    return tiles if count == 1 else None
+
+
+def reshape_tiles(in_dims, tiles, out_dims):
+    """The output tiles of a reshape whose operand is cut into ``tiles``,
+    such that each device reshapes its own tile into its tile of the result
+    and the tiles keep their order (the device array is reshaped); None
+    when the reshape moves data across tile boundaries.
+
+    The dimensions of size 1 aside, the reshape splits into groups of
+    consecutive input and output dimensions of equal product. A group whose
+    input tiles cut its flattening into contiguous chunks hands the same
+    chunks to its output dimensions: [8,6] cut 4 on dimension 0 becomes
+    [8,2,3] cut (4,1,1), or [2,4,6] cut (2,2,1)."""
+    ins = [(d, t) for d, t in zip(in_dims, tiles) if d != 1]
+    outs = [k for k, d in enumerate(out_dims) if d != 1]
+    out_tiles = [1] * len(out_dims)
+    i = j = 0
+    while i < len(ins) or j < len(outs):
+        if i == len(ins) or j == len(outs):
+            return None
+        gi, gj = [ins[i]], [outs[j]]
+        pi, pj = ins[i][0], out_dims[outs[j]]
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj:
+                if i == len(ins):
+                    return None
+                gi.append(ins[i])
+                pi *= ins[i][0]
+                i += 1
+            else:
+                if j == len(outs):
+                    return None
+                gj.append(outs[j])
+                pj *= out_dims[outs[j]]
+                j += 1
+        count = _chunks([d for d, _ in gi], [t for _, t in gi])
+        spread = None if count is None else _spread([out_dims[k] for k in gj], count)
+        if spread is None:
+            return None
+        for k, t in zip(gj, spread):
+            out_tiles[k] = t
+    return out_tiles
+
+
+def reshape(p, h, operands, have, attrs):
+    s = have[0]
+    if not _cut(s):
+        return None
+    out_tiles = reshape_tiles(h.operands[0].shape.dimensions, s.tiles, h.shape.dimensions)
+    if out_tiles is None:
+        return None
+    out = tiled(s.devices.reshape(out_tiles + ([s.devices.shape[-1]] if s.replicate_last else [])),
+                s.replicate_last)
+    return p.add("reshape", p.tile_shape(h.shape, out), operands, attrs=attrs), out
+
+
+def slice_(p, h, operands, have, attrs):
+    s = have[0]
+    if not _cut(s):
+        return None
+    dims = h.operands[0].shape.dimensions
+    local = local_dims(dims, s)
+    config = list(h.attr("slice"))
+    for k, t in enumerate(s.tiles):
+        if t > 1:
+            if tuple(config[k]) != (0, dims[k], 1):
+                return None
+            config[k] = SliceDim(0, local[k], 1)
+    attrs = dict(attrs, slice=tuple(config))
+    return p.add("slice", p.tile_shape(h.shape, s), operands, attrs=attrs), s
+
+
+def pad(p, h, operands, have, attrs):
+    s = have[0]
+    if not _cut(s):
+        return None
+    config = h.attr("padding")
+    if any(t > 1 and tuple(config[k]) != (0, 0, 0) for k, t in enumerate(s.tiles)):
+        return None
+    value = p.reshard(operands[1], have[1], REPLICATED, ())
+    return p.add("pad", p.tile_shape(h.shape, s), [operands[0], value], attrs=attrs), s
+
+
+def concatenate(p, h, operands, have, attrs):
+    axis = h.attr("dimensions")[0]
+    s = next((s for s in have if _cut(s)), None)
+    if s is None or s.tiles[axis] != 1:
+        return None
+    values = [p.reshard(v, t, s, o.shape.dimensions) for v, t, o in zip(operands, have, h.operands)]
+    return p.add("concatenate", p.tile_shape(h.shape, s), values, attrs=attrs), s
+
+
+HANDLERS = {"transpose": transpose, "broadcast": broadcast, "reshape": reshape,
+            "slice": slice_, "pad": pad, "concatenate": concatenate}
