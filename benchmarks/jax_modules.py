@@ -1,0 +1,107 @@
+"""Modules as JAX lowers them, run by this project's CPU backend and by
+XLA:CPU on the very same HLO text, side by side.
+
+    .venv/bin/python benchmarks/jax_modules.py [--repeats=N] [--max_instructions=N]
+
+Each module of benchmarks/modules/ (made with JAX by gen_compile_modules.py:
+softmax, layernorm, attention, MLP and transformer training steps, a conv
+net's training step) gets deterministic random arguments
+(``xla.tools.arrays.random_args``), is compiled once and run ``--repeats``
+times after a warm-up; the median is reported. Where ``import jax`` works
+(run with ``PYTHONPATH=<a jax env's site-packages>``), jaxlib compiles the
+same text (HLO text -> StableHLO -> XLA:CPU, as the fixture generators do)
+and is timed the same way on the same arguments, and the results are
+compared (equal up to rounding, NaN where XLA has NaN: deep training steps
+on random arguments overflow on both); xla/ours above 1 means this project
+is faster. jax is never a dependency.
+"""
+import argparse
+import gzip
+import pathlib
+import statistics
+import time
+
+import numpy as np
+
+import xla
+from xla.tools.arrays import flatten_result, random_args
+
+MODULES = pathlib.Path(__file__).resolve().parent / "modules"
+NAMES = ["softmax", "layernorm", "attention", "cnn_train", "mlp_train_L37", "mlp_train_L185",
+         "transformer_train_L3", "transformer_train_L12"]
+
+
+def median_time(fn, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def xla_cpu(text):
+    """A function running ``text`` on XLA:CPU (jaxlib), or None without jax."""
+    try:
+        import jax
+        import jax.extend.backend
+        from jax._src.lib import xla_client as xc
+    except ImportError:
+        return None
+    jax.config.update("jax_platforms", "cpu")
+    backend = jax.extend.backend.get_backend()
+    module = xc.hlo.hlo_module_from_text(text)
+    computation = xc.hlo.XlaComputation(module.as_serialized_hlo_module_proto())
+    mlir = xc._xla.mlir.hlo_to_stablehlo(computation.as_serialized_hlo_module_proto())
+    exe = backend.compile_and_load(mlir, backend.devices()[:1], xc.CompileOptions())
+
+    def run(args):
+        buffers = [jax.device_put(a) for a in args]
+
+        def call():
+            out = exe.execute(buffers)
+            jax.block_until_ready(out)
+            return out
+        return call
+    return run
+
+
+def _close(got, want):
+    """Equal up to rounding, NaN where the other has NaN (deep steps on
+    random arguments overflow on both)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    finite = np.abs(want[np.isfinite(want)])
+    scale = max(1.0, float(finite.max())) if finite.size else 1.0
+    return got.shape == want.shape and np.allclose(got, want, rtol=1e-3, atol=1e-3 * scale,
+                                                   equal_nan=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+    print(f"{'module':24} {'instrs':>7} {'ours':>10} {'XLA:CPU':>10} {'xla/ours':>9}  results")
+    for name in NAMES:
+        text = gzip.open(MODULES / f"{name}.hlo.gz", "rt").read()
+        module = xla.parse_hlo_module(text)
+        count = sum(len(c.instructions) for c in module.computations)
+        inputs = random_args([p.shape for p in module.entry.parameters], seed=0)
+        exe = xla.compile(xla.parse_hlo_module(text), "cpu")
+        ours = median_time(lambda: exe.execute(*inputs), args.repeats)
+        line = f"{name:24} {count:7d} {ours * 1e3:8.3f}ms"
+        run = xla_cpu(text)
+        if run is None:
+            print(line + f" {'-':>10} {'-':>9}")
+            continue
+        call = run(inputs)
+        theirs = median_time(call, args.repeats)
+        got = flatten_result(exe.execute(*inputs))
+        want = [np.asarray(o) for o in call()]
+        close = all(_close(g, w) for g, w in zip(got, want))
+        print(line + f" {theirs * 1e3:8.3f}ms {theirs / ours:9.2f}  "
+              f"{'match' if close and len(got) == len(want) else 'DIFFER'}")
+
+
+if __name__ == "__main__":
+    main()
