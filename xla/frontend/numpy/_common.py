@@ -11,7 +11,7 @@ alternative.
 """
 import operator
 
-from xla.errors import ShapeError
+from xla.errors import InternalError, ShapeError
 from xla.frontend.tracing import tracing_error
 
 
@@ -19,9 +19,15 @@ FUNCTIONS = {}
 
 
 def implements(*numpy_functions):
-    """Registers the decorated function for ``numpy_functions``."""
+    """Registers the decorated function for ``numpy_functions``; one
+    implementation per NumPy function (NumPy's aliases, such as
+    ``np.permute_dims`` for ``np.transpose``, are the same function)."""
     def register(fn):
         for f in numpy_functions:
+            if FUNCTIONS.get(f, fn) is not fn:
+                raise InternalError(f"np.{getattr(f, '__name__', f)} is implemented twice: by "
+                                    f"{FUNCTIONS[f].__module__}.{FUNCTIONS[f].__name__} and "
+                                    f"{fn.__module__}.{fn.__name__}")
             FUNCTIONS[f] = fn
         return fn
     return register

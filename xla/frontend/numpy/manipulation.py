@@ -125,9 +125,7 @@ def transpose(a, axes=None):
     return Tracer(current_builder().transpose(a.op, axes), weak=a.weak)
 
 
-@implements(np.permute_dims)
-def permute_dims(a, axes=None):
-    return transpose(a, axes)
+permute_dims = transpose   # NumPy 2's np.permute_dims is np.transpose itself
 
 
 @implements(np.swapaxes)
