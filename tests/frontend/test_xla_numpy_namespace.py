@@ -92,3 +92,19 @@ def test_a_second_implementation_of_a_numpy_function_is_refused():
     with pytest.raises(InternalError, match="np.sum is implemented twice"):
         implements(np.sum)(lambda a: a)
     assert FUNCTIONS[np.sum] is xnp.sum
+
+
+def test_topics_import_only_those_before_them():
+    """The order the package's docstring states (test_layering forbids
+    cycles; this keeps the stated order true)."""
+    import ast
+    import pathlib
+    order = ["xla.frontend.numpy._common"] + [m.__name__ for m in TOPICS]
+    wrong = []
+    for i, name in enumerate(order):
+        path = pathlib.Path(inspect.getfile(__import__(name, fromlist=["_"])))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.startswith("xla.frontend.numpy.") and node.module not in order[:i]:
+                wrong.append(f"{name} imports {node.module}")
+    assert wrong == []

@@ -1,8 +1,8 @@
 """NumPy's indexing routines (``where``, ``select``, ``take``,
-``take_along_axis``, ``diagonal``) and what is built from their gathers and
-selects: triangles and diagonals, ``repeat``, ``pad``, ``tile``,
-``resize``. Gathers go through ``xla.frontend.indexing``, as ``x[idx]``
-does."""
+``take_along_axis``, ``diagonal``) and what is built from them: ``diag``,
+``tril`` and ``triu`` (selects), ``repeat`` and ``pad`` (gathers), with
+``tile`` and ``resize`` beside them. Gathers go through
+``xla.frontend.indexing``, as ``x[idx]`` does."""
 import builtins
 
 import numpy as np

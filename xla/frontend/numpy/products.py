@@ -1,7 +1,7 @@
 """Matrix and vector products: ``np.matmul``, ``np.dot``, ``np.tensordot``,
 ``np.einsum``... each one HLO ``dot`` (``dot_general``: contracting and
 batch dimensions) per pair of operands, plus ``np.kron`` and ``np.cross``
-built from broadcasts."""
+from elementwise products."""
 import builtins
 
 import numpy as np
