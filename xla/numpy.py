@@ -1,5 +1,78 @@
-"""NumPy's names for what NumPy's dispatch protocols cannot reach inside a
-trace (``xla.numpy.array([t0, t1])``, creation functions); everything else
-is plain ``numpy`` on traced values. See ``xla.frontend.numpy_api``."""
-from xla.frontend.numpy_api import *  # noqa: F401,F403
-from xla.frontend.numpy_api import array, asarray  # noqa: F401
+"""``xla.numpy``: NumPy's names for traced code, for what NumPy's dispatch
+protocols cannot reach inside a trace (``xla.numpy.array([t0, t1])``, the
+creation functions ``zeros``, ``ones``, ``full``, ``arange``...); everything
+else is plain ``numpy`` on traced values, which lands in the same
+implementations (``xla.frontend.numpy``, one module per topic).
+
+Every name in ``__all__`` is a top-level NumPy name with NumPy's signature
+and semantics; ``np.linalg`` and ``np.fft`` functions are reached through
+``numpy`` itself (``np.linalg.solve(t, b)`` inside ``xla.jit``).
+"""
+from xla.frontend.numpy.creation import (arange, array, asarray, empty_like, eye, full, full_like,
+                                         identity, linspace, meshgrid, ones, ones_like, zeros,
+                                         zeros_like)
+from xla.frontend.numpy.differences import (convolve, correlate, diff, ediff1d, interp, polyval,
+                                            trapezoid)
+from xla.frontend.numpy.elementwise import (allclose, angle, array_equal, clip, conj, fix, imag,
+                                            isclose, iscomplex, iscomplexobj, isin, isreal,
+                                            isrealobj, nan_to_num, real, round, sinc)
+from xla.frontend.numpy.elementwise import conj as conjugate, round as around
+from xla.frontend.numpy.indexing_routines import (diag, diagonal, pad, repeat, resize, select, take,
+                                                  take_along_axis, tile, tril, triu, where)
+from xla.frontend.numpy.manipulation import (append, array_split, atleast_1d, atleast_2d, atleast_3d,
+                                             block, broadcast_arrays, broadcast_to, column_stack,
+                                             concatenate, copy, dsplit, dstack, expand_dims, flip,
+                                             fliplr, flipud, hsplit, hstack, matrix_transpose,
+                                             moveaxis, ndim, permute_dims, ravel, reshape, roll,
+                                             rollaxis, rot90, shape, size, split, squeeze, stack,
+                                             swapaxes, transpose, vsplit, vstack)
+from xla.frontend.numpy.products import (cross, dot, einsum, inner, kron, matmul, outer, tensordot,
+                                         vdot, vecdot)
+from xla.frontend.numpy.reductions import (all, any, count_nonzero, cumprod, cumsum, max, mean, min,
+                                           nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod,
+                                           nanstd, nansum, nanvar, prod, ptp, std, sum, trace, var)
+from xla.frontend.numpy.reductions import max as amax, min as amin
+from xla.frontend.numpy.sorting import (argmax, argmin, argpartition, argsort, digitize, lexsort,
+                                        nanargmax, nanargmin, partition, searchsorted, sort)
+from xla.frontend.numpy.statistics import (average, corrcoef, cov, histogram, median, nanmedian,
+                                           nanpercentile, nanquantile, percentile, quantile)
+
+__all__ = [
+    # creation
+    "arange", "array", "asarray", "empty_like", "eye", "full", "full_like", "identity", "linspace",
+    "meshgrid", "ones", "ones_like", "zeros", "zeros_like",
+    # array manipulation
+    "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "block", "broadcast_arrays",
+    "broadcast_to", "column_stack", "concatenate", "copy", "dsplit", "dstack", "expand_dims", "flip",
+    "fliplr", "flipud", "hsplit", "hstack", "matrix_transpose", "moveaxis", "ndim", "permute_dims",
+    "ravel", "reshape", "roll", "rollaxis", "rot90", "shape", "size", "split", "squeeze", "stack",
+    "swapaxes", "transpose", "vsplit", "vstack",
+    # indexing routines
+    "diag", "diagonal", "pad", "repeat", "resize", "select", "take", "take_along_axis", "tile",
+    "tril", "triu", "where",
+    # reductions
+    "all", "amax", "amin", "any", "count_nonzero", "cumprod", "cumsum", "max", "mean", "min",
+    "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum",
+    "nanvar", "prod", "ptp", "std", "sum", "trace", "var",
+    # elementwise functions and comparisons
+    "allclose", "angle", "around", "array_equal", "clip", "conj", "conjugate", "fix", "imag",
+    "isclose", "iscomplex", "iscomplexobj", "isin", "isreal", "isrealobj", "nan_to_num", "real",
+    "round", "sinc",
+    # sorting and searching
+    "argmax", "argmin", "argpartition", "argsort", "digitize", "lexsort", "nanargmax", "nanargmin",
+    "partition", "searchsorted", "sort",
+    # products
+    "cross", "dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot", "vecdot",
+    # statistics
+    "average", "corrcoef", "cov", "histogram", "median", "nanmedian", "nanpercentile", "nanquantile",
+    "percentile", "quantile",
+    # differences, convolution, interpolation
+    "convolve", "correlate", "diff", "ediff1d", "interp", "polyval", "trapezoid",
+]
+
+# NumPy 2.1's cumulative_sum and cumulative_prod, where this NumPy has them.
+try:
+    from xla.frontend.numpy.reductions import cumulative_prod, cumulative_sum  # noqa: F401
+    __all__ += ["cumulative_prod", "cumulative_sum"]
+except ImportError:
+    pass

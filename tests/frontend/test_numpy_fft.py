@@ -1,5 +1,5 @@
-"""numpy.fft inside xla.jit (numpy_api.py's fft rows) against NumPy, on the
-cpu backend and the interpreter: every function, n/s crop and pad, axes
+"""numpy.fft inside xla.jit (xla/frontend/numpy/fft.py) against NumPy, on
+the cpu backend and the interpreter: every function, n/s crop and pad, axes
 not last, every norm, float32 staying single precision as in NumPy 2."""
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
 """NumPy surface under xla.jit, against NumPy: np.linalg.solve, inv, det and
-slogdet (xla/frontend/numpy_linalg.py), ufunc accumulate and reduce
+slogdet (xla/frontend/numpy/linalg.py), ufunc accumulate and reduce
 identities, np.linspace with traced endpoints, np.where's promotion."""
 import numpy as np
 import pytest

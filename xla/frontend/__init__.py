@@ -2,6 +2,7 @@
 
 - ``builder``: XlaBuilder, op-by-op construction with shape inference.
 - ``tracing``: Tracer, NumPy's dispatch protocols, trace contexts.
-- ``ufuncs`` / ``numpy_api`` / ``indexing``: NumPy semantics in HLO, one row per function.
+- ``ufuncs`` / ``numpy/`` (a package, one module per topic) / ``indexing``: NumPy semantics in
+  HLO, one row per function.
 - ``jit``: tracing + compilation caches; ``compilation``: the call into a backend.
 """

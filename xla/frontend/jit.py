@@ -44,9 +44,9 @@ from xla import runtime
 from xla.errors import InvalidArgumentError, XlaError
 from xla.runtime.transfer import from_foreign
 from xla.hlo.attributes import RawAttr
-from xla.frontend import numpy_histogram, numpy_linalg  # noqa: F401  (register np.histogram, np.linalg.solve/inv)
 # The tables a Tracer dispatches to install themselves in tracing when imported.
-from xla.frontend import indexing, masked_slice, numpy_api, ufuncs  # noqa: F401
+from xla.frontend import indexing, masked_slice, ufuncs  # noqa: F401
+from xla.frontend import numpy as numpy_functions  # noqa: F401  (np stays NumPy)
 from xla.frontend import pytree, tracing
 from xla.frontend.signature import arg_spec
 from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape

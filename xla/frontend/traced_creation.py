@@ -28,7 +28,8 @@ _CREATION = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty
 
 
 def _stand_in():
-    from xla.frontend import numpy_api, tracing
+    from xla.frontend import tracing
+    from xla.frontend.numpy import creation
 
     def traced(name):
         original = getattr(np, name)
@@ -39,10 +40,10 @@ def _stand_in():
             kwargs.pop("order", None)
             kwargs.pop("like", None)
             if name == "empty":
-                return numpy_api.zeros(*args, **kwargs)
+                return creation.zeros(*args, **kwargs)
             if name == "empty_like":
-                return numpy_api.zeros_like(*args, **kwargs)
-            return getattr(numpy_api, name)(*args, **kwargs)
+                return creation.zeros_like(*args, **kwargs)
+            return getattr(creation, name)(*args, **kwargs)
         create.__name__ = name
         create.__doc__ = original.__doc__
         return create

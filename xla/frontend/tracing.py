@@ -5,7 +5,7 @@ static ``shape`` and ``dtype`` and no value; every operation on it appends an
 instruction to the ``XlaBuilder`` of the trace it belongs to. NumPy's own
 dispatch protocols route ``np.exp(t)``, ``t + 1``, ``np.sum(t, axis=0)`` to
 the tables in ``xla.frontend.ufuncs`` (``__array_ufunc__``) and
-``xla.frontend.numpy_api`` (``__array_function__``), so unmodified NumPy code
+``xla.frontend.numpy`` (``__array_function__``), so unmodified NumPy code
 traces.
 
 Dtypes follow NumPy 2 exactly: ufunc loops are chosen with
@@ -31,7 +31,7 @@ from xla.hlo.shape import Shape
 
 
 # The modules built on this one that a Tracer dispatches to (ufuncs:
-# __array_ufunc__; numpy_api: __array_function__; indexing: __getitem__ and
+# __array_ufunc__; numpy: __array_function__; indexing: __getitem__ and
 # .at), and those they reach back into (masked_slice, jit), install
 # themselves here when imported (importing xla imports them all), so that no
 # frontend module imports one that imports it back.
@@ -424,12 +424,12 @@ class Tracer:
     def __array_function__(self, func, types, args, kwargs):
         if any(getattr(t, "_xla_masked", False) for t in types):
             return NotImplemented         # the masked slice's own __array_function__ decides
-        numpy_api = table("numpy_api")
-        impl = numpy_api.FUNCTIONS.get(func)
+        numpy_functions = table("numpy")
+        impl = numpy_functions.FUNCTIONS.get(func)
         session = self._session()
         if session is None:
             if impl is None:
-                return numpy_api.unsupported(func)
+                return numpy_functions.unsupported(func)
             result = impl(*args, **kwargs)
             if func in _VIEW_FUNCTIONS and args and isinstance(args[0], Tracer):
                 args[0]._mark_view(result)
@@ -437,7 +437,7 @@ class Tracer:
         # Under autojit, what can't be traced runs eagerly in NumPy.
         try:
             if impl is None:
-                numpy_api.unsupported(func)      # raises, saying why (a data-dependent shape...)
+                numpy_functions.unsupported(func)      # raises, saying why (a data-dependent shape...)
             return impl(*args, **kwargs)
         except TracingError as e:
             why = str(e)    # not the exception: its traceback would keep tracers alive
@@ -604,7 +604,7 @@ def as_tracer(x, dtype=None):
         return x if dtype is None else convert(x, dtype)
     weak = type(x) in PYTHON_SCALARS and dtype is None
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer) for e in _flat(x)):
-        return table("numpy_api").array(x, dtype=dtype)
+        return table("numpy").array(x, dtype=dtype)
     try:
         value = np.asarray(x, dtype=dtype)
     except (TypeError, ValueError) as e:

@@ -9,7 +9,7 @@ Rows written in terms of other rows (``square``, ``logaddexp``) say what
 NumPy's definition is, in HLO.
 
 ``reduce`` and ``accumulate`` of the ufuncs that have an HLO reduction
-(``np.add.reduce`` is ``np.sum``) go to ``xla.frontend.numpy_api``.
+(``np.add.reduce`` is ``np.sum``) go to ``xla.frontend.numpy``.
 """
 import sys
 
@@ -633,9 +633,9 @@ def _resolve(ufunc, inputs, dtype):
 
 def dispatch(ufunc, method, inputs, kwargs):
     if method != "__call__":
-        return tracing.table("numpy_api").ufunc_method(ufunc, method, inputs, kwargs)
+        return tracing.table("numpy").ufunc_method(ufunc, method, inputs, kwargs)
     if ufunc is getattr(np, "vecdot", None):   # a gufunc with an axis keyword
-        return tracing.table("numpy_api").vecdot(*inputs, **kwargs)
+        return tracing.table("numpy").vecdot(*inputs, **kwargs)
     out = kwargs.pop("out", None)
     outs = out if isinstance(out, tuple) else (out,)
     if out is not None and any(o is not None for o in outs):
@@ -661,7 +661,7 @@ def dispatch(ufunc, method, inputs, kwargs):
     if kwargs:
         raise tracing_error(f"np.{ufunc.__name__}: unsupported keyword arguments {sorted(kwargs)}")
     if ufunc is np.matmul:
-        return tracing.table("numpy_api").matmul(*inputs)
+        return tracing.table("numpy").matmul(*inputs)
     if ufunc in _TWO_OUTPUTS:
         return tuple(dispatch(u, "__call__", inputs, {"dtype": dtype} if dtype else {})
                      for u in _TWO_OUTPUTS[ufunc])

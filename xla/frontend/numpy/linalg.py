@@ -1,5 +1,10 @@
-"""``np.linalg.solve``, ``inv``, ``det``, ``slogdet``, ``qr`` and ``eigh``
-under ``xla.jit`` (qr and eigh: their own docstrings). The first four: LU
+"""``numpy.linalg`` under ``xla.jit``: ``norm`` from reductions,
+``cholesky`` as HLO's own op, and ``solve``, ``inv``, ``det``, ``slogdet``,
+``qr`` and ``eigh`` in HLO while loops (qr and eigh: their own
+docstrings). Registration only: NumPy keeps these names under
+``np.linalg``, so ``xla.numpy`` does not export them.
+
+``solve``, ``inv``, ``det`` and ``slogdet``: LU
 factorization with partial pivoting, as LAPACK's gesv computes it, on
 traced values (an HLO while loop over the columns, then one over the rows
 for the back substitution).
@@ -15,10 +20,80 @@ NumPy raises ``LinAlgError`` (``solve``, ``inv``): compiled code cannot
 raise on a value; ``det`` is then 0, as NumPy's. The determinant is the
 product of U's diagonal, negated once per row swap.
 """
+import builtins  # sum, max and min are NumPy's here (from reductions)
+
 import numpy as np
 
-from xla.frontend.numpy_api import implements
-from xla.frontend.tracing import as_tracer, tracing_error
+from xla.errors import ShapeError
+from xla.frontend import lax
+from xla.frontend.numpy._common import implements, normalize_axis
+from xla.frontend.numpy.indexing_routines import tril
+from xla.frontend.numpy.manipulation import squeeze, swapaxes
+from xla.frontend.numpy.reductions import max, min, sum
+from xla.frontend.tracing import Tracer, as_tracer, convert, current_builder, tracing_error
+
+
+# ----- norms and HLO's cholesky ------------------------------------------------------------
+
+@implements(np.linalg.norm)
+def norm(x, ord=None, axis=None, keepdims=False):
+    x = as_tracer(x)
+    if x.dtype.kind not in "fc":
+        x = convert(x, np.float64)
+    absx = np.abs(x)
+    if axis is None and ord is None:
+        return np.sqrt(sum(np.real(x * np.conjugate(x)) if x.dtype.kind == "c" else x * x,
+                           keepdims=keepdims) if not keepdims else
+                       sum(absx * absx, axis=None, keepdims=True))
+    if axis is None:
+        axis = tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(axes) == 1:
+        if ord is None or ord == 2:
+            return np.sqrt(sum(absx * absx, axis=axes, keepdims=keepdims))
+        if ord == np.inf:
+            return max(absx, axis=axes, keepdims=keepdims)
+        if ord == -np.inf:
+            return min(absx, axis=axes, keepdims=keepdims)
+        if ord == 0:
+            return sum(np.not_equal(x, 0).astype(absx.dtype), axis=axes, keepdims=keepdims)
+        if ord == 1:
+            return sum(absx, axis=axes, keepdims=keepdims)
+        p = np.asarray(ord, absx.dtype)
+        return sum(absx ** p, axis=axes, keepdims=keepdims) ** (1 / p)
+    if len(axes) == 2:
+        r, c = (normalize_axis(a, x.ndim) for a in axes)
+        if ord in (None, "fro"):
+            return np.sqrt(sum(absx * absx, axis=axes, keepdims=keepdims))
+        if ord == 1:
+            out = max(sum(absx, axis=r, keepdims=True), axis=c, keepdims=True)
+        elif ord == -1:
+            out = min(sum(absx, axis=r, keepdims=True), axis=c, keepdims=True)
+        elif ord == np.inf:
+            out = max(sum(absx, axis=c, keepdims=True), axis=r, keepdims=True)
+        elif ord == -np.inf:
+            out = min(sum(absx, axis=c, keepdims=True), axis=r, keepdims=True)
+        else:
+            raise tracing_error(f"np.linalg.norm(ord={ord!r}) for matrices is not supported under "
+                                "xla.jit (None, 'fro', 1, -1, inf, -inf are)")
+        return out if keepdims else squeeze(out, axis=(r, c))
+    raise ValueError("Improper number of dimensions to norm.")
+
+
+@implements(np.linalg.cholesky)
+def cholesky(a, /, *, upper=False):
+    """HLO cholesky; a matrix that is not positive definite gives NaNs (NumPy raises)."""
+    a = as_tracer(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"Last 2 dimensions of the array must be square, got {a.shape}")
+    if a.dtype.kind not in "fc":
+        a = convert(a, np.float64)
+    low = Tracer(current_builder().add_instruction("cholesky", (a.op,), lower=True))
+    low = tril(low)   # the other triangle is unspecified in HLO
+    return np.conjugate(swapaxes(low, -1, -2)) if upper else low
+
+
+# ----- LU, QR and Jacobi -------------------------------------------------------------------
 
 
 def _check_square(a, what):
@@ -33,7 +108,6 @@ def _factor(m, n):
     """LU with partial pivoting of the first ``n`` columns of ``m`` (..., n,
     c), the other columns carried along; returns (the eliminated ``m``,
     the parity of the row swaps as a 0/1 integer array of the batch)."""
-    from xla.frontend import lax
     rows = np.arange(n).reshape((n, 1))                   # (n, 1)
     cols = np.arange(m.shape[-1])
 
@@ -58,7 +132,6 @@ def _factor(m, n):
 
 def _solve(a, b):
     """``a`` (..., n, n), ``b`` (..., n, k) of one float dtype."""
-    from xla.frontend import lax
     n = a.shape[-1]
     m = np.concatenate([a, b], axis=-1)                   # (..., n, n + k)
     rows = np.arange(n).reshape((n, 1))                   # (n, 1)
@@ -155,7 +228,6 @@ def qr(a, mode="reduced"):
     choice: R's diagonal is ``-sign(alpha) * ||column||``, a column already
     zero below the diagonal is left as it is), so Q and R agree with NumPy's
     to rounding. 2-D real matrices; ``mode`` "reduced", "complete" or "r"."""
-    from xla.frontend import lax
     a = as_tracer(a)
     if a.ndim != 2:
         raise tracing_error("np.linalg.qr under xla.jit takes a 2-D matrix (a stack: loop over it)")
@@ -165,7 +237,7 @@ def qr(a, mode="reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unrecognized mode '{mode}'")
     m, n = a.shape
-    k = min(m, n)
+    k = builtins.min(m, n)
     rows = np.arange(m)
     cols = np.arange(n)
 
@@ -216,7 +288,6 @@ def eigh(a, UPLO="L"):
     sign, which LAPACK does not fix either (this one makes its largest
     component positive). ``UPLO`` picks the triangle that is read, as in
     NumPy. 2-D real matrices."""
-    from xla.frontend import lax
     a = as_tracer(a)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise tracing_error("np.linalg.eigh under xla.jit takes one square 2-D matrix")

@@ -1,0 +1,172 @@
+"""Elementwise functions that are not ufuncs (``np.round``, ``np.clip``,
+``np.real``, ``np.sinc``...) and the comparisons built on them
+(``np.isclose``, ``np.allclose``, ``np.isin``). The ufuncs themselves are
+``xla.frontend.ufuncs``."""
+import numpy as np
+
+from xla.frontend import tracing
+from xla.frontend.numpy._common import check_no_out, implements
+from xla.frontend.numpy.creation import zeros_like
+from xla.frontend.numpy.indexing_routines import where
+from xla.frontend.numpy.manipulation import expand_dims, ravel
+from xla.frontend.numpy.reductions import all, any
+from xla.frontend.tracing import Tracer, as_tracer, convert, current_builder, result_type
+
+
+# ----- rounding and clipping --------------------------------------------------------------
+
+@implements(np.round, np.around)
+def round(a, decimals=0, out=None):
+    check_no_out("round", out)
+    a = as_tracer(a)
+    if a.dtype.kind in "biu":
+        if decimals >= 0:
+            return a
+        f = 10 ** -decimals
+        q, r = np.floor_divide(a, f), np.remainder(a, f)
+        up = np.logical_or(r * 2 > f, np.logical_and(r * 2 == f, np.remainder(q, 2) == 1))
+        return (np.where(up, q + 1, q) * f).astype(a.dtype)
+    if decimals == 0:
+        return np.rint(a)
+    f = np.asarray(10.0 ** decimals, dtype=a.dtype)
+    return np.rint(a * f) / f
+
+
+@implements(np.fix)
+def fix(x, out=None):
+    check_no_out("fix", out)
+    x = as_tracer(x)
+    return where(np.greater_equal(x, 0), np.floor(x), np.ceil(x))
+
+
+@implements(np.clip)
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
+    check_no_out("clip", out)
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    out_ = as_tracer(a)
+    if lo is not None:
+        out_ = np.maximum(out_, lo)
+    if hi is not None:
+        out_ = np.minimum(out_, hi)
+    return out_
+
+
+@implements(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = as_tracer(x)
+    if x.dtype.kind == "c":
+        return Tracer(current_builder().binary(
+            "complex", nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf).op,
+            nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf).op))
+    if x.dtype.kind != "f":
+        return x
+    info = np.finfo(x.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    x = where(np.isnan(x), np.asarray(nan, x.dtype), x)
+    x = where(np.equal(x, np.inf), np.asarray(hi, x.dtype), x)
+    return where(np.equal(x, -np.inf), np.asarray(lo, x.dtype), x)
+
+
+@implements(np.sinc)
+def sinc(x):
+    x = as_tracer(x)
+    y = np.multiply(np.pi, where(np.equal(x, 0), 1.0e-20, x))
+    return np.true_divide(np.sin(y), y)
+
+
+# ----- complex numbers --------------------------------------------------------------------
+
+@implements(np.real)
+def real(val):
+    v = as_tracer(val)
+    return Tracer(current_builder().unary("real", v.op)) if v.dtype.kind == "c" else v
+
+
+@implements(np.imag)
+def imag(val):
+    v = as_tracer(val)
+    if v.dtype.kind == "c":
+        return Tracer(current_builder().unary("imag", v.op))
+    return zeros_like(v)
+
+
+@implements(np.angle)
+def angle(z, deg=False):
+    z = as_tracer(z)
+    if z.dtype.kind != "c":
+        z = convert(z, result_type(z, 1.0))
+        r = np.arctan2(zeros_like(z), z)
+    else:
+        r = np.arctan2(imag(z), real(z))
+    return np.degrees(r) if deg else r
+
+
+@implements(np.conj, np.conjugate)
+def conj(x):
+    return np.conjugate(as_tracer(x))
+
+
+@implements(np.iscomplexobj)
+def iscomplexobj(x):
+    return as_tracer(x).dtype.kind == "c"
+
+
+@implements(np.isrealobj)
+def isrealobj(x):
+    return as_tracer(x).dtype.kind != "c"
+
+
+@implements(np.iscomplex)
+def iscomplex(x):
+    x = as_tracer(x)
+    if x.dtype.kind != "c":
+        return tracing.full(x.shape, False, np.bool_)
+    return np.not_equal(imag(x), 0)
+
+
+@implements(np.isreal)
+def isreal(x):
+    x = as_tracer(x)
+    if x.dtype.kind != "c":
+        return tracing.full(x.shape, True, np.bool_)
+    return np.equal(imag(x), 0)
+
+
+# ----- comparisons ------------------------------------------------------------------------
+
+@implements(np.isclose)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    a, b = as_tracer(a), as_tracer(b)
+    dt = result_type(a, b, 1.0)
+    a, b = convert(a, dt), convert(b, dt)
+    close = np.less_equal(np.abs(a - b), atol + rtol * np.abs(b))
+    both_inf = np.logical_and(np.isinf(a), np.equal(a, b))
+    out = np.logical_or(close, both_inf)
+    if equal_nan:
+        out = np.logical_or(out, np.logical_and(np.isnan(a), np.isnan(b)))
+    return out
+
+
+@implements(np.allclose)
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+@implements(np.array_equal)
+def array_equal(a1, a2, equal_nan=False):
+    a1, a2 = as_tracer(a1), as_tracer(a2)
+    if a1.shape != a2.shape:
+        return tracing.full((), False, np.bool_)
+    return all(np.equal(a1, a2))
+
+
+@implements(np.isin)
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    e = as_tracer(element)
+    t = ravel(as_tracer(test_elements))
+    if t.shape[0] == 0:
+        return tracing.full(e.shape, bool(invert), np.bool_)
+    hit = any(np.equal(expand_dims(e, -1), t), axis=-1)
+    return np.logical_not(hit) if invert else hit

@@ -1,0 +1,255 @@
+"""NumPy's indexing routines (``where``, ``select``, ``take``,
+``take_along_axis``, ``diagonal``) and what is built from them: ``diag``,
+``tril`` and ``triu`` (selects), ``repeat`` and ``pad`` (gathers), with
+``tile`` and ``resize`` beside them. Gathers go through
+``xla.frontend.indexing``, as ``x[idx]`` does."""
+import builtins
+
+import numpy as np
+
+from xla.errors import ShapeError
+from xla.frontend import indexing, tracing
+from xla.frontend.numpy._common import check_no_out, implements, normalize_axis
+from xla.frontend.numpy.creation import zeros_like
+from xla.frontend.numpy.manipulation import concatenate, ravel, reshape, transpose
+from xla.frontend.tracing import (Tracer, as_tracer, broadcast_arrays, broadcast_to, convert,
+                                  current_builder, result_type, tracing_error)
+
+
+# ----- selection --------------------------------------------------------------------------
+
+@implements(np.where)
+def where(condition, x=None, y=None):
+    if x is None and y is None:
+        raise tracing_error("np.where(condition) with one argument returns indices whose number "
+                            "depends on the data, so it cannot be compiled; use "
+                            "np.where(condition, x, y) to keep the shape")
+    if x is None or y is None:
+        raise TypeError("np.where takes 1 or 3 arguments")
+    dt = result_type(x, y)
+    c = convert(as_tracer(condition), np.bool_)
+    xt, yt = convert(as_tracer(x), dt), convert(as_tracer(y), dt)
+    c, xt, yt = broadcast_arrays(c, xt, yt)
+    # An array, never weak: np.where(c, 1.0, 2.0) is a float64 array in
+    # NumPy 2, which a float32 array added to it promotes to float64.
+    return Tracer(current_builder().select(c.op, xt.op, yt.op), weak=False)
+
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if not condlist:
+        raise ValueError("select with an empty condition list is not possible")
+    dt = result_type(*choicelist, default)
+    out = convert(as_tracer(default), dt)
+    for c, v in reversed(list(zip(condlist, choicelist))):
+        out = where(c, convert(as_tracer(v), dt), out)
+    return out
+
+
+# ----- gathering --------------------------------------------------------------------------
+
+@implements(np.take)
+def take(a, indices, axis=None, out=None, mode=None):
+    check_no_out("take", out)
+    a = as_tracer(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim)
+    index = [slice(None)] * axis + [indices]
+    return indexing.getitem(a, tuple(index), mode=None if mode == "raise" else mode)
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    a = as_tracer(arr)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim)
+    idx = as_tracer(indices)
+    if idx.ndim != a.ndim:
+        raise ShapeError("`indices` and `arr` must have the same number of dimensions")
+    shape = tracing.broadcast_shapes(tuple(1 if i == axis else d for i, d in enumerate(a.shape)),
+                                     tuple(1 if i == axis else d for i, d in enumerate(idx.shape)))
+    index = []
+    b = current_builder()
+    for i in range(a.ndim):
+        if i == axis:
+            index.append(idx)
+        else:
+            dims = [1] * a.ndim
+            dims[i] = shape[i] if a.shape[i] != 1 else 1
+            index.append(Tracer(b.iota(np.int64, tuple(dims), i)) if dims[i] > 1
+                         else tracing.full(tuple(dims), 0, np.int64))
+    return indexing.getitem(a, tuple(index))
+
+
+# ----- diagonals and triangles ------------------------------------------------------------
+
+def _tri_mask(n, m, k, lower):
+    b = current_builder()
+    rows = b.iota(np.int64, (n, m), 0)
+    cols = b.iota(np.int64, (n, m), 1)
+    shifted = b.binary("add", rows, b.broadcast_in_dim(b.constant(np.int64(k)), (n, m), ()))
+    return Tracer(b.compare(cols, shifted, "LE" if lower else "GT"))
+
+
+@implements(np.tril)
+def tril(m, k=0):
+    m = as_tracer(m)
+    mask = broadcast_to(_tri_mask(m.shape[-2], m.shape[-1], k, True), m.shape)
+    return where(mask, m, zeros_like(m))
+
+
+@implements(np.triu)
+def triu(m, k=0):
+    m = as_tracer(m)
+    mask = broadcast_to(_tri_mask(m.shape[-2], m.shape[-1], k - 1, False), m.shape)
+    return where(mask, m, zeros_like(m))
+
+
+@implements(np.diagonal)
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    a = as_tracer(a)
+    a1, a2 = normalize_axis(axis1, a.ndim), normalize_axis(axis2, a.ndim)
+    rest = [i for i in range(a.ndim) if i not in (a1, a2)]
+    t = transpose(a, rest + [a1, a2])
+    n, m = t.shape[-2], t.shape[-1]
+    if offset >= 0:
+        length = builtins.max(0, builtins.min(n, m - offset))
+        rows, cols = np.arange(length), np.arange(length) + offset
+    else:
+        length = builtins.max(0, builtins.min(n + offset, m))
+        rows, cols = np.arange(length) - offset, np.arange(length)
+    lead = (slice(None),) * (t.ndim - 2)
+    return indexing.getitem(t, lead + (rows, cols))
+
+
+@implements(np.diag)
+def diag(v, k=0):
+    v = as_tracer(v)
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = v.shape[0] + builtins.abs(k)
+    b = current_builder()
+    rows = b.iota(np.int64, (n, n), 0)
+    cols = b.iota(np.int64, (n, n), 1)
+    on = Tracer(b.compare(b.binary("subtract", cols, rows),
+                          b.broadcast_in_dim(b.constant(np.int64(k)), (n, n), ()), "EQ"))
+    # On the diagonal, column c holds v[c - k] (k >= 0) or v[c] (k < 0).
+    src = pad(v, (builtins.max(k, 0), builtins.max(-k, 0)))
+    vals = broadcast_to(reshape(src, (1, n)), (n, n))
+    return where(on, vals, zeros_like(vals))
+
+
+# ----- tiling and padding -----------------------------------------------------------------
+
+@implements(np.tile)
+def tile(A, reps):
+    a = as_tracer(A)
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    d = builtins.max(len(reps), a.ndim)
+    reps = (1,) * (d - len(reps)) + reps
+    a = reshape(a, (1,) * (d - a.ndim) + a.shape)
+    # Broadcast to (r0, s0, r1, s1, ...) then merge pairs.
+    inter = []
+    dims = []
+    for i, (r, s) in enumerate(zip(reps, a.shape)):
+        inter += [r, s]
+        dims.append(2 * i + 1)
+    b = current_builder()
+    out = Tracer(b.broadcast_in_dim(a.op, tuple(inter), tuple(dims)))
+    return reshape(out, tuple(r * s for r, s in zip(reps, a.shape)))
+
+
+@implements(np.repeat)
+def repeat(a, repeats, axis=None):
+    a = as_tracer(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim)
+    if isinstance(repeats, Tracer):
+        raise tracing_error("np.repeat with traced repeats has a data-dependent output shape; "
+                            "pass repeats as a Python int or NumPy array")
+    reps = np.asarray(repeats)
+    if reps.ndim == 0:
+        r = int(reps)
+        shape = a.shape[:axis + 1] + (r,) + a.shape[axis + 1:]
+        dims = tuple(range(axis + 1)) + tuple(range(axis + 2, a.ndim + 1))
+        b = current_builder()
+        out = Tracer(b.broadcast_in_dim(a.op, shape, dims))
+        return reshape(out, a.shape[:axis] + (a.shape[axis] * r,) + a.shape[axis + 1:])
+    index = np.repeat(np.arange(a.shape[axis]), reps)
+    return take(a, index, axis=axis)
+
+
+@implements(np.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    a = as_tracer(array)
+    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (a.ndim, 2))
+    if (pw < 0).any():
+        raise ValueError("index can't contain negative values")
+    b = current_builder()
+    if mode == "constant":
+        cv = np.broadcast_to(np.asarray(kwargs.get("constant_values", 0)), (a.ndim, 2))
+        out = a
+        if np.all(cv == cv.flat[0]):
+            value = b.constant(np.asarray(cv.flat[0]).astype(a.dtype))
+            return Tracer(b.pad(a.op, value, [(int(lo), int(hi), 0) for lo, hi in pw]))
+        for ax in range(a.ndim):
+            lo, hi = pw[ax]
+            parts = []
+            if lo:
+                shape = list(out.shape)
+                shape[ax] = lo
+                parts.append(tracing.full(shape, cv[ax][0], a.dtype))
+            parts.append(out)
+            if hi:
+                shape = list(out.shape)
+                shape[ax] = hi
+                parts.append(tracing.full(shape, cv[ax][1], a.dtype))
+            out = concatenate(parts, axis=ax)
+        return out
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise tracing_error(f"np.pad(mode={mode!r}) is not supported under xla.jit "
+                            "(constant, edge, reflect, symmetric, wrap are)")
+    out = a
+    for ax in range(a.ndim):
+        lo, hi = int(pw[ax][0]), int(pw[ax][1])
+        n = out.shape[ax]
+        if lo == hi == 0:
+            continue
+        if n == 0:
+            raise ValueError(f"can't extend empty axis {ax} using modes other than 'constant'")
+        idx = np.arange(-lo, n + hi)
+        if mode == "edge":
+            idx = np.clip(idx, 0, n - 1)
+        elif mode == "wrap":
+            idx = idx % n
+        elif mode == "reflect":
+            if n == 1:
+                idx = np.zeros_like(idx)
+            else:
+                period = 2 * (n - 1)
+                idx = np.abs(idx) % period
+                idx = np.where(idx >= n, period - idx, idx)
+        else:  # symmetric
+            period = 2 * n
+            idx = idx % period
+            idx = np.where(idx >= n, period - 1 - idx, idx)
+        out = take(out, idx, axis=ax)
+    return out
+
+
+@implements(np.resize)
+def resize(a, new_shape):
+    a = ravel(as_tracer(a))
+    new_shape = (new_shape,) if isinstance(new_shape, (int, np.integer)) else tuple(new_shape)
+    total = int(np.prod(new_shape, dtype=np.int64))
+    if total == 0 or a.size == 0:
+        return zeros_like(a, shape=new_shape)
+    reps = -(-total // a.size)
+    return reshape(tile(a, reps)[:total], new_shape)

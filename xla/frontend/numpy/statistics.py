@@ -1,0 +1,268 @@
+"""Statistics: ``np.average``, quantiles, percentiles and medians (linear
+interpolation between sorted values; their NaN-aware forms), ``np.cov``,
+``np.corrcoef`` and ``np.histogram``."""
+import builtins
+
+import numpy as np
+
+from xla.errors import ShapeError
+from xla.frontend import tracing
+from xla.frontend.numpy._common import check_no_out, implements, normalize_axis
+from xla.frontend.numpy.elementwise import clip
+from xla.frontend.numpy.indexing_routines import diagonal, take, take_along_axis, where
+from xla.frontend.numpy.manipulation import (atleast_2d, concatenate, expand_dims, moveaxis, ravel,
+                                             reshape, squeeze, transpose)
+from xla.frontend.numpy.products import matmul
+from xla.frontend.numpy.reductions import any, mean, sum
+from xla.frontend.numpy.sorting import sort
+from xla.frontend.tracing import (Tracer, as_tracer, broadcast_to, convert, result_type,
+                                  tracing_error)
+
+
+# ----- averages and variances -------------------------------------------------------------
+
+@implements(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    a = as_tracer(a)
+    if weights is None:
+        avg = mean(a, axis=axis, keepdims=keepdims)
+        count = np.asarray(a.size // builtins.max(avg.size, 1), dtype=avg.dtype)
+        return (avg, broadcast_to(count, avg.shape)) if returned else avg
+    w = as_tracer(weights)
+    if w.shape != a.shape:
+        if axis is None or w.ndim != 1:
+            raise ShapeError("Axis must be specified when shapes of a and weights differ.")
+        ax = normalize_axis(axis, a.ndim)
+        w = reshape(w, [w.shape[0] if i == ax else 1 for i in range(a.ndim)])
+        w = broadcast_to(w, a.shape)
+    dt = result_type(a, w, 1.0)
+    scl = sum(convert(w, dt), axis=axis, keepdims=keepdims)
+    avg = np.true_divide(sum(np.multiply(convert(a, dt), convert(w, dt)), axis=axis,
+                             keepdims=keepdims), scl)
+    return (avg, scl) if returned else avg
+
+
+# ----- quantiles --------------------------------------------------------------------------
+
+def _quantile_dtype(a, q):
+    """NumPy's result dtype: the float type of ``a`` promoted with ``q`` (a
+    Python number is weak)."""
+    dt = a.dtype if a.dtype.kind in "fc" else np.dtype(np.float64)
+    if type(q) in tracing.PYTHON_SCALARS:
+        return dt
+    return np.result_type(dt, np.asarray(q).dtype)
+
+
+def _quantile(a, q, axis, keepdims, name, q_src=None):
+    q_src = q if q_src is None else q_src
+    a = as_tracer(a)
+    if axis is None:
+        if keepdims:
+            r = _quantile(ravel(a), q, 0, False, name, q_src)
+            return reshape(r, r.shape + (1,) * a.ndim)
+        return _quantile(ravel(a), q, 0, False, name, q_src)
+    axis = normalize_axis(axis, a.ndim)
+    if isinstance(q, Tracer):
+        raise tracing_error(f"np.{name} with a traced q is not supported; pass q as a constant")
+    q = np.asarray(q, dtype=np.float64)
+    if np.any((q < 0) | (q > 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    s = convert(sort(a, axis=axis), _quantile_dtype(a, q_src))
+    n = a.shape[axis]
+    pos = q * (n - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    frac = (pos - lo).astype(s.dtype)
+    vlo = take(s, lo.reshape(-1), axis=axis)
+    vhi = take(s, hi.reshape(-1), axis=axis)
+    shape = [1] * s.ndim
+    shape[axis] = lo.size
+    f = np.asarray(frac.reshape(-1)).reshape(shape)
+    r = vlo + (vhi - vlo) * f
+    # NaNs propagate as in NumPy.
+    has_nan = any(np.isnan(s), axis=axis, keepdims=True) if s.dtype.kind == "f" else None
+    if has_nan is not None:
+        r = where(has_nan, np.asarray(np.nan, s.dtype), r)
+    r = moveaxis(r, axis, 0)
+    r = reshape(r, q.shape + r.shape[1:])
+    if keepdims:
+        r = expand_dims(r, q.ndim + axis)
+    return r
+
+
+def _quantile_functions(kernel, prefix):
+    """np.{prefix}quantile, np.{prefix}percentile and np.{prefix}median over
+    ``kernel(a, q, axis, keepdims, name[, q as given])``."""
+    def check(name, out, method):
+        check_no_out(name, out)
+        if method != "linear":
+            raise tracing_error(f"np.{name}(method={method!r}) is not supported under xla.jit (linear is)")
+
+    def quantile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
+        check(prefix + "quantile", out, method)
+        return kernel(a, q, axis, keepdims, prefix + "quantile")
+
+    def percentile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
+        check(prefix + "percentile", out, method)
+        return kernel(a, np.asarray(q) / 100.0, axis, keepdims, prefix + "percentile", q)
+
+    def median_(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+        check_no_out(prefix + "median", out)
+        return kernel(a, 0.5, axis, keepdims, prefix + "median")
+
+    for fn, name in ((quantile_, "quantile"), (percentile_, "percentile"), (median_, "median")):
+        fn.__name__ = fn.__qualname__ = prefix + name
+        implements(getattr(np, prefix + name))(fn)
+    return quantile_, percentile_, median_
+
+
+quantile, percentile, median = _quantile_functions(_quantile, "")
+
+
+def _nan_quantile(a, q, axis, keepdims, name, q_src=None):
+    """Linear-interpolation quantiles of the non-NaN values: NaNs sort last,
+    so each slice's count of numbers picks the positions (traced)."""
+    q_src = q if q_src is None else q_src
+    a = as_tracer(a)
+    if a.dtype.kind != "f":
+        return _quantile(a, q, axis, keepdims, name, q_src)
+    if axis is None:
+        r = _nan_quantile(ravel(a), q, 0, False, name, q_src)
+        return reshape(r, r.shape + (1,) * a.ndim) if keepdims else r
+    axis = normalize_axis(axis, a.ndim)
+    q = np.asarray(q, dtype=np.float64)
+    if np.any((q < 0) | (q > 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    s = moveaxis(convert(sort(a, axis=axis), _quantile_dtype(a, q_src)), axis, -1)
+    n = sum(np.logical_not(np.isnan(s)), axis=-1, keepdims=True)        # int64
+    last = np.maximum(n - 1, 0)
+    results = []
+    for qv in q.reshape(-1):
+        pos = np.multiply(last.astype(s.dtype), np.asarray(qv, s.dtype))
+        lo = np.floor(pos)
+        frac = pos - lo
+        lo_i = lo.astype(np.int64)
+        hi_i = np.minimum(lo_i + 1, last)
+        vlo = take_along_axis(s, lo_i, axis=-1)
+        vhi = take_along_axis(s, hi_i, axis=-1)
+        r = vlo + (vhi - vlo) * frac
+        r = where(np.equal(n, 0), np.asarray(np.nan, s.dtype), r)   # all-NaN slice
+        results.append(r)
+    r = concatenate(results, axis=-1)                                # (..., len(q))
+    r = moveaxis(r, -1, 0)
+    r = reshape(r, q.shape + r.shape[1:])
+    if keepdims:
+        r = expand_dims(r, q.ndim + axis)
+    return r
+
+
+nanquantile, nanpercentile, nanmedian = _quantile_functions(_nan_quantile, "nan")
+
+
+# ----- correlations -----------------------------------------------------------------------
+
+@implements(np.cov)
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+    if fweights is not None or aweights is not None:
+        raise tracing_error("np.cov(fweights=/aweights=) is not supported under xla.jit")
+    x = atleast_2d(as_tracer(m))
+    if not rowvar and x.shape[0] != 1:
+        x = transpose(x)
+    if y is not None:
+        yt = atleast_2d(as_tracer(y))
+        if not rowvar and yt.shape[0] != 1:
+            yt = transpose(yt)
+        x = concatenate([x, yt], axis=0)
+    dt = np.dtype(dtype) if dtype is not None else np.result_type(x.dtype, np.float64)
+    x = convert(x, dt)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = x.shape[1]
+    x = x - mean(x, axis=1, keepdims=True)
+    c = matmul(x, np.conjugate(transpose(x)))
+    c = np.true_divide(c, np.asarray(builtins.max(n - ddof, 0), dt))
+    return squeeze(c)
+
+
+@implements(np.corrcoef)
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return np.true_divide(c, c)
+    d = np.real(diagonal(c))
+    sd = np.sqrt(d)
+    c = np.true_divide(np.true_divide(c, reshape(sd, (-1, 1))), reshape(sd, (1, -1)))
+    if c.dtype.kind == "c":
+        return c
+    return clip(c, -1, 1)
+
+
+# ----- histograms --------------------------------------------------------------------------
+# NumPy's algorithm for a number of equal bins, on traced values.
+#
+# The range is the data's min and max unless given (equal ends widen by 0.5
+# each way, as NumPy); edges are ``lo + i * (hi - lo) / bins`` with the last
+# one ``hi`` exactly, in NumPy's edge type (the data's float type, float64 for
+# integers). Each value's bin is ``floor((x - lo) / (hi - lo) * bins)``,
+# corrected against the edges as NumPy corrects it (the last bin includes
+# ``hi``); values outside the range count nothing. Counts are a scatter-add
+# (``np.add.at``); ``weights`` and ``density`` as in NumPy. Edges given as an
+# array (``bins=[...]``) and string bin rules raise a TracingError naming them.
+
+@implements(np.histogram)
+def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002 - NumPy's names
+    if isinstance(bins, str) or not isinstance(bins, (int, np.integer)):
+        raise tracing_error("np.histogram under xla.jit takes the number of bins (an int); edges "
+                            f"given as {type(bins).__name__} are not supported")
+    n = int(bins)
+    if n < 1:
+        raise ValueError("`bins` must be positive, when an integer")
+    a = np.reshape(as_tracer(a), (-1,))
+    if range is not None:
+        lo, hi = range
+        if lo > hi:
+            raise ValueError("max must be larger than min in range parameter.")
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"supplied range of [{lo}, {hi}] is not finite")
+    bin_type = np.result_type(a.dtype, *(() if range is None else range))
+    if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
+        bin_type = np.result_type(bin_type, float)
+    x = convert(a, bin_type)
+    if range is None:
+        lo, hi = (np.min(x), np.max(x)) if a.size else (0.0, 1.0)
+    # The edges as np.linspace computes them for NumPy: in the data's type
+    # from its min and max, in float64 from a given range (Python floats).
+    edge_type = bin_type if range is None else np.dtype(np.float64)
+    lo, hi = convert(as_tracer(lo), edge_type), convert(as_tracer(hi), edge_type)
+    same = lo == hi
+    lo = convert(np.where(same, lo - 0.5, lo), edge_type)
+    hi = convert(np.where(same, hi + 0.5, hi), edge_type)
+    steps = np.arange(n + 1, dtype=edge_type)
+    step = convert((hi - lo) / edge_type.type(n), edge_type)
+    edges = convert(np.where(steps == n, hi, convert(steps * step, edge_type) + lo), bin_type)
+    lo, hi = convert(lo, np.float64), convert(hi, np.float64)
+
+    keep = (x >= convert(lo, bin_type)) & (x <= convert(hi, bin_type))
+    offset = convert(x - convert(lo, bin_type), np.float64)
+    index = convert(offset / (hi - lo) * float(n), np.int64)
+    index = np.clip(index, 0, n - 1)   # (NumPy: indices == n -> n - 1; outside ones are dropped)
+    index = np.where(x < np.take(edges, index), index - 1, index)
+    index = np.clip(index, 0, n - 1)
+    index = np.where((x >= np.take(edges, index + 1)) & (index != n - 1), index + 1, index)
+    if weights is None:
+        counts_type = np.dtype(np.intp)
+        w = np.where(keep, 1, 0).astype(counts_type)
+    else:
+        w = np.reshape(as_tracer(weights), (-1,))
+        if w.shape != a.shape:
+            raise ValueError("weights should have the same shape as a.")
+        counts_type = w.dtype
+        w = np.where(keep, w, 0).astype(counts_type)
+    hist = np.zeros(n, counts_type)
+    hist = as_tracer(hist)
+    np.add.at(hist, index, w)
+    if density:
+        widths = convert(np.diff(edges), np.float64)   # (NumPy divides by float64 widths)
+        return hist / widths / np.sum(hist), edges
+    return hist, edges
+
