@@ -818,3 +818,21 @@ ENTRY e {
 def test_fuzz_findings_are_located_errors(text, message):
     with pytest.raises(HloParseError, match=message):
         parse_hlo_module(text)
+
+
+def test_parse_errors_are_three_lines_whatever_the_text_holds():
+    # A quoted token spanning lines (the fuzzer's finding: a stray quote in
+    # a header attribute) and line breaks other than \n inside the source
+    # line: the message is escaped, the source line keeps its columns.
+    for gap in ("", " padding the token past forty characters " * 2):
+        text = f'HloModule m, allow_x={{true}}, al"low_y={{true}}{gap}\n\nENTRY e {{\n  a = "q"\n}}\n'
+        with pytest.raises(HloParseError) as e:
+            parse_hlo_module(text)
+        lines = str(e.value).splitlines()
+        assert len(lines) == 3 and lines[2].strip() == "^", lines
+        assert lines[1][lines[2].index("^")] == '"'
+    text = "HloModule m\nENTRY e {\n  p = f32[2]\x0c parameter(0) junk\r more\n}\n"
+    with pytest.raises(HloParseError) as e:
+        parse_hlo_module(text)
+    lines = str(e.value).splitlines()
+    assert len(lines) == 3 and lines[2].strip() == "^"

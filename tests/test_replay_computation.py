@@ -189,3 +189,19 @@ def test_profile_prints_per_instruction_totals_and_writes_a_trace(tmp_path):
     assert bad.returncode == 1 and "--profile_dir needs --profile" in bad.stderr
     interp = run_tool("--profile", example)
     assert interp.returncode == 0 and "nothing recorded on interpreter" in interp.stdout
+
+
+def test_a_snapshot_with_a_damaged_array_header_is_one_error_line(tmp_path):
+    # The fuzzer's finding: a .npy header NumPy's parser cannot tokenize
+    # (a TokenError, not a ValueError) ended in a traceback.
+    import zipfile
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,"
+    header += b" " * (-(len(header) + 11) % 64) + b"\n"
+    member = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"\0" * 12
+    path = tmp_path / "snapshot.npz"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("hlo_module.npy", member)
+    out = run_tool(str(path))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [out.stderr.strip()]
+    assert "cannot read hlo_module" in out.stderr

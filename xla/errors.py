@@ -3,10 +3,19 @@
 Each is raised where the fact is known and printed cleanly at the edge
 (command-line tools, ``jit``) without a Python traceback.
 """
+import re
 
 
 class XlaError(Exception):
     """Base class of every error this package raises on purpose."""
+
+
+# What str.splitlines() breaks lines at.
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _escape(match):
+    return repr(match.group())[1:-1]
 
 
 class HloParseError(XlaError):
@@ -19,9 +28,14 @@ class HloParseError(XlaError):
         self.source_line = source_line
         self.filename = filename
         where = f"{filename}:" if filename else ""
-        text = f"{where}{line}:{column}: error: {message}"
+        # Three lines whatever the input holds: line breaks inside the
+        # message (a quoted token spanning lines) are escaped, and those
+        # inside the source line (\r, form feeds...) become spaces, which
+        # keeps the caret under its column.
+        text = f"{where}{line}:{column}: error: {_LINE_BREAKS.sub(_escape, message)}"
         if source_line is not None:
-            text += "\n" + source_line.rstrip("\n") + "\n" + " " * max(column - 1, 0) + "^"
+            shown = _LINE_BREAKS.sub(" ", source_line.rstrip("\n"))
+            text += "\n" + shown + "\n" + " " * max(column - 1, 0) + "^"
         super().__init__(text)
 
 

@@ -192,10 +192,10 @@ class _Parser:
                 return f"'{self.text[self.starts[index]:self.starts[index] + 1]}'"
             return "end of file"
         val = self.vals[index]
+        if "\n" in val:    # a quoted token spanning lines: its first line
+            val = val.split("\n")[0] + "..."
         if len(val) > 40:
             val = val[:37] + "..."
-        elif "\n" in val:
-            val = val.split("\n")[0]
         if val == '"':
             return "an unterminated string"
         return f"'{val}'"

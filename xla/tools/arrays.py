@@ -6,6 +6,7 @@ depth-first, as ``out0..outM``. NumPy cannot name ml_dtypes types in .npz
 files, so bf16 and friends load back as raw void data (``|V2``); they are
 reinterpreted here by the parameter's element type.
 """
+import tokenize
 import zipfile
 import zlib
 
@@ -24,7 +25,10 @@ def restore_dtype(value, dtype):
     return value
 
 
-_NPZ_ERRORS = (OSError, ValueError, EOFError, KeyError, RuntimeError, zipfile.BadZipFile, zlib.error)
+# What NumPy raises on a damaged .npy header or member (its header parser
+# tokenizes the header: a broken one is a TokenError or SyntaxError).
+_NPZ_ERRORS = (OSError, ValueError, EOFError, KeyError, RuntimeError, zipfile.BadZipFile, zlib.error,
+               tokenize.TokenError, SyntaxError, OverflowError)
 
 
 def open_npz(path, what="arguments"):
