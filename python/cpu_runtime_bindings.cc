@@ -1,5 +1,6 @@
 // Bindings for the CPU runtime (xla/backends/cpu/runtime/cpu_runtime.h) and for calling
-// JIT-compiled CPU code, `void fn(void** buffer_table)`, from Python.
+// JIT-compiled CPU code, `void fn(void** buffer_table)`, from Python: cpu_execute,
+// and ExecutableState over the runtime's executor (executor.h).
 //
 // A buffer is a NumPy array (its data pointer is used in place; it must be
 // C-contiguous and aligned, and writable where the code writes it: ValueError
@@ -11,6 +12,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -21,12 +23,13 @@
 #include <vector>
 
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
+#include "xla/backends/cpu/runtime/executor.h"
 
 namespace py = pybind11;
 
 namespace {
 
-using EntryFunction = void (*)(void**);
+using xla_cpu_runtime::EntryFunction;
 
 enum class Access { kRead, kWrite };
 
@@ -117,28 +120,9 @@ void CpuExecute(uintptr_t fn_address, py::handle buffers_arg) {
   fn(table);
 }
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using Arena = std::unique_ptr<uint8_t, FreeDeleter>;
-
-constexpr size_t kArenaAlignment = 64;
-
-Arena AllocateArena(int64_t size) {
-  const size_t bytes =
-      (static_cast<size_t>(size) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-  if (bytes == 0) return nullptr;
-  void* p = std::aligned_alloc(kArenaAlignment, bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, bytes);
-  return Arena(static_cast<uint8_t*>(p));
-}
-
-// Everything one executable needs per call, allocated once: the entry
-// function, its buffer table (constant entries filled in advance) and the
-// temp arena. run() fills the argument and output slots and calls; a call
-// that finds the state busy (another thread inside run) uses a private table
-// and arena instead, so concurrent runs are safe.
+// The executor (xla/backends/cpu/runtime/executor.h) with NumPy arrays for
+// buffers: arrays become checked addresses, and fixed slots' arrays are
+// kept alive here.
 class ExecutableState {
  public:
   ExecutableState(uintptr_t fn_address, int64_t num_slots, std::vector<int64_t> arg_slots,
@@ -146,47 +130,22 @@ class ExecutableState {
                   std::vector<std::pair<int64_t, int64_t>> arena_slots,
                   std::vector<int64_t> arg_nbytes, std::vector<int64_t> output_nbytes,
                   uintptr_t alignment)
-      : fn_(AsFunction(fn_address)),
-        arg_slots_(std::move(arg_slots)),
-        output_slots_(std::move(output_slots)),
-        arena_size_(arena_size),
-        arena_slots_(std::move(arena_slots)),
+      : executor_(AsFunction(fn_address), num_slots, std::move(arg_slots),
+                  std::move(output_slots), arena_size, std::move(arena_slots)),
         arg_nbytes_(std::move(arg_nbytes)),
         output_nbytes_(std::move(output_nbytes)),
-        alignment_(alignment == 0 ? 1 : alignment) {
-    if (num_slots < 0) throw py::value_error("num_slots must be >= 0");
-    if (arena_size < 0) throw py::value_error("arena_size must be >= 0");
-    table_.assign(static_cast<size_t>(num_slots), nullptr);
-    kinds_.assign(static_cast<size_t>(num_slots), SlotKind::kUnset);
-    constants_.resize(static_cast<size_t>(num_slots));
-    for (int64_t slot : arg_slots_) Claim(slot, SlotKind::kArg);
-    for (int64_t slot : output_slots_) Claim(slot, SlotKind::kOutput);
-    for (const auto& [slot, offset] : arena_slots_) {
-      Claim(slot, SlotKind::kArena);
-      if (offset < 0 || offset > arena_size_) {
-        throw py::value_error("arena offset " + std::to_string(offset) + " of slot " +
-                              std::to_string(slot) + " is outside the arena of " +
-                              std::to_string(arena_size_) + " bytes");
-      }
-    }
-    CheckSizes(arg_nbytes_, arg_slots_, "arg_nbytes");
-    CheckSizes(output_nbytes_, output_slots_, "output_nbytes");
-    arena_ = AllocateArena(arena_size_);
-    PointIntoArena(table_.data(), arena_.get());
+        alignment_(alignment == 0 ? 1 : alignment),
+        constants_(static_cast<size_t>(num_slots)) {
+    CheckSizes(arg_nbytes_, executor_.num_args(), "arg_nbytes");
+    CheckSizes(output_nbytes_, executor_.num_outputs(), "output_nbytes");
   }
 
   // Fixes a slot that is neither an argument, an output nor in the arena
   // (e.g. a constant); an array is kept alive by the state.
   void SetSlot(int64_t slot, py::object value) {
-    CheckSlot(slot);
-    if (kinds_[slot] != SlotKind::kUnset && kinds_[slot] != SlotKind::kFixed) {
-      throw py::value_error("slot " + std::to_string(slot) +
-                            " is an argument, output or arena slot");
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    table_[slot] = BufferAddress(value, "slot", static_cast<size_t>(slot), Access::kRead,
-                                 alignment_, -1);
-    kinds_[slot] = SlotKind::kFixed;
+    void* address = BufferAddress(value, "slot", static_cast<size_t>(std::max<int64_t>(slot, 0)),
+                                  Access::kRead, alignment_, -1);
+    executor_.SetFixed(slot, address);
     constants_[slot] = std::move(value);
   }
 
@@ -195,85 +154,44 @@ class ExecutableState {
     py::tuple outputs = AsTuple(outputs_arg, "outputs");
     const size_t num_args = PyTuple_GET_SIZE(args.ptr());
     const size_t num_outputs = PyTuple_GET_SIZE(outputs.ptr());
-    if (num_args != arg_slots_.size()) {
-      throw py::value_error("expected " + std::to_string(arg_slots_.size()) + " args; got " +
+    if (num_args != executor_.num_args()) {
+      throw py::value_error("expected " + std::to_string(executor_.num_args()) + " args; got " +
                             std::to_string(num_args));
     }
-    if (num_outputs != output_slots_.size()) {
-      throw py::value_error("expected " + std::to_string(output_slots_.size()) +
+    if (num_outputs != executor_.num_outputs()) {
+      throw py::value_error("expected " + std::to_string(executor_.num_outputs()) +
                             " outputs; got " + std::to_string(num_outputs));
     }
-    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-    std::vector<void*> private_table;
-    Arena private_arena;
-    void** table = table_.data();
-    if (!lock.owns_lock()) {
-      private_table = table_;  // fixed slots, read under the GIL like SetSlot's writes
-      private_arena = AllocateArena(arena_size_);
-      PointIntoArena(private_table.data(), private_arena.get());
-      table = private_table.data();
-    }
+    xla_cpu_runtime::Executor::Call call(executor_);
     for (size_t i = 0; i < num_args; ++i) {
-      table[arg_slots_[i]] =
-          BufferAddress(PyTuple_GET_ITEM(args.ptr(), i), "arg", i, Access::kRead, alignment_,
-                        arg_nbytes_.empty() ? -1 : arg_nbytes_[i]);
+      call.SetArg(i, BufferAddress(PyTuple_GET_ITEM(args.ptr(), i), "arg", i, Access::kRead,
+                                   alignment_, arg_nbytes_.empty() ? -1 : arg_nbytes_[i]));
     }
     for (size_t i = 0; i < num_outputs; ++i) {
-      table[output_slots_[i]] =
-          BufferAddress(PyTuple_GET_ITEM(outputs.ptr(), i), "output", i, Access::kWrite,
-                        alignment_, output_nbytes_.empty() ? -1 : output_nbytes_[i]);
+      call.SetOutput(i, BufferAddress(PyTuple_GET_ITEM(outputs.ptr(), i), "output", i,
+                                      Access::kWrite, alignment_,
+                                      output_nbytes_.empty() ? -1 : output_nbytes_[i]));
     }
     py::gil_scoped_release release;
-    fn_(table);
-    if (lock.owns_lock()) lock.unlock();  // before taking the GIL back
+    call.Run();   // releases the executor's table before the GIL is taken back
   }
 
-  uintptr_t arena_address() const { return reinterpret_cast<uintptr_t>(arena_.get()); }
-  int64_t arena_size() const { return arena_size_; }
-  int64_t num_slots() const { return static_cast<int64_t>(table_.size()); }
+  uintptr_t arena_address() const { return executor_.arena_address(); }
+  int64_t arena_size() const { return executor_.arena_size(); }
+  int64_t num_slots() const { return executor_.num_slots(); }
 
  private:
-  enum class SlotKind : uint8_t { kUnset, kArg, kOutput, kArena, kFixed };
-
-  void CheckSlot(int64_t slot) const {
-    if (slot < 0 || slot >= static_cast<int64_t>(table_.size())) {
-      throw py::value_error("slot " + std::to_string(slot) + " is outside the table of " +
-                            std::to_string(table_.size()) + " slots");
-    }
-  }
-
-  void Claim(int64_t slot, SlotKind kind) {
-    CheckSlot(slot);
-    if (kinds_[slot] != SlotKind::kUnset) {
-      throw py::value_error("slot " + std::to_string(slot) + " is given more than once");
-    }
-    kinds_[slot] = kind;
-  }
-
-  static void CheckSizes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& slots,
-                         const char* name) {
-    if (!sizes.empty() && sizes.size() != slots.size()) {
+  static void CheckSizes(const std::vector<int64_t>& sizes, size_t slots, const char* name) {
+    if (!sizes.empty() && sizes.size() != slots) {
       throw py::value_error(std::string(name) + " must be empty or have one entry per slot");
     }
   }
 
-  void PointIntoArena(void** table, uint8_t* arena) const {
-    for (const auto& [slot, offset] : arena_slots_) table[slot] = arena + offset;
-  }
-
-  EntryFunction fn_;
-  std::vector<int64_t> arg_slots_;
-  std::vector<int64_t> output_slots_;
-  int64_t arena_size_;
-  std::vector<std::pair<int64_t, int64_t>> arena_slots_;
+  xla_cpu_runtime::Executor executor_;
   std::vector<int64_t> arg_nbytes_;
   std::vector<int64_t> output_nbytes_;
   uintptr_t alignment_;
-  std::vector<void*> table_;
-  std::vector<SlotKind> kinds_;
   std::vector<py::object> constants_;
-  Arena arena_;
-  std::mutex mutex_;
 };
 
 py::dict CpuRuntimeSymbols() {
