@@ -64,11 +64,12 @@ def test_convolution(name, ty):
 
 @pytest.mark.parametrize("name,fast", [("nhwc_same", True), ("nhwc_negative_padding", True),
                                        ("nhwc_dilated", True), ("nhwc_grouped", True), ("conv1d", True),
-                                       ("nchw", True), ("fb01", True), ("reversed", False),
+                                       ("nchw", True), ("fb01", True), ("reversed", True),
                                        ("batch_grouped", False)])
 def test_runtime_conv2d_fast_path(name, fast):
     # Other dim_labels (NCHW, fb01) reach the runtime through layout
-    # assignment's copies; reversal and batch groups stay loops.
+    # assignment's copies, reversal through a reverse of the kernel; batch
+    # groups stay loops.
     lhs, rhs, out, attrs = CONVS[name]
     exe = check(conv_module("f32", lhs, rhs, out, attrs), rtol=1e-4, atol=1e-4)
     assert ("__xla_cpu_conv2d_f32" in exe.ir_text) == fast

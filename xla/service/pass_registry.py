@@ -17,6 +17,7 @@ PASSES = {
     "copy-insertion": "xla.service.copy_insertion:CopyInsertion",
     "cse": "xla.service.cse:HloCSE",
     "custom-fusion-inliner": "xla.service.custom_fusion_inliner:CustomFusionInliner",
+    "convolution-reversal-expander": "xla.service.conv_reversal_expander:ConvolutionReversalExpander",
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
     "dot-type-widening": "xla.service.dot_type_widening:DotTypeWidening",

@@ -3,7 +3,8 @@ loop per output element.
 
 Fast path (an instruction emitter): f32/f64 convolutions whose operands
 and result have the result's element type, no batch groups, no window
-reversal, one or two spatial dimensions, and buffers stored as the runtime
+reversal (the pipeline's ``convolution-reversal-expander`` reverses the
+kernel instead), one or two spatial dimensions, and buffers stored as the runtime
 reads them (input NHWC, kernel HWIO, output NHWC in physical order, any
 dim_labels: the CPU's layout assignment arranges that,
 ``layout_constraints.py``) become one call to ``__xla_cpu_conv2d_f32/f64`` (im2col + Eigen

@@ -7,7 +7,9 @@ fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO to re-fuse),
 ``scaled-dot-expander`` (scaled-dot as multiplies and a dot),
 ``scan-expander`` (scan as a while loop),
 the target-independent pipeline (``xla/service/pipelines.py``) with
-``dot-type-widening`` just before its layout assignment (bf16/f16/f8 dots
+``convolution-reversal-expander`` (a reversed window as a reverse of the
+kernel, which the runtime's conv2d then takes) and ``dot-type-widening``
+just before its layout assignment (bf16/f16/f8 dots
 in f32, narrow integer dots in s32: the types Eigen's GEMM runs) and a
 layout assignment that gives ``fft`` and the collectives row-major operands
 and results and convolutions the NHWC/HWIO order the runtime's conv2d reads
@@ -33,13 +35,19 @@ def cpu_pipeline(**options):
     pipeline.passes.insert(3, make_pass("ragged-dot-expander"))
     pipeline.passes.insert(4, make_pass("scaled-dot-expander"))
     pipeline.passes.insert(5, make_pass("scan-expander"))
-    layout = next(i for i, p in enumerate(pipeline.passes) if p.name == "layout-assignment")
+    layout = _index(pipeline, "layout-assignment")
     # What the runtime's library calls read and write (layout_constraints.py).
     pipeline.passes[layout] = make_pass("layout-assignment",
                                         row_major_opcodes=layout_constraints.ROW_MAJOR_OPCODES,
                                         constraints=layout_constraints.constraints)
-    pipeline.passes.insert(layout, make_pass("dot-type-widening"))
-    pipeline.passes.insert(layout + 2, DotOperandLayouts())
+    pipeline.passes[layout:layout] = [make_pass("convolution-reversal-expander"),
+                                      make_pass("dot-type-widening")]
+    layout = _index(pipeline, "layout-assignment")
+    pipeline.passes.insert(layout + 1, DotOperandLayouts())
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     return add_scheduling_stage(pipeline)
+
+
+def _index(pipeline, name):
+    return next(i for i, p in enumerate(pipeline.passes) if p.name == name)
