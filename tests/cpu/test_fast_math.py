@@ -302,3 +302,17 @@ ENTRY %main (x: f32[1000]) -> f32[1000] {
     want = np.tanh(x.astype(np.float64))
     np.testing.assert_allclose(fast.execute(x), want, rtol=6e-7, atol=1e-7)
     np.testing.assert_allclose(accurate.execute(x), want, rtol=1.2e-7, atol=1e-7)
+
+
+def test_exp_underflow_is_exactly_plus_zero():
+    # Below the underflow threshold the lanes are computed at 0 and replaced
+    # (no subnormal arithmetic for a softmax's masked -1e9/-inf lanes); the
+    # result is +0 exactly, and the thresholds' neighbours keep their values.
+    for dtype, below in ((np.float32, [-104.01, -1e9, -1e30, -np.inf]),
+                         (np.float64, [-746.01, -1e300, -np.inf])):
+        got = run("exp", np.array(below, dtype))
+        assert np.array_equal(got, np.zeros(len(below), dtype)) and not np.signbit(got).any()
+    near = np.array([-103.97, -103.9, -100.0, -87.5], np.float32)
+    want = np.exp(near.astype(np.float64)).astype(np.float32)
+    got = run("exp", near)
+    assert (np.abs(got.view(np.int32) - want.view(np.int32)) <= 1).all(), (got, want)
