@@ -20,21 +20,26 @@ from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Layout
 from xla.service.hlo_pass import HloPass
 
-# Element types __xla_cpu_matmul_* takes (ir_emitter.emit_runtime_matmul).
+# Element types __xla_cpu_matmul_* takes.
 MATMUL_TYPES = frozenset(["f32", "f64", "s32", "c64", "c128"])
 
 
-def _accepted(order, nb):
-    """Whether a dot operand stored in ``order`` (major to minor) with ``nb``
-    batch dimensions is one the runtime's matmul reads (maybe transposed)."""
+def matmul_transposed(shape, nb):
+    """For a matmul operand with ``nb`` leading batch dimensions: 0 when its
+    layout stores it row-major, 1 when its two matrix dimensions are stored
+    swapped, None otherwise (batch dimensions must be major, in order)."""
+    order = major_to_minor(shape)
     if order[:nb] != list(range(nb)):
-        return False
+        return None
     rest = order[nb:]
-    return rest == sorted(rest) or rest == [nb + 1, nb]
+    if rest == sorted(rest):
+        return 0
+    return 1 if rest == [nb + 1, nb] else None
 
 
-def _runtime_dot(dot):
-    """A dot ``emit_runtime_matmul`` takes (up to operand layouts): one
+def runtime_dot(dot):
+    """A dot the runtime's matmul computes (up to operand layouts; what
+    ``ir_emitter.emit_runtime_matmul`` checks first): one
     element type, leading batch dimensions, lhs ``[..., M, K]`` and rhs
     ``[..., K, N]`` (or without M / N)."""
     lhs, rhs = dot.operands
@@ -58,7 +63,7 @@ class DotOperandLayouts(HloPass):
         for comp in module.computations:
             for dot in list(comp.instructions):
                 if dot.opcode != "dot" or not dot.shape.is_array or len(dot.operands) != 2 \
-                        or not _runtime_dot(dot):
+                        or not runtime_dot(dot):
                     continue
                 nb = len(dot.attr("lhs_batch_dims", ()) or ())
                 for i, t in enumerate(list(dot.operands)):
@@ -70,9 +75,9 @@ class DotOperandLayouts(HloPass):
                     perm = list(t.attr("dimensions"))
                     # The result dimension holding operand dimension d is perm.index(d).
                     order = [perm.index(d) for d in major_to_minor(source.shape)]
-                    if not _accepted(order, nb):
-                        continue
                     shape = t.shape.with_layout(Layout(tuple(reversed(order))))
+                    if matmul_transposed(shape, nb) is None:
+                        continue
                     bitcast = HloInstruction("bitcast", shape, [source],
                                              name=module.unique_name("bitcast"))
                     comp.insert_before(dot, bitcast)

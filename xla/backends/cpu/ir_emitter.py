@@ -53,6 +53,7 @@ from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, tilin
 from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, PTR, VOID,  # noqa: F401
                                       EmittedModule, HloFingerprints, Kernel, KernelSet, Slice,
                                       slice_pattern)
+from xla.backends.cpu.dot_operand_layouts import matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.hlo.opcodes import ELEMENTWISE
 
@@ -622,22 +623,12 @@ class ModuleEmitter:
     def emit_runtime_matmul(self, h):
         """A canonical f32/f64/s32/c64/c128 dot with row-major operands as a
         call to the runtime's Eigen matmul; False when it does not apply."""
-        et = h.shape.element_type.text
-        name = f"__xla_cpu_matmul_{et}"
-        if et not in ("f32", "f64", "s32", "c64", "c128") or name not in self.runtime_symbols:
+        name = f"__xla_cpu_matmul_{h.shape.element_type.text}"
+        if not runtime_dot(h) or name not in self.runtime_symbols:
             return False
         lhs, rhs = h.operands
-        if lhs.shape.element_type is not h.shape.element_type or \
-                rhs.shape.element_type is not h.shape.element_type:
-            return False
-        nb = len(h.attr("lhs_batch_dims", ()))
-        lb, rb = tuple(h.attr("lhs_batch_dims", ())), tuple(h.attr("rhs_batch_dims", ()))
-        lc, rc = tuple(h.attr("lhs_contracting_dims", ())), tuple(h.attr("rhs_contracting_dims", ()))
-        if lb != tuple(range(nb)) or rb != lb or len(lc) != 1 or len(rc) != 1:
-            return False
-        if lc[0] != lhs.shape.rank - 1 or rc[0] != nb or lhs.shape.rank > nb + 2 or rhs.shape.rank > nb + 2:
-            return False
-        transposed = [_matmul_transposed(s, nb) for s in (lhs.shape, rhs.shape, h.shape)]
+        nb = len(h.attr("lhs_batch_dims", ()) or ())
+        transposed = [matmul_transposed(s, nb) for s in (lhs.shape, rhs.shape, h.shape)]
         if None in transposed or transposed[2]:
             return False
         batch = math.prod(lhs.shape.dimensions[:nb])
@@ -658,19 +649,6 @@ class ModuleEmitter:
 def _address(b, base, offset):
     """``base`` plus ``offset`` bytes."""
     return b.gep(base, [i64(offset)], inbounds=True, source_etype=I8) if offset else base
-
-
-def _matmul_transposed(shape, nb):
-    """For a matmul operand with ``nb`` leading batch dimensions: 0 when its
-    layout stores it row-major, 1 when its two matrix dimensions are stored
-    swapped, None otherwise (batch dimensions must be major, in order)."""
-    order = le.major_to_minor(shape)
-    if order[:nb] != list(range(nb)):
-        return None
-    rest = order[nb:]
-    if rest == sorted(rest):
-        return 0
-    return 1 if rest == [nb + 1, nb] else None
 
 
 def _flops(h):
