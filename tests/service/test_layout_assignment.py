@@ -2,6 +2,7 @@
 where operand layouts disagree, parameters of called computations."""
 from pass_test_util import assert_same_results, opcodes, run_pass
 
+from xla.hlo.shape import Layout
 from xla.service.layout_assignment import LayoutAssignment
 
 
@@ -132,8 +133,8 @@ ENTRY e {
     assert opcodes(module) == ["parameter", "negate"]
 
 
-def test_row_major_opcodes_get_row_major_operands_and_results():
-    # The CPU's option for fft: copies to row-major in, and back out.
+def test_constraints_give_operands_and_results_their_layouts():
+    # As the CPU asks for fft: copies to row-major in, and back out.
     text = """HloModule m
 
 ENTRY e {
@@ -142,7 +143,12 @@ ENTRY e {
   ROOT n = c64[8,4]{0,1} negate(f)
 }
 """
-    module, did = run_pass(LayoutAssignment(row_major_opcodes=("fft",)), text)
+    def row_major_fft(instr):
+        if instr.opcode != "fft":
+            return None
+        return [Layout.row_major(2)], Layout.row_major(2)
+
+    module, did = run_pass(LayoutAssignment(constraints=row_major_fft), text)
     assert did
     assert_same_results(text, module)
     (fft,) = [i for i in module.entry.instructions if i.opcode == "fft"]

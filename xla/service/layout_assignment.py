@@ -27,15 +27,12 @@ What it does, computation by computation, callers before callees:
   root that must have another layout gets a ``copy`` (per tuple element,
   through ``get-tuple-element`` and ``tuple``) to it.
 
-* ``row_major_opcodes`` (an option: the backend's, e.g. the CPU's ``fft``
-  whose runtime reads and writes dense row-major arrays): instructions of
-  these opcodes get row-major array operands (through a ``copy``) and a
-  row-major result (users that were written against another layout see a
+* ``constraints`` (an option, the backend's: a function of an instruction
+  returning None or ``(operand layouts, result layout)``, each a Layout or
+  None for "any"): those operands get a ``copy`` in the layout asked for and
+  the result that layout (users written against another layout see a
   ``copy`` back), as XLA:CPU's layout assignment constrains its library
-  calls. ``constraints`` (an option: a function of an instruction returning
-  None or ``(operand layouts, result layout)``, each Layout or None for
-  "any") does the same with the layouts the backend asks for, e.g. the
-  CPU's convolutions in the physical order its runtime reads.
+  calls (the CPU's: ``xla/backends/cpu/layout_constraints.py``).
 
 What it does not do: choose layouts for performance (XLA's layout
 assignment makes e.g. transposes bitcasts, or picks operand layouts for dot
@@ -78,9 +75,8 @@ def _merge(shape, wanted):
 
 
 class _Assigner:
-    def __init__(self, module, row_major_opcodes=frozenset(), constraints=None):
+    def __init__(self, module, constraints=None):
         self.module = module
-        self.row_major_opcodes = row_major_opcodes
         self.instruction_constraints = constraints
         # computation -> (parameter shapes or None, root shape or None)
         self.constraints = {}
@@ -166,8 +162,6 @@ class _Assigner:
                 self.fill(instr)
                 if op in ELEMENTWISE and op != "copy" and instr.shape.is_array:
                     self.match_operands(comp, instr)
-                if op in self.row_major_opcodes:
-                    self.make_row_major(comp, instr)
                 wanted = (self.instruction_constraints(instr)
                           if self.instruction_constraints is not None else None)
                 if wanted is not None:
@@ -194,12 +188,6 @@ class _Assigner:
             if s.is_array and s.rank == instr.shape.rank and s.rank > 0 and s.layout != layout:
                 target = s.with_layout(layout)
                 instr.operands[i] = self.convert(comp, operand, target, before=instr)
-
-    def make_row_major(self, comp, instr):
-        self.constrain(comp, instr,
-                       [Layout.row_major(o.shape.rank) if o.shape.is_array else None
-                        for o in instr.operands],
-                       Layout.row_major(instr.shape.rank) if instr.shape.is_array else None)
 
     def constrain(self, comp, instr, operand_layouts, result_layout):
         """Operands copied to ``operand_layouts`` (None: as they are) and
@@ -274,9 +262,8 @@ class _Assigner:
 class LayoutAssignment(HloPass):
     name = "layout-assignment"
 
-    def __init__(self, row_major_opcodes=(), constraints=None):
-        self.row_major_opcodes = frozenset(row_major_opcodes)
+    def __init__(self, constraints=None):
         self.constraints = constraints
 
     def run(self, module):
-        return _Assigner(module, self.row_major_opcodes, self.constraints).run()
+        return _Assigner(module, self.constraints).run()

@@ -18,12 +18,6 @@ ROW_MAJOR_OPCODES = ("fft", "all-reduce", "all-gather", "reduce-scatter", "all-t
                      "collective-permute", "collective-broadcast")
 
 
-def _window_dimensions(h, rank):
-    window = h.attr("window")
-    dims = list(window.dimensions) if window is not None else []
-    return dims + [None] * (rank - len(dims))
-
-
 def conv2d_candidate(h):
     """Whether the runtime's conv2d computes convolution ``h`` once its
     buffers are in the order it reads (``emit_convolution`` checks that
@@ -43,9 +37,9 @@ def conv2d_candidate(h):
     nsp = len(dn.input_spatial_dimensions)
     if nsp not in (1, 2):
         return False
-    for wd in _window_dimensions(h, nsp):
-        if wd is not None and (wd.window_reversal or wd.stride < 1 or wd.base_dilation < 1
-                               or wd.window_dilation < 1):
+    window = h.attr("window")
+    for wd in window.dimensions if window is not None else ():
+        if wd.window_reversal or wd.stride < 1 or wd.base_dilation < 1 or wd.window_dilation < 1:
             return False
     G = int(h.attr("feature_group_count", 1) or 1)
     ld, rd = lhs.shape.dimensions, rhs.shape.dimensions
@@ -65,8 +59,14 @@ def conv2d_orders(dn):
             + [dn.output_feature_dimension])
 
 
+def _row_major(shape):
+    return Layout.row_major(shape.rank) if shape.is_array else None
+
+
 def constraints(instr):
     """(operand layouts, result layout) ``instr`` needs, or None."""
+    if instr.opcode in ROW_MAJOR_OPCODES:
+        return [_row_major(o.shape) for o in instr.operands], _row_major(instr.shape)
     if instr.opcode != "convolution" or not instr.shape.is_array or not conv2d_candidate(instr):
         return None
     lhs, rhs, out = (Layout(tuple(reversed(order))) for order in conv2d_orders(instr.attr("dim_labels")))

@@ -38,7 +38,6 @@ def cpu_pipeline(**options):
     layout = _index(pipeline, "layout-assignment")
     # What the runtime's library calls read and write (layout_constraints.py).
     pipeline.passes[layout] = make_pass("layout-assignment",
-                                        row_major_opcodes=layout_constraints.ROW_MAJOR_OPCODES,
                                         constraints=layout_constraints.constraints)
     pipeline.passes[layout:layout] = [make_pass("convolution-reversal-expander"),
                                       make_pass("dot-type-widening")]
