@@ -35,22 +35,21 @@ PAIRS = {
 }
 
 
-def _done_of(start):
-    """The done that ends ``start``'s chain, or None when the start (or an
-    update in between) has any other user."""
+def _chain(start):
+    """[start, updates..., done] for a pair whose start (and every update in
+    between) has no other user; None otherwise."""
     done_opcode = PAIRS[start.opcode][0]
-    node = start
+    chain = [start]
     while True:
-        users = node.users
+        users = chain[-1].users
         if len(users) != 1:
             return None
         (user,) = users
+        chain.append(user)
         if user.opcode == done_opcode:
-            return user
-        if start.opcode == "async-start" and user.opcode == "async-update":
-            node = user
-            continue
-        return None
+            return chain
+        if start.opcode != "async-start" or user.opcode != "async-update":
+            return None
 
 
 _GENERIC = ("metadata", "frontend_attributes", "sharding")
@@ -77,13 +76,10 @@ class AsyncToSync(HloPass):
                     continue
                 if start.opcode == "async-start" and start.attr("calls") is None:
                     continue
-                done = _done_of(start)
-                if done is None:
+                chain = _chain(start)
+                if chain is None:
                     continue
-                chain = [start]
-                while chain[-1] is not done:
-                    (user,) = chain[-1].users
-                    chain.append(user)
+                done = chain[-1]
                 if any(id(node) in successors for node in chain):
                     continue  # something waits on the start or the done itself
                 sync_opcode = PAIRS[start.opcode][1]
