@@ -392,19 +392,12 @@ class JitFunction:
         return _Entry(executable, out_treedef, n, (), (param_shardings, result_sharding, root.shape))
 
     def _run_sharded(self, entry, specs, leaves):
-        from xla.service.spmd_partitioner import shard, unshard
+        from xla.service.spmd_partitioner import shard_arguments, unshard_result
         params, result, shape = entry.sharded
         exe = entry.executable
         arrays = [np.asarray(x, dtype=s.dtype) for x, s in zip(leaves, specs)]
-        tiles = [shard(a, p, exe.num_devices) for a, p in zip(arrays, params)]
-        outs = exe.execute([[t[d] for t in tiles] for d in range(exe.num_devices)])
-        if shape.is_tuple:
-            parts = result.elements if result.kind == "tuple" else [result] * len(shape.tuple_shapes)
-            value = tuple(unshard([o[k] for o in outs], parts[k], s.dimensions)
-                          for k, s in enumerate(shape.tuple_shapes))
-        else:
-            value = unshard(outs, result, shape.dimensions)
-        return self._unflatten(entry, value)
+        outs = exe.execute(shard_arguments(arrays, params, exe.num_devices))
+        return self._unflatten(entry, unshard_result(outs, result, shape))
 
     def _run(self, entry, specs, leaves):
         if entry.sharded is not None:

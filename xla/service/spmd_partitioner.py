@@ -115,6 +115,24 @@ def _is_manual(s):
     return s.kind == "manual" or (s.kind == "tuple" and any(_is_manual(e) for e in s.elements))
 
 
+def shard_arguments(args, param_shardings, num_partitions, num_devices=None):
+    """Per device (``num_devices``, default ``num_partitions``; replicas
+    repeat the partitions), the tiles of global ``args`` it takes."""
+    tiles = [shard(np.asarray(a), s, num_partitions) for a, s in zip(args, param_shardings)]
+    return [[t[d % num_partitions] for t in tiles] for d in range(num_devices or num_partitions)]
+
+
+def unshard_result(outs, result_sharding, shape):
+    """The global result of ``shape`` from the partitions' results ``outs``
+    (a tuple result: element by element)."""
+    if shape.is_tuple:
+        parts = result_sharding.elements if result_sharding.kind == "tuple" else \
+            [result_sharding] * len(shape.tuple_shapes)
+        return tuple(unshard([o[k] for o in outs], parts[k], s.dimensions)
+                     for k, s in enumerate(shape.tuple_shapes))
+    return unshard(outs, result_sharding, shape.dimensions)
+
+
 class _Partitioner:
     def __init__(self, module, n):
         self.module = module

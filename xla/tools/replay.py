@@ -6,8 +6,6 @@ over ``replay_file``.
 import math
 import time
 
-import numpy as np
-
 from xla import runtime
 from xla.errors import InvalidArgumentError
 from xla.hlo import sdy
@@ -118,26 +116,18 @@ def _run_global(module, args, platform, num_runs, num_replicas, num_partitions, 
     arguments are global arrays, cut into each partition's tiles as the
     module's shardings say; the results are put back together from the
     tiles of replica 0's partitions."""
-    from xla.service.spmd_partitioner import partition, shard, unshard
+    from xla.service.spmd_partitioner import partition, shard_arguments, unshard_result
     shape = module.entry.root_instruction.shape
     partitioned, param_shardings, result_sharding = partition(module, num_partitions)
     executable = runtime.compile(partitioned, platform, num_replicas=num_replicas,
                                  num_partitions=num_partitions, **options)
-    tiles = [shard(np.asarray(a), s, num_partitions) for a, s in zip(args, param_shardings)]
-    device_args = [[t[d % num_partitions] for t in tiles] for d in range(executable.num_devices)]
+    device_args = shard_arguments(args, param_shardings, num_partitions, executable.num_devices)
     seconds = []
     for _ in range(max(num_runs, 1)):
         start = time.perf_counter()
         outs = executable.execute(device_args)[:num_partitions]
         seconds.append(time.perf_counter() - start)
-    leaves = [s for _, s in shape.leaves()]
-    if shape.is_tuple:
-        parts = result_sharding.elements if result_sharding.kind == "tuple" else \
-            [result_sharding] * len(leaves)
-        per_device = [arrays.flatten_result(o) for o in outs]
-        return [unshard([d[k] for d in per_device], parts[k], s.dimensions)
-                for k, s in enumerate(leaves)], seconds
-    return [unshard(outs, result_sharding, shape.dimensions)], seconds
+    return arrays.flatten_result(unshard_result(outs, result_sharding, shape)), seconds
 
 
 def replay_file(path, platform="interpreter", args_path=None, random_seed=0, num_runs=1,
