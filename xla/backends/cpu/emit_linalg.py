@@ -186,7 +186,7 @@ def _row_major(shape):
 
 
 def _runtime_cholesky(me, h, out_shape, slices, lower, potrf):
-    """The factorization as a call to ``__xla_cpu_cholesky_{f32,f64}``
+    """The factorization as a call to ``__xla_cpu_cholesky_<type>``
     (slices: operand, factor, optional s32 info); False where it does not
     apply (other types, layouts that are not row-major, no runtime)."""
     a = h.operands[0]
@@ -202,14 +202,20 @@ def _runtime_cholesky(me, h, out_shape, slices, lower, potrf):
             or name not in me.runtime_symbols or not all(_row_major(s) for s in shapes)):
         return False
     n = a.shape.dimensions[-1]
-    b = me.builder
-    fn = me.declare(name, ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64, I32, I32]))
-    ptrs = [me.slice_pointer(b, me.table, s.key) for s in slices]
-    if len(ptrs) == 2:
-        ptrs.append(ir.Constant(PTR, None))
-    b.call(fn, ptrs + [i64(_batch(out_shape) if n else 0), i64(n), ir.Constant(I32, int(lower)),
-                       ir.Constant(I32, int(potrf))])
+    _call_runtime(me, name, slices, 3, [i64(_batch(out_shape) if n else 0), i64(n),
+                                        ir.Constant(I32, int(lower)), ir.Constant(I32, int(potrf))])
     return True
+
+
+def _call_runtime(me, name, slices, num_pointers, scalars):
+    """A call to runtime function ``name`` from the driver: the slices'
+    addresses (null pointers for the optional ones missing, up to
+    ``num_pointers``), then the ``scalars`` (LLVM constants)."""
+    b = me.builder
+    ptrs = [me.slice_pointer(b, me.table, s.key) for s in slices]
+    ptrs += [ir.Constant(PTR, None)] * (num_pointers - len(ptrs))
+    fn = me.declare(name, ir.FunctionType(VOID, [PTR] * num_pointers + [v.type for v in scalars]))
+    b.call(fn, ptrs + scalars)
 
 
 @register_instruction("cholesky")
@@ -279,7 +285,7 @@ def trsm_body(k, h, out_shape, out_key, left, lower, unit, trans, alpha=None, al
 
 
 def _runtime_trsm(me, h, out_shape, slices, left, lower, unit, trans):
-    """The solve as a call to ``__xla_cpu_trsm_{f32,f64}`` (slices: a, b,
+    """The solve as a call to ``__xla_cpu_trsm_<type>`` (slices: a, b,
     out, optional alpha); False where it does not apply."""
     a, bop = h.operands[0], h.operands[1]
     et = out_shape.element_type.text
@@ -291,14 +297,10 @@ def _runtime_trsm(me, h, out_shape, slices, left, lower, unit, trans):
             or a.shape.dimensions[:-2] != out_shape.dimensions[:-2]):
         return False
     rows, cols = out_shape.dimensions[-2:]
-    b = me.builder
-    fn = me.declare(name, ir.FunctionType(VOID, [PTR, PTR, PTR, PTR, I64, I64, I64, I32]))
-    ptrs = [me.slice_pointer(b, me.table, s.key) for s in slices]
-    if len(ptrs) == 3:
-        ptrs.append(ir.Constant(PTR, None))
     flags = ((left * 1) | (lower * 2) | (unit * 4) | (trans in ("TRANSPOSE", "ADJOINT")) * 8
              | (trans == "ADJOINT") * 16)
-    b.call(fn, ptrs + [i64(_batch(out_shape)), i64(rows), i64(cols), ir.Constant(I32, flags)])
+    _call_runtime(me, name, slices, 4, [i64(_batch(out_shape)), i64(rows), i64(cols),
+                                        ir.Constant(I32, flags)])
     return True
 
 
