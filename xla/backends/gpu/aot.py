@@ -49,6 +49,7 @@ def aot_compile(module, name, arch="sm_80"):
 
 
 def _steps(thunks):
+    from xla.backends.gpu.fft import FftThunk
     from xla.backends.gpu.kernel_emitter import (ConditionalThunk, CopyThunk, KernelThunk,
                                                  WhileThunk)
     for t in thunks:
@@ -65,6 +66,9 @@ def _steps(thunks):
             op = "while" if isinstance(t, WhileThunk) else "conditional"
             raise UnimplementedError(f"aot_compile --target=cuda does not support {op}: its "
                                      "control flow runs on the host")
+        elif isinstance(t, FftThunk):
+            raise UnimplementedError(f"aot_compile --target=cuda does not support fft "
+                                     f"(instruction {t.instruction}): it runs through cuFFT")
         else:
             raise UnimplementedError(f"aot_compile --target=cuda does not support {t!r}")
 

@@ -83,6 +83,26 @@ def _check(call, result):
     return values[0] if len(values) == 1 else tuple(values)
 
 
+def load_cuda_library(name, sonames, wheel):
+    """A CUDA library (cuBLAS, cuFFT...) by ctypes: where cuda-pathfinder finds
+    it (the NVIDIA wheels, a CUDA toolkit), else by ``sonames`` on the loader's
+    search path; CudaError naming the wheel to install when neither has it."""
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+        path = load_nvidia_dynamic_lib(name).abs_path
+        if path:
+            return ctypes.CDLL(path)
+    except Exception:   # not found by the pathfinder: the loader's search path next
+        pass
+    for soname in sonames:
+        try:
+            return ctypes.CDLL(soname)
+        except OSError:
+            continue
+    raise CudaError(f"lib{name} not found: install the {wheel} wheel "
+                    "(requirements-gpu.txt) or a CUDA toolkit")
+
+
 class DeviceMemory:
     """Device memory: ``address`` (an int), ``nbytes``. An allocation frees
     itself (stream-ordered) when the last reference to it or to a view of

@@ -169,6 +169,7 @@ class GpuExecutable(Executable):
         return self._loaded[device]
 
     def _run(self, device, kernels, thunks, memory):
+        from xla.backends.gpu.fft import FftThunk
         from xla.backends.gpu.gemm import GemmThunk, operand_bytes
         from xla.backends.gpu.kernel_emitter import (ConditionalThunk, CopyThunk, KernelThunk,
                                                      WhileThunk)
@@ -180,6 +181,10 @@ class GpuExecutable(Executable):
             elif isinstance(thunk, GemmThunk):
                 device.gemm(thunk, *[memory[a].view(o, n) for (a, o), n in
                                      zip((thunk.lhs, thunk.rhs, thunk.out), operand_bytes(thunk))])
+            elif isinstance(thunk, FftThunk):
+                (a, o), (b, p) = thunk.operand, thunk.out
+                device.fft(thunk, memory[a].view(o, thunk.operand_bytes),
+                           memory[b].view(p, thunk.out_bytes))
             elif isinstance(thunk, list):
                 self._run(device, kernels, thunk, memory)
             elif isinstance(thunk, CopyThunk):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xla.backends.cpu.loop_emitter import major_to_minor
-from xla.backends.gpu.driver import CudaError
+from xla.backends.gpu.driver import CudaError, load_cuda_library
 
 
 @dataclass
@@ -130,19 +130,16 @@ class Cublas:
             ctypes.c_void_p(lhs), i(ld_lhs), ll(t.m * t.k),
             ctypes.byref(beta), ctypes.c_void_p(out), i(t.n), ll(t.m * t.n), i(t.batch)))
 
+    def scale(self, itemsize, count, alpha, address):
+        """x *= alpha over ``count`` f32 (itemsize 4) or f64 (8) at ``address``."""
+        f64 = itemsize == 8
+        fn = self.lib.cublasDscal_v2 if f64 else self.lib.cublasSscal_v2
+        a = (ctypes.c_double if f64 else ctypes.c_float)(alpha)
+        self._check("cublas" + ("D" if f64 else "S") + "scal_v2",
+                    fn(self.handle, ctypes.c_int(count), ctypes.byref(a),
+                       ctypes.c_void_p(address), ctypes.c_int(1)))
+
 
 def _load_cublas():
-    try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
-        path = load_nvidia_dynamic_lib("cublas").abs_path
-        if path:
-            return ctypes.CDLL(path)
-    except Exception:   # not found by the pathfinder: the loader's search path next
-        pass
-    for name in ("libcublas.so.13", "libcublas.so.12", "libcublas.so"):
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            continue
-    raise CudaError("cuBLAS (libcublas) not found: install the nvidia-cublas wheel "
-                    "(requirements-gpu.txt) or a CUDA toolkit")
+    return load_cuda_library("cublas", ("libcublas.so.13", "libcublas.so.12", "libcublas.so"),
+                             "nvidia-cublas")

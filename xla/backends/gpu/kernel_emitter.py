@@ -29,9 +29,9 @@ Control flow runs on the host (``WhileThunk``, ``ConditionalThunk``; a call
 is inlined): the condition's pred and the selector are read back from the
 device, and buffers move between a loop's state and its body's results by
 device-to-device copies (``CopyThunk``), as the CPU backend's control flow
-does. What has no kernel here raises UnimplementedError naming the op and
-"gpu": ops the CPU runs through its runtime (custom-call, fft, rng, linear
-algebra, collectives), and math
+does. fft is an ``FftThunk`` (``fft.py``): cuFFT on a GPU, NumPy on the emulator.
+What has no kernel here raises UnimplementedError naming the op and
+"gpu": custom-calls other than TopK and LAPACK's, collectives, and math
 outside the list libdevice covers here (``to_libdevice``: the generators'
 ``llvm.sin`` and libm calls become libdevice's ``__nv_sinf`` and friends,
 linked in when PTX is made; the emulator maps them back to the host's libm).
@@ -281,6 +281,9 @@ class _ThunkEmitter:
         if h.opcode == "select-and-scatter":
             from xla.backends.gpu.select_and_scatter import emit_select_and_scatter
             return emit_select_and_scatter(self.emitter, h, self._name(h))
+        if h.opcode == "fft":
+            from xla.backends.gpu.fft import fft_thunk
+            return fft_thunk(h, a)
         if h.opcode == "dot" and self.gemm:
             from xla.backends.gpu.gemm import gemm_thunk
             gemm = gemm_thunk(h, a)

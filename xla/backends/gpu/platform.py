@@ -11,7 +11,7 @@
 Buffers live in device memory (``GpuBuffer``); nothing is host memory, so
 ``xla.jit`` keeps results on the device until they are read. Each device
 implements the operations ``GpuExecutable`` runs a module with: allocate,
-upload, download, copy, synchronize, load_kernels, launch, gemm.
+upload, download, copy, synchronize, load_kernels, launch, gemm, fft.
 """
 import numpy as np
 
@@ -58,6 +58,10 @@ class EmulatorDevice(Device):
         from xla.backends.gpu.gemm import run_on_host
         run_on_host(thunk, lhs.array, rhs.array, out.array)
 
+    def fft(self, thunk, operand, out):
+        from xla.backends.gpu.fft import run_on_host
+        run_on_host(thunk, operand.array, out.array)
+
     def launch(self, kernel, thunk, pointers):
         block = thunk.block or EMULATOR_BLOCK
         grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // block)))
@@ -71,7 +75,8 @@ class CudaDevice(Device):
     def __init__(self, platform, ordinal):
         from xla.backends.gpu.driver import CudaContext
         self.context = CudaContext(ordinal)
-        self._cublas = None       # a cuBLAS handle on the context's stream, made on first use
+        self._cublas = None       # cuBLAS and cuFFT handles on the context's stream,
+        self._cufft = None        # made on first use
         major, minor = self.context.compute_capability
         super().__init__(platform, ordinal,
                          kind=f"{self.context.name} (compute capability {major}.{minor})")
@@ -99,13 +104,33 @@ class CudaDevice(Device):
             compile_ptx([t.ir_text for t in kernels], self.arch)
         return self.context.load_module(ptx, sorted({t.name for t in kernels}))
 
+    def _library(self, attribute, make):
+        """A library handle on the context's stream (made on first use); the
+        caller holds the context's lock, current."""
+        if getattr(self, attribute) is None:
+            setattr(self, attribute, make(int(self.context.stream)))
+        return getattr(self, attribute)
+
     def gemm(self, thunk, lhs, rhs, out):
         from xla.backends.gpu.gemm import Cublas
         with self.context.lock:
             self.context.make_current()
-            if self._cublas is None:
-                self._cublas = Cublas(int(self.context.stream))
-            self._cublas.gemm(thunk, lhs.address, rhs.address, out.address)
+            self._library("_cublas", Cublas).gemm(thunk, lhs.address, rhs.address, out.address)
+
+    def fft(self, thunk, operand, out):
+        from xla.backends.gpu.fft import Cufft
+        from xla.backends.gpu.gemm import Cublas
+        with self.context.lock:
+            self.context.make_current()
+            if thunk.fft_type == "IRFFT":     # cuFFT's complex-to-real overwrites its input
+                scratch = self.allocate(operand.nbytes)
+                self.copy(scratch, operand)
+                operand = scratch
+            self._library("_cufft", Cufft).run(thunk, operand.address, out.address)
+            if thunk.scale != 1.0:
+                real = 8 if thunk.precision == "c128" else 4
+                self._library("_cublas", Cublas).scale(real, out.nbytes // real, thunk.scale,
+                                                       out.address)
 
     def launch(self, kernel, thunk, pointers):
         block = thunk.block or BLOCK
