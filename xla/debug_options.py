@@ -49,6 +49,8 @@ class DebugOptions:
     xla_cpu_enable_fast_math: bool = False
     xla_cpu_multi_thread_eigen: bool = True
     xla_hlo_profile: bool = False
+    xla_gpu_enable_command_buffer: tuple = ("FUSION", "CUBLAS")
+    xla_gpu_graph_min_graph_size: int = 5
     # Devices.
     xla_force_host_platform_device_count: int = 1
     # This project's additions (no XLA counterpart).
@@ -82,6 +84,11 @@ _HELP = {
     "xla_cpu_multi_thread_eigen": "Use the CPU runtime's thread pool (false: one thread).",
     "xla_hlo_profile": "Instrument compiled code to time every instruction of the entry "
                        "computation (cpu; read by xla.profiler, which sets it inside trace()).",
+    "xla_gpu_enable_command_buffer": "Comma-separated kinds of gpu thunks replayed as CUDA graphs "
+                                     "(FUSION: kernels and device copies; CUBLAS: matrix "
+                                     "products; empty: none).",
+    "xla_gpu_graph_min_graph_size": "Launch a gpu executable's thunks as a CUDA graph only when it "
+                                    "has at least this many of them.",
     "xla_force_host_platform_device_count": "Devices the cpu platform reports (xla.devices('cpu')); "
                                             "all share the CPU runtime's thread pool.",
     "xla_cpu_num_threads": "Threads of the CPU runtime's pool (0: one per available CPU).",
@@ -203,6 +210,11 @@ def parse_flags(argv, base=None):
     return validate(DebugOptions(**values))
 
 
+# XLA's command buffer types; the gpu backend has thunks of FUSION and CUBLAS
+# kinds only (its control flow runs on the host), so the others change nothing.
+COMMAND_BUFFER_TYPES = frozenset({"FUSION", "CUBLAS", "CUBLASLT", "CUSTOM_CALL", "CUDNN",
+                                  "COLLECTIVES", "CONDITIONAL", "WHILE", "DYNAMIC_SLICE_FUSION",
+                                  "DYNAMIC_SLICE_COPY_FUSION"})
 _REGEX_FLAGS = ("xla_dump_hlo_module_re", "xla_dump_hlo_pass_re", "xla_dump_hlo_pipeline_re")
 
 
@@ -218,6 +230,10 @@ def validate(options):
     if options.xla_cpu_num_threads < 0:
         raise InvalidArgumentError(f"--xla_cpu_num_threads must be >= 0 (0: one per CPU), got "
                                    f"{options.xla_cpu_num_threads}")
+    unknown = set(options.xla_gpu_enable_command_buffer) - COMMAND_BUFFER_TYPES
+    if unknown:
+        raise InvalidArgumentError(f"--xla_gpu_enable_command_buffer: unknown command type "
+                                   f"{sorted(unknown)[0]!r} (one of {', '.join(sorted(COMMAND_BUFFER_TYPES))})")
     for name in _REGEX_FLAGS:
         try:
             re.compile(getattr(options, name))

@@ -226,6 +226,42 @@ class CudaContext:
             return {n: _check(f"cuModuleGetFunction({n})", d.cuModuleGetFunction(module, n.encode()))
                     for n in names}
 
+    # ----- graphs -----------------------------------------------------------------------
+    def capture(self, enqueue):
+        """What ``enqueue()`` puts on the stream, captured as a CUDA graph and
+        instantiated (nothing runs); the stream is left as it was also when
+        ``enqueue`` raises."""
+        d = _driver()
+        with self.lock:
+            self.make_current()
+            _check("cuStreamBeginCapture", d.cuStreamBeginCapture(
+                self.stream, d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+            try:
+                enqueue()
+            except BaseException:
+                err, graph = d.cuStreamEndCapture(self.stream)
+                if err == d.CUresult.CUDA_SUCCESS and graph:
+                    d.cuGraphDestroy(graph)
+                raise
+            graph = _check("cuStreamEndCapture", d.cuStreamEndCapture(self.stream))
+            try:
+                return _check("cuGraphInstantiate", d.cuGraphInstantiate(graph, 0))
+            finally:
+                d.cuGraphDestroy(graph)
+
+    def launch_graph(self, graph_exec):
+        with self.lock:
+            self.make_current()
+            _check("cuGraphLaunch", _driver().cuGraphLaunch(graph_exec, self.stream))
+
+    def destroy_graph(self, graph_exec):
+        try:
+            with self.lock:
+                self.make_current()
+                _driver().cuGraphExecDestroy(graph_exec)
+        except Exception:   # interpreter shutdown: the driver may already be gone
+            pass
+
     def launch(self, function, grid, block, pointers):
         """Launches ``function`` (a CUfunction of ``load_module``) with one
         pointer-sized argument per entry of ``pointers``."""

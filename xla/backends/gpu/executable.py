@@ -34,12 +34,15 @@ def device_bytes(n):
 class HostMemory:
     """The emulator's device memory: bytes of host memory (``array``) that
     only transfers and emulated kernels touch. Same interface as
-    ``driver.DeviceMemory``: ``address``, ``nbytes``, ``view(offset, n)``."""
+    ``driver.DeviceMemory``: ``address``, ``nbytes``, ``view(offset, n)``;
+    a view keeps its allocation (``owner``) alive, so an allocation goes
+    back to the emulator's pool only when no view of it is left."""
 
-    __slots__ = ("array",)
+    __slots__ = ("array", "_owner", "__weakref__")
 
-    def __init__(self, array):
+    def __init__(self, array, owner=None):
         self.array = array
+        self._owner = owner
 
     @property
     def address(self):
@@ -50,7 +53,7 @@ class HostMemory:
         return self.array.nbytes
 
     def view(self, offset, nbytes):
-        return HostMemory(self.array[offset:offset + nbytes])
+        return HostMemory(self.array[offset:offset + nbytes], self._owner or self)
 
 
 class GpuBuffer(Buffer):
@@ -117,6 +120,14 @@ class GpuExecutable(Executable):
                         raw = physical_bytes(literal_array_at(b.instruction, b.index), b.shape)
                         data[b.offset:b.offset + len(raw)] = np.frombuffer(raw, np.uint8)
                 self._constant_bytes[alloc.index] = data
+        from xla.backends.gpu.command_buffer import command_count, graphable
+        from xla.debug_options import debug_options
+        options = debug_options()
+        # Replayed as CUDA graphs (command_buffer.py), decided once, as XLA does at compile time.
+        self.uses_command_buffers = (
+            graphable(thunks, set(options.xla_gpu_enable_command_buffer))
+            and command_count(thunks) >= max(1, options.xla_gpu_graph_min_graph_size))
+        self._command_buffers = {}   # device -> CommandBuffers
         # State kept across executions (rng counters): zeroed once per device, like a constant.
         for t in self._kernels:
             for key, n in (t.persistent or {}).items():
@@ -261,7 +272,15 @@ class GpuExecutable(Executable):
                 fresh.add(alloc.index)
         for key, nbytes in self._scratch.items():
             memory[key] = device.allocate(nbytes)
-        self._run(device, kernels, self.thunks, memory)
+        if self.uses_command_buffers:
+            from xla.backends.gpu.command_buffer import CommandBuffers
+            if device not in self._command_buffers:
+                self._command_buffers[device] = CommandBuffers(device)
+            self._command_buffers[device].run(
+                tuple(m.address for m in memory.values()),
+                lambda: self._run(device, kernels, self.thunks, memory))
+        else:
+            self._run(device, kernels, self.thunks, memory)
         root = self.module.entry.root_instruction
         out, handed_out = [], set()
         for index, shape in root.shape.leaves():

@@ -11,7 +11,8 @@
 Buffers live in device memory (``GpuBuffer``); nothing is host memory, so
 ``xla.jit`` keeps results on the device until they are read. Each device
 implements the operations ``GpuExecutable`` runs a module with: allocate,
-upload, download, copy, synchronize, load_kernels, launch, gemm, fft.
+upload, download, copy, synchronize, load_kernels, launch, gemm, fft, and graphs (capture,
+launch_graph, destroy_graph: ``executable.py``'s command buffers).
 """
 import numpy as np
 
@@ -22,6 +23,7 @@ from xla.runtime import Capabilities, Device, Platform
 BLOCKS_PER_SM = 16     # grid-stride kernels: at most this many blocks per multiprocessor
 EMULATOR_BLOCK = 64    # threads per block on the emulator
 EMULATOR_GRID = 16     # at most this many blocks (the kernels' loops stride over the rest)
+POOL_BYTES = 64 << 20  # the emulator keeps at most this much freed memory for reuse
 POISON = 0xA5          # fresh emulated memory: what a kernel reading unwritten memory gets
 
 
@@ -31,12 +33,31 @@ class EmulatorDevice(Device):
 
     def __init__(self, platform):
         super().__init__(platform, 0, kind="NVPTX kernels emulated on the host")
+        self._free = {}          # size -> freed allocations, reused as a GPU's pool does
+        self._free_bytes = 0
+        self._recording = None   # the graph being captured (capture)
 
     def allocate(self, nbytes):
+        import weakref
         from xla.backends.gpu.executable import HostMemory, device_bytes
-        memory = device_bytes(nbytes)
-        memory.fill(POISON)
-        return HostMemory(memory)
+        free = self._free.get(nbytes)
+        if free:
+            array = free.pop()
+            self._free_bytes -= nbytes
+        else:
+            array = device_bytes(nbytes)
+        array.fill(POISON)
+        memory = HostMemory(array)
+        weakref.finalize(memory, self._release, array)
+        return memory
+
+    def _release(self, array):
+        """A freed allocation: kept for reuse (the last freed is reused first, so a
+        repeated sequence of allocations gets the same addresses), up to
+        POOL_BYTES in all."""
+        if self._free_bytes + array.nbytes <= POOL_BYTES:
+            self._free.setdefault(array.nbytes, []).append(array)
+            self._free_bytes += array.nbytes
 
     def upload(self, memory, data):
         memory.array[:] = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
@@ -44,8 +65,17 @@ class EmulatorDevice(Device):
     def download(self, memory):
         return memory.array.copy()
 
+    def _do(self, op, *args):
+        """Runs ``op(*args)`` now, or records it in the graph being captured
+        (args: addresses and plain values, never memory objects, so that a
+        graph, like a CUDA graph, keeps no allocation alive)."""
+        if self._recording is not None:
+            self._recording.append((op, args))
+        else:
+            op(*args)
+
     def copy(self, dst, src):
-        dst.array[:] = src.array[:dst.nbytes]
+        self._do(_host_copy, dst.address, src.address, dst.nbytes)
 
     def synchronize(self):
         pass
@@ -56,16 +86,51 @@ class EmulatorDevice(Device):
 
     def gemm(self, thunk, lhs, rhs, out):
         from xla.backends.gpu.gemm import run_on_host
-        run_on_host(thunk, lhs.array, rhs.array, out.array)
+        self._do(_on_host, run_on_host, thunk, (lhs.address, lhs.nbytes),
+                 (rhs.address, rhs.nbytes), (out.address, out.nbytes))
 
     def fft(self, thunk, operand, out):
         from xla.backends.gpu.fft import run_on_host
-        run_on_host(thunk, operand.array, out.array)
+        self._do(_on_host, run_on_host, thunk, (operand.address, operand.nbytes),
+                 (out.address, out.nbytes))
 
     def launch(self, kernel, thunk, pointers):
         block = thunk.block or EMULATOR_BLOCK
         grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // block)))
-        kernel.launch(pointers, grid, block)
+        self._do(kernel.launch, list(pointers), grid, block)
+
+    # Graphs: what the executable enqueues, recorded once and replayed.
+    def capture(self, enqueue):
+        """Records what ``enqueue()`` would run, as a graph; nothing runs."""
+        self._recording = []
+        try:
+            enqueue()
+            return self._recording
+        finally:
+            self._recording = None
+
+    def launch_graph(self, graph):
+        for op, args in graph:
+            op(*args)
+
+    def destroy_graph(self, graph):
+        pass
+
+
+def _host_bytes(address, nbytes):
+    """The emulated device memory at ``address`` as a uint8 array."""
+    import ctypes
+    return np.frombuffer((ctypes.c_uint8 * nbytes).from_address(address), np.uint8) \
+        if nbytes else np.zeros(0, np.uint8)
+
+
+def _host_copy(dst, src, nbytes):
+    import ctypes
+    ctypes.memmove(dst, src, nbytes)
+
+
+def _on_host(run, thunk, *slices):
+    run(thunk, *[_host_bytes(a, n) for a, n in slices])
 
 
 class CudaDevice(Device):
@@ -137,6 +202,15 @@ class CudaDevice(Device):
         grid = max(1, min(BLOCKS_PER_SM * self.context.multiprocessors,
                           -(-thunk.elements // block)))
         self.context.launch(kernel, grid, block, pointers)
+
+    def capture(self, enqueue):
+        return self.context.capture(enqueue)
+
+    def launch_graph(self, graph):
+        self.context.launch_graph(graph)
+
+    def destroy_graph(self, graph):
+        self.context.destroy_graph(graph)
 
 
 def arch_for(compute_capability):
