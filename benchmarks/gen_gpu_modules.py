@@ -39,6 +39,8 @@ WORKLOADS = {
     "gpu_layernorm": (layernorm, [S((8192, 1024), f32), S((1024,), f32), S((1024,), f32)]),
     "gpu_matmul": (lambda a, b: a @ b, [S((2048, 2048), f32)] * 2),
     "gpu_sort": (lambda x: jnp.sort(x, axis=-1), [S((64, 16384), f32)]),
+    "gpu_transpose": (lambda x: x.T, [S((8192, 8192), f32)]),
+    "gpu_fft": (lambda x: jnp.fft.irfft(jnp.fft.rfft(x) * 2, n=x.shape[-1]), [S((4096, 4096), f32)]),
 }
 
 

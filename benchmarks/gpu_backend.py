@@ -26,13 +26,14 @@ import time
 import numpy as np
 
 import xla
+import xla.debug_options
 
 # jax.jit shares the GPU with this backend here: it must not take 75% of it up front.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 HERE = pathlib.Path(__file__).resolve().parent
 NAMES = ["gpu_axpby", "gpu_gelu", "gpu_row_sum", "gpu_col_sum", "gpu_softmax",
-         "gpu_layernorm", "gpu_matmul", "gpu_sort"]
+         "gpu_layernorm", "gpu_matmul", "gpu_sort", "gpu_transpose", "gpu_fft"]
 
 
 def median_time(run, sync, repeats):
@@ -94,7 +95,8 @@ def main():
              f"read+write); cuBLAS f32 (TF32 off) 4096^3: "
              + (f"{peak / 1e12:.1f} TFLOP/s" if peak else "n/a (no PyTorch)"),
              f"{'workload':<16}{'compile s':>10}{'ours ms':>10}{'jax ms':>10}{'jax/ours':>10}"
-             f"{'achieved':>16}{'of limit':>10}{'max rel err':>13}"]
+             f"{'achieved':>16}{'of limit':>10}{'max rel err':>13}{'graphs':>8}"
+             f"{'no-graph ms':>12}"]
     rng = np.random.default_rng(0)
     for name in NAMES:
         text = gzip.open(HERE / "modules" / f"{name}.hlo.gz", "rt").read()
@@ -107,6 +109,11 @@ def main():
         compile_s = time.perf_counter() - t
         bufs = [device.put(a) for a in args]
         ours = median_time(lambda: exe.execute_buffers(bufs), device.synchronize, opts.repeats)
+        with xla.debug_options.override(xla_gpu_enable_command_buffer=()):
+            direct = xla.compile(module, "gpu")
+        direct_ms = 1e3 * median_time(lambda: direct.execute_buffers(bufs), device.synchronize,
+                                      opts.repeats)
+        graphs = "yes" if exe.uses_command_buffers else "no"
         (out,) = exe.execute_buffers(bufs)
         out = np.asarray(out)
         result_bytes = out.nbytes
@@ -131,7 +138,8 @@ def main():
             achieved = f"{moved / ours / 1e9:.0f} GB/s"
             limit = f"{moved / ours / bandwidth:.3f}"
         lines.append(f"{name:<16}{compile_s:>10.2f}{ours * 1e3:>10.3f}{jax_ms:>10.3f}"
-                     f"{jax_ms / (ours * 1e3):>10.2f}{achieved:>16}{limit:>10}{err:>13.2e}")
+                     f"{jax_ms / (ours * 1e3):>10.2f}{achieved:>16}{limit:>10}{err:>13.2e}"
+                     f"{graphs:>8}{direct_ms:>12.3f}")
     tiny = xla.compile("HloModule tiny\nENTRY e {\n  x = f32[8] parameter(0)\n"
                        "  ROOT y = f32[8] add(x, x)\n}", "gpu")
     tbufs = [device.put(np.ones(8, np.float32))]

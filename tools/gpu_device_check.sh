@@ -32,9 +32,10 @@ if [ ! -f "xla/_core$suffix" ]; then
 fi
 "$PY" -c "import xla; print('platform gpu:', xla.devices('gpu'))" || exit 1
 
-timeout 300 "$PY" -m pytest -q -p no:cacheprovider -rs tests/gpu/test_gpu_backend.py \
-    tests/gpu/test_gpu_aot.py tests/test_conformance.py \
-    -k "not ptxas and not corpus_on_the_emulator and not Cpu" \
+"$PY" -m pip show cuda-bindings nvidia-cublas nvidia-cufft 2>/dev/null | grep -E "^(Name|Version)"
+
+timeout ${TEST_TIMEOUT:-280} "$PY" -m pytest -q -p no:cacheprovider -rs tests/gpu tests/test_conformance.py \
+    -k "not ptxas and not corpus_on_the_emulator and not Cpu and not emulator" \
     2>&1 | tee "$OUT/tests.log" | tail -40
-PYTHONPATH=$PWD timeout 170 "$PY" benchmarks/gpu_backend.py --repeats=10 --out="$OUT/gpu_backend.txt" 2>&1 \
-    | tee "$OUT/bench.log" | tail -20
+PYTHONPATH=$PWD timeout ${BENCH_TIMEOUT:-200} "$PY" benchmarks/gpu_backend.py --repeats=10 \
+    --out="$OUT/gpu_backend.txt" 2>&1 | tee "$OUT/bench.log" | tail -20

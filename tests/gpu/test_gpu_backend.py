@@ -695,6 +695,27 @@ ENTRY e {
     assert all(t.block is None for t in small.kernels)
 
 
+def test_entry_layouts_that_are_not_row_major_run():
+    """JAX lowers x.T with the result in layout {0,1} (the transpose is
+    free there); the GPU's buffers are row-major, so the result is made
+    row-major: a tiled transpose. A parameter in another layout is copied
+    in. Results are logical arrays either way."""
+    x = np.random.default_rng(8).standard_normal((96, 80)).astype(np.float32)
+    jax_x_t = xla.compile("""HloModule jit__lambda, entry_computation_layout={(f32[96,80]{1,0})->f32[80,96]{0,1}}
+ENTRY main.1 {
+  x.1 = f32[96,80]{1,0} parameter(0)
+  ROOT transpose.1 = f32[80,96]{0,1} transpose(x.1), dimensions={1,0}
+}""", "gpu_emulator")
+    assert [t.block for t in jax_x_t.kernels] == [256]
+    np.testing.assert_array_equal(jax_x_t.execute(x), x.T)
+    column_major_in = xla.compile("""HloModule m
+ENTRY e {
+  x = f32[96,80]{0,1} parameter(0)
+  ROOT n = f32[96,80]{0,1} negate(x)
+}""", "gpu_emulator")
+    np.testing.assert_array_equal(column_major_in.execute(x), -x)
+
+
 def test_a_loop_whose_body_swaps_its_state():
     exe = xla.compile("""HloModule m
 cond {

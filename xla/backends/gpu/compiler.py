@@ -38,6 +38,7 @@ class GpuCompiler(Compiler):
             if p.shape.is_dynamic:
                 raise UnimplementedError(f"the gpu backend does not support dynamic shapes "
                                          f"(parameter {p.name}: {p.shape})")
+        _row_major_entry(module)
         from xla.debug_options import debug_options
         pipeline = self.pipeline()
         pipeline.disabled_passes = pipeline.disabled_passes | frozenset(
@@ -55,3 +56,24 @@ class GpuCompiler(Compiler):
         assignment = assign_buffers(module)
         thunks = emit_thunks(module, assignment, gemm=self.gemm)
         return GpuExecutable(module, assignment, thunks, self.device, self.arch, self.platform)
+
+
+def _row_major_entry(module):
+    """The GPU's buffers are row-major, so the entry's parameters and result
+    are too: the header's ``entry_computation_layout`` says so, and layout
+    assignment copies where the module's own layouts differ (a JAX-lowered
+    ``x.T`` returns f32[m,n]{0,1}: it becomes a transpose into row-major).
+    Logical values are unchanged; only where bytes lie."""
+    from xla.hlo.attributes import RawAttr
+    from xla.hlo.shape import Layout, Shape
+
+    def row_major(shape):
+        if shape.is_tuple:
+            return Shape.tuple([row_major(s) for s in shape.tuple_shapes])
+        if shape.is_array:
+            return shape.with_layout(Layout.row_major(shape.rank))
+        return shape
+    entry = module.entry
+    params = ", ".join(row_major(p.shape).to_text() for p in entry.parameters)
+    result = row_major(entry.root_instruction.shape).to_text()
+    module.header_attrs["entry_computation_layout"] = RawAttr(f"{{({params})->{result}}}")

@@ -34,18 +34,27 @@ def transpose_source(h, assignment):
     """The instruction whose buffer ``h`` transposes, when ``h`` takes this
     path (see the module docstring); else None."""
     if h.opcode == "transpose":
-        t, src = h, h.operands[0]
+        dims, src = list(h.attr("dimensions", ())), h.operands[0]
     elif h.opcode == "fusion" and str(h.attrs.get("kind")) == "kLoop":
-        root = h.attrs["calls"].root_instruction
-        if root.opcode != "transpose" or root.operands[0].opcode != "parameter":
+        # transposes and copies of one parameter (a JAX-lowered x.T whose
+        # result layout was made row-major is copy(transpose{0,1}(x))):
+        # values inside a fusion have no memory, so only the composed
+        # dimension order counts.
+        x = h.attrs["calls"].root_instruction
+        dims = list(range(x.shape.rank)) if x.shape.is_array else []
+        while x.opcode in ("transpose", "copy"):
+            if x.opcode == "transpose":
+                dims = [x.attr("dimensions")[d] for d in dims]
+            x = x.operands[0]
+        if x.opcode != "parameter" or x is h.attrs["calls"].root_instruction:
             return None
-        t, src = root, h.operands[root.operands[0].parameter_number]
+        src = h.operands[x.parameter_number]
     else:
         return None
     if not h.shape.is_array or not src.shape.is_array or not assignment.has_buffers(src):
         return None
     rank = src.shape.rank
-    if rank < 2 or list(t.attr("dimensions", ())) != list(range(rank - 2)) + [rank - 1, rank - 2]:
+    if rank < 2 or dims != list(range(rank - 2)) + [rank - 1, rank - 2]:
         return None
     for s in (src.shape, h.shape):
         if major_to_minor(s) != list(range(rank)):
