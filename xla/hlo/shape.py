@@ -267,3 +267,31 @@ class Shape:
 
     def __repr__(self):
         return f"Shape({self.to_text()})"
+
+
+def reshape_dimension_groups(in_dims, out_dims):
+    """A reshape's dimensions as groups ([operand dims], [result dims]) whose
+    sizes have equal products, each as small as possible, in order (one
+    group when either side is empty or has a zero size): what a reshape
+    merges and splits. The dynamic padder and the interpreter use them to
+    give a reshape's dynamic result dimensions their sizes."""
+    if 0 in in_dims or 0 in out_dims or not in_dims or not out_dims:
+        return [(list(range(len(in_dims))), list(range(len(out_dims))))]
+    groups, i, j = [], 0, 0
+    while i < len(in_dims) and j < len(out_dims):
+        ins, outs = [i], [j]
+        a, c = in_dims[i], out_dims[j]
+        i, j = i + 1, j + 1
+        while a != c:
+            if a < c:
+                ins.append(i)
+                a *= in_dims[i]
+                i += 1
+            else:
+                outs.append(j)
+                c *= out_dims[j]
+                j += 1
+        groups.append((ins, outs))
+    groups[-1][0].extend(range(i, len(in_dims)))   # trailing dimensions of size 1
+    groups[-1][1].extend(range(j, len(out_dims)))
+    return groups

@@ -60,8 +60,9 @@ the binding reports them. Afterwards no shape in the entry is dynamic.
 import math
 
 from xla.errors import UnimplementedError
+from xla.hlo.attributes import PaddingDim
 from xla.hlo.opcodes import ELEMENTWISE, OpcodeTable
-from xla.hlo.shape import Shape
+from xla.hlo.shape import Shape, reshape_dimension_groups
 from xla.hlo.types import PrimitiveType
 from xla.service.hlo_pass import HloPass
 from xla.service.pass_utils import Emitter
@@ -117,6 +118,7 @@ class DynamicPadder(HloPass):
             padder.visit(instr)
         for instr in entry.instructions:
             instr.shape = static_shape(instr.shape)
+        entry.sort_post_order()
         return True
 
 
@@ -286,32 +288,6 @@ def _dynamic_reshape(p, b, instr):
     return value, {((), j): s for j, s in enumerate(out_sizes)}
 
 
-def reshape_groups(in_dims, out_dims):
-    """The reshape's dimensions as groups ([operand dims], [result dims])
-    whose bounds have equal products, each as small as possible (one group
-    when an array is empty)."""
-    if 0 in in_dims or 0 in out_dims or not in_dims or not out_dims:
-        return [(list(range(len(in_dims))), list(range(len(out_dims))))]
-    groups, i, j = [], 0, 0
-    while i < len(in_dims) and j < len(out_dims):
-        ins, outs = [i], [j]
-        a, c = in_dims[i], out_dims[j]
-        i, j = i + 1, j + 1
-        while a != c:
-            if a < c:
-                ins.append(i)
-                a *= in_dims[i]
-                i += 1
-            else:
-                outs.append(j)
-                c *= out_dims[j]
-                j += 1
-        groups.append((ins, outs))
-    groups[-1][0].extend(range(i, len(in_dims)))   # trailing dimensions of size 1
-    groups[-1][1].extend(range(j, len(out_dims)))
-    return groups
-
-
 def _first_above_one(dims, indices):
     return next((k for k in indices if dims[k] > 1), indices[0] if indices else None)
 
@@ -323,7 +299,7 @@ def _reshape(p, b, instr):
     tracked = p.tracked(x)
     out_sizes = {}
     aligned = True
-    for ins, outs in reshape_groups(in_dims, out_dims):
+    for ins, outs in reshape_dimension_groups(in_dims, out_dims):
         if not any(i in tracked for i in ins):
             continue
         if len(ins) == 1 and len(outs) == 1:
@@ -445,6 +421,31 @@ def _slice(p, b, instr):
             count = p.scalar_op(b, "divide", count, b.constant(stride, S32))
         sizes[((), d)] = count
     return sizes
+
+
+@_HANDLERS.register("reverse")
+def _reverse(p, b, instr):
+    x = instr.operands[0]
+    tracked = p.tracked(x)
+    sizes = {((), d): s for d, s in tracked.items()}
+    flipped = [d for d in instr.attr("dimensions") if d in tracked]
+    if not flipped:
+        return sizes
+    # Reversing the padded array puts the padding first: shift the valid
+    # elements back to the start (pad by the bound, then slice from
+    # bound - size), so they begin at 0 as every dynamic array's do.
+    dims = x.shape.dimensions
+    wide = tuple(n * 2 if d in flipped else n for d, n in enumerate(dims))
+    et = x.shape.element_type
+    config = tuple(PaddingDim(0, n if d in flipped else 0, 0) for d, n in enumerate(dims))
+    reversed_ = b.add("reverse", _array(et, dims), [x], dimensions=instr.attr("dimensions"))
+    padded = b.add("pad", _array(et, wide), [reversed_, p.zero(b, et)], padding=config)
+    zero = b.constant(0, S32)
+    starts = [p.scalar_op(b, "subtract", b.constant(n, S32), tracked[d]) if d in flipped else zero
+              for d, n in enumerate(dims)]
+    value = b.add("dynamic-slice", _array(et, dims), [padded] + starts,
+                  dynamic_slice_sizes=tuple(dims))
+    return value, sizes
 
 
 @_HANDLERS.register("broadcast")

@@ -81,7 +81,10 @@ def _iota(instr, operands, ctx):
 @register("broadcast")
 def _broadcast(instr, operands, ctx):
     x = np.asarray(operands[0])
-    dims = _dims(instr)
+    dims = list(_dims(instr))
+    for i, d in enumerate(instr.attr("dimensions", ())):
+        if i < x.ndim and instr.shape.dynamic[d]:
+            dims[d] = x.shape[i]   # a dynamic operand dimension keeps its size
     mapping = tuple(instr.attr("dimensions", ()))
     if len(mapping) != x.ndim:
         raise InvalidArgumentError(
@@ -97,7 +100,32 @@ def _broadcast(instr, operands, ctx):
 
 @register("reshape")
 def _reshape(instr, operands, ctx):
-    return np.reshape(operands[0], _dims(instr)).copy()
+    x = np.asarray(operands[0])
+    if x.shape != instr.operands[0].shape.dimensions:
+        return np.reshape(x, _dynamic_reshape_sizes(instr, x.shape)).copy()
+    return np.reshape(x, _dims(instr)).copy()
+
+
+def _dynamic_reshape_sizes(instr, held):
+    """The result's sizes for an operand held at dynamic sizes ``held``: in
+    each group of dimensions the reshape merges or splits, the one dynamic
+    result dimension takes what the group's elements fill."""
+    from xla.hlo.shape import reshape_dimension_groups
+    bounds = instr.operands[0].shape.dimensions
+    out = list(_dims(instr))
+    for ins, outs in reshape_dimension_groups(bounds, out):
+        count = int(np.prod([held[i] for i in ins]))
+        if count == int(np.prod([out[j] for j in outs])):
+            continue
+        dynamic = [j for j in outs if instr.shape.dynamic[j]]
+        rest = int(np.prod([out[j] for j in outs if j not in dynamic[:1]]))
+        if len(dynamic) != 1 or (rest and count % rest):
+            raise InvalidArgumentError(
+                f"reshape {instr.name}: the operand's dynamic sizes {list(held)} do not fill "
+                f"{instr.shape.to_text(False)} (one dynamic result dimension per merged or "
+                "split group of dimensions holds the size)")
+        out[dynamic[0]] = count // rest if rest else 0
+    return out
 
 
 def _major_to_minor(shape):
