@@ -245,6 +245,18 @@ def test_dynamic_reshape_sizes_must_hold_the_operand():
             run(text, backend, np.ones(6, np.float32), np.int32(2), np.int32(2))
 
 
+def test_reshape_whose_elements_do_not_fill_rows_is_an_error():
+    text = """ENTRY e {
+  p = f32[<=4,3] parameter(0)
+  ROOT r = f32[<=6,2] reshape(p)
+}"""
+    x = arange(2, 3)
+    for backend in ("interpreter", "cpu"):
+        np.testing.assert_array_equal(run(text, backend, x), x.reshape(3, 2))
+        with pytest.raises(InvalidArgumentError, match="reshape r: the operand's dynamic sizes"):
+            run(text, backend, arange(1, 3))
+
+
 @pytest.mark.parametrize("op", [
     "s = f32[<=4] sort(p), dimensions={0}, to_apply=lt",
     "s = f32[<=6] pad(p, z), padding=1_1",

@@ -18,7 +18,8 @@ arguments and results between the caller's form and the rewritten entry's
   ``get-dimension-size`` of each dynamic dimension of each leaf of the
   result, then the values the sizes of the module must satisfy (each
   ``set-dimension-size``'s size, each ``dynamic-reshape``'s sizes and its
-  operand's). ``unpad_result`` checks those as the interpreter does
+  operand's, the operand sizes of each reshape of a dynamic operand, whose
+  elements must fill whole rows of its dynamic result dimension). ``unpad_result`` checks those as the interpreter does
   (InvalidArgumentError with the interpreter's message) and returns the
   original result with each dynamic leaf sliced to its sizes: the caller
   gets arrays at their dynamic sizes, as from the interpreter (XLA returns
@@ -33,7 +34,7 @@ import numpy as np
 
 from xla.errors import InvalidArgumentError, UnimplementedError
 from xla.hlo.ir import HloInstruction
-from xla.hlo.shape import Shape
+from xla.hlo.shape import Shape, reshape_result_sizes
 from xla.hlo.types import PrimitiveType
 
 S32 = PrimitiveType.S32
@@ -103,6 +104,13 @@ def _check(opcode, name, bounds, values):
             raise InvalidArgumentError(f"set-dimension-size {name}: size {size} is not within "
                                        f"the bound {bound} of dimension {d}")
         return
+    if opcode == "reshape":
+        operand_dims, result = bounds
+        try:
+            reshape_result_sizes(operand_dims, values, result)
+        except ValueError as e:
+            raise InvalidArgumentError(f"reshape {name}: {e}") from None
+        return
     rank = len(bounds)
     sizes, operand_sizes = values[:rank], values[rank:]
     if any(not 0 <= s <= b for s, b in zip(sizes, bounds)):
@@ -162,6 +170,11 @@ def bind_dynamic_entry(module):
                              for i in range(x.shape.rank)]
             checks.append((instr, instr.shape.dimensions,
                            list(instr.operands[1:]) + operand_sizes))
+        elif instr.opcode == "reshape" and instr.operands[0].shape.is_dynamic:
+            x = instr.operands[0]
+            operand_sizes = [add("get-dimension-size", _SCALAR, [x], dimensions=(i,))
+                             for i in range(x.shape.rank)]
+            checks.append((instr, (x.shape.dimensions, instr.shape), operand_sizes))
     number = len(params)
     for p in params:
         if not p.shape.is_dynamic:

@@ -107,25 +107,11 @@ def _reshape(instr, operands, ctx):
 
 
 def _dynamic_reshape_sizes(instr, held):
-    """The result's sizes for an operand held at dynamic sizes ``held``: in
-    each group of dimensions the reshape merges or splits, the one dynamic
-    result dimension takes what the group's elements fill."""
-    from xla.hlo.shape import reshape_dimension_groups
-    bounds = instr.operands[0].shape.dimensions
-    out = list(_dims(instr))
-    for ins, outs in reshape_dimension_groups(bounds, out):
-        count = int(np.prod([held[i] for i in ins]))
-        if count == int(np.prod([out[j] for j in outs])):
-            continue
-        dynamic = [j for j in outs if instr.shape.dynamic[j]]
-        rest = int(np.prod([out[j] for j in outs if j not in dynamic[:1]]))
-        if len(dynamic) != 1 or (rest and count % rest):
-            raise InvalidArgumentError(
-                f"reshape {instr.name}: the operand's dynamic sizes {list(held)} do not fill "
-                f"{instr.shape.to_text(False)} (one dynamic result dimension per merged or "
-                "split group of dimensions holds the size)")
-        out[dynamic[0]] = count // rest if rest else 0
-    return out
+    from xla.hlo.shape import reshape_result_sizes
+    try:
+        return reshape_result_sizes(instr.operands[0].shape.dimensions, held, instr.shape)
+    except ValueError as e:
+        raise InvalidArgumentError(f"reshape {instr.name}: {e}") from None
 
 
 def _major_to_minor(shape):
