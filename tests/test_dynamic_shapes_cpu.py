@@ -288,3 +288,31 @@ def test_executable_reports_the_callers_shapes():
     assert [s.to_text(False) for s in exe.parameter_shapes] == ["f32[<=4,3]"]
     assert exe.result_shape.to_text(False) == "f32[<=4,3]"
     assert not any(i.shape.is_dynamic for i in exe.module.all_instructions())
+
+
+def test_static_get_dimension_size_inside_a_loop_still_runs():
+    text = """cond {
+  s = (s32[], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[3] get-tuple-element(s), index=1
+  n = s32[] get-dimension-size(x), dimensions={0}
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[3] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  y = f32[3] add(x, x)
+  ROOT t = (s32[], f32[3]) tuple(j, y)
+}
+ENTRY e {
+  p = f32[3] parameter(0)
+  zero = s32[] constant(0)
+  t = (s32[], f32[3]) tuple(zero, p)
+  w = (s32[], f32[3]) while(t), condition=cond, body=body
+  ROOT r = f32[3] get-tuple-element(w), index=1
+}"""
+    x = arange(3)
+    check(text, [x], [8 * x])

@@ -104,7 +104,9 @@ class DynamicPadder(HloPass):
             if comp is entry:
                 continue
             for instr in comp.instructions:
-                if instr.shape.is_dynamic or instr.opcode in _SOURCES:
+                # (get-dimension-size of a static dimension is algsimp's to fold)
+                if instr.shape.is_dynamic or instr.opcode in ("set-dimension-size",
+                                                              "dynamic-reshape"):
                     _refuse(instr, f"dynamic shapes inside computation {comp.name} are not "
                                    "supported (only in the entry computation)")
         if not any(i.shape.is_dynamic or i.opcode in _SOURCES for i in entry.instructions):
