@@ -316,3 +316,12 @@ ENTRY e {
 }"""
     x = arange(3)
     check(text, [x], [8 * x])
+
+
+def test_ahead_of_time_compilation_refuses_a_dynamic_entry():
+    from xla.backends.cpu.compiler import CpuCompiler
+    module = parse_hlo_module("HloModule m\nENTRY e {\n  p = f32[<=4] parameter(0)\n"
+                              "  ROOT n = f32[<=4] negate(p)\n}\n")
+    with pytest.raises(UnimplementedError, match="ahead-of-time compilation of an entry with "
+                                                 "dynamic shapes"):
+        CpuCompiler().emit(module, {})
