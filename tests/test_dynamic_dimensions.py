@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import xla
-from xla.errors import InvalidArgumentError, UnimplementedError
+from xla.errors import InvalidArgumentError
 from xla.hlo.parser import parse_hlo_module
 
 ADD = """add {
@@ -83,7 +83,10 @@ ENTRY e {
         assert not any(i.opcode == "get-dimension-size" for i in module.all_instructions())
 
 
-def test_cpu_names_dynamic_dimensions_as_unsupported():
+def test_cpu_runs_dynamic_dimensions_padded():
+    """The cpu pads dynamic dimensions (dynamic-padder) and returns the
+    result at its dynamic size, as the interpreter does
+    (tests/test_dynamic_shapes_cpu.py has the ops)."""
     text = """HloModule m
 ENTRY e {
   p = f32[4] parameter(0)
@@ -91,5 +94,6 @@ ENTRY e {
   ROOT d = f32[<=4] set-dimension-size(p, n), dimensions={0}
 }
 """
-    with pytest.raises(UnimplementedError, match="set-dimension-size"):
-        xla.compile(parse_hlo_module(text), "cpu")
+    x = np.arange(4, dtype=np.float32)
+    for backend in ("interpreter", "cpu"):
+        np.testing.assert_array_equal(run(text, backend, x, np.int32(3)), x[:3])

@@ -267,3 +267,54 @@ class Shape:
 
     def __repr__(self):
         return f"Shape({self.to_text()})"
+
+
+def reshape_dimension_groups(in_dims, out_dims):
+    """A reshape's dimensions as groups ([operand dims], [result dims]) whose
+    sizes have equal products, each as small as possible, in order (one
+    group when either side is empty or has a zero size): what a reshape
+    merges and splits. The dynamic padder and the interpreter use them to
+    give a reshape's dynamic result dimensions their sizes."""
+    if 0 in in_dims or 0 in out_dims or not in_dims or not out_dims:
+        return [(list(range(len(in_dims))), list(range(len(out_dims))))]
+    groups, i, j = [], 0, 0
+    while i < len(in_dims) and j < len(out_dims):
+        ins, outs = [i], [j]
+        a, c = in_dims[i], out_dims[j]
+        i, j = i + 1, j + 1
+        while a != c:
+            if a < c:
+                ins.append(i)
+                a *= in_dims[i]
+                i += 1
+            else:
+                outs.append(j)
+                c *= out_dims[j]
+                j += 1
+        groups.append((ins, outs))
+    groups[-1][0].extend(range(i, len(in_dims)))   # trailing dimensions of size 1
+    groups[-1][1].extend(range(j, len(out_dims)))
+    return groups
+
+
+def reshape_result_sizes(operand_dims, held, result):
+    """The sizes of a reshape's result (shape ``result``) for an operand of
+    bounds ``operand_dims`` held at sizes ``held``: in each group of
+    dimensions the reshape merges or splits (``reshape_dimension_groups``)
+    whose elements do not fill the result's bounds, the one dynamic result
+    dimension takes what they fill. ValueError when no such dimension is
+    unique or the elements do not fill whole rows of it."""
+    out = list(result.dimensions)
+    for ins, outs in reshape_dimension_groups(operand_dims, out):
+        count = math.prod(held[i] for i in ins)
+        if count == math.prod(out[j] for j in outs):
+            continue
+        dynamic = [j for j in outs if result.dynamic[j]]
+        rest = math.prod(out[j] for j in outs if j not in dynamic[:1])
+        if len(dynamic) != 1 or (rest and count % rest):
+            raise ValueError(
+                f"the operand's dynamic sizes {list(held)} do not fill "
+                f"{result.to_text(False)} (one dynamic result dimension per merged or split "
+                "group of dimensions holds the size)")
+        out[dynamic[0]] = count // rest if rest else 0
+    return out

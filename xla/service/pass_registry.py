@@ -21,6 +21,7 @@ PASSES = {
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
     "dot-type-widening": "xla.service.dot_type_widening:DotTypeWidening",
+    "dynamic-padder": "xla.service.dynamic_padder:DynamicPadder",
     "dynamic-index-splitter": "xla.service.dynamic_index_splitter:DynamicIndexSplitter",
     "dynamic-update-slice-fusion": "xla.service.dus_fusion:DynamicUpdateSliceFusion",
     "flatten-call-graph": "xla.service.flatten_call_graph:FlattenCallGraph",

@@ -85,6 +85,7 @@ class CpuCompiler(Compiler):
     def __init__(self, opt_level=None, device=None):
         self._opt_level = opt_level   # None: --xla_backend_optimization_level
         self.device = device          # the executables' device (CpuPlatform's)
+        self.dynamic_binding = None   # the last optimize's DynamicEntryBinding (dynamic_entry.py)
         self.configure()
 
     def configure(self, options=None):
@@ -137,10 +138,10 @@ class CpuCompiler(Compiler):
                     raise UnimplementedError(
                         f"the cpu backend does not support buffer shapes ({instr.opcode} "
                         f"{instr.name}: {instr.shape.to_text(False)})")
-        for p in module.entry.parameters:
-            if p.shape.is_dynamic:
-                raise UnimplementedError(f"the cpu backend does not support dynamic shapes "
-                                         f"(parameter {p.name}: {p.shape})")
+        # Dynamic shapes run padded (dynamic-padder); the entry's dynamic
+        # parameters and result cross as padded arrays plus sizes.
+        from xla.service.dynamic_entry import bind_dynamic_entry
+        self.dynamic_binding = bind_dynamic_entry(module)
         pipeline = self.pipeline()
         pipeline.disabled_passes = pipeline.disabled_passes | frozenset(self.disabled_passes)
         if hooks is not None and hooks.pass_hook is not None:
@@ -162,6 +163,10 @@ class CpuCompiler(Compiler):
         """
         self.configure()
         assignment = self.optimize(module)
+        if self.dynamic_binding is not None:
+            raise UnimplementedError(f"module {module.name}: ahead-of-time compilation of an "
+                                     "entry with dynamic shapes is not supported (its C "
+                                     "signature would take the sizes apart)")
         with paused_gc(), fast_math.approximations(self.fast_math):
             emitted = emit_module(module, assignment, runtime_symbols)
         return assignment, emitted
@@ -213,6 +218,7 @@ class CpuCompiler(Compiler):
                             kernel_compiler.buffer_layout_fingerprint(assignment))
             exe = self._from_cache(cache, key, module, assignment, kernels)
             if exe is not None:
+                exe.dynamic_binding = self.dynamic_binding
                 timings["total"] = time.perf_counter() - started
                 exe.compile_timings = timings
                 exe.pass_timings = self.pass_timings
@@ -258,6 +264,7 @@ class CpuCompiler(Compiler):
         exe = CpuExecutable(module, assignment, jit_module, emitted, objects,
                             self._transform, device=self.device)
         exe.kernel_opt_level = self.opt_level
+        exe.dynamic_binding = self.dynamic_binding
         exe.compile_timings = timings
         exe.pass_timings = self.pass_timings
         return exe

@@ -60,6 +60,10 @@ class CpuExecutable(Executable):
     compile_timings = None    # stage -> seconds, and kernel counts (CpuCompiler.compile)
     kernel_opt_level = 3      # the LLVM opt level the kernels were compiled at
     pass_timings = None       # HLO pass name -> seconds
+    # A DynamicEntryBinding (xla/service/dynamic_entry.py) when the module
+    # had dynamic parameters or results: arguments are padded to their
+    # bounds and the result sliced to its dynamic sizes around each call.
+    dynamic_binding = None
 
     def __init__(self, module, assignment, jit_module, emitted=None, kernel_objects=None,
                  transform=None, device=None):
@@ -112,6 +116,18 @@ class CpuExecutable(Executable):
         self._device_copy_args = (module, assignment, jit_module, emitted, kernel_objects, transform)
 
     @property
+    def parameter_shapes(self):
+        if self.dynamic_binding is not None:
+            return list(self.dynamic_binding.parameter_shapes)
+        return super().parameter_shapes
+
+    @property
+    def result_shape(self):
+        if self.dynamic_binding is not None:
+            return self.dynamic_binding.result_shape
+        return super().result_shape
+
+    @property
     def ir_text(self):
         """The LLVM IR before optimization: the driver module, then each
         distinct kernel's module (None when loaded from the cache)."""
@@ -138,6 +154,7 @@ class CpuExecutable(Executable):
         compiled code (devices of a replicated run execute concurrently)."""
         exe = CpuExecutable(*self._device_copy_args, device=self.device)
         exe.kernel_opt_level = self.kernel_opt_level
+        exe.dynamic_binding = self.dynamic_binding
         exe.compile_timings, exe.pass_timings = self.compile_timings, self.pass_timings
         return exe
 
@@ -274,6 +291,12 @@ class CpuExecutable(Executable):
         return self._execute(args, donated)
 
     def _execute(self, args, donated):
+        binding = self.dynamic_binding
+        if binding is not None:
+            return binding.unpad_result(self._execute_padded(binding.pad_arguments(args), donated))
+        return self._execute_padded(args, donated)
+
+    def _execute_padded(self, args, donated):
         fast = self._fast
         if fast is not None and not donated and fast.accepts(args):
             result = fast.run(args)

@@ -6,6 +6,10 @@ fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO to re-fuse),
 ``ragged-dot-expander`` (ragged-dot as dots and selects, where it can),
 ``scaled-dot-expander`` (scaled-dot as multiplies and a dot),
 ``scan-expander`` (scan as a while loop),
+``dynamic-padder`` after the first call inlining (dynamic dimensions
+padded to their bounds, sizes tracked as s32 scalars: ``xla/service/dynamic_padder.py``;
+the compiler binds a dynamic entry's parameters and result to sizes first,
+``xla/service/dynamic_entry.py``),
 the target-independent pipeline (``xla/service/pipelines.py``) with
 ``convolution-reversal-expander`` (a reversed window as a reverse of the
 kernel, which the runtime's conv2d then takes) and ``dot-type-widening``
@@ -35,6 +39,10 @@ def cpu_pipeline(**options):
     pipeline.passes.insert(3, make_pass("ragged-dot-expander"))
     pipeline.passes.insert(4, make_pass("scaled-dot-expander"))
     pipeline.passes.insert(5, make_pass("scan-expander"))
+    # After call inlining and the dce behind it: one flat entry, no dead ops to refuse.
+    inliner = _index(pipeline, "call-inliner")
+    assert pipeline.passes[inliner + 1].name == "dce"
+    pipeline.passes.insert(inliner + 2, make_pass("dynamic-padder"))
     layout = _index(pipeline, "layout-assignment")
     # What the runtime's library calls read and write (layout_constraints.py).
     pipeline.passes[layout] = make_pass("layout-assignment",

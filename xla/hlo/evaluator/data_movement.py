@@ -81,7 +81,10 @@ def _iota(instr, operands, ctx):
 @register("broadcast")
 def _broadcast(instr, operands, ctx):
     x = np.asarray(operands[0])
-    dims = _dims(instr)
+    dims = list(_dims(instr))
+    for i, d in enumerate(instr.attr("dimensions", ())):
+        if i < x.ndim and instr.shape.dynamic[d]:
+            dims[d] = x.shape[i]   # a dynamic operand dimension keeps its size
     mapping = tuple(instr.attr("dimensions", ()))
     if len(mapping) != x.ndim:
         raise InvalidArgumentError(
@@ -97,7 +100,18 @@ def _broadcast(instr, operands, ctx):
 
 @register("reshape")
 def _reshape(instr, operands, ctx):
-    return np.reshape(operands[0], _dims(instr)).copy()
+    x = np.asarray(operands[0])
+    if x.shape != instr.operands[0].shape.dimensions:
+        return np.reshape(x, _dynamic_reshape_sizes(instr, x.shape)).copy()
+    return np.reshape(x, _dims(instr)).copy()
+
+
+def _dynamic_reshape_sizes(instr, held):
+    from xla.hlo.shape import reshape_result_sizes
+    try:
+        return reshape_result_sizes(instr.operands[0].shape.dimensions, held, instr.shape)
+    except ValueError as e:
+        raise InvalidArgumentError(f"reshape {instr.name}: {e}") from None
 
 
 def _major_to_minor(shape):
