@@ -73,6 +73,7 @@ from xla.hlo import sdy
 from xla.hlo.sharding import (REPLICATED, HloSharding, local_dims, sharding_of, tile_coords,
                               tiled)
 from xla.service import spmd_dot, spmd_shape_ops
+from xla.service.sharding_propagation import ShardingPropagation
 from xla.hlo.types import PrimitiveType
 
 
@@ -277,6 +278,10 @@ class _Partitioner:
         attrs = {k: v for k, v in h.attrs.items() if k != "sharding"}
         if op == "custom-call" and str(h.attr("custom_call_target", "")).startswith("xla.sdy."):
             return self.shardy(h, operands, have)
+        if op == "custom-call" and str(h.attr("custom_call_target", "")) == "Sharding" \
+                and len(operands) == 1 and h.shape.is_array and not _is_manual(have[0]):
+            # An annotation: the value, resharded to it (by run, below).
+            return operands[0], have[0]
         if any(_is_manual(s) for s in have):
             # Per-device code as written (a manual computation's call, or
             # what works on its results before they become global again).
@@ -418,8 +423,12 @@ def _same(a, b):
     return a == b
 
 
-def partition(module, num_partitions=None):
-    """(partitioned module, parameter shardings, result sharding); see the module docstring."""
+def partition(module, num_partitions=None, allow_spmd_sharding_propagation_to_parameters=None):
+    """(partitioned module, parameter shardings, result sharding); see the
+    module docstring. ``module`` gets the shardings ShardingPropagation
+    infers (``sharding_propagation.py``; parameters only where the option,
+    or the module header's, allows)."""
     n = num_partitions or int(module.header_attrs.get("num_partitions", 1))
+    ShardingPropagation(allow_spmd_sharding_propagation_to_parameters, n).run(module)
     out, params, result = _Partitioner(module, n).run()
     return out, params, result
