@@ -267,3 +267,24 @@ def test_shardy_modules_are_left_alone():
   ROOT s = f32[8,6] custom-call(a), custom_call_target="xla.sdy.FuncResultSharding", sharding={devices=[4,1]<=[4]}""")
     m, changed = propagate(text, allow_parameters=True)
     assert not changed and shardings(m)["a"] is None
+
+
+def test_a_broadcast_given_a_sharding_computes_only_its_tiles():
+    # The bias's broadcast learns the rows' sharding backward from the add;
+    # the partitioner then broadcasts straight into each device's [2,6]
+    # tile (no whole [8,6] broadcast, no slice of it).
+    text = module("""  x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  b = f32[6] parameter(1)
+  bb = f32[8,6] broadcast(b), dimensions={1}
+  ROOT s = f32[8,6] add(x, bb)""")
+    m, _ = propagate(text)
+    assert shardings(m)["bb"] == ROWS and shardings(m)["b"] is None
+    partitioned, _, _ = run_partitioned(text, [(8, 6), (6,)])
+    ops = {h.opcode: h for h in partitioned.entry.instructions}
+    assert ops["broadcast"].shape.dimensions == (2, 6) and "dynamic-slice" not in ops
+    # Cut along the broadcast operand's dimension: each device broadcasts
+    # its slice of b.
+    text = text.replace("{devices=[4,1]<=[4]}", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}")
+    partitioned, _, _ = run_partitioned(text, [(8, 6), (6,)])
+    ops = {h.opcode: h for h in partitioned.entry.instructions}
+    assert ops["broadcast"].shape.dimensions == (8, 3) and collectives(partitioned) == []

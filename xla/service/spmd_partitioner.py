@@ -8,9 +8,12 @@ takes each parameter's local tile (``shard`` cuts a global array into them)
 and returns each device's tile of the result (``unshard`` puts them back).
 Devices are partitions (one replica; ``partition-id`` says which).
 
-Propagation is forward, in post order: an instruction without a sharding
-takes one from its operands (below), and every written sharding is
-honoured, resharding the value if needed. Per instruction:
+``ShardingPropagation`` (``sharding_propagation.py``) runs first and
+writes the shardings that annotations imply, forward and backward. Then,
+in post order, each instruction is partitioned from its operands' tiles
+(below), and every written sharding is honoured, resharding the value if
+needed (an instruction still without one keeps what its operands give).
+Per instruction:
 
 - parameter: its sharding (replicated without one); constants are
   replicated;
@@ -19,8 +22,10 @@ honoured, resharding the value if needed. Per instruction:
 - reduce (one operand): dimensions that stay keep their tiles; reduced
   dimensions that were cut are combined by an all-reduce with the same
   reducer after the local reduce;
+- ``custom-call(x), custom_call_target="Sharding"``: x resharded to it;
 - transpose, broadcast, reshape, slice, pad, concatenate
-  (``spmd_shape_ops.py``): the tiles move with the dimensions; a reshape
+  (``spmd_shape_ops.py``): the tiles move with the dimensions (a broadcast
+  with a written sharding broadcasts straight into its tiles); a reshape
   keeps them when the cut dimensions' tile boundaries survive (adding or
   removing size-1 dimensions, splitting or merging dimensions below a cut
   one: [8,6] cut 4 along rows reshapes to [8,2,3] or [2,4,6] locally);
@@ -309,6 +314,8 @@ class _Partitioner:
                    for v, s, o in zip(operands, have, h.operands)]
             dims = local_dims(h.shape.dimensions, target)
             return self.add(op, self.array_shape(h.shape.element_type, dims), ops, attrs=attrs), target
+        if op == "broadcast" and written is not None and written.is_tiled and not written.is_replicated:
+            return spmd_shape_ops.broadcast_to(self, h, operands, have, attrs, written)
         handler = _HANDLERS.get(op)
         result = handler(self, h, operands, have, attrs) if handler is not None else None
         if result is not None:

@@ -11,7 +11,7 @@ its tile computes exactly its tile of the result; the dimensions that are
 whole may change freely.
 """
 from xla.hlo.attributes import SliceDim
-from xla.hlo.sharding import REPLICATED, local_dims, tiled
+from xla.hlo.sharding import REPLICATED, local_dims, project_sharding, tiled
 
 
 def _cut(s):
@@ -67,6 +67,16 @@ def broadcast(p, h, operands, have, attrs):
     if out is None:
         return None
     return p.add("broadcast", p.tile_shape(h.shape, out), operands, attrs=attrs), out
+
+
+def broadcast_to(p, h, operands, have, attrs, want):
+    """The broadcast ``h`` computed directly as tiles cut by ``want`` (its
+    written sharding): each device broadcasts the part of the operand its
+    tile covers (the operand resharded to ``want``'s cuts of the broadcast
+    dimensions, cut locally when it is whole), never the whole result."""
+    bdims = list(h.attr("dimensions", ()))
+    x = p.reshard(operands[0], have[0], project_sharding(want, bdims), h.operands[0].shape.dimensions)
+    return p.add("broadcast", p.tile_shape(h.shape, want), [x], attrs=attrs), want
 
 
 def _chunks(dims, tiles):
