@@ -33,6 +33,7 @@ batch_group_count other than 1, make it return None at once.
 import numpy as np
 
 from xla.hlo.sharding import REPLICATED, from_tile_coords, tile_coords, tiled
+from xla.service.spmd_windowed_dot import windowed_dot
 
 
 def _cut(s):
@@ -103,12 +104,19 @@ def contraction(p, h, operands, have, attrs, roles):
     """(value, sharding) of the partitioned contraction ``h`` whose operand
     dimensions play ``roles`` (per operand, per dimension: ("out", result
     dimension), ("sum", index) or None for whole), or None."""
-    for kept in ((have[0], have[1]), (have[0], REPLICATED), (REPLICATED, have[1])):
+    for gathered, kept in ((None, (have[0], have[1])), (1, (have[0], REPLICATED)),
+                           (0, (REPLICATED, have[1]))):
         plan = _plan(p.n, kept, roles, h.shape.rank)
         if plan is not None:
             break
     else:
         return None
+    threshold = p.windowed_einsum_threshold_bytes
+    if gathered is not None and threshold is not None and _cut(have[gathered]) and \
+            h.operands[gathered].shape.byte_size() >= threshold:
+        result = windowed_dot(p, h, operands, have, attrs, roles, gathered, plan)
+        if result is not None:
+            return result
     out, wanted, groups = plan
     values = [p.reshard(v, s, w, o.shape.dimensions)
               for v, s, w, o in zip(operands, have, wanted, h.operands)]

@@ -140,9 +140,10 @@ def unshard_result(outs, result_sharding, shape):
 
 
 class _Partitioner:
-    def __init__(self, module, n):
+    def __init__(self, module, n, windowed_einsum_threshold_bytes=None):
         self.module = module
         self.n = n
+        self.windowed_einsum_threshold_bytes = windowed_einsum_threshold_bytes
         self.meshes = sdy.module_meshes(module)
         for name, mesh in self.meshes.items():
             if mesh.size != n:
@@ -180,6 +181,18 @@ class _Partitioner:
             self._pid = self.add("convert", Shape.scalar(PrimitiveType.S32), [pid])
         return self._pid
 
+    def constant_s32(self, value):
+        return self.add("constant", Shape.scalar(PrimitiveType.S32), literal=np.int32(value))
+
+    def per_device(self, values):
+        """An s32 scalar that is ``values[d]`` on device d (a constant table
+        indexed by partition-id)."""
+        c = self.add("constant", self.array_shape(PrimitiveType.S32, (self.n,)),
+                     literal=np.asarray(values, np.int32).copy())
+        one = self.add("dynamic-slice", self.array_shape(PrimitiveType.S32, (1,)),
+                       [c, self.partition_id()], attrs={"dynamic_slice_sizes": (1,)})
+        return self.add("reshape", Shape.scalar(PrimitiveType.S32), [one])
+
     # ----- resharding ---------------------------------------------------------------
     def gather(self, value, sharding, dims):
         """``value`` (a tile under ``sharding`` of an array of ``dims``) made whole."""
@@ -213,17 +226,8 @@ class _Partitioner:
                     return None
         if held == local:
             return value
-        starts = []
-        for k in range(len(dims)):
-            if not offsets[:, k].any():
-                starts.append(self.add("constant", Shape.scalar(PrimitiveType.S32),
-                                       literal=np.int32(0)))
-                continue
-            c = self.add("constant", self.array_shape(PrimitiveType.S32, (self.n,)),
-                         literal=offsets[:, k].copy())
-            one = self.add("dynamic-slice", self.array_shape(PrimitiveType.S32, (1,)),
-                           [c, self.partition_id()], attrs={"dynamic_slice_sizes": (1,)})
-            starts.append(self.add("reshape", Shape.scalar(PrimitiveType.S32), [one]))
+        starts = [self.per_device(offsets[:, k]) if offsets[:, k].any() else self.constant_s32(0)
+                  for k in range(len(dims))]
         return self.add("dynamic-slice", self.array_shape(value.shape.element_type, local),
                         [value] + starts, attrs={"dynamic_slice_sizes": tuple(local)})
 
@@ -430,12 +434,15 @@ def _same(a, b):
     return a == b
 
 
-def partition(module, num_partitions=None, allow_spmd_sharding_propagation_to_parameters=None):
+def partition(module, num_partitions=None, allow_spmd_sharding_propagation_to_parameters=None,
+              windowed_einsum_threshold_bytes=None):
     """(partitioned module, parameter shardings, result sharding); see the
     module docstring. ``module`` gets the shardings ShardingPropagation
     infers (``sharding_propagation.py``; parameters only where the option,
-    or the module header's, allows)."""
+    or the module header's, allows). A dot that would gather an operand of
+    at least ``windowed_einsum_threshold_bytes`` passes its tiles round a
+    ring instead where it can (``spmd_windowed_dot.py``; None: never)."""
     n = num_partitions or int(module.header_attrs.get("num_partitions", 1))
     ShardingPropagation(allow_spmd_sharding_propagation_to_parameters, n).run(module)
-    out, params, result = _Partitioner(module, n).run()
+    out, params, result = _Partitioner(module, n, windowed_einsum_threshold_bytes).run()
     return out, params, result
