@@ -288,3 +288,21 @@ def test_a_broadcast_given_a_sharding_computes_only_its_tiles():
     partitioned, _, _ = run_partitioned(text, [(8, 6), (6,)])
     ops = {h.opcode: h for h in partitioned.entry.instructions}
     assert ops["broadcast"].shape.dimensions == (8, 3) and collectives(partitioned) == []
+
+
+def test_ops_given_a_sharding_cut_their_whole_operands_first():
+    # Only the result is annotated and the parameters are passed whole:
+    # each device cuts its rows of x (a local dynamic-slice) and computes
+    # the dot, the reduce and the transpose on tiles, never whole.
+    text = module("""  x = f32[8,16] parameter(0)
+  w = f32[16,4] parameter(1)
+  d = f32[8,4] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  z = f32[] constant(0)
+  r = f32[8] reduce(x, z), dimensions={1}, to_apply=add
+  rb = f32[8,4] broadcast(r), dimensions={0}
+  a = f32[8,4] add(d, rb)
+  ROOT t = f32[4,8] transpose(a), dimensions={1,0}, sharding={devices=[1,4]<=[4]}""")
+    partitioned, params, _ = run_partitioned(text, [(8, 16), (16, 4)])
+    assert all(p.is_replicated for p in params) and collectives(partitioned) == []
+    shapes = {h.opcode: h.shape.dimensions for h in partitioned.entry.instructions}
+    assert shapes["dot"] == (2, 4) and shapes["reduce"] == (2,) and shapes["transpose"] == (4, 2)

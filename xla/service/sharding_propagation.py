@@ -120,7 +120,7 @@ def _forward(h, have, n):
 
 # ----- backward: an operand's sharding from a user's ----------------------------------
 
-def _backward(u, k, su, current):
+def infer_operand_sharding(u, k, su, current):
     """The sharding of operand ``k`` of ``u`` that makes ``u``'s result cut
     by ``su`` (``current``: what is known of the other operands), or None."""
     op = u.opcode
@@ -154,7 +154,7 @@ def _backward(u, k, su, current):
     return None
 
 
-def _fits(s, h):
+def fits(s, h):
     """Whether ``s`` may be written on ``h``: tiled or replicated, with
     tiles that divide ``h``'s dimensions evenly."""
     if s is None or s.kind not in ("tiled", "replicated"):
@@ -205,7 +205,7 @@ class ShardingPropagation(HloPass):
         inferred = {}
 
         def offer(h, candidate):
-            if id(h) not in writable or not _fits(candidate, h):
+            if id(h) not in writable or not fits(candidate, h):
                 return False
             old = current.get(id(h))
             if old is not None and tile_count(candidate) <= tile_count(old):
@@ -227,9 +227,9 @@ class ShardingPropagation(HloPass):
                 for u in users[id(h)]:
                     su = current.get(id(u))
                     if su is not None:
-                        candidates += [_backward(u, k, su, current)
+                        candidates += [infer_operand_sharding(u, k, su, current)
                                        for k, o in enumerate(u.operands) if o is h]
-                changed |= offer(h, _most_specific(c for c in candidates if _fits(c, h)))
+                changed |= offer(h, _most_specific(c for c in candidates if fits(c, h)))
         for h in order:
             if id(h) in inferred:
                 h.attrs["sharding"] = RawAttr(inferred[id(h)].to_text())

@@ -13,6 +13,10 @@ writes the shardings that annotations imply, forward and backward. Then,
 in post order, each instruction is partitioned from its operands' tiles
 (below), and every written sharding is honoured, resharding the value if
 needed (an instruction still without one keeps what its operands give).
+An instruction with a written tiled sharding first cuts the operands it
+holds whole to the tiles it needs of them (the operand shardings
+propagation infers backward; a local dynamic-slice), so that a value
+annotated only downstream of whole parameters is still computed on tiles.
 Per instruction:
 
 - parameter: its sharding (replicated without one); constants are
@@ -78,7 +82,7 @@ from xla.hlo import sdy
 from xla.hlo.sharding import (REPLICATED, HloSharding, local_dims, sharding_of, tile_coords,
                               tiled)
 from xla.service import spmd_dot, spmd_shape_ops
-from xla.service.sharding_propagation import ShardingPropagation
+from xla.service.sharding_propagation import ShardingPropagation, fits, infer_operand_sharding
 from xla.hlo.types import PrimitiveType
 
 
@@ -318,13 +322,32 @@ class _Partitioner:
                    for v, s, o in zip(operands, have, h.operands)]
             dims = local_dims(h.shape.dimensions, target)
             return self.add(op, self.array_shape(h.shape.element_type, dims), ops, attrs=attrs), target
-        if op == "broadcast" and written is not None and written.is_tiled and not written.is_replicated:
-            return spmd_shape_ops.broadcast_to(self, h, operands, have, attrs, written)
+        if written is not None and written.is_tiled and not written.is_replicated:
+            if op == "broadcast":
+                return spmd_shape_ops.broadcast_to(self, h, operands, have, attrs, written)
+            operands, have = self.cut_whole_operands(h, operands, have, written)
         handler = _HANDLERS.get(op)
         result = handler(self, h, operands, have, attrs) if handler is not None else None
         if result is not None:
             return result
         return self.replicated(h, operands, have, attrs)
+
+    def cut_whole_operands(self, h, operands, have, written):
+        """``h``'s operands, those held whole cut locally (no communication)
+        to the tiles ``h`` needs from them to give tiles cut by ``written``
+        (the operand shardings ShardingPropagation infers from it)."""
+        known = {id(o): s for o, s in zip(h.operands, have)}
+        operands, have = list(operands), list(have)
+        for k, o in enumerate(h.operands):
+            if not o.shape.is_array or o.shape.rank == 0 or not have[k].is_replicated:
+                continue
+            want = infer_operand_sharding(h, k, written, known)
+            if not fits(want, o) or want.is_replicated:
+                continue
+            value = self.cut(operands[k], have[k], want, o.shape.dimensions)
+            if value is not None:
+                operands[k], have[k], known[id(o)] = value, want, want
+        return operands, have
 
     def shardy(self, h, operands, have):
         target = str(h.attr("custom_call_target"))
