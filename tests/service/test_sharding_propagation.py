@@ -306,3 +306,24 @@ def test_ops_given_a_sharding_cut_their_whole_operands_first():
     assert all(p.is_replicated for p in params) and collectives(partitioned) == []
     shapes = {h.opcode: h.shape.dimensions for h in partitioned.entry.instructions}
     assert shapes["dot"] == (2, 4) and shapes["reduce"] == (2,) and shapes["transpose"] == (4, 2)
+
+
+def test_a_parameter_option_of_the_wrong_length_is_an_error():
+    from xla.errors import InvalidArgumentError
+    text = module("""  x = f32[8,6] parameter(0)
+  ROOT s = f32[8,6] custom-call(x), custom_call_target="Sharding", sharding={devices=[4,1]<=[4]}""")
+    with pytest.raises(InvalidArgumentError, match="2 values for 1 parameters"):
+        propagate(text, allow_parameters=[True, False])
+
+
+def test_convolution_kernel_takes_the_output_feature_cut():
+    text = module("""  x = f32[8,5,5,3] parameter(0)
+  k = f32[3,3,3,4] parameter(1)
+  c = f32[8,5,5,4] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  ROOT s = f32[8,5,5,4] custom-call(c), custom_call_target="Sharding", sharding={devices=[1,1,1,4]<=[4]}""")
+    m, _ = propagate(text, allow_parameters=True)
+    # The kernel's output features (dimension 3, "o") are the result's; the
+    # input is needed whole by every device.
+    assert shardings(m)["k"] == "{devices=[1,1,1,4]0,1,2,3}" and shardings(m)["x"] == "{replicated}"
+    partitioned, _, _ = run_partitioned(text, [(8, 5, 5, 3), (3, 3, 3, 4)], allow_parameters=True)
+    assert collectives(partitioned) == []

@@ -49,8 +49,14 @@ get none (the partitioner computes non-entry computations whole). Only
 tiled and replicated shardings propagate (maximal and manual stay where
 they are written). A module in Shardy's form (``xla.sdy.*`` custom-calls)
 is left alone: its manual regions must not be resharded. An inferred
-sharding whose tiles do not divide the dimensions evenly is dropped.
+sharding whose tiles do not divide the dimensions evenly is dropped. The
+root is treated as any instruction (XLA's
+``allow_spmd_sharding_propagation_to_output`` on): the partitioner reports
+the result's sharding to its caller, who puts the result back together.
+Reshapes that move data across tile boundaries, dynamic-slice, gather,
+scatter, sort and control flow pass no sharding either way.
 """
+from xla.errors import InvalidArgumentError
 from xla.hlo import opcodes, sdy
 from xla.hlo.attributes import RawAttr
 from xla.hlo.sharding import REPLICATED, project_sharding, sharding_of, tile_count
@@ -175,8 +181,13 @@ def _allowed_parameters(option, module):
         option = [v.strip() == "true" for v in str(getattr(raw, "text", raw)).strip("{}").split(",")]
     if isinstance(option, bool):
         return [option] * count
-    option = list(option)
-    return option * count if len(option) == 1 else option
+    option = [bool(v) for v in option]
+    if len(option) == 1:
+        return option * count
+    if len(option) != count:
+        raise InvalidArgumentError(f"allow_spmd_sharding_propagation_to_parameters has "
+                                   f"{len(option)} values for {count} parameters")
+    return option
 
 
 class ShardingPropagation(HloPass):
