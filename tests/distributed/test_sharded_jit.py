@@ -57,3 +57,21 @@ def test_batch_parallel_matmul_reshape_and_concatenate_match(backend):
 
     g = xla.jit(f, backend=backend, in_shardings=(batch, batch), out_shardings=batch)
     np.testing.assert_allclose(g(x, w), f(x, w), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_out_shardings_alone_propagate_backward(backend):
+    # Only the result is sharded: ShardingPropagation cuts the intermediate
+    # values backward from it (the arguments, without in_shardings, are
+    # passed whole, as in JAX).
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    mesh = Mesh((4,), ("batch",))
+
+    def f(x, w, b):
+        return np.maximum(x @ w + b, 0.0).T
+
+    g = xla.jit(f, backend=backend, out_shardings=NamedSharding(mesh, P(None, "batch")))
+    np.testing.assert_allclose(g(x, w, b), f(x, w, b), rtol=1e-5, atol=1e-5)

@@ -134,6 +134,30 @@ def from_tile_coords(tiles, coords):
     return tiled(devices, True) if r > 1 else tiled(devices.reshape(tiles))
 
 
+def project_sharding(sharding, source_dims):
+    """The sharding of an array whose dimension j is cut exactly as
+    ``sharding`` cuts dimension ``source_dims[j]`` (None: j is whole), each
+    device keeping its tile coordinates along the dimensions kept; the cuts
+    of dimensions left out become replication. Transposing, broadcasting,
+    reducing and contracting dimensions all map tiles this way."""
+    if sharding is None or not sharding.is_tiled or sharding.is_replicated:
+        return REPLICATED
+    rank = len(sharding.tiles)
+    tiles = [1 if k is None else sharding.tiles[k] for k in source_dims]
+    coords = [[0 if k is None else tile_coords(sharding, d, rank)[k] for k in source_dims]
+              for d in sorted(int(x) for x in sharding.devices.reshape(-1))]
+    return from_tile_coords(tiles, coords)
+
+
+def tile_count(sharding):
+    """How many distinct tiles ``sharding`` cuts an array into (1 unless
+    tiled): the measure by which one sharding is more specific than
+    another."""
+    if sharding is None or not sharding.is_tiled:
+        return 1
+    return int(np.prod(sharding.tiles, dtype=np.int64))
+
+
 def _ints(text):
     return [int(v) for v in text.replace(" ", "").split(",") if v]
 

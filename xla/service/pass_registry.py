@@ -35,6 +35,7 @@ PASSES = {
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":
         "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",
+    "sharding-propagation": "xla.service.sharding_propagation:ShardingPropagation",
     "sub-byte-size-removal": "xla.service.sub_byte_normalization:SubByteNormalization",
     "stochastic_convert_decomposer":
         "xla.service.stochastic_convert_decomposer:StochasticConvertDecomposer",

@@ -33,10 +33,11 @@ batch_group_count other than 1, make it return None at once.
 import numpy as np
 
 from xla.hlo.sharding import REPLICATED, from_tile_coords, tile_coords, tiled
+from xla.service.spmd_windowed_dot import windowed_dot
 
 
 def _cut(s):
-    return s.is_tiled and not s.is_replicated
+    return s is not None and s.is_tiled and not s.is_replicated
 
 
 def _plan(n, shardings, roles, out_rank):
@@ -103,12 +104,19 @@ def contraction(p, h, operands, have, attrs, roles):
     """(value, sharding) of the partitioned contraction ``h`` whose operand
     dimensions play ``roles`` (per operand, per dimension: ("out", result
     dimension), ("sum", index) or None for whole), or None."""
-    for kept in ((have[0], have[1]), (have[0], REPLICATED), (REPLICATED, have[1])):
+    for gathered, kept in ((None, (have[0], have[1])), (1, (have[0], REPLICATED)),
+                           (0, (REPLICATED, have[1]))):
         plan = _plan(p.n, kept, roles, h.shape.rank)
         if plan is not None:
             break
     else:
         return None
+    threshold = p.windowed_einsum_threshold_bytes
+    if gathered is not None and threshold is not None and _cut(have[gathered]) and \
+            h.operands[gathered].shape.byte_size() >= threshold:
+        result = windowed_dot(p, h, operands, have, attrs, roles, gathered, plan)
+        if result is not None:
+            return result
     out, wanted, groups = plan
     values = [p.reshard(v, s, w, o.shape.dimensions)
               for v, s, w, o in zip(operands, have, wanted, h.operands)]
@@ -118,7 +126,72 @@ def contraction(p, h, operands, have, attrs, roles):
     return value, out
 
 
-def dot(p, h, operands, have, attrs):
+def result_sharding(n, h, shardings):
+    """The sharding the partitioner gives the result of the contraction
+    ``h`` (a dot or convolution) when its operands are cut by
+    ``shardings`` (after any operand it gathers), or None when it computes
+    ``h`` whole."""
+    roles = contraction_roles(h)
+    if roles is None:
+        return None
+    for kept in ((shardings[0], shardings[1]), (shardings[0], REPLICATED),
+                 (REPLICATED, shardings[1])):
+        plan = _plan(n, kept, roles, h.shape.rank)
+        if plan is not None:
+            return plan[0]
+    return None
+
+
+def operand_sharding(h, k, result, other):
+    """The sharding of operand ``k`` of the contraction ``h`` that yields
+    tiles of a result cut by ``result``: its carried dimensions cut as the
+    result's, its summed dimensions as the ``other`` operand's (when that
+    is known and consistent), whole dimensions whole. None when ``h`` is
+    not a contraction the partitioner splits."""
+    roles = contraction_roles(h)
+    if roles is None:
+        return None
+    mine, theirs = roles[k], roles[1 - k]
+    sources = [None if r is None else ("result", r[1]) if r[0] == "out" else
+               ("other", theirs.index(r)) for r in mine]
+    n = max(_size(result), _size(other))
+    if n == 1:
+        return REPLICATED
+    for use_other in (True, False):
+        tiles, coords = [], [[] for _ in range(n)]
+        for src in sources:
+            s = None if src is None or (src[0] == "other" and not use_other) else \
+                result if src[0] == "result" else other
+            if not _cut(s):
+                tiles.append(1)
+                for c in coords:
+                    c.append(0)
+                continue
+            tiles.append(s.tiles[src[1]])
+            for d, c in enumerate(coords):
+                c.append(tile_coords(s, d, len(s.tiles))[src[1]])
+        out = from_tile_coords(tiles, coords)
+        if out is not None:
+            return out
+    return None
+
+
+def _size(s):
+    return int(s.devices.size) if s is not None and s.is_tiled else 1
+
+
+def contraction_roles(h):
+    """Per operand of the dot or convolution ``h``, per dimension: ("out",
+    result dimension), ("sum", index) or None (needed whole); None when the
+    partitioner does not split ``h`` (see the module docstring)."""
+    if h.opcode == "dot":
+        return _dot_roles(h)
+    if h.opcode == "convolution":
+        return _convolution_roles(h)
+    return None
+
+
+def _dot_roles(h):
     if len(h.operands) != 2:
         return None
     lb, rb = tuple(h.attr("lhs_batch_dims", ())), tuple(h.attr("rhs_batch_dims", ()))
@@ -135,10 +208,10 @@ def dot(p, h, operands, have, attrs):
                 role[d] = ("out", first_free)
                 first_free += 1
         roles.append(role)
-    return contraction(p, h, operands, have, attrs, roles)
+    return roles
 
 
-def convolution(p, h, operands, have, attrs):
+def _convolution_roles(h):
     if h.attr("batch_group_count", 1) != 1 or len(h.operands) != 2:
         return None
     dn = h.attr("dim_labels")
@@ -149,7 +222,12 @@ def convolution(p, h, operands, have, attrs):
         lhs[dn.input_feature_dimension] = ("sum", 0)
         rhs[dn.kernel_input_feature_dimension] = ("sum", 0)
         rhs[dn.kernel_output_feature_dimension] = ("out", dn.output_feature_dimension)
-    return contraction(p, h, operands, have, attrs, [lhs, rhs])
+    return [lhs, rhs]
 
 
-HANDLERS = {"dot": dot, "convolution": convolution}
+def _partition(p, h, operands, have, attrs):
+    roles = contraction_roles(h)
+    return None if roles is None else contraction(p, h, operands, have, attrs, roles)
+
+
+HANDLERS = {"dot": _partition, "convolution": _partition}

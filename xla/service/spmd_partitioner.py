@@ -8,9 +8,16 @@ takes each parameter's local tile (``shard`` cuts a global array into them)
 and returns each device's tile of the result (``unshard`` puts them back).
 Devices are partitions (one replica; ``partition-id`` says which).
 
-Propagation is forward, in post order: an instruction without a sharding
-takes one from its operands (below), and every written sharding is
-honoured, resharding the value if needed. Per instruction:
+``ShardingPropagation`` (``sharding_propagation.py``) runs first and
+writes the shardings that annotations imply, forward and backward. Then,
+in post order, each instruction is partitioned from its operands' tiles
+(below), and every written sharding is honoured, resharding the value if
+needed (an instruction still without one keeps what its operands give).
+An instruction with a written tiled sharding first cuts the operands it
+holds whole to the tiles it needs of them (the operand shardings
+propagation infers backward; a local dynamic-slice), so that a value
+annotated only downstream of whole parameters is still computed on tiles.
+Per instruction:
 
 - parameter: its sharding (replicated without one); constants are
   replicated;
@@ -19,8 +26,10 @@ honoured, resharding the value if needed. Per instruction:
 - reduce (one operand): dimensions that stay keep their tiles; reduced
   dimensions that were cut are combined by an all-reduce with the same
   reducer after the local reduce;
+- ``custom-call(x), custom_call_target="Sharding"``: x resharded to it;
 - transpose, broadcast, reshape, slice, pad, concatenate
-  (``spmd_shape_ops.py``): the tiles move with the dimensions; a reshape
+  (``spmd_shape_ops.py``): the tiles move with the dimensions (a broadcast
+  with a written sharding broadcasts straight into its tiles); a reshape
   keeps them when the cut dimensions' tile boundaries survive (adding or
   removing size-1 dimensions, splitting or merging dimensions below a cut
   one: [8,6] cut 4 along rows reshapes to [8,2,3] or [2,4,6] locally);
@@ -73,6 +82,7 @@ from xla.hlo import sdy
 from xla.hlo.sharding import (REPLICATED, HloSharding, local_dims, sharding_of, tile_coords,
                               tiled)
 from xla.service import spmd_dot, spmd_shape_ops
+from xla.service.sharding_propagation import ShardingPropagation, fits, infer_operand_sharding
 from xla.hlo.types import PrimitiveType
 
 
@@ -134,9 +144,10 @@ def unshard_result(outs, result_sharding, shape):
 
 
 class _Partitioner:
-    def __init__(self, module, n):
+    def __init__(self, module, n, windowed_einsum_threshold_bytes=None):
         self.module = module
         self.n = n
+        self.windowed_einsum_threshold_bytes = windowed_einsum_threshold_bytes
         self.meshes = sdy.module_meshes(module)
         for name, mesh in self.meshes.items():
             if mesh.size != n:
@@ -174,6 +185,18 @@ class _Partitioner:
             self._pid = self.add("convert", Shape.scalar(PrimitiveType.S32), [pid])
         return self._pid
 
+    def constant_s32(self, value):
+        return self.add("constant", Shape.scalar(PrimitiveType.S32), literal=np.int32(value))
+
+    def per_device(self, values):
+        """An s32 scalar that is ``values[d]`` on device d (a constant table
+        indexed by partition-id)."""
+        c = self.add("constant", self.array_shape(PrimitiveType.S32, (self.n,)),
+                     literal=np.asarray(values, np.int32).copy())
+        one = self.add("dynamic-slice", self.array_shape(PrimitiveType.S32, (1,)),
+                       [c, self.partition_id()], attrs={"dynamic_slice_sizes": (1,)})
+        return self.add("reshape", Shape.scalar(PrimitiveType.S32), [one])
+
     # ----- resharding ---------------------------------------------------------------
     def gather(self, value, sharding, dims):
         """``value`` (a tile under ``sharding`` of an array of ``dims``) made whole."""
@@ -207,17 +230,8 @@ class _Partitioner:
                     return None
         if held == local:
             return value
-        starts = []
-        for k in range(len(dims)):
-            if not offsets[:, k].any():
-                starts.append(self.add("constant", Shape.scalar(PrimitiveType.S32),
-                                       literal=np.int32(0)))
-                continue
-            c = self.add("constant", self.array_shape(PrimitiveType.S32, (self.n,)),
-                         literal=offsets[:, k].copy())
-            one = self.add("dynamic-slice", self.array_shape(PrimitiveType.S32, (1,)),
-                           [c, self.partition_id()], attrs={"dynamic_slice_sizes": (1,)})
-            starts.append(self.add("reshape", Shape.scalar(PrimitiveType.S32), [one]))
+        starts = [self.per_device(offsets[:, k]) if offsets[:, k].any() else self.constant_s32(0)
+                  for k in range(len(dims))]
         return self.add("dynamic-slice", self.array_shape(value.shape.element_type, local),
                         [value] + starts, attrs={"dynamic_slice_sizes": tuple(local)})
 
@@ -277,6 +291,10 @@ class _Partitioner:
         attrs = {k: v for k, v in h.attrs.items() if k != "sharding"}
         if op == "custom-call" and str(h.attr("custom_call_target", "")).startswith("xla.sdy."):
             return self.shardy(h, operands, have)
+        if op == "custom-call" and str(h.attr("custom_call_target", "")) == "Sharding" \
+                and len(operands) == 1 and h.shape.is_array and not _is_manual(have[0]):
+            # An annotation: the value, resharded to it (by run, below).
+            return operands[0], have[0]
         if any(_is_manual(s) for s in have):
             # Per-device code as written (a manual computation's call, or
             # what works on its results before they become global again).
@@ -304,11 +322,32 @@ class _Partitioner:
                    for v, s, o in zip(operands, have, h.operands)]
             dims = local_dims(h.shape.dimensions, target)
             return self.add(op, self.array_shape(h.shape.element_type, dims), ops, attrs=attrs), target
+        if written is not None and written.is_tiled and not written.is_replicated:
+            if op == "broadcast":
+                return spmd_shape_ops.broadcast_to(self, h, operands, have, attrs, written)
+            operands, have = self.cut_whole_operands(h, operands, have, written)
         handler = _HANDLERS.get(op)
         result = handler(self, h, operands, have, attrs) if handler is not None else None
         if result is not None:
             return result
         return self.replicated(h, operands, have, attrs)
+
+    def cut_whole_operands(self, h, operands, have, written):
+        """``h``'s operands, those held whole cut locally (no communication)
+        to the tiles ``h`` needs from them to give tiles cut by ``written``
+        (the operand shardings ShardingPropagation infers from it)."""
+        known = {id(o): s for o, s in zip(h.operands, have)}
+        operands, have = list(operands), list(have)
+        for k, o in enumerate(h.operands):
+            if not o.shape.is_array or o.shape.rank == 0 or not have[k].is_replicated:
+                continue
+            want = infer_operand_sharding(h, k, written, known)
+            if not fits(want, o) or want.is_replicated:
+                continue
+            value = self.cut(operands[k], have[k], want, o.shape.dimensions)
+            if value is not None:
+                operands[k], have[k], known[id(o)] = value, want, want
+        return operands, have
 
     def shardy(self, h, operands, have):
         target = str(h.attr("custom_call_target"))
@@ -418,8 +457,15 @@ def _same(a, b):
     return a == b
 
 
-def partition(module, num_partitions=None):
-    """(partitioned module, parameter shardings, result sharding); see the module docstring."""
+def partition(module, num_partitions=None, allow_spmd_sharding_propagation_to_parameters=None,
+              windowed_einsum_threshold_bytes=None):
+    """(partitioned module, parameter shardings, result sharding); see the
+    module docstring. ``module`` gets the shardings ShardingPropagation
+    infers (``sharding_propagation.py``; parameters only where the option,
+    or the module header's, allows). A dot that would gather an operand of
+    at least ``windowed_einsum_threshold_bytes`` passes its tiles round a
+    ring instead where it can (``spmd_windowed_dot.py``; None: never)."""
     n = num_partitions or int(module.header_attrs.get("num_partitions", 1))
-    out, params, result = _Partitioner(module, n).run()
+    ShardingPropagation(allow_spmd_sharding_propagation_to_parameters, n).run(module)
+    out, params, result = _Partitioner(module, n, windowed_einsum_threshold_bytes).run()
     return out, params, result

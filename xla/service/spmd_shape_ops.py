@@ -11,33 +11,72 @@ its tile computes exactly its tile of the result; the dimensions that are
 whole may change freely.
 """
 from xla.hlo.attributes import SliceDim
-from xla.hlo.sharding import REPLICATED, local_dims, tiled
+from xla.hlo.sharding import REPLICATED, local_dims, project_sharding, tiled
 
 
 def _cut(s):
     return s.is_tiled and not s.is_replicated
 
 
+def transpose_sharding(s, dimensions):
+    """The sharding of ``transpose(x), dimensions=...`` for ``x`` cut by ``s``."""
+    axes = list(dimensions) + ([len(dimensions)] if s.replicate_last else [])
+    return tiled(s.devices.transpose(axes), s.replicate_last)
+
+
+def broadcast_sharding(s, rank, dimensions):
+    """The sharding of a rank-``rank`` broadcast of ``x`` cut by ``s``
+    (dimension i of x becomes dimension ``dimensions[i]``, in order), or
+    None when the dimensions are out of order."""
+    bdims = list(dimensions)
+    if bdims != sorted(bdims):
+        return None
+    tiles = [1] * rank
+    for i, d in enumerate(bdims):
+        tiles[d] = s.tiles[i]
+    shape = tiles + ([s.devices.shape[-1]] if s.replicate_last else [])
+    return tiled(s.devices.reshape(shape), s.replicate_last)
+
+
+def reshape_sharding(s, in_dims, out_dims):
+    """The sharding of ``reshape(x)`` to ``out_dims`` for ``x`` of
+    ``in_dims`` cut by ``s`` when every device reshapes its own tile into
+    its tile of the result (``reshape_tiles``), else None. With the
+    dimensions swapped it answers the other way: the operand's sharding
+    that makes a reshape produce tiles cut by ``s``."""
+    out_tiles = reshape_tiles(in_dims, s.tiles, out_dims)
+    if out_tiles is None:
+        return None
+    return tiled(s.devices.reshape(out_tiles + ([s.devices.shape[-1]] if s.replicate_last else [])),
+                 s.replicate_last)
+
+
 def transpose(p, h, operands, have, attrs):
     s = have[0]
     if not _cut(s):
         return None
-    axes = list(h.attr("dimensions")) + ([h.shape.rank] if s.replicate_last else [])
-    out = tiled(s.devices.transpose(axes), s.replicate_last)
+    out = transpose_sharding(s, h.attr("dimensions"))
     return p.add("transpose", p.tile_shape(h.shape, out), operands, attrs=attrs), out
 
 
 def broadcast(p, h, operands, have, attrs):
     s = have[0]
-    bdims = list(h.attr("dimensions", ()))
-    if not _cut(s) or bdims != sorted(bdims):
+    if not _cut(s):
         return None
-    tiles = [1] * h.shape.rank
-    for i, d in enumerate(bdims):
-        tiles[d] = s.tiles[i]
-    shape = tiles + ([s.devices.shape[-1]] if s.replicate_last else [])
-    out = tiled(s.devices.reshape(shape), s.replicate_last)
+    out = broadcast_sharding(s, h.shape.rank, h.attr("dimensions", ()))
+    if out is None:
+        return None
     return p.add("broadcast", p.tile_shape(h.shape, out), operands, attrs=attrs), out
+
+
+def broadcast_to(p, h, operands, have, attrs, want):
+    """The broadcast ``h`` computed directly as tiles cut by ``want`` (its
+    written sharding): each device broadcasts the part of the operand its
+    tile covers (the operand resharded to ``want``'s cuts of the broadcast
+    dimensions, cut locally when it is whole), never the whole result."""
+    bdims = list(h.attr("dimensions", ()))
+    x = p.reshard(operands[0], have[0], project_sharding(want, bdims), h.operands[0].shape.dimensions)
+    return p.add("broadcast", p.tile_shape(h.shape, want), [x], attrs=attrs), want
 
 
 def _chunks(dims, tiles):
@@ -118,11 +157,9 @@ def reshape(p, h, operands, have, attrs):
     s = have[0]
     if not _cut(s):
         return None
-    out_tiles = reshape_tiles(h.operands[0].shape.dimensions, s.tiles, h.shape.dimensions)
-    if out_tiles is None:
+    out = reshape_sharding(s, h.operands[0].shape.dimensions, h.shape.dimensions)
+    if out is None:
         return None
-    out = tiled(s.devices.reshape(out_tiles + ([s.devices.shape[-1]] if s.replicate_last else [])),
-                s.replicate_last)
     return p.add("reshape", p.tile_shape(h.shape, out), operands, attrs=attrs), out
 
 
@@ -160,6 +197,19 @@ def concatenate(p, h, operands, have, attrs):
         return None
     values = [p.reshard(v, t, s, o.shape.dimensions) for v, t, o in zip(operands, have, h.operands)]
     return p.add("concatenate", p.tile_shape(h.shape, s), values, attrs=attrs), s
+
+
+def unchanged_dimensions(h):
+    """The dimensions a slice, pad or concatenate ``h`` passes through
+    whole and unmoved (a full-range unit-stride slice, no padding, not the
+    concatenated dimension): a cut along them survives the op."""
+    x = h.operands[0].shape
+    if h.opcode == "slice":
+        return [k for k, c in enumerate(h.attr("slice")) if tuple(c) == (0, x.dimensions[k], 1)]
+    if h.opcode == "pad":
+        return [k for k, c in enumerate(h.attr("padding")) if tuple(c) == (0, 0, 0)]
+    axis = h.attr("dimensions")[0]
+    return [k for k in range(x.rank) if k != axis]
 
 
 HANDLERS = {"transpose": transpose, "broadcast": broadcast, "reshape": reshape,

@@ -1,0 +1,68 @@
+"""Windowed dot (xla/service/spmd_windowed_dot.py): a dot whose operands
+are cut along their free dimensions by the same devices passes one
+operand's tiles round a ring of collective-permutes instead of gathering
+it, when that operand is at least the threshold. The partitioned module
+runs on 4 partitions of the interpreter and the CPU and equals the
+unpartitioned module's result on the interpreter."""
+import numpy as np
+import pytest
+
+import xla
+from xla.hlo.evaluator import evaluate
+from xla.service.spmd_partitioner import partition, shard, unshard
+
+
+def module(body):
+    return "HloModule m, num_partitions=4\nENTRY e {\n" + body + "\n}\n"
+
+
+def run(text, shapes, threshold):
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    expected = evaluate(xla.parse_hlo_module(text), *args)
+    partitioned, params, result = partition(xla.parse_hlo_module(text), 4,
+                                            windowed_einsum_threshold_bytes=threshold)
+    for platform in ("interpreter", "cpu"):
+        exe = xla.compile(xla.parse_hlo_module(partitioned.to_text()), platform, num_partitions=4)
+        per_device = [[shard(a, s, 4)[d] for a, s in zip(args, params)] for d in range(4)]
+        got = unshard(exe.execute(per_device), result, np.shape(expected))
+        np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-5, err_msg=platform)
+    return [h.opcode for h in partitioned.entry.instructions], result
+
+
+ROWS_TIMES_COLUMNS = """  x = f32[8,16] parameter(0), sharding={devices=[4,1]<=[4]}
+  w = f32[16,12] parameter(1), sharding=%s
+  ROOT d = f32[8,12] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""
+
+
+@pytest.mark.parametrize("w_sharding", ["{devices=[1,4]<=[4]}", "{devices=[1,4]3,1,0,2}"])
+def test_columns_travel_round_the_ring_instead_of_an_all_gather(w_sharding):
+    # w is 16*12*4 = 768 bytes: at the threshold the ring is used.
+    ops, result = run(module(ROWS_TIMES_COLUMNS % w_sharding), [(8, 16), (16, 12)], 768)
+    assert ops.count("collective-permute") == 3 and "all-gather" not in ops
+    assert ops.count("dot") == 4 and ops.count("dynamic-update-slice") == 4
+    assert result.to_text() == "{devices=[4,1]0,1,2,3}"
+
+
+def test_below_the_threshold_or_by_default_the_operand_is_gathered():
+    for threshold in (769, None):
+        ops, _ = run(module(ROWS_TIMES_COLUMNS % "{devices=[1,4]<=[4]}"), [(8, 16), (16, 12)],
+                     threshold)
+        assert ops.count("all-gather") == 1 and "collective-permute" not in ops
+
+
+def test_a_rank_3_lhs_with_the_rhs_columns_travelling():
+    ops, _ = run(module("""  x = f32[2,8,16] parameter(0), sharding={devices=[1,4,1]<=[4]}
+  w = f32[16,12] parameter(1), sharding={devices=[1,4]<=[4]}
+  ROOT d = f32[2,8,12] dot(x, w), lhs_contracting_dims={2}, rhs_contracting_dims={0}"""),
+                 [(2, 8, 16), (16, 12)], 0)
+    assert ops.count("collective-permute") == 3 and "all-gather" not in ops
+
+
+def test_operands_sharing_a_cut_batch_dimension_keep_the_gather():
+    # y's tiles would need cutting along the batch x cuts: no ring.
+    ops, _ = run(module("""  x = f32[4,8,16] parameter(0), sharding={devices=[4,1,1]<=[4]}
+  y = f32[4,16,8] parameter(1), sharding={devices=[1,1,4]<=[4]}
+  ROOT d = f32[4,8,8] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0},
+    lhs_contracting_dims={2}, rhs_contracting_dims={1}"""), [(4, 8, 16), (4, 16, 8)], 0)
+    assert "collective-permute" not in ops and "all-gather" in ops

@@ -1,0 +1,247 @@
+"""ShardingPropagation: gives the instructions of the entry computation
+that have no ``sharding={...}`` the sharding their neighbours imply,
+forward from operands and backward from users, to a fixed point, so that
+the SPMD partitioner (``spmd_partitioner.py``, which runs this pass first)
+sees every value cut as the annotations around it ask.
+
+Sources are the shardings written in the module: on parameters, on
+``custom-call(x), custom_call_target="Sharding"`` annotations of
+intermediate values, on any instruction, and on the root (a tuple root's
+tuple sharding, element by element). A written sharding is never changed.
+
+Forward (from operands), as the partitioner computes the result's tiles:
+
+- elementwise ops (operands of the result's shape): the most specific
+  operand sharding;
+- transpose, broadcast, reshape (when the cut dimensions' tile boundaries
+  survive, ``spmd_shape_ops.reshape_tiles``): the tiles move with the
+  dimensions;
+- slice, pad, concatenate: the cuts of the dimensions passed through whole
+  (``spmd_shape_ops.unchanged_dimensions``) are kept, the others dropped;
+- reduce (one operand): the kept dimensions' cuts, replicated over the
+  reduced ones;
+- dot and convolution: the result sharding of ``spmd_dot``'s plan (an
+  operand without a sharding counts as replicated).
+
+Backward (from users), each rule the inverse of the forward one: an
+elementwise user's sharding for its operands; through a transpose,
+broadcast (the broadcast dimensions' cuts become replication) and reshape
+to their operand; a slice, pad or concatenate's cuts of the dimensions it
+passes through whole; a reduce's kept dimensions (reduced ones whole); a
+dot or convolution operand cut along its batch and free dimensions as the
+result is, and along its contracting dimensions as the other operand is
+(``spmd_dot.operand_sharding``); a tuple's element to its operand; a
+``Sharding`` custom-call's sharding to its operand.
+
+Priority, as XLA's pass: a sharding inferred earlier is replaced only by a
+strictly more specific one (more tiles; ``{replicated}`` is the least
+specific, and unknown less still), so the iteration ends; among candidates
+of equal specificity the first wins: forward before backward, the first
+operand, the first user. Each round walks the computation forward (post
+order) then backward, until a round changes nothing.
+
+What it does not do: parameters get a sharding only where
+``allow_spmd_sharding_propagation_to_parameters`` allows (XLA's module
+option, per parameter or one for all, read from the module header when not
+given; default false: an unannotated parameter stays replicated, as the
+caller passes it). Scalars, tuples and instructions of other computations
+get none (the partitioner computes non-entry computations whole). Only
+tiled and replicated shardings propagate (maximal and manual stay where
+they are written). A module in Shardy's form (``xla.sdy.*`` custom-calls)
+is left alone: its manual regions must not be resharded. An inferred
+sharding whose tiles do not divide the dimensions evenly is dropped. The
+root is treated as any instruction (XLA's
+``allow_spmd_sharding_propagation_to_output`` on): the partitioner reports
+the result's sharding to its caller, who puts the result back together.
+Reshapes that move data across tile boundaries, dynamic-slice, gather,
+scatter, sort and control flow pass no sharding either way.
+"""
+from xla.errors import InvalidArgumentError
+from xla.hlo import opcodes, sdy
+from xla.hlo.attributes import RawAttr
+from xla.hlo.sharding import REPLICATED, project_sharding, sharding_of, tile_count
+from xla.service import spmd_dot
+from xla.service.hlo_pass import HloPass
+from xla.service.spmd_shape_ops import (broadcast_sharding, reshape_sharding, transpose_sharding,
+                                        unchanged_dimensions)
+
+
+def _cut(s):
+    return s is not None and s.is_tiled and not s.is_replicated
+
+
+def _elementwise(h):
+    return h.opcode in opcodes.ELEMENTWISE and h.opcode != "map" and all(
+        o.shape.is_array and o.shape.dimensions == h.shape.dimensions for o in h.operands)
+
+
+def _is_sharding_op(h):
+    return h.opcode == "custom-call" and str(h.attr("custom_call_target", "")) == "Sharding"
+
+
+def _most_specific(candidates):
+    best = None
+    for s in candidates:
+        if s is not None and (best is None or tile_count(s) > tile_count(best)):
+            best = s
+    return best
+
+
+# ----- forward: the result's sharding from the operands' ---------------------------
+
+def _forward(h, have, n):
+    """The sharding of ``h`` implied by its operands' (``have``, None where
+    unknown), or None."""
+    op = h.opcode
+    if _elementwise(h) or (_is_sharding_op(h) and len(have) == 1):
+        return _most_specific(have)
+    if op in ("slice", "pad", "concatenate"):
+        s = _most_specific(have if op == "concatenate" else have[:1])
+        if s is None:
+            return None
+        kept = set(unchanged_dimensions(h))
+        return project_sharding(s, [k if k in kept else None for k in range(h.shape.rank)])
+    if op in ("dot", "convolution"):
+        if all(s is None for s in have):
+            return None
+        return spmd_dot.result_sharding(n, h, [s or REPLICATED for s in have])
+    s = have[0] if have else None
+    if s is None:
+        return None
+    if not _cut(s):
+        return REPLICATED if op in ("transpose", "broadcast", "reshape", "reduce") else None
+    if op == "transpose":
+        return transpose_sharding(s, h.attr("dimensions"))
+    if op == "broadcast":
+        bdims = list(h.attr("dimensions", ()))
+        return broadcast_sharding(s, h.shape.rank, bdims) or project_sharding(
+            s, [bdims.index(j) if j in bdims else None for j in range(h.shape.rank)])
+    if op == "reshape":
+        return reshape_sharding(s, h.operands[0].shape.dimensions, h.shape.dimensions)
+    if op == "reduce" and len(h.operands) == 2:
+        reduced = set(h.attr("dimensions", ()))
+        return project_sharding(s, [d for d in range(h.operands[0].shape.rank) if d not in reduced])
+    return None
+
+
+# ----- backward: an operand's sharding from a user's ----------------------------------
+
+def infer_operand_sharding(u, k, su, current):
+    """The sharding of operand ``k`` of ``u`` that makes ``u``'s result cut
+    by ``su`` (``current``: what is known of the other operands), or None."""
+    op = u.opcode
+    x = u.operands[k]
+    if op == "tuple":
+        return su.elements[k] if su.kind == "tuple" else None
+    if su.kind not in ("tiled", "replicated") or not x.shape.is_array:
+        return None
+    if _elementwise(u) or (_is_sharding_op(u) and len(u.operands) == 1):
+        return su
+    if op in ("dot", "convolution") and len(u.operands) == 2:
+        return spmd_dot.operand_sharding(u, k, su, current.get(id(u.operands[1 - k])))
+    if not _cut(su):
+        return REPLICATED if op in ("transpose", "broadcast", "reshape", "slice", "pad",
+                                    "concatenate") and not (op == "pad" and k == 1) else None
+    if op == "transpose":
+        dims = list(u.attr("dimensions"))
+        return project_sharding(su, [dims.index(i) for i in range(x.shape.rank)])
+    if op == "broadcast":
+        return project_sharding(su, list(u.attr("dimensions", ())))
+    if op == "reshape":
+        return reshape_sharding(su, u.shape.dimensions, x.shape.dimensions)
+    if op in ("slice", "pad", "concatenate") and not (op == "pad" and k == 1):
+        kept = set(unchanged_dimensions(u))
+        return project_sharding(su, [d if d in kept else None for d in range(x.shape.rank)])
+    if op == "reduce" and len(u.operands) == 2 and k == 0:
+        reduced = set(u.attr("dimensions", ()))
+        kept = [d for d in range(x.shape.rank) if d not in reduced]
+        return project_sharding(su, [kept.index(d) if d in kept else None
+                                     for d in range(x.shape.rank)])
+    return None
+
+
+def fits(s, h):
+    """Whether ``s`` may be written on ``h``: tiled or replicated, with
+    tiles that divide ``h``'s dimensions evenly."""
+    if s is None or s.kind not in ("tiled", "replicated"):
+        return False
+    if not s.is_tiled:
+        return True
+    return len(s.tiles) == h.shape.rank and all(d % t == 0
+                                                for d, t in zip(h.shape.dimensions, s.tiles))
+
+
+def _allowed_parameters(option, module):
+    """Parameter number -> whether propagation may give it a sharding."""
+    count = len(module.entry.parameters)
+    if option is None:
+        raw = module.header_attrs.get("allow_spmd_sharding_propagation_to_parameters")
+        if raw is None:
+            return [False] * count
+        option = [v.strip() == "true" for v in str(getattr(raw, "text", raw)).strip("{}").split(",")]
+    if isinstance(option, bool):
+        return [option] * count
+    option = [bool(v) for v in option]
+    if len(option) == 1:
+        return option * count
+    if len(option) != count:
+        raise InvalidArgumentError(f"allow_spmd_sharding_propagation_to_parameters has "
+                                   f"{len(option)} values for {count} parameters")
+    return option
+
+
+class ShardingPropagation(HloPass):
+    name = "sharding-propagation"
+
+    def __init__(self, allow_spmd_sharding_propagation_to_parameters=None, num_partitions=None):
+        self.allow_parameters = allow_spmd_sharding_propagation_to_parameters
+        self.num_partitions = num_partitions
+
+    def run(self, module):
+        entry = module.entry
+        if entry is None or sdy.uses_shardy(module):
+            return False
+        n = self.num_partitions or int(module.header_attrs.get("num_partitions", 1))
+        allowed = _allowed_parameters(self.allow_parameters, module)
+        order = entry.post_order()
+        current, writable = {}, set()
+        for h in order:
+            written = sharding_of(h)
+            if written is not None:
+                current[id(h)] = written
+            elif h.shape.is_array and h.shape.rank > 0 and not (
+                    h.opcode == "parameter" and not allowed[h.parameter_number]):
+                writable.add(id(h))
+        users = entry.users_map()
+        inferred = {}
+
+        def offer(h, candidate):
+            if id(h) not in writable or not fits(candidate, h):
+                return False
+            old = current.get(id(h))
+            if old is not None and tile_count(candidate) <= tile_count(old):
+                return False
+            current[id(h)] = inferred[id(h)] = candidate
+            return True
+
+        changed = True
+        while changed:
+            changed = False
+            for h in order:
+                if id(h) in writable:
+                    have = [current.get(id(o)) for o in h.operands]
+                    changed |= offer(h, _forward(h, have, n))
+            for h in reversed(order):
+                if id(h) not in writable:
+                    continue
+                candidates = []
+                for u in users[id(h)]:
+                    su = current.get(id(u))
+                    if su is not None:
+                        candidates += [infer_operand_sharding(u, k, su, current)
+                                       for k, o in enumerate(u.operands) if o is h]
+                changed |= offer(h, _most_specific(c for c in candidates if fits(c, h)))
+        for h in order:
+            if id(h) in inferred:
+                h.attrs["sharding"] = RawAttr(inferred[id(h)].to_text())
+        return bool(inferred)
