@@ -149,7 +149,8 @@ def bind_dynamic_entry(module):
         for _, leaf in _array_leaves(shape):
             if any(d < 0 for d in leaf.dimensions):
                 raise UnimplementedError(f"module {module.name}: unbounded dynamic dimension in "
-                                         f"{leaf.to_text(False)}")
+                                         f"{leaf.to_text(False)} (dynamic shapes run with a "
+                                         "bound, as f32[<=8])")
     module.header_attrs.pop("entry_computation_layout", None)
 
     def add(opcode, shape, operands, anchor=None, **attrs):
