@@ -3,17 +3,19 @@
 ``linalg.py``.
 
 One-sided Jacobi, for ``a`` (m, n) with m >= n (a wider matrix is done
-transposed): the columns of ``u = a`` are rotated in pairs, each rotation
-making a pair orthogonal, and every rotation applied to ``v = I`` too, so
-``a @ v == u`` throughout. A pair (p, q) is rotated when ``|u_p . u_q| >
-m * eps * |u_p| |u_q|``; the sweeps stop after one that rotates nothing (at
-most 40). Each sweep is n - 1 rounds of n / 2 disjoint pairs (a round-robin
-tournament; an odd n plays against a zero column), each round rotating
-its pairs at once (one gather, one permutation back). The singular values
-are then the column norms, ``u``'s columns divided by them are the left
-singular vectors and ``v`` the right ones. Unlike the eigenvalues of
-``a.T @ a``, this keeps small singular values to relative accuracy: the
-values agree with LAPACK's to rounding on ill-conditioned matrices too.
+transposed; a tall one, m > 2n, is first reduced to the n x n R of its QR
+factorization): the columns of ``u = a`` are rotated in pairs, each
+rotation making a pair orthogonal, and every rotation applied to ``v = I``
+too, so ``a @ v == u`` throughout. A pair (p, q) is rotated when ``|u_p .
+u_q| > m * eps * |u_p| |u_q|``; the sweeps stop after one that rotates
+nothing (at most 40). Each sweep is n - 1 rounds of n / 2 disjoint pairs
+rotated at once (a round-robin tournament, ``_jacobi``; an odd n plays
+against a zero column). The singular values are then the column norms,
+``u``'s columns divided by them are the left singular vectors and ``v``
+the right ones. The rotations act on ``a`` itself, not on ``a.T @ a``
+(whose rounding, ``eps * s[0]**2``, loses the singular values below
+``sqrt(eps) * s[0]``): the singular values agree with LAPACK's to
+rounding of ``s[0]``, small ones included.
 
 Left singular vectors for zero singular values, and the rest of a full
 ``u``, are completed by a Householder QR of the normalized columns
@@ -33,78 +35,74 @@ from xla.frontend.tracing import as_tracer, convert, tracing_error
 _MAX_SWEEPS = 40
 
 
-def _tournament(n):
-    """Round-robin rounds of ``n`` (even) players: ``(rounds, n)`` arrays of
-    the players (the first halves paired with the second halves) and of the
-    inverse permutations."""
-    rest = list(range(1, n))
-    order, inverse = [], []
-    for r in range(n - 1):
-        arr = [0] + rest[r:] + rest[:r]
-        firsts = [arr[i] for i in range(n // 2)]
-        seconds = [arr[n - 1 - i] for i in range(n // 2)]
-        perm = np.array(firsts + seconds)
-        order.append(perm)
-        inverse.append(np.argsort(perm))
-    return np.array(order), np.array(inverse)
-
-
 def _jacobi(a):
     """``(u, v)`` with ``a @ v == u``, ``v`` orthogonal and ``u``'s columns
-    orthogonal; ``a`` (m, n), m >= n >= 2, an even n (padded by the caller)."""
+    orthogonal; ``a`` (m, n), n >= 2 even (padded by the caller).
+
+    The columns are kept in tournament order (the circle method): in every
+    round, position ``i`` plays position ``n - 1 - i``, and between rounds
+    positions 1 .. n-1 shift left by one, so every pair meets once in n - 1
+    rounds and the order is back where it started after a sweep. Static
+    slices only: no gather."""
     m, n = a.shape
-    order, inverse = _tournament(n)
-    order, inverse = as_tracer(order), as_tracer(inverse)
     half = n // 2
     tol = np.asarray(m * np.finfo(a.dtype).eps, a.dtype)
 
-    def rotate(r, state):
-        u, v, rotated = state
-        perm, back = order[r], inverse[r]
-        uu, vv = np.take(u, perm, axis=1), np.take(v, perm, axis=1)
-        up, uq = uu[:, :half], uu[:, half:]
-        alpha, beta = np.sum(up * up, axis=0), np.sum(uq * uq, axis=0)
-        gamma = np.sum(up * uq, axis=0)
+    # Transposed: the columns are rows, contiguous, reduced along the last axis.
+    def rotate(_, state):
+        ut, vt, rotated = state
+        up, uq = ut[:half], np.flip(ut[half:], axis=0)
+        alpha, beta = np.sum(up * up, axis=1), np.sum(uq * uq, axis=1)
+        gamma = np.sum(up * uq, axis=1)
         act = np.abs(gamma) > tol * np.sqrt(alpha) * np.sqrt(beta)
         zeta = (beta - alpha) / np.where(act, 2 * gamma, np.ones_like(gamma))
         sign = np.where(zeta >= 0, np.ones_like(zeta), -np.ones_like(zeta))
         t = sign / (np.abs(zeta) + np.sqrt(1 + zeta * zeta))
         t = np.where(act, t, np.zeros_like(t))
-        c = 1 / np.sqrt(1 + t * t)
-        s = c * t
+        c = (1 / np.sqrt(1 + t * t))[:, None]
+        s = c * t[:, None]
 
         def turn(x):
-            xp, xq = x[:, :half], x[:, half:]
-            return np.take(np.concatenate([c * xp - s * xq, s * xp + c * xq], axis=1), back, axis=1)
+            xp, xq = x[:half], np.flip(x[half:], axis=0)
+            x = np.concatenate([c * xp - s * xq, np.flip(s * xp + c * xq, axis=0)], axis=0)
+            return np.concatenate([x[:1], x[2:], x[1:2]], axis=0)
 
-        return turn(uu), turn(vv), rotated | np.any(act)
+        return turn(ut), turn(vt), rotated | np.any(act)
 
     def sweep(state):
-        u, v, _, count = state
-        u, v, rotated = lax.fori_loop(0, n - 1, rotate, (u, v, np.asarray(False)))
-        return u, v, rotated, count + 1
+        ut, vt, _, count = state
+        ut, vt, rotated = lax.fori_loop(0, n - 1, rotate, (ut, vt, np.asarray(False)))
+        return ut, vt, rotated, count + 1
 
     def more(state):
         return state[2] & (state[3] < _MAX_SWEEPS)
 
-    u, v, _, _ = lax.while_loop(more, sweep, (a, np.eye(n, dtype=a.dtype), np.asarray(True),
-                                              np.asarray(0)))
-    return u, v
+    ut, vt, _, _ = lax.while_loop(more, sweep, (np.swapaxes(a, 0, 1), np.eye(n, dtype=a.dtype),
+                                                np.asarray(True), np.asarray(0)))
+    return np.swapaxes(ut, 0, 1), np.swapaxes(vt, 0, 1)
 
 
-def _svd(a, full_matrices, compute_uv):
-    """``a`` (m, n) real float, m >= n."""
+def _svd(a, full_matrices, compute_uv, complete=True):
+    """``a`` (m, n) real float, m >= n. ``complete=False``: ``u``'s columns
+    for zero singular values are left zero (enough for ``lstsq``)."""
     m, n = a.shape
     if n == 0:
         s = np.zeros((0,), a.dtype)
         return s, np.eye(m, m if full_matrices else 0, dtype=a.dtype), np.zeros((0, 0), a.dtype)
+    factor = None
+    if n >= 2 and m > 2 * n:
+        # Tall: the rotations work on R of a = QR (n x n), and U = Q @ U_R.
+        factor, a = qr(a, mode="reduced") if compute_uv else (None, qr(a, mode="r"))
     if n == 1:
         u, v = a, as_tracer(np.ones((1, 1), a.dtype))
     else:
-        padded = a if n % 2 == 0 else np.concatenate([a, np.zeros((m, 1), a.dtype)], axis=1)
+        rows = a.shape[0]
+        padded = a if n % 2 == 0 else np.concatenate([a, np.zeros((rows, 1), a.dtype)], axis=1)
         u, v = _jacobi(padded)
         u, v = u[:, :n], v[:n, :n]     # the zero column is never rotated
     s = np.sqrt(np.sum(u * u, axis=0))
+    if factor is not None:
+        u = factor @ u
     order = np.argsort(-s, kind="stable")
     s = np.take(s, order)
     if not compute_uv:
@@ -112,6 +110,8 @@ def _svd(a, full_matrices, compute_uv):
     u, v = np.take(u, order, axis=1), np.take(v, order, axis=1)
     zero = s == 0
     u = u / np.where(zero, np.ones_like(s), s)
+    if not complete:
+        return s, u, np.swapaxes(v, 0, 1)
     q, r = qr(u, mode="complete" if full_matrices else "reduced")
     d = np.diagonal(r)
     signs = np.where(d < 0, -np.ones_like(d), np.ones_like(d))
@@ -183,7 +183,11 @@ def lstsq(a, b, rcond=None):
         s = np.zeros((0,), dt)
         rank = np.asarray(0)
     else:
-        u, s, vh = svd(a, full_matrices=False)
+        if m >= n:
+            s, u, vh = _svd(a, False, True, complete=False)
+        else:
+            s, v, uh = _svd(np.swapaxes(a, 0, 1), False, True, complete=False)
+            u, vh = np.swapaxes(uh, 0, 1), np.swapaxes(v, 0, 1)
         keep = s > np.asarray(cut, dt) * s[0]
         inv = np.where(keep, 1 / np.where(keep, s, np.ones_like(s)), np.zeros_like(s))
         x = np.swapaxes(vh, 0, 1) @ (inv[:, None] * (np.swapaxes(u, 0, 1) @ b2))
