@@ -83,6 +83,28 @@ def test_closures_lambdas_and_methods_are_converted_when_called():
     assert count(text, "while") == 2 and count(text, "conditional") == 1
 
 
+class _Smoother:
+    def __init__(self, weight):
+        self.weight = weight
+
+    def __call__(self, x, n):
+        for i in range(n):
+            x = x * self.weight + (1 - self.weight) * np.roll(x, 1)
+        return x
+
+
+def test_a_callable_objects_call_is_converted():
+    smooth = _Smoother(0.7)
+
+    def kernel(x, n):
+        return smooth(x, n)
+
+    x = np.arange(6.0)
+    for n in (0, 3, 25):
+        same_as_numpy(kernel, x, np.int64(n))
+    assert count(hlo(kernel, x, np.int64(25)), "while") == 1
+
+
 _double_then_fold = lambda x, n: _fold(_halve_and_shift(x, n)) * 2   # noqa: E731
 
 

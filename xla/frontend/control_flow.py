@@ -176,13 +176,17 @@ class _Runtime:
 
     def call(self, fn, /, *args, **kwargs):
         """What rewritten code calls in place of ``fn(*args, **kwargs)``: a
-        user function (``_user_function``) is converted first, and recursion
-        into it needs nothing more (one rewrite per code object, cached);
-        anything else (builtins, NumPy, xla, classes, callable objects, a
-        function that assigns module globals) is called as it is."""
-        plain = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        user function (``_user_function``), or the ``__call__`` of an object
+        of a user's class, is converted first, and recursion into it needs
+        nothing more (one rewrite per code object, cached); anything else
+        (builtins, NumPy, xla, classes, a function that assigns module
+        globals) is called as it is."""
         if isinstance(fn, functools.partial):
             return self.call(fn.func, *fn.args, *args, **{**fn.keywords, **kwargs})
+        if not isinstance(fn, (types.FunctionType, types.MethodType, type)) and \
+                isinstance(getattr(type(fn), "__call__", None), types.FunctionType):
+            fn = types.MethodType(type(fn).__call__, fn)      # a callable object: its __call__
+        plain = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if not isinstance(plain, types.FunctionType) or not _user_function(plain.__code__):
             return fn(*args, **kwargs)
         code = plain.__code__
