@@ -429,6 +429,23 @@ def matrix_power(A, n):
     return result
 
 
+def _vandermonde(x, deg):
+    V = np.ones((x.shape[0], deg + 1))
+    for k in range(1, deg + 1):
+        V[:, k] = V[:, k - 1] * x
+    return V
+
+
+def polyfit_lstsq(x, y, deg):
+    coef, resid, rank, sv = np.linalg.lstsq(_vandermonde(x, deg), y, rcond=None)
+    return coef, resid, sv
+
+
+def low_rank_approx(A, k):
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    return (U[:, :k] * s[:k]) @ Vt[:k]
+
+
 def clip_outliers(x, k):
     m, s = x.mean(), x.std()
     x[x > m + k * s] = m + k * s
@@ -553,6 +570,11 @@ KERNELS = {
                                      _rand(r, *(_sizes(s, (3, 2), (8, 4)))), _sizes(s, 5, 20)), (2,)),
     "matrix_power": (matrix_power, lambda r, s: (_rand(r, *(_sizes(s, (5, 5), (100, 100)))) * 0.2,
                                                  _sizes(s, 13, 100)), (1,)),
+    "polyfit_lstsq": (polyfit_lstsq, lambda r, s: (_rand(r, _sizes(s, 20, 2000)),
+                                                   _rand(r, _sizes(s, 20, 2000)), _sizes(s, 3, 5)),
+                      (2,)),
+    "low_rank_approx": (low_rank_approx, lambda r, s: (_rand(r, *(_sizes(s, (8, 6), (60, 40)))),
+                                                       _sizes(s, 2, 5)), (1,)),
     "clip_outliers": (clip_outliers, lambda r, s: (r.standard_normal(_sizes(s, 50, 100000)), 1.5), (1,)),
 }
 

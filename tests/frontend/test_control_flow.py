@@ -506,6 +506,11 @@ class _Model(_Base):
             x = x * 0.5 + i
         return x
 
+    def step_to(self, x, n):
+        for i in range(self.steps, n):     # a traced bound, called as a method
+            x = x * 0.5 + i
+        return x
+
     def with_super(self, x):
         s = super().scale()           # needs its class cell: traced as written
         for i in range(20):
@@ -706,6 +711,13 @@ def test_conversion_status_says_why_a_function_is_traced_as_written():
         return x
 
     assert conversion_status(loops) is None
-    assert conversion_status(lambda x: x) == "its source is not a def statement"
+    assert conversion_status(lambda x: x) == "no control flow and no calls"
+    assert conversion_status(lambda x: np.sin(x)) is None      # its calls are converted
+    pair = (lambda x: np.sin(x), lambda x: np.cos(x))          # which is which: not known
+    assert conversion_status(pair[0]) == "its lambda is not the only one of its arguments on its line"
+    scope = {}
+    exec("def made(x):\n    for i in range(3):\n        x = x + i\n    return x", scope)
+    assert conversion_status(scope["made"]) == "its source is not available"
     assert conversion_status(_Model(1).with_super.__func__) == \
         "it uses zero-argument super() (its class cell)"
+

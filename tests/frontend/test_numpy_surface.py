@@ -139,9 +139,23 @@ def test_qr_matches_numpy_signs_included(shape, mode):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(3, 5, 3), (2, 2, 3, 4)])
+@pytest.mark.parametrize("mode", ["reduced", "complete"])
+def test_qr_of_a_stack_matches_numpy_matrix_by_matrix(shape, mode):
+    a = np.random.default_rng(len(shape)).standard_normal(shape)
+    a[0, ..., 1:, 0] = 0.0                              # one matrix with a column already reduced
+    q, r = xla.jit(lambda m: np.linalg.qr(m, mode=mode))(a)
+    want_q, want_r = np.linalg.qr(a, mode=mode)
+    assert q.shape == want_q.shape and r.shape == want_r.shape
+    np.testing.assert_allclose(q, want_q, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(r, want_r, rtol=1e-10, atol=1e-12)
+    r_only = xla.jit(lambda m: np.linalg.qr(m, mode="r"))(a)
+    np.testing.assert_allclose(r_only, np.linalg.qr(a, mode="r"), rtol=1e-10, atol=1e-12)
+
+
 def test_qr_refuses_what_it_does_not_cover():
-    with pytest.raises(xla.errors.TracingError, match="takes a 2-D matrix"):
-        xla.jit(np.linalg.qr)(np.ones((2, 3, 3)))
+    with pytest.raises(xla.errors.TracingError, match="takes a matrix or a stack"):
+        xla.jit(np.linalg.qr)(np.ones(3))
     with pytest.raises(xla.errors.TracingError, match="complex is not supported"):
         xla.jit(np.linalg.qr)(np.ones((3, 3), np.complex128))
 
@@ -161,8 +175,21 @@ def test_eigh_matches_numpy(n, uplo):
     np.testing.assert_allclose(sym @ v, v * w, atol=1e-10)
 
 
+@pytest.mark.parametrize("shape", [(3, 4, 4), (2, 2, 3, 3), (2, 1, 1)])
+def test_eigh_of_a_stack_matches_numpy_matrix_by_matrix(shape):
+    a = np.random.default_rng(sum(shape)).standard_normal(shape)
+    a[0] = np.diag(np.arange(shape[-1], 0.0, -1.0))[(None,) * (len(shape) - 3)]   # diagonal already
+    w, v = xla.jit(np.linalg.eigh)(a)
+    want_w, want_v = np.linalg.eigh(a)
+    assert w.shape == want_w.shape and v.shape == want_v.shape
+    np.testing.assert_allclose(w, want_w, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(np.abs(np.sum(v * want_v, axis=-2)), 1.0, atol=1e-9)
+    sym = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
+    np.testing.assert_allclose(sym @ v, v * w[..., None, :], atol=1e-10)
+
+
 def test_eigh_refuses_what_it_does_not_cover():
-    with pytest.raises(xla.errors.TracingError, match="one square 2-D matrix"):
-        xla.jit(np.linalg.eigh)(np.ones((2, 3, 3)))
+    with pytest.raises(xla.errors.TracingError, match="takes square matrices"):
+        xla.jit(np.linalg.eigh)(np.ones((2, 3, 4)))
     with pytest.raises(xla.errors.TracingError, match="real float"):
         xla.jit(np.linalg.eigh)(np.eye(3, dtype=np.complex128))

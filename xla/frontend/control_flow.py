@@ -34,12 +34,22 @@ array the loop started from (``_Identity``), as NumPy would.
 Statements containing ``return``, ``break``, ``continue`` (of the loop
 itself), ``yield``, ``global``/``nonlocal``, zero-argument ``super()`` or
 ``locals()`` stay Python; a traced condition there is an error naming the
-line. Functions whose source cannot be read (lambdas, ``exec``) are traced
-as they are. The rewritten code keeps the original file name and line
-numbers, so errors and the HLO's metadata point at the user's lines.
+line. Functions whose source cannot be read (``exec``, the REPL) are
+traced as they are. The rewritten code keeps the original file name and
+line numbers, so errors and the HLO's metadata point at the user's lines.
+
+Every call in rewritten code goes through ``_Runtime.call`` (AutoGraph's
+converted_call), which converts a user's function (not xla's, NumPy's, the
+standard library's or an installed package's; ``_user_function``) before
+calling it, so a helper's loops and branches are converted too; the rest
+is called as it is.
 """
 import builtins
+import dis
+import functools
 import operator
+import os
+import sysconfig
 import types
 import warnings
 
@@ -48,6 +58,7 @@ import numpy as np
 from xla.errors import TracingError, XlaError
 from xla.frontend import tracing
 from xla.frontend.control_flow_rewrite import RUNTIME, rewritten_code
+from xla.frontend.traced_creation import stand_in_globals
 from xla.frontend.tracing import Tracer
 
 DEFAULT_UNROLL = 8        # loops of at most this many iterations are unrolled
@@ -67,29 +78,10 @@ UNDEFINED = _Undefined()
 
 
 def convert(fn, unroll=None):
-    """``fn`` with its control flow rewritten (``fn`` itself where it cannot
-    be, or ``unroll`` is True and it has no traced conditions to convert:
-    plain tracing is then the same)."""
-    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-        converted = convert(fn.__func__, unroll)
-        return fn if converted is fn.__func__ else types.MethodType(converted, fn.__self__)
-    if not isinstance(fn, types.FunctionType):
-        return fn
-    code = fn.__code__
-    new, _ = rewritten_code(fn)
-    if new is None:
-        return fn
-    globals_ = dict(fn.__globals__)
-    globals_[RUNTIME] = _Runtime(unroll)
-    closure = None
-    if new.co_freevars:
-        cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
-        closure = tuple(cells[v] for v in new.co_freevars)
-    out = types.FunctionType(new, globals_, fn.__name__, fn.__defaults__, closure)
-    out.__kwdefaults__ = fn.__kwdefaults__
-    out.__dict__.update(fn.__dict__)
-    out.__qualname__ = fn.__qualname__
-    return out
+    """``fn`` with its control flow rewritten, and the user functions it
+    calls converted in turn as they are called (``fn`` itself where it
+    cannot be rewritten)."""
+    return _Runtime(unroll).function(fn)
 
 
 def conversion_status(fn):
@@ -131,6 +123,10 @@ class _Runtime:
     UNDEFINED = UNDEFINED
 
     def __init__(self, unroll):
+        self._module_globals = {}    # id(module globals) -> the copy rewritten code runs with
+        self._keep = []
+        self._active = {}            # code object -> calls of it in progress
+        self._recursive = set()      # code objects that called themselves
         # By default a loop also unrolls when all its iterations together
         # are a few hundred operations (a convolution's taps): fusion then
         # combines them, where a while loop would run one slice at a time.
@@ -139,6 +135,77 @@ class _Runtime:
             unroll = DEFAULT_UNROLL
         self.threshold = (float("inf") if unroll is True else -1 if unroll is False
                           else operator.index(unroll))
+
+    def function(self, fn):
+        """``fn`` rewritten (a plain function, or a method of one), running
+        with this runtime and with NumPy's creation functions making traced
+        arrays (``traced_creation.py``); ``fn`` itself when it cannot be."""
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            converted = self.function(fn.__func__)
+            return fn if converted is fn.__func__ else types.MethodType(converted, fn.__self__)
+        if not isinstance(fn, types.FunctionType):
+            return fn
+        code = fn.__code__
+        new, _ = rewritten_code(fn)
+        if new is None:
+            return fn
+        closure = None
+        if new.co_freevars:
+            cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+            closure = tuple(cells[v] for v in new.co_freevars)
+        out = types.FunctionType(new, self._globals(fn.__globals__), fn.__name__,
+                                 fn.__defaults__, closure)
+        out.__kwdefaults__ = fn.__kwdefaults__
+        out.__dict__.update(fn.__dict__)
+        out.__qualname__ = fn.__qualname__
+        return out
+
+    def _globals(self, module_globals):
+        """The globals rewritten code runs with: a copy of its module's (one
+        per module and trace), with this runtime in ``_xla_cf`` and the NumPy
+        stand-in for the ``numpy`` module. Functions defined by rewritten
+        code already have them."""
+        copy = self._module_globals.get(id(module_globals))
+        if copy is None:
+            copy = stand_in_globals(module_globals)
+            copy[RUNTIME] = self
+            self._module_globals[id(module_globals)] = copy
+            self._module_globals[id(copy)] = copy
+            self._keep.append(module_globals)     # the ids stay those dictionaries'
+        return copy
+
+    def call(self, fn, /, *args, **kwargs):
+        """What rewritten code calls in place of ``fn(*args, **kwargs)``: a
+        user function (``_user_function``), or the ``__call__`` of an object
+        of a user's class, is converted first, and recursion into it needs
+        nothing more (one rewrite per code object, cached); anything else
+        (builtins, NumPy, xla, classes, a function that assigns module
+        globals) is called as it is."""
+        if isinstance(fn, functools.partial):
+            return self.call(fn.func, *fn.args, *args, **{**fn.keywords, **kwargs})
+        if not isinstance(fn, (types.FunctionType, types.MethodType, type)) and \
+                isinstance(getattr(type(fn), "__call__", None), types.FunctionType):
+            fn = types.MethodType(type(fn).__call__, fn)      # a callable object: its __call__
+        plain = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if not isinstance(plain, types.FunctionType) or not _user_function(plain.__code__):
+            return fn(*args, **kwargs)
+        code = plain.__code__
+        depth = self._active.get(code, 0)
+        if depth:
+            self._recursive.add(code)
+        self._active[code] = depth + 1
+        try:
+            return self.function(fn)(*args, **kwargs)
+        except RecursionError:
+            if depth or code not in self._recursive:
+                raise
+            raise TracingError(
+                f"{code.co_filename}:{code.co_firstlineno}: `{plain.__qualname__}` calls itself "
+                "past Python's recursion limit while traced; an `if` on a traced value traces "
+                "both branches, so a recursion that stops on a traced condition never stops: "
+                "write it as a loop") from None
+        finally:
+            self._active[code] = depth
 
     @staticmethod
     def pack(frame_locals, names):
@@ -494,6 +561,24 @@ class _Identity:
                 v = values[k]
             result[k] = v
         return result
+
+
+_user_code = {}   # code object -> whether calls of its functions from rewritten code convert them
+_LIBRARY_DIRS = tuple(os.path.abspath(d) + os.sep for d in {
+    sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def _user_function(code):
+    """Whether a function of ``code`` is the user's own: not xla's, NumPy's,
+    the standard library's or an installed package's, and assigning no
+    module globals (a converted function runs with a copy of them)."""
+    user = _user_code.get(code)
+    if user is None:
+        filename = code.co_filename
+        user = _user_code[code] = not (
+            tracing._is_internal(filename) or os.path.abspath(filename).startswith(_LIBRARY_DIRS)
+            or any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code)))
+    return user
 
 
 def _scalar_bool(test, lineno):

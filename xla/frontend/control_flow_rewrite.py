@@ -12,7 +12,11 @@ carried out of a loop), whether it appends to a list (Python effects: the
 loop stays Python) and what keeps it Python (``return``/``break``/
 ``continue`` of its own, ``yield``, ``global``, ``del``, ``locals()``,
 zero-argument ``super()``...). Generated nodes take the location of the
-statement they replace.
+statement they replace. Last, every call but the runtime's own and the
+builtins that act on their caller's frame becomes ``_xla_cf.call(f, ...)``
+(``_Calls``), so the runtime can convert the user functions it reaches. A
+lambda is rewritten from its line when it is the only lambda of its
+arguments there.
 """
 import ast
 import collections
@@ -576,6 +580,39 @@ class _Builtins(ast.NodeTransformer):
 
 
 
+# Builtins that read or act on their caller's frame: called where they are,
+# never through the runtime's ``call``.
+_FRAME_BUILTINS = {"locals", "vars", "globals", "dir", "eval", "exec", "super", "breakpoint"}
+
+
+def _runtime_call(node):
+    f = node.func
+    return isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == RUNTIME
+
+
+def _converted_call(node):
+    """Whether the rewrite routes call ``node`` through ``_xla_cf.call``."""
+    f = node.func
+    return not _runtime_call(node) and not (isinstance(f, ast.Name) and f.id in _FRAME_BUILTINS)
+
+
+class _Calls(ast.NodeTransformer):
+    """``f(args)`` becomes ``_xla_cf.call(f, args)``, so a plain user function
+    the converted one calls is converted too (AutoGraph's converted_call);
+    the runtime calls anything else as it is. Runs after the statements are
+    rewritten, so it skips the runtime's own calls and the frame builtins
+    (``locals()`` in ``pack``). Nested functions and lambdas are included:
+    they are defined by the converted code."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if not _converted_call(node):
+            return node
+        call = ast.Call(func=_parse_expr(f"{RUNTIME}.call"), args=[node.func] + node.args,
+                        keywords=node.keywords)
+        return _fill([call], node)[0]
+
+
 _converted = {}    # code object -> (code, reason): one rewrite per function
 
 
@@ -606,14 +643,18 @@ def _rewrite(fn):
         tree = ast.parse(source)
     except SyntaxError:
         return None, "its source does not parse on its own"
-    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef) or \
+    if code.co_name == "<lambda>":
+        node = _lambda_node(tree, code, code.co_firstlineno - first)
+        if node is None:
+            return None, "its lambda is not the only one of its arguments on its line"
+    elif not tree.body or not isinstance(tree.body[0], ast.FunctionDef) or \
             tree.body[0].name != fn.__name__:
         return None, "its source is not a def statement"
-    node = tree.body[0]
+    else:
+        node = tree.body[0]
     if not any(isinstance(n, (ast.For, ast.While, ast.If)) or
-               isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("max", "min")
-               for n in ast.walk(node)):
-        return None, "no control flow"
+               isinstance(n, ast.Call) and _converted_call(n) for n in ast.walk(node)):
+        return None, "no control flow and no calls"
     mangled = any(isinstance(n, (ast.Name, ast.Attribute)) and
                   (getattr(n, "id", None) or getattr(n, "attr", "")).startswith("__") and
                   not (getattr(n, "id", None) or getattr(n, "attr", "")).endswith("__")
@@ -624,25 +665,19 @@ def _rewrite(fn):
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super" and
             not n.args for n in ast.walk(node)):
         return None, "it uses zero-argument super() (its class cell)"
-    loads = _loads(node)
-    node.decorator_list = []
     ast.increment_lineno(tree, first)     # the file's line numbers, in errors too
-    node = _Builtins().visit(node)
-    # Early returns from top-level ifs folded into one return (a traced
-    # condition can then be a conditional); the body as written otherwise.
-    if any(isinstance(st, ast.If) and _returns([st]) for st in node.body):
-        folded = _single_exit(list(node.body))
-        if folded is not None:
-            node.body = folded
-            ast.fix_missing_locations(node)
-            loads = _loads(node)
-    node.body = _Rewriter(loads, code.co_filename).block(node.body)
+    if isinstance(node, ast.Lambda):
+        node = _Calls().visit(_Builtins().visit(node))
+        statement = _fill([ast.Assign([ast.Name(f"{_PREFIX}lambda", ast.Store())], node)], node)[0]
+    else:
+        statement = node = _rewrite_def(node, code)
     # Compiled inside a function that binds the original's free variables,
     # so they stay free variables (closure cells) of the rewritten code.
     free = code.co_freevars
+    tree.body = [statement]
     if free:
         outer = _parse("def _xla_outer():\n    pass")[0]
-        outer.body = [_parse(f"{v} = None")[0] for v in free] + [node]
+        outer.body = [_parse(f"{v} = None")[0] for v in free] + [statement]
         tree.body = _fill([outer], node)
     try:
         module = compile(tree, code.co_filename, "exec", dont_inherit=True)
@@ -654,6 +689,40 @@ def _rewrite(fn):
     if not set(new.co_freevars) <= set(free):
         return None, "the rewrite reads names the original does not"
     return new, None
+
+
+def _lambda_node(tree, code, line):
+    """The one lambda of ``code``'s arguments starting at ``line`` of ``tree``
+    (None when there is none, or several)."""
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount +
+                              bool(code.co_flags & inspect.CO_VARARGS) +
+                              bool(code.co_flags & inspect.CO_VARKEYWORDS)]
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Lambda) and n.lineno == line:
+            a = n.args
+            names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + \
+                [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+            if sorted(names) == sorted(params):
+                found.append(n)
+    return found[0] if len(found) == 1 else None
+
+
+def _rewrite_def(node, code):
+    """The statements of def ``node`` rewritten, its calls routed through the runtime."""
+    loads = _loads(node)
+    node.decorator_list = []
+    node = _Builtins().visit(node)
+    # Early returns from top-level ifs folded into one return (a traced
+    # condition can then be a conditional); the body as written otherwise.
+    if any(isinstance(st, ast.If) and _returns([st]) for st in node.body):
+        folded = _single_exit(list(node.body))
+        if folded is not None:
+            node.body = folded
+            ast.fix_missing_locations(node)
+            loads = _loads(node)
+    node.body = _Rewriter(loads, code.co_filename).block(node.body)
+    return _Calls().visit(node)
 
 
 def _find_code(module_code, name):

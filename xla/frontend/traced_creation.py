@@ -14,10 +14,12 @@ a copy of it whose module globals see, in place of the ``numpy`` module, a
 stand-in that is ``numpy`` in every name but the creation functions
 (``zeros``, ``ones``, ``empty``, ``full`` and their ``_like`` forms), which
 make traced constants instead (``empty`` is zeros: its contents are
-unspecified in NumPy). Functions the jitted one calls are traced as written
-(their own globals), and a function that assigns module globals keeps doing
-so on the real module's dictionary only if it is not the jitted one itself
-(its globals are a copy while it is traced).
+unspecified in NumPy). The user functions the jitted one calls see the
+stand-in too when the control-flow conversion converts them
+(``control_flow.py``: one copy of each module's globals per trace); a
+function that assigns module globals is not converted, and keeps doing so
+on the real module's dictionary unless it is the jitted one itself (its
+globals are a copy while it is traced).
 """
 import types
 
@@ -58,21 +60,26 @@ def _stand_in():
 _module = None
 
 
+def stand_in_globals(module_globals):
+    """A copy of ``module_globals`` with the stand-in in place of every name
+    bound to the numpy module."""
+    global _module
+    copy = dict(module_globals)
+    names = [k for k, v in module_globals.items() if v is np]
+    if names and _module is None:
+        _module = _stand_in()
+    for k in names:
+        copy[k] = _module
+    return copy
+
+
 def for_tracing(fn):
     """``fn`` with the numpy module in its globals replaced by the stand-in
     (``fn`` itself when it is not a plain function or does not use numpy)."""
-    global _module
-    if not isinstance(fn, types.FunctionType):
+    if not isinstance(fn, types.FunctionType) or not any(v is np for v in fn.__globals__.values()):
         return fn
-    names = [k for k, v in fn.__globals__.items() if v is np]
-    if not names:
-        return fn
-    if _module is None:
-        _module = _stand_in()
-    globals_ = dict(fn.__globals__)
-    for k in names:
-        globals_[k] = _module
-    copy = types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy = types.FunctionType(fn.__code__, stand_in_globals(fn.__globals__), fn.__name__,
+                              fn.__defaults__, fn.__closure__)
     copy.__kwdefaults__ = fn.__kwdefaults__
     copy.__dict__.update(fn.__dict__)
     return copy

@@ -22,7 +22,8 @@ listed before it, never back:
 - ``sorting``: ``sort``, ``argmax``, ``searchsorted``
 - ``products``: ``matmul``, ``dot``, ``tensordot``, ``einsum``
 - ``statistics``, ``differences``, ``linalg`` (``np.linalg``) and ``fft``
-  (``np.fft``): on top, independent of one another
+  (``np.fft``): on top, independent of one another; ``linalg_svd`` (``svd``,
+  ``lstsq``) on ``linalg``
 
 Importing the package registers every module and installs the table the
 Tracer and ``xla.frontend.ufuncs`` reach it through
@@ -32,12 +33,13 @@ import types
 
 from xla.frontend import tracing
 from xla.frontend.numpy import (creation, differences, elementwise, fft, indexing_routines,
-                                linalg, manipulation, products, reductions, sorting, statistics)
+                                linalg, linalg_svd, manipulation, products, reductions, sorting,
+                                statistics)
 from xla.frontend.numpy._common import FUNCTIONS, unsupported
 
 # The topic modules, each importing only from those before it.
 TOPICS = (manipulation, creation, indexing_routines, reductions, elementwise, sorting, products,
-          statistics, differences, linalg, fft)
+          statistics, differences, linalg, linalg_svd, fft)
 
 tracing.install_table("numpy", types.SimpleNamespace(
     FUNCTIONS=FUNCTIONS,                    # __array_function__: NumPy function -> implementation

@@ -227,56 +227,62 @@ def qr(a, mode="reduced"):
     """Householder QR as LAPACK's geqrf and orgqr compute it (dlarfg's sign
     choice: R's diagonal is ``-sign(alpha) * ||column||``, a column already
     zero below the diagonal is left as it is), so Q and R agree with NumPy's
-    to rounding. 2-D real matrices; ``mode`` "reduced", "complete" or "r"."""
+    to rounding. Real matrices, stacks ``(..., m, n)`` too (each matrix of
+    the stack reflected at once); ``mode`` "reduced", "complete" or "r"."""
     a = as_tracer(a)
-    if a.ndim != 2:
-        raise tracing_error("np.linalg.qr under xla.jit takes a 2-D matrix (a stack: loop over it)")
+    if a.ndim < 2:
+        raise tracing_error("np.linalg.qr under xla.jit takes a matrix or a stack of them "
+                            f"(..., m, n), got {a.ndim} dimension(s)")
     if a.dtype.kind not in "f":
         raise tracing_error("np.linalg.qr under xla.jit takes float matrices (convert integers "
                             "with .astype(np.float64), as NumPy does; complex is not supported)")
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unrecognized mode '{mode}'")
-    m, n = a.shape
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
     k = builtins.min(m, n)
     rows = np.arange(m)
     cols = np.arange(n)
+    ks = np.arange(k)
 
     def reflect(j, state):
         r, vs, taus = state
-        col = np.sum(np.where(cols[None, :] == j, r, np.zeros_like(r)), axis=1)       # r[:, j]
-        alpha = np.sum(np.where(rows == j, col, np.zeros_like(col)))
+        col = np.sum(np.where(cols == j, r, np.zeros_like(r)), axis=-1)            # r[..., :, j]
+        alpha = np.sum(np.where(rows == j, col, np.zeros_like(col)), axis=-1)
         x = np.where(rows > j, col, np.zeros_like(col))
-        xnorm = np.sqrt(np.sum(x * x))
+        xnorm = np.sqrt(np.sum(x * x, axis=-1))
         still = xnorm == 0
         beta = np.where(still, alpha, -np.copysign(np.hypot(alpha, xnorm), alpha))
         safe = np.where(still, np.ones_like(beta), beta)
         tau = np.where(still, np.zeros_like(beta), (beta - alpha) / safe)
-        scale = np.where(still, np.ones_like(beta), alpha - beta)
+        scale = np.where(still, np.ones_like(beta), alpha - beta)[..., None]
         v = np.where(rows == j, np.ones_like(col), np.where(rows > j, x / scale, np.zeros_like(col)))
-        w = v @ r
+        w = (v[..., None, :] @ r)[..., 0, :]
         w = np.where(cols >= j, w, np.zeros_like(w))
-        r = r - tau * np.outer(v, w)
+        r = r - tau[..., None, None] * (v[..., :, None] * w[..., None, :])
         # Column j: beta on the diagonal, zeros below (as LAPACK leaves R).
-        r = np.where((cols[None, :] == j) & (rows[:, None] > j), np.zeros_like(r), r)
-        r = np.where((cols[None, :] == j) & (rows[:, None] == j), beta, r)
-        vs = np.where(np.arange(k)[None, :] == j, v[:, None], vs)
-        taus = np.where(np.arange(k) == j, tau, taus)
+        r = np.where((cols == j) & (rows[:, None] > j), np.zeros_like(r), r)
+        r = np.where((cols == j) & (rows[:, None] == j), beta[..., None, None], r)
+        vs = np.where(ks == j, v[..., :, None], vs)
+        taus = np.where(ks == j, tau[..., None], taus)
         return r, vs, taus
 
-    r, vs, taus = lax.fori_loop(0, k, reflect, (a, np.zeros((m, k), a.dtype), np.zeros(k, a.dtype)))
+    r, vs, taus = lax.fori_loop(0, k, reflect, (a, np.zeros(batch + (m, k), a.dtype),
+                                                np.zeros(batch + (k,), a.dtype)))
     if mode == "r":
-        return np.triu(r[:k, :])
+        return np.triu(r[..., :k, :])
     q_cols = m if mode == "complete" else k
 
     def accumulate(step, q):
         j = k - 1 - step
-        v = np.sum(np.where(np.arange(k)[None, :] == j, vs, np.zeros_like(vs)), axis=1)
-        tau = np.sum(np.where(np.arange(k) == j, taus, np.zeros_like(taus)))
-        return q - tau * np.outer(v, v @ q)
+        v = np.sum(np.where(ks == j, vs, np.zeros_like(vs)), axis=-1)
+        tau = np.sum(np.where(ks == j, taus, np.zeros_like(taus)), axis=-1)
+        vq = (v[..., None, :] @ q)[..., 0, :]
+        return q - tau[..., None, None] * (v[..., :, None] * vq[..., None, :])
 
-    q = lax.fori_loop(0, k, accumulate, np.eye(m, q_cols, dtype=a.dtype))
+    eye = np.broadcast_to(np.eye(m, q_cols, dtype=a.dtype), batch + (m, q_cols))
+    q = lax.fori_loop(0, k, accumulate, eye)
     r_rows = m if mode == "complete" else k
-    return q, np.triu(r[:r_rows, :])
+    return q, np.triu(r[..., :r_rows, :])
 
 
 @implements(np.linalg.eigh)
@@ -287,74 +293,79 @@ def eigh(a, UPLO="L"):
     with LAPACK's to rounding; each eigenvector is determined up to its
     sign, which LAPACK does not fix either (this one makes its largest
     component positive). ``UPLO`` picks the triangle that is read, as in
-    NumPy. 2-D real matrices."""
+    NumPy. Real matrices, stacks ``(..., n, n)`` too (every matrix rotated
+    at once, sweeps until all have converged)."""
     a = as_tracer(a)
-    if a.ndim != 2 or a.shape[0] != a.shape[1]:
-        raise tracing_error("np.linalg.eigh under xla.jit takes one square 2-D matrix")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise tracing_error("np.linalg.eigh under xla.jit takes square matrices (..., n, n), "
+                            f"got shape {a.shape}")
     if a.dtype.kind != "f":
         raise tracing_error("np.linalg.eigh under xla.jit takes real float matrices")
-    n = a.shape[0]
+    n = a.shape[-1]
     if UPLO not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
     lower = np.tril(a) if UPLO == "L" else np.triu(a)
-    a = lower + np.swapaxes(lower, 0, 1) - np.diag(np.diagonal(lower))   # the symmetric matrix read
+    diagonal = np.diagonal(lower, axis1=-2, axis2=-1)
+    a = lower + np.swapaxes(lower, -1, -2) - diagonal[..., None] * np.eye(n, dtype=a.dtype)
     if n == 1:
-        return np.diagonal(a), np.ones((1, 1), a.dtype)
+        return diagonal, np.ones(a.shape, a.dtype)
     pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
     ps = np.array([p for p, _ in pairs])
     qs = np.array([q for _, q in pairs])
     idx = np.arange(n)
     eps = np.finfo(a.dtype).eps
 
-    def pick(vec_or_mat, mask, axis):
-        return np.sum(np.where(mask, vec_or_mat, np.zeros_like(vec_or_mat)), axis=axis)
+    def pick(x, mask):
+        """The entries of ``x`` where ``mask`` holds, summed along the last axis."""
+        return np.sum(np.where(mask, x, np.zeros_like(x)), axis=-1)
 
     def rotate(k, state):
         m, v = state
         p = np.sum(np.where(np.arange(len(pairs)) == k, ps, 0))
         q = np.sum(np.where(np.arange(len(pairs)) == k, qs, 0))
         is_p, is_q = idx == p, idx == q
-        col_p = pick(m, is_p[None, :], 1)
-        col_q = pick(m, is_q[None, :], 1)
-        app, aqq, apq = pick(col_p, is_p, 0), pick(col_q, is_q, 0), pick(col_q, is_p, 0)
+        col_p, col_q = pick(m, is_p), pick(m, is_q)              # (..., n)
+        app, aqq, apq = pick(col_p, is_p), pick(col_q, is_q), pick(col_q, is_p)
         zero = apq == 0
         theta = (aqq - app) / np.where(zero, np.ones_like(apq), 2 * apq)
         t = np.where(theta >= 0, np.ones_like(theta), -np.ones_like(theta)) / (
             np.abs(theta) + np.sqrt(theta * theta + 1))
         t = np.where(zero, np.zeros_like(t), t)
-        c = 1 / np.sqrt(t * t + 1)
-        s = t * c
+        c = (1 / np.sqrt(t * t + 1))[..., None]
+        s = t[..., None] * c
 
         def columns(x):
-            xp, xq = pick(x, is_p[None, :], 1), pick(x, is_q[None, :], 1)
-            x = np.where(is_p[None, :], (c * xp - s * xq)[:, None], x)
-            return np.where(is_q[None, :], (s * xp + c * xq)[:, None], x)
+            xp, xq = pick(x, is_p), pick(x, is_q)
+            x = np.where(is_p, (c * xp - s * xq)[..., :, None], x)
+            return np.where(is_q, (s * xp + c * xq)[..., :, None], x)
 
         m = columns(m)
-        rp, rq = pick(m, is_p[:, None], 0), pick(m, is_q[:, None], 0)
-        m = np.where(is_p[:, None], (c * rp - s * rq)[None, :], m)
-        m = np.where(is_q[:, None], (s * rp + c * rq)[None, :], m)
+        rp, rq = pick(np.swapaxes(m, -1, -2), is_p), pick(np.swapaxes(m, -1, -2), is_q)
+        m = np.where(is_p[:, None], (c * rp - s * rq)[..., None, :], m)
+        m = np.where(is_q[:, None], (s * rp + c * rq)[..., None, :], m)
         return m, columns(v)
 
-    def off(m):
-        return np.sum(np.where(idx[:, None] != idx[None, :], m * m, np.zeros_like(m)))
+    off_diagonal = idx[:, None] != idx[None, :]
 
     def cond(state):
         m, _, sweep = state
-        diag = np.sum(np.where(idx[:, None] == idx[None, :], m * m, np.zeros_like(m)))
-        return (off(m) > (eps * eps) * diag) & (sweep < 60)
+        sq = m * m
+        off = np.sum(np.where(off_diagonal, sq, np.zeros_like(sq)), axis=(-2, -1))
+        diag = np.sum(np.where(off_diagonal, np.zeros_like(sq), sq), axis=(-2, -1))
+        return np.any(off > (eps * eps) * diag) & (sweep < 60)
 
     def sweep(state):
         m, v, count = state
         m, v = lax.fori_loop(0, len(pairs), rotate, (m, v))
         return m, v, count + 1
 
-    m, v, _ = lax.while_loop(cond, sweep, (a, np.eye(n, dtype=a.dtype), np.asarray(0)))
-    w = np.diagonal(m)
-    order = np.argsort(w)
-    w = np.take(w, order)
-    v = np.take(v, order, axis=1)
+    eye = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape)
+    m, v, _ = lax.while_loop(cond, sweep, (a, eye, np.asarray(0)))
+    w = np.diagonal(m, axis1=-2, axis2=-1)
+    order = np.argsort(w, axis=-1)
+    w = np.take_along_axis(w, order, axis=-1)
+    v = np.take_along_axis(v, order[..., None, :], axis=-1)
     # A sign per eigenvector: its largest component positive.
-    big = np.take_along_axis(v, np.argmax(np.abs(v), axis=0)[None, :], axis=0)
+    big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
     v = v * np.where(big < 0, -np.ones_like(big), np.ones_like(big))
     return w, v
