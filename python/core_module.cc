@@ -25,6 +25,8 @@ void RegisterBufferAssignment(py::module_& m);
 void RegisterFusion(py::module_& m);
 // The CPU runtime and calls into compiled CPU code, in python/cpu_runtime_bindings.cc.
 void RegisterCpuRuntime(py::module_& m);
+// The GPU emulator's block scheduler, in python/gpu_emulator_bindings.cc.
+void RegisterGpuEmulator(py::module_& m);
 
 namespace {
 
@@ -119,4 +121,5 @@ PYBIND11_MODULE(_core, m) {
   RegisterBufferAssignment(m);
   RegisterFusion(m);
   RegisterCpuRuntime(m);
+  RegisterGpuEmulator(m);
 }

@@ -22,7 +22,7 @@ if [ ! -f "xla/_core$suffix" ]; then
   includes=$("$PY" -m pybind11 --includes) || exit 1
   t=$(date +%s)
   for f in csrc/buffer_assignment.cc csrc/fusion.cc csrc/graph.cc csrc/scheduler.cc \
-           $(ls xla/backends/cpu/runtime/*.cc | grep -v _test.cc) python/*.cc; do
+           $(ls xla/backends/cpu/runtime/*.cc xla/backends/gpu/runtime/*.cc | grep -v _test.cc) python/*.cc; do
     g++ -O2 -std=c++17 -fPIC -fvisibility=hidden -mavx2 -mfma -fwrapv $includes -I. -I"$EIGEN" \
         -c "$f" -o "$obj/$(basename "$f").o" &
   done

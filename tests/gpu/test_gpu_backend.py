@@ -11,7 +11,6 @@ import pytest
 
 import xla
 from xla.backends.gpu.driver import cuda_unavailable_reason
-from xla.backends.gpu.emulator import host_ir
 from xla.backends.gpu.nvptx import assemble, compile_ptx, find_ptxas
 from xla.errors import InvalidArgumentError, UnimplementedError
 
@@ -77,106 +76,6 @@ ENTRY e {
     assert "%tid.x" in ptx and "%nctaid.x" in ptx
     x = np.arange(1000, dtype=np.float32)
     np.testing.assert_array_equal(exe.execute(x, x + 1), x * (x + 1))
-
-
-@pytest.mark.parametrize("quote", ["", '"'], ids=["plain", "quoted"])
-def test_the_emulator_refuses_what_it_cannot_run_faithfully(quote):
-    """(llvmlite writes names with dots quoted: both spellings are refused,
-    never handed to the host's compiler, which would abort the process.)"""
-    name = f"@{quote}llvm.nvvm.shfl.sync.bfly.i32{quote}"
-    ir_text = f"""target triple = "nvptx64-nvidia-cuda"
-define ptx_kernel void @k(ptr %p) {{
-  %v = call i32 {name}(i32 -1, i32 1, i32 1, i32 31)
-  ret void
-}}
-declare i32 {name}(i32, i32, i32, i32)
-"""
-    with pytest.raises(UnimplementedError, match="cannot run @llvm.nvvm.shfl.sync.bfly.i32"):
-        host_ir(ir_text, "k", 1)
-
-
-# A block reverses its elements through shared memory: each thread stores
-# its element, then (after the barrier, if there is one) reads its mirror's.
-REVERSE_IN_SHARED_MEMORY = """target triple = "nvptx64-nvidia-cuda"
-@smem = internal addrspace(3) global [64 x float] undef
-define ptx_kernel void @reverse(ptr %in, ptr %out) {
-  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %n = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-  %c = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-  %base = mul i32 %c, %n
-  %i = add i32 %base, %t
-  %i64 = zext i32 %i to i64
-  %pin = getelementptr float, ptr %in, i64 %i64
-  %v = load float, ptr %pin
-  %t64 = zext i32 %t to i64
-  %ps = getelementptr [64 x float], ptr addrspace(3) @smem, i64 0, i64 %t64
-  store float %v, ptr addrspace(3) %ps
-  BARRIER
-  %last = sub i32 %n, 1
-  %r = sub i32 %last, %t
-  %r64 = zext i32 %r to i64
-  %pr = getelementptr [64 x float], ptr addrspace(3) @smem, i64 0, i64 %r64
-  %w = load float, ptr addrspace(3) %pr
-  %pout = getelementptr float, ptr %out, i64 %i64
-  store float %w, ptr %pout
-  ret void
-}
-declare void @llvm.nvvm.barrier0()
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-"""
-
-
-def _run_reverse(barrier, reverse):
-    from xla.backends.gpu.emulator import ThreadedKernel
-    from xla.backends.gpu.kernels import KernelThunk
-    text = REVERSE_IN_SHARED_MEMORY.replace(
-        "BARRIER", "call void @llvm.nvvm.barrier0()" if barrier else "")
-    kernel = ThreadedKernel(KernelThunk("reverse", text, [(0, 0), (1, 0)], 128, "reverse"))
-    x = np.arange(128, dtype=np.float32)
-    out = np.full(128, np.nan, np.float32)
-    kernel.launch([x.ctypes.data, out.ctypes.data], 2, 64, reverse=reverse)
-    return out, x.reshape(2, 64)[:, ::-1].reshape(-1)
-
-
-@pytest.mark.parametrize("reverse", [False, True], ids=["ascending", "descending"])
-def test_the_threaded_emulator_keeps_barriers(reverse):
-    out, expected = _run_reverse(barrier=True, reverse=reverse)
-    np.testing.assert_array_equal(out, expected)
-    _, messages = assemble(compile_ptx(REVERSE_IN_SHARED_MEMORY.replace(
-        "BARRIER", "call void @llvm.nvvm.barrier0()"), "sm_80"), "sm_80")
-    assert messages.strip() == "", messages
-
-
-@pytest.mark.parametrize("reverse", [False, True], ids=["ascending", "descending"])
-def test_a_missing_barrier_is_a_wrong_answer_in_the_emulator(reverse):
-    out, expected = _run_reverse(barrier=False, reverse=reverse)
-    assert not np.array_equal(out, expected)
-
-
-def test_a_barrier_some_threads_skip_raises():
-    from xla.backends.gpu.emulator import ThreadedKernel
-    from xla.backends.gpu.kernels import KernelThunk
-    text = """target triple = "nvptx64-nvidia-cuda"
-define ptx_kernel void @k(ptr %p) {
-entry:
-  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %odd = and i32 %t, 1
-  %skip = icmp ne i32 %odd, 0
-  br i1 %skip, label %done, label %sync
-sync:
-  call void @llvm.nvvm.barrier0()
-  br label %done
-done:
-  ret void
-}
-declare void @llvm.nvvm.barrier0()
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-"""
-    kernel = ThreadedKernel(KernelThunk("k", text, [(0, 0)], 8, "k"))
-    with pytest.raises(xla.errors.XlaError, match="barrier every thread of the block must reach"):
-        kernel.launch([0], 1, 8)
 
 
 def test_results_stay_on_the_device():
@@ -398,6 +297,8 @@ SPLIT_REDUCTIONS = {
     "column max over two major dims": ((64, 100, 8), "f32", (0, 1), "maximum", float("-inf"),
                                        np.max),
     "integer column sum, chunks not dividing the rows": ((3001, 7), "s32", (0,), "add", 0, np.sum),
+    "many rows: a warp per row": ((4100, 70), "f32", (1,), "add", 0, np.sum),
+    "many f64 rows: 64-bit shuffles": ((4096, 65), "f64", (1,), "maximum", float("-inf"), np.max),
 }
 
 
@@ -417,7 +318,13 @@ ENTRY e {{
   i = {dt}[] constant({init})
   ROOT y = {dt}[{','.join(map(str, out))}] reduce(x, i), dimensions={{{','.join(map(str, reduced))}}}, to_apply=r
 }}""", platform)
-    assert [t.name.rsplit("_", 1)[-1] for t in exe.kernels] == ["partials", "combine"]
+    kinds = [t.name.rsplit("_", 1)[-1] for t in exe.kernels]
+    row = len(dims) - 1 in reduced
+    if case.startswith("many"):    # enough rows for a warp each: one kernel, no scratch
+        assert kinds == ["y"] and "shfl.sync.bfly" in exe.kernels[0].ir_text
+    else:                          # a row's lanes fold their warps by shuffles first
+        assert kinds == ["partials", "combine"]
+        assert ("shfl.sync.bfly" in exe.kernels[0].ir_text) == row
     _, messages = assemble(exe.ptx, exe.arch)
     assert messages.strip() == "", messages
     rng = np.random.default_rng(2)

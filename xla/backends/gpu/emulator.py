@@ -14,24 +14,31 @@ and the special registers ``tid.x``, ``ctaid.x``, ``ntid.x``, ``nctaid.x``
   a launcher ``__emu_launch(ptr args, i32 grid, i32 block)`` runs every
   thread of every block in turn. Exact for such kernels.
 - **Threaded** (``threaded_host_ir``, ``ThreadedKernel``), for kernels with
-  ``__syncthreads`` (``llvm.nvvm.barrier0``) or shared memory
-  (``addrspace(3)`` globals): each thread of a block is a host thread that
-  calls the kernel with a context of its own (its registers, and the
-  barrier, which calls back into the scheduler); shared memory becomes a
-  module global (blocks run one after another, so one copy serves them
-  all). The scheduler lets one thread run at a time, in a fixed order
-  (ascending or descending thread index), from one barrier to the next:
-  every thread finishes a phase before any starts the next, which is what a
-  barrier promises and nothing more. A missing barrier therefore gives a
-  wrong result in at least one of the two orders, every time, instead of
-  now and then; a barrier that some threads of a block never reach raises.
+  ``__syncthreads`` (``llvm.nvvm.barrier0``), warp shuffles
+  (``llvm.nvvm.shfl.sync.{bfly,down,up,idx}.i32``) or shared memory
+  (``addrspace(3)`` globals): the kernel takes its thread's context as one
+  more argument (its special registers, and the barrier and the shuffle,
+  which call into the scheduler), and ``__emu_thread(args, context)`` calls
+  it. Shared memory becomes a module global (blocks run one after another,
+  so one copy serves them all). The block scheduler
+  (``xla/backends/gpu/runtime/block_scheduler.h``, C++, reached through
+  ``xla._core``) runs a block's threads as fibers on the calling thread,
+  one at a time, in a fixed order (ascending or descending thread index),
+  from one synchronization point to the next: every thread finishes a phase
+  before any starts the next, which is what a barrier promises and nothing
+  more. A missing barrier therefore gives a wrong result in at least one of
+  the two orders, every time, instead of now and then; a barrier that some
+  threads of a block never reach raises. A shuffle is a rendezvous of the
+  32 threads of its warp: when all of them wait at it, each gets the value
+  of its source lane (a source outside the warp: its own, as on the GPU); a
+  shuffle some lanes of the warp do not reach raises, and only full-warp
+  shuffles (member mask of all 32 lanes, width 32) are emulated.
 
-Any other NVVM intrinsic (shuffles, atomics) is rejected, so a kernel never
+Any other NVVM intrinsic (atomics, votes...) is rejected, so a kernel never
 runs here with semantics the emulator does not have.
 """
 import ctypes
 import re
-import threading
 
 from xla.errors import InternalError, UnimplementedError
 
@@ -39,15 +46,10 @@ _SREGS = ("tid.x", "ctaid.x", "ntid.x", "nctaid.x")
 _SREG_CALL = re.compile(r'call i32 @"?llvm\.nvvm\.read\.ptx\.sreg\.([a-z]+\.[xyz])"?\(\)')
 _SREG_DECL = re.compile(r'^declare i32 @"?llvm\.nvvm\.read\.ptx\.sreg\.[a-z.]+"?\(\).*$', re.M)
 _BARRIER = "@llvm.nvvm.barrier0"
+_SHUFFLE_MODES = ("bfly", "down", "up", "idx")
+_SHUFFLE_CALL = re.compile(r"call i32 @llvm\.nvvm\.shfl\.sync\.(bfly|down|up|idx)\.i32\(")
+_SHUFFLE_DECL = re.compile(r"^declare i32 @llvm\.nvvm\.shfl\.sync\.[a-z]+\.i32\(.*$", re.M)
 _LAUNCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
-_BARRIER_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class _Context(ctypes.Structure):
-    """What a threaded kernel reads: its special registers, and the barrier."""
-    _fields_ = [("tid_x", ctypes.c_int32), ("ctaid_x", ctypes.c_int32),
-                ("ntid_x", ctypes.c_int32), ("nctaid_x", ctypes.c_int32),
-                ("barrier", ctypes.c_void_p), ("thread", ctypes.c_int64)]
 
 
 def _unquoted(ir_text):
@@ -58,8 +60,10 @@ def _unquoted(ir_text):
 
 
 def needs_threads(ir_text):
-    """Whether a kernel needs the threaded emulation (barriers, shared memory)."""
-    return _BARRIER in _unquoted(ir_text) or "addrspace(3)" in ir_text
+    """Whether a kernel needs the threaded emulation (barriers, warp
+    shuffles, shared memory)."""
+    text = _unquoted(ir_text)
+    return _BARRIER in text or "@llvm.nvvm.shfl.sync." in text or "addrspace(3)" in ir_text
 
 
 def _common(ir_text, name):
@@ -74,9 +78,10 @@ def _common(ir_text, name):
             raise UnimplementedError(f"the GPU emulator has no special register %{m.group(1)}")
     other = set(re.findall(r"@llvm\.nvvm\.[\w.]+", _SREG_DECL.sub("", _SREG_CALL.sub("", text))))
     other.discard(_BARRIER)
+    other -= {f"@llvm.nvvm.shfl.sync.{mode}.i32" for mode in _SHUFFLE_MODES}
     if other:
         raise UnimplementedError(f"the GPU emulator cannot run {sorted(other)[0]} "
-                                 "(shuffles and atomics are not emulated)")
+                                 "(atomics and other intrinsics are not emulated)")
     return _SREG_DECL.sub("", text)
 
 
@@ -125,9 +130,11 @@ exit:
     return globals_ + text + launcher
 
 
-def threaded_host_ir(ir_text, name):
+def threaded_host_ir(ir_text, name, n_args):
     """The host version of kernel ``name``'s module for the threaded
-    emulation: the kernel takes one more argument, its ``_Context``."""
+    emulation: the kernel takes one more argument, its thread context
+    (``ThreadContext`` of block_scheduler.h), and ``__emu_thread(ptr args,
+    ptr context)`` calls it with ``n_args`` pointers from ``args``."""
     text = _common(ir_text, name)
     # The kernel's definition gains the context as its last parameter.
     head = re.search(r'define void @"?' + re.escape(name) + r'"?\(', text)
@@ -147,6 +154,9 @@ def threaded_host_ir(ir_text, name):
     text = re.sub(r"call void " + re.escape(_BARRIER) + r"\(\)",
                   "call void @__emu_barrier(ptr %__emu_ctx)", text)
     text = re.sub(r"^declare void " + re.escape(_BARRIER) + r"\(\).*$", "", text, flags=re.M)
+    text = _SHUFFLE_CALL.sub(lambda m: f"call i32 @__emu_shfl(ptr %__emu_ctx, i32 "
+                                       f"{_SHUFFLE_MODES.index(m.group(1))}, ", text)
+    text = _SHUFFLE_DECL.sub("", text)
     # Shared memory: one module global (blocks run one after another).
     text = re.sub(r"addrspacecast \(ptr addrspace\(3\) (@[\w.\"]+) to ptr\)", r"\1", text)
     text = re.sub(r"(%[\w.\"]+) = addrspacecast ptr addrspace\(3\) (%[\w.\"]+) to ptr",
@@ -165,111 +175,50 @@ define internal void @__emu_barrier(ptr %ctx) {
   call void %f(ptr %ctx)
   ret void
 }
+
+define internal i32 @__emu_shfl(ptr %ctx, i32 %mode, i32 %mask, i32 %v, i32 %arg, i32 %c) {
+  %p = getelementptr i8, ptr %ctx, i64 32
+  %f = load ptr, ptr %p
+  %r = call i32 %f(ptr %ctx, i32 %mode, i32 %mask, i32 %v, i32 %arg, i32 %c)
+  ret i32 %r
+}
 """
-    return text + helpers
-
-
-class _Phases:
-    """Runs a block's threads one at a time, in ``order``, from barrier to
-    barrier (see the module docstring). Each thread waits on an event of its
-    own, so handing the turn on wakes one thread, not all of them."""
-
-    def __init__(self, order):
-        self.order = list(order)
-        self.position = {t: k for k, t in enumerate(self.order)}
-        self.go = {t: threading.Event() for t in self.order}
-        self.lock = threading.Lock()
-        self.state = {t: "ready" for t in self.order}   # ready, barrier, done
-        self.error = None
-        self.go[self.order[0]].set()
-
-    def wait_turn(self, t):
-        """Waits until thread t may run; False when the block failed (the
-        thread then runs to its end unscheduled, and the launch raises)."""
-        self.go[t].wait()
-        self.go[t].clear()
-        return self.error is None
-
-    def fail(self, error):
-        with self.lock:
-            self.error = self.error or error
-            for event in self.go.values():
-                event.set()
-
-    def _advance(self, t):
-        """Called holding the lock by thread t, which stops running (at a
-        barrier or done): the turn goes to the next ready thread in order,
-        or a new phase starts."""
-        for u in self.order[self.position[t] + 1:]:
-            if self.state[u] == "ready":
-                self.go[u].set()
-                return
-        at_barrier = [u for u in self.order if self.state[u] == "barrier"]
-        done = [u for u in self.order if self.state[u] == "done"]
-        if at_barrier and done:
-            self.error = InternalError(
-                f"threads {done[:4]} of a block ended while threads {at_barrier[:4]} wait "
-                "at a barrier: a barrier every thread of the block must reach")
-            for event in self.go.values():
-                event.set()
-        elif at_barrier:
-            for u in at_barrier:
-                self.state[u] = "ready"
-            self.go[at_barrier[0]].set()
-
-    def barrier(self, t):
-        with self.lock:
-            self.state[t] = "barrier"
-            self._advance(t)
-        self.wait_turn(t)
-
-    def finished(self, t):
-        with self.lock:
-            self.state[t] = "done"
-            self._advance(t)
+    loads = "".join(
+        f"  %a{k}.p = getelementptr ptr, ptr %args, i64 {k}\n  %a{k} = load ptr, ptr %a{k}.p\n"
+        for k in range(n_args))
+    call_args = "".join(f"ptr %a{k}, " for k in range(n_args))
+    entry = f"""
+define void @__emu_thread(ptr %args, ptr %ctx) {{
+{loads}  call void @"{name}"({call_args}ptr %ctx)
+  ret void
+}}
+"""
+    return text + helpers + entry
 
 
 class ThreadedKernel:
-    """A kernel with barriers or shared memory compiled for the host;
-    ``launch(pointers, grid, block, reverse=False)`` runs it (see the module
-    docstring; ``reverse``: threads in descending order within each phase)."""
+    """A kernel with barriers, warp shuffles or shared memory compiled for
+    the host; ``launch(pointers, grid, block, reverse=False)`` runs it, block
+    after block, each block's threads as fibers of the block scheduler
+    (``xla/backends/gpu/runtime/block_scheduler.h``; ``reverse``: threads
+    in descending order within each phase)."""
 
     def __init__(self, thunk, opt_level=2):
         from xla.backends.cpu import jit
         self.thunk = thunk
         n_args = len(thunk.slices) + len(thunk.scalars)
-        self._module = jit.JitModule(threaded_host_ir(thunk.ir_text, thunk.name),
+        self._module = jit.JitModule(threaded_host_ir(thunk.ir_text, thunk.name, n_args),
                                      opt_level=opt_level)
-        self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (n_args + 1))(
-            self._module.address(thunk.name))
+        self._entry = self._module.address("__emu_thread")
 
     def launch(self, pointers, grid, block, reverse=False):
+        from xla import _core
+        args = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         for c in range(grid):
-            self._run_block(pointers, c, grid, block, reverse)
-
-    def _run_block(self, pointers, c, grid, block, reverse):
-        order = list(range(block))[::-1] if reverse else list(range(block))
-        phases = _Phases(order)
-        callback = _BARRIER_CALLBACK(lambda ctx: phases.barrier(
-            ctypes.cast(ctx, ctypes.POINTER(_Context)).contents.thread))
-        contexts = [_Context(t, c, block, grid, ctypes.cast(callback, ctypes.c_void_p).value, t)
-                    for t in range(block)]
-        def thread(t):
-            try:
-                if not phases.wait_turn(t):
-                    return
-                self._fn(*pointers, ctypes.addressof(contexts[t]))
-            except BaseException as e:   # reported by the launching thread
-                phases.fail(e)
-                return
-            phases.finished(t)
-        threads = [threading.Thread(target=thread, args=(t,), daemon=True) for t in range(block)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        if phases.error is not None:
-            raise phases.error
+            error = _core.gpu_emulator_run_block(self._entry, ctypes.addressof(args), block, c,
+                                                 grid, reverse)
+            if error:
+                raise InternalError(f"kernel {self.thunk.name}, block {c}: {error}")
 
 
 class EmulatedKernel:
@@ -286,6 +235,10 @@ class EmulatedKernel:
         self._module = jit.JitModule(host_ir(thunk.ir_text, thunk.name, n_args),
                                      opt_level=opt_level)
         self._launch = _LAUNCH(self._module.address("__emu_launch"))
+
+    @property
+    def threaded(self):
+        return self._threaded is not None
 
     def launch(self, pointers, grid, block):
         if self._threaded is not None:

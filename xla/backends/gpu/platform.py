@@ -23,6 +23,7 @@ from xla.runtime import Capabilities, Device, Platform
 BLOCKS_PER_SM = 16     # grid-stride kernels: at most this many blocks per multiprocessor
 EMULATOR_BLOCK = 64    # threads per block on the emulator
 EMULATOR_GRID = 16     # at most this many blocks (the kernels' loops stride over the rest)
+EMULATOR_THREADED_GRID = 2   # kernels run threaded (a host thread per GPU thread): fewer
 POOL_BYTES = 64 << 20  # the emulator keeps at most this much freed memory for reuse
 POISON = 0xA5          # fresh emulated memory: what a kernel reading unwritten memory gets
 
@@ -96,7 +97,8 @@ class EmulatorDevice(Device):
 
     def launch(self, kernel, thunk, pointers):
         block = thunk.block or EMULATOR_BLOCK
-        grid = max(1, min(EMULATOR_GRID, -(-thunk.elements // block)))
+        grid = max(1, min(EMULATOR_THREADED_GRID if kernel.threaded else EMULATOR_GRID,
+                          -(-thunk.elements // block)))
         self._do(kernel.launch, list(pointers), grid, block)
 
     # Graphs: what the executable enqueues, recorded once and replayed.

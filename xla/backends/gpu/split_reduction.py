@@ -29,6 +29,8 @@ Then the most major reduced dimension is split into ``chunks``: partial
 ``c`` of output ``o`` reduces chunk ``c``, at ``scratch[c * outputs + o]``,
 and the combine folds the chunks in order.
 """
+import contextlib
+
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
@@ -38,8 +40,8 @@ from xla.backends.cpu.llvm_types import store_element
 from xla.backends.cpu.loop_emitter import i64
 from xla.backends.cpu.reduction_emitter import chunk_identity, chunked_dimension
 from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel, reads
+from xla.backends.gpu.warp import WARP, warp_reduce
 
-WARP = 32
 MIN_THREADS = 1 << 17     # lanes grow until outputs x lanes reaches this
 MAX_LANES = 4096
 
@@ -89,10 +91,11 @@ def lane_count(outputs_n, minor):
     return lanes
 
 
-def emit_split_reduction(emitter, h, name, outputs):
-    """[partials KernelThunk, combine KernelThunk] computing ``outputs`` of
-    ``h`` (all of one shape), or None when they are not row reductions
-    worth splitting."""
+def emit_split_reduction(emitter, h, name, outputs, warp_shuffles=True):
+    """The KernelThunks computing ``outputs`` of ``h`` (all of one shape):
+    one warp-reduction kernel, or partials and combine; None when they are
+    not reductions worth splitting. ``warp_shuffles``: False keeps row
+    reductions of 32 lanes in two kernels too."""
     split = _split_reduces(outputs)
     if split is None:
         return None
@@ -104,7 +107,10 @@ def emit_split_reduction(emitter, h, name, outputs):
     if kind == "row":
         if size < 2 * WARP:
             return None
-        parts = lane_count(n, size)
+        lanes = lane_count(n, size)
+        if lanes == WARP and warp_shuffles:
+            return [_warp_row_reduction(emitter, h, name, outputs, reduces, n)]
+        parts = lanes // WARP if warp_shuffles else lanes     # partials per output
     else:
         parts = chunk_count(n, size)
         if parts == 1:
@@ -122,14 +128,15 @@ def emit_split_reduction(emitter, h, name, outputs):
 
     # 1. the partials: row: [o * lanes + lane] over the lane's strided
     #    elements; column: [c * n + o] over chunk c.
+    shuffled = kind == "row" and warp_shuffles
     keys = list(dict.fromkeys([scratch_key] + read_keys))
     kernel = Kernel(f"{name}_partials", keys, h)
     g = ElementGenerator(emitter, kernel, fusion=fusion)
 
     def partials(b, i):
         if kind == "row":
-            out, lane = b.udiv(i, i64(parts)), b.urem(i, i64(parts))
-            g.reduce_lanes = {id(r): (lane, parts, [identity]) for r, identity in reduces}
+            out, lane = b.udiv(i, i64(lanes)), b.urem(i, i64(lanes))
+            g.reduce_lanes = {id(r): (lane, lanes, [identity]) for r, identity in reduces}
         else:
             chunk, out = b.udiv(i, i64(n)), b.urem(i, i64(n))
             lo = b.mul(chunk, i64(chunk_len))
@@ -137,12 +144,21 @@ def emit_split_reduction(emitter, h, name, outputs):
             hi = b.select(b.icmp_unsigned("<", hi, i64(size)), hi, i64(size))
             g.reduce_chunks = {id(r): (lo, hi, [identity]) for r, identity in reduces}
         index = le.delinearize(b, out, list(shape.dimensions), le.major_to_minor(shape))
-        for (r, _), offset in zip(reduces, offsets):
-            v = g.value(r, index)
-            base = b.gep(kernel.ptrs[scratch_key], [i64(offset)], source_etype=ir.IntType(8))
-            b.store(v, b.gep(base, [i], inbounds=True, source_etype=v.type))
-    first = KernelThunk(kernel.module.name, finish_kernel(kernel, h, n * parts, partials), keys,
-                        n * parts, h.name, scratch={scratch: nbytes})
+        values = [g.value(r, index) for r, _ in reduces]
+        at = i
+        if shuffled:   # the warp's 32 lanes folded; its first lane stores partial lane / 32
+            values = [warp_reduce(kernel, b, v, lambda b, x, y, c=r.attr("to_apply"):
+                                  emitter.emit_scalar_computation(b, c, [x, y]))
+                      for v, (r, _) in zip(values, reduces)]
+            at = b.add(b.mul(out, i64(parts)), b.udiv(lane, i64(WARP)))
+        with b.if_then(b.icmp_unsigned("==", b.urem(i, i64(WARP)), i64(0))) if shuffled \
+                else _nothing():
+            for v, offset in zip(values, offsets):
+                base = b.gep(kernel.ptrs[scratch_key], [i64(offset)], source_etype=ir.IntType(8))
+                b.store(v, b.gep(base, [at], inbounds=True, source_etype=v.type))
+    threads = n * (lanes if kind == "row" else parts)
+    first = KernelThunk(kernel.module.name, finish_kernel(kernel, h, threads, partials), keys,
+                        threads, h.name, scratch={scratch: nbytes})
 
     # 2. out[o] = fold(init, o's partials in order).
     out_slices = [Slice(assignment.buffer(h, index)) for index, _, _ in outputs]
@@ -167,3 +183,44 @@ def emit_split_reduction(emitter, h, name, outputs):
             store_element(b, b.load(acc, typ=identity.type), ptr, out_shape.element_type)
     second = KernelThunk(kernel.module.name, finish_kernel(kernel, h, n, combine), keys, n, h.name)
     return [first, second]
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield
+
+
+def _warp_row_reduction(emitter, h, name, outputs, reduces, n):
+    """One kernel: a warp per output element. Lane ``l`` reduces the
+    elements ``l, l + 32...`` of the row from the reducer's identity, the
+    warp folds its 32 partials by shuffles (``warp.warp_reduce``), and
+    lane 0 folds the init value in and stores. The loop runs over ``n * 32``
+    threads' worth of work, a multiple of the warp, and every launcher's
+    blocks are whole warps, so the 32 lanes of a warp take the same
+    iterations and meet at every shuffle."""
+    assignment = emitter.assignment
+    fusion = h if h.opcode == "fusion" else None
+    shape = outputs[0][1]
+    out_slices = [Slice(assignment.buffer(h, index)) for index, _, _ in outputs]
+    keys = list(dict.fromkeys([s.key for s in out_slices] + [s.key for s in reads(h, assignment)]))
+    kernel = Kernel(name, keys, h)
+    g = ElementGenerator(emitter, kernel, fusion=fusion)
+
+    def body(b, i):
+        out, lane = b.udiv(i, i64(WARP)), b.urem(i, i64(WARP))
+        g.reduce_lanes = {id(r): (lane, WARP, [identity]) for r, identity in reduces}
+        index = le.delinearize(b, out, list(shape.dimensions), le.major_to_minor(shape))
+        totals = []
+        for r, _ in reduces:
+            computation = r.attr("to_apply")
+            totals.append(warp_reduce(kernel, b, g.value(r, index), lambda b, x, y, c=computation:
+                                      emitter.emit_scalar_computation(b, c, [x, y])))
+        with b.if_then(b.icmp_unsigned("==", lane, i64(0))):
+            for (r, _), total, (_, out_shape, _), out_slice in zip(reduces, totals, outputs,
+                                                                  out_slices):
+                v = emitter.emit_scalar_computation(b, r.attr("to_apply"),
+                                                    [g.value(r.operands[1], []), total])
+                ptr = g.element_pointer(kernel.pointer(out_slice), out_shape, index)
+                store_element(b, v, ptr, out_shape.element_type)
+    return KernelThunk(kernel.module.name, finish_kernel(kernel, h, n * WARP, body), keys,
+                       n * WARP, h.name)
