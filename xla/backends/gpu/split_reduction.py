@@ -1,33 +1,37 @@
-"""Row and column reductions in two kernels: coalesced loads, enough threads.
+"""Row and column reductions with coalesced loads and enough threads.
 
 A reduce kernel with one thread per output element reads memory badly on a
 GPU when the reduced dimension is the minor-most one (a row reduction):
 the 32 threads of a warp read 32 different rows, one element of each, at
-every step. Here such a reduction runs as two kernels, with no barrier,
-shuffle or shared memory (so the emulator runs them exactly):
+every step. Here such a reduction runs as:
 
-1. **partials**: ``lanes`` threads per output element (adjacent threads:
-   adjacent lanes of one output). Lane ``l`` reduces the elements
-   ``l, l + lanes, l + 2 * lanes...`` of the minor-most reduced dimension
-   (and all of the other reduced dimensions), starting from the reducer's
-   identity, into a scratch array ``[outputs, lanes]``. At each step a
-   warp reads 32 adjacent elements.
-2. **combine**: one thread per output element folds the init value and its
-   ``lanes`` partials, in lane order, with the reducer.
+- **a warp per row** (one kernel), when there are enough rows to fill the
+  GPU that way (``lane_count`` gives 32 lanes): lane ``l`` of the warp
+  reduces the elements ``l, l + 32...`` of the minor-most reduced dimension
+  (and all of the other reduced dimensions), starting from the reducer's
+  identity; the warp folds its 32 values by shuffles (``warp.py``: a
+  butterfly, no shared memory, no barrier); lane 0 folds the init value in
+  and stores. At each step a warp reads 32 adjacent elements.
+- **partials and a combine** (two kernels) otherwise: ``lanes`` threads per
+  output element (a multiple of 32: more when the rows are few, so that
+  the GPU has threads to run; a reduction to a scalar gets 4,096), each
+  warp folding its lanes by shuffles into one partial in a scratch array
+  ``[outputs, lanes / 32]``; then one thread per output folds the init
+  value and its partials, in order, with the reducer.
 
 This reassociates the reduction, as every parallel reduction does (XLA's
 too); it applies to reducers ``chunk_identity`` knows an identity for (add,
-multiply, maximum, minimum, and, or of f32/f64 and integers). The lane count
-is 32, more when there are few outputs (so that the GPU has threads to run:
-a reduction to a scalar gets 4,096 lanes), never more than the reduced
-dimension allows.
+multiply, maximum, minimum, and, or of f32/f64 and integers). Every lane of
+a warp runs the same iterations (the loops cover a multiple of 32 threads'
+work, and every launcher's blocks are whole warps), so the lanes meet at
+each shuffle.
 
 Column reductions (the minor-most dimension kept) read adjacent elements
 from adjacent threads already, but with one thread per output there are
 too few threads when the outputs are few and the reduced dimension long.
 Then the most major reduced dimension is split into ``chunks``: partial
 ``c`` of output ``o`` reduces chunk ``c``, at ``scratch[c * outputs + o]``,
-and the combine folds the chunks in order.
+and the combine folds the chunks in order (no shuffles).
 """
 import contextlib
 
