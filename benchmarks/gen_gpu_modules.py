@@ -40,6 +40,9 @@ WORKLOADS = {
     "gpu_matmul": (lambda a, b: a @ b, [S((2048, 2048), f32)] * 2),
     "gpu_sort": (lambda x: jnp.sort(x, axis=-1), [S((64, 16384), f32)]),
     "gpu_transpose": (lambda x: x.T, [S((8192, 8192), f32)]),
+    "gpu_conv": (lambda x, w: jax.lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        [S((32, 56, 56, 64), f32), S((3, 3, 64, 64), f32)]),
     "gpu_fft": (lambda x: jnp.fft.irfft(jnp.fft.rfft(x) * 2, n=x.shape[-1]), [S((4096, 4096), f32)]),
 }
 

@@ -33,7 +33,8 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 HERE = pathlib.Path(__file__).resolve().parent
 NAMES = ["gpu_axpby", "gpu_gelu", "gpu_row_sum", "gpu_col_sum", "gpu_softmax",
-         "gpu_layernorm", "gpu_matmul", "gpu_sort", "gpu_transpose", "gpu_fft"]
+         "gpu_layernorm", "gpu_matmul", "gpu_sort", "gpu_transpose", "gpu_fft",
+         "gpu_conv"]
 
 
 def median_time(run, sync, repeats):
@@ -128,9 +129,12 @@ def main():
             jax_ms = jax_t * 1e3
             ref = np.asarray(jfn(*jargs), dtype=np.float64)
             err = float(np.max(np.abs(out - ref)) / max(np.max(np.abs(ref)), 1e-30))
-        if name == "gpu_matmul":
-            m, k = args[0].shape
-            flops = 2 * m * k * args[1].shape[1]
+        if name in ("gpu_matmul", "gpu_conv"):
+            if name == "gpu_matmul":
+                m, k = args[0].shape
+                flops = 2 * m * k * args[1].shape[1]
+            else:   # SAME padding, stride 1: every output element is a K*C-long dot
+                flops = 2 * out.size * int(np.prod(args[1].shape[:-1]))
             achieved = f"{flops / ours / 1e12:.2f} TFLOP/s"
             limit = f"{flops / ours / peak:.3f}" if peak else "n/a"
         else:

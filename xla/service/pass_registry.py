@@ -17,6 +17,7 @@ PASSES = {
     "copy-insertion": "xla.service.copy_insertion:CopyInsertion",
     "cse": "xla.service.cse:HloCSE",
     "custom-fusion-inliner": "xla.service.custom_fusion_inliner:CustomFusionInliner",
+    "convolution-im2col": "xla.service.convolution_im2col:ConvolutionIm2Col",
     "convolution-reversal-expander": "xla.service.conv_reversal_expander:ConvolutionReversalExpander",
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
@@ -31,6 +32,7 @@ PASSES = {
     "mixed-precision-normalizer": "xla.service.mixed_precision_normalizer:MixedPrecisionNormalizer",
     "ragged-dot-expander": "xla.service.ragged_dot_expander:RaggedDotExpander",
     "scaled-dot-expander": "xla.service.scaled_dot_expander:ScaledDotExpander",
+    "reshape-to-bitcast": "xla.service.reshape_to_bitcast:ReshapeToBitcast",
     "scan-expander": "xla.service.scan_expander:ScanExpander",
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":

@@ -1,6 +1,8 @@
 """The GPU backend's HLO pipeline: custom fusions inlined, scan as a while
-loop (``scan-expander``), the target-independent passes, fusion with the
-GPU's policy, scheduling."""
+loop (``scan-expander``), f32/f64 convolutions as im2col and a matrix
+product (``convolution-im2col``: the product goes to cuBLAS), the
+target-independent passes, reshapes that move no byte as bitcasts
+(``reshape-to-bitcast``), fusion with the GPU's policy, scheduling."""
 from xla.backends.gpu.fusion_policy import GPU_FUSION_POLICY
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target_independent_pipeline
@@ -10,5 +12,7 @@ def gpu_pipeline(**options):
     pipeline = target_independent_pipeline(**options)
     pipeline.passes.insert(0, make_pass("custom-fusion-inliner"))
     pipeline.passes.insert(1, make_pass("scan-expander"))
+    pipeline.passes.insert(2, make_pass("convolution-im2col"))
+    pipeline.add_pass(make_pass("reshape-to-bitcast"))   # layouts are final here
     add_fusion_stage(pipeline, GPU_FUSION_POLICY)
     return add_scheduling_stage(pipeline)

@@ -1,0 +1,37 @@
+"""ReshapeToBitcast (``reshape-to-bitcast``): a reshape that moves no byte
+becomes a ``bitcast``, which buffer assignment gives its operand's buffer
+(XLA's layout-sensitive algebraic simplifier does the same, by its
+``ReshapeIsBitcast`` test).
+
+A reshape moves no byte when its operand and result have the same element
+type and both are row-major (layouts major-to-minor in dimension order, or
+no layout): the elements are then in the same order in memory, only their
+dimensions are counted differently. Other reshapes (a layout that changes
+the order, a change of element type, tuples, dynamic shapes) are left
+alone. Run after layout assignment, where layouts are final.
+"""
+from xla.hlo.shape import Layout
+from xla.service.pass_utils import OpExpanderPass
+
+
+def _row_major(shape):
+    layout = shape.layout
+    return layout is None or list(layout.minor_to_major) == list(range(shape.rank))[::-1]
+
+
+class ReshapeToBitcast(OpExpanderPass):
+    name = "reshape-to-bitcast"
+
+    def matches(self, instr):
+        if instr.opcode != "reshape" or not instr.shape.is_array or len(instr.operands) != 1:
+            return False
+        x = instr.operands[0]
+        return (x.shape.is_array and not x.shape.is_dynamic and not instr.shape.is_dynamic
+                and x.shape.element_type is instr.shape.element_type
+                and _row_major(x.shape) and _row_major(instr.shape))
+
+    def expand(self, b, instr):
+        shape = instr.shape
+        if shape.layout is None:
+            shape = shape.with_layout(Layout.row_major(shape.rank))
+        return b.add("bitcast", shape, list(instr.operands))
