@@ -169,8 +169,8 @@ class CudaContext:
         return DeviceMemory(self, int(ptr), nbytes, root=True)
 
     def free(self, address):
-        d = _driver()
         try:
+            d = _driver()
             with self.lock:
                 self.make_current()
                 d.cuMemFreeAsync(address, self.stream)
