@@ -30,6 +30,7 @@ PASSES = {
     "hlo-memory-scheduler": "xla.service.hlo_memory_scheduler:HloMemoryScheduler",
     "layout-assignment": "xla.service.layout_assignment:LayoutAssignment",
     "mixed-precision-normalizer": "xla.service.mixed_precision_normalizer:MixedPrecisionNormalizer",
+    "one-device-collectives": "xla.service.one_device_collectives:OneDeviceCollectives",
     "ragged-dot-expander": "xla.service.ragged_dot_expander:RaggedDotExpander",
     "scaled-dot-expander": "xla.service.scaled_dot_expander:ScaledDotExpander",
     "reshape-to-bitcast": "xla.service.reshape_to_bitcast:ReshapeToBitcast",

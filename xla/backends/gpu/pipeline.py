@@ -1,6 +1,8 @@
 """The GPU backend's HLO pipeline: custom fusions inlined, scan as a while
 loop (``scan-expander``), f32/f64 convolutions as im2col and a matrix
-product (``convolution-im2col``: the product goes to cuBLAS), the
+product (``convolution-im2col``: the product goes to cuBLAS), collectives
+with their one participant's result (``async-to-sync``,
+``one-device-collectives``: a GPU module runs on one device here), the
 target-independent passes, reshapes that move no byte as bitcasts
 (``reshape-to-bitcast``), fusion with the GPU's policy, scheduling."""
 from xla.backends.gpu.fusion_policy import GPU_FUSION_POLICY
@@ -13,6 +15,8 @@ def gpu_pipeline(**options):
     pipeline.passes.insert(0, make_pass("custom-fusion-inliner"))
     pipeline.passes.insert(1, make_pass("scan-expander"))
     pipeline.passes.insert(2, make_pass("convolution-im2col"))
+    pipeline.passes.insert(3, make_pass("async-to-sync"))
+    pipeline.passes.insert(4, make_pass("one-device-collectives"))
     pipeline.add_pass(make_pass("reshape-to-bitcast"))   # layouts are final here
     add_fusion_stage(pipeline, GPU_FUSION_POLICY)
     return add_scheduling_stage(pipeline)
