@@ -3,7 +3,8 @@
 barriers that order a block's phases (a missing one is a wrong answer in
 one of the two thread orders, every time; one some threads skip raises),
 and warp shuffles (a butterfly sum in both orders; one some lanes skip
-raises). Each hand-written kernel also assembles with ptxas."""
+raises), and atomics (LLVM's atomicrmw, which the host runs as it is: one
+thread at a time). Each hand-written kernel also assembles with ptxas."""
 import numpy as np
 import pytest
 
@@ -166,3 +167,43 @@ def test_a_shuffle_some_lanes_skip_raises():
     out = np.zeros(32, np.int32)
     with pytest.raises(xla.errors.XlaError, match="a shuffle of the full warp every lane must reach"):
         kernel.launch([out.ctypes.data], 1, 32)
+
+
+# Every thread adds 1 and its index to two counters with atomics (LLVM's
+# atomicrmw, which NVPTX lowers to atom.add), before a barrier or not.
+ATOMIC_COUNT = """target triple = "nvptx64-nvidia-cuda"
+define ptx_kernel void @count(ptr %counters) {
+  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %c = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %n = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %base = mul i32 %c, %n
+  %i = add i32 %base, %t
+  %old = atomicrmw add ptr %counters, i32 1 monotonic
+  %p1 = getelementptr i32, ptr %counters, i64 1
+  %old1 = atomicrmw add ptr %p1, i32 %i monotonic
+  BARRIER
+  ret void
+}
+declare void @llvm.nvvm.barrier0()
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+"""
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["sequential", "threaded"])
+def test_atomics_run_in_the_emulator(threaded):
+    from xla.backends.gpu.emulator import EmulatedKernel
+    from xla.backends.gpu.kernels import KernelThunk
+    text = ATOMIC_COUNT.replace("BARRIER", "call void @llvm.nvvm.barrier0()" if threaded else "")
+    if not threaded:
+        text = text.replace("declare void @llvm.nvvm.barrier0()\n", "")
+    kernel = EmulatedKernel(KernelThunk("count", text, [(0, 0)], 3 * 64, "count"))
+    assert kernel.threaded == threaded
+    counters = np.zeros(2, np.int32)
+    kernel.launch([counters.ctypes.data], 3, 64)
+    np.testing.assert_array_equal(counters, [3 * 64, sum(range(3 * 64))])
+    ptx = compile_ptx(text, "sm_80")
+    assert "atom" in ptx
+    _, messages = assemble(ptx, "sm_80")
+    assert messages.strip() == "", messages

@@ -34,8 +34,10 @@ and the special registers ``tid.x``, ``ctaid.x``, ``ntid.x``, ``nctaid.x``
   shuffle some lanes of the warp do not reach raises, and only full-warp
   shuffles (member mask of all 32 lanes, width 32) are emulated.
 
-Any other NVVM intrinsic (atomics, votes...) is rejected, so a kernel never
-runs here with semantics the emulator does not have.
+Atomics written as LLVM's ``atomicrmw`` run as they are (one thread runs at
+a time either way, so they are atomic). Any other NVVM intrinsic (NVVM's
+atomics, votes...) is rejected, so a kernel never runs here with semantics
+the emulator does not have.
 """
 import ctypes
 import re
