@@ -50,7 +50,7 @@ class DebugOptions:
     xla_cpu_multi_thread_eigen: bool = True
     xla_hlo_profile: bool = False
     xla_gpu_enable_command_buffer: tuple = ("FUSION", "CUBLAS")
-    xla_gpu_graph_min_graph_size: int = 5
+    xla_gpu_graph_min_graph_size: int = 2
     # Devices.
     xla_force_host_platform_device_count: int = 1
     # This project's additions (no XLA counterpart).
@@ -88,7 +88,8 @@ _HELP = {
                                      "(FUSION: kernels and device copies; CUBLAS: matrix "
                                      "products; empty: none).",
     "xla_gpu_graph_min_graph_size": "Launch a gpu executable's thunks as a CUDA graph only when it "
-                                    "has at least this many of them.",
+                                    "has at least this many of them (XLA's default is 5; here "
+                                    "a launch costs ~10 us of Python, so 2).",
     "xla_force_host_platform_device_count": "Devices the cpu platform reports (xla.devices('cpu')); "
                                             "all share the CPU runtime's thread pool.",
     "xla_cpu_num_threads": "Threads of the CPU runtime's pool (0: one per available CPU).",

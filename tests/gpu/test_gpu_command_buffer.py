@@ -98,7 +98,7 @@ def test_replays_follow_the_arguments_and_outputs_of_each_call(platform):
 
 
 def test_what_is_not_a_command_buffer():
-    # Fewer thunks than --xla_gpu_graph_min_graph_size (default 5).
+    # Fewer thunks than --xla_gpu_graph_min_graph_size (default 2).
     small = xla.compile("""HloModule m
 ENTRY e {
   x = f32[8] parameter(0)
