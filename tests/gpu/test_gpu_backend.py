@@ -1,65 +1,21 @@
-"""The GPU backend, with and without a GPU: every corpus module either runs
-on the emulator and matches JAX, or is rejected at compile time with an
-error naming the op and "gpu" (the list below: what the GPU backend does
-not generate yet; a module leaving it must be removed from it); every
-kernel of the modules that run assembles with ptxas for sm_80 and sm_90
-without a warning. Where a GPU and its driver are present, the same corpus
-runs on the real device (platform 'gpu'); where not, those tests skip
-saying why, and the 'gpu' platform's error says what is missing."""
+"""The GPU backend, with and without a GPU: kernels, cuBLAS, reductions,
+sorts, random numbers, linear algebra, transposes, control flow, the
+tools, on the emulator and, where a GPU and its driver are present, on
+the real device (platform 'gpu'); where not, those tests skip saying why,
+and the 'gpu' platform's error says what is missing. The corpus is in
+test_gpu_corpus.py and test_gpu_ptxas.py."""
 import numpy as np
 import pytest
 
 import xla
 from xla.backends.gpu.driver import cuda_unavailable_reason
-from xla.backends.gpu.nvptx import assemble, compile_ptx, find_ptxas
-from xla.errors import InvalidArgumentError, UnimplementedError
+from xla.backends.gpu.nvptx import assemble
+from xla.errors import InvalidArgumentError
 
-from test_corpus_interpreter import FILES, _ids, check_against_jax
+from test_corpus_interpreter import FILES
 
 NO_GPU = cuda_unavailable_reason()
 needs_gpu = pytest.mark.skipif(NO_GPU is not None, reason=f"needs an NVIDIA GPU: {NO_GPU}")
-
-# corpus module -> the op the GPU backend names as unsupported
-UNSUPPORTED = {
-}
-
-
-def compile_gpu(path):
-    return xla.compile(xla.parse_hlo_module(path.read_text(), filename=str(path)), "gpu_emulator")
-
-
-@pytest.mark.parametrize("path", FILES or [None], ids=_ids(FILES))
-def test_corpus_on_the_emulator(path):
-    assert path is not None
-    if path.name in UNSUPPORTED:
-        with pytest.raises(UnimplementedError, match=f"the gpu backend does not support "
-                                                     f"{UNSUPPORTED[path.name]}"):
-            compile_gpu(path)
-        return
-    check_against_jax(path, lambda module, args: xla.compile(module, "gpu_emulator").execute(*args))
-
-
-def test_most_of_the_corpus_runs():
-    assert len(FILES) - len(UNSUPPORTED) >= 144
-
-
-def test_every_kernel_assembles_with_ptxas():
-    assert find_ptxas(), "ptxas not found: `make setup` installs the nvidia-cuda-nvcc wheel"
-    kernels = 0
-    for path in FILES:
-        if path.name in UNSUPPORTED:
-            continue
-        exe = compile_gpu(path)
-        if not exe.kernels:
-            continue
-        kernels += len(exe.kernels)
-        for arch in ("sm_80", "sm_90"):
-            ptx = compile_ptx([t.ir_text for t in exe.kernels], arch)
-            assert f".target {arch}" in ptx and ".entry" in ptx
-            _, messages = assemble(ptx, arch)
-            assert messages.strip() == "", f"{path.name} {arch}: {messages}"
-    assert kernels >= 1200, kernels
-
 
 def test_kernels_are_grid_stride_loops_over_special_registers():
     exe = xla.compile("""HloModule m
@@ -116,25 +72,6 @@ ENTRY e {
 }""", "gpu")
     assert exe.device is device and exe.arch == device.arch
     assert f".target {device.arch}" in exe.ptx
-
-
-@needs_gpu
-def test_corpus_on_a_real_gpu():
-    """Every corpus module the emulator runs, run on the device and compared
-    with JAX's results (one test, so that every mismatch is listed)."""
-    failures, ran = [], 0
-    for path in FILES:
-        if path.name in UNSUPPORTED:
-            continue
-        try:
-            check_against_jax(path, lambda module, args: xla.compile(module, "gpu").execute(*args))
-            ran += 1
-        except pytest.skip.Exception:
-            continue
-        except Exception as e:   # collected, reported below
-            failures.append(f"{path.name}: {type(e).__name__}: {str(e)[:300]}")
-    assert not failures, f"{len(failures)} of {ran + len(failures)} modules:\n" + "\n".join(failures)
-    assert ran >= 126, ran
 
 
 @needs_gpu
