@@ -1,5 +1,6 @@
 // The dispatcher between the ISA variants of the runtime's kernels (see
-// kernels.h), and the C entry points of those kernels (cpu_runtime.h).
+// kernels.h), and the C entry points of those kernels (cpu_runtime.h:
+// matmul, conv2d, Cholesky, triangular solve).
 // Compiled for the baseline ISA like everything outside the variant units.
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +17,8 @@ namespace {
 #define XLA_CPU_ISA_KERNELS(ns, name)                                                          \
   IsaKernels {                                                                                 \
     name, &ns::MatmulF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
-        &ns::Conv2DF32, &ns::Conv2DF64                                                         \
+        &ns::Conv2DF32, &ns::Conv2DF64, &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64,  \
+        &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128             \
   }
 
 const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, "baseline");
@@ -193,6 +195,46 @@ void __xla_cpu_conv2d_f64(const double* input, const double* kernel, double* out
                                   out_w, stride_h, stride_w, pad_h_lo, pad_w_lo, lhs_dilation_h,
                                   lhs_dilation_w, rhs_dilation_h, rhs_dilation_w,
                                   feature_group_count});
+}
+
+void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,
+                            int32_t lower, int32_t potrf) {
+  Kernels().cholesky_f32(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_cholesky_f64(const double* a, double* out, int32_t* info, int64_t batch,
+                            int64_t n, int32_t lower, int32_t potrf) {
+  Kernels().cholesky_f64(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_cholesky_c64(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                            int32_t lower, int32_t potrf) {
+  Kernels().cholesky_c64(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_cholesky_c128(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                             int32_t lower, int32_t potrf) {
+  Kernels().cholesky_c128(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_trsm_f32(const float* a, const float* b, float* out, const float* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().trsm_f32(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_trsm_f64(const double* a, const double* b, double* out, const double* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().trsm_f64(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_trsm_c64(const void* a, const void* b, void* out, const void* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().trsm_c64(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_trsm_c128(const void* a, const void* b, void* out, const void* alpha,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().trsm_c128(a, b, out, alpha, batch, m, n, flags);
 }
 
 }  // extern "C"

@@ -1,8 +1,9 @@
 // The CPU runtime's kernels per vector ISA (not part of its C ABI, see
 // cpu_runtime.h), and the dispatcher that picks one set for the process.
 //
-// The hot kernels (matmul.cc: every matmul dtype; convolution.cc: conv2d)
-// are compiled once per ISA variant, each time with its own compiler flags,
+// The hot kernels (matmul.cc: every matmul dtype; convolution.cc: conv2d;
+// linalg.cc: Cholesky and triangular solves, whose blocked panels are
+// GEMMs) are compiled once per ISA variant, each time with its own compiler flags,
 // its own C++ namespace (XLA_CPU_ISA_NAMESPACE) and its own copy of Eigen
 // (the namespace `Eigen` is renamed by a macro, xla_eigen_<isa>), so that no
 // inline or template function compiled for a wider ISA can be shared with
@@ -55,7 +56,8 @@ int PoolNumThreads();
 int PoolCurrentThreadId();
 
 // Signatures of the variant kernels: the C ABI's (cpu_runtime.h), with
-// bools for the transposes and ConvParams for conv2d.
+// bools for the transposes and ConvParams for conv2d; the linear algebra's
+// are the C ABI's.
 #define XLA_CPU_DECLARE_ISA_KERNELS(ns)                                                       \
   namespace ns {                                                                              \
   void MatmulF32(const float* lhs, const float* rhs, float* out, int64_t batch, int64_t m,   \
@@ -71,6 +73,22 @@ int PoolCurrentThreadId();
   void Conv2DF32(const float* input, const float* kernel, float* out, const ConvParams& p);  \
   void Conv2DF64(const double* input, const double* kernel, double* out,                     \
                  const ConvParams& p);                                                        \
+  void CholeskyF32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,       \
+                   int32_t lower, int32_t potrf);                                             \
+  void CholeskyF64(const double* a, double* out, int32_t* info, int64_t batch, int64_t n,     \
+                   int32_t lower, int32_t potrf);                                             \
+  void CholeskyC64(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,         \
+                   int32_t lower, int32_t potrf);                                             \
+  void CholeskyC128(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,        \
+                    int32_t lower, int32_t potrf);                                            \
+  void TrsmF32(const float* a, const float* b, float* out, const float* alpha, int64_t batch, \
+               int64_t m, int64_t n, int32_t flags);                                          \
+  void TrsmF64(const double* a, const double* b, double* out, const double* alpha,            \
+               int64_t batch, int64_t m, int64_t n, int32_t flags);                           \
+  void TrsmC64(const void* a, const void* b, void* out, const void* alpha, int64_t batch,     \
+               int64_t m, int64_t n, int32_t flags);                                          \
+  void TrsmC128(const void* a, const void* b, void* out, const void* alpha, int64_t batch,    \
+                int64_t m, int64_t n, int32_t flags);                                         \
   }
 
 XLA_CPU_DECLARE_ISA_KERNELS(isa_baseline)
@@ -89,6 +107,14 @@ struct IsaKernels {
   decltype(&isa_baseline::MatmulC128) matmul_c128;
   decltype(&isa_baseline::Conv2DF32) conv2d_f32;
   decltype(&isa_baseline::Conv2DF64) conv2d_f64;
+  decltype(&isa_baseline::CholeskyF32) cholesky_f32;
+  decltype(&isa_baseline::CholeskyF64) cholesky_f64;
+  decltype(&isa_baseline::CholeskyC64) cholesky_c64;
+  decltype(&isa_baseline::CholeskyC128) cholesky_c128;
+  decltype(&isa_baseline::TrsmF32) trsm_f32;
+  decltype(&isa_baseline::TrsmF64) trsm_f64;
+  decltype(&isa_baseline::TrsmC64) trsm_c64;
+  decltype(&isa_baseline::TrsmC128) trsm_c128;
 };
 
 // Every variant this build has, narrowest first.
