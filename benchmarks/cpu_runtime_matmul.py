@@ -4,6 +4,9 @@ ExecutableState.run.
 
     .venv/bin/python benchmarks/cpu_runtime_matmul.py [--repeats N] [--threads N]
 
+The runtime's kernels are the ISA variant the CPU supports best, or the one
+XLA_CPU_RUNTIME_ISA names (baseline, avx2, avx512): the first line says which.
+
 The runtime's matmul is called directly through ctypes at the address from
 cpu_runtime_symbols() (a few microseconds of ctypes overhead, nothing next to
 the products measured). GFLOP/s counts 2*batch*m*k*n flops. Times are the
@@ -114,7 +117,9 @@ def main():
     args = parser.parse_args()
     if args.threads:
         _core.set_cpu_runtime_num_threads(args.threads)
-    print(f"runtime threads: {_core.cpu_runtime_num_threads()}, CPUs: {os.cpu_count()}")
+    isa = getattr(_core, "cpu_runtime_isa", lambda: "(one, built for the build machine)")()
+    print(f"runtime threads: {_core.cpu_runtime_num_threads()}, CPUs: {os.cpu_count()}, "
+          f"kernels: {isa}")
     matmul_rows(np.float32, SHAPES, args.repeats)
     matmul_rows(np.float64, SHAPES[:1], args.repeats)
     dispatch_overhead()

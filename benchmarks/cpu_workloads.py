@@ -27,6 +27,7 @@ import ml_dtypes
 import numpy as np
 
 import xla
+from xla import _core
 
 REDUCERS = """
 %add (a: f32[], b: f32[]) -> f32[] {
@@ -309,6 +310,8 @@ def main():
     bandwidth, peak = machine_limits()
     print(f"machine limits: {bandwidth / 1e9:.1f} GB/s streaming, {peak / 1e9:.0f} GFLOP/s "
           "f32 GEMM (best of NumPy and ours, 2048^3)")
+    print(f"runtime kernels (dots, convolutions): {_core.cpu_runtime_isa()} "
+          f"(of {', '.join(_core.cpu_runtime_isas())}; XLA_CPU_RUNTIME_ISA chooses)")
     header = (f"{'workload':34} {'ours':>10} {'numpy':>10} {'jax.jit':>10} {'np/ours':>8} {'jax/ours':>9}"
               f"  {'throughput':>13} {'of limit':>8}")
     print(header)

@@ -24,6 +24,7 @@
 
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
 #include "xla/backends/cpu/runtime/executor.h"
+#include "xla/backends/cpu/runtime/kernels.h"
 
 namespace py = pybind11;
 
@@ -204,12 +205,35 @@ py::dict CpuRuntimeSymbols() {
   return result;
 }
 
+std::string CpuRuntimeIsa() {
+  const char* error = nullptr;
+  const char* isa = __xla_cpu_runtime_isa(&error);
+  if (isa == nullptr) throw py::value_error(error != nullptr ? error : "no CPU runtime ISA");
+  return isa;
+}
+
+py::list CpuRuntimeIsas() {
+  py::list result;
+  for (const xla_cpu_runtime::IsaKernels* variant : xla_cpu_runtime::AllIsaKernels()) {
+    if (xla_cpu_runtime::MissingCpuFeatures(*variant).empty()) result.append(variant->name);
+  }
+  return result;
+}
+
 }  // namespace
 
 void RegisterCpuRuntime(py::module_& m) {
   m.def("cpu_runtime_symbols", &CpuRuntimeSymbols,
         "Returns {name: address} for every CPU runtime entry point that generated code may call "
         "(register each with llvmlite.binding.add_symbol).");
+  m.def("cpu_runtime_isa", &CpuRuntimeIsa,
+        "The ISA variant of the CPU runtime's matmul and convolution kernels this process\n"
+        "uses: 'baseline', 'avx2' or 'avx512' (the widest the CPU supports, or the one the\n"
+        "environment variable XLA_CPU_RUNTIME_ISA names). ValueError when that names one\n"
+        "that is unknown, not built or not supported by this CPU.");
+  m.def("cpu_runtime_isas", &CpuRuntimeIsas,
+        "The ISA variants of the CPU runtime's kernels that this build has and this CPU runs,\n"
+        "narrowest first (the values XLA_CPU_RUNTIME_ISA may take here).");
   m.def("cpu_runtime_num_threads", &__xla_cpu_runtime_num_threads,
         "The CPU runtime's thread count (XLA_CPU_NUM_THREADS, or the CPUs this process may "
         "use).");

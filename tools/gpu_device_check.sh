@@ -21,12 +21,29 @@ if [ ! -f "xla/_core$suffix" ]; then
   obj=$(mktemp -d)
   includes=$("$PY" -m pybind11 --includes) || exit 1
   t=$(date +%s)
+  # Everything for the baseline ISA; the runtime's hot kernels (matmul.cc,
+  # convolution.cc, linalg.cc) once per ISA variant, as Bazel does
+  # (xla/backends/cpu/runtime/isa.bzl).
+  flags="-O2 -std=c++17 -fPIC -fvisibility=hidden -fwrapv $includes -I. -I$EIGEN"
+  variants=(baseline "")
+  [ "$(uname -m)" = x86_64 ] && variants+=(avx2 "-mavx2 -mfma" \
+      avx512 "-mavx2 -mfma -mavx512f -mavx512bw -mavx512dq -mavx512vl")
   for f in csrc/buffer_assignment.cc csrc/fusion.cc csrc/graph.cc csrc/scheduler.cc \
-           $(ls xla/backends/cpu/runtime/*.cc xla/backends/gpu/runtime/*.cc | grep -v _test.cc) python/*.cc; do
-    g++ -O2 -std=c++17 -fPIC -fvisibility=hidden -mavx2 -mfma -fwrapv $includes -I. -I"$EIGEN" \
-        -c "$f" -o "$obj/$(basename "$f").o" &
+           $(ls xla/backends/cpu/runtime/*.cc xla/backends/gpu/runtime/*.cc | \
+             grep -v -e _test.cc -e /matmul.cc -e /convolution.cc -e /linalg.cc) python/*.cc; do
+    g++ $flags -c "$f" -o "$obj/0_$(basename "$f").o" &
+  done
+  for ((i = 0; i < ${#variants[@]}; i += 2)); do
+    isa=${variants[i]}
+    for f in xla/backends/cpu/runtime/{matmul,convolution,linalg}.cc; do
+      g++ $flags ${variants[i+1]} -DXLA_CPU_ISA_NAMESPACE=isa_$isa -DEigen=xla_eigen_$isa \
+          -c "$f" -o "$obj/$((i / 2 + 1))_${isa}_$(basename "$f").o" &
+    done
   done
   wait
+  # The baseline objects first, then the variants narrowest first (the glob
+  # sorts 0_, 1_, 2_, 3_): the linker keeps the first copy it sees of an
+  # inline function that several units share.
   g++ -shared -o "xla/_core$suffix" "$obj"/*.o -lpthread || exit 1
   echo "built xla/_core$suffix in $(( $(date +%s) - t )) s"
 fi

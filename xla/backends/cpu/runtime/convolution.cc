@@ -1,28 +1,20 @@
-// The CPU runtime's 2-D convolution (see cpu_runtime.h).
-#include "xla/backends/cpu/runtime/internal.h"
+// The CPU runtime's 2-D convolution (see cpu_runtime.h). An ISA variant
+// unit: compiled once per variant (kernels.h, isa_variant.h); the C entry
+// points that dispatch to a variant are in isa.cc.
+#include "xla/backends/cpu/runtime/isa_variant.h"
 
 #include <algorithm>
 #include <vector>
 
-namespace {
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
 
-using xla_cpu_runtime::ColMajorMatrix;
-using xla_cpu_runtime::GetRuntime;
-using xla_cpu_runtime::kMinParallelMacs;
-using xla_cpu_runtime::PoolForCaller;
-using xla_cpu_runtime::RowMajorMatrix;
-using xla_cpu_runtime::Runtime;
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+namespace {
 
 // ---------------------------------------------------------------------------
 // Convolution: im2col over blocks of output pixels, then one GEMM per feature
 // group and block, blocks spread over the pool with parallel_for.
-
-struct ConvParams {
-  int64_t batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, out_h, out_w;
-  int64_t stride_h, stride_w, pad_h_lo, pad_w_lo;
-  int64_t lhs_dilation_h, lhs_dilation_w, rhs_dilation_h, rhs_dilation_w;
-  int64_t groups;
-};
 
 // Output pixels per im2col block: bounds the patch buffer of each thread.
 constexpr int64_t kConvBlockPixels = 256;
@@ -117,32 +109,13 @@ void Conv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
 
 }  // namespace
 
-extern "C" {
-
-void __xla_cpu_conv2d_f32(const float* input, const float* kernel, float* out, int64_t batch,
-                          int64_t in_h, int64_t in_w, int64_t in_c, int64_t kernel_h,
-                          int64_t kernel_w, int64_t out_c, int64_t out_h, int64_t out_w,
-                          int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,
-                          int64_t pad_w_lo, int64_t lhs_dilation_h, int64_t lhs_dilation_w,
-                          int64_t rhs_dilation_h, int64_t rhs_dilation_w,
-                          int64_t feature_group_count) {
-  Conv2D(input, kernel, out,
-         ConvParams{batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, out_h, out_w, stride_h,
-                    stride_w, pad_h_lo, pad_w_lo, lhs_dilation_h, lhs_dilation_w,
-                    rhs_dilation_h, rhs_dilation_w, feature_group_count});
+void Conv2DF32(const float* input, const float* kernel, float* out, const ConvParams& p) {
+  Conv2D(input, kernel, out, p);
 }
 
-void __xla_cpu_conv2d_f64(const double* input, const double* kernel, double* out,
-                          int64_t batch, int64_t in_h, int64_t in_w, int64_t in_c,
-                          int64_t kernel_h, int64_t kernel_w, int64_t out_c, int64_t out_h,
-                          int64_t out_w, int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,
-                          int64_t pad_w_lo, int64_t lhs_dilation_h, int64_t lhs_dilation_w,
-                          int64_t rhs_dilation_h, int64_t rhs_dilation_w,
-                          int64_t feature_group_count) {
-  Conv2D(input, kernel, out,
-         ConvParams{batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, out_h, out_w, stride_h,
-                    stride_w, pad_h_lo, pad_w_lo, lhs_dilation_h, lhs_dilation_w,
-                    rhs_dilation_h, rhs_dilation_w, feature_group_count});
+void Conv2DF64(const double* input, const double* kernel, double* out, const ConvParams& p) {
+  Conv2D(input, kernel, out, p);
 }
 
-}  // extern "C"
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime

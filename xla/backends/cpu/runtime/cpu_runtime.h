@@ -37,6 +37,16 @@ int32_t __xla_cpu_runtime_num_threads(void);
 // above). Must not be called while runtime work is in flight.
 void __xla_cpu_runtime_set_num_threads(int32_t num_threads);
 
+// The ISA variant of the matmul and convolution kernels this process uses:
+// "baseline" (the target's default ISA), "avx2" (AVX2 + FMA) or "avx512"
+// (AVX-512 F/BW/DQ/VL), the widest the CPU supports unless the environment
+// variable XLA_CPU_RUNTIME_ISA names one (see kernels.h). Chosen once, on
+// first use. Null, with *error (when error is not null) set to why, when
+// XLA_CPU_RUNTIME_ISA names a variant that is unknown, not in this build or
+// not supported by this CPU; kernel calls then end the process with that
+// message.
+const char* __xla_cpu_runtime_isa(const char** error);
+
 // Calls body(ctx, begin, end) for disjoint [begin, end) ranges covering
 // [0, n) exactly once, on the pool and the calling thread, and returns when
 // all have finished. Each range has at least min_chunk iterations except

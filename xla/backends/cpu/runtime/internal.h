@@ -15,6 +15,7 @@
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
+#include "xla/backends/cpu/runtime/kernels.h"
 
 namespace xla_cpu_runtime {
 
@@ -30,9 +31,6 @@ Runtime* GetRuntime();
 // The pool to parallelize over, or null to run on the calling thread: no
 // pool, or the caller is one of its workers (nested parallelism runs serially).
 Eigen::ThreadPool* PoolForCaller(Runtime* runtime);
-
-// Below this many multiply-adds, threads cost more than they save.
-constexpr int64_t kMinParallelMacs = int64_t{64} * 64 * 64;
 
 template <typename T>
 using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

@@ -1,6 +1,8 @@
 // The CPU runtime's Cholesky factorization and triangular solve (see
-// cpu_runtime.h).
-#include "xla/backends/cpu/runtime/internal.h"
+// cpu_runtime.h). An ISA variant unit: compiled once per variant
+// (kernels.h, isa_variant.h); the C entry points that dispatch to a variant
+// are in isa.cc.
+#include "xla/backends/cpu/runtime/isa_variant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +11,11 @@
 
 #include <Eigen/Cholesky>
 
-namespace {
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
 
-using xla_cpu_runtime::RowMajorMatrix;
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+namespace {
 
 // ---------------------------------------------------------------------------
 // Cholesky: Eigen's blocked LLT (its panels go through GEMM) on a lower-form
@@ -166,52 +170,52 @@ void Trsm(const T* a, const T* b, T* out, const T* alpha, int64_t batch, int64_t
 
 }  // namespace
 
-extern "C" {
 
-void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,
-                            int32_t lower, int32_t potrf) {
+void CholeskyF32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,
+                 int32_t lower, int32_t potrf) {
   Cholesky(a, out, info, batch, n, lower, potrf);
 }
 
-void __xla_cpu_cholesky_f64(const double* a, double* out, int32_t* info, int64_t batch,
-                            int64_t n, int32_t lower, int32_t potrf) {
+void CholeskyF64(const double* a, double* out, int32_t* info, int64_t batch,
+                 int64_t n, int32_t lower, int32_t potrf) {
   Cholesky(a, out, info, batch, n, lower, potrf);
 }
 
-void __xla_cpu_trsm_f32(const float* a, const float* b, float* out, const float* alpha,
-                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+void TrsmF32(const float* a, const float* b, float* out, const float* alpha,
+             int64_t batch, int64_t m, int64_t n, int32_t flags) {
   Trsm(a, b, out, alpha, batch, m, n, flags);
 }
 
-void __xla_cpu_trsm_f64(const double* a, const double* b, double* out, const double* alpha,
-                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+void TrsmF64(const double* a, const double* b, double* out, const double* alpha,
+             int64_t batch, int64_t m, int64_t n, int32_t flags) {
   Trsm(a, b, out, alpha, batch, m, n, flags);
 }
 
-void __xla_cpu_cholesky_c64(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
-                            int32_t lower, int32_t potrf) {
+void CholeskyC64(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                 int32_t lower, int32_t potrf) {
   using C = std::complex<float>;
   Cholesky(static_cast<const C*>(a), static_cast<C*>(out), info, batch, n, lower, potrf);
 }
 
-void __xla_cpu_cholesky_c128(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
-                             int32_t lower, int32_t potrf) {
+void CholeskyC128(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                  int32_t lower, int32_t potrf) {
   using C = std::complex<double>;
   Cholesky(static_cast<const C*>(a), static_cast<C*>(out), info, batch, n, lower, potrf);
 }
 
-void __xla_cpu_trsm_c64(const void* a, const void* b, void* out, const void* alpha,
-                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+void TrsmC64(const void* a, const void* b, void* out, const void* alpha,
+             int64_t batch, int64_t m, int64_t n, int32_t flags) {
   using C = std::complex<float>;
   Trsm(static_cast<const C*>(a), static_cast<const C*>(b), static_cast<C*>(out),
        static_cast<const C*>(alpha), batch, m, n, flags);
 }
 
-void __xla_cpu_trsm_c128(const void* a, const void* b, void* out, const void* alpha,
-                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+void TrsmC128(const void* a, const void* b, void* out, const void* alpha,
+              int64_t batch, int64_t m, int64_t n, int32_t flags) {
   using C = std::complex<double>;
   Trsm(static_cast<const C*>(a), static_cast<const C*>(b), static_cast<C*>(out),
        static_cast<const C*>(alpha), batch, m, n, flags);
 }
 
-}  // extern "C"
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime

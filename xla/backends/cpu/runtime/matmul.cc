@@ -1,18 +1,17 @@
 // The CPU runtime's matrix products (see cpu_runtime.h): Eigen's GEMM, with
-// the work split over the pool as the shapes suggest.
-#include "xla/backends/cpu/runtime/internal.h"
+// the work split over the pool as the shapes suggest. An ISA variant unit:
+// compiled once per variant (kernels.h, isa_variant.h); the C entry points
+// that dispatch to a variant are in isa.cc.
+#include "xla/backends/cpu/runtime/isa_variant.h"
 
 #include <algorithm>
 #include <complex>
 
-namespace {
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
 
-using xla_cpu_runtime::ColMajorMatrix;
-using xla_cpu_runtime::GetRuntime;
-using xla_cpu_runtime::kMinParallelMacs;
-using xla_cpu_runtime::PoolForCaller;
-using xla_cpu_runtime::RowMajorMatrix;
-using xla_cpu_runtime::Runtime;
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+namespace {
 
 // ---------------------------------------------------------------------------
 // Matmul.
@@ -68,8 +67,8 @@ void MatmulSerial(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int6
 // One product over the pool: Eigen's tensor contraction on a ThreadPoolDevice
 // (it blocks the caller and shards the blocked GEMM over the workers).
 template <typename T>
-void MatmulParallel(Eigen::ThreadPool* pool, int num_threads, const T* lhs, const T* rhs, T* out,
-                    int64_t m, int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs) {
+void MatmulParallel(int num_threads, const T* lhs, const T* rhs, T* out, int64_t m, int64_t k,
+                    int64_t n, bool transpose_lhs, bool transpose_rhs) {
   using Index = Eigen::Index;
   Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor>> a(
       lhs, transpose_lhs ? k : m, transpose_lhs ? m : k);
@@ -78,7 +77,8 @@ void MatmulParallel(Eigen::ThreadPool* pool, int num_threads, const T* lhs, cons
   Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor>> c(out, m, n);
   const Eigen::array<Eigen::IndexPair<Index>, 1> dims = {
       Eigen::IndexPair<Index>(transpose_lhs ? 0 : 1, transpose_rhs ? 1 : 0)};
-  Eigen::ThreadPoolDevice device(pool, num_threads);
+  PoolAdapter pool;
+  Eigen::ThreadPoolDevice device(&pool, num_threads);
   c.device(device) = a.contract(b, dims);
 }
 
@@ -148,17 +148,15 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
     std::fill(out, out + batch * m * n, T(0));
     return;
   }
-  Runtime* runtime = GetRuntime();
-  Eigen::ThreadPool* pool = PoolForCaller(runtime);
+  const int64_t threads = ThreadsForCaller();
   const int64_t macs = m * k * n;
-  if (pool == nullptr || macs * batch < kMinParallelMacs) {
+  if (threads <= 1 || macs * batch < kMinParallelMacs) {
     for (int64_t b = 0; b < batch; ++b) {
       MatmulSerial(lhs + b * m * k, rhs + b * k * n, out + b * m * n, m, k, n, transpose_lhs,
                    transpose_rhs);
     }
     return;
   }
-  const int64_t threads = runtime->num_threads;
   if (batch > 1 && (macs < kMinParallelMacs * threads || batch % threads == 0 ||
                     batch >= 4 * threads)) {
     // Products spread evenly over the threads, or many small ones: whole
@@ -186,46 +184,42 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
                   transpose_rhs, threads);
       continue;
     }
-    MatmulParallel(pool, runtime->num_threads, lhs + b * m * k, rhs + b * k * n, out + b * m * n,
+    MatmulParallel(static_cast<int>(threads), lhs + b * m * k, rhs + b * k * n, out + b * m * n,
                    m, k, n, transpose_lhs, transpose_rhs);
   }
 }
 
 }  // namespace
 
-extern "C" {
-
-void __xla_cpu_matmul_f32(const float* lhs, const float* rhs, float* out, int64_t batch,
-                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
-                          int32_t transpose_rhs) {
-  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+void MatmulF32(const float* lhs, const float* rhs, float* out, int64_t batch, int64_t m, int64_t k,
+               int64_t n, bool transpose_lhs, bool transpose_rhs) {
+  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
 }
 
-void __xla_cpu_matmul_f64(const double* lhs, const double* rhs, double* out, int64_t batch,
-                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
-                          int32_t transpose_rhs) {
-  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+void MatmulF64(const double* lhs, const double* rhs, double* out, int64_t batch, int64_t m,
+               int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs) {
+  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
 }
 
-void __xla_cpu_matmul_s32(const int32_t* lhs, const int32_t* rhs, int32_t* out, int64_t batch,
-                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
-                          int32_t transpose_rhs) {
-  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+// Sums wrap modulo 2^32: the variant units are compiled with -fwrapv.
+void MatmulS32(const int32_t* lhs, const int32_t* rhs, int32_t* out, int64_t batch, int64_t m,
+               int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs) {
+  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
 }
 
-void __xla_cpu_matmul_c64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m,
-                          int64_t k, int64_t n, int32_t transpose_lhs, int32_t transpose_rhs) {
+void MatmulC64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m, int64_t k,
+               int64_t n, bool transpose_lhs, bool transpose_rhs) {
   using C = std::complex<float>;
   Matmul(static_cast<const C*>(lhs), static_cast<const C*>(rhs), static_cast<C*>(out), batch, m,
-         k, n, transpose_lhs != 0, transpose_rhs != 0);
+         k, n, transpose_lhs, transpose_rhs);
 }
 
-void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t batch,
-                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
-                           int32_t transpose_rhs) {
+void MatmulC128(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m, int64_t k,
+                int64_t n, bool transpose_lhs, bool transpose_rhs) {
   using C = std::complex<double>;
   Matmul(static_cast<const C*>(lhs), static_cast<const C*>(rhs), static_cast<C*>(out), batch, m,
-         k, n, transpose_lhs != 0, transpose_rhs != 0);
+         k, n, transpose_lhs, transpose_rhs);
 }
 
-}  // extern "C"
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #ifdef __linux__
 #include <sched.h>
@@ -62,6 +63,27 @@ Eigen::ThreadPool* PoolForCaller(Runtime* runtime) {
   Eigen::ThreadPool* pool = runtime->pool.get();
   if (pool == nullptr || pool->CurrentThreadId() >= 0) return nullptr;
   return pool;
+}
+
+int ThreadsForCaller() {
+  Runtime* runtime = GetRuntime();
+  return PoolForCaller(runtime) == nullptr ? 1 : runtime->num_threads;
+}
+
+void PoolSchedule(std::function<void()> fn) {
+  Eigen::ThreadPool* pool = GetRuntime()->pool.get();
+  if (pool == nullptr) {
+    fn();
+    return;
+  }
+  pool->Schedule(std::move(fn));
+}
+
+int PoolNumThreads() { return GetRuntime()->num_threads; }
+
+int PoolCurrentThreadId() {
+  Eigen::ThreadPool* pool = GetRuntime()->pool.get();
+  return pool == nullptr ? -1 : pool->CurrentThreadId();
 }
 
 }  // namespace xla_cpu_runtime

@@ -1,0 +1,240 @@
+// The dispatcher between the ISA variants of the runtime's kernels (see
+// kernels.h), and the C entry points of those kernels (cpu_runtime.h:
+// matmul, conv2d, Cholesky, triangular solve).
+// Compiled for the baseline ISA like everything outside the variant units.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
+#include "xla/backends/cpu/runtime/kernels.h"
+
+namespace xla_cpu_runtime {
+namespace {
+
+#define XLA_CPU_ISA_KERNELS(ns, name)                                                          \
+  IsaKernels {                                                                                 \
+    name, &ns::MatmulF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
+        &ns::Conv2DF32, &ns::Conv2DF64, &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64,  \
+        &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128             \
+  }
+
+const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, "baseline");
+#if defined(__x86_64__)
+const IsaKernels kAvx2 = XLA_CPU_ISA_KERNELS(isa_avx2, "avx2");
+const IsaKernels kAvx512 = XLA_CPU_ISA_KERNELS(isa_avx512, "avx512");
+#endif
+#undef XLA_CPU_ISA_KERNELS
+
+const char kEnvVar[] = "XLA_CPU_RUNTIME_ISA";
+
+}  // namespace
+
+const std::vector<const IsaKernels*>& AllIsaKernels() {
+#if defined(__x86_64__)
+  static const std::vector<const IsaKernels*> all = {&kBaseline, &kAvx2, &kAvx512};
+#else
+  static const std::vector<const IsaKernels*> all = {&kBaseline};
+#endif
+  return all;
+}
+
+std::vector<std::string> MissingCpuFeatures(const IsaKernels& variant) {
+  std::vector<std::string> missing;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  auto need = [&missing](bool has, const char* feature) {
+    if (!has) missing.push_back(feature);
+  };
+  // The same flags the variant is compiled with (isa.bzl).
+  if (&variant == &kAvx2 || &variant == &kAvx512) {
+    need(__builtin_cpu_supports("avx2"), "avx2");
+    need(__builtin_cpu_supports("fma"), "fma");
+  }
+  if (&variant == &kAvx512) {
+    need(__builtin_cpu_supports("avx512f"), "avx512f");
+    need(__builtin_cpu_supports("avx512bw"), "avx512bw");
+    need(__builtin_cpu_supports("avx512dq"), "avx512dq");
+    need(__builtin_cpu_supports("avx512vl"), "avx512vl");
+  }
+#else
+  (void)variant;
+#endif
+  return missing;
+}
+
+const IsaKernels* ChooseIsaKernels(const char* requested, std::string* error) {
+  const auto& all = AllIsaKernels();
+  if (requested == nullptr || requested[0] == '\0') {
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {
+      if (MissingCpuFeatures(**it).empty()) return *it;
+    }
+    return &kBaseline;  // the baseline needs nothing
+  }
+  std::string names;
+  for (const IsaKernels* variant : all) {
+    if (!names.empty()) names += ", ";
+    names += variant->name;
+    if (std::strcmp(requested, variant->name) != 0) continue;
+    const std::vector<std::string> missing = MissingCpuFeatures(*variant);
+    if (missing.empty()) return variant;
+    std::string list;
+    for (const std::string& feature : missing) list += (list.empty() ? "" : ", ") + feature;
+    if (error != nullptr) {
+      *error = std::string(kEnvVar) + "=" + requested + ": this CPU lacks " + list +
+               " (the variants it runs are the narrower ones)";
+    }
+    return nullptr;
+  }
+  if (error != nullptr) {
+    *error = std::string(kEnvVar) + "=" + requested + " is not a CPU runtime ISA variant" +
+             " of this build; expected one of: " + names;
+  }
+  return nullptr;
+}
+
+const IsaKernels* ProcessIsaKernels(std::string* error) {
+  struct Choice {
+    const IsaKernels* kernels;
+    std::string error;
+  };
+  static const Choice choice = [] {
+    Choice c;
+    c.kernels = ChooseIsaKernels(std::getenv(kEnvVar), &c.error);
+    return c;
+  }();
+  if (choice.kernels == nullptr && error != nullptr) *error = choice.error;
+  return choice.kernels;
+}
+
+namespace {
+
+// The process's variant for a kernel call. The C entry points cannot
+// return an error: a bad XLA_CPU_RUNTIME_ISA ends the process with its
+// message (Python reports it as a ValueError before any kernel runs: the
+// CPU platform asks __xla_cpu_runtime_isa first).
+const IsaKernels& Kernels() {
+  std::string error;
+  const IsaKernels* kernels = ProcessIsaKernels(&error);
+  if (kernels == nullptr) {
+    std::fprintf(stderr, "xla cpu runtime: %s\n", error.c_str());
+    std::abort();
+  }
+  return *kernels;
+}
+
+}  // namespace
+}  // namespace xla_cpu_runtime
+
+using xla_cpu_runtime::ConvParams;
+using xla_cpu_runtime::Kernels;
+
+extern "C" {
+
+const char* __xla_cpu_runtime_isa(const char** error) {
+  static std::string message;  // written once: the choice is made once
+  const xla_cpu_runtime::IsaKernels* kernels = xla_cpu_runtime::ProcessIsaKernels(&message);
+  if (error != nullptr) *error = kernels == nullptr ? message.c_str() : nullptr;
+  return kernels == nullptr ? nullptr : kernels->name;
+}
+
+void __xla_cpu_matmul_f32(const float* lhs, const float* rhs, float* out, int64_t batch,
+                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                          int32_t transpose_rhs) {
+  Kernels().matmul_f32(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_f64(const double* lhs, const double* rhs, double* out, int64_t batch,
+                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                          int32_t transpose_rhs) {
+  Kernels().matmul_f64(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_s32(const int32_t* lhs, const int32_t* rhs, int32_t* out, int64_t batch,
+                          int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                          int32_t transpose_rhs) {
+  Kernels().matmul_s32(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_c64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m,
+                          int64_t k, int64_t n, int32_t transpose_lhs, int32_t transpose_rhs) {
+  Kernels().matmul_c64(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t batch,
+                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                           int32_t transpose_rhs) {
+  Kernels().matmul_c128(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_conv2d_f32(const float* input, const float* kernel, float* out, int64_t batch,
+                          int64_t in_h, int64_t in_w, int64_t in_c, int64_t kernel_h,
+                          int64_t kernel_w, int64_t out_c, int64_t out_h, int64_t out_w,
+                          int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,
+                          int64_t pad_w_lo, int64_t lhs_dilation_h, int64_t lhs_dilation_w,
+                          int64_t rhs_dilation_h, int64_t rhs_dilation_w,
+                          int64_t feature_group_count) {
+  Kernels().conv2d_f32(input, kernel, out,
+                       ConvParams{batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, out_h,
+                                  out_w, stride_h, stride_w, pad_h_lo, pad_w_lo, lhs_dilation_h,
+                                  lhs_dilation_w, rhs_dilation_h, rhs_dilation_w,
+                                  feature_group_count});
+}
+
+void __xla_cpu_conv2d_f64(const double* input, const double* kernel, double* out,
+                          int64_t batch, int64_t in_h, int64_t in_w, int64_t in_c,
+                          int64_t kernel_h, int64_t kernel_w, int64_t out_c, int64_t out_h,
+                          int64_t out_w, int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,
+                          int64_t pad_w_lo, int64_t lhs_dilation_h, int64_t lhs_dilation_w,
+                          int64_t rhs_dilation_h, int64_t rhs_dilation_w,
+                          int64_t feature_group_count) {
+  Kernels().conv2d_f64(input, kernel, out,
+                       ConvParams{batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, out_h,
+                                  out_w, stride_h, stride_w, pad_h_lo, pad_w_lo, lhs_dilation_h,
+                                  lhs_dilation_w, rhs_dilation_h, rhs_dilation_w,
+                                  feature_group_count});
+}
+
+void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,
+                            int32_t lower, int32_t potrf) {
+  Kernels().cholesky_f32(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_cholesky_f64(const double* a, double* out, int32_t* info, int64_t batch,
+                            int64_t n, int32_t lower, int32_t potrf) {
+  Kernels().cholesky_f64(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_cholesky_c64(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                            int32_t lower, int32_t potrf) {
+  Kernels().cholesky_c64(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_cholesky_c128(const void* a, void* out, int32_t* info, int64_t batch, int64_t n,
+                             int32_t lower, int32_t potrf) {
+  Kernels().cholesky_c128(a, out, info, batch, n, lower, potrf);
+}
+
+void __xla_cpu_trsm_f32(const float* a, const float* b, float* out, const float* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().trsm_f32(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_trsm_f64(const double* a, const double* b, double* out, const double* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().trsm_f64(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_trsm_c64(const void* a, const void* b, void* out, const void* alpha,
+                        int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().trsm_c64(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_trsm_c128(const void* a, const void* b, void* out, const void* alpha,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().trsm_c128(a, b, out, alpha, batch, m, n, flags);
+}
+
+}  // extern "C"

@@ -1,0 +1,264 @@
+// The ISA variants of the runtime's kernels (kernels.h): each variant this
+// CPU runs against naive loops, and the dispatcher's choices and errors.
+#include "xla/backends/cpu/runtime/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
+
+namespace {
+
+using xla_cpu_runtime::AllIsaKernels;
+using xla_cpu_runtime::ChooseIsaKernels;
+using xla_cpu_runtime::ConvParams;
+using xla_cpu_runtime::IsaKernels;
+using xla_cpu_runtime::MissingCpuFeatures;
+
+class IsaTest : public ::testing::Test {
+ protected:
+  void TearDown() override { __xla_cpu_runtime_set_num_threads(0); }
+};
+
+// The variants this CPU runs.
+std::vector<const IsaKernels*> RunnableVariants() {
+  std::vector<const IsaKernels*> result;
+  for (const IsaKernels* variant : AllIsaKernels()) {
+    if (MissingCpuFeatures(*variant).empty()) result.push_back(variant);
+  }
+  return result;
+}
+
+// The CPU's feature flags as the kernel reports them (/proc/cpuinfo), or
+// empty where there is none.
+std::set<std::string> CpuInfoFlags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::string word;
+    while (words >> word) flags.insert(word);
+    break;
+  }
+  return flags;
+}
+
+template <typename T>
+std::vector<T> RandomVector(std::mt19937& rng, int64_t size) {
+  std::vector<T> v(static_cast<size_t>(size));
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (auto& x : v) {
+    if constexpr (std::is_same_v<T, int32_t>) {
+      x = static_cast<int32_t>(rng());  // the whole range: sums wrap
+    } else if constexpr (std::is_floating_point_v<T>) {
+      x = static_cast<T>(dist(rng));
+    } else {
+      x = T(dist(rng), dist(rng));
+    }
+  }
+  return v;
+}
+
+template <typename T>
+void Call(const IsaKernels& kernels, const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m,
+          int64_t k, int64_t n, bool tl, bool tr) {
+  if constexpr (std::is_same_v<T, float>) {
+    kernels.matmul_f32(lhs, rhs, out, batch, m, k, n, tl, tr);
+  } else if constexpr (std::is_same_v<T, double>) {
+    kernels.matmul_f64(lhs, rhs, out, batch, m, k, n, tl, tr);
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    kernels.matmul_s32(lhs, rhs, out, batch, m, k, n, tl, tr);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    kernels.matmul_c64(lhs, rhs, out, batch, m, k, n, tl, tr);
+  } else {
+    kernels.matmul_c128(lhs, rhs, out, batch, m, k, n, tl, tr);
+  }
+}
+
+template <typename T>
+void CheckMatmul(const IsaKernels& kernels, double tolerance) {
+  std::mt19937 rng(7);
+  // Serial, thin (split over the pool), square (the tensor contraction), batched.
+  const std::vector<std::array<int64_t, 4>> shapes = {
+      {1, 3, 5, 7}, {2, 17, 33, 9}, {1, 1, 300, 70}, {1, 130, 70, 150}, {1, 200, 96, 190},
+      {6, 40, 24, 40}};
+  for (const auto& [batch, m, k, n] : shapes) {
+    for (int t = 0; t < 4; ++t) {
+      const bool tl = t & 1, tr = t & 2;
+      SCOPED_TRACE(std::string(kernels.name) + " " + std::to_string(batch) + "x" +
+                   std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) +
+                   " tl=" + std::to_string(tl) + " tr=" + std::to_string(tr));
+      const auto lhs = RandomVector<T>(rng, batch * m * k);
+      const auto rhs = RandomVector<T>(rng, batch * k * n);
+      std::vector<T> out(static_cast<size_t>(batch * m * n), T(7));
+      Call(kernels, lhs.data(), rhs.data(), out.data(), batch, m, k, n, tl, tr);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            T sum = T(0);
+            for (int64_t p = 0; p < k; ++p) {
+              const T a = lhs[b * m * k + (tl ? p * m + i : i * k + p)];
+              const T c = rhs[b * k * n + (tr ? j * k + p : p * n + j)];
+              if constexpr (std::is_same_v<T, int32_t>) {
+                sum = static_cast<int32_t>(static_cast<uint32_t>(sum) +
+                                           static_cast<uint32_t>(a) * static_cast<uint32_t>(c));
+              } else {
+                sum += a * c;
+              }
+            }
+            const T got = out[b * m * n + i * n + j];
+            if constexpr (std::is_same_v<T, int32_t>) {
+              ASSERT_EQ(got, sum) << b << "," << i << "," << j;
+            } else {
+              ASSERT_LE(std::abs(got - sum), tolerance * std::sqrt(double(k)))
+                  << b << "," << i << "," << j;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(IsaTest, EveryRunnableVariantMatchesNaiveMatmuls) {
+  for (int threads : {1, 2}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    for (const IsaKernels* kernels : RunnableVariants()) {
+      CheckMatmul<float>(*kernels, 1e-5);
+      CheckMatmul<double>(*kernels, 1e-13);
+      CheckMatmul<int32_t>(*kernels, 0);
+      CheckMatmul<std::complex<float>>(*kernels, 2e-5);
+      CheckMatmul<std::complex<double>>(*kernels, 1e-13);
+    }
+  }
+}
+
+TEST_F(IsaTest, EveryRunnableVariantMatchesANaiveConvolution) {
+  __xla_cpu_runtime_set_num_threads(2);
+  // Stride 2, padding, rhs dilation and two feature groups.
+  const ConvParams p{2, 9, 8, 4, 3, 2, 6, 5, 5, 2, 2, 1, 0, 1, 1, 1, 2, 2};
+  std::mt19937 rng(3);
+  const auto input = RandomVector<float>(rng, p.batch * p.in_h * p.in_w * p.in_c);
+  const auto kernel = RandomVector<float>(rng, p.kernel_h * p.kernel_w * (p.in_c / 2) * p.out_c);
+  std::vector<float> expected(static_cast<size_t>(p.batch * p.out_h * p.out_w * p.out_c), 0.f);
+  const int64_t cg = p.in_c / p.groups, og = p.out_c / p.groups;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t oy = 0; oy < p.out_h; ++oy)
+      for (int64_t ox = 0; ox < p.out_w; ++ox)
+        for (int64_t o = 0; o < p.out_c; ++o) {
+          double sum = 0;
+          for (int64_t ky = 0; ky < p.kernel_h; ++ky)
+            for (int64_t kx = 0; kx < p.kernel_w; ++kx)
+              for (int64_t c = 0; c < cg; ++c) {
+                const int64_t iy = oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h;
+                const int64_t ix = ox * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w;
+                if (iy < 0 || iy >= p.in_h || ix < 0 || ix >= p.in_w) continue;
+                sum += input[((b * p.in_h + iy) * p.in_w + ix) * p.in_c + (o / og) * cg + c] *
+                       kernel[((ky * p.kernel_w + kx) * cg + c) * p.out_c + o];
+              }
+          expected[((b * p.out_h + oy) * p.out_w + ox) * p.out_c + o] = static_cast<float>(sum);
+        }
+  for (const IsaKernels* kernels : RunnableVariants()) {
+    SCOPED_TRACE(kernels->name);
+    std::vector<float> out(expected.size(), 7.f);
+    kernels->conv2d_f32(input.data(), kernel.data(), out.data(), p);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], 1e-5) << i;
+  }
+}
+
+TEST(IsaDispatch, VariantsAreNarrowestFirstAndTheBaselineRunsAnywhere) {
+  const auto& all = AllIsaKernels();
+  ASSERT_FALSE(all.empty());
+  EXPECT_STREQ(all[0]->name, "baseline");
+  EXPECT_TRUE(MissingCpuFeatures(*all[0]).empty());
+#if defined(__x86_64__)
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_STREQ(all[1]->name, "avx2");
+  EXPECT_STREQ(all[2]->name, "avx512");
+#endif
+}
+
+TEST(IsaDispatch, FeaturesMatchProcCpuinfo) {
+#if defined(__x86_64__)
+  const std::set<std::string> flags = CpuInfoFlags();
+  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags";
+  auto has = [&flags](const char* f) { return flags.count(f) != 0; };
+  const auto& all = AllIsaKernels();
+  EXPECT_EQ(MissingCpuFeatures(*all[1]).empty(), has("avx2") && has("fma"));
+  EXPECT_EQ(MissingCpuFeatures(*all[2]).empty(),
+            has("avx2") && has("fma") && has("avx512f") && has("avx512bw") &&
+                has("avx512dq") && has("avx512vl"));
+#else
+  GTEST_SKIP() << "only the baseline on this architecture";
+#endif
+}
+
+TEST(IsaDispatch, DefaultIsTheWidestRunnable) {
+  std::string error;
+  const IsaKernels* chosen = ChooseIsaKernels(nullptr, &error);
+  ASSERT_NE(chosen, nullptr) << error;
+  EXPECT_EQ(chosen, RunnableVariants().back());
+  EXPECT_EQ(ChooseIsaKernels("", &error), chosen);
+}
+
+TEST(IsaDispatch, NamedVariantsAreChosenExactly) {
+  for (const IsaKernels* variant : RunnableVariants()) {
+    std::string error;
+    EXPECT_EQ(ChooseIsaKernels(variant->name, &error), variant) << error;
+  }
+}
+
+TEST(IsaDispatch, UnknownNameIsAnErrorListingTheVariants) {
+  for (const char* bad : {"sse9", "AVX2", "avx512 ", "native"}) {
+    std::string error;
+    EXPECT_EQ(ChooseIsaKernels(bad, &error), nullptr) << bad;
+    EXPECT_NE(error.find(std::string("XLA_CPU_RUNTIME_ISA=") + bad), std::string::npos) << error;
+    EXPECT_NE(error.find("baseline"), std::string::npos) << error;
+  }
+}
+
+TEST(IsaDispatch, UnsupportedVariantIsAnErrorNamingTheMissingFeatures) {
+  bool any = false;
+  for (const IsaKernels* variant : AllIsaKernels()) {
+    const auto missing = MissingCpuFeatures(*variant);
+    if (missing.empty()) continue;
+    any = true;
+    std::string error;
+    EXPECT_EQ(ChooseIsaKernels(variant->name, &error), nullptr) << variant->name;
+    EXPECT_NE(error.find(missing[0]), std::string::npos) << error;
+  }
+  if (!any) GTEST_SKIP() << "this CPU runs every variant";
+}
+
+TEST(IsaDispatch, ProcessChoiceIsReportedThroughTheCAbi) {
+  const char* error = nullptr;
+  const char* isa = __xla_cpu_runtime_isa(&error);
+  // The test runs without XLA_CPU_RUNTIME_ISA unless the environment sets it.
+  std::string expected_error;
+  const IsaKernels* expected = ChooseIsaKernels(std::getenv("XLA_CPU_RUNTIME_ISA"),
+                                                &expected_error);
+  if (expected == nullptr) {
+    EXPECT_EQ(isa, nullptr);
+    ASSERT_NE(error, nullptr);
+    EXPECT_EQ(expected_error, error);
+  } else {
+    ASSERT_NE(isa, nullptr) << error;
+    EXPECT_STREQ(isa, expected->name);
+  }
+}
+
+}  // namespace
