@@ -39,3 +39,20 @@ def test_softmax_multi_output_fusion(c):
     x = np.random.RandomState(0).standard_normal((r, c)).astype(np.float32)
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(exe.execute(x), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_row_reduce_is_vectorized_from_one_copy_of_the_element():
+    # The row reduction's loop computes one element per iteration (one exp
+    # in the unoptimized IR, not one per lane) and LLVM's loop vectorizer
+    # runs it in 8-wide vector accumulators: vector exp arithmetic and a
+    # vector max and sum reduced at the end.
+    r, c = 64, 1000
+    exe = _compile(softmax(r, c))
+    x = np.random.RandomState(1).standard_normal((r, c)).astype(np.float32)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(exe.execute(x), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    # 0x3FF7154760000000 is log2(e) in f32, the exp polynomial's first step.
+    assert exe.ir_text.count("0x3ff7154760000000") == 1
+    opt = exe.optimized_ir_text
+    assert "llvm.vector.reduce.fmaximum.v8f32" in opt or "llvm.maximum.v8f32" in opt
+    assert "llvm.vector.reduce.fadd.v8f32" in opt or "fadd <8 x float>" in opt

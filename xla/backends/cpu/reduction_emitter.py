@@ -15,17 +15,17 @@ accumulator per input and apply the reducer computation, emitted as scalar
 code, to all of them at once; the result is a list.
 
 Row reductions of f32/f64 with a plain ``add``, ``maximum`` or ``minimum``
-reducer (``_VECTOR_REDUCERS``) use ``LANES``
-independent accumulators, held as one vector: the innermost loop is unrolled
-by the lane count, each lane's element computed by the generators and
-inserted into a vector that is added to the accumulator vector (the SLP
-vectorizer turns the per-lane loads and arithmetic into vector operations),
-the remainder is added to a scalar accumulator, and the lanes are combined
-pairwise at the end (max/min: the reducer applied lane-wise to the vectors).
-Like XLA:CPU's vectorized reductions this reassociates the sum (results
-differ from a sequential sum in the last bits, and are usually more
-accurate); max and min are exact in any order; other reducers and types
-accumulate sequentially.
+reducer (``_VECTOR_REDUCERS``) run in ``LANES``-wide vector accumulators:
+the innermost loop computes one element per iteration and carries loop
+metadata that has LLVM's loop vectorizer run it ``LANES`` wide, which also
+permits it to reassociate the sum (``_vector_row_reduce``). An earlier form
+unrolled the loop by hand into the lanes of a vector for the SLP vectorizer
+to fuse: the same machine code, but LLVM then optimized eight copies of the
+element's code (an exp polynomial in softmax), 30-40% of the compile time of
+softmax and attention. Like XLA:CPU's vectorized reductions this
+reassociates the sum (results differ from a sequential sum in the last
+bits, and are usually more accurate); max and min are exact in any order;
+other reducers and types accumulate sequentially.
 
 Multi-output fusions whose outputs include a reduce and arrays shaped like
 its input (``ModuleEmitter.reduce_riders``) set
@@ -56,7 +56,6 @@ around; complex: real and imaginary parts in two accumulators).
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu.loop_emitter import i64
 from xla.backends.cpu.element_generator import convert_register, register_generator
 from xla.backends.cpu.llvm_types import NARROW_FLOATS, register_type, round_to_type
 from xla.errors import UnimplementedError
@@ -172,7 +171,7 @@ def generate_reduce(g, h, index):
             and order and order[-1] == le.major_to_minor(in_shape)[-1]
             and in_shape.dimensions[order[-1]] >= 2 * lanes):
         return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes, ranges,
-                                  comp, identity)
+                                  comp)
 
     accs = [g.kernel.alloca(v.type, name="acc") for v in init_values]
     for a, v in zip(accs, init_values):
@@ -216,70 +215,55 @@ def generate_reduce(g, h, index):
 # (reassociated, see above), maximum and minimum (exact in any order; NaN
 # propagates through every lane and the final combination).
 _VECTOR_REDUCERS = ("add", "maximum", "minimum")
+# Vector accumulators of a row reduction: two (16 f32 lanes) hide the
+# latency of a vector add; LLVM's cost model picks four for cheap bodies,
+# which doubles the code LLVM generates for an exp-heavy softmax row for no
+# measurable gain (benchmarks/cpu_workloads.py softmax and layernorm).
+ROW_REDUCE_INTERLEAVE = 2
 
 
-def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, identity):
+def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
+    """The row reduction as one scalar loop over the minor-most reduced
+    dimension that LLVM's loop vectorizer runs ``lanes`` wide in
+    ``ROW_REDUCE_INTERLEAVE`` vector accumulators (``loop_emitter.
+    loop_hints``; the explicit width is what allows it to reassociate
+    the sum). The reducer is ``fadd`` or ``llvm.maximum``/``llvm.minimum``
+    (NaN-propagating, the reductions LLVM vectorizes)."""
     b = g.b
     scalar_t = init.type
-    vec_t = ir.VectorType(scalar_t, lanes)
-    neg_zero = identity  # -0.0 for fadd (the identity, -0.0 included), -inf for max, ...
-    if comp.root_instruction.opcode == "add":
+    op = comp.root_instruction.opcode
+    if op == "add":
         combine = lambda bb, u, v: bb.fadd(u, v)  # noqa: E731
-    else:  # the reducer itself, applied lane-wise to vectors
-        combine = lambda bb, u, v: g.emitter.emit_scalar_computation(bb, comp, [u, v])  # noqa: E731
-    vacc = g.kernel.alloca(vec_t, name="vacc")
-    sacc = g.kernel.alloca(scalar_t, name="sacc")
-    start = ir.Constant(vec_t, [neg_zero] * lanes)
-    b.store(b.insert_element(start, init, ir.Constant(ir.IntType(32), 0)), vacc)
-    b.store(neg_zero, sacc)
+    else:
+        fn = b.module.declare_intrinsic("llvm." + op, [scalar_t],
+                                        ir.FunctionType(scalar_t, [scalar_t, scalar_t]))
+        combine = lambda bb, u, v: bb.call(fn, [u, v])  # noqa: E731
+    acc = g.kernel.alloca(scalar_t, name="acc")
+    b.store(init, acc)
     saved = g.push_scope()
     idx = list(base_index)
     inner = order[-1]
-    n_inner = x.shape.dimensions[inner]
-    full = n_inner // lanes
 
     def emit(level):
+        d = order[level]
+        lo, hi = ranges.get(d, (0, x.shape.dimensions[d]))
         if level < len(order) - 1:
-            d = order[level]
-            lo, hi = ranges.get(d, (0, x.shape.dimensions[d]))
             with le.for_loop(g.b, lo, hi, name=f"r{d}") as iv:
                 idx[d] = iv
                 emit(level + 1)
             return
-        if inner in ranges:  # a chunk [lo, hi) of the only reduced dimension
-            lo, hi = ranges[inner]
-            count = g.b.udiv(g.b.sub(hi, lo, flags=("nsw", "nuw")), i64(lanes))
-            tail = g.b.add(lo, g.b.mul(count, i64(lanes), flags=("nsw", "nuw")), flags=("nsw", "nuw"))
-        else:
-            lo, count, tail, hi = None, full, full * lanes, n_inner
-        with le.for_loop(g.b, 0, count, name="rv") as j:
+        with le.for_loop(g.b, lo, hi, name="rv", vectorize=lanes,
+                         interleave=ROW_REDUCE_INTERLEAVE) as k:
             scope = g.push_scope()
-            base = g.b.mul(j, i64(lanes), flags=("nsw", "nuw"))
-            if lo is not None:
-                base = g.b.add(lo, base, flags=("nsw", "nuw"))
-            vec = ir.Constant(vec_t, ir.Undefined)
-            for lane in range(lanes):
-                idx[inner] = g.b.add(base, i64(lane), flags=("nsw", "nuw")) if lane else base
-                vec = g.b.insert_element(vec, g.value(x, list(idx)), ir.Constant(ir.IntType(32), lane))
-                _store_side_outputs(g, h, idx)
+            idx[inner] = k
+            v = g.value(x, list(idx))
+            _store_side_outputs(g, h, idx)
             g.pop_scope(scope)
-            g.b.store(combine(g.b, g.b.load(vacc, typ=vec_t), vec), vacc)
-        if lo is not None or n_inner % lanes:
-            with le.for_loop(g.b, tail, hi, name="rs") as k:
-                scope = g.push_scope()
-                idx[inner] = k
-                v = g.value(x, list(idx))
-                _store_side_outputs(g, h, idx)
-                g.pop_scope(scope)
-                g.b.store(combine(g.b, g.b.load(sacc, typ=scalar_t), v), sacc)
+            g.b.store(combine(g.b, g.b.load(acc, typ=scalar_t), v), acc)
 
     emit(0)
     g.pop_scope(saved)
-    v = b.load(vacc, typ=vec_t)
-    parts = [b.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(lanes)]
-    while len(parts) > 1:
-        parts = [combine(b, parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
-    return combine(b, parts[0], b.load(sacc, typ=scalar_t))
+    return b.load(acc, typ=scalar_t)
 
 
 @register_generator("dot")
