@@ -38,10 +38,10 @@ def loop_hints(module, interleave, vectorize=None):
         hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
                                           ir.Constant(ir.IntType(32), interleave)]))
     if vectorize:
+        # The width alone: with "llvm.loop.vectorize.enable" as well, a loop
+        # the vectorizer cannot vectorize also gets a warning on stderr.
         hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.width"),
                                           ir.Constant(ir.IntType(32), vectorize)]))
-        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
-                                          ir.Constant(ir.IntType(1), 1)]))
     return _LoopID(module, hints, name=str(len(module.metadata)))
 
 

@@ -22,7 +22,9 @@ permits it to reassociate the sum (``_vector_row_reduce``). An earlier form
 unrolled the loop by hand into the lanes of a vector for the SLP vectorizer
 to fuse: the same machine code, but LLVM then optimized eight copies of the
 element's code (an exp polynomial in softmax), 30-40% of the compile time of
-softmax and attention. Like XLA:CPU's vectorized reductions this
+softmax and attention. That form remains for elements the loop vectorizer
+cannot vectorize (a libm call such as erf, an inner loop:
+``_loop_vectorizable``), where it keeps the lanes' independent chains. Like XLA:CPU's vectorized reductions this
 reassociates the sum (results differ from a sequential sum in the last
 bits, and are usually more accurate); max and min are exact in any order;
 other reducers and types accumulate sequentially.
@@ -56,6 +58,7 @@ around; complex: real and imaginary parts in two accumulators).
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu.loop_emitter import i64
 from xla.backends.cpu.element_generator import convert_register, register_generator
 from xla.backends.cpu.llvm_types import NARROW_FLOATS, register_type, round_to_type
 from xla.errors import UnimplementedError
@@ -170,8 +173,11 @@ def generate_reduce(g, h, index):
     if (identity is not None and lanes_of is None and comp.root_instruction.opcode in _VECTOR_REDUCERS
             and order and order[-1] == le.major_to_minor(in_shape)[-1]
             and in_shape.dimensions[order[-1]] >= 2 * lanes):
-        return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes, ranges,
-                                  comp)
+        if _loop_vectorizable(g, inputs[0]):
+            return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes,
+                                      ranges, comp)
+        return _unrolled_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes,
+                                    ranges, comp, identity)
 
     accs = [g.kernel.alloca(v.type, name="acc") for v in init_values]
     for a, v in zip(accs, init_values):
@@ -264,6 +270,109 @@ def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
     emit(0)
     g.pop_scope(saved)
     return b.load(acc, typ=scalar_t)
+
+
+# Ops whose element code LLVM's loop vectorizer can vectorize: arithmetic,
+# comparisons, selects, index arithmetic and loads, the polynomial math of
+# fast_math.py and LLVM intrinsics. Not libm calls (erf, tan, cbrt, atan2),
+# inner loops (a fused reduce or dot), complex numbers or control flow.
+_LOOP_VECTORIZABLE_OPS = frozenset([
+    "parameter", "constant", "iota", "broadcast", "reshape", "bitcast", "transpose", "copy",
+    "convert", "add", "subtract", "multiply", "divide", "maximum", "minimum", "negate", "abs",
+    "exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "sqrt",
+    "rsqrt", "sine", "cosine", "compare", "select", "clamp", "and", "or", "not"])
+
+
+def _loop_vectorizable(g, x):
+    """Whether every instruction whose code computes ``x``'s element in
+    this kernel (up to the buffers it loads) is in ``_LOOP_VECTORIZABLE_OPS``
+    with real element types. Where the vectorizer cannot vectorize a loop
+    whose width is set, it prints a remark on stderr and runs it
+    sequentially."""
+    stack, seen = [x], set()
+    while stack:
+        h = stack.pop()
+        if id(h) in seen:
+            continue
+        seen.add(id(h))
+        if h is not g.kernel.root and g.emitter.assignment.has_buffers(h):
+            continue   # loaded from its buffer
+        if h.opcode == "parameter" and g.fusion is not None:
+            stack.append(g.fusion.operands[h.parameter_number])
+            continue
+        if (h.opcode not in _LOOP_VECTORIZABLE_OPS or not h.shape.is_array
+                or h.shape.element_type.kind == "c"):
+            return False
+        stack.extend(h.operands)
+    return True
+
+
+def _unrolled_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, identity):
+    """The row reduction for elements LLVM's loop vectorizer cannot
+    vectorize (a libm call, an inner loop): the loop unrolled by hand into
+    the lanes of a vector accumulator, which keeps ``lanes`` independent
+    chains whether or not the SLP vectorizer fuses the lanes' code."""
+    b = g.b
+    scalar_t = init.type
+    vec_t = ir.VectorType(scalar_t, lanes)
+    neg_zero = identity  # -0.0 for fadd (the identity, -0.0 included), -inf for max, ...
+    if comp.root_instruction.opcode == "add":
+        combine = lambda bb, u, v: bb.fadd(u, v)  # noqa: E731
+    else:  # the reducer itself, applied lane-wise to vectors
+        combine = lambda bb, u, v: g.emitter.emit_scalar_computation(bb, comp, [u, v])  # noqa: E731
+    vacc = g.kernel.alloca(vec_t, name="vacc")
+    sacc = g.kernel.alloca(scalar_t, name="sacc")
+    start = ir.Constant(vec_t, [neg_zero] * lanes)
+    b.store(b.insert_element(start, init, ir.Constant(ir.IntType(32), 0)), vacc)
+    b.store(neg_zero, sacc)
+    saved = g.push_scope()
+    idx = list(base_index)
+    inner = order[-1]
+    n_inner = x.shape.dimensions[inner]
+    full = n_inner // lanes
+
+    def emit(level):
+        if level < len(order) - 1:
+            d = order[level]
+            lo, hi = ranges.get(d, (0, x.shape.dimensions[d]))
+            with le.for_loop(g.b, lo, hi, name=f"r{d}") as iv:
+                idx[d] = iv
+                emit(level + 1)
+            return
+        if inner in ranges:  # a chunk [lo, hi) of the only reduced dimension
+            lo, hi = ranges[inner]
+            count = g.b.udiv(g.b.sub(hi, lo, flags=("nsw", "nuw")), i64(lanes))
+            tail = g.b.add(lo, g.b.mul(count, i64(lanes), flags=("nsw", "nuw")), flags=("nsw", "nuw"))
+        else:
+            lo, count, tail, hi = None, full, full * lanes, n_inner
+        with le.for_loop(g.b, 0, count, name="rv") as j:
+            scope = g.push_scope()
+            base = g.b.mul(j, i64(lanes), flags=("nsw", "nuw"))
+            if lo is not None:
+                base = g.b.add(lo, base, flags=("nsw", "nuw"))
+            vec = ir.Constant(vec_t, ir.Undefined)
+            for lane in range(lanes):
+                idx[inner] = g.b.add(base, i64(lane), flags=("nsw", "nuw")) if lane else base
+                vec = g.b.insert_element(vec, g.value(x, list(idx)), ir.Constant(ir.IntType(32), lane))
+                _store_side_outputs(g, h, idx)
+            g.pop_scope(scope)
+            g.b.store(combine(g.b, g.b.load(vacc, typ=vec_t), vec), vacc)
+        if lo is not None or n_inner % lanes:
+            with le.for_loop(g.b, tail, hi, name="rs") as k:
+                scope = g.push_scope()
+                idx[inner] = k
+                v = g.value(x, list(idx))
+                _store_side_outputs(g, h, idx)
+                g.pop_scope(scope)
+                g.b.store(combine(g.b, g.b.load(sacc, typ=scalar_t), v), sacc)
+
+    emit(0)
+    g.pop_scope(saved)
+    v = b.load(vacc, typ=vec_t)
+    parts = [b.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(lanes)]
+    while len(parts) > 1:
+        parts = [combine(b, parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
+    return combine(b, parts[0], b.load(sacc, typ=scalar_t))
 
 
 @register_generator("dot")
