@@ -110,6 +110,25 @@ ENTRY %main (x: f32[5,1037]) -> (f32[5,1037], f32[5]) {
     assert "distinct !{" in exe.ir_text
 
 
+def test_short_elementwise_loop_leaves_interleaving_to_llvm():
+    # No op with a long dependency chain (ir_emitter.LONG_CHAIN_OPS): no
+    # interleave hint, LLVM's cost model picks the count.
+    text = """
+HloModule axpy
+ENTRY %main (x: f32[7,43], y: f32[7,43]) -> f32[7,43] {
+  %x = f32[7,43] parameter(0)
+  %y = f32[7,43] parameter(1)
+  %c = f32[] constant(3)
+  %cb = f32[7,43] broadcast(%c), dimensions={}
+  %m = f32[7,43] multiply(%x, %cb)
+  ROOT %a = f32[7,43] add(%m, %y)
+}
+"""
+    exe = check(text, rtol=1e-6, atol=1e-6)
+    assert "llvm.loop.interleave.count" not in exe.ir_text
+    assert "<8 x float>" in exe.optimized_ir_text or "<4 x float>" in exe.optimized_ir_text
+
+
 def test_examples():
     for name in ("softmax.hlo", "dense_relu.hlo"):
         check((EXAMPLES / name).read_text())

@@ -79,9 +79,11 @@ def test_cpu_executable_from_object_code_matches():
     from xla.backends.cpu.executable import CpuExecutable
     text = open(os.path.join(ROOT, "examples", "softmax.hlo")).read()
     exe = xla.compile(xla.parse_hlo_module(text), "cpu")
-    # The optimized module and its buffer assignment, with code loaded from bytes.
-    reloaded = CpuExecutable(exe.module, exe.assignment, jit.JitModule.from_object(exe.jit_module.object_code),
-                             None)
+    # The optimized module and its buffer assignment, with code loaded from
+    # bytes: the driver's object and the kernels' (each batch's object once).
+    kernels = list({id(o): o for o in exe.kernel_objects.values()}.values())
+    reloaded = CpuExecutable(exe.module, exe.assignment,
+                             jit.JitModule.from_object(exe.jit_module.object_code, 0, kernels), None)
     args = [np.random.default_rng(1).standard_normal(p.shape.dimensions).astype(p.shape.dtype)
             for p in exe.module.entry.parameters]
     want = xla.compile(xla.parse_hlo_module(text), "interpreter").execute(*args)

@@ -72,8 +72,16 @@ SEGMENT_INSTRUCTIONS = 64
 # Elements per parallel chunk at least (keeps tiny chunks from thrashing).
 PARALLEL_MIN_CHUNK_ELEMENTS = 1 << 14
 # Vector iterations the innermost loop of an elementwise kernel interleaves
-# (loop_emitter.loop_hints): 4 independent chains per core.
+# (loop_emitter.loop_hints): 4 independent chains per core, for kernels
+# that compute one of LONG_CHAIN_OPS (element code that is a long chain of
+# dependent instructions: a polynomial, a range reduction). Other kernels
+# leave the count to LLVM's cost model: interleaving a short expression 4
+# times bought nothing measurable at run time and took a quarter of LLVM's
+# time on the varied-width MLP's elementwise kernels.
 LOOP_INTERLEAVE = 4
+LONG_CHAIN_OPS = frozenset([
+    "exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "erf",
+    "sine", "cosine", "tan", "power", "atan2", "cbrt"])
 # Reductions to at most REDUCE_MAX_OUTPUTS elements are split along a reduced
 # dimension into at most REDUCE_CHUNKS chunks (a fixed number, so that the
 # result does not depend on the thread count); see emit_chunked_reduce.
@@ -470,8 +478,10 @@ class ModuleEmitter:
             le.tiled_loop_nest(kernel.b, loop_shape, body, tile_dim, kernel.begin, kernel.end,
                                tile=tiling.TILE)
         else:
+            long_chain = any(x.opcode in LONG_CHAIN_OPS for x in (
+                fusion.attr("calls").instructions if fusion is not None else [h]))
             le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
-                         interleave=LOOP_INTERLEAVE if elementwise else None)
+                         interleave=LOOP_INTERLEAVE if elementwise and long_chain else None)
         kernel.finish()
         return kernel
 

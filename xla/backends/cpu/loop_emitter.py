@@ -26,21 +26,30 @@ class _LoopID(ir.values.MDValue):
         buf += ("distinct !{{ {0} }}".format(", ".join(ops)), "\n")
 
 
-def loop_hints(module, interleave):
+def loop_hints(module, interleave, vectorize=None):
     """An ``!llvm.loop`` node asking the vectorizer to interleave
     ``interleave`` vector iterations (independent dependency chains, which
     long elementwise expressions such as tanh need to keep the FMA units
-    busy; LLVM's cost model picks 1 for them)."""
-    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
-                                ir.Constant(ir.IntType(32), interleave)])
-    return _LoopID(module, [hint], name=str(len(module.metadata)))
+    busy; LLVM's cost model picks 1 for them), and, with ``vectorize``, to
+    vectorize it that many lanes wide: an explicit width also lets the
+    vectorizer reassociate a floating-point reduction in the loop."""
+    hints = []
+    if interleave:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                          ir.Constant(ir.IntType(32), interleave)]))
+    if vectorize:
+        # The width alone: with "llvm.loop.vectorize.enable" as well, a loop
+        # the vectorizer cannot vectorize also gets a warning on stderr.
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.width"),
+                                          ir.Constant(ir.IntType(32), vectorize)]))
+    return _LoopID(module, hints, name=str(len(module.metadata)))
 
 
 @contextlib.contextmanager
-def for_loop(b, start, end, name="i", interleave=None, step=1):
+def for_loop(b, start, end, name="i", interleave=None, step=1, vectorize=None):
     """``for (i = start; i < end; i += step) { body }``: yields ``i``; the
-    builder is left after the loop when the block ends. ``interleave``: see
-    ``loop_hints``."""
+    builder is left after the loop when the block ends. ``interleave`` and
+    ``vectorize``: see ``loop_hints``."""
     start = start if isinstance(start, ir.Value) else i64(start)
     end = end if isinstance(end, ir.Value) else i64(end)
     pre = b.block
@@ -57,8 +66,8 @@ def for_loop(b, start, end, name="i", interleave=None, step=1):
     nxt = b.add(iv, i64(step), name=f"{name}.next", flags=("nsw", "nuw"))
     iv.add_incoming(nxt, b.block)
     latch = b.branch(header)
-    if interleave:
-        latch.set_metadata("llvm.loop", loop_hints(b.module, interleave))
+    if interleave or vectorize:
+        latch.set_metadata("llvm.loop", loop_hints(b.module, interleave, vectorize))
     b.position_at_end(exit_)
 
 

@@ -15,17 +15,19 @@ accumulator per input and apply the reducer computation, emitted as scalar
 code, to all of them at once; the result is a list.
 
 Row reductions of f32/f64 with a plain ``add``, ``maximum`` or ``minimum``
-reducer (``_VECTOR_REDUCERS``) use ``LANES``
-independent accumulators, held as one vector: the innermost loop is unrolled
-by the lane count, each lane's element computed by the generators and
-inserted into a vector that is added to the accumulator vector (the SLP
-vectorizer turns the per-lane loads and arithmetic into vector operations),
-the remainder is added to a scalar accumulator, and the lanes are combined
-pairwise at the end (max/min: the reducer applied lane-wise to the vectors).
-Like XLA:CPU's vectorized reductions this reassociates the sum (results
-differ from a sequential sum in the last bits, and are usually more
-accurate); max and min are exact in any order; other reducers and types
-accumulate sequentially.
+reducer (``_VECTOR_REDUCERS``) run in ``LANES``-wide vector accumulators:
+the innermost loop computes one element per iteration and carries loop
+metadata that has LLVM's loop vectorizer run it ``LANES`` wide, which also
+permits it to reassociate the sum (``_vector_row_reduce``). An earlier form
+unrolled the loop by hand into the lanes of a vector for the SLP vectorizer
+to fuse: the same machine code, but LLVM then optimized eight copies of the
+element's code (an exp polynomial in softmax), 30-40% of the compile time of
+softmax and attention. That form remains for elements the loop vectorizer
+cannot vectorize (a libm call such as erf, an inner loop:
+``_loop_vectorizable``), where it keeps the lanes' independent chains. Like XLA:CPU's vectorized reductions this
+reassociates the sum (results differ from a sequential sum in the last
+bits, and are usually more accurate); max and min are exact in any order;
+other reducers and types accumulate sequentially.
 
 Multi-output fusions whose outputs include a reduce and arrays shaped like
 its input (``ModuleEmitter.reduce_riders``) set
@@ -171,8 +173,11 @@ def generate_reduce(g, h, index):
     if (identity is not None and lanes_of is None and comp.root_instruction.opcode in _VECTOR_REDUCERS
             and order and order[-1] == le.major_to_minor(in_shape)[-1]
             and in_shape.dimensions[order[-1]] >= 2 * lanes):
-        return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes, ranges,
-                                  comp, identity)
+        if _loop_vectorizable(g, inputs[0]):
+            return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes,
+                                      ranges, comp)
+        return _unrolled_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes,
+                                    ranges, comp, identity)
 
     accs = [g.kernel.alloca(v.type, name="acc") for v in init_values]
     for a, v in zip(accs, init_values):
@@ -216,9 +221,97 @@ def generate_reduce(g, h, index):
 # (reassociated, see above), maximum and minimum (exact in any order; NaN
 # propagates through every lane and the final combination).
 _VECTOR_REDUCERS = ("add", "maximum", "minimum")
+# Vector accumulators of a row reduction: two (16 f32 lanes) hide the
+# latency of a vector add; LLVM's cost model picks four for cheap bodies,
+# which doubles the code LLVM generates for an exp-heavy softmax row for no
+# measurable gain (benchmarks/cpu_workloads.py softmax and layernorm).
+ROW_REDUCE_INTERLEAVE = 2
 
 
-def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, identity):
+def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
+    """The row reduction as one scalar loop over the minor-most reduced
+    dimension that LLVM's loop vectorizer runs ``lanes`` wide in
+    ``ROW_REDUCE_INTERLEAVE`` vector accumulators (``loop_emitter.
+    loop_hints``; the explicit width is what allows it to reassociate
+    the sum). The reducer is ``fadd`` or ``llvm.maximum``/``llvm.minimum``
+    (NaN-propagating, the reductions LLVM vectorizes)."""
+    b = g.b
+    scalar_t = init.type
+    op = comp.root_instruction.opcode
+    if op == "add":
+        combine = lambda bb, u, v: bb.fadd(u, v)  # noqa: E731
+    else:
+        fn = b.module.declare_intrinsic("llvm." + op, [scalar_t],
+                                        ir.FunctionType(scalar_t, [scalar_t, scalar_t]))
+        combine = lambda bb, u, v: bb.call(fn, [u, v])  # noqa: E731
+    acc = g.kernel.alloca(scalar_t, name="acc")
+    b.store(init, acc)
+    saved = g.push_scope()
+    idx = list(base_index)
+    inner = order[-1]
+
+    def emit(level):
+        d = order[level]
+        lo, hi = ranges.get(d, (0, x.shape.dimensions[d]))
+        if level < len(order) - 1:
+            with le.for_loop(g.b, lo, hi, name=f"r{d}") as iv:
+                idx[d] = iv
+                emit(level + 1)
+            return
+        with le.for_loop(g.b, lo, hi, name="rv", vectorize=lanes,
+                         interleave=ROW_REDUCE_INTERLEAVE) as k:
+            scope = g.push_scope()
+            idx[inner] = k
+            v = g.value(x, list(idx))
+            _store_side_outputs(g, h, idx)
+            g.pop_scope(scope)
+            g.b.store(combine(g.b, g.b.load(acc, typ=scalar_t), v), acc)
+
+    emit(0)
+    g.pop_scope(saved)
+    return b.load(acc, typ=scalar_t)
+
+
+# Ops whose element code LLVM's loop vectorizer can vectorize: arithmetic,
+# comparisons, selects, index arithmetic and loads, the polynomial math of
+# fast_math.py and LLVM intrinsics. Not libm calls (erf, tan, cbrt, atan2),
+# inner loops (a fused reduce or dot), complex numbers or control flow.
+_LOOP_VECTORIZABLE_OPS = frozenset([
+    "parameter", "constant", "iota", "broadcast", "reshape", "bitcast", "transpose", "copy",
+    "convert", "add", "subtract", "multiply", "divide", "maximum", "minimum", "negate", "abs",
+    "exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "sqrt",
+    "rsqrt", "sine", "cosine", "compare", "select", "clamp", "and", "or", "not"])
+
+
+def _loop_vectorizable(g, x):
+    """Whether every instruction whose code computes ``x``'s element in
+    this kernel (up to the buffers it loads) is in ``_LOOP_VECTORIZABLE_OPS``
+    with real element types. Where the vectorizer cannot vectorize a loop
+    whose width is set, it prints a remark on stderr and runs it
+    sequentially."""
+    stack, seen = [x], set()
+    while stack:
+        h = stack.pop()
+        if id(h) in seen:
+            continue
+        seen.add(id(h))
+        if h is not g.kernel.root and g.emitter.assignment.has_buffers(h):
+            continue   # loaded from its buffer
+        if h.opcode == "parameter" and g.fusion is not None:
+            stack.append(g.fusion.operands[h.parameter_number])
+            continue
+        if (h.opcode not in _LOOP_VECTORIZABLE_OPS or not h.shape.is_array
+                or h.shape.element_type.kind == "c"):
+            return False
+        stack.extend(h.operands)
+    return True
+
+
+def _unrolled_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, identity):
+    """The row reduction for elements LLVM's loop vectorizer cannot
+    vectorize (a libm call, an inner loop): the loop unrolled by hand into
+    the lanes of a vector accumulator, which keeps ``lanes`` independent
+    chains whether or not the SLP vectorizer fuses the lanes' code."""
     b = g.b
     scalar_t = init.type
     vec_t = ir.VectorType(scalar_t, lanes)
