@@ -231,6 +231,39 @@ class _Runtime:
         return best
 
     @staticmethod
+    def if_exp(test, then, orelse, pure, where):
+        """``then() if test else orelse()``. With a traced ``test``, both
+        branches are evaluated and one is selected, which is Python's value
+        when the branches are pure expressions and both arrays of one shape
+        and dtype, or both Python numbers of one type (the result is then as
+        weak as they are); anything else is an error naming the line, never
+        a value Python would not give."""
+        if not isinstance(test, Tracer):
+            return then() if test else orelse()
+        if not pure:
+            raise _loop_error(where, "a conditional expression (a if c else b) on a traced value "
+                                     "evaluates both branches under xla.jit, and a branch here "
+                                     "calls a function that may have effects: use an if "
+                                     "statement, or np.where")
+        c = _scalar_bool(test, where)
+        a, b = then(), orelse()
+        numbers = (bool, int, float, complex)
+        if isinstance(a, numbers) and isinstance(b, numbers) and type(a) is type(b):
+            return Tracer(np.where(c, a, b).op, weak=True)
+        arrays = all(isinstance(v, (Tracer, np.ndarray, np.generic)) for v in (a, b))
+        if not arrays or tracing.as_tracer(a).shape != tracing.as_tracer(b).shape or \
+                tracing.as_tracer(a).dtype != tracing.as_tracer(b).dtype:
+            def text(v):
+                if isinstance(v, (Tracer, np.ndarray, np.generic)):
+                    return f"{np.dtype(v.dtype)}{list(np.shape(v))}"
+                return type(v).__name__
+            raise _loop_error(where, f"the branches of a conditional expression on a traced value "
+                                     f"are {text(a)} and {text(b)}: its value would depend on the "
+                                     "branch taken; give both one shape and dtype, or use "
+                                     "np.where")
+        return np.where(c, a, b)
+
+    @staticmethod
     def python_test(value, reason):
         if isinstance(value, Tracer):
             raise tracing.tracing_error(

@@ -1,8 +1,9 @@
 """The source rewrite behind ``xla/frontend/control_flow.py``: a jitted
 function's AST, its ``for i in range(...)``, ``while`` and ``if``
-statements (and builtin ``max``/``min`` calls) turned into calls of the
-runtime helpers (``_xla_cf.for_range``, ``while_stmt``, ``if_stmt``,
-``extremum``) with the bodies as nested functions of the loop's state, and
+statements (and builtin ``max``/``min`` calls, and conditional
+expressions ``a if c else b``) turned into calls of the runtime helpers
+(``_xla_cf.for_range``, ``while_stmt``, ``if_stmt``, ``extremum``,
+``if_exp``) with the bodies as nested functions of the loop's state, and
 compiled with the original file name and line numbers.
 
 What a statement carries (``_Names``): every name its body assigns or
@@ -580,6 +581,60 @@ class _Builtins(ast.NodeTransformer):
 
 
 
+# Calls a conditional expression's branch may make and stay pure (both
+# branches are evaluated when the condition is traced): NumPy's and math's
+# functions (not their random generators) and array methods that only read.
+_PURE_MODULES = {"np", "numpy", "math", "jnp"}
+_PURE_METHODS = {"sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "reshape",
+                 "astype", "transpose", "dot", "copy", "squeeze", "ravel", "flatten", "clip",
+                 "round", "conj", "cumsum", "argmax", "argmin", "swapaxes"}
+
+
+def _pure_expression(node):
+    """Whether evaluating expression ``node`` has no effect but its value:
+    no assignment expression, yield, await or lambda, and calls only of
+    ``_PURE_MODULES``' functions (``np.sqrt``, ``np.linalg.norm``; not
+    ``np.random``) and ``_PURE_METHODS``."""
+    for n in ast.walk(node):
+        if isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.Lambda)):
+            return False
+        if isinstance(n, ast.Call):
+            f, chain = n.func, []
+            while isinstance(f, ast.Attribute):
+                chain.append(f.attr)
+                f = f.value
+            if isinstance(f, ast.Name) and f.id in _PURE_MODULES and chain and "random" not in chain:
+                continue
+            if isinstance(n.func, ast.Attribute) and n.func.attr in _PURE_METHODS and \
+                    not any(k.arg == "out" for k in n.keywords):
+                continue
+            return False
+    return True
+
+
+class _IfExps(ast.NodeTransformer):
+    """``a if c else b`` becomes ``_xla_cf.if_exp(c, lambda: a, lambda: b,
+    pure, "file:line")``: Python's choice when ``c`` is a Python value; with
+    a traced ``c``, both branches and a select when both are pure
+    expressions (``_pure_expression``), else an error naming the line."""
+
+    def __init__(self, filename):
+        self.filename = filename
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        pure = _pure_expression(node.body) and _pure_expression(node.orelse)
+
+        def thunk(expr):
+            return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None,
+                                                 kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                                 defaults=[]), body=expr)
+        call = ast.Call(func=_parse_expr(f"{RUNTIME}.if_exp"),
+                        args=[node.test, thunk(node.body), thunk(node.orelse), ast.Constant(pure),
+                              ast.Constant(f"{self.filename}:{node.lineno}")], keywords=[])
+        return _fill([call], node)[0]
+
+
 # Builtins that read or act on their caller's frame: called where they are,
 # never through the runtime's ``call``.
 _FRAME_BUILTINS = {"locals", "vars", "globals", "dir", "eval", "exec", "super", "breakpoint"}
@@ -652,7 +707,7 @@ def _rewrite(fn):
         return None, "its source is not a def statement"
     else:
         node = tree.body[0]
-    if not any(isinstance(n, (ast.For, ast.While, ast.If)) or
+    if not any(isinstance(n, (ast.For, ast.While, ast.If, ast.IfExp)) or
                isinstance(n, ast.Call) and _converted_call(n) for n in ast.walk(node)):
         return None, "no control flow and no calls"
     mangled = any(isinstance(n, (ast.Name, ast.Attribute)) and
@@ -667,7 +722,7 @@ def _rewrite(fn):
         return None, "it uses zero-argument super() (its class cell)"
     ast.increment_lineno(tree, first)     # the file's line numbers, in errors too
     if isinstance(node, ast.Lambda):
-        node = _Calls().visit(_Builtins().visit(node))
+        node = _Calls().visit(_IfExps(code.co_filename).visit(_Builtins().visit(node)))
         statement = _fill([ast.Assign([ast.Name(f"{_PREFIX}lambda", ast.Store())], node)], node)[0]
     else:
         statement = node = _rewrite_def(node, code)
@@ -712,7 +767,7 @@ def _rewrite_def(node, code):
     """The statements of def ``node`` rewritten, its calls routed through the runtime."""
     loads = _loads(node)
     node.decorator_list = []
-    node = _Builtins().visit(node)
+    node = _IfExps(code.co_filename).visit(_Builtins().visit(node))
     # Early returns from top-level ifs folded into one return (a traced
     # condition can then be a conditional); the body as written otherwise.
     if any(isinstance(st, ast.If) and _returns([st]) for st in node.body):
