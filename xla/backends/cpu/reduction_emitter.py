@@ -228,6 +228,31 @@ _VECTOR_REDUCERS = ("add", "maximum", "minimum")
 ROW_REDUCE_INTERLEAVE = 2
 
 
+def _outer_reduced_loops(g, x, order, ranges, idx, row):
+    """Loops over the reduced dimensions ``order[:-1]`` (within ``ranges``
+    where given), setting ``idx``, and ``row()`` inside the innermost."""
+    def emit(level):
+        if level == len(order) - 1:
+            row()
+            return
+        d = order[level]
+        lo, hi = ranges.get(d, (0, x.shape.dimensions[d]))
+        with le.for_loop(g.b, lo, hi, name=f"r{d}") as iv:
+            idx[d] = iv
+            emit(level + 1)
+    emit(0)
+
+
+def _fold_element(g, h, x, idx, acc, typ, combine):
+    """``*acc = combine(*acc, x[idx])``, the fusion's side outputs at
+    ``idx`` stored; the element's values in a scope of their own."""
+    scope = g.push_scope()
+    v = g.value(x, list(idx))
+    _store_side_outputs(g, h, idx)
+    g.pop_scope(scope)
+    g.b.store(combine(g.b, g.b.load(acc, typ=typ), v), acc)
+
+
 def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
     """The row reduction as one scalar loop over the minor-most reduced
     dimension that LLVM's loop vectorizer runs ``lanes`` wide in
@@ -250,24 +275,14 @@ def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
     idx = list(base_index)
     inner = order[-1]
 
-    def emit(level):
-        d = order[level]
-        lo, hi = ranges.get(d, (0, x.shape.dimensions[d]))
-        if level < len(order) - 1:
-            with le.for_loop(g.b, lo, hi, name=f"r{d}") as iv:
-                idx[d] = iv
-                emit(level + 1)
-            return
+    def row():
+        lo, hi = ranges.get(inner, (0, x.shape.dimensions[inner]))
         with le.for_loop(g.b, lo, hi, name="rv", vectorize=lanes,
                          interleave=ROW_REDUCE_INTERLEAVE) as k:
-            scope = g.push_scope()
             idx[inner] = k
-            v = g.value(x, list(idx))
-            _store_side_outputs(g, h, idx)
-            g.pop_scope(scope)
-            g.b.store(combine(g.b, g.b.load(acc, typ=scalar_t), v), acc)
+            _fold_element(g, h, x, idx, acc, scalar_t, combine)
 
-    emit(0)
+    _outer_reduced_loops(g, x, order, ranges, idx, row)
     g.pop_scope(saved)
     return b.load(acc, typ=scalar_t)
 
@@ -331,14 +346,7 @@ def _unrolled_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, 
     n_inner = x.shape.dimensions[inner]
     full = n_inner // lanes
 
-    def emit(level):
-        if level < len(order) - 1:
-            d = order[level]
-            lo, hi = ranges.get(d, (0, x.shape.dimensions[d]))
-            with le.for_loop(g.b, lo, hi, name=f"r{d}") as iv:
-                idx[d] = iv
-                emit(level + 1)
-            return
+    def row():
         if inner in ranges:  # a chunk [lo, hi) of the only reduced dimension
             lo, hi = ranges[inner]
             count = g.b.udiv(g.b.sub(hi, lo, flags=("nsw", "nuw")), i64(lanes))
@@ -359,14 +367,10 @@ def _unrolled_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, 
             g.b.store(combine(g.b, g.b.load(vacc, typ=vec_t), vec), vacc)
         if lo is not None or n_inner % lanes:
             with le.for_loop(g.b, tail, hi, name="rs") as k:
-                scope = g.push_scope()
                 idx[inner] = k
-                v = g.value(x, list(idx))
-                _store_side_outputs(g, h, idx)
-                g.pop_scope(scope)
-                g.b.store(combine(g.b, g.b.load(sacc, typ=scalar_t), v), sacc)
+                _fold_element(g, h, x, idx, sacc, scalar_t, combine)
 
-    emit(0)
+    _outer_reduced_loops(g, x, order, ranges, idx, row)
     g.pop_scope(saved)
     v = b.load(vacc, typ=vec_t)
     parts = [b.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(lanes)]
