@@ -87,6 +87,15 @@ def _common(ir_text, name):
     return _SREG_DECL.sub("", text)
 
 
+def _argument_loads(n_args):
+    """IR loading the kernel's ``n_args`` pointers from the array ``%args``
+    into ``%a0``..., and the call's argument list of them."""
+    loads = "".join(
+        f"  %a{k}.p = getelementptr ptr, ptr %args, i64 {k}\n  %a{k} = load ptr, ptr %a{k}.p\n"
+        for k in range(n_args))
+    return loads, ", ".join(f"ptr %a{k}" for k in range(n_args))
+
+
 def host_ir(ir_text, name, n_args):
     """The host version of kernel ``name``'s module, with its sequential
     launcher (kernels without barriers or shared memory)."""
@@ -96,10 +105,7 @@ def host_ir(ir_text, name, n_args):
     text = _SREG_CALL.sub(lambda m: f"load i32, ptr @__emu_{m.group(1).replace('.', '_')}",
                           _common(ir_text, name))
     globals_ = "".join(f"@__emu_{r.replace('.', '_')} = internal global i32 0\n" for r in _SREGS)
-    loads = "".join(
-        f"  %a{k}.p = getelementptr ptr, ptr %args, i64 {k}\n  %a{k} = load ptr, ptr %a{k}.p\n"
-        for k in range(n_args))
-    call_args = ", ".join(f"ptr %a{k}" for k in range(n_args))
+    loads, call_args = _argument_loads(n_args)
     launcher = f"""
 define void @__emu_launch(ptr %args, i32 %grid, i32 %block) {{
 entry:
@@ -185,13 +191,10 @@ define internal i32 @__emu_shfl(ptr %ctx, i32 %mode, i32 %mask, i32 %v, i32 %arg
   ret i32 %r
 }
 """
-    loads = "".join(
-        f"  %a{k}.p = getelementptr ptr, ptr %args, i64 {k}\n  %a{k} = load ptr, ptr %a{k}.p\n"
-        for k in range(n_args))
-    call_args = "".join(f"ptr %a{k}, " for k in range(n_args))
+    loads, call_args = _argument_loads(n_args)
     entry = f"""
 define void @__emu_thread(ptr %args, ptr %ctx) {{
-{loads}  call void @"{name}"({call_args}ptr %ctx)
+{loads}  call void @"{name}"({call_args + ", " if call_args else ""}ptr %ctx)
   ret void
 }}
 """
