@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.loop_emitter import major_to_minor
 from xla.backends.gpu.driver import CudaError, load_cuda_library
 from xla.backends.gpu.kernels import unsupported
@@ -85,8 +86,7 @@ def fft_thunk(h, assignment):
                           "fewer than 2^31)")
 
     def where(y):
-        b = assignment.buffer(y)
-        return (b.allocation.index, b.offset)
+        return Slice(assignment.buffer(y)).key
     return FftThunk(where(x), where(h), fft_type, lengths, batch, precision,
                     x.shape.byte_size(), h.shape.byte_size(), h.name)
 

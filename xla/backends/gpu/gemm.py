@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.loop_emitter import major_to_minor
 from xla.backends.gpu.driver import CudaError, load_cuda_library
 
@@ -70,9 +71,8 @@ def gemm_thunk(h, assignment):
     if 0 in (batch, m, n, k):
         return None
 
-    def where(x):
-        b = assignment.buffer(x)
-        return (b.allocation.index, b.offset)
+    def where(y):
+        return Slice(assignment.buffer(y)).key
     return GemmThunk(where(lhs), where(rhs), where(h), batch, m, n, k,
                      lhs_transposed=lhs.shape.rank == nb + 2 and lc[0] == nb,
                      rhs_transposed=rhs.shape.rank == nb + 2 and rc[0] == nb + 1,
