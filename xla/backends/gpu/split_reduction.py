@@ -156,7 +156,7 @@ def emit_split_reduction(emitter, h, name, outputs, warp_shuffles=True):
                       for v, (r, _) in zip(values, reduces)]
             at = b.add(b.mul(out, i64(parts)), b.udiv(lane, i64(WARP)))
         with b.if_then(b.icmp_unsigned("==", b.urem(i, i64(WARP)), i64(0))) if shuffled \
-                else _nothing():
+                else contextlib.nullcontext():
             for v, offset in zip(values, offsets):
                 base = b.gep(kernel.ptrs[scratch_key], [i64(offset)], source_etype=ir.IntType(8))
                 b.store(v, b.gep(base, [at], inbounds=True, source_etype=v.type))
@@ -187,11 +187,6 @@ def emit_split_reduction(emitter, h, name, outputs, warp_shuffles=True):
             store_element(b, b.load(acc, typ=identity.type), ptr, out_shape.element_type)
     second = KernelThunk(kernel.module.name, finish_kernel(kernel, h, n, combine), keys, n, h.name)
     return [first, second]
-
-
-@contextlib.contextmanager
-def _nothing():
-    yield
 
 
 def _warp_row_reduction(emitter, h, name, outputs, reduces, n):
