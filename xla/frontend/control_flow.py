@@ -251,8 +251,7 @@ class _Runtime:
         if isinstance(a, numbers) and isinstance(b, numbers) and type(a) is type(b):
             return Tracer(np.where(c, a, b).op, weak=True)
         arrays = all(isinstance(v, (Tracer, np.ndarray, np.generic)) for v in (a, b))
-        if not arrays or tracing.as_tracer(a).shape != tracing.as_tracer(b).shape or \
-                tracing.as_tracer(a).dtype != tracing.as_tracer(b).dtype:
+        if not arrays or (np.shape(a), np.dtype(a.dtype)) != (np.shape(b), np.dtype(b.dtype)):
             def text(v):
                 if isinstance(v, (Tracer, np.ndarray, np.generic)):
                     return f"{np.dtype(v.dtype)}{list(np.shape(v))}"
