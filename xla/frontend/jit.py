@@ -42,7 +42,7 @@ import numpy as np
 
 from xla import runtime
 from xla.errors import InvalidArgumentError, XlaError
-from xla.runtime.transfer import from_foreign
+from xla.runtime.transfer import foreign_to
 from xla.hlo.attributes import RawAttr
 # The tables a Tracer dispatches to install themselves in tracing when imported.
 from xla.frontend import indexing, masked_slice, ufuncs  # noqa: F401
@@ -212,9 +212,13 @@ class JitFunction:
     def _key(self, args, kwargs):
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, treedef = pytree.flatten((tuple(dyn_args), dyn_kwargs))
-        # Arrays of other libraries (PyTorch, JAX...) through DLPack, no copy on the CPU.
-        leaves = [from_foreign(x) if hasattr(x, "__dlpack__") and not isinstance(
-            x, (np.ndarray, runtime.Buffer)) else x for x in leaves]
+        # Arrays of other libraries (PyTorch, JAX...) through DLPack: no copy
+        # on the CPU, nor on a GPU for tensors already on it.
+        if any(hasattr(x, "__dlpack__") and not isinstance(x, (np.ndarray, runtime.Buffer))
+               for x in leaves):
+            device = self.platform.default_device()
+            leaves = [foreign_to(x, device) if hasattr(x, "__dlpack__") and not isinstance(
+                x, (np.ndarray, runtime.Buffer)) else x for x in leaves]
         specs = tuple(arg_spec(x, f"argument leaf {i} of {getattr(self.fn, '__name__', 'fn')}")
                       for i, x in enumerate(leaves))
         donated = self._donated_leaves(dyn_args) if self.donate_argnums else ()
@@ -234,7 +238,8 @@ class JitFunction:
             leaves, _ = pytree.flatten(a)
             if i in self.donate_argnums:
                 for k, leaf in enumerate(leaves):
-                    if not isinstance(leaf, (np.ndarray, runtime.Buffer)):
+                    if not isinstance(leaf, (np.ndarray, runtime.Buffer)) and not hasattr(
+                            leaf, "__dlpack__"):
                         where = f"argument {i}" + (f" (leaf {k})" if len(leaves) > 1 else "")
                         raise InvalidArgumentError(
                             f"donate_argnums: {where} of {name} is a {type(leaf).__name__}, not a "

@@ -167,7 +167,14 @@ class HostBuffer(Buffer):
         """The buffer's memory, shared and read-only (DLPack 1.0's read-only
         flag; a consumer that cannot take it gets a BufferError)."""
         self.check_live()
-        return self._read().__dlpack__(**kwargs)
+        try:
+            return self._read().__dlpack__(**kwargs)
+        except BufferError:
+            # NumPy exports no bfloat16: the capsule is made here (DLPack 1.0).
+            from xla.runtime.dlpack import export_host
+            if tuple(kwargs.get("max_version") or (0, 0)) < (1, 0):
+                raise
+            return export_host(self._read())
 
     def __dlpack_device__(self):
         return (1, 0)   # kDLCPU, device 0

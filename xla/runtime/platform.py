@@ -85,6 +85,24 @@ class Platform:
         from xla.runtime.buffer import HostBuffer
         return HostBuffer(np.array(array, copy=True, order="C"), device)
 
+    # ----- DLPack ------------------------------------------------------------------
+    def dlpack_device(self, device):
+        """``device`` as DLPack names it, ``(device_type, device_id)``, or
+        None where its memory cannot be shared through DLPack (the default
+        for memory that is not the host's)."""
+        return (1, 0) if self.capabilities.host_buffers else None   # kDLCPU
+
+    def buffer_from_dlpack(self, producer, device):
+        """A Buffer on ``device`` sharing the memory of ``producer`` (an
+        object with ``__dlpack__`` whose ``__dlpack_device__`` is
+        ``dlpack_device(device)``), without a copy."""
+        if not self.capabilities.host_buffers:
+            raise InvalidArgumentError(f"from_dlpack: {device} does not use host memory and "
+                                       "takes no DLPack tensors; use xla.device_put to copy onto it")
+        from xla.runtime.buffer import HostBuffer
+        from xla.runtime.dlpack import to_numpy
+        return HostBuffer(to_numpy(producer), device)
+
     def check_device(self, device):
         if device.platform is not self:
             raise InvalidArgumentError(f"{device} is not a device of platform {self.name!r}")

@@ -4,6 +4,7 @@ import numpy as np
 
 from xla.errors import InvalidArgumentError
 from xla.runtime.buffer import Buffer
+from xla.runtime.dlpack import to_numpy
 from xla.runtime.platform import Device
 
 
@@ -30,17 +31,36 @@ def resolve_device(device):
 
 
 def from_dlpack(value, device=None):
-    """A buffer sharing the memory of ``value``, any DLPack producer on the
-    CPU (PyTorch, JAX, NumPy...), without a copy (``jax.dlpack.from_dlpack``).
-    The producer must not change the memory while the buffer is in use."""
+    """A buffer sharing the memory of ``value``, any DLPack producer (PyTorch,
+    JAX, CuPy, NumPy...) on ``device`` (host memory for the CPU, a GPU's
+    memory for that GPU), without a copy (``jax.dlpack.from_dlpack``). The
+    producer must not change the memory while the buffer is in use."""
     device = resolve_device(device)
-    if not device.platform.capabilities.host_buffers:
-        raise InvalidArgumentError(f"from_dlpack: {device} does not use host memory; use "
-                                   "xla.device_put to copy onto it")
     if not hasattr(value, "__dlpack__"):
         raise InvalidArgumentError(f"from_dlpack: a {type(value).__name__} is not a DLPack producer")
-    from xla.runtime.buffer import HostBuffer
-    return HostBuffer(np.from_dlpack(value), device)
+    where = device.platform.dlpack_device(device)
+    if where is not None and hasattr(value, "__dlpack_device__"):
+        got = tuple(value.__dlpack_device__())
+        if got != where:
+            raise InvalidArgumentError(
+                f"from_dlpack: the tensor is on DLPack device {got}, not on {device} {where}; "
+                "use xla.device_put to copy it")
+    return device.platform.buffer_from_dlpack(value, device)
+
+
+def foreign_to(value, device):
+    """``value``, an array of another library, for ``device``: a buffer
+    sharing its memory when it is on that device (DLPack), else a NumPy
+    array (``from_foreign``)."""
+    where = device.platform.dlpack_device(device)
+    if where is not None and where != (1, 0) and hasattr(value, "__dlpack_device__"):
+        try:
+            got = tuple(value.__dlpack_device__())
+        except (BufferError, TypeError):
+            got = None
+        if got == where:
+            return device.platform.buffer_from_dlpack(value, device)
+    return from_foreign(value)
 
 
 def from_foreign(value):
@@ -53,10 +73,11 @@ def from_foreign(value):
         device = getattr(value, "__dlpack_device__", lambda: (1, 0))()
         if device[0] == 1:   # kDLCPU
             try:
-                return np.from_dlpack(value)
+                return to_numpy(value)
             except (BufferError, TypeError, RuntimeError):
                 pass
     return np.asarray(value)
+
 
 
 def _put(value, device):
@@ -69,7 +90,9 @@ def _put(value, device):
         return type(value)(_put(v, device) for v in value)
     if isinstance(value, dict):
         return {k: _put(v, device) for k, v in value.items()}
-    array = from_foreign(value)
+    array = foreign_to(value, device)
+    if isinstance(array, Buffer):
+        return array
     if array.dtype == object:
         raise InvalidArgumentError(f"device_put: a {type(value).__name__} is not an array")
     return device.put(array)

@@ -149,6 +149,7 @@ class CudaContext:
         self.multiprocessors = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         self.stream = _check("cuStreamCreate",
                              d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        self.stream_handle = int(self.stream)     # the CUstream as DLPack passes streams
         # Memory freed back to the stream-ordered pool stays there for the next
         # allocation instead of going back to the driver at each synchronize
         # (which made every execution map its outputs' pages afresh).

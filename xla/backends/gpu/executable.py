@@ -60,9 +60,12 @@ class GpuBuffer(Buffer):
     """An array in a GPU device's memory (``memory``: its bytes, row-major;
     a ``HostMemory`` on the emulator, a ``driver.DeviceMemory`` on CUDA)."""
 
-    def __init__(self, memory, shape, dtype, device):
+    def __init__(self, memory, shape, dtype, device, shared=False):
         super().__init__(shape, dtype, device)
         self.memory = memory
+        # Memory another library also holds (through DLPack, either way):
+        # never given up to an execution, which would write into it.
+        self.shared = shared
 
     def _read(self):
         return self.device.download(self.memory).view(self.dtype).reshape(self.shape)
@@ -74,6 +77,32 @@ class GpuBuffer(Buffer):
 
     def _free(self):
         self.memory = None
+
+    # ----- DLPack (CUDA devices; the emulator's memory is not a device's) --------
+    def __dlpack_device__(self):
+        where = self.device.platform.dlpack_device(self.device)
+        if where is None:
+            raise BufferError(f"buffers on {self.device} cannot be exported through DLPack")
+        return where
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The buffer's device memory, shared and read-only (DLPack 1.0's
+        read-only flag, so a consumer must ask for 1.0), ready for any
+        stream: pending work is waited for first."""
+        from xla.runtime import dlpack
+        where = self.__dlpack_device__()
+        if max_version is None or tuple(max_version) < (1, 0):
+            raise BufferError("a GPU buffer is read-only, which only DLPack 1.0 can say: "
+                              "the consumer must pass max_version=(1, 0)")
+        if dl_device is not None and tuple(dl_device) != where:
+            raise BufferError(f"a buffer on {self.device} cannot be exported to DLPack "
+                              f"device {tuple(dl_device)}")
+        if copy:
+            raise BufferError("a GPU buffer is exported without a copy (copy=True refused)")
+        self.block_until_ready()
+        self.shared = True
+        return dlpack.export(self.memory.address, self.shape, self.dtype, *where,
+                             owner=self.memory)
 
 
 def run_copies(device, thunk, memory):
@@ -248,7 +277,8 @@ class GpuExecutable(Executable):
         # result (an allocation buffer assignment made live-out, the
         # module's input_output_alias), and the buffer is deleted.
         given_up = {i for i in donated
-                    if buffers[i] is not TOKEN and sum(b is buffers[i] for b in buffers) == 1}
+                    if buffers[i] is not TOKEN and not buffers[i].shared
+                    and sum(b is buffers[i] for b in buffers) == 1}
         memory, fresh = dict(constants), set()
         for alloc in self.assignment.allocations:
             if alloc.kind == "parameter":

@@ -271,3 +271,30 @@ class CudaPlatform(_GpuPlatformBase):
     def _device_or_none(self):
         from xla.backends.gpu.driver import cuda_unavailable_reason
         return None if cuda_unavailable_reason() else self.default_device()
+
+    # ----- DLPack: tensors of PyTorch, CuPy, JAX... on the same GPU, no copy -------
+    def dlpack_device(self, device):
+        from xla.runtime.dlpack import KDL_CUDA
+        return (KDL_CUDA, device.id)
+
+    def buffer_from_dlpack(self, producer, device):
+        from xla.backends.gpu.driver import DeviceMemory
+        from xla.backends.gpu.executable import GpuBuffer
+        from xla.runtime import dlpack
+        self.check_device(device)
+        # The producer orders its writes before work on our stream.
+        tensor = dlpack.consume(producer, stream=device.context.stream_handle)
+        if tensor.device != self.dlpack_device(device):
+            tensor.release()
+            raise InvalidArgumentError(f"from_dlpack: the tensor is on DLPack device "
+                                       f"{tensor.device}, not on {device}")
+        if not tensor.row_major:
+            tensor.release()
+            raise InvalidArgumentError(
+                f"from_dlpack: a tensor of shape {list(tensor.shape)} with strides "
+                f"{list(tensor.strides)} (elements) is not row-major; GPU buffers are "
+                "(copy it to a contiguous tensor first)")
+        # A view whose owner is the import: the producer's deleter runs when
+        # the last view of the memory goes.
+        memory = DeviceMemory(device.context, tensor.address, tensor.nbytes, owner=tensor)
+        return GpuBuffer(memory, tensor.shape, tensor.dtype, device, shared=True)
