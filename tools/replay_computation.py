@@ -24,7 +24,8 @@ backends then compute each such op in one type with explicit converts
 (``mixed-precision-normalizer``). ``--profile`` runs each module under
 ``xla.profiler.trace`` and prints the per-instruction totals (time, calls,
 bytes, GB/s and GFLOP/s against this machine's measured limits; the CPU
-backend instruments every instruction, other platforms record nothing);
+backend instruments every instruction, the GPU backends time every launch,
+library call and copy, the interpreter records nothing);
 ``--profile_dir`` also writes the Chrome/Perfetto trace JSON there. XLA flags (``--xla_*``, as in XLA_FLAGS) apply to
 the compilations. Errors are printed without a traceback, exit status 1.
 """
@@ -134,8 +135,8 @@ def main(argv):
                 if FLAGS.print_result:
                     print(leaf)
             if prof is not None and not prof.events:
-                print(f"  profile: nothing recorded on {FLAGS.platform} (the cpu backend "
-                      "instruments its executions)")
+                print(f"  profile: nothing recorded on {FLAGS.platform} (the cpu and gpu "
+                      "backends record their executions)")
             elif prof is not None:
                 print(prof.summary())
                 if profile_dir:

@@ -52,8 +52,11 @@ class Profile:
         self.events = []          # (name, category, start ns, end ns, thread id, args)
         self.path = None
 
-    def add(self, name, category, start, end, args):
-        self.events.append((name, category, start, end, threading.get_ident(), args))
+    def add(self, name, category, start, end, args, track=None):
+        """One span; ``track`` names the timeline row (default: the calling
+        thread's; e.g. a GPU stream's)."""
+        self.events.append((name, category, start, end,
+                            threading.get_ident() if track is None else track, args))
 
     # ----- outputs -------------------------------------------------------------------
     def chrome_trace(self):
@@ -68,7 +71,7 @@ class Profile:
                            "args": args})
         for tid, t in threads.items():
             events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": t,
-                           "args": {"name": f"xla thread {t}"}})
+                           "args": {"name": tid if isinstance(tid, str) else f"xla thread {t}"}})
         return {"traceEvents": events, "displayTimeUnit": "ns"}
 
     def write(self):
@@ -238,6 +241,41 @@ def _end(op):
     module, name, opcode, nbytes, flops = _ops[op]
     profile.add(name, "instruction", start, end, {"module": module, "opcode": opcode,
                                                   "bytes": nbytes, "flops": flops})
+
+
+def recording():
+    """Whether executions are being recorded now (``trace`` or ``--xla_hlo_profile``)."""
+    return _current() is not None
+
+
+def record_instruction(module_name, name, opcode, nbytes, flops, start, end, track=None):
+    """An instruction's span timed by a backend itself (e.g. with GPU events)."""
+    profile = _current()
+    if profile is not None:
+        profile.add(name, "instruction", start, end, {"module": module_name, "opcode": opcode,
+                                                      "bytes": nbytes, "flops": flops}, track)
+
+
+def instruction_cost(h, assignment):
+    """(bytes, flops) of instruction ``h``: its operands' and results' buffer
+    sizes (what it must move at least once), and the floating-point
+    operations of a dot or convolution (0 for others)."""
+    import math
+    nbytes = sum(assignment.buffer(x, i).size for x in [h] + list(h.operands)
+                 if assignment.has_buffers(x) for i, s in x.shape.leaves() if s.is_array)
+    flops = 0
+    if h.opcode == "dot" and h.shape.is_array:
+        lhs = h.operands[0].shape.dimensions
+        k = math.prod(lhs[d] for d in h.attr("lhs_contracting_dims", ()))
+        flops = 2 * h.shape.num_elements() * k
+    elif h.opcode == "convolution" and h.shape.is_array:
+        # Each output element: one multiply-add per kernel element of its
+        # output feature (kernel spatial size x input features per group).
+        rhs = h.operands[1].shape
+        dnums = h.attr("dim_labels")
+        out_features = rhs.dimensions[dnums.kernel_output_feature_dimension] if dnums else 1
+        flops = 2 * h.shape.num_elements() * (rhs.num_elements() // max(out_features, 1))
+    return int(nbytes), int(flops)
 
 
 def record_execution(module_name, start, end):

@@ -337,10 +337,7 @@ class ModuleEmitter:
     def emit_profiled(self, h):
         """``h`` between ``__xla_cpu_profile_begin/end(id)`` (xla.profiler)."""
         from xla.runtime import profiler
-        a = self.assignment
-        nbytes = sum(a.buffer(x, i).size for x in [h] + list(h.operands) if a.has_buffers(x)
-                     for i, s in x.shape.leaves() if s.is_array)
-        op = profiler.register_op(self.module.name, h, nbytes, _flops(h))
+        op = profiler.register_op(self.module.name, h, *profiler.instruction_cost(h, self.assignment))
         fnty = ir.FunctionType(VOID, [I64])
         self.builder.call(self.declare(profiler.BEGIN_SYMBOL, fnty), [i64(op)])
         self.emit_instruction(h)
@@ -659,22 +656,6 @@ class ModuleEmitter:
 def _address(b, base, offset):
     """``base`` plus ``offset`` bytes."""
     return b.gep(base, [i64(offset)], inbounds=True, source_etype=I8) if offset else base
-
-
-def _flops(h):
-    """Floating-point operations of a dot or convolution (0 for others)."""
-    if h.opcode == "dot" and h.shape.is_array:
-        lhs = h.operands[0].shape.dimensions
-        k = math.prod(lhs[d] for d in h.attr("lhs_contracting_dims", ()))
-        return 2 * h.shape.num_elements() * k
-    if h.opcode == "convolution" and h.shape.is_array:
-        # Each output element: one multiply-add per kernel element of its
-        # output feature (kernel spatial size x input features per group).
-        rhs = h.operands[1].shape
-        dnums = h.attr("dim_labels")
-        out_features = rhs.dimensions[dnums.kernel_output_feature_dimension] if dnums else 1
-        return 2 * h.shape.num_elements() * (rhs.num_elements() // max(out_features, 1))
-    return 0
 
 
 def emit_module(module, assignment, runtime_symbols=(), on_kernel=None, profile=False,

@@ -216,6 +216,29 @@ class CudaContext:
             _check("cuStreamSynchronize (a kernel or copy before it failed)",
                    _driver().cuStreamSynchronize(self.stream))
 
+    # ----- events (xla.profiler) -----------------------------------------------------------
+    def record_event(self):
+        """A new CUDA event recorded on the stream now (timing enabled)."""
+        d = _driver()
+        with self.lock:
+            self.make_current()
+            event = _check("cuEventCreate", d.cuEventCreate(d.CUevent_flags.CU_EVENT_DEFAULT))
+            _check("cuEventRecord", d.cuEventRecord(event, self.stream))
+            return event
+
+    def elapsed_ms(self, start, end):
+        """Milliseconds between two recorded events (after both completed)."""
+        d = _driver()
+        call = getattr(d, "cuEventElapsedTime_v2", None) or d.cuEventElapsedTime
+        with self.lock:
+            self.make_current()
+            return float(_check("cuEventElapsedTime", call(start, end)))
+
+    def destroy_event(self, event):
+        with self.lock:
+            self.make_current()
+            _driver().cuEventDestroy(event)
+
     # ----- code -----------------------------------------------------------------------
     def load_module(self, ptx, names):
         """Loads a PTX module (the driver compiles it for this device);

@@ -20,7 +20,7 @@ import numpy as np
 
 from xla.errors import InvalidArgumentError
 from xla.hlo.evaluator.registry import TOKEN
-from xla.runtime import Buffer, Executable
+from xla.runtime import Buffer, Executable, profiler
 
 ALIGN = 256          # what cudaMalloc guarantees
 
@@ -302,7 +302,13 @@ class GpuExecutable(Executable):
                 fresh.add(alloc.index)
         for key, nbytes in self._scratch.items():
             memory[key] = device.allocate(nbytes)
-        if self.uses_command_buffers:
+        timed = None
+        if profiler.recording():       # every operation timed (profiling.py); no graphs
+            from xla.backends.gpu.profiling import TimedDevice
+            timed = TimedDevice(device, self.module, self.assignment)
+            self._run(timed, kernels, self.thunks, memory)
+            timed.finish()
+        elif self.uses_command_buffers:
             from xla.backends.gpu.command_buffer import CommandBuffers
             if device not in self._command_buffers:
                 self._command_buffers[device] = CommandBuffers(device)
