@@ -2,7 +2,8 @@
 # The checks that need a real GPU, as one script for a machine that has one
 # (docs/gpu_backend.md, "What was verified"): builds xla._core for that
 # machine's Python with g++ (no Bazel needed there; EIGEN names Eigen's
-# headers), runs the GPU tests on the device and the GPU benchmark, and
+# headers), runs the GPU tests on the device and the GPU benchmark (and,
+# with SCALING_TIMEOUT=seconds, benchmarks/thread_scaling.py), and
 # leaves logs in $OUT (default /tmp/gpu_check).
 #
 #   EIGEN=/usr/include/eigen3 tools/gpu_device_check.sh [PYTHON]
@@ -56,3 +57,8 @@ timeout ${TEST_TIMEOUT:-280} "$PY" -m pytest -q -p no:cacheprovider -rs tests/gp
     2>&1 | tee "$OUT/tests.log" | tail -40
 PYTHONPATH=$PWD timeout ${BENCH_TIMEOUT:-200} "$PY" benchmarks/gpu_backend.py --repeats=10 \
     --out="$OUT/gpu_backend.txt" 2>&1 | tee "$OUT/bench.log" | tail -20
+# The CPU backend's thread scaling on this (many-core) machine, when asked.
+if [ -n "${SCALING_TIMEOUT:-}" ]; then
+  PYTHONPATH=$PWD timeout "$SCALING_TIMEOUT" "$PY" benchmarks/thread_scaling.py --repeats=5 \
+      2>&1 | tee "$OUT/thread_scaling.txt" | tail -20
+fi
