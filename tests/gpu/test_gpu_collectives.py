@@ -399,3 +399,35 @@ ENTRY e {{
 }}"""
     with pytest.raises(UnimplementedError, match="all-reduce"):
         aot_compile(xla.parse_hlo_module(text), "m", "sm_80")
+
+
+def _mpi_missing():
+    import importlib.util
+    import shutil
+    if shutil.which("mpirun") is None:
+        return "mpirun not found (`make setup` installs openmpi-bin)"
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed"
+    return None
+
+
+@pytest.mark.skipif(_mpi_missing() is not None, reason=f"needs MPI: {_mpi_missing()}")
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_fixtures_on_four_processes_over_mpi(platform):
+    # One logical device per process, the collectives over MPI (the
+    # transport the CPU uses: xla/runtime/distributed.py).
+    import os
+    import shutil
+    import subprocess
+    import sys
+    distributed = FIXTURES.parent
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl="self,vader", OMPI_MCA_rmaps_base_oversubscribe="1",
+               PYTHONPATH=os.pathsep.join([str(distributed.parents[1])] + sys.path))
+    out = subprocess.run([shutil.which("mpirun"), "--oversubscribe", "-n", "4", sys.executable,
+                          str(distributed / "mpi_worker.py"), "fixtures", platform],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, f"mpirun failed:\n{out.stdout}\n{out.stderr[-4000:]}"
+    for name in NAMES:
+        for rank in range(4):
+            assert f"rank {rank} ok {name} {platform}" in out.stdout, out.stdout
