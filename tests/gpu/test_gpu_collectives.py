@@ -431,3 +431,18 @@ def test_fixtures_on_four_processes_over_mpi(platform):
     for name in NAMES:
         for rank in range(4):
             assert f"rank {rank} ok {name} {platform}" in out.stdout, out.stdout
+
+
+def test_an_async_pair_left_unconverted_is_refused_by_name():
+    # The start's tuple has another user (its operand read back), so
+    # async-to-sync leaves the pair, and the backend names it.
+    text = """HloModule m
+ENTRY e {
+  x = f32[4] parameter(0)
+  ags = (f32[4], f32[8]) all-gather-start(x), replica_groups={{0,1}}, dimensions={0}
+  ag = f32[8] all-gather-done(ags)
+  back = f32[4] get-tuple-element(ags), index=0
+  ROOT t = (f32[8], f32[4]) tuple(ag, back)
+}"""
+    with pytest.raises(UnimplementedError, match="all-gather-(start|done).*synchronous form"):
+        xla.compile(text, "gpu_emulator", num_replicas=2)
