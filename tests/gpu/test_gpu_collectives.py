@@ -446,3 +446,21 @@ ENTRY e {
 }"""
     with pytest.raises(UnimplementedError, match="all-gather-(start|done).*synchronous form"):
         xla.compile(text, "gpu_emulator", num_replicas=2)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_pmap_collectives(platform):
+    import functools
+    from xla import lax
+
+    @functools.partial(xla.pmap, axis_name="i", backend=platform)
+    def f(x):
+        return (lax.psum(x, "i"), lax.all_gather(x, "i"), lax.pmin(x, "i"),
+                lax.ppermute(x, "i", [(0, 1), (1, 2), (2, 0)]), lax.axis_index("i"))
+    x = np.arange(18, dtype=np.float32).reshape(3, 2, 3) * np.float32([1, -2, 0.5]).reshape(3, 1, 1)
+    s, g, m, p, idx = f(x)
+    np.testing.assert_array_equal(s, np.broadcast_to((x[0] + x[1]) + x[2], x.shape))
+    np.testing.assert_array_equal(g, np.broadcast_to(x, (3,) + x.shape))
+    np.testing.assert_array_equal(m, np.broadcast_to(x.min(0), x.shape))
+    np.testing.assert_array_equal(p, np.stack([x[2], x[0], x[1]]))
+    np.testing.assert_array_equal(idx, [0, 1, 2])
