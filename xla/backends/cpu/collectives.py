@@ -23,7 +23,6 @@ import numpy as np
 from xla.runtime.collectives import COLLECTIVE_OPCODES, run_collective
 
 SYMBOL = "__xla_cpu_collective"
-OPCODES = COLLECTIVE_OPCODES
 
 _ops = {}
 _ids = itertools.count(1)
@@ -39,7 +38,7 @@ def register_op(instr, operand_shapes, result_shapes):
 
 
 def has_collectives(module):
-    return any(i.opcode in OPCODES for i in module.all_instructions())
+    return any(i.opcode in COLLECTIVE_OPCODES for i in module.all_instructions())
 
 
 def _view(address, shape):
