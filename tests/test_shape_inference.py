@@ -477,6 +477,25 @@ def test_all_gather_with_and_without_known_group_size():
           replica_groups=RawAttr("{}"))
 
 
+def test_group_of_replicas_with_all_their_partitions():
+    # channel_id without use_global_device_ids: a group of replica ids brings
+    # every partition of those replicas (the module's count), so {{0},{1}}
+    # on 2 partitions scatters in 2; the declared size is checked to fit.
+    check("reduce-scatter", "f32[4,3]", ["f32[8,3]"], "f32[4,3]", dimensions=(0,),
+          channel_id=1, replica_groups=RawAttr("{{0},{1}}"), to_apply=ADD)
+    check("all-gather", "f32[8,3]", ["f32[2,3]"], "f32[8,3]", dimensions=(0,),
+          channel_id=1, replica_groups=RawAttr("{{0,1}}"))
+    # Global device ids, or no channel: the group lists every participant.
+    check("reduce-scatter", "f32[8,3]", ["f32[8,3]"], "f32[8,3]", dimensions=(0,),
+          replica_groups=RawAttr("{{0},{1}}"), to_apply=ADD)
+    check("all-gather", "f32[4,3]", ["f32[2,3]"], "f32[4,3]", dimensions=(0,), channel_id=1,
+          use_global_device_ids=True, replica_groups=RawAttr("{{0,1}}"))
+    fails("reduce-scatter", "f32[3,3]", ["f32[8,3]"], "does not fit", dimensions=(0,),
+          channel_id=1, replica_groups=RawAttr("{{0},{1}}"), to_apply=ADD)
+    fails("all-gather", "f32[7,3]", ["f32[2,3]"], "does not fit", dimensions=(0,),
+          channel_id=1, replica_groups=RawAttr("{{0,1}}"))
+
+
 def test_reduce_scatter_all_to_all_collective_permute():
     check("reduce-scatter", "f32[2,3]", ["f32[8,3]"], "f32[2,3]", dimensions=(0,),
           replica_groups=RawAttr("{{0,1,2,3}}"), to_apply=ADD)

@@ -91,9 +91,17 @@ def test_modules_of_several_devices_are_left_alone():
                    .replace("{{0}}", "{{0,1}}"), header=", replica_count=2")
     module, changed = run_pass(OneDeviceCollectives(), text)
     assert not changed and "all-gather" in opcodes(module)
-    with pytest.raises(UnimplementedError, match=r"gpu backend runs a module on one device "
-                                                 r"\(replica_count=2"):
-        xla.compile(text, "gpu_emulator")
+    # The GPU runs the collective (tests/gpu/test_gpu_collectives.py); on
+    # one device, outside a replicated execution, it has no second participant.
+    exe = xla.compile(text, "gpu_emulator")
+    assert any(type(t).__name__ == "CollectiveThunk" for t in exe.thunks)
+    with pytest.raises(UnimplementedError, match="needs more than one participant"):
+        exe.execute(np.zeros(8, np.float32), np.zeros((2, 3), np.float32))
+    x = [np.arange(8, dtype=np.float32) + 10 * d for d in range(2)]
+    y = np.zeros((2, 3), np.float32)
+    out = xla.compile(text, "gpu_emulator", num_replicas=2).execute([[x[0], y], [x[1], y]])
+    for d in range(2):
+        np.testing.assert_array_equal(out[d], np.concatenate(x))
 
 
 def test_a_permute_from_another_device_is_an_error():

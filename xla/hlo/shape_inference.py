@@ -47,8 +47,10 @@ Contracts:
     None, both operands must share a type and the result has it.
   - all-gather / reduce-scatter: the group size comes from
     ``replica_groups`` when it lists groups (``{{0,1},{2,3}}`` or the iota
-    form ``[2,2]<=[4]``); when it is empty (all replicas, count unknown)
-    the declared size of the gathered/scattered dimension is only checked
+    form ``[2,2]<=[4]``); when it is empty (all replicas, count unknown),
+    or with a ``channel_id`` and no ``use_global_device_ids`` (each replica
+    of a group brings all its partitions, a count the module holds), the
+    declared size of the gathered/scattered dimension is only checked
     to be a multiple/divisor of the operand's.
 """
 import math
@@ -1254,6 +1256,19 @@ def replica_group_size(replica_groups):
     return None
 
 
+def _participant_count(instr):
+    """How many devices a group of all-gather/reduce-scatter ``instr`` has,
+    or None when the instruction alone does not say: with a ``channel_id``
+    and without ``use_global_device_ids`` a group of replica ids takes in
+    every partition of those replicas (``xla.hlo.replica_groups``), whose
+    count is the module's."""
+    flag = instr.attrs.get("use_global_device_ids")
+    global_ids = str(getattr(flag, "text", flag)).lower() == "true"
+    if instr.attrs.get("channel_id") is not None and not global_ids:
+        return None
+    return replica_group_size(_attr(instr, "replica_groups"))
+
+
 def _operand_list_result(shapes):
     shapes = [s.without_layout() for s in shapes]
     return shapes[0] if len(shapes) == 1 else Shape.tuple(shapes)
@@ -1863,8 +1878,7 @@ def _all_reduce_done(instr, shapes):
 @rule("all-gather", min_operands=1)
 def _all_gather(instr, shapes):
     dim = _single_dim(instr, "dimensions", "all_gather_dimension")
-    return infer_all_gather_shape(shapes, dim, replica_group_size(_attr(instr, "replica_groups")),
-                                  instr.shape)
+    return infer_all_gather_shape(shapes, dim, _participant_count(instr), instr.shape)
 
 
 @rule("all-gather-start", min_operands=1)
@@ -1872,8 +1886,7 @@ def _all_gather_start(instr, shapes):
     dim = _single_dim(instr, "dimensions", "all_gather_dimension")
     declared = instr.shape
     gathered_declared = declared.tuple_shapes[1] if declared.is_tuple and len(declared.tuple_shapes) == 2 else None
-    result = infer_all_gather_shape(shapes, dim, replica_group_size(_attr(instr, "replica_groups")),
-                                    gathered_declared)
+    result = infer_all_gather_shape(shapes, dim, _participant_count(instr), gathered_declared)
     return Shape.tuple([_operand_list_result(shapes), result])
 
 
@@ -1888,8 +1901,8 @@ def _async_collective_done(instr, shapes):
 @rule("reduce-scatter", min_operands=1)
 def _reduce_scatter(instr, shapes):
     dim = _single_dim(instr, "dimensions", "scatter_dimension")
-    return infer_reduce_scatter_shape(shapes, dim, replica_group_size(_attr(instr, "replica_groups")),
-                                      instr.shape, _optional_sig(instr, "to_apply"))
+    return infer_reduce_scatter_shape(shapes, dim, _participant_count(instr), instr.shape,
+                                      _optional_sig(instr, "to_apply"))
 
 
 @rule("all-to-all", min_operands=1)

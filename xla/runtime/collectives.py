@@ -17,18 +17,66 @@ values in group order. A participant that fails aborts the rendezvous, so
 the others raise instead of waiting forever; so does one that waits longer
 than ``timeout`` seconds (a program whose devices disagree about which
 collectives they run).
+
+``run_collective`` is what a backend's collective does once its operands
+are host arrays: the evaluator's handler for the instruction, on this
+thread's device. The CPU's runtime calls it on views of its buffers; the
+GPU's collective thunks on copies staged through the host.
 """
 import threading
+
+import numpy as np
 
 from xla.errors import InvalidArgumentError, XlaError
 from xla.hlo.evaluator.ops_collectives import DeviceContext
 
 _local = threading.local()
 
+# The instructions a backend runs through ``run_collective``.
+COLLECTIVE_OPCODES = frozenset(["all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                                "collective-permute", "collective-broadcast", "replica-id",
+                                "partition-id"])
+
 
 def current_device():
     """The DeviceContext of the execution running on this thread, or None."""
     return getattr(_local, "device", None)
+
+
+def _evaluator():
+    """The evaluator state of this thread's current execution (its
+    collective counters key the rendezvous, so a new execution, which has a
+    new DeviceContext, starts them afresh)."""
+    from xla.hlo.evaluator import Evaluator
+    device = current_device()
+    state = getattr(_local, "evaluator", None)
+    if state is None or state[0] is not device:
+        state = _local.evaluator = (device, Evaluator(device=device))
+    return state[1]
+
+
+def run_collective(instr, operands, outs):
+    """Runs collective ``instr`` (one of ``COLLECTIVE_OPCODES``) for the
+    device this thread executes (``current_device()``; None: one device,
+    where every group is the device itself): ``operands`` are the array
+    leaves of its operands, ``outs`` writable row-major arrays, one per
+    leaf of its result, which get the result. The semantics are the
+    evaluator's (``xla.hlo.evaluator.ops_collectives``); an all-reduce whose
+    transport reduces by itself (MPI) writes into ``outs`` directly."""
+    from xla.hlo.evaluator.ops_collectives import all_reduce_into
+    from xla.hlo.evaluator.registry import HANDLERS
+    if instr.opcode not in COLLECTIVE_OPCODES:
+        raise InvalidArgumentError(f"{instr.opcode} {instr.name} is not a collective")
+    evaluator = _evaluator()
+    if instr.opcode == "all-reduce" and all_reduce_into(instr, evaluator, operands, outs):
+        return
+    value = HANDLERS[instr.opcode](instr, [np.array(a) for a in operands], evaluator)
+    leaves = list(value) if instr.shape.is_tuple else [value]
+    if len(leaves) != len(outs):
+        raise InvalidArgumentError(f"{instr.opcode} {instr.name}: {len(leaves)} result leaves, "
+                                   f"{len(outs)} buffers")
+    for leaf, out in zip(leaves, outs):
+        np.copyto(out, np.asarray(leaf, out.dtype).reshape(out.shape))
 
 
 class _Slot:

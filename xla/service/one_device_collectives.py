@@ -14,8 +14,9 @@ Modules on several devices are left alone (the backend runs their
 collectives, or names them as unsupported), and so is anything this rule
 does not fit: an in-place collective-permute, an operand whose shape is
 not the result's, async start/done pairs (``async-to-sync`` turns them
-into the synchronous ops first). Backends that run one device (the GPU
-here) use it; the CPU runs collectives through its runtime.
+into the synchronous ops first). The GPU pipeline uses it (its collective
+thunks would stage even a one-participant collective through the host);
+the CPU runs collectives through its runtime.
 """
 import numpy as np
 

@@ -4,10 +4,10 @@ a function the generated code calls (``emit_collectives.py``).
 ``op`` numbers a registered instruction (``register_op``, at code generation);
 ``operands``/``results`` are arrays of buffer addresses, one per array leaf
 of the operands and of the result. The function views them as NumPy arrays
-and computes the result with the evaluator's collectives
-(``xla.hlo.evaluator.ops_collectives``) for the device this thread runs
-(``xla.runtime.collectives.current_device()``; none: a single device), so
-the CPU and the interpreter share one definition of every collective. It is
+and computes the result with ``xla.runtime.collectives.run_collective``
+(the evaluator's collectives for the device this thread runs; none: a
+single device), so the CPU, the GPU and the interpreter share one
+definition of every collective. It is
 a ctypes callback: it takes the GIL for the exchange, which the other
 devices' threads do not hold while their code runs.
 
@@ -20,13 +20,9 @@ import threading
 
 import numpy as np
 
-from xla.hlo.evaluator import Evaluator
-from xla.hlo.evaluator.ops_collectives import all_reduce_into
-from xla.hlo.evaluator.registry import HANDLERS
+from xla.runtime.collectives import COLLECTIVE_OPCODES, run_collective
 
 SYMBOL = "__xla_cpu_collective"
-OPCODES = frozenset(["all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-                     "collective-permute", "collective-broadcast", "replica-id", "partition-id"])
 
 _ops = {}
 _ids = itertools.count(1)
@@ -42,7 +38,7 @@ def register_op(instr, operand_shapes, result_shapes):
 
 
 def has_collectives(module):
-    return any(i.opcode in OPCODES for i in module.all_instructions())
+    return any(i.opcode in COLLECTIVE_OPCODES for i in module.all_instructions())
 
 
 def _view(address, shape):
@@ -53,29 +49,10 @@ def _view(address, shape):
     return np.frombuffer(raw, dtype=np.uint8).view(shape.dtype).reshape(shape.dimensions)
 
 
-def _evaluator():
-    """The evaluator state of this thread's current execution (its
-    collective counters key the rendezvous)."""
-    from xla.runtime.collectives import current_device
-    device = current_device()
-    state = getattr(_local, "state", None)
-    if state is None or state[0] is not device:
-        state = _local.state = (device, Evaluator(device=device))
-    return state[1]
-
-
 def _run(op, operands, results):
     instr, operand_shapes, result_shapes = _ops[op]
-    if instr.opcode == "all-reduce":
-        views = [_view(operands[k], s) for k, s in enumerate(operand_shapes)]
-        outs = [_view(results[k], s) for k, s in enumerate(result_shapes)]
-        if all_reduce_into(instr, _evaluator(), views, outs):
-            return
-    args = [np.array(_view(operands[k], s)) for k, s in enumerate(operand_shapes)]
-    value = HANDLERS[instr.opcode](instr, args, _evaluator())
-    leaves = list(value) if instr.shape.is_tuple else [value]
-    for k, (leaf, shape) in enumerate(zip(leaves, result_shapes)):
-        np.copyto(_view(results[k], shape), np.asarray(leaf, shape.dtype).reshape(shape.dimensions))
+    run_collective(instr, [_view(operands[k], s) for k, s in enumerate(operand_shapes)],
+                   [_view(results[k], s) for k, s in enumerate(result_shapes)])
 
 
 _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p),

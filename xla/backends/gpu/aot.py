@@ -49,6 +49,7 @@ def aot_compile(module, name, arch="sm_80"):
 
 
 def _steps(thunks):
+    from xla.backends.gpu.collectives import CollectiveThunk
     from xla.backends.gpu.fft import FftThunk
     from xla.backends.gpu.kernel_emitter import (ConditionalThunk, CopyThunk, KernelThunk,
                                                  WhileThunk)
@@ -69,6 +70,10 @@ def _steps(thunks):
         elif isinstance(t, FftThunk):
             raise UnimplementedError(f"aot_compile --target=cuda does not support fft "
                                      f"(instruction {t.instruction}): it runs through cuFFT")
+        elif isinstance(t, CollectiveThunk):
+            raise UnimplementedError(f"aot_compile --target=cuda does not support "
+                                     f"{t.instruction.opcode} (instruction {t.name}): "
+                                     "collectives run through the host runtime")
         else:
             raise UnimplementedError(f"aot_compile --target=cuda does not support {t!r}")
 

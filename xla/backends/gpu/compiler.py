@@ -34,12 +34,6 @@ class GpuCompiler(Compiler):
         if allow_mixed_precision:   # not skippable with --xla_disable_hlo_passes
             from xla.service.mixed_precision_normalizer import MixedPrecisionNormalizer
             MixedPrecisionNormalizer().run(module)
-        for attr in ("replica_count", "num_partitions"):
-            count = int(module.header_attrs.get(attr, 1) or 1)
-            if count != 1:
-                raise UnimplementedError(f"the gpu backend runs a module on one device "
-                                         f"({attr}={count}; collectives across GPUs are not "
-                                         "implemented)")
         for p in module.entry.parameters:
             if p.shape.is_dynamic:
                 raise UnimplementedError(f"the gpu backend does not support dynamic shapes "

@@ -16,6 +16,9 @@ Where the kernels run is the device's business (``platform.py``):
 reach. Both offer the same operations: allocate, upload, download, copy,
 synchronize, load_kernels and launch.
 """
+import copy
+import threading
+
 import numpy as np
 
 from xla.errors import InvalidArgumentError
@@ -132,7 +135,9 @@ class GpuExecutable(Executable):
         self.thunks = thunks
         self.arch = arch
         self._ptx = None
-        self._loaded = {}      # device -> (kernels by name, constant memory by allocation)
+        self._kernels_on = {}  # device -> kernels by name (shared with the for_device copies)
+        self._constants_on = {}   # device -> constant memory by allocation (this copy's own)
+        self._load_lock = threading.Lock()   # shared with the for_device copies
         from xla.backends.cpu.executable import literal_array_at
         from xla.backends.cpu.ir_emitter import physical_bytes
         from xla.backends.gpu.kernel_emitter import kernel_thunks
@@ -199,16 +204,41 @@ class GpuExecutable(Executable):
     # ----- running ----------------------------------------------------------------
     def _load(self, device):
         """The kernels and constants on ``device`` (loaded on first use)."""
-        if device not in self._loaded:
-            kernels = device.load_kernels(self) if self.kernels else {}
-            constants = {}
-            for index, data in self._constant_bytes.items():
-                constants[index] = device.allocate(data.nbytes)
-                device.upload(constants[index], data)
-            self._loaded[device] = (kernels, constants)
-        return self._loaded[device]
+        with self._load_lock:
+            if device not in self._kernels_on:
+                self._kernels_on[device] = device.load_kernels(self) if self.kernels else {}
+            if device not in self._constants_on:
+                constants = {}
+                for index, data in self._constant_bytes.items():
+                    constants[index] = device.allocate(data.nbytes)
+                    device.upload(constants[index], data)
+                self._constants_on[device] = constants
+            return self._kernels_on[device], self._constants_on[device]
+
+    def for_device(self, ordinal):
+        """The executable of device ``ordinal`` of a replicated run
+        (``xla.runtime.collectives``): the same kernels, loaded once per
+        GPU; its own constants and state kept across executions (rng
+        counters); on GPU ``ordinal`` modulo the platform's GPUs (so one
+        GPU holds every logical device where there is one, each with
+        buffers of its own). It replays no command buffers: logical devices
+        on one GPU share its stream, and a capture would take in another
+        device's launches."""
+        exe = copy.copy(self)
+        exe.execute_hooks = []
+        exe._constants_on = {}
+        exe._command_buffers = {}
+        exe.uses_command_buffers = False
+        if self.device is not None:
+            if not self.device.emulated:
+                self.ptx   # made once, before the copies share it
+                exe._ptx = self._ptx
+            devices = self.device.platform.devices()
+            exe.device = devices[ordinal % len(devices)]
+        return exe
 
     def _run(self, device, kernels, thunks, memory):
+        from xla.backends.gpu.collectives import CollectiveThunk, run_collective_thunk
         from xla.backends.gpu.fft import FftThunk
         from xla.backends.gpu.gemm import GemmThunk, operand_bytes
         from xla.backends.gpu.kernel_emitter import (ConditionalThunk, CopyThunk, KernelThunk,
@@ -225,6 +255,8 @@ class GpuExecutable(Executable):
                 (a, o), (b, p) = thunk.operand, thunk.out
                 device.fft(thunk, memory[a].view(o, thunk.operand_bytes),
                            memory[b].view(p, thunk.out_bytes))
+            elif isinstance(thunk, CollectiveThunk):
+                run_collective_thunk(device, thunk, memory)
             elif isinstance(thunk, list):
                 self._run(device, kernels, thunk, memory)
             elif isinstance(thunk, CopyThunk):

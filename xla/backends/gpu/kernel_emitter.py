@@ -30,8 +30,9 @@ is inlined): the condition's pred and the selector are read back from the
 device, and buffers move between a loop's state and its body's results by
 device-to-device copies (``CopyThunk``), as the CPU backend's control flow
 does. fft is an ``FftThunk`` (``fft.py``): cuFFT on a GPU, NumPy on the emulator.
-What has no kernel here raises UnimplementedError naming the op and
-"gpu": custom-calls other than TopK and LAPACK's, collectives, and math
+Collectives are ``CollectiveThunk``s (``collectives.py``), staged through
+the host. What has no kernel here raises UnimplementedError naming the op
+and "gpu": custom-calls other than TopK and LAPACK's, and math
 outside the list libdevice covers here (``to_libdevice``: the generators'
 ``llvm.sin`` and libm calls become libdevice's ``__nv_sinf`` and friends,
 linked in when PTX is made; the emulator maps them back to the host's libm).
@@ -44,6 +45,7 @@ from xla.backends.cpu.element_generator import GENERATORS, ElementGenerator
 from xla.backends.cpu.ir_emitter import NO_CODE, ModuleEmitter
 from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.llvm_types import store_element
+from xla.backends.gpu.collectives import ASYNC_OPCODES, COLLECTIVE_OPCODES, collective_thunk
 from xla.backends.gpu.kernels import Kernel, KernelThunk, finish_kernel, reads, unsupported
 from xla.backends.gpu.linalg import LAPACK_TARGETS
 from xla.backends.gpu.split_reduction import emit_split_reduction
@@ -284,6 +286,8 @@ class _ThunkEmitter:
         if h.opcode == "fft":
             from xla.backends.gpu.fft import fft_thunk
             return fft_thunk(h, a)
+        if h.opcode in COLLECTIVE_OPCODES or h.opcode in ASYNC_OPCODES:
+            return collective_thunk(h, a)
         if h.opcode == "dot" and self.gemm:
             from xla.backends.gpu.gemm import gemm_thunk
             gemm = gemm_thunk(h, a)

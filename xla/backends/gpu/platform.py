@@ -29,23 +29,31 @@ POISON = 0xA5          # fresh emulated memory: what a kernel reading unwritten 
 
 
 class EmulatorDevice(Device):
-    """Kernels compiled for the host and run one thread after another."""
+    """Kernels compiled for the host and run one thread after another.
+    Like one GPU with one stream, it runs one operation at a time: the
+    logical devices of a replicated run (threads) take turns (``_lock``;
+    the kernels' registers are module globals)."""
     emulated = True
 
     def __init__(self, platform):
+        import threading
         super().__init__(platform, 0, kind="NVPTX kernels emulated on the host")
         self._free = {}          # size -> freed allocations, reused as a GPU's pool does
         self._free_bytes = 0
         self._recording = None   # the graph being captured (capture)
+        self._lock = threading.RLock()   # reentrant: a release may run in a collection
 
     def allocate(self, nbytes):
         import weakref
         from xla.backends.gpu.executable import HostMemory, device_bytes
-        free = self._free.get(nbytes)
-        if free:
-            array = free.pop()
-            self._free_bytes -= nbytes
-        else:
+        with self._lock:
+            free = self._free.get(nbytes)
+            if free:
+                array = free.pop()
+                self._free_bytes -= nbytes
+            else:
+                array = None
+        if array is None:
             array = device_bytes(nbytes)
         array.fill(POISON)
         memory = HostMemory(array)
@@ -56,9 +64,10 @@ class EmulatorDevice(Device):
         """A freed allocation: kept for reuse (the last freed is reused first, so a
         repeated sequence of allocations gets the same addresses), up to
         POOL_BYTES in all."""
-        if self._free_bytes + array.nbytes <= POOL_BYTES:
-            self._free.setdefault(array.nbytes, []).append(array)
-            self._free_bytes += array.nbytes
+        with self._lock:
+            if self._free_bytes + array.nbytes <= POOL_BYTES:
+                self._free.setdefault(array.nbytes, []).append(array)
+                self._free_bytes += array.nbytes
 
     def upload(self, memory, data):
         memory.array[:] = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
@@ -70,10 +79,11 @@ class EmulatorDevice(Device):
         """Runs ``op(*args)`` now, or records it in the graph being captured
         (args: addresses and plain values, never memory objects, so that a
         graph, like a CUDA graph, keeps no allocation alive)."""
-        if self._recording is not None:
-            self._recording.append((op, args))
-        else:
-            op(*args)
+        with self._lock:
+            if self._recording is not None:
+                self._recording.append((op, args))
+            else:
+                op(*args)
 
     def copy(self, dst, src):
         self._do(_host_copy, dst.address, src.address, dst.nbytes)
