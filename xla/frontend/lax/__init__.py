@@ -29,7 +29,7 @@ from xla.frontend.lax.control_flow import cond, fori_loop, scan, switch, while_l
 from xla.frontend.lax.convolution import conv_general_dilated, dot_general  # noqa: F401
 from xla.frontend.lax.fft import FftType, fft  # noqa: F401
 from xla.frontend.lax.primitives import (  # noqa: F401
-    add, bitwise_and, bitwise_not, bitwise_or, broadcast_in_dim, broadcasted_iota, clamp, complex,
+    add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, broadcast_in_dim, broadcasted_iota, clamp, complex,
     concatenate, convert_element_type, eq, erf, ge, gt, imag, iota, le, logistic, lt, max, min, mul,
     ne, neg, pad, real, reshape, rev, rsqrt, select, sub, transpose)
 from xla.frontend.lax.reductions import reduce, reduce_window, sort, top_k  # noqa: F401
@@ -37,7 +37,7 @@ from xla.frontend.lax.slicing import (dynamic_index_in_dim, dynamic_slice,  # no
                                       dynamic_update_index_in_dim, dynamic_update_slice)
 
 __all__ = [
-    'FftType', 'add', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'broadcast_in_dim',
+    'FftType', 'add', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'broadcast_in_dim',
     'broadcasted_iota', 'clamp', 'complex', 'concatenate', 'cond', 'conv_general_dilated',
     'convert_element_type', 'dot_general', 'dynamic_index_in_dim', 'dynamic_slice',
     'dynamic_update_index_in_dim', 'dynamic_update_slice', 'eq', 'erf', 'fft', 'fori_loop', 'ge',

@@ -92,6 +92,7 @@ max = _binary("max", "maximum", _ANY, "Elementwise maximum; NaN if either is NaN
 min = _binary("min", "minimum", _ANY, "Elementwise minimum; NaN if either is NaN (HLO minimum).")
 bitwise_and = _binary("bitwise_and", "and", _INTEGER, "x & y; logical and of bools (HLO and).")
 bitwise_or = _binary("bitwise_or", "or", _INTEGER, "x | y; logical or of bools (HLO or).")
+bitwise_xor = _binary("bitwise_xor", "xor", _INTEGER, "x ^ y; logical xor of bools (HLO xor).")
 eq = _binary("eq", None, _ANY, "x == y (HLO compare EQ).", "EQ")
 ne = _binary("ne", None, _ANY, "x != y (HLO compare NE; true where either is NaN).", "NE")
 lt = _binary("lt", None, _ORDERED, "x < y (HLO compare LT; not for complex numbers).", "LT")

@@ -26,7 +26,8 @@ _REDUCERS = {"add": "add", "sum": "add", "max": "maximum", "min": "minimum", "mu
              "and": "and", "or": "or",
              np.add: "add", np.maximum: "maximum", np.minimum: "minimum", np.multiply: "multiply",
              primitives.add: "add", primitives.max: "maximum", primitives.min: "minimum",
-             primitives.mul: "multiply", primitives.bitwise_and: "and", primitives.bitwise_or: "or"}
+             primitives.mul: "multiply", primitives.bitwise_and: "and", primitives.bitwise_or: "or",
+             primitives.bitwise_xor: "xor"}
 
 
 def _named_reducer(computation):
