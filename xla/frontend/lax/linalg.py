@@ -18,7 +18,7 @@ def symmetrize(x):
     xt = _swap_last(x)
     if x.dtype.kind == "c":
         xt = complex(real(xt), neg(imag(xt)))
-    return mul(add(x, xt), 0.5)
+    return mul(add(x, xt), np.asarray(0.5, x.dtype))
 
 
 def _lower_triangle(x):

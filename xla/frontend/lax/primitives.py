@@ -1,10 +1,11 @@
 """Elementwise, shape and type primitives, as ``jax.lax``: each is one HLO
 instruction (after a broadcast of a scalar operand), with JAX's rules
 rather than NumPy's: the operands of an elementwise operation have one
-dtype (a weak operand, such as a Python scalar, takes the other's when that
-loses nothing) and one shape (a scalar operand is broadcast); anything else
-is a ShapeError. ``xla.frontend.numpy`` adds NumPy's promotion and
-broadcasting on top of these.
+dtype and one shape (a scalar operand is broadcast); anything else is a
+ShapeError. As in JAX with 64-bit types enabled, a Python scalar is a
+float64 or int64 operand: ``lax.add(float32_array, 2.0)`` is an error
+(``np.float32(2.0)`` is not). ``xla.frontend.numpy`` adds NumPy's promotion
+and broadcasting on top of these.
 
 A result is weak only when every operand was (JAX's weak typing); a
 comparison's result never is.
@@ -27,23 +28,12 @@ def _builder():
 # ----- operands: one dtype, one shape ---------------------------------------------------
 
 def _one_dtype(what, ts):
-    """``ts`` converted to their one dtype: the strong operands' dtype, which a
-    weak operand takes when NumPy's promotion would keep it."""
-    strong = {t.dtype for t in ts if not t.weak}
-    if len(strong) > 1:
+    """``ts``, checked to have one dtype (JAX's rule: weak or not)."""
+    if len({t.dtype for t in ts}) > 1:
         raise ShapeError(f"lax.{what} requires its operands to have one dtype, got "
                          + ", ".join(type_text(t) for t in ts)
                          + " (convert them with lax.convert_element_type)")
-    target = strong.pop() if strong else tracing.result_type(*ts)
-    out = []
-    for t in ts:
-        if t.dtype != target:
-            if tracing.result_type(t, np.zeros((), target)) != target:
-                raise ShapeError(f"lax.{what}: the weak operand {type_text(t)} does not fit dtype "
-                                 f"{target} without loss (convert it with lax.convert_element_type)")
-            t = Tracer(convert(t, target).op, weak=t.weak)
-        out.append(t)
-    return out
+    return ts
 
 
 def _one_shape(what, ts):
@@ -162,10 +152,14 @@ erf = _unary_float("erf", "erf", "The error function (HLO erf).")
 @eager
 def select(pred, on_true, on_false):
     """Elementwise ``on_true if pred else on_false``; unlike ``np.where`` the
-    three have one shape (a scalar ``pred`` is allowed, as in JAX) and
-    ``on_true`` and ``on_false`` one dtype."""
+    three have one shape (a scalar ``pred`` is allowed, as in JAX). Where
+    JAX requires one dtype, ``on_true`` and ``on_false`` of two dtypes
+    promote as in ``np.where`` (as this function always has here)."""
     p = as_tracer(pred)
-    t, f = _one_dtype("select", [as_tracer(on_true), as_tracer(on_false)])
+    t, f = as_tracer(on_true), as_tracer(on_false)
+    if t.dtype != f.dtype:
+        dt = tracing.result_type(t, f)
+        t, f = convert(t, dt), convert(f, dt)
     if t.shape != f.shape or (p.shape != () and p.shape != t.shape):
         raise ShapeError((
             f"select: pred {type_text(p)}, on_true {type_text(t)} and on_false {type_text(f)} "
@@ -270,10 +264,8 @@ def pad(operand, padding_value, padding_config):
     if v.shape != ():
         raise ShapeError(f"pad: padding_value must be a scalar, got {type_text(v)}")
     if v.dtype != x.dtype:
-        if not v.weak:
-            raise ShapeError(f"pad: padding_value {type_text(v)} must have the operand's dtype "
-                             f"{x.dtype}")
-        v = convert(v, x.dtype)
+        raise ShapeError(f"pad: padding_value {type_text(v)} must have the operand's dtype "
+                         f"{x.dtype}")
     config = [tuple(int(c) for c in p) for p in padding_config]
     if len(config) != x.ndim or any(len(p) != 3 for p in config):
         raise ShapeError(f"pad: padding_config needs one (low, high, interior) per dimension of "
