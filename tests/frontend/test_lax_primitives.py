@@ -68,7 +68,7 @@ def test_pad_concatenate_rev_transpose(backend):
                     pad_interior=lax.pad(x, np.float64(-1.0), ((0, 0, 0), (0, 0, 1))),
                     cat=lax.concatenate([x, 2 * x, x[:, :1]], 1),
                     rev=lax.rev(x, (1,)), rev_all=lax.rev(x, (0, 1)),
-                    transpose=lax.transpose(x, (1, 0)))
+                    transpose=lax.transpose(x, (1, 0)), transpose_neg=lax.transpose(x, (-1, 0)))
 
     out = xla.jit(f, backend=backend)(x)
     # Values from jax.lax.pad with the same arguments.
@@ -82,6 +82,7 @@ def test_pad_concatenate_rev_transpose(backend):
     np.testing.assert_array_equal(out["rev"], x[:, ::-1])
     np.testing.assert_array_equal(out["rev_all"], x[::-1, ::-1])
     np.testing.assert_array_equal(out["transpose"], x.T)
+    np.testing.assert_array_equal(out["transpose_neg"], x.T)
 
 
 def test_pad_with_interior_padding_of_integers_runs_outside_jit():

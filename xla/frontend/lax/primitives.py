@@ -211,9 +211,11 @@ def reshape(operand, new_sizes, dimensions=None):
 
 @eager
 def transpose(operand, permutation):
-    """Output dimension i is operand dimension ``permutation[i]``."""
+    """Output dimension i is operand dimension ``permutation[i]`` (negative
+    ones count from the end, as ``np.transpose`` and this function always
+    took them)."""
     x = as_tracer(operand)
-    perm = tuple(int(d) for d in permutation)
+    perm = tuple(int(d) + x.ndim if -x.ndim <= int(d) < 0 else int(d) for d in permutation)
     if sorted(perm) != list(range(x.ndim)):
         raise ShapeError(f"transpose: permutation {perm} is not a permutation of the dimensions of "
                          f"{type_text(x)}")
