@@ -12,7 +12,8 @@ trace, ``np.array([tracer, ...])``).
 The modules import one another in one direction only, each from those
 listed before it, never back:
 
-- ``_common``: the registry, ``unsupported``, the axis and ``out=`` checks
+- ``_common``: the registry, ``unsupported``, the axis and ``out=`` checks,
+  ``strong``
 - ``manipulation``: reshapes, transposes, joining, splitting, flips
 - ``creation``: ``array``, the ``_like`` functions, ``zeros``, ``arange``...
 - ``indexing_routines``: ``where``, ``take``, diagonals, ``pad``, ``repeat``

@@ -12,7 +12,7 @@ alternative.
 import operator
 
 from xla.errors import InternalError, ShapeError
-from xla.frontend.tracing import tracing_error
+from xla.frontend.tracing import convert, tracing_error
 
 
 FUNCTIONS = {}
@@ -83,6 +83,13 @@ def normalize_axes(axis, ndim):
             raise ShapeError(f"repeated axis in {tuple(axis)}")
         return tuple(sorted(axes))
     return (normalize_axis(axis, ndim),)
+
+
+def strong(t):
+    """Tracer ``t`` as an array, never weakly typed: what NumPy's functions
+    return (``np.tile(2.0, 3)`` is a float64 array, which promotes a float32
+    array added to it), where ``xla.lax`` keeps a Python scalar's weak type."""
+    return convert(t, t.dtype)
 
 
 def check_no_out(name, out):

@@ -7,11 +7,11 @@ import operator
 
 import numpy as np
 
-from xla.frontend import tracing
+from xla.frontend import lax, tracing
 from xla.frontend.numpy._common import implements
 from xla.frontend.numpy.manipulation import expand_dims, ravel, reshape, stack
 from xla.frontend.tracing import (Tracer, as_tracer, broadcast_arrays, broadcast_to, convert,
-                                  current_builder, result_type, tracing_error)
+                                  result_type, tracing_error)
 
 
 # ----- from existing data -----------------------------------------------------------------
@@ -115,7 +115,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         raise tracing_error("np.linspace with array endpoints takes axis=0 under xla.jit")
     div = (num - 1) if endpoint else num
     delta = stop - start
-    steps = Tracer(current_builder().iota(dt, (num,) + start.shape, 0))
+    steps = lax.broadcasted_iota(dt, (num,) + start.shape, 0)
     if div > 0:
         step = delta / np.asarray(div, dt)
         y = steps * step + start

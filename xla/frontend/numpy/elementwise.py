@@ -4,13 +4,13 @@
 ``xla.frontend.ufuncs``."""
 import numpy as np
 
-from xla.frontend import tracing
+from xla.frontend import lax, tracing
 from xla.frontend.numpy._common import check_no_out, implements
 from xla.frontend.numpy.creation import zeros_like
 from xla.frontend.numpy.indexing_routines import where
 from xla.frontend.numpy.manipulation import expand_dims, ravel
 from xla.frontend.numpy.reductions import all, any
-from xla.frontend.tracing import Tracer, as_tracer, convert, current_builder, result_type
+from xla.frontend.tracing import as_tracer, convert, result_type
 
 
 # ----- rounding and clipping --------------------------------------------------------------
@@ -56,9 +56,8 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = as_tracer(x)
     if x.dtype.kind == "c":
-        return Tracer(current_builder().binary(
-            "complex", nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf).op,
-            nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf).op))
+        return lax.complex(nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf))
     if x.dtype.kind != "f":
         return x
     info = np.finfo(x.dtype)
@@ -81,14 +80,14 @@ def sinc(x):
 @implements(np.real)
 def real(val):
     v = as_tracer(val)
-    return Tracer(current_builder().unary("real", v.op)) if v.dtype.kind == "c" else v
+    return lax.real(v) if v.dtype.kind == "c" else v
 
 
 @implements(np.imag)
 def imag(val):
     v = as_tracer(val)
     if v.dtype.kind == "c":
-        return Tracer(current_builder().unary("imag", v.op))
+        return lax.imag(v)
     return zeros_like(v)
 
 

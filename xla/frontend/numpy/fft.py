@@ -2,7 +2,7 @@
 n-D forms, one HLO fft each over up to three axes.
 
 The axes are moved last (transpose), cropped or zero-padded to the requested
-lengths, transformed, and moved back. NumPy 2's dtype rules: float32/complex64
+lengths, transformed (``xla.lax.fft``), and moved back. NumPy 2's dtype rules: float32/complex64
 stay single precision, everything else computes in complex128. ``norm``:
 "backward" (the default: inverse transforms scaled by 1/n), "ortho" (both by
 1/sqrt n), "forward" (forward transforms by 1/n). Registration only: NumPy
@@ -13,10 +13,11 @@ import builtins
 import numpy as np
 
 from xla.errors import ShapeError
+from xla.frontend import lax
 from xla.frontend.numpy._common import implements, normalize_axis
 from xla.frontend.numpy.indexing_routines import pad
 from xla.frontend.numpy.manipulation import transpose
-from xla.frontend.tracing import Tracer, as_tracer, convert, current_builder, tracing_error
+from xla.frontend.tracing import as_tracer, convert, tracing_error
 
 
 def _fft_axes(a, s, axes, default_all):
@@ -63,7 +64,7 @@ def _fft(a, kind, s, axes, norm, default_all=False):
     x = transpose(a, perm)
     x = convert(x, rdt if kind == "RFFT" else cdt)
     x = _resize_last(x, sizes)
-    y = Tracer(current_builder().fft(x.op, kind, lengths))
+    y = lax.fft(x, kind, lengths)
     n = int(np.prod(lengths))
     inverse = kind in ("IFFT", "IRFFT")
     scale = {"backward": 1.0, None: 1.0, "ortho": 1.0 / np.sqrt(n),

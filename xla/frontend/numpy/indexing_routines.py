@@ -8,12 +8,12 @@ import builtins
 import numpy as np
 
 from xla.errors import ShapeError
-from xla.frontend import indexing, tracing
-from xla.frontend.numpy._common import check_no_out, implements, normalize_axis
+from xla.frontend import indexing, lax, tracing
+from xla.frontend.numpy._common import check_no_out, implements, normalize_axis, strong
 from xla.frontend.numpy.creation import zeros_like
 from xla.frontend.numpy.manipulation import concatenate, ravel, reshape, transpose
 from xla.frontend.tracing import (Tracer, as_tracer, broadcast_arrays, broadcast_to, convert,
-                                  current_builder, result_type, tracing_error)
+                                  result_type, tracing_error)
 
 
 # ----- selection --------------------------------------------------------------------------
@@ -32,7 +32,7 @@ def where(condition, x=None, y=None):
     c, xt, yt = broadcast_arrays(c, xt, yt)
     # An array, never weak: np.where(c, 1.0, 2.0) is a float64 array in
     # NumPy 2, which a float32 array added to it promotes to float64.
-    return Tracer(current_builder().select(c.op, xt.op, yt.op), weak=False)
+    return strong(lax.select(c, xt, yt))
 
 
 @implements(np.select)
@@ -73,14 +73,13 @@ def take_along_axis(arr, indices, axis=-1):
     shape = tracing.broadcast_shapes(tuple(1 if i == axis else d for i, d in enumerate(a.shape)),
                                      tuple(1 if i == axis else d for i, d in enumerate(idx.shape)))
     index = []
-    b = current_builder()
     for i in range(a.ndim):
         if i == axis:
             index.append(idx)
         else:
             dims = [1] * a.ndim
             dims[i] = shape[i] if a.shape[i] != 1 else 1
-            index.append(Tracer(b.iota(np.int64, tuple(dims), i)) if dims[i] > 1
+            index.append(lax.broadcasted_iota(np.int64, tuple(dims), i) if dims[i] > 1
                          else tracing.full(tuple(dims), 0, np.int64))
     return indexing.getitem(a, tuple(index))
 
@@ -88,11 +87,10 @@ def take_along_axis(arr, indices, axis=-1):
 # ----- diagonals and triangles ------------------------------------------------------------
 
 def _tri_mask(n, m, k, lower):
-    b = current_builder()
-    rows = b.iota(np.int64, (n, m), 0)
-    cols = b.iota(np.int64, (n, m), 1)
-    shifted = b.binary("add", rows, b.broadcast_in_dim(b.constant(np.int64(k)), (n, m), ()))
-    return Tracer(b.compare(cols, shifted, "LE" if lower else "GT"))
+    rows = lax.broadcasted_iota(np.int64, (n, m), 0)
+    cols = lax.broadcasted_iota(np.int64, (n, m), 1)
+    shifted = lax.add(rows, np.int64(k))
+    return lax.le(cols, shifted) if lower else lax.gt(cols, shifted)
 
 
 @implements(np.tril)
@@ -134,11 +132,9 @@ def diag(v, k=0):
     if v.ndim != 1:
         raise ValueError("Input must be 1- or 2-d.")
     n = v.shape[0] + builtins.abs(k)
-    b = current_builder()
-    rows = b.iota(np.int64, (n, n), 0)
-    cols = b.iota(np.int64, (n, n), 1)
-    on = Tracer(b.compare(b.binary("subtract", cols, rows),
-                          b.broadcast_in_dim(b.constant(np.int64(k)), (n, n), ()), "EQ"))
+    rows = lax.broadcasted_iota(np.int64, (n, n), 0)
+    cols = lax.broadcasted_iota(np.int64, (n, n), 1)
+    on = lax.eq(lax.sub(cols, rows), np.int64(k))
     # On the diagonal, column c holds v[c - k] (k >= 0) or v[c] (k < 0).
     src = pad(v, (builtins.max(k, 0), builtins.max(-k, 0)))
     vals = broadcast_to(reshape(src, (1, n)), (n, n))
@@ -160,8 +156,7 @@ def tile(A, reps):
     for i, (r, s) in enumerate(zip(reps, a.shape)):
         inter += [r, s]
         dims.append(2 * i + 1)
-    b = current_builder()
-    out = Tracer(b.broadcast_in_dim(a.op, tuple(inter), tuple(dims)))
+    out = strong(lax.broadcast_in_dim(a, tuple(inter), tuple(dims)))
     return reshape(out, tuple(r * s for r, s in zip(reps, a.shape)))
 
 
@@ -179,8 +174,7 @@ def repeat(a, repeats, axis=None):
         r = int(reps)
         shape = a.shape[:axis + 1] + (r,) + a.shape[axis + 1:]
         dims = tuple(range(axis + 1)) + tuple(range(axis + 2, a.ndim + 1))
-        b = current_builder()
-        out = Tracer(b.broadcast_in_dim(a.op, shape, dims))
+        out = strong(lax.broadcast_in_dim(a, shape, dims))
         return reshape(out, a.shape[:axis] + (a.shape[axis] * r,) + a.shape[axis + 1:])
     index = np.repeat(np.arange(a.shape[axis]), reps)
     return take(a, index, axis=axis)
@@ -192,13 +186,12 @@ def pad(array, pad_width, mode="constant", **kwargs):
     pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (a.ndim, 2))
     if (pw < 0).any():
         raise ValueError("index can't contain negative values")
-    b = current_builder()
     if mode == "constant":
         cv = np.broadcast_to(np.asarray(kwargs.get("constant_values", 0)), (a.ndim, 2))
         out = a
         if np.all(cv == cv.flat[0]):
-            value = b.constant(np.asarray(cv.flat[0]).astype(a.dtype))
-            return Tracer(b.pad(a.op, value, [(int(lo), int(hi), 0) for lo, hi in pw]))
+            value = np.asarray(cv.flat[0]).astype(a.dtype)
+            return strong(lax.pad(a, value, [(int(lo), int(hi), 0) for lo, hi in pw]))
         for ax in range(a.ndim):
             lo, hi = pw[ax]
             parts = []

@@ -27,10 +27,9 @@ import numpy as np
 from xla.errors import ShapeError
 from xla.frontend import lax
 from xla.frontend.numpy._common import implements, normalize_axis
-from xla.frontend.numpy.indexing_routines import tril
 from xla.frontend.numpy.manipulation import squeeze, swapaxes
 from xla.frontend.numpy.reductions import max, min, sum
-from xla.frontend.tracing import Tracer, as_tracer, convert, current_builder, tracing_error
+from xla.frontend.tracing import as_tracer, convert, tracing_error
 
 
 # ----- norms and HLO's cholesky ------------------------------------------------------------
@@ -88,8 +87,7 @@ def cholesky(a, /, *, upper=False):
         raise ShapeError(f"Last 2 dimensions of the array must be square, got {a.shape}")
     if a.dtype.kind not in "fc":
         a = convert(a, np.float64)
-    low = Tracer(current_builder().add_instruction("cholesky", (a.op,), lower=True))
-    low = tril(low)   # the other triangle is unspecified in HLO
+    low = lax.linalg.cholesky(a, symmetrize_input=False)
     return np.conjugate(swapaxes(low, -1, -2)) if upper else low
 
 

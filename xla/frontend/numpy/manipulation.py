@@ -1,15 +1,15 @@
 """Array manipulation: reshapes, transposes, joining, splitting, flips and
 rolls, and the static facts (``np.shape``, ``np.ndim``, ``np.size``) of
-traced arrays. Built on the Tracer and the builder alone: every other topic
+traced arrays. Built on the Tracer and ``xla.lax`` alone: every other topic
 module may use these."""
 import builtins
 
 import numpy as np
 
 from xla.errors import ShapeError
-from xla.frontend import tracing
+from xla.frontend import lax, tracing
 from xla.frontend.numpy._common import check_no_out, implements, normalize_axes, normalize_axis
-from xla.frontend.tracing import Tracer, as_tracer, convert, current_builder, result_type, tracing_error
+from xla.frontend.tracing import Tracer, as_tracer, convert, result_type, tracing_error
 
 
 # ----- changing shape ---------------------------------------------------------------------
@@ -36,7 +36,7 @@ def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
         raise ShapeError(f"cannot reshape array of size {a.size} into shape {shape}")
     if shape == a.shape:
         return a
-    return Tracer(current_builder().reshape(a.op, shape), weak=a.weak)
+    return lax.reshape(a, shape)
 
 
 @implements(np.ravel)
@@ -122,7 +122,7 @@ def transpose(a, axes=None):
         raise ShapeError(f"axes {axes} don't match an array of dimension {a.ndim}")
     if axes == tuple(range(a.ndim)):
         return a
-    return Tracer(current_builder().transpose(a.op, axes), weak=a.weak)
+    return lax.transpose(a, axes)
 
 
 permute_dims = transpose   # NumPy 2's np.permute_dims is np.transpose itself
@@ -202,7 +202,7 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
                                  f"{ts[0].shape[i]} and {t.shape[i]}")
     if len(ts) == 1:
         return ts[0]
-    return Tracer(current_builder().concatenate([t.op for t in ts], axis))
+    return lax.concatenate(ts, axis)
 
 
 @implements(np.stack)
@@ -336,7 +336,7 @@ def flip(m, axis=None):
     axes = normalize_axes(axis, m.ndim)
     if not axes:
         return m
-    return Tracer(current_builder().reverse(m.op, axes), weak=m.weak)
+    return lax.rev(m, axes)
 
 
 @implements(np.fliplr)

@@ -7,13 +7,13 @@ import builtins
 import numpy as np
 
 from xla.errors import ShapeError
-from xla.frontend import tracing
+from xla.frontend import lax, tracing
 from xla.frontend.numpy._common import check_no_out, implements, normalize_axis
 from xla.frontend.numpy.indexing_routines import diagonal, pad
 from xla.frontend.numpy.manipulation import moveaxis, ravel, reshape, stack, transpose
 from xla.frontend.numpy.reductions import sum
-from xla.frontend.tracing import (Tracer, as_tracer, broadcast_arrays, broadcast_to, convert,
-                                  current_builder, result_type, tracing_error)
+from xla.frontend.tracing import (as_tracer, broadcast_arrays, broadcast_to, convert,
+                                  result_type, tracing_error)
 
 
 # ----- matrix and vector products ---------------------------------------------------------
@@ -22,14 +22,11 @@ def dot_general(lhs, rhs, contracting, batch=((), ()), preferred=None):
     """HLO dot with dimension numbers; operands converted to their common dtype."""
     dt = result_type(lhs, rhs)
     lhs, rhs = convert(as_tracer(lhs), dt), convert(as_tracer(rhs), dt)
-    b = current_builder()
     if dt.kind == "b":
         # NumPy's boolean matmul is "any(a and b)": compute in int32, compare.
         li, ri = convert(lhs, np.int32), convert(rhs, np.int32)
-        out = Tracer(b.dot_general(li.op, ri.op, contracting[0], contracting[1], batch[0], batch[1]))
-        return convert(out, np.bool_)
-    return Tracer(b.dot_general(lhs.op, rhs.op, contracting[0], contracting[1], batch[0], batch[1],
-                                preferred))
+        return convert(lax.dot_general(li, ri, (contracting, batch)), np.bool_)
+    return lax.dot_general(lhs, rhs, (contracting, batch), preferred_element_type=preferred)
 
 
 @implements(np.matmul)

@@ -9,11 +9,11 @@ import numpy as np
 
 from xla.errors import ShapeError
 from xla.frontend import indexing, lax
-from xla.frontend.numpy._common import check_no_out, implements, normalize_axes, normalize_axis
+from xla.frontend.numpy._common import check_no_out, implements, normalize_axes, normalize_axis, strong
 from xla.frontend.numpy.creation import ones_like, zeros_like
 from xla.frontend.numpy.indexing_routines import diagonal, take, where
 from xla.frontend.numpy.manipulation import concatenate, ravel, reshape
-from xla.frontend.tracing import Tracer, as_tracer, convert, current_builder, tracing_error
+from xla.frontend.tracing import Tracer, as_tracer, convert, tracing_error
 
 
 # ----- reductions -------------------------------------------------------------------------
@@ -43,20 +43,26 @@ def reduction_identity(opcode, dtype):
     return np.asarray(info.min if opcode == "maximum" else info.max, dtype)
 
 
+# The HLO opcodes reductions name, as xla.lax's binary functions.
+_LAX_REDUCERS = {"add": lax.add, "multiply": lax.mul, "maximum": lax.max, "minimum": lax.min,
+                 "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor}
+
+
 def reduce(a, opcode, axis, keepdims=False, dtype=None, initial=None):
     """Reduces Tracer ``a`` with the binary HLO ``opcode`` over ``axis``."""
     a = as_tracer(a)
     if dtype is not None:
         a = convert(a, dtype)
     axes = normalize_axes(axis, a.ndim)
-    b = current_builder()
     init = reduction_identity(opcode, a.dtype) if initial is None else np.asarray(initial, a.dtype)
-    out = a.op
     if axes:
-        out = b.reduce(a.op, b.constant(init), b.scalar_computation(opcode, a.dtype), axes)
+        t = lax.reduce(a, init, _LAX_REDUCERS[opcode], axes)
     elif initial is not None:
-        out = b.binary(opcode, a.op, b.broadcast_in_dim(b.constant(init), a.shape, ()))
-    t = Tracer(out)
+        # NumPy's add and multiply of bools are logical or and and.
+        op = {"add": "or", "multiply": "and"}.get(opcode, opcode) if a.dtype == np.bool_ else opcode
+        t = _LAX_REDUCERS[op](a, init)
+    else:
+        t = strong(a)
     if keepdims:
         t = reshape(t, [1 if i in axes else d for i, d in enumerate(a.shape)])
     return t

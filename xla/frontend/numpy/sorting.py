@@ -6,19 +6,49 @@ import numpy as np
 
 from xla.errors import ShapeError
 from xla.frontend import lax
-from xla.frontend.builder import element_type
 from xla.frontend.numpy._common import check_no_out, implements, normalize_axis
 from xla.frontend.numpy.elementwise import imag, real
 from xla.frontend.numpy.indexing_routines import take
 from xla.frontend.numpy.manipulation import expand_dims, flip, ravel
 from xla.frontend.numpy.reductions import reduction_identity, replace_nan, sum
-from xla.frontend.tracing import (Tracer, as_tracer, broadcast_arrays, convert, current_builder,
+from xla.frontend.tracing import (Tracer, as_tracer, broadcast_arrays, convert,
                                   result_type)
-from xla.frontend.ufuncs import _ordered_compare
-from xla.hlo.shape import Shape
 
 
 # ----- index-producing reductions ---------------------------------------------------------
+
+def _strictly_better(direction, complex_):
+    """x > y (direction "GT") or x < y ("LT"); complex numbers in NumPy's
+    lexicographic order (real part first), which lax's comparisons refuse."""
+    strict = lax.gt if direction == "GT" else lax.lt
+    if not complex_:
+        return strict
+
+    def better(x, y):
+        xr, xi, yr, yi = lax.real(x), lax.imag(x), lax.real(y), lax.imag(y)
+        return lax.bitwise_or(strict(xr, yr), lax.bitwise_and(lax.eq(xr, yr), strict(xi, yi)))
+    return better
+
+
+def _arg_reducer(dtype, direction):
+    """The reducer of (value, index) pairs: the better value, or on a tie the
+    first index; NaN beats numbers and, between NaNs, the first index wins."""
+    better_than = _strictly_better(direction, dtype.kind == "c")
+
+    def reducer(acc, x):
+        (av, ai), (xv, xi) = acc, x
+        better = better_than(xv, av)
+        same = lax.eq(xv, av)
+        if dtype.kind in "fc":
+            x_nan = lax.ne(xv, xv)
+            a_nan = lax.ne(av, av)
+            better = lax.bitwise_or(lax.bitwise_and(x_nan, lax.bitwise_not(a_nan)),
+                                    lax.bitwise_and(better, lax.bitwise_not(a_nan)))
+            same = lax.bitwise_or(same, lax.bitwise_and(x_nan, a_nan))
+        take_x = lax.bitwise_or(better, lax.bitwise_and(same, lax.lt(xi, ai)))
+        return lax.select(take_x, xv, av), lax.select(take_x, xi, ai)
+    return reducer
+
 
 def _arg_reduce(a, axis, keepdims, direction):
     """argmax/argmax as a variadic reduce over (value, index); the first
@@ -30,39 +60,15 @@ def _arg_reduce(a, axis, keepdims, direction):
     axis = normalize_axis(axis, a.ndim)
     if a.shape[axis] == 0:
         raise ShapeError(f"attempt to get arg{'max' if direction == 'GT' else 'min'} of an empty sequence")
-    b = current_builder()
-    idx = b.iota(np.int64, a.shape, axis)
-    sub = b.sub_builder(f"arg{'max' if direction == 'GT' else 'min'}")
-    vt = element_type(a.dtype)
-    av = sub.parameter(0, Shape.scalar(vt), "acc_value")
-    ai = sub.parameter(1, Shape.scalar(element_type(np.int64)), "acc_index")
-    xv = sub.parameter(2, Shape.scalar(vt), "value")
-    xi = sub.parameter(3, Shape.scalar(element_type(np.int64)), "index")
-    if a.dtype.kind == "c":
-        better = _ordered_compare(direction)(sub, xv, av)
-    else:
-        better = sub.compare(xv, av, direction)
-    same = sub.compare(xv, av, "EQ")
-    if a.dtype.kind in "fc":
-        x_nan = sub.compare(xv, xv, "NE")
-        a_nan = sub.compare(av, av, "NE")
-        # NaN beats numbers; between NaNs (and equal values) the first index.
-        better = sub.binary("or", sub.binary("and", x_nan, sub.unary("not", a_nan)),
-                            sub.binary("and", better, sub.unary("not", a_nan)))
-        same = sub.binary("or", same, sub.binary("and", x_nan, a_nan))
-    first = sub.compare(xi, ai, "LT")
-    take = sub.binary("or", better, sub.binary("and", same, first))
-    sub.build(sub.tuple([sub.select(take, xv, av), sub.select(take, xi, ai)]))
-    comp = sub._built
+    idx = lax.broadcasted_iota(np.int64, a.shape, axis)
     if a.dtype.kind == "c":
         inf = -np.inf if direction == "GT" else np.inf
-        init_v = b.constant(np.asarray(complex(inf, inf), a.dtype))
+        init_v = np.asarray(complex(inf, inf), a.dtype)
     else:
-        init_v = b.constant(reduction_identity("maximum" if direction == "GT" else "minimum", a.dtype))
+        init_v = reduction_identity("maximum" if direction == "GT" else "minimum", a.dtype)
     # The largest index, so that any element equal to the init value wins the tie.
-    init_i = b.constant(np.int64(np.iinfo(np.int64).max))
-    out = b.reduce([a.op, idx], [init_v, init_i], comp, (axis,))
-    t = Tracer(b.get_tuple_element(out, 1))
+    init_i = np.int64(np.iinfo(np.int64).max)
+    _, t = lax.reduce((a, idx), (init_v, init_i), _arg_reducer(a.dtype, direction), (axis,))
     if keepdims:
         t = expand_dims(t, axis)
     return t
@@ -113,7 +119,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     if axis is None:
         a, axis = ravel(a), 0
     axis = normalize_axis(axis, a.ndim)
-    idx = Tracer(current_builder().iota(np.int64, a.shape, axis))
+    idx = lax.broadcasted_iota(np.int64, a.shape, axis)
     if a.dtype.kind == "c":
         return lax.sort((real(a), imag(a), idx), dimension=axis, is_stable=True, num_keys=2)[2]
     return lax.sort((a, idx), dimension=axis, is_stable=True, num_keys=1)[1]
@@ -137,7 +143,7 @@ def lexsort(keys, axis=-1):
         [keys[i] for i in range(keys.shape[0])]
     ks = broadcast_arrays(*ks)
     axis = normalize_axis(axis, ks[0].ndim)
-    idx = Tracer(current_builder().iota(np.int64, ks[0].shape, axis))
+    idx = lax.broadcasted_iota(np.int64, ks[0].shape, axis)
     out = lax.sort(tuple(reversed(ks)) + (idx,), dimension=axis, is_stable=True, num_keys=len(ks))
     return out[-1]
 
