@@ -8,3 +8,4 @@ from xla.frontend.lax import (broadcast_in_dim, broadcasted_iota, clamp, cond,  
                               transpose, while_loop)
 from xla.frontend.parallel import (all_gather, axis_index, pmax, pmean, pmin, ppermute,  # noqa: F401,E402
                                    psum, psum_scatter)
+from xla.frontend.sharding import with_sharding_constraint  # noqa: F401,E402

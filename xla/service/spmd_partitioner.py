@@ -244,7 +244,57 @@ class _Partitioner:
         local = self.cut(value, have, want, dims)
         if local is not None:
             return local
+        moved = self.all_to_all(value, have, want, dims)
+        if moved is not None:
+            return moved
         return self.cut(self.gather(value, have, dims), REPLICATED, want, dims)
+
+    def all_to_all(self, value, have, want, dims):
+        """``value`` moved from ``have`` (dimension a cut t ways) to ``want``
+        (the same devices cutting dimension b t ways instead, the other cuts
+        unchanged) by one all-to-all, as XLA's partitioner does: the local
+        tile's dimension b split into (t, b/t), the t axis moved next to a,
+        exchanged (piece i to the group's i-th device, received pieces in
+        group order) and merged into a. None when the shardings differ
+        otherwise."""
+        if not (have.is_tiled and want.is_tiled) or have.replicate_last != want.replicate_last:
+            return None
+        rank = len(dims)
+        ht, wt = have.tiles, want.tiles
+        if len(ht) != rank or len(wt) != rank:
+            return None
+        diff = [k for k in range(rank) if ht[k] != wt[k]]
+        if len(diff) != 2:
+            return None
+        a, b = diff if wt[diff[0]] == 1 else diff[::-1]
+        t = ht[a]
+        if wt[a] != 1 or ht[b] != 1 or wt[b] != t:
+            return None
+        groups = {}
+        for d in range(self.n):
+            h, w = have.tile_index(d), want.tile_index(d)
+            rest = tuple(h[k] for k in range(len(h)) if k not in (a, b))
+            if h[a] != w[b] or rest != tuple(w[k] for k in range(len(w)) if k not in (a, b)):
+                return None
+            groups.setdefault(rest, [None] * t)[h[a]] = d
+        local = list(local_dims(dims, have))
+        if local[b] % t:
+            return None
+        et = value.shape.element_type
+        split = local[:b] + [t, local[b] // t] + local[b + 1:]
+        x = self.add("reshape", self.array_shape(et, split), [value])
+        a1 = a if a < b else a + 1
+        axes = [k for k in range(rank + 1) if k != b]
+        p = axes.index(a1)
+        perm = axes[:p] + [b] + axes[p:]
+        x = self.add("transpose", self.array_shape(et, [split[k] for k in perm]), [x],
+                     attrs={"dimensions": tuple(perm)})
+        text = "{" + ",".join("{" + ",".join(str(d) for d in g) + "}"
+                              for g in groups.values()) + "}"
+        x = self.add("all-to-all", x.shape, [x],
+                     attrs={"channel_id": next(self.channel), "replica_groups": RawAttr(text),
+                            "dimensions": (p,)})
+        return self.add("reshape", self.tile_shape(Shape.array(et, tuple(dims)), want), [x])
 
     # ----- instructions -------------------------------------------------------------
     def run(self):
