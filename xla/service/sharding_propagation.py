@@ -59,7 +59,8 @@ scatter, sort and control flow pass no sharding either way.
 from xla.errors import InvalidArgumentError
 from xla.hlo import opcodes, sdy
 from xla.hlo.attributes import RawAttr
-from xla.hlo.sharding import REPLICATED, project_sharding, sharding_of, tile_count
+from xla.hlo.sharding import (REPLICATED, HloSharding, project_sharding, sharding_of,
+                              tile_count)
 from xla.service import spmd_dot
 from xla.service.hlo_pass import HloPass
 from xla.service.spmd_shape_ops import (broadcast_sharding, reshape_sharding, transpose_sharding,
@@ -163,12 +164,15 @@ def infer_operand_sharding(u, k, su, current):
 def fits(s, h):
     """Whether ``s`` may be written on ``h``: tiled or replicated, with
     tiles that divide ``h``'s dimensions evenly."""
-    if s is None or s.kind not in ("tiled", "replicated"):
+    return _fits_shape(s, h.shape)
+
+
+def _fits_shape(s, shape):
+    if s is None or s.kind not in ("tiled", "replicated") or not shape.is_array:
         return False
     if not s.is_tiled:
         return True
-    return len(s.tiles) == h.shape.rank and all(d % t == 0
-                                                for d, t in zip(h.shape.dimensions, s.tiles))
+    return len(s.tiles) == shape.rank and all(d % t == 0 for d, t in zip(shape.dimensions, s.tiles))
 
 
 def _allowed_parameters(option, module):
@@ -190,6 +194,89 @@ def _allowed_parameters(option, module):
     return option
 
 
+def called_computations(h):
+    """(role, computation) of what control flow ``h`` runs: a while's body
+    and condition, a conditional's branches, a call's ``to_apply``."""
+    if h.opcode == "while":
+        return [("body", h.attr("body")), ("condition", h.attr("condition"))]
+    if h.opcode == "call":
+        return [("to_apply", h.attr("to_apply"))]
+    if h.opcode == "conditional":
+        if h.attr("branch_computations") is not None:
+            return [("branch", c) for c in h.attr("branch_computations")]
+        return [("branch", h.attr("true_computation")), ("branch", h.attr("false_computation"))]
+    return []
+
+
+def leaf_paths(shape, prefix=()):
+    """The index paths of a (tuple) shape's arrays, in XLA's flattened order."""
+    if not shape.is_tuple:
+        return [prefix]
+    return [p for i, e in enumerate(shape.tuple_shapes) for p in leaf_paths(e, prefix + (i,))]
+
+
+def leaf_shape(shape, path):
+    for i in path:
+        shape = shape.tuple_shapes[i]
+    return shape
+
+
+def _key(h, path=()):
+    return id(h) if not path else (id(h), path)
+
+
+def _same_value(h):
+    """(source, destination, leaf shape) for each array that ``h`` passes
+    through unchanged (a tuple's elements, a get-tuple-element, a while's
+    carried values through body and condition, a call's or conditional's
+    operands into the parameters and root out): pairs whose shardings
+    propagate as one value's, forward source to destination and back."""
+    pairs = []
+
+    def same(a, a_path, b, b_path, shape):
+        pairs.extend((_key(a, a_path + q), _key(b, b_path + q), leaf_shape(shape, q))
+                     for q in leaf_paths(shape))
+    op = h.opcode
+    if op == "tuple":
+        for i, o in enumerate(h.operands):
+            same(o, (), h, (i,), o.shape)
+    elif op == "get-tuple-element":
+        same(h.operands[0], (h.attr("index"),), h, (), h.shape)
+    elif op == "while":
+        body, cond = h.attr("body"), h.attr("condition")
+        same(h.operands[0], (), h, (), h.shape)
+        same(body.root_instruction, (), h, (), h.shape)
+        same(h, (), body.parameter(0), (), h.shape)
+        same(h, (), cond.parameter(0), (), h.shape)
+    elif op == "call":
+        comp = h.attr("to_apply")
+        for o, prm in zip(h.operands, comp.parameters):
+            same(o, (), prm, (), o.shape)
+        same(comp.root_instruction, (), h, (), h.shape)
+    elif op == "conditional":
+        for k, (_, comp) in enumerate(called_computations(h)):
+            o = h.operands[1 + k]
+            same(o, (), comp.parameter(0), (), o.shape)
+            same(comp.root_instruction, (), h, (), h.shape)
+    return pairs
+
+
+def _computations(module):
+    """The entry and the computations its control flow runs (not reducers
+    or comparators), callers first."""
+    out, seen = [], set()
+    stack = [module.entry]
+    while stack:
+        comp = stack.pop(0)
+        if id(comp) in seen:
+            continue
+        seen.add(id(comp))
+        out.append(comp)
+        for h in comp.instructions:
+            stack.extend(c for _, c in called_computations(h))
+    return out
+
+
 class ShardingPropagation(HloPass):
     name = "sharding-propagation"
 
@@ -203,45 +290,65 @@ class ShardingPropagation(HloPass):
             return False
         n = self.num_partitions or int(module.header_attrs.get("num_partitions", 1))
         allowed = _allowed_parameters(self.allow_parameters, module)
-        order = entry.post_order()
-        current, writable = {}, set()
+        comps = _computations(module)
+        order = [h for c in comps for h in c.post_order()]
+        current, writable, shapes = {}, set(), {}
         for h in order:
             written = sharding_of(h)
-            if written is not None:
-                current[id(h)] = written
-            elif h.shape.is_array and h.shape.rank > 0 and not (
-                    h.opcode == "parameter" and not allowed[h.parameter_number]):
-                writable.add(id(h))
-        users = entry.users_map()
+            fixed = written is not None or (h.opcode == "parameter" and h.parent is entry
+                                             and not allowed[h.parameter_number])
+            for path in leaf_paths(h.shape):
+                key, shape = _key(h, path), leaf_shape(h.shape, path)
+                shapes[key] = shape
+                if written is not None:
+                    leaves = written.elements if written.kind == "tuple" else None
+                    current[key] = leaves[leaf_paths(h.shape).index(path)] \
+                        if leaves is not None and len(leaves) == len(leaf_paths(h.shape)) \
+                        else written
+                elif not fixed and shape.is_array and shape.rank > 0:
+                    writable.add(key)
+        users = {}
+        for c in comps:
+            users.update(c.users_map())
+        plumbing = {id(h): _same_value(h) for h in order}
         inferred = {}
 
-        def offer(h, candidate):
-            if id(h) not in writable or not fits(candidate, h):
+        def offer(key, candidate):
+            if key not in writable or not _fits_shape(candidate, shapes[key]):
                 return False
-            old = current.get(id(h))
+            old = current.get(key)
             if old is not None and tile_count(candidate) <= tile_count(old):
                 return False
-            current[id(h)] = inferred[id(h)] = candidate
+            current[key] = inferred[key] = candidate
             return True
 
         changed = True
         while changed:
             changed = False
             for h in order:
+                for src, dst, _ in plumbing[id(h)]:
+                    changed |= offer(dst, current.get(src))
                 if id(h) in writable:
                     have = [current.get(id(o)) for o in h.operands]
-                    changed |= offer(h, _forward(h, have, n))
+                    changed |= offer(id(h), _forward(h, have, n))
             for h in reversed(order):
+                for src, dst, _ in plumbing[id(h)]:
+                    changed |= offer(src, current.get(dst))
                 if id(h) not in writable:
                     continue
                 candidates = []
                 for u in users[id(h)]:
                     su = current.get(id(u))
-                    if su is not None:
+                    if su is not None and u.opcode != "tuple":
                         candidates += [infer_operand_sharding(u, k, su, current)
                                        for k, o in enumerate(u.operands) if o is h]
-                changed |= offer(h, _most_specific(c for c in candidates if fits(c, h)))
+                changed |= offer(id(h), _most_specific(c for c in candidates if fits(c, h)))
         for h in order:
-            if id(h) in inferred:
+            if h.shape.is_tuple:
+                keys = [_key(h, q) for q in leaf_paths(h.shape)]
+                if any(k in inferred for k in keys) and sharding_of(h) is None:
+                    leaves = tuple(current.get(k) or REPLICATED for k in keys)
+                    h.attrs["sharding"] = RawAttr(HloSharding("tuple", elements=leaves).to_text())
+            elif id(h) in inferred:
                 h.attrs["sharding"] = RawAttr(inferred[id(h)].to_text())
         return bool(inferred)

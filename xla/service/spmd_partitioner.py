@@ -81,7 +81,7 @@ from xla.hlo.shape import Shape
 from xla.hlo import sdy
 from xla.hlo.sharding import (REPLICATED, HloSharding, local_dims, sharding_of, tile_coords,
                               tiled)
-from xla.service import spmd_dot, spmd_shape_ops
+from xla.service import spmd_control_flow, spmd_dot, spmd_shape_ops
 from xla.service.sharding_propagation import ShardingPropagation, fits, infer_operand_sharding
 from xla.hlo.types import PrimitiveType
 
@@ -157,6 +157,7 @@ class _Partitioner:
         self.names = itertools.count()
         self.channel = itertools.count(1)
         self._pid = None
+        self.param_shardings = None
         self.computations = []
 
     # ----- building ---------------------------------------------------------------
@@ -299,32 +300,71 @@ class _Partitioner:
     # ----- instructions -------------------------------------------------------------
     def run(self):
         entry = self.module.entry
-        done = {}
-        shardings = {}
-        param_shardings = []
-        for h in entry.instructions:
-            written = sharding_of(h) or self.sdy_sharding(h)
-            if written is not None and written.kind not in ("replicated", "tiled", "tuple") \
-                    and h is not entry.root_instruction:
-                raise UnimplementedError(f"spmd partitioning: sharding {written.to_text()} of "
-                                         f"{h.name} (only replicated and tiled are supported)")
-            value, s = self.instruction(h, done, shardings, written)
-            if written is not None and written.kind in ("replicated", "tiled") and h.shape.is_array:
-                value = self.reshard(value, s, written, h.shape.dimensions)
-                s = written
-            done[id(h)], shardings[id(h)] = value, s
-            if h.opcode == "parameter":
-                param_shardings.append((h.parameter_number, s))
-        root = entry.root_instruction
-        result_sharding = shardings[id(root)]
-        comp = HloComputation(entry.name, self.instructions, root=done[id(root)], is_entry=True)
-        out = HloModule(self.module.name, self.computations +
-                        [c for c in self.module.computations if c is not entry] + [comp], entry=comp)
+        comp, shardings = self.computation(entry, entry.name, None)
+        params = [shardings[id(p)] for p in entry.parameters]
+        result_sharding = shardings[id(entry.root_instruction)]
+        comp.is_entry = True
+        out = HloModule(self.module.name, _callees(comp, self.computations) + [comp], entry=comp)
         out.header_attrs = {k: v for k, v in self.module.header_attrs.items()
                             if k not in ("entry_computation_layout",)}
         out.header_attrs["num_partitions"] = self.n
-        params = [s for _, s in sorted(param_shardings, key=lambda p: p[0])]
         return out, params, result_sharding
+
+    def computation(self, comp, name, param_shardings):
+        """``comp`` partitioned: (the new computation, each instruction's
+        sharding by id). ``param_shardings`` (by parameter number; None in
+        the entry, whose parameters take their written shardings) are the
+        shardings the caller passes its operands in."""
+        saved = self.instructions, self._pid, self.param_shardings
+        self.instructions, self._pid, self.param_shardings = [], None, param_shardings
+        try:
+            done, shardings = {}, {}
+            for h in comp.instructions:
+                written = sharding_of(h) or self.sdy_sharding(h)
+                if written is not None and written.kind not in ("replicated", "tiled", "tuple") \
+                        and h is not comp.root_instruction:
+                    raise UnimplementedError(f"spmd partitioning: sharding {written.to_text()} of "
+                                             f"{h.name} (only replicated and tiled are supported)")
+                value, s = self.instruction(h, done, shardings, written)
+                if written is not None and written.kind in ("replicated", "tiled") \
+                        and h.shape.is_array:
+                    value = self.reshard(value, s, written, h.shape.dimensions)
+                    s = written
+                done[id(h)], shardings[id(h)] = value, s
+            new = HloComputation(name, self.instructions, root=done[id(comp.root_instruction)])
+        finally:
+            self.instructions, self._pid, self.param_shardings = saved
+        return new, shardings
+
+    def computation_name(self, comp):
+        taken = {c.name for c in self.computations} | {c.name for c in self.module.computations}
+        k = 0
+        while f"{comp.name}.spmd.{k}" in taken:
+            k += 1
+        return f"{comp.name}.spmd.{k}"
+
+    def local_shape(self, shape, sharding):
+        """The shape of one device's part of a (tuple) value of ``shape``."""
+        if shape.is_tuple:
+            return Shape.tuple([self.local_shape(e, element(sharding, i))
+                                for i, e in enumerate(shape.tuple_shapes)])
+        if not shape.is_array or sharding is None or not sharding.is_tiled:
+            return shape
+        return self.tile_shape(shape, sharding)
+
+    def reshard_value(self, value, have, want, shape):
+        """``reshard`` of a (tuple) value of ``shape``, element by element."""
+        if not shape.is_tuple:
+            if not shape.is_array or _same(have, want) or want.kind not in ("tiled", "replicated"):
+                return value
+            return self.reshard(value, have, want, shape.dimensions)
+        if not _differs(have, want, shape):
+            return value
+        parts = [self.reshard_value(self.add("get-tuple-element", value.shape.tuple_shapes[i],
+                                             [value], attrs={"index": i}),
+                                    element(have, i), element(want, i), e)
+                 for i, e in enumerate(shape.tuple_shapes)]
+        return self.add("tuple", Shape.tuple([v.shape for v in parts]), parts)
 
     def sdy_sharding(self, h):
         """The sharding of a parameter in Shardy's form (None elsewhere: the
@@ -350,6 +390,12 @@ class _Partitioner:
             # what works on its results before they become global again).
             return self.add(op, h.shape, operands, attrs=attrs, literal=h.literal), \
                 _manual_like(h.shape)
+        if op == "parameter" and self.param_shardings is not None:
+            s = self.param_shardings[h.parameter_number]
+            return self.add("parameter", self.local_shape(h.shape, s), attrs=attrs,
+                            parameter_number=h.parameter_number), s
+        if op in spmd_control_flow.HANDLERS:
+            return spmd_control_flow.HANDLERS[op](self, h, operands, have, attrs, written)
         if op == "parameter":
             s = written if written is not None and written.kind == "tiled" else REPLICATED
             dims = local_dims(h.shape.dimensions, s) if h.shape.is_array else None
@@ -359,7 +405,7 @@ class _Partitioner:
             return self.add("tuple", Shape.tuple([v.shape for v in operands]), operands), \
                 HloSharding("tuple", elements=tuple(have))
         if op == "get-tuple-element":
-            s = have[0].elements[h.attr("index")] if have[0].kind == "tuple" else REPLICATED
+            s = element(have[0], h.attr("index"))
             t = operands[0].shape.tuple_shapes[h.attr("index")]
             return self.add(op, t, operands, attrs=attrs), s
         if not h.shape.is_array:
@@ -497,6 +543,42 @@ class _Partitioner:
 
 _HANDLERS = {**spmd_shape_ops.HANDLERS, **spmd_dot.HANDLERS,
              "reduce": lambda p, *args: p.reduce(*args)}
+
+
+def element(sharding, i):
+    """The sharding of element ``i`` of a tuple value sharded by ``sharding``
+    (a sharding other than a tuple's applies to every element)."""
+    if sharding is None:
+        return REPLICATED
+    return sharding.elements[i] if sharding.kind == "tuple" else sharding
+
+
+def _differs(have, want, shape):
+    """Whether some array of a (tuple) value of ``shape`` is cut otherwise
+    under ``want`` than under ``have``."""
+    if shape.is_tuple:
+        return any(_differs(element(have, i), element(want, i), e)
+                   for i, e in enumerate(shape.tuple_shapes))
+    return shape.is_array and want.kind in ("tiled", "replicated") and not _same(have, want)
+
+
+def _callees(entry, made):
+    """The computations the partitioned ``entry`` calls, callees first: the
+    original module's reducers and comparators it still names, then those
+    the partitioner ``made`` (in the order it made them)."""
+    found, order = set(), []
+
+    def visit(comp):
+        for h in comp.instructions:
+            for value in h.attrs.values():
+                for c in (value if isinstance(value, (list, tuple)) else [value]):
+                    if isinstance(c, HloComputation) and id(c) not in found:
+                        found.add(id(c))
+                        visit(c)
+                        order.append(c)
+    visit(entry)
+    made_ids = {id(c) for c in made}
+    return [c for c in order if id(c) not in made_ids] + [c for c in made if id(c) in found]
 
 
 def _same(a, b):
