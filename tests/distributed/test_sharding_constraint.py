@@ -115,3 +115,12 @@ def test_out_shardings_after_a_constraint_or_a_parameter_reshard_the_result():
     ident = xla.jit(lambda a: a, in_shardings=ROWS, out_shardings=COLS)
     np.testing.assert_array_equal(ident(A), A)
     assert collectives(ident.lower(A).partitioned_module()) == ["all-to-all"]
+
+
+def test_the_gradient_of_a_constraint_is_the_constraint_on_the_cotangent():
+    def loss(a):
+        return np.sum(np.tanh(xla.lax.with_sharding_constraint(a * a, COLS)))
+
+    g = xla.jit(xla.grad(loss), in_shardings=ROWS, out_shardings=ROWS)
+    np.testing.assert_allclose(g(A), 2 * A * (1 - np.tanh(A * A) ** 2), rtol=1e-5, atol=1e-6)
+    assert g.lower(A).as_hlo_text().count('custom_call_target="Sharding"') == 2

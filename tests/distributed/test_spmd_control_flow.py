@@ -177,3 +177,32 @@ ENTRY e {
 """
     partitioned = check(text, [(8, 4), (8, 4)])
     assert not {o for ops in ops_of(partitioned).values() for o in ops} & set(COLLECTIVES)
+
+
+def test_lax_cond_on_a_cut_operand_runs_each_branch_on_the_tiles():
+    x = np.random.default_rng(2).standard_normal((8, 4)).astype(np.float32)
+    g = xla.jit(lambda x, k: xla.lax.cond(k > 0, lambda v: np.sin(v) * 2, lambda v: v - 1, x),
+                in_shardings=(ROWS, WHOLE))
+    for k in (0, 1):
+        np.testing.assert_allclose(g(x, np.int32(k)), np.sin(x) * 2 if k else x - 1, rtol=1e-6)
+    module = g.lower(x, np.int32(1)).partitioned_module()
+    (cond,) = [h for h in module.entry.instructions if h.opcode == "conditional"]
+    shape = cond.shape.tuple_shapes[0] if cond.shape.is_tuple else cond.shape
+    assert shape.dimensions == (2, 4)
+    assert not set(COLLECTIVES) & {o for ops in ops_of(module).values() for o in ops}
+
+
+def test_a_condition_on_a_cut_value_all_reduces_in_the_condition():
+    x = np.random.default_rng(3).standard_normal((8, 4)).astype(np.float32)
+    g = xla.jit(lambda x: xla.lax.while_loop(lambda v: np.sum(v * v) < 1000,
+                                             lambda v: v * np.float32(1.5), x),
+                in_shardings=ROWS)
+    want = x
+    while (want * want).sum() < 1000:
+        want = want * np.float32(1.5)
+    np.testing.assert_allclose(g(x), want, rtol=1e-5)
+    module = g.lower(x).partitioned_module()
+    (w,) = [h for h in module.entry.instructions if h.opcode == "while"]
+    cond_ops = [h.opcode for h in w.attr("condition").instructions]
+    assert [o for o in cond_ops if o in COLLECTIVES] == ["all-reduce"]
+    assert not set(COLLECTIVES) & {h.opcode for h in w.attr("body").instructions}

@@ -40,12 +40,24 @@ of equal specificity the first wins: forward before backward, the first
 operand, the first user. Each round walks the computation forward (post
 order) then backward, until a round changes nothing.
 
-What it does not do: parameters get a sharding only where
+Control flow: the computations a while (body, condition), a conditional
+(branches) or a call (``to_apply``) runs are propagated with the entry, as
+one graph. Values passed through unchanged are one value each, array by
+array (a tuple's elements, a get-tuple-element, XLA's flattened tuple
+shardings): a while's operand, body parameter, body root, condition
+parameter and result; a call's or branch's operands and its parameters,
+its root and the call's result. So a carried value ends with one sharding,
+from outside the loop or from inside its body, to a fixed point. A
+tuple-shaped instruction that learnt a sharding for some array gets XLA's
+tuple sharding (``{{replicated}, {devices=...}}``, replicated where none is
+known), which the partitioner reads on a while or conditional.
+
+What it does not do: entry parameters get a sharding only where
 ``allow_spmd_sharding_propagation_to_parameters`` allows (XLA's module
 option, per parameter or one for all, read from the module header when not
 given; default false: an unannotated parameter stays replicated, as the
-caller passes it). Scalars, tuples and instructions of other computations
-get none (the partitioner computes non-entry computations whole). Only
+caller passes it). Scalars get none, nor do reducers' and comparators'
+computations. Only
 tiled and replicated shardings propagate (maximal and manual stay where
 they are written). A module in Shardy's form (``xla.sdy.*`` custom-calls)
 is left alone: its manual regions must not be resharded. An inferred
@@ -54,7 +66,7 @@ root is treated as any instruction (XLA's
 ``allow_spmd_sharding_propagation_to_output`` on): the partitioner reports
 the result's sharding to its caller, who puts the result back together.
 Reshapes that move data across tile boundaries, dynamic-slice, gather,
-scatter, sort and control flow pass no sharding either way.
+scatter and sort pass no sharding either way.
 """
 from xla.errors import InvalidArgumentError
 from xla.hlo import opcodes, sdy

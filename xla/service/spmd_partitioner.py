@@ -42,7 +42,11 @@ Per instruction:
   and cut contracting dimensions are summed by an all-reduce; the result is
   tiled along its batch and free dimensions. Inconsistent cuts gather the
   rhs, then the lhs, and retry;
-- everything else (dynamic-slice, gather, scatter, sort, control flow,
+- while, call, conditional (``spmd_control_flow.py``): the computations
+  they run are partitioned too, each call site its own copy; a while
+  carries its tiles in the sharding written on it (propagated), its body's
+  root resharded to it;
+- everything else (dynamic-slice, gather, scatter, sort,
   and the cases above whose cuts do not survive: a slice of a cut
   dimension, a reshape across tile boundaries, a convolution cut along a
   spatial dimension, ...): operands are gathered whole (all-gather), the op
@@ -63,7 +67,9 @@ over only some of the mesh axes are refused by name.
 Resharding cuts locally, with a dynamic-slice at offsets read from a
 constant table indexed by ``partition-id``, when each device's new tile
 lies within the one it holds (replicated to tiled, or a finer tiling);
-otherwise it gathers the value with one all-gather per cut dimension
+moves a cut from one dimension to another by one all-to-all when the same
+devices cut the new dimension as many ways (within groups of the devices
+that share the other dimensions' tiles); otherwise it gathers the value with one all-gather per cut dimension
 (groups: the devices that differ only in that dimension's tile) and cuts
 that. Dimensions that do not divide evenly by their tile count raise
 UnimplementedError, as do shardings other than replicated and tiled
