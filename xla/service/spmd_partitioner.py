@@ -342,6 +342,21 @@ class _Partitioner:
             self.instructions, self._pid, self.param_shardings = saved
         return new, shardings
 
+    def subcomputation(self, name, param_shapes, build):
+        """A new computation of the partitioned module: ``build(self,
+        *parameters)`` adds its instructions (as ``add`` does) and returns
+        its root."""
+        saved = self.instructions, self._pid
+        self.instructions, self._pid = [], None
+        try:
+            params = [self.add("parameter", shape, parameter_number=k)
+                      for k, shape in enumerate(param_shapes)]
+            comp = HloComputation(name, self.instructions, root=build(self, *params))
+        finally:
+            self.instructions, self._pid = saved
+        self.computations.append(comp)
+        return comp
+
     def computation_name(self, comp):
         taken = {c.name for c in self.computations} | {c.name for c in self.module.computations}
         k = 0
