@@ -206,3 +206,18 @@ def test_a_condition_on_a_cut_value_all_reduces_in_the_condition():
     cond_ops = [h.opcode for h in w.attr("condition").instructions]
     assert [o for o in cond_ops if o in COLLECTIVES] == ["all-reduce"]
     assert not set(COLLECTIVES) & {h.opcode for h in w.attr("body").instructions}
+
+
+def test_the_gradient_through_a_sharded_loop_matches_the_unsharded_one():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+    w = (rng.standard_normal((6, 6)) * 0.3).astype(np.float32)
+
+    def loss(w, x):
+        h = xla.lax.fori_loop(0, 3, lambda i, h: np.tanh(h @ w), x)
+        return np.sum(h * h)
+
+    sharded = xla.jit(xla.grad(loss), in_shardings=(WHOLE, ROWS))
+    np.testing.assert_allclose(sharded(w, x), xla.jit(xla.grad(loss))(w, x), rtol=1e-4, atol=1e-5)
+    module = sharded.lower(w, x).partitioned_module()
+    assert sum(h.opcode == "while" for c in module.computations for h in c.instructions) >= 2
