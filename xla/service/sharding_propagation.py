@@ -16,7 +16,8 @@ Forward (from operands), as the partitioner computes the result's tiles:
 - transpose, broadcast, reshape (when the cut dimensions' tile boundaries
   survive, ``spmd_shape_ops.reshape_tiles``): the tiles move with the
   dimensions;
-- slice, pad, concatenate: the cuts of the dimensions passed through whole
+- slice, pad, concatenate, dynamic-slice, dynamic-update-slice (operand
+  or update): the cuts of the dimensions passed through whole
   (``spmd_shape_ops.unchanged_dimensions``) are kept, the others dropped;
 - reduce (one operand): the kept dimensions' cuts, replicated over the
   reduced ones;
@@ -26,7 +27,8 @@ Forward (from operands), as the partitioner computes the result's tiles:
 Backward (from users), each rule the inverse of the forward one: an
 elementwise user's sharding for its operands; through a transpose,
 broadcast (the broadcast dimensions' cuts become replication) and reshape
-to their operand; a slice, pad or concatenate's cuts of the dimensions it
+to their operand; a slice, pad, concatenate, dynamic-slice or
+dynamic-update-slice's (to operand and update) cuts of the dimensions it
 passes through whole; a reduce's kept dimensions (reduced ones whole); a
 dot or convolution operand cut along its batch and free dimensions as the
 result is, and along its contracting dimensions as the other operand is
@@ -65,8 +67,8 @@ sharding whose tiles do not divide the dimensions evenly is dropped. The
 root is treated as any instruction (XLA's
 ``allow_spmd_sharding_propagation_to_output`` on): the partitioner reports
 the result's sharding to its caller, who puts the result back together.
-Reshapes that move data across tile boundaries, dynamic-slice, gather,
-scatter and sort pass no sharding either way.
+Reshapes that move data across tile boundaries, gather, scatter and sort
+pass no sharding either way.
 """
 from xla.errors import InvalidArgumentError
 from xla.hlo import opcodes, sdy
@@ -108,8 +110,9 @@ def _forward(h, have, n):
     op = h.opcode
     if _elementwise(h) or (_is_sharding_op(h) and len(have) == 1):
         return _most_specific(have)
-    if op in ("slice", "pad", "concatenate"):
-        s = _most_specific(have if op == "concatenate" else have[:1])
+    if op in ("slice", "pad", "concatenate", "dynamic-slice", "dynamic-update-slice"):
+        s = _most_specific(have if op == "concatenate" else
+                           have[:2] if op == "dynamic-update-slice" else have[:1])
         if s is None:
             return None
         kept = set(unchanged_dimensions(h))
@@ -162,7 +165,8 @@ def infer_operand_sharding(u, k, su, current):
         return project_sharding(su, list(u.attr("dimensions", ())))
     if op == "reshape":
         return reshape_sharding(su, u.shape.dimensions, x.shape.dimensions)
-    if op in ("slice", "pad", "concatenate") and not (op == "pad" and k == 1):
+    if op in ("slice", "pad", "concatenate", "dynamic-slice", "dynamic-update-slice") and not (
+            op == "pad" and k == 1) and x.shape.rank == u.shape.rank:
         kept = set(unchanged_dimensions(u))
         return project_sharding(su, [d if d in kept else None for d in range(x.shape.rank)])
     if op == "reduce" and len(u.operands) == 2 and k == 0:

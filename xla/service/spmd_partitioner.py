@@ -34,7 +34,8 @@ Per instruction:
   removing size-1 dimensions, splitting or merging dimensions below a cut
   one: [8,6] cut 4 along rows reshapes to [8,2,3] or [2,4,6] locally);
   slice, pad and concatenate keep the tiling when they change only whole
-  dimensions;
+  dimensions, dynamic-slice and dynamic-update-slice when they take the
+  cut dimensions whole (their starts there become 0);
 - dot and convolution (``spmd_dot.py``, as contractions): operands cut
   consistently along batch, free (convolution: input batch, kernel output
   feature) and contracting (input feature) dimensions run locally, an
@@ -46,7 +47,7 @@ Per instruction:
   they run are partitioned too, each call site its own copy; a while
   carries its tiles in the sharding written on it (propagated), its body's
   root resharded to it;
-- everything else (dynamic-slice, gather, scatter, sort,
+- everything else (gather, scatter, sort, ...,
   and the cases above whose cuts do not survive: a slice of a cut
   dimension, a reshape across tile boundaries, a convolution cut along a
   spatial dimension, ...): operands are gathered whole (all-gather), the op
