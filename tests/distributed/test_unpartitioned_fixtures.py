@@ -1,6 +1,7 @@
-"""JAX's global modules with GSPMD shardings (tests/distributed/fixtures/
-unpartitioned, made by gen_unpartitioned_fixtures.py with jax 0.10.2 on 4
-CPU devices): propagated and partitioned here, run on 4 partitions of the
+"""JAX's global modules with their shardings, in GSPMD's form and in
+Shardy's (NAME_shardy; JAX's default, without manual regions), as JAX
+hands them to XLA (tests/distributed/fixtures/unpartitioned, made by
+gen_unpartitioned_fixtures.py with jax 0.10.2 on 4 CPU devices): propagated and partitioned here, run on 4 partitions of the
 interpreter and the CPU, they give JAX's results, with as many collectives
 of each kind (and while loops) as XLA:CPU's partitioned module has."""
 import json
@@ -17,7 +18,8 @@ NAMES = sorted(p.stem for p in FIXTURES.glob("*.hlo"))
 
 
 def test_there_are_fixtures():
-    assert {"sharding_constraint", "sharded_while"} <= set(NAMES)
+    assert {"sharding_constraint", "sharded_while", "sharding_constraint_shardy",
+            "sharded_while_shardy"} <= set(NAMES)
 
 
 def _counts(module):

@@ -61,8 +61,12 @@ given; default false: an unannotated parameter stays replicated, as the
 caller passes it). Scalars get none, nor do reducers' and comparators'
 computations. Only
 tiled and replicated shardings propagate (maximal and manual stay where
-they are written). A module in Shardy's form (``xla.sdy.*`` custom-calls)
-is left alone: its manual regions must not be resharded. An inferred
+they are written). A module in Shardy's form is propagated from its
+``xla.sdy.sharding`` attributes (parameters, ``xla.sdy.FuncResultSharding``,
+``xla.sdy.ShardingConstraint``), as JAX's default lowering of a sharded
+jit writes them, unless it has manual regions (``xla.sdy.GlobalToLocalShape``
+/``LocalToGlobalShape``, shard_map and pmap): those are left alone, as
+their per-device code must not be resharded. An inferred
 sharding whose tiles do not divide the dimensions evenly is dropped. The
 root is treated as any instruction (XLA's
 ``allow_spmd_sharding_propagation_to_output`` on): the partitioner reports
@@ -90,8 +94,37 @@ def _elementwise(h):
         o.shape.is_array and o.shape.dimensions == h.shape.dimensions for o in h.operands)
 
 
+_ANNOTATIONS = ("Sharding", sdy.FUNC_RESULT_SHARDING, sdy.SHARDING_CONSTRAINT)
+
+
 def _is_sharding_op(h):
-    return h.opcode == "custom-call" and str(h.attr("custom_call_target", "")) == "Sharding"
+    """XLA's ``Sharding`` annotation, or Shardy's result sharding or
+    constraint: the value itself, cut as the annotation says."""
+    return h.opcode == "custom-call" and str(h.attr("custom_call_target", "")) in _ANNOTATIONS
+
+
+def _has_manual_regions(module):
+    return any(h.opcode == "custom-call" and str(h.attr("custom_call_target", "")) in (
+        sdy.GLOBAL_TO_LOCAL, sdy.LOCAL_TO_GLOBAL) for c in module.computations
+        for h in c.instructions)
+
+
+def _written(h, meshes):
+    """The sharding written on ``h``: ``sharding={...}``, or in Shardy's
+    form the ``xla.sdy.sharding`` of a parameter, result sharding or
+    constraint."""
+    s = sharding_of(h)
+    if s is not None or not meshes:
+        return s
+    text = sdy.attribute_dict(h.attr("frontend_attributes")).get("xla.sdy.sharding")
+    if text is None or not h.shape.is_array:
+        return None
+    if h.opcode == "parameter":
+        return sdy.parse_sharding(text, meshes, h.shape.rank)
+    if _is_sharding_op(h) and text.startswith("#sdy.sharding_per_value"):
+        (s,) = sdy.parse_sharding_per_value(text, meshes)
+        return s
+    return None
 
 
 def _most_specific(candidates):
@@ -302,15 +335,16 @@ class ShardingPropagation(HloPass):
 
     def run(self, module):
         entry = module.entry
-        if entry is None or sdy.uses_shardy(module):
+        if entry is None or _has_manual_regions(module):
             return False
+        meshes = sdy.module_meshes(module)
         n = self.num_partitions or int(module.header_attrs.get("num_partitions", 1))
         allowed = _allowed_parameters(self.allow_parameters, module)
         comps = _computations(module)
         order = [h for c in comps for h in c.post_order()]
         current, writable, shapes = {}, set(), {}
         for h in order:
-            written = sharding_of(h)
+            written = _written(h, meshes)
             fixed = written is not None or (h.opcode == "parameter" and h.parent is entry
                                              and not allowed[h.parameter_number])
             for path in leaf_paths(h.shape):
