@@ -9,6 +9,7 @@ from xla.frontend.lax import (  # noqa: F401
     while_loop)
 from xla.frontend.parallel import (all_gather, axis_index, pmax, pmean, pmin, ppermute,  # noqa: F401,E402
                                    psum, psum_scatter)
+from xla.frontend.sharding import with_sharding_constraint  # noqa: F401,E402
 
 __all__ = [
     'FftType', 'add', 'all_gather', 'axis_index', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor',
@@ -18,4 +19,4 @@ __all__ = [
     'fori_loop', 'ge', 'gt', 'imag', 'iota', 'le', 'linalg', 'logistic', 'lt', 'max', 'min', 'mul',
     'ne', 'neg', 'pad', 'pmax', 'pmean', 'pmin', 'ppermute', 'psum', 'psum_scatter', 'real',
     'reduce', 'reduce_window', 'reshape', 'rev', 'rsqrt', 'scan', 'select', 'sort', 'sub', 'switch',
-    'top_k', 'transpose', 'while_loop']
+    'top_k', 'transpose', 'while_loop', 'with_sharding_constraint']

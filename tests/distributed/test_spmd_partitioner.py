@@ -287,3 +287,52 @@ def test_dynamic_slice_and_gather_stay_gathered():
   ROOT d = f32[8,4] dynamic-slice(x, i, i), dynamic_slice_sizes={8,4}"""), [(8, 12)],
                 platforms=("interpreter",))
     assert "all-gather" in ops
+
+
+# ----- resharding by all-to-all ----------------------------------------------------
+
+def test_a_cut_moved_to_another_dimension_is_one_all_to_all_within_groups():
+    # Dimension 0 keeps its 2 tiles; dimension 1's cut moves to dimension 2:
+    # devices sharing a dimension-0 tile ({0,1}, {2,3}) swap blocks.
+    text = module("""  x = f32[4,6,8] parameter(0), sharding={devices=[2,2,1]<=[4]}
+  ROOT y = f32[4,6,8] sine(x), sharding={devices=[2,1,2]<=[4]}""")
+    ops = check(text, [(4, 6, 8)])
+    assert collectives(ops) == ["all-to-all"]
+    partitioned, _, _ = partition(xla.parse_hlo_module(text), 4)
+    (a2a,) = [h for h in partitioned.entry.instructions if h.opcode == "all-to-all"]
+    assert a2a.attr("replica_groups").text == "{{0,1},{2,3}}"
+
+
+def test_a_cut_moved_to_other_devices_is_gathered():
+    # Device 0 holds rows 0-1 but wants columns 6-7: not an exchange within
+    # one group in order, so the value is gathered and cut.
+    ops = check(module("""  x = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT y = f32[8,8] sine(x), sharding={devices=[1,4]3,2,1,0}"""), [(8, 8)])
+    assert collectives(ops) == ["all-gather"]
+
+
+# ----- dynamic-slice and dynamic-update-slice ----------------------------------------
+
+def test_a_dynamic_slice_taking_the_cut_dimension_whole_runs_on_the_tiles():
+    # Rows cut 4 ways; the slice takes all 8 rows (its row start, 3, is
+    # clamped to 0 by XLA) and columns 2..5 at a start read at run time.
+    ops = check(module("""  x = f32[8,12] parameter(0), sharding={devices=[4,1]<=[4]}
+  i = s32[] constant(3)
+  j = s32[] constant(2)
+  ROOT y = f32[8,4] dynamic-slice(x, i, j), dynamic_slice_sizes={8,4}"""), [(8, 12)])
+    assert collectives(ops) == []
+    ops = check(module("""  x = f32[8,12] parameter(0), sharding={devices=[4,1]<=[4]}
+  i = s32[] constant(3)
+  j = s32[] constant(2)
+  ROOT y = f32[2,12] dynamic-slice(x, i, j), dynamic_slice_sizes={2,12}"""), [(8, 12)])
+    assert collectives(ops) == ["all-gather"]      # across the cut rows: whole
+
+
+def test_a_dynamic_update_of_whole_cut_dimensions_runs_on_the_tiles():
+    # A stack of 5 steps of a batch of 8 rows cut 4 ways: step 2 written.
+    ops = check(module("""  s = f32[5,8,3] parameter(0), sharding={devices=[1,4,1]<=[4]}
+  u = f32[1,8,3] parameter(1)
+  two = s32[] constant(2)
+  zero = s32[] constant(0)
+  ROOT y = f32[5,8,3] dynamic-update-slice(s, u, two, zero, zero)"""), [(5, 8, 3), (1, 8, 3)])
+    assert collectives(ops) == [] and ops.count("dynamic-update-slice") == 1

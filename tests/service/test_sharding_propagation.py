@@ -4,6 +4,8 @@ derived by hand from the ops' semantics (which tile of the operand each
 device needs to compute its tile of the result). End to end, the modules
 partitioned for 4 devices (propagation first) run on the interpreter and
 the CPU and, put back together, equal the unpartitioned module's result."""
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -261,12 +263,31 @@ def test_uneven_tiles_are_not_propagated():
     run_partitioned(text, [(6, 8)], allow_parameters=True)
 
 
-def test_shardy_modules_are_left_alone():
-    text = module("""  x = f32[8,6] parameter(0)
-  a = f32[8,6] exponential(x)
-  ROOT s = f32[8,6] custom-call(a), custom_call_target="xla.sdy.FuncResultSharding", sharding={devices=[4,1]<=[4]}""")
-    m, changed = propagate(text, allow_parameters=True)
-    assert not changed and shardings(m)["a"] is None
+def test_shardy_modules_with_manual_regions_are_left_alone():
+    # pmap lowers to a manual region (xla.sdy.GlobalToLocalShape, ...):
+    # its per-device code must not be resharded.
+    fixtures = pathlib.Path(__file__).resolve().parents[1] / "distributed" / "fixtures"
+    m = xla.parse_hlo_module((fixtures / "pmap_mlp_step.sdy.hlo").read_text())
+    before = m.to_text()
+    assert ShardingPropagation(True, 4).run(m) is False and m.to_text() == before
+
+
+def test_shardy_form_propagates_from_its_sdy_shardings():
+    # JAX's default lowering of a sharded jit: the cuts are in xla.sdy.sharding
+    # attributes (a parameter's, a result sharding's), no classic one.
+    text = ("HloModule m, num_partitions=4, frontend_attributes={xla.sdy.meshes="
+            "{mesh = #sdy.mesh<[\"x\"=4]>}}\n" + ADD + """ENTRY e {
+  x = f32[8,8] parameter(0), frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\\"x\\"}, {}]>"}
+  a = f32[8,8] exponential(x)
+  y = f32[8,8] parameter(1)
+  b = f32[8,8] negate(y)
+  ROOT s = f32[8,8] custom-call(b), custom_call_target="xla.sdy.FuncResultSharding", frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{}, {\\"x\\"}]>]>"}
+}
+""")
+    m, changed = propagate(text)
+    got = shardings(m)
+    assert changed and got["a"] == ROWS and got["b"] == "{devices=[1,4]0,1,2,3}"
+    assert got["x"] is None and got["y"] is None      # parameters: as written / not allowed
 
 
 def test_a_broadcast_given_a_sharding_computes_only_its_tiles():

@@ -44,6 +44,7 @@ from xla import runtime
 from xla.errors import InvalidArgumentError, XlaError
 from xla.runtime.transfer import foreign_to
 from xla.hlo.attributes import RawAttr
+from xla.hlo.ir import HloInstruction
 # The tables a Tracer dispatches to install themselves in tracing when imported.
 from xla.frontend import indexing, masked_slice, ufuncs  # noqa: F401
 from xla.frontend import numpy as numpy_functions  # noqa: F401  (np stays NumPy)
@@ -79,13 +80,21 @@ def _locate(error):
 class Lowered:
     """A traced function before compilation: its HLO module and signature."""
 
-    def __init__(self, module, out_treedef, specs):
+    def __init__(self, module, out_treedef, specs, partitioned=None):
         self.module = module
         self.out_treedef = out_treedef
         self.in_specs = specs
+        self._partitioned = partitioned
 
     def as_hlo_text(self):
         return self.module.to_text()
+
+    def partitioned_module(self):
+        """Under shardings: the SPMD-partitioned module each device runs
+        (what the jitted function compiles)."""
+        if self._partitioned is None:
+            raise InvalidArgumentError("partitioned_module: the function has no shardings")
+        return self._partitioned()
 
 
 class _Entry(NamedTuple):
@@ -294,7 +303,13 @@ class JitFunction:
         args, kwargs = self._normalize(args, kwargs)
         key, _ = self._key(args, kwargs)
         module, out_treedef, _, _ = self._trace(args, kwargs, key)
-        return Lowered(module, out_treedef, key[1])
+
+        def partitioned():
+            again, treedef, n, _ = self._trace(args, kwargs, key)
+            return self._partition(again, treedef, n, key)[0]
+        sharded = self.in_shardings is not None or self.out_shardings is not None or \
+            module.constraint_mesh_sizes
+        return Lowered(module, out_treedef, key[1], partitioned if sharded else None)
 
     def _trace(self, args, kwargs, key):
         treedef, specs = key[0], key[1]
@@ -302,8 +317,9 @@ class JitFunction:
         name = "jit_" + "".join(c if c.isalnum() or c == "_" else "_" for c in name)
         ctx = new_trace(name)
         b = ctx.builder
+        from xla.frontend import sharding as shd
         try:
-            with ctx:
+            with ctx, shd.enclosing_mesh(self.in_shardings, self.out_shardings):
                 params = [Tracer(b.parameter(i, to_shape(s.dtype, s.shape), f"Arg_{i}"), weak=s.weak)
                           for i, s in enumerate(specs)]
                 dyn_args, dyn_kwargs = treedef.unflatten(params)
@@ -350,6 +366,8 @@ class JitFunction:
         single = len(ops) == 1 and out_treedef == pytree.LEAF
         root = ops[0] if single else b.tuple(ops)
         module = b.build_module(root)
+        # with_sharding_constraint's meshes: the module is partitioned over them.
+        module.constraint_mesh_sizes = list(shd.constraint_mesh_sizes(b))
         aliases = _output_aliases(ops, params, key[5], single)
         if aliases:
             module.header_attrs["input_output_alias"] = RawAttr(
@@ -358,7 +376,8 @@ class JitFunction:
 
     def _compile(self, args, kwargs, key):
         module, out_treedef, n, written = self._trace(args, kwargs, key)
-        if self.in_shardings is not None or self.out_shardings is not None:
+        if self.in_shardings is not None or self.out_shardings is not None or \
+                module.constraint_mesh_sizes:
             if written:
                 raise tracing.tracing_error("in-place updates of arguments (x += ...) under "
                                             "in_shardings/out_shardings are not supported yet")
@@ -375,11 +394,29 @@ class JitFunction:
     def _compile_sharded(self, module, out_treedef, n, key):
         """SPMD: the module annotated with the shardings, partitioned, and
         compiled for the mesh's devices (xla/frontend/sharding.py)."""
+        partitioned, param_shardings, result_sharding, devices = \
+            self._partition(module, out_treedef, n, key)
+        executable = runtime.compile(partitioned, self.platform.name, num_partitions=devices)
+        self._compilations += 1
+        root_shape = module.entry.root_instruction.shape
+        return _Entry(executable, out_treedef, n, (), (param_shardings, result_sharding, root_shape))
+
+    def _partition(self, module, out_treedef, n, key):
+        """(partitioned module, parameter shardings, result sharding, device
+        count) of the traced ``module``, annotated with the shardings."""
         from xla.frontend import sharding as shd
         from xla.service.spmd_partitioner import partition
         entry = module.entry
         params = sorted(entry.parameters, key=lambda p: p.parameter_number)
-        devices = shd.mesh_size(self.in_shardings, self.out_shardings)
+        if self.donate_argnums:
+            raise tracing.tracing_error("donate_argnums with with_sharding_constraint is not "
+                                        "supported yet")
+        sizes = set(module.constraint_mesh_sizes)
+        if self.in_shardings is not None or self.out_shardings is not None:
+            sizes.add(shd.mesh_size(self.in_shardings, self.out_shardings))
+        if len(sizes) != 1:
+            raise InvalidArgumentError(f"shardings on meshes of different sizes: {sorted(sizes)}")
+        devices = sizes.pop()
         for p, s in zip(params, shd.hlo_shardings(self.in_shardings, [len(x.shape) for x in key[1]],
                                                   "in_shardings")):
             if s is not None:
@@ -387,14 +424,23 @@ class JitFunction:
         root = entry.root_instruction
         outs = list(root.operands) if n != 1 or root.opcode == "tuple" and out_treedef != pytree.LEAF \
             else [root]
-        for o, s in zip(outs, shd.hlo_shardings(self.out_shardings, [o.shape.rank for o in outs],
-                                                "out_shardings")):
-            if s is not None:
+        for k, (o, s) in enumerate(zip(outs, shd.hlo_shardings(
+                self.out_shardings, [o.shape.rank for o in outs], "out_shardings"))):
+            if s is None:
+                continue
+            if "sharding" not in o.attrs and o.opcode != "parameter":
                 o.attrs["sharding"] = RawAttr(s.to_text())
-        partitioned, param_shardings, result_sharding = partition(module, devices)
-        executable = runtime.compile(partitioned, self.platform.name, num_partitions=devices)
-        self._compilations += 1
-        return _Entry(executable, out_treedef, n, (), (param_shardings, result_sharding, root.shape))
+                continue
+            # A parameter or a constrained value keeps its own sharding; the
+            # result is resharded after it.
+            out = entry.add_instruction(HloInstruction(
+                "custom-call", o.shape, [o], name=f"{o.name}.out_sharding.{k}",
+                attrs={"custom_call_target": "Sharding", "sharding": RawAttr(s.to_text())}))
+            if root is o:
+                entry.root_instruction = root = out
+            else:
+                root.operands = [out if j == k else x for j, x in enumerate(root.operands)]
+        return (*partition(module, devices), devices)
 
     def _run_sharded(self, entry, specs, leaves):
         from xla.service.spmd_partitioner import shard_arguments, unshard_result

@@ -16,12 +16,26 @@ mesh's devices (partitions of the platform, in one process) and puts the
 results back together. A ``PartitionSpec`` entry names the mesh axis (or
 axes, a tuple) a dimension is cut along, or None; mesh axes it does not use
 replicate the array over them.
+
+``with_sharding_constraint(x, sharding)`` (``xla.lax``), inside a traced
+function, asks that ``x`` be cut as ``sharding`` says at that point: the
+value becomes ``custom-call(x), custom_call_target="Sharding",
+sharding={...}``, as JAX lowers it, which sharding propagation spreads from
+and the partitioner reshards to. A bare ``PartitionSpec`` takes the mesh of
+the enclosing ``xla.jit``'s ``in_shardings``/``out_shardings``. A jitted
+function with constraints and no ``in_shardings``/``out_shardings`` is
+partitioned over the constraints' mesh (arguments passed whole). Outside a
+trace the value is returned as it is (one process holds it all).
 """
 import math
+import threading
 
 import numpy as np
 
 from xla.errors import InvalidArgumentError
+from xla.frontend import pytree
+from xla.frontend.tracing import Tracer, as_tracer, current_context, tracing_error
+from xla.hlo.attributes import RawAttr
 from xla.hlo.sharding import REPLICATED, tiled
 
 
@@ -116,3 +130,75 @@ def mesh_size(*groups):
     if len(sizes) != 1:
         raise InvalidArgumentError(f"shardings on meshes of different sizes: {sorted(sizes)}")
     return sizes.pop()
+
+
+_local = threading.local()
+
+
+class enclosing_mesh:
+    """While ``xla.jit`` traces a function with shardings: their mesh, the
+    one a bare ``PartitionSpec`` in ``with_sharding_constraint`` refers to."""
+
+    def __init__(self, *groups):
+        meshes = [s.mesh for g in groups if g is not None
+                  for s in ([g] if isinstance(g, NamedSharding) else g) if s is not None]
+        self.mesh = meshes[0] if meshes else None
+
+    def __enter__(self):
+        stack = _local.__dict__.setdefault("meshes", [])
+        stack.append(self.mesh)
+        return self
+
+    def __exit__(self, *exc):
+        _local.meshes.pop()
+
+
+def _named(sharding):
+    if isinstance(sharding, NamedSharding):
+        return sharding
+    if isinstance(sharding, PartitionSpec):
+        stack = getattr(_local, "meshes", [])
+        mesh = stack[-1] if stack else None
+        if mesh is None:
+            raise tracing_error(f"with_sharding_constraint: PartitionSpec {tuple(sharding)} needs "
+                                "a mesh: pass a NamedSharding, or use it inside an xla.jit with "
+                                "in_shardings/out_shardings")
+        return NamedSharding(mesh, sharding)
+    raise InvalidArgumentError(f"with_sharding_constraint: {sharding!r} is not a NamedSharding "
+                               "or PartitionSpec")
+
+
+def constraint_mesh_sizes(builder):
+    """The sizes of the meshes of the constraints traced with ``builder``'s
+    module (empty when there are none)."""
+    return builder._state.__dict__.get("sharding_mesh_sizes", [])
+
+
+def with_sharding_constraint(x, shardings):
+    """``x`` (an array or a pytree of them), constrained to be cut as
+    ``shardings`` say (one ``NamedSharding``/``PartitionSpec`` for every
+    leaf, or a sequence of one per leaf): the XLA ``Sharding`` custom-call
+    on each traced leaf; outside a trace, ``x`` itself."""
+    leaves, treedef = pytree.flatten(x)
+    if isinstance(shardings, (NamedSharding, PartitionSpec)):
+        shardings = [shardings] * len(leaves)
+    shardings = list(shardings)
+    if len(shardings) != len(leaves):
+        raise InvalidArgumentError(f"with_sharding_constraint: {len(shardings)} shardings for "
+                                   f"{len(leaves)} arrays")
+    for s in shardings:
+        if not isinstance(s, (NamedSharding, PartitionSpec)):
+            raise InvalidArgumentError(f"with_sharding_constraint: {s!r} is not a NamedSharding "
+                                       "or PartitionSpec")
+    if current_context(required=False) is None:
+        return x
+    out = []
+    for leaf, s in zip(leaves, shardings):
+        t = as_tracer(leaf)
+        named = _named(s)
+        hlo = named.to_hlo(len(t.shape))
+        b = t.op.builder
+        b._state.__dict__.setdefault("sharding_mesh_sizes", []).append(named.mesh.size)
+        out.append(Tracer(b.custom_call("Sharding", (t.op,), t.op.shape,
+                                        sharding=RawAttr(hlo.to_text())), weak=t.weak))
+    return treedef.unflatten(out)

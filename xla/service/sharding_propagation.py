@@ -16,7 +16,8 @@ Forward (from operands), as the partitioner computes the result's tiles:
 - transpose, broadcast, reshape (when the cut dimensions' tile boundaries
   survive, ``spmd_shape_ops.reshape_tiles``): the tiles move with the
   dimensions;
-- slice, pad, concatenate: the cuts of the dimensions passed through whole
+- slice, pad, concatenate, dynamic-slice, dynamic-update-slice (operand
+  or update): the cuts of the dimensions passed through whole
   (``spmd_shape_ops.unchanged_dimensions``) are kept, the others dropped;
 - reduce (one operand): the kept dimensions' cuts, replicated over the
   reduced ones;
@@ -26,7 +27,8 @@ Forward (from operands), as the partitioner computes the result's tiles:
 Backward (from users), each rule the inverse of the forward one: an
 elementwise user's sharding for its operands; through a transpose,
 broadcast (the broadcast dimensions' cuts become replication) and reshape
-to their operand; a slice, pad or concatenate's cuts of the dimensions it
+to their operand; a slice, pad, concatenate, dynamic-slice or
+dynamic-update-slice's (to operand and update) cuts of the dimensions it
 passes through whole; a reduce's kept dimensions (reduced ones whole); a
 dot or convolution operand cut along its batch and free dimensions as the
 result is, and along its contracting dimensions as the other operand is
@@ -40,26 +42,43 @@ of equal specificity the first wins: forward before backward, the first
 operand, the first user. Each round walks the computation forward (post
 order) then backward, until a round changes nothing.
 
-What it does not do: parameters get a sharding only where
+Control flow: the computations a while (body, condition), a conditional
+(branches) or a call (``to_apply``) runs are propagated with the entry, as
+one graph. Values passed through unchanged are one value each, array by
+array (a tuple's elements, a get-tuple-element, XLA's flattened tuple
+shardings): a while's operand, body parameter, body root, condition
+parameter and result; a call's or branch's operands and its parameters,
+its root and the call's result. So a carried value ends with one sharding,
+from outside the loop or from inside its body, to a fixed point. A
+tuple-shaped instruction that learnt a sharding for some array gets XLA's
+tuple sharding (``{{replicated}, {devices=...}}``, replicated where none is
+known), which the partitioner reads on a while or conditional.
+
+What it does not do: entry parameters get a sharding only where
 ``allow_spmd_sharding_propagation_to_parameters`` allows (XLA's module
 option, per parameter or one for all, read from the module header when not
 given; default false: an unannotated parameter stays replicated, as the
-caller passes it). Scalars, tuples and instructions of other computations
-get none (the partitioner computes non-entry computations whole). Only
+caller passes it). Scalars get none, nor do reducers' and comparators'
+computations. Only
 tiled and replicated shardings propagate (maximal and manual stay where
-they are written). A module in Shardy's form (``xla.sdy.*`` custom-calls)
-is left alone: its manual regions must not be resharded. An inferred
+they are written). A module in Shardy's form is propagated from its
+``xla.sdy.sharding`` attributes (parameters, ``xla.sdy.FuncResultSharding``,
+``xla.sdy.ShardingConstraint``), as JAX's default lowering of a sharded
+jit writes them, unless it has manual regions (``xla.sdy.GlobalToLocalShape``
+/``LocalToGlobalShape``, shard_map and pmap): those are left alone, as
+their per-device code must not be resharded. An inferred
 sharding whose tiles do not divide the dimensions evenly is dropped. The
 root is treated as any instruction (XLA's
 ``allow_spmd_sharding_propagation_to_output`` on): the partitioner reports
 the result's sharding to its caller, who puts the result back together.
-Reshapes that move data across tile boundaries, dynamic-slice, gather,
-scatter, sort and control flow pass no sharding either way.
+Reshapes that move data across tile boundaries, gather, scatter and sort
+pass no sharding either way.
 """
 from xla.errors import InvalidArgumentError
 from xla.hlo import opcodes, sdy
 from xla.hlo.attributes import RawAttr
-from xla.hlo.sharding import REPLICATED, project_sharding, sharding_of, tile_count
+from xla.hlo.sharding import (REPLICATED, HloSharding, project_sharding, sharding_of,
+                              tile_count)
 from xla.service import spmd_dot
 from xla.service.hlo_pass import HloPass
 from xla.service.spmd_shape_ops import (broadcast_sharding, reshape_sharding, transpose_sharding,
@@ -75,8 +94,37 @@ def _elementwise(h):
         o.shape.is_array and o.shape.dimensions == h.shape.dimensions for o in h.operands)
 
 
+_ANNOTATIONS = ("Sharding", sdy.FUNC_RESULT_SHARDING, sdy.SHARDING_CONSTRAINT)
+
+
 def _is_sharding_op(h):
-    return h.opcode == "custom-call" and str(h.attr("custom_call_target", "")) == "Sharding"
+    """XLA's ``Sharding`` annotation, or Shardy's result sharding or
+    constraint: the value itself, cut as the annotation says."""
+    return h.opcode == "custom-call" and str(h.attr("custom_call_target", "")) in _ANNOTATIONS
+
+
+def _has_manual_regions(module):
+    return any(h.opcode == "custom-call" and str(h.attr("custom_call_target", "")) in (
+        sdy.GLOBAL_TO_LOCAL, sdy.LOCAL_TO_GLOBAL) for c in module.computations
+        for h in c.instructions)
+
+
+def _written(h, meshes):
+    """The sharding written on ``h``: ``sharding={...}``, or in Shardy's
+    form the ``xla.sdy.sharding`` of a parameter, result sharding or
+    constraint."""
+    s = sharding_of(h)
+    if s is not None or not meshes:
+        return s
+    text = sdy.attribute_dict(h.attr("frontend_attributes")).get("xla.sdy.sharding")
+    if text is None or not h.shape.is_array:
+        return None
+    if h.opcode == "parameter":
+        return sdy.parse_sharding(text, meshes, h.shape.rank)
+    if _is_sharding_op(h) and text.startswith("#sdy.sharding_per_value"):
+        (s,) = sdy.parse_sharding_per_value(text, meshes)
+        return s
+    return None
 
 
 def _most_specific(candidates):
@@ -95,8 +143,9 @@ def _forward(h, have, n):
     op = h.opcode
     if _elementwise(h) or (_is_sharding_op(h) and len(have) == 1):
         return _most_specific(have)
-    if op in ("slice", "pad", "concatenate"):
-        s = _most_specific(have if op == "concatenate" else have[:1])
+    if op in ("slice", "pad", "concatenate", "dynamic-slice", "dynamic-update-slice"):
+        s = _most_specific(have if op == "concatenate" else
+                           have[:2] if op == "dynamic-update-slice" else have[:1])
         if s is None:
             return None
         kept = set(unchanged_dimensions(h))
@@ -149,7 +198,8 @@ def infer_operand_sharding(u, k, su, current):
         return project_sharding(su, list(u.attr("dimensions", ())))
     if op == "reshape":
         return reshape_sharding(su, u.shape.dimensions, x.shape.dimensions)
-    if op in ("slice", "pad", "concatenate") and not (op == "pad" and k == 1):
+    if op in ("slice", "pad", "concatenate", "dynamic-slice", "dynamic-update-slice") and not (
+            op == "pad" and k == 1) and x.shape.rank == u.shape.rank:
         kept = set(unchanged_dimensions(u))
         return project_sharding(su, [d if d in kept else None for d in range(x.shape.rank)])
     if op == "reduce" and len(u.operands) == 2 and k == 0:
@@ -163,12 +213,15 @@ def infer_operand_sharding(u, k, su, current):
 def fits(s, h):
     """Whether ``s`` may be written on ``h``: tiled or replicated, with
     tiles that divide ``h``'s dimensions evenly."""
-    if s is None or s.kind not in ("tiled", "replicated"):
+    return _fits_shape(s, h.shape)
+
+
+def _fits_shape(s, shape):
+    if s is None or s.kind not in ("tiled", "replicated") or not shape.is_array:
         return False
     if not s.is_tiled:
         return True
-    return len(s.tiles) == h.shape.rank and all(d % t == 0
-                                                for d, t in zip(h.shape.dimensions, s.tiles))
+    return len(s.tiles) == shape.rank and all(d % t == 0 for d, t in zip(shape.dimensions, s.tiles))
 
 
 def _allowed_parameters(option, module):
@@ -190,6 +243,89 @@ def _allowed_parameters(option, module):
     return option
 
 
+def called_computations(h):
+    """(role, computation) of what control flow ``h`` runs: a while's body
+    and condition, a conditional's branches, a call's ``to_apply``."""
+    if h.opcode == "while":
+        return [("body", h.attr("body")), ("condition", h.attr("condition"))]
+    if h.opcode == "call":
+        return [("to_apply", h.attr("to_apply"))]
+    if h.opcode == "conditional":
+        if h.attr("branch_computations") is not None:
+            return [("branch", c) for c in h.attr("branch_computations")]
+        return [("branch", h.attr("true_computation")), ("branch", h.attr("false_computation"))]
+    return []
+
+
+def leaf_paths(shape, prefix=()):
+    """The index paths of a (tuple) shape's arrays, in XLA's flattened order."""
+    if not shape.is_tuple:
+        return [prefix]
+    return [p for i, e in enumerate(shape.tuple_shapes) for p in leaf_paths(e, prefix + (i,))]
+
+
+def leaf_shape(shape, path):
+    for i in path:
+        shape = shape.tuple_shapes[i]
+    return shape
+
+
+def _key(h, path=()):
+    return id(h) if not path else (id(h), path)
+
+
+def _same_value(h):
+    """(source, destination, leaf shape) for each array that ``h`` passes
+    through unchanged (a tuple's elements, a get-tuple-element, a while's
+    carried values through body and condition, a call's or conditional's
+    operands into the parameters and root out): pairs whose shardings
+    propagate as one value's, forward source to destination and back."""
+    pairs = []
+
+    def same(a, a_path, b, b_path, shape):
+        pairs.extend((_key(a, a_path + q), _key(b, b_path + q), leaf_shape(shape, q))
+                     for q in leaf_paths(shape))
+    op = h.opcode
+    if op == "tuple":
+        for i, o in enumerate(h.operands):
+            same(o, (), h, (i,), o.shape)
+    elif op == "get-tuple-element":
+        same(h.operands[0], (h.attr("index"),), h, (), h.shape)
+    elif op == "while":
+        body, cond = h.attr("body"), h.attr("condition")
+        same(h.operands[0], (), h, (), h.shape)
+        same(body.root_instruction, (), h, (), h.shape)
+        same(h, (), body.parameter(0), (), h.shape)
+        same(h, (), cond.parameter(0), (), h.shape)
+    elif op == "call":
+        comp = h.attr("to_apply")
+        for o, prm in zip(h.operands, comp.parameters):
+            same(o, (), prm, (), o.shape)
+        same(comp.root_instruction, (), h, (), h.shape)
+    elif op == "conditional":
+        for k, (_, comp) in enumerate(called_computations(h)):
+            o = h.operands[1 + k]
+            same(o, (), comp.parameter(0), (), o.shape)
+            same(comp.root_instruction, (), h, (), h.shape)
+    return pairs
+
+
+def _computations(module):
+    """The entry and the computations its control flow runs (not reducers
+    or comparators), callers first."""
+    out, seen = [], set()
+    stack = [module.entry]
+    while stack:
+        comp = stack.pop(0)
+        if id(comp) in seen:
+            continue
+        seen.add(id(comp))
+        out.append(comp)
+        for h in comp.instructions:
+            stack.extend(c for _, c in called_computations(h))
+    return out
+
+
 class ShardingPropagation(HloPass):
     name = "sharding-propagation"
 
@@ -199,49 +335,70 @@ class ShardingPropagation(HloPass):
 
     def run(self, module):
         entry = module.entry
-        if entry is None or sdy.uses_shardy(module):
+        if entry is None or _has_manual_regions(module):
             return False
+        meshes = sdy.module_meshes(module)
         n = self.num_partitions or int(module.header_attrs.get("num_partitions", 1))
         allowed = _allowed_parameters(self.allow_parameters, module)
-        order = entry.post_order()
-        current, writable = {}, set()
+        comps = _computations(module)
+        order = [h for c in comps for h in c.post_order()]
+        current, writable, shapes = {}, set(), {}
         for h in order:
-            written = sharding_of(h)
-            if written is not None:
-                current[id(h)] = written
-            elif h.shape.is_array and h.shape.rank > 0 and not (
-                    h.opcode == "parameter" and not allowed[h.parameter_number]):
-                writable.add(id(h))
-        users = entry.users_map()
+            written = _written(h, meshes)
+            fixed = written is not None or (h.opcode == "parameter" and h.parent is entry
+                                             and not allowed[h.parameter_number])
+            for path in leaf_paths(h.shape):
+                key, shape = _key(h, path), leaf_shape(h.shape, path)
+                shapes[key] = shape
+                if written is not None:
+                    leaves = written.elements if written.kind == "tuple" else None
+                    current[key] = leaves[leaf_paths(h.shape).index(path)] \
+                        if leaves is not None and len(leaves) == len(leaf_paths(h.shape)) \
+                        else written
+                elif not fixed and shape.is_array and shape.rank > 0:
+                    writable.add(key)
+        users = {}
+        for c in comps:
+            users.update(c.users_map())
+        plumbing = {id(h): _same_value(h) for h in order}
         inferred = {}
 
-        def offer(h, candidate):
-            if id(h) not in writable or not fits(candidate, h):
+        def offer(key, candidate):
+            if key not in writable or not _fits_shape(candidate, shapes[key]):
                 return False
-            old = current.get(id(h))
+            old = current.get(key)
             if old is not None and tile_count(candidate) <= tile_count(old):
                 return False
-            current[id(h)] = inferred[id(h)] = candidate
+            current[key] = inferred[key] = candidate
             return True
 
         changed = True
         while changed:
             changed = False
             for h in order:
+                for src, dst, _ in plumbing[id(h)]:
+                    changed |= offer(dst, current.get(src))
                 if id(h) in writable:
                     have = [current.get(id(o)) for o in h.operands]
-                    changed |= offer(h, _forward(h, have, n))
+                    changed |= offer(id(h), _forward(h, have, n))
             for h in reversed(order):
+                for src, dst, _ in plumbing[id(h)]:
+                    changed |= offer(src, current.get(dst))
                 if id(h) not in writable:
                     continue
                 candidates = []
                 for u in users[id(h)]:
                     su = current.get(id(u))
-                    if su is not None:
+                    if su is not None and u.opcode != "tuple":
                         candidates += [infer_operand_sharding(u, k, su, current)
                                        for k, o in enumerate(u.operands) if o is h]
-                changed |= offer(h, _most_specific(c for c in candidates if fits(c, h)))
+                changed |= offer(id(h), _most_specific(c for c in candidates if fits(c, h)))
         for h in order:
-            if id(h) in inferred:
+            if h.shape.is_tuple:
+                keys = [_key(h, q) for q in leaf_paths(h.shape)]
+                if any(k in inferred for k in keys) and sharding_of(h) is None:
+                    leaves = tuple(current.get(k) or REPLICATED for k in keys)
+                    h.attrs["sharding"] = RawAttr(HloSharding("tuple", elements=leaves).to_text())
+            elif id(h) in inferred:
                 h.attrs["sharding"] = RawAttr(inferred[id(h)].to_text())
         return bool(inferred)

@@ -34,7 +34,8 @@ Per instruction:
   removing size-1 dimensions, splitting or merging dimensions below a cut
   one: [8,6] cut 4 along rows reshapes to [8,2,3] or [2,4,6] locally);
   slice, pad and concatenate keep the tiling when they change only whole
-  dimensions;
+  dimensions, dynamic-slice and dynamic-update-slice when they take the
+  cut dimensions whole (their starts there become 0);
 - dot and convolution (``spmd_dot.py``, as contractions): operands cut
   consistently along batch, free (convolution: input batch, kernel output
   feature) and contracting (input feature) dimensions run locally, an
@@ -42,7 +43,11 @@ Per instruction:
   and cut contracting dimensions are summed by an all-reduce; the result is
   tiled along its batch and free dimensions. Inconsistent cuts gather the
   rhs, then the lhs, and retry;
-- everything else (dynamic-slice, gather, scatter, sort, control flow,
+- while, call, conditional (``spmd_control_flow.py``): the computations
+  they run are partitioned too, each call site its own copy; a while
+  carries its tiles in the sharding written on it (propagated), its body's
+  root resharded to it;
+- everything else (gather, scatter, sort, ...,
   and the cases above whose cuts do not survive: a slice of a cut
   dimension, a reshape across tile boundaries, a convolution cut along a
   spatial dimension, ...): operands are gathered whole (all-gather), the op
@@ -63,7 +68,9 @@ over only some of the mesh axes are refused by name.
 Resharding cuts locally, with a dynamic-slice at offsets read from a
 constant table indexed by ``partition-id``, when each device's new tile
 lies within the one it holds (replicated to tiled, or a finer tiling);
-otherwise it gathers the value with one all-gather per cut dimension
+moves a cut from one dimension to another by one all-to-all when the same
+devices cut the new dimension as many ways (within groups of the devices
+that share the other dimensions' tiles); otherwise it gathers the value with one all-gather per cut dimension
 (groups: the devices that differ only in that dimension's tile) and cuts
 that. Dimensions that do not divide evenly by their tile count raise
 UnimplementedError, as do shardings other than replicated and tiled
@@ -81,7 +88,7 @@ from xla.hlo.shape import Shape
 from xla.hlo import sdy
 from xla.hlo.sharding import (REPLICATED, HloSharding, local_dims, sharding_of, tile_coords,
                               tiled)
-from xla.service import spmd_dot, spmd_shape_ops
+from xla.service import spmd_control_flow, spmd_dot, spmd_shape_ops
 from xla.service.sharding_propagation import ShardingPropagation, fits, infer_operand_sharding
 from xla.hlo.types import PrimitiveType
 
@@ -157,6 +164,7 @@ class _Partitioner:
         self.names = itertools.count()
         self.channel = itertools.count(1)
         self._pid = None
+        self.param_shardings = None
         self.computations = []
 
     # ----- building ---------------------------------------------------------------
@@ -244,37 +252,141 @@ class _Partitioner:
         local = self.cut(value, have, want, dims)
         if local is not None:
             return local
+        moved = self.all_to_all(value, have, want, dims)
+        if moved is not None:
+            return moved
         return self.cut(self.gather(value, have, dims), REPLICATED, want, dims)
+
+    def all_to_all(self, value, have, want, dims):
+        """``value`` moved from ``have`` (dimension a cut t ways) to ``want``
+        (the same devices cutting dimension b t ways instead, the other cuts
+        unchanged) by one all-to-all, as XLA's partitioner does: the local
+        tile's dimension b split into (t, b/t), the t axis moved next to a,
+        exchanged (piece i to the group's i-th device, received pieces in
+        group order) and merged into a. None when the shardings differ
+        otherwise."""
+        if not (have.is_tiled and want.is_tiled) or have.replicate_last != want.replicate_last:
+            return None
+        rank = len(dims)
+        ht, wt = have.tiles, want.tiles
+        if len(ht) != rank or len(wt) != rank:
+            return None
+        diff = [k for k in range(rank) if ht[k] != wt[k]]
+        if len(diff) != 2:
+            return None
+        a, b = diff if wt[diff[0]] == 1 else diff[::-1]
+        t = ht[a]
+        if wt[a] != 1 or ht[b] != 1 or wt[b] != t:
+            return None
+        groups = {}
+        for d in range(self.n):
+            h, w = have.tile_index(d), want.tile_index(d)
+            rest = tuple(h[k] for k in range(len(h)) if k not in (a, b))
+            if h[a] != w[b] or rest != tuple(w[k] for k in range(len(w)) if k not in (a, b)):
+                return None
+            groups.setdefault(rest, [None] * t)[h[a]] = d
+        local = list(local_dims(dims, have))
+        if local[b] % t:
+            return None
+        et = value.shape.element_type
+        split = local[:b] + [t, local[b] // t] + local[b + 1:]
+        x = self.add("reshape", self.array_shape(et, split), [value])
+        a1 = a if a < b else a + 1
+        axes = [k for k in range(rank + 1) if k != b]
+        p = axes.index(a1)
+        perm = axes[:p] + [b] + axes[p:]
+        x = self.add("transpose", self.array_shape(et, [split[k] for k in perm]), [x],
+                     attrs={"dimensions": tuple(perm)})
+        text = "{" + ",".join("{" + ",".join(str(d) for d in g) + "}"
+                              for g in groups.values()) + "}"
+        x = self.add("all-to-all", x.shape, [x],
+                     attrs={"channel_id": next(self.channel), "replica_groups": RawAttr(text),
+                            "dimensions": (p,)})
+        return self.add("reshape", self.tile_shape(Shape.array(et, tuple(dims)), want), [x])
 
     # ----- instructions -------------------------------------------------------------
     def run(self):
         entry = self.module.entry
-        done = {}
-        shardings = {}
-        param_shardings = []
-        for h in entry.instructions:
-            written = sharding_of(h) or self.sdy_sharding(h)
-            if written is not None and written.kind not in ("replicated", "tiled", "tuple") \
-                    and h is not entry.root_instruction:
-                raise UnimplementedError(f"spmd partitioning: sharding {written.to_text()} of "
-                                         f"{h.name} (only replicated and tiled are supported)")
-            value, s = self.instruction(h, done, shardings, written)
-            if written is not None and written.kind in ("replicated", "tiled") and h.shape.is_array:
-                value = self.reshard(value, s, written, h.shape.dimensions)
-                s = written
-            done[id(h)], shardings[id(h)] = value, s
-            if h.opcode == "parameter":
-                param_shardings.append((h.parameter_number, s))
-        root = entry.root_instruction
-        result_sharding = shardings[id(root)]
-        comp = HloComputation(entry.name, self.instructions, root=done[id(root)], is_entry=True)
-        out = HloModule(self.module.name, self.computations +
-                        [c for c in self.module.computations if c is not entry] + [comp], entry=comp)
+        comp, shardings = self.computation(entry, entry.name, None)
+        params = [shardings[id(p)] for p in entry.parameters]
+        result_sharding = shardings[id(entry.root_instruction)]
+        comp.is_entry = True
+        out = HloModule(self.module.name, _callees(comp, self.computations) + [comp], entry=comp)
         out.header_attrs = {k: v for k, v in self.module.header_attrs.items()
                             if k not in ("entry_computation_layout",)}
         out.header_attrs["num_partitions"] = self.n
-        params = [s for _, s in sorted(param_shardings, key=lambda p: p[0])]
         return out, params, result_sharding
+
+    def computation(self, comp, name, param_shardings):
+        """``comp`` partitioned: (the new computation, each instruction's
+        sharding by id). ``param_shardings`` (by parameter number; None in
+        the entry, whose parameters take their written shardings) are the
+        shardings the caller passes its operands in."""
+        saved = self.instructions, self._pid, self.param_shardings
+        self.instructions, self._pid, self.param_shardings = [], None, param_shardings
+        try:
+            done, shardings = {}, {}
+            for h in comp.instructions:
+                written = sharding_of(h) or self.sdy_sharding(h)
+                if written is not None and written.kind not in ("replicated", "tiled", "tuple") \
+                        and h is not comp.root_instruction:
+                    raise UnimplementedError(f"spmd partitioning: sharding {written.to_text()} of "
+                                             f"{h.name} (only replicated and tiled are supported)")
+                value, s = self.instruction(h, done, shardings, written)
+                if written is not None and written.kind in ("replicated", "tiled") \
+                        and h.shape.is_array:
+                    value = self.reshard(value, s, written, h.shape.dimensions)
+                    s = written
+                done[id(h)], shardings[id(h)] = value, s
+            new = HloComputation(name, self.instructions, root=done[id(comp.root_instruction)])
+        finally:
+            self.instructions, self._pid, self.param_shardings = saved
+        return new, shardings
+
+    def subcomputation(self, name, param_shapes, build):
+        """A new computation of the partitioned module: ``build(self,
+        *parameters)`` adds its instructions (as ``add`` does) and returns
+        its root."""
+        saved = self.instructions, self._pid
+        self.instructions, self._pid = [], None
+        try:
+            params = [self.add("parameter", shape, parameter_number=k)
+                      for k, shape in enumerate(param_shapes)]
+            comp = HloComputation(name, self.instructions, root=build(self, *params))
+        finally:
+            self.instructions, self._pid = saved
+        self.computations.append(comp)
+        return comp
+
+    def computation_name(self, comp):
+        taken = {c.name for c in self.computations} | {c.name for c in self.module.computations}
+        k = 0
+        while f"{comp.name}.spmd.{k}" in taken:
+            k += 1
+        return f"{comp.name}.spmd.{k}"
+
+    def local_shape(self, shape, sharding):
+        """The shape of one device's part of a (tuple) value of ``shape``."""
+        if shape.is_tuple:
+            return Shape.tuple([self.local_shape(e, element(sharding, i))
+                                for i, e in enumerate(shape.tuple_shapes)])
+        if not shape.is_array or sharding is None or not sharding.is_tiled:
+            return shape
+        return self.tile_shape(shape, sharding)
+
+    def reshard_value(self, value, have, want, shape):
+        """``reshard`` of a (tuple) value of ``shape``, element by element."""
+        if not shape.is_tuple:
+            if not shape.is_array or _same(have, want) or want.kind not in ("tiled", "replicated"):
+                return value
+            return self.reshard(value, have, want, shape.dimensions)
+        if not _differs(have, want, shape):
+            return value
+        parts = [self.reshard_value(self.add("get-tuple-element", value.shape.tuple_shapes[i],
+                                             [value], attrs={"index": i}),
+                                    element(have, i), element(want, i), e)
+                 for i, e in enumerate(shape.tuple_shapes)]
+        return self.add("tuple", Shape.tuple([v.shape for v in parts]), parts)
 
     def sdy_sharding(self, h):
         """The sharding of a parameter in Shardy's form (None elsewhere: the
@@ -300,6 +412,12 @@ class _Partitioner:
             # what works on its results before they become global again).
             return self.add(op, h.shape, operands, attrs=attrs, literal=h.literal), \
                 _manual_like(h.shape)
+        if op == "parameter" and self.param_shardings is not None:
+            s = self.param_shardings[h.parameter_number]
+            return self.add("parameter", self.local_shape(h.shape, s), attrs=attrs,
+                            parameter_number=h.parameter_number), s
+        if op in spmd_control_flow.HANDLERS:
+            return spmd_control_flow.HANDLERS[op](self, h, operands, have, attrs, written)
         if op == "parameter":
             s = written if written is not None and written.kind == "tiled" else REPLICATED
             dims = local_dims(h.shape.dimensions, s) if h.shape.is_array else None
@@ -309,7 +427,7 @@ class _Partitioner:
             return self.add("tuple", Shape.tuple([v.shape for v in operands]), operands), \
                 HloSharding("tuple", elements=tuple(have))
         if op == "get-tuple-element":
-            s = have[0].elements[h.attr("index")] if have[0].kind == "tuple" else REPLICATED
+            s = element(have[0], h.attr("index"))
             t = operands[0].shape.tuple_shapes[h.attr("index")]
             return self.add(op, t, operands, attrs=attrs), s
         if not h.shape.is_array:
@@ -447,6 +565,42 @@ class _Partitioner:
 
 _HANDLERS = {**spmd_shape_ops.HANDLERS, **spmd_dot.HANDLERS,
              "reduce": lambda p, *args: p.reduce(*args)}
+
+
+def element(sharding, i):
+    """The sharding of element ``i`` of a tuple value sharded by ``sharding``
+    (a sharding other than a tuple's applies to every element)."""
+    if sharding is None:
+        return REPLICATED
+    return sharding.elements[i] if sharding.kind == "tuple" else sharding
+
+
+def _differs(have, want, shape):
+    """Whether some array of a (tuple) value of ``shape`` is cut otherwise
+    under ``want`` than under ``have``."""
+    if shape.is_tuple:
+        return any(_differs(element(have, i), element(want, i), e)
+                   for i, e in enumerate(shape.tuple_shapes))
+    return shape.is_array and want.kind in ("tiled", "replicated") and not _same(have, want)
+
+
+def _callees(entry, made):
+    """The computations the partitioned ``entry`` calls, callees first: the
+    original module's reducers and comparators it still names, then those
+    the partitioner ``made`` (in the order it made them)."""
+    found, order = set(), []
+
+    def visit(comp):
+        for h in comp.instructions:
+            for value in h.attrs.values():
+                for c in (value if isinstance(value, (list, tuple)) else [value]):
+                    if isinstance(c, HloComputation) and id(c) not in found:
+                        found.add(id(c))
+                        visit(c)
+                        order.append(c)
+    visit(entry)
+    made_ids = {id(c) for c in made}
+    return [c for c in order if id(c) not in made_ids] + [c for c in made if id(c) in found]
 
 
 def _same(a, b):

@@ -1,5 +1,6 @@
 """SPMD partitioning of the ops that move data without computing on it:
-transpose, broadcast, reshape, slice, pad and concatenate. Each handler
+transpose, broadcast, reshape, slice, pad, concatenate, dynamic-slice and
+dynamic-update-slice. Each handler
 takes the partitioner ``p`` (``xla/service/spmd_partitioner.py``), the
 instruction, its operands' partitioned values and their shardings, and
 returns ``(value, sharding)`` for a local op on the tiles, or None when
@@ -8,8 +9,13 @@ the op must be computed whole (the partitioner then gathers).
 The rule they share: a dimension that is cut must pass through the op
 unchanged (same size, same tile boundaries), so each device's local op on
 its tile computes exactly its tile of the result; the dimensions that are
-whole may change freely.
+whole may change freely. A dynamic-slice or dynamic-update-slice that
+takes a dimension whole starts it at 0 (XLA clamps the start), so its
+cut survives with the start replaced by 0 (a loop writing step i of a
+stack of batch-cut values, as ``xla.grad`` keeps residuals, stays cut).
 """
+import numpy as np
+
 from xla.hlo.attributes import SliceDim
 from xla.hlo.sharding import REPLICATED, local_dims, project_sharding, tiled
 
@@ -199,11 +205,62 @@ def concatenate(p, h, operands, have, attrs):
     return p.add("concatenate", p.tile_shape(h.shape, s), values, attrs=attrs), s
 
 
+def _zero_starts(p, h, first, cut):
+    """``h``'s start-index operands (from ``first``) with those of the
+    ``cut`` dimensions replaced by a zero of their type (whole there)."""
+    out = []
+    for k, o in enumerate(h.operands[first:]):
+        out.append(p.add("constant", o.shape, literal=np.zeros((), o.shape.element_type.dtype))
+                   if k in cut else None)
+    return out
+
+
+def dynamic_slice(p, h, operands, have, attrs):
+    s = have[0]
+    if not _cut(s) or any(not o.shape.is_array or o.shape.rank for o in h.operands[1:]):
+        return None
+    cut = {k for k, t in enumerate(s.tiles) if t > 1}
+    if not cut <= set(unchanged_dimensions(h)):
+        return None
+    local = local_dims(h.operands[0].shape.dimensions, s)
+    sizes = [local[k] if k in cut else n for k, n in enumerate(h.attr("dynamic_slice_sizes"))]
+    starts = [z if z is not None else v
+              for z, v in zip(_zero_starts(p, h, 1, cut), operands[1:])]
+    return p.add("dynamic-slice", p.tile_shape(h.shape, s), [operands[0]] + starts,
+                 attrs=dict(attrs, dynamic_slice_sizes=tuple(sizes))), s
+
+
+def dynamic_update_slice(p, h, operands, have, attrs):
+    if any(not o.shape.is_array or o.shape.rank for o in h.operands[2:]):
+        return None
+    whole = set(unchanged_dimensions(h))
+    for s in have[:2]:
+        cut = {k for k, t in enumerate(s.tiles) if t > 1} if _cut(s) else set()
+        if cut and cut <= whole:
+            break
+    else:
+        return None
+    x, u = h.operands[0].shape, h.operands[1].shape
+    base = p.reshard(operands[0], have[0], s, x.dimensions)
+    update = p.reshard(operands[1], have[1], s, u.dimensions)
+    starts = [z if z is not None else v
+              for z, v in zip(_zero_starts(p, h, 2, cut), operands[2:])]
+    return p.add("dynamic-update-slice", p.tile_shape(h.shape, s), [base, update] + starts,
+                 attrs=attrs), s
+
+
 def unchanged_dimensions(h):
-    """The dimensions a slice, pad or concatenate ``h`` passes through
-    whole and unmoved (a full-range unit-stride slice, no padding, not the
-    concatenated dimension): a cut along them survives the op."""
+    """The dimensions a slice, pad, concatenate, dynamic-slice or
+    dynamic-update-slice ``h`` passes through whole and unmoved (a
+    full-range unit-stride slice, no padding, not the concatenated
+    dimension, a dynamic slice or update as long as the dimension): a cut
+    along them survives the op."""
     x = h.operands[0].shape
+    if h.opcode == "dynamic-slice":
+        return [k for k, n in enumerate(h.attr("dynamic_slice_sizes")) if n == x.dimensions[k]]
+    if h.opcode == "dynamic-update-slice":
+        u = h.operands[1].shape
+        return [k for k in range(x.rank) if u.dimensions[k] == x.dimensions[k]]
     if h.opcode == "slice":
         return [k for k, c in enumerate(h.attr("slice")) if tuple(c) == (0, x.dimensions[k], 1)]
     if h.opcode == "pad":
@@ -213,4 +270,5 @@ def unchanged_dimensions(h):
 
 
 HANDLERS = {"transpose": transpose, "broadcast": broadcast, "reshape": reshape,
-            "slice": slice_, "pad": pad, "concatenate": concatenate}
+            "slice": slice_, "pad": pad, "concatenate": concatenate,
+            "dynamic-slice": dynamic_slice, "dynamic-update-slice": dynamic_update_slice}

@@ -5,6 +5,7 @@ import numpy as np
 
 from xla.errors import UnimplementedError
 from xla.frontend.autodiff.table import inline, vjp_rule
+from xla.frontend.tracing import tracing_error
 
 
 # ----- shape ops --------------------------------------------------------------------
@@ -415,3 +416,13 @@ def _sort(g, instr, ct):
     back = b.sort([perm] + filled, by_perm_comp, dim, False)
     out = [b.get_tuple_element(back, 1 + k) for k in range(n)]
     return out if n > 1 else out
+
+
+@vjp_rule("custom-call")
+def _custom_call(g, instr, ct):
+    """Only XLA's ``Sharding`` annotation (with_sharding_constraint): the
+    cotangent is cut as the value was, as JAX transposes it."""
+    if str(instr.attr("custom_call_target", "")) != "Sharding" or len(instr.operands) != 1:
+        raise tracing_error(f"xla.grad: no differentiation rule for custom-call "
+                            f"{instr.attr('custom_call_target')!s} ({instr.name})")
+    return [g.b.custom_call("Sharding", (ct,), instr.shape, sharding=instr.attrs["sharding"])]
