@@ -293,4 +293,35 @@ def broadcasted_iota(dtype, shape, dimension):
 
 @eager
 def convert_element_type(operand, new_dtype):
+    """``operand`` as ``new_dtype`` (HLO convert), with JAX's (and NumPy's)
+    conversions where HLO has none: to bool is ``x != 0``, complex to real
+    keeps the real part."""
     return convert(as_tracer(operand), np.dtype(new_dtype))
+
+
+@eager
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (a scalar; of its own
+    dtype if ``dtype`` is None): a constant, broadcast unless ``shape`` is
+    ``()``."""
+    shape = tuple(int(d) for d in shape)
+    if isinstance(fill_value, Tracer):
+        v = fill_value if dtype is None else convert(fill_value, np.dtype(dtype))
+    else:
+        v = as_tracer(fill_value, dtype)
+    if v.shape != ():
+        raise ShapeError(f"full: fill_value must be a scalar, got {type_text(v)}")
+    if not shape:
+        return v
+    return Tracer(_builder().broadcast_in_dim(v.op, shape, ()), weak=v.weak)
+
+
+@eager
+def full_like(x, fill_value, dtype=None, shape=None):
+    """``full`` with the shape and dtype of ``x`` unless given; weak when
+    ``x`` is and no ``dtype`` is given (as in JAX)."""
+    t = x if isinstance(x, Tracer) else as_tracer(x)
+    dt = t.dtype if dtype is None else np.dtype(dtype)
+    out = full(t.shape if shape is None else shape, np.asarray(fill_value, dt)
+               if not isinstance(fill_value, Tracer) else fill_value, dt)
+    return Tracer(out.op, weak=t.weak and dtype is None)
