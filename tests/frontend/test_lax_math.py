@@ -140,3 +140,14 @@ def test_full_and_full_like():
 def test_errors_name_the_function_and_the_rule(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_ml_dtypes_narrow_floats_count_as_floats():
+    import ml_dtypes
+    bf = np.array([0.5, 1.0, 2.0], ml_dtypes.bfloat16)
+    e = lax.exp(bf)
+    assert e.dtype == ml_dtypes.bfloat16
+    np.testing.assert_allclose(e.astype(np.float32), np.exp([0.5, 1.0, 2.0]), rtol=1e-2)
+    assert lax.sub(bf, bf).dtype == ml_dtypes.bfloat16 and not lax.sub(bf, bf).astype(np.float32).any()
+    with pytest.raises(InvalidArgumentError, match="lax.shift_left does not accept dtype bfloat16"):
+        lax.shift_left(bf, bf)

@@ -18,15 +18,14 @@ import numpy as np
 
 from xla.errors import InvalidArgumentError, ShapeError
 from xla.frontend.lax.eager import eager
-from xla.frontend.lax.primitives import (_ACCEPTS, _NUMBER, _binary, _builder, _check_kind, _one_dtype,
-                                         _one_shape, add, bitwise_and, bitwise_or, convert_element_type,
-                                         eq, full_like, gt, lt, mul, ne, select, sub)
+from xla.frontend.lax.primitives import (_ACCEPTS, _NUMBER, _binary, _builder, _check_kind, _kind,
+                                         _one_dtype, _one_shape, add, bitwise_and, bitwise_or,
+                                         convert_element_type, eq, full_like, gt, lt, mul, ne, select, sub)
 from xla.frontend.lax.subcomputation import type_text
 from xla.frontend.tracing import Tracer, as_tracer
 
+# Dtype kinds (NumPy kind letters; ``primitives._ACCEPTS`` names them).
 _FLOAT, _INEXACT, _INT, _INT_FLOAT, _SIGNED = "f", "fc", "iu", "iuf", "ifc"
-_ACCEPTS.update({_FLOAT: "floats", _INEXACT: "floats and complex numbers", _INT: "integers",
-                 _INT_FLOAT: "integers and floats", _SIGNED: "signed integers, floats and complex numbers"})
 
 
 def _unary(name, opcode, kinds, doc, weak=True):
@@ -103,7 +102,7 @@ def pow(x, y):
     (converted to x's dtype), else the two have one dtype; unlike JAX,
     integer bases are accepted too (HLO defines power on integers)."""
     x, y = as_tracer(x), as_tracer(y)
-    if x.dtype.kind in _INEXACT and y.dtype.kind in "iu":
+    if _kind(x.dtype) in _INEXACT and _kind(y.dtype) in "iu":
         y = convert_element_type(y, x.dtype)
     x, y = _one_shape("pow", _one_dtype("pow", [x, y]))
     _check_kind("pow", x, _NUMBER, _ACCEPTS[_NUMBER])
@@ -116,7 +115,7 @@ def sign(x):
     0 or 1 for unsigned x, which HLO's sign does not define: a compare)."""
     t = as_tracer(x)
     _check_kind("sign", t, _NUMBER, _ACCEPTS[_NUMBER])
-    if t.dtype.kind == "u":
+    if _kind(t.dtype) == "u":
         return convert_element_type(ne(t, full_like(t, 0)), t.dtype)
     return Tracer(_builder().unary("sign", t.op), weak=t.weak)
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from xla.errors import InvalidArgumentError, ShapeError
 from xla.frontend import tracing
+from xla.frontend.builder import element_type
 from xla.frontend.lax.eager import eager
 from xla.frontend.lax.subcomputation import type_text
 from xla.frontend.tracing import Tracer, as_tracer, convert, current_context
@@ -50,15 +51,29 @@ def _one_shape(what, ts):
             Tracer(_builder().broadcast_in_dim(t.op, shape, ()), weak=t.weak) for t in ts]
 
 
+_ML_KINDS = {"pred": "b", "s": "i", "u": "u", "f": "f", "c": "c"}
+
+
+def _kind(dtype):
+    """NumPy's kind letter of ``dtype``, also for ml_dtypes' bfloat16,
+    float8 and int4 types (NumPy kind 'V'), which JAX counts as floats and
+    integers."""
+    if dtype.kind != "V":
+        return dtype.kind
+    return _ML_KINDS.get(element_type(dtype).kind, "V")
+
+
 def _check_kind(what, t, kinds, accepts):
-    if t.dtype.kind not in kinds:
+    if _kind(t.dtype) not in kinds:
         raise InvalidArgumentError(f"lax.{what} does not accept dtype {t.dtype} (it takes {accepts})")
 
 
 # Dtype kinds each family accepts (JAX's): NumPy kind letters.
 _NUMBER, _ANY, _ORDERED, _INTEGER = "iufc", "biufc", "biuf", "biu"
 _ACCEPTS = {_NUMBER: "numbers", _ANY: "any dtype", _ORDERED: "bools, integers and reals",
-            _INTEGER: "bools and integers"}
+            _INTEGER: "bools and integers", "f": "floats", "fc": "floats and complex numbers",
+            "iu": "integers", "iuf": "integers and floats",
+            "ifc": "signed integers, floats and complex numbers"}
 
 
 def _binary(name, opcode, kinds, doc, direction=None):

@@ -11,8 +11,8 @@ import numpy as np
 from xla.errors import InvalidArgumentError, ShapeError
 from xla.frontend.builder import element_type
 from xla.frontend.lax.eager import eager
-from xla.frontend.lax.primitives import (broadcast_in_dim, bitwise_and, clamp, full_like, ge, le,
-                                         reshape, select)
+from xla.frontend.lax.primitives import (_kind, bitwise_and, broadcast_in_dim, clamp, full_like, ge,
+                                         le, reshape, select)
 from xla.frontend.lax.reductions import reduce
 from xla.frontend.lax.subcomputation import type_text
 from xla.frontend.tracing import Tracer, as_tracer, convert, current_context
@@ -177,7 +177,7 @@ def _indices(what, indices):
     return convert(i, np.int64) if i.weak else i
 
 
-def _window_bounds(operand, indices, dims, window):
+def _window_bounds(operand, dims, window):
     """Per index vector entry k, the largest start of ``operand``'s
     dimension ``dims[k]`` at which a window of ``window[k]`` fits."""
     return [max(operand.shape[d] - w, 0) for d, w in zip(dims, window)]
@@ -185,14 +185,14 @@ def _window_bounds(operand, indices, dims, window):
 
 def _clamp_indices(operand, indices, dims, window):
     """Each index vector entry clamped into [0, bound] (CLIP)."""
-    bounds = np.asarray(_window_bounds(operand, indices, dims, window), indices.dtype)
+    bounds = np.asarray(_window_bounds(operand, dims, window), indices.dtype)
     hi = broadcast_in_dim(as_tracer(bounds), indices.shape, (indices.ndim - 1,))
     return clamp(full_like(indices, 0), indices, hi)
 
 
 def _in_bounds(operand, indices, dims, window):
     """The batch-shaped mask of index vectors whose window fits."""
-    bounds = np.asarray(_window_bounds(operand, indices, dims, window), indices.dtype)
+    bounds = np.asarray(_window_bounds(operand, dims, window), indices.dtype)
     hi = broadcast_in_dim(as_tracer(bounds), indices.shape, (indices.ndim - 1,))
     ok = bitwise_and(ge(indices, full_like(indices, 0)), le(indices, hi))
     return reduce(ok, np.bool_(True), bitwise_and, (indices.ndim - 1,))
@@ -235,7 +235,7 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
     if mask is None:
         return out
     if fill_value is None:
-        kind = x.dtype.kind
+        kind = _kind(x.dtype)
         fill_value = (np.nan if kind in "fc" else True if kind == "b" else np.iinfo(x.dtype).min)
     batch = [d for d in range(out.ndim) if d not in dn.offset_dims]
     keep = broadcast_in_dim(mask, out.shape, batch)
