@@ -1,7 +1,8 @@
 """Elementwise math, as ``jax.lax``: exponentials and logarithms,
 trigonometric and hyperbolic functions, rounding, division, remainder and
 power, shifts, bit counts, and bitcasts. Each is one HLO instruction (after
-a broadcast of a scalar operand), with the rules of ``primitives``: one
+a broadcast of a scalar operand; ``nextafter`` steps the bits, ``sign`` of
+unsigned integers is a compare), with the rules of ``primitives``: one
 dtype, one shape, JAX's accepted dtypes (``lax.exp`` of an integer array is
 an error, not a conversion).
 
