@@ -1,9 +1,10 @@
 """Indexing traced arrays: ``t[...]`` and ``t.at[...].set(v)``.
 
-Basic indices (ints, slices, ``None``, ``...``) become static slices,
-reverses and reshapes; a traced integer scalar becomes a dynamic-slice.
+Written with ``xla.lax``, as ``jax.numpy``'s indexing is: basic indices
+(ints, slices, ``None``, ``...``) become ``lax.slice``, ``lax.rev`` and
+``lax.reshape``; a traced integer scalar becomes a ``lax.dynamic_slice``.
 Integer arrays (NumPy or traced; ints count as arrays when arrays are
-present) follow NumPy's advanced-indexing rules and become one HLO gather:
+present) follow NumPy's advanced-indexing rules and become one ``lax.gather``:
 the index arrays broadcast together, and the broadcast dimensions take the
 place of the indexed ones when those are adjacent, else they come first.
 
@@ -21,16 +22,16 @@ traced mask is a must-compile error (use ``np.where``); a NumPy boolean
 array is known while tracing and becomes integer indices.
 
 ``x.at[idx].set(v)`` (also ``add``, ``multiply``, ``min``, ``max``, ``get``)
-is JAX's functional update: a dynamic-update-slice for basic indices, a
-scatter for integer arrays.
+is JAX's functional update: a ``lax.dynamic_update_slice`` for basic
+indices, a ``lax.scatter`` (``scatter_add``, ...) for integer arrays.
 """
 import operator
 import sys
 
 import numpy as np
 
-from xla.errors import ShapeError
-from xla.frontend.tracing import (Tracer, as_tracer, broadcast_to, convert, current_builder,
+from xla.frontend import lax
+from xla.frontend.tracing import (Tracer, as_tracer, broadcast_shapes, broadcast_to, convert,
                                   install_table, table, tracing_error)
 
 
@@ -98,7 +99,6 @@ def getitem(t, index, mode=None):
 
 
 def _basic(t, idx):
-    b = current_builder()
     starts, limits, strides, reverse_dims, out_shape, dynamic = [], [], [], [], [], {}
     dynamic_sizes = {}   # dim -> size of a slice with traced bounds
     dim = 0
@@ -147,22 +147,19 @@ def _basic(t, idx):
             limits.append(k + 1)
             strides.append(1)
         dim += 1
-    op = t.op
-    if reverse_dims:
-        op = b.reverse(op, reverse_dims)
+    x = lax.rev(t, reverse_dims)
     if dynamic:
-        sizes = [limits[d] - starts[d] if d not in dynamic else dynamic_sizes.get(d, 1)
+        sizes = [max(limits[d] - starts[d] if d not in dynamic else dynamic_sizes.get(d, 1), 0)
                  for d in range(t.ndim)]
-        start_ops = [_wrapped_start(b, dynamic[d], t.shape[d]) if d in dynamic
-                     else b.constant(np.int64(starts[d])) for d in range(t.ndim)]
-        op = b.dynamic_slice(op, start_ops, [max(s, 0) for s in sizes])
+        start_ts = [_wrapped_start(dynamic[d], t.shape[d]) if d in dynamic
+                    else as_tracer(np.int64(starts[d])) for d in range(t.ndim)]
+        # s64 starts, wrapped as NumPy wraps; dynamic-slice clamps them so the slice fits.
+        x = lax.dynamic_slice(x, start_ts, sizes, allow_negative_indices=False)
         if any(st != 1 for st in strides):
-            op = b.slice(op, [0] * t.ndim, [max(s, 0) for s in sizes], strides)
+            x = lax.slice(x, [0] * t.ndim, sizes, strides)
     elif any(starts) or list(limits) != list(t.shape) or any(st != 1 for st in strides):
-        op = b.slice(op, starts, limits, strides)
-    if tuple(out_shape) != tuple(op.dims):
-        op = b.reshape(op, out_shape)
-    return Tracer(op, weak=t.weak)
+        x = lax.slice(x, starts, limits, strides)
+    return Tracer(lax.reshape(x, out_shape).op, weak=t.weak)
 
 
 def _check_index_range(i, size, dim):
@@ -205,17 +202,17 @@ def _traced_slice(i, size, dim):
                         "x[i:i + k] with a loop index i that keeps it inside compiles")
 
 
-def _wrapped_start(b, index, size):
-    """A traced index with NumPy's negative wrap-around, as s64."""
-    i = index.op if index.dtype == np.int64 else b.convert(index.op, np.int64)
-    zero = b.broadcast_in_dim(b.constant(np.int64(0)), i.dims, ()) if i.dims else b.constant(np.int64(0))
-    n = b.broadcast_in_dim(b.constant(np.int64(size)), i.dims, ()) if i.dims else b.constant(np.int64(size))
-    return b.select(b.compare(i, zero, "LT"), b.binary("add", i, n), i)
+def _wrapped_start(index, size):
+    """A traced index with NumPy's negative wrap-around, as int64."""
+    i = lax.convert_element_type(index, np.int64)
+    zero = lax.full_like(i, 0)
+    n = lax.full_like(i, size)
+    return lax.select(lax.lt(i, zero), lax.add(i, n), i)
 
 
 def _prepare_advanced(t, idx, mode):
     """Applies None and slices, then returns (operand Tracer, advanced
-    positions, broadcast index XlaOp of shape B + (len(adv),), B, the
+    positions, broadcast index Tracer of shape B + (len(adv),), B, the
     positions' contiguity)."""
     # None becomes a size-1 axis indexed by ':'.
     shape, full_idx, dim = [], [], 0
@@ -227,13 +224,11 @@ def _prepare_advanced(t, idx, mode):
             shape.append(t.shape[dim])
             full_idx.append(i)
             dim += 1
-    if tuple(shape) != t.shape:
-        t = Tracer(current_builder().reshape(t.op, shape), weak=t.weak)
+    t = lax.reshape(t, shape)
     # Slices first (static), leaving full slices.
     basic = [i if isinstance(i, slice) else slice(None) for i in full_idx]
     t = _basic(t, basic)
     adv = [k for k, i in enumerate(full_idx) if not isinstance(i, slice)]
-    b = current_builder()
     arrays = []
     for k in adv:
         i = full_idx[k]
@@ -246,7 +241,7 @@ def _prepare_advanced(t, idx, mode):
             elif mode == "wrap":
                 arrays.append(np.remainder(convert(i, np.int64), max(size, 1)))
             else:
-                arrays.append(Tracer(_wrapped_start(b, i, size)))
+                arrays.append(_wrapped_start(i, size))
         else:
             a = np.asarray(i)
             if a.dtype.kind not in "iu" and a.size:
@@ -263,27 +258,25 @@ def _prepare_advanced(t, idx, mode):
                                      f"size {size}")
                 a = np.where(a < 0, a + size, a)
             arrays.append(as_tracer(a))
-    from xla.frontend.tracing import broadcast_shapes
     bshape = broadcast_shapes(*(a.shape for a in arrays))
     stacked = [broadcast_to(a, bshape) for a in arrays]
-    cols = [b.reshape(s.op, bshape + (1,)) for s in stacked]
-    index = cols[0] if len(cols) == 1 else b.concatenate(cols, len(bshape))
+    index = lax.concatenate([lax.reshape(s, bshape + (1,)) for s in stacked], len(bshape))
     contiguous = adv == list(range(adv[0], adv[0] + len(adv)))
     return t, adv, index, bshape, contiguous
 
 
 def _advanced(t, idx, mode):
     t, adv, index, bshape, contiguous = _prepare_advanced(t, idx, mode)
-    b = current_builder()
     rest = [d for d in range(t.ndim) if d not in adv]
     nb = len(bshape)
     first = adv[0] if contiguous else 0
     # Output: rest dims before `first`, then B, then the other rest dims.
     offset_dims = [j if j < first else j + nb for j in range(len(rest))]
     slice_sizes = [1 if d in adv else t.shape[d] for d in range(t.ndim)]
-    out = b.gather(t.op, index, offset_dims=offset_dims, collapsed_slice_dims=adv,
-                   start_index_map=adv, index_vector_dim=nb, slice_sizes=slice_sizes)
-    return Tracer(out, weak=t.weak)
+    # Indices are in range or clamped (see the module docstring): XLA's own gather.
+    dnums = lax.GatherDimensionNumbers(offset_dims=tuple(offset_dims), collapsed_slice_dims=tuple(adv),
+                                       start_index_map=tuple(adv))
+    return lax.gather(t, index, dnums, slice_sizes, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 class AtIndexer:
@@ -296,7 +289,12 @@ class AtIndexer:
         return _AtRef(self._t, index)
 
 
-_COMBINERS = {"set": None, "add": "add", "multiply": "multiply", "min": "minimum", "max": "maximum"}
+# x.at[idx].<how>(v): the lax combination of the old and new values, and the
+# scatter that applies it.
+_COMBINERS = {"set": None, "add": lax.add, "multiply": lax.mul, "min": lax.min, "max": lax.max}
+_BOOL_COMBINERS = {"add": lax.bitwise_or, "multiply": lax.bitwise_and}
+_SCATTERS = {"set": lax.scatter, "add": lax.scatter_add, "multiply": lax.scatter_mul,
+             "min": lax.scatter_min, "max": lax.scatter_max}
 
 
 class _AtRef:
@@ -338,12 +336,13 @@ def _update_basic(t, idx, values, how):
     dynamic-update-slice (steps other than 1 go through scatter)."""
     if any(isinstance(i, slice) and (i.step or 1) != 1 for i in idx if i is not None):
         return _scatter_elements(t, idx, values, how)
-    b = current_builder()
     slab = _basic(t, idx)
     v = convert(as_tracer(values), t.dtype)
     v = broadcast_to(v, slab.shape)
     if how != "set":
-        v = Tracer(b.binary(_COMBINERS[how], slab.op, v.op))
+        # NumPy's + and * on booleans are 'or' and 'and'.
+        combine = _BOOL_COMBINERS.get(how) if t.dtype == np.bool_ else None
+        v = (combine or _COMBINERS[how])(slab, v)
     # Dims of the slab, without the None axes and int positions.
     starts, sizes, dim = [], [], 0
     for i in idx:
@@ -351,25 +350,24 @@ def _update_basic(t, idx, values, how):
             continue
         traced = _traced_slice(i, t.shape[dim], dim)
         if traced is not None:
-            starts.append(_wrapped_start(b, traced[0], t.shape[dim]))
+            starts.append(_wrapped_start(traced[0], t.shape[dim]))
             sizes.append(traced[1])
         elif isinstance(i, slice):
             start, stop, _ = i.indices(t.shape[dim])
-            starts.append(b.constant(np.int64(start)))
+            starts.append(as_tracer(np.int64(start)))
             sizes.append(max(stop - start, 0))
         elif isinstance(i, Tracer):
             _check_index_range(i, t.shape[dim], dim)
-            starts.append(_wrapped_start(b, i, t.shape[dim]))
+            starts.append(_wrapped_start(i, t.shape[dim]))
             sizes.append(1)
         else:
             k = operator.index(i)
             if not -t.shape[dim] <= k < t.shape[dim]:
                 raise IndexError(f"index {k} is out of bounds for axis {dim} with size {t.shape[dim]}")
-            starts.append(b.constant(np.int64(k % t.shape[dim])))
+            starts.append(as_tracer(np.int64(k % t.shape[dim])))
             sizes.append(1)
         dim += 1
-    update = b.reshape(v.op, sizes)
-    return Tracer(b.dynamic_update_slice(t.op, update, starts))
+    return lax.dynamic_update_slice(t, lax.reshape(v, sizes), starts, allow_negative_indices=False)
 
 
 def _scatter_elements(t, idx, values, how):
@@ -377,36 +375,20 @@ def _scatter_elements(t, idx, values, how):
     with ``idx`` gives the coordinates of every selected element (NumPy's
     rules, bounds checks and clamping included, by construction), and one
     scatter with scalar windows writes them."""
-    b = current_builder()
-    coords = [getitem(Tracer(b.iota(np.int64, t.shape, d)), tuple(idx)) for d in range(t.ndim)]
+    coords = [getitem(lax.broadcasted_iota(np.int64, t.shape, d), tuple(idx)) for d in range(t.ndim)]
     rshape = coords[0].shape
-    nb = len(rshape)
-    cols = [b.reshape(c.op, rshape + (1,)) for c in coords]
-    index = cols[0] if len(cols) == 1 else b.concatenate(cols, nb)
+    index = lax.concatenate([lax.reshape(c, rshape + (1,)) for c in coords], len(rshape))
     v = broadcast_to(convert(as_tracer(values), t.dtype), rshape)
-    dims = list(range(t.ndim))
-    out = b.scatter(t.op, index, v.op, _combiner(b, t.dtype, how), update_window_dims=[],
-                    inserted_window_dims=dims, scatter_dims_to_operand_dims=dims, index_vector_dim=nb)
-    return Tracer(out)
-
-
-def _combiner(b, dtype, how):
-    from xla.frontend.builder import element_type
-    from xla.hlo.shape import Shape
-    sub = b.sub_builder(f"scatter_{how}")
-    et = element_type(dtype)
-    lhs = sub.parameter(0, Shape.scalar(et), "old")
-    rhs = sub.parameter(1, Shape.scalar(et), "new")
-    if how == "set":
-        return sub.build(rhs)
-    return sub.build(sub.binary(_COMBINERS[how], lhs, rhs))
+    dims = tuple(range(t.ndim))
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=dims,
+                                        scatter_dims_to_operand_dims=dims)
+    return _SCATTERS[how](t, index, v, dnums, mode=lax.GatherScatterMode.FILL_OR_DROP)
 
 
 def _scatter(t, idx, values, how):
     if any(isinstance(i, slice) and i != slice(None) for i in idx) or any(i is None for i in idx):
         return _scatter_elements(t, idx, values, how)
     _, adv, index, bshape, contiguous = _prepare_advanced(t, idx, None)
-    b = current_builder()
     rest = [d for d in range(t.ndim) if d not in adv]
     nb = len(bshape)
     first = adv[0] if contiguous else 0
@@ -418,9 +400,10 @@ def _scatter(t, idx, values, how):
     for p, s in zip(bpos, bshape):
         upd_shape[p] = s
     v = broadcast_to(convert(as_tracer(values), t.dtype), tuple(upd_shape))
-    out = b.scatter(t.op, index, v.op, _combiner(b, t.dtype, how), update_window_dims=update_window_dims,
-                    inserted_window_dims=adv, scatter_dims_to_operand_dims=adv, index_vector_dim=nb)
-    return Tracer(out)
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=tuple(update_window_dims),
+                                        inserted_window_dims=tuple(adv),
+                                        scatter_dims_to_operand_dims=tuple(adv))
+    return _SCATTERS[how](t, index, v, dnums, mode=lax.GatherScatterMode.FILL_OR_DROP)
 
 
 install_table("indexing", sys.modules[__name__])

@@ -3,10 +3,11 @@
 ``dispatch`` is what ``Tracer.__array_ufunc__`` calls. It picks the loop
 dtypes exactly as NumPy would (``ufunc.resolve_dtypes``, with Python scalars
 weak), converts and broadcasts the inputs, and calls the ufunc's row in
-``UFUNCS``: a function of the builder and the operands' XlaOps (all of the
-loop's input dtype and the broadcast shape) that returns the result XlaOp.
-Rows written in terms of other rows (``square``, ``logaddexp``) say what
-NumPy's definition is, in HLO.
+``UFUNCS``: a function of the operands (Tracers, all of the loop's input
+dtype and the broadcast shape) that returns the result, written with
+``xla.lax`` as ``jax.numpy``'s ufuncs are: NumPy's promotion happens here,
+lax's functions see one dtype. Rows written in terms of other rows
+(``square``, ``logaddexp``) say what NumPy's definition is.
 
 ``reduce`` and ``accumulate`` of the ufuncs that have an HLO reduction
 (``np.add.reduce`` is ``np.sum``) go to ``xla.frontend.numpy``.
@@ -15,7 +16,7 @@ import sys
 
 import numpy as np
 
-from xla.frontend import tracing
+from xla.frontend import lax, tracing
 from xla.frontend.tracing import Tracer, as_tracer, broadcast_arrays, convert, tracing_error
 
 UFUNCS = {}
@@ -29,57 +30,46 @@ def _row(*ufuncs):
     return register
 
 
-def _const(b, like, value):
-    """``value`` broadcast to the shape and dtype of XlaOp ``like``."""
-    c = b.constant(np.asarray(value, dtype=like.dtype))
-    return b.broadcast_in_dim(c, like.dims, ()) if like.dims else c
+def _const(like, value):
+    """``value`` in the shape and dtype of Tracer ``like``."""
+    return lax.full_like(like, value)
 
 
-# ----- one HLO opcode each ------------------------------------------------------------
+# ----- one lax primitive each ---------------------------------------------------------
 
-def _unary_op(opcode):
-    return lambda b, x: b.unary(opcode, x)
-
-
-def _binary_op(opcode):
-    return lambda b, x, y: b.binary(opcode, x, y)
+for _u, _f in ((np.negative, lax.neg), (np.exp, lax.exp), (np.log, lax.log), (np.sqrt, lax.sqrt),
+               (np.sin, lax.sin), (np.cos, lax.cos), (np.cbrt, lax.cbrt), (np.invert, lax.bitwise_not)):
+    UFUNCS[_u] = _f
 
 
-for _u, _op in ((np.negative, "negate"), (np.exp, "exponential"),
-                (np.log, "log"), (np.sqrt, "sqrt"), (np.sin, "sine"),
-                (np.cos, "cosine"), (np.cbrt, "cbrt"),
-                (np.invert, "not")):
-    UFUNCS[_u] = _unary_op(_op)
-
-def _bool_aware(opcode, on_bool):
-    """NumPy's + and * on booleans are 'or' and 'and' (HLO's add and
-    multiply are not defined on pred)."""
-    return lambda b, x, y: b.binary(on_bool if x.element_type.is_pred else opcode, x, y)
+def _bool_aware(f, on_bool):
+    """NumPy's + and * on booleans are 'or' and 'and' (lax's add and mul
+    do not take bools)."""
+    return lambda x, y: (on_bool if x.dtype == np.bool_ else f)(x, y)
 
 
-UFUNCS[np.add] = _bool_aware("add", "or")
-UFUNCS[np.multiply] = _bool_aware("multiply", "and")
+UFUNCS[np.add] = _bool_aware(lax.add, lax.bitwise_or)
+UFUNCS[np.multiply] = _bool_aware(lax.mul, lax.bitwise_and)
 
-for _u, _op in ((np.subtract, "subtract"), (np.true_divide, "divide"),
-                (np.arctan2, "atan2"), (np.bitwise_and, "and"),
-                (np.bitwise_or, "or"), (np.bitwise_xor, "xor"), (np.left_shift, "shift-left")):
-    UFUNCS[_u] = _binary_op(_op)
+for _u, _f in ((np.subtract, lax.sub), (np.true_divide, lax.div), (np.arctan2, lax.atan2),
+               (np.bitwise_and, lax.bitwise_and), (np.bitwise_or, lax.bitwise_or),
+               (np.bitwise_xor, lax.bitwise_xor), (np.left_shift, lax.shift_left),
+               (np.equal, lax.eq), (np.not_equal, lax.ne)):
+    UFUNCS[_u] = _f
 
-for _u, _dir in ((np.equal, "EQ"), (np.not_equal, "NE")):
-    UFUNCS[_u] = (lambda d: lambda b, x, y: b.compare(x, y, d))(_dir)
+_COMPARES = {"LT": lax.lt, "LE": lax.le, "GT": lax.gt, "GE": lax.ge}
 
 
 def _ordered_compare(direction):
     """<, <=, >, >=; complex numbers compare lexicographically (real part
-    first), as in NumPy, which HLO's compare does not define."""
-    strict = direction[0] + "T"
+    first), as in NumPy, which lax's compares do not define."""
+    strict, cmp = _COMPARES[direction[0] + "T"], _COMPARES[direction]
 
-    def row(b, x, y):
+    def row(x, y):
         if x.dtype.kind != "c":
-            return b.compare(x, y, direction)
-        xr, xi, yr, yi = _re(b, x), _im(b, x), _re(b, y), _im(b, y)
-        return b.binary("or", b.compare(xr, yr, strict),
-                        b.binary("and", b.compare(xr, yr, "EQ"), b.compare(xi, yi, direction)))
+            return cmp(x, y)
+        xr, xi, yr, yi = lax.real(x), lax.imag(x), lax.real(y), lax.imag(y)
+        return lax.bitwise_or(strict(xr, yr), lax.bitwise_and(lax.eq(xr, yr), cmp(xi, yi)))
     return row
 
 
@@ -89,480 +79,453 @@ for _u, _dir in ((np.less, "LT"), (np.less_equal, "LE"), (np.greater, "GT"), (np
 
 # ----- complex building blocks (rows whose complex form HLO backends lack) ---------------
 
-def _re(b, z):
-    return b.unary("real", z)
+_re, _im, _cplx = lax.real, lax.imag, lax.complex
 
 
-def _im(b, z):
-    return b.unary("imag", z)
-
-
-def _cplx(b, re, im):
-    return b.binary("complex", re, im)
-
-
-def _times_i(b, z):
+def _times_i(z):
     """i*z."""
-    return _cplx(b, b.unary("negate", _im(b, z)), _re(b, z))
+    return _cplx(lax.neg(_im(z)), _re(z))
 
 
-def _times_minus_i(b, z):
-    return _cplx(b, _im(b, z), b.unary("negate", _re(b, z)))
+def _times_minus_i(z):
+    return _cplx(_im(z), lax.neg(_re(z)))
 
 
 def _each_part(fn):
     """A real row applied to the real and imaginary parts of complex input
     separately (NumPy's rint, floor... on complex)."""
-    def row(b, x):
+    def row(x):
         if x.dtype.kind == "c":
-            return _cplx(b, fn(b, _re(b, x)), fn(b, _im(b, x)))
-        return fn(b, x)
+            return _cplx(fn(_re(x)), fn(_im(x)))
+        return fn(x)
     return row
 
 
-def _float_only(opcode):
+def _float_only(f):
     """floor/ceil: NumPy 2 keeps integer and bool inputs as they are."""
-    def row(b, x):
-        return x if x.dtype.kind in "biu" else b.unary(opcode, x)
+    def row(x):
+        return x if x.dtype.kind in "biu" else f(x)
     return row
 
 
-UFUNCS[np.floor] = _float_only("floor")
-UFUNCS[np.ceil] = _float_only("ceil")
-UFUNCS[np.rint] = _each_part(_float_only("round-nearest-even"))
+UFUNCS[np.floor] = _float_only(lax.floor)
+UFUNCS[np.ceil] = _float_only(lax.ceil)
+UFUNCS[np.rint] = _each_part(_float_only(lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)))
 
 
 @_row(np.isfinite)
-def _isfinite(b, x):
+def _isfinite(x):
     if x.dtype.kind in "biu":
-        return b.compare(x, x, "EQ")  # always true
+        return lax.eq(x, x)  # always true
     if x.dtype.kind == "c":
-        return b.binary("and", _isfinite(b, _re(b, x)), _isfinite(b, _im(b, x)))
-    return b.unary("is-finite", x)
+        return lax.bitwise_and(_isfinite(_re(x)), _isfinite(_im(x)))
+    return lax.is_finite(x)
 
 
 @_row(np.fmod)
-def _fmod(b, x, y):
+def _fmod(x, y):
     if x.dtype.kind in "iu":
         # NumPy: integer fmod by zero is 0; HLO leaves it to the backend.
-        zero = _const(b, x, 0)
-        y_is_zero = b.compare(y, zero, "EQ")
-        r = b.binary("remainder", x, b.select(y_is_zero, _const(b, x, 1), y))
-        return b.select(y_is_zero, zero, r)
-    return b.binary("remainder", x, y)
+        zero = _const(x, 0)
+        y_is_zero = lax.eq(y, zero)
+        r = lax.rem(x, lax.select(y_is_zero, _const(x, 1), y))
+        return lax.select(y_is_zero, zero, r)
+    return lax.rem(x, y)
 
 
 # ----- defined by NumPy in terms of others --------------------------------------------
 
-def _truth(b, x):
-    """NumPy's truth value of each element (x != 0) as pred."""
+def _truth(x):
+    """NumPy's truth value of each element (x != 0) as bool."""
     if x.dtype == np.bool_:
         return x
-    return b.compare(x, _const(b, x, 0), "NE")
+    return lax.ne(x, _const(x, 0))
 
 
-for _u, _op in ((np.logical_and, "and"), (np.logical_or, "or"), (np.logical_xor, "xor")):
-    UFUNCS[_u] = (lambda o: lambda b, x, y: b.binary(o, _truth(b, x), _truth(b, y)))(_op)
+for _u, _f in ((np.logical_and, lax.bitwise_and), (np.logical_or, lax.bitwise_or),
+               (np.logical_xor, lax.bitwise_xor)):
+    UFUNCS[_u] = (lambda f: lambda x, y: f(_truth(x), _truth(y)))(_f)
 
 
 @_row(np.logical_not)
-def _logical_not(b, x):
-    return b.unary("not", _truth(b, x))
+def _logical_not(x):
+    return lax.bitwise_not(_truth(x))
 
 
 @_row(np.positive)
-def _positive(b, x):
+def _positive(x):
     return x
 
 
 @_row(np.absolute, np.fabs)
-def _absolute(b, x):
+def _absolute(x):
     if x.dtype.kind in "ub":
         return x
-    return b.unary("abs", x)
+    return lax.abs(x)
 
 
 @_row(np.sign)
-def _sign(b, x):
-    if x.dtype.kind == "u":
-        zero = _const(b, x, 0)
-        return b.convert(b.compare(x, zero, "NE"), x.dtype)
-    return b.unary("sign", x)
+def _sign(x):
+    return lax.sign(x)
 
 
 @_row(np.square)
-def _square(b, x):
-    return b.binary("multiply", x, x)
+def _square(x):
+    return lax.mul(x, x)
 
 
 @_row(np.reciprocal)
-def _reciprocal(b, x):
-    return b.binary("divide", _const(b, x, 1), x)
+def _reciprocal(x):
+    return lax.div(_const(x, 1), x)
 
 
 @_row(np.conjugate)
-def _conjugate(b, x):
+def _conjugate(x):
     if x.dtype.kind != "c":
         return x
-    re, im = b.unary("real", x), b.unary("imag", x)
-    return b.binary("complex", re, b.unary("negate", im))
+    re, im = lax.real(x), lax.imag(x)
+    return lax.complex(re, lax.neg(im))
 
 
 @_row(np.exp2)
-def _exp2(b, x):
-    return b.unary("exponential", b.binary("multiply", x, _const(b, x, np.log(2.0))))
+def _exp2(x):
+    return lax.exp2(x)
 
 
 @_row(np.log2)
-def _log2(b, x):
-    return b.binary("divide", b.unary("log", x), _const(b, x, np.log(2.0)))
+def _log2(x):
+    return lax.div(lax.log(x), _const(x, np.log(2.0)))
 
 
 @_row(np.log10)
-def _log10(b, x):
-    return b.binary("divide", b.unary("log", x), _const(b, x, np.log(10.0)))
+def _log10(x):
+    return lax.div(lax.log(x), _const(x, np.log(10.0)))
 
 
-def _sqrt_one_minus_square(b, x):
-    one = _const(b, x, 1)
-    return b.unary("sqrt", b.binary("multiply", b.binary("subtract", one, x), b.binary("add", one, x)))
+def _sqrt_one_minus_square(x):
+    one = _const(x, 1)
+    return lax.sqrt(lax.mul(lax.sub(one, x), lax.add(one, x)))
 
 
 @_row(np.arctan)
-def _arctan(b, x):
-    return b.binary("atan2", x, _const(b, x, 1))
+def _arctan(x):
+    return lax.atan(x)
 
 
 @_row(np.arcsin)
-def _arcsin(b, x):
-    return b.binary("atan2", x, _sqrt_one_minus_square(b, x))
+def _arcsin(x):
+    return lax.atan2(x, _sqrt_one_minus_square(x))
 
 
 @_row(np.arccos)
-def _arccos(b, x):
-    return b.binary("atan2", _sqrt_one_minus_square(b, x), x)
+def _arccos(x):
+    return lax.atan2(_sqrt_one_minus_square(x), x)
 
 
 @_row(np.sinh)
-def _sinh(b, x):
+def _sinh(x):
     # (e^x - e^-x) / 2 through expm1, accurate near 0.
-    a = b.unary("exponential-minus-one", x)
-    c = b.unary("exponential-minus-one", b.unary("negate", x))
-    return b.binary("multiply", b.binary("subtract", a, c), _const(b, x, 0.5))
+    a = lax.expm1(x)
+    c = lax.expm1(lax.neg(x))
+    return lax.mul(lax.sub(a, c), _const(x, 0.5))
 
 
 @_row(np.cosh)
-def _cosh(b, x):
-    a = b.unary("exponential", x)
-    c = b.unary("exponential", b.unary("negate", x))
-    return b.binary("multiply", b.binary("add", a, c), _const(b, x, 0.5))
+def _cosh(x):
+    a = lax.exp(x)
+    c = lax.exp(lax.neg(x))
+    return lax.mul(lax.add(a, c), _const(x, 0.5))
 
 
 @_row(np.arcsinh)
-def _arcsinh(b, x):
-    ax = b.unary("abs", x)
-    r = b.unary("log", b.binary("add", ax, b.unary("sqrt", b.binary(
-        "add", b.binary("multiply", ax, ax), _const(b, x, 1)))))
-    return b.binary("multiply", b.unary("sign", x), r)
+def _arcsinh(x):
+    ax = lax.abs(x)
+    r = lax.log(lax.add(ax, lax.sqrt(lax.add(lax.mul(ax, ax), _const(x, 1)))))
+    return lax.mul(lax.sign(x), r)
 
 
 @_row(np.arccosh)
-def _arccosh(b, x):
-    return b.unary("log", b.binary("add", x, b.unary("sqrt", b.binary(
-        "subtract", b.binary("multiply", x, x), _const(b, x, 1)))))
+def _arccosh(x):
+    return lax.log(lax.add(x, lax.sqrt(lax.sub(lax.mul(x, x), _const(x, 1)))))
 
 
 @_row(np.arctanh)
-def _arctanh(b, x):
-    one = _const(b, x, 1)
-    return b.binary("multiply", _const(b, x, 0.5),
-                    b.unary("log-plus-one", b.binary("divide", b.binary("add", x, x),
-                                                     b.binary("subtract", one, x))))
+def _arctanh(x):
+    one = _const(x, 1)
+    return lax.mul(_const(x, 0.5), lax.log1p(lax.div(lax.add(x, x), lax.sub(one, x))))
 
 
 @_row(np.deg2rad, np.radians)
-def _deg2rad(b, x):
-    return b.binary("multiply", x, _const(b, x, np.pi / 180))
+def _deg2rad(x):
+    return lax.mul(x, _const(x, np.pi / 180))
 
 
 @_row(np.rad2deg, np.degrees)
-def _rad2deg(b, x):
-    return b.binary("multiply", x, _const(b, x, 180 / np.pi))
+def _rad2deg(x):
+    return lax.mul(x, _const(x, 180 / np.pi))
 
 
 @_row(np.isnan)
-def _isnan(b, x):
-    if x.dtype.kind in "biu":
-        return b.compare(x, x, "NE")  # always false
+def _isnan(x):
     if x.dtype.kind == "c":
-        return b.binary("or", _isnan(b, b.unary("real", x)), _isnan(b, b.unary("imag", x)))
-    return b.compare(x, x, "NE")
+        return lax.bitwise_or(_isnan(lax.real(x)), _isnan(lax.imag(x)))
+    return lax.ne(x, x)  # always false for integers
 
 
 @_row(np.isinf)
-def _isinf(b, x):
+def _isinf(x):
     if x.dtype.kind in "biu":
-        return b.compare(x, x, "NE")
+        return lax.ne(x, x)
     if x.dtype.kind == "c":
-        return b.binary("or", _isinf(b, b.unary("real", x)), _isinf(b, b.unary("imag", x)))
-    return b.compare(b.unary("abs", x), _const(b, x, np.inf), "EQ")
+        return lax.bitwise_or(_isinf(lax.real(x)), _isinf(lax.imag(x)))
+    return lax.eq(lax.abs(x), _const(x, np.inf))
 
 
-def _signbit_op(b, x):
+def _signbit_op(x):
     if x.dtype.kind in "bu":
-        return b.compare(x, x, "NE")
+        return lax.ne(x, x)
     if x.dtype.kind == "i":
-        return b.compare(x, _const(b, x, 0), "LT")
-    bits = np.dtype(f"i{x.dtype.itemsize}")
-    as_int = b.bitcast_convert(x, bits)
-    return b.compare(as_int, _const(b, as_int, 0), "LT")
+        return lax.lt(x, _const(x, 0))
+    as_int = lax.bitcast_convert_type(x, np.dtype(f"i{x.dtype.itemsize}"))
+    return lax.lt(as_int, _const(as_int, 0))
 
 
 _row(np.signbit)(_signbit_op)
 
 
 @_row(np.trunc)
-def _trunc(b, x):
+def _trunc(x):
     if x.dtype.kind in "biu":
         return x
-    neg = b.compare(x, _const(b, x, 0), "LT")
-    return b.select(neg, b.unary("ceil", x), b.unary("floor", x))
+    neg = lax.lt(x, _const(x, 0))
+    return lax.select(neg, lax.ceil(x), lax.floor(x))
 
 
 @_row(np.copysign)
-def _copysign(b, x, y):
-    ax = b.unary("abs", x)
-    return b.select(_signbit_op(b, y), b.unary("negate", ax), ax)
+def _copysign(x, y):
+    ax = lax.abs(x)
+    return lax.select(_signbit_op(y), lax.neg(ax), ax)
 
 
 @_row(np.right_shift)
-def _right_shift(b, x, y):
-    return b.binary("shift-right-logical" if x.dtype.kind == "u" else "shift-right-arithmetic", x, y)
+def _right_shift(x, y):
+    return (lax.shift_right_logical if x.dtype.kind == "u" else lax.shift_right_arithmetic)(x, y)
 
 
 @_row(np.floor_divide)
-def _floor_divide(b, x, y):
+def _floor_divide(x, y):
     if x.dtype.kind == "f":
-        return _float_floor_divide(b, x, y)
+        return _float_floor_divide(x, y)
     if x.dtype.kind == "b":
-        return b.binary("and", x, y)
-    zero = _const(b, x, 0)
-    y_is_zero = b.compare(y, zero, "EQ")
-    safe_y = b.select(y_is_zero, _const(b, x, 1), y)
-    q = b.binary("divide", x, safe_y)
+        return lax.bitwise_and(x, y)
+    zero = _const(x, 0)
+    y_is_zero = lax.eq(y, zero)
+    safe_y = lax.select(y_is_zero, _const(x, 1), y)
+    q = lax.div(x, safe_y)
     if x.dtype.kind == "i":
-        # HLO divides toward zero; NumPy floors.
-        r = b.binary("remainder", x, safe_y)
-        signs_differ = b.compare(b.compare(r, zero, "LT"), b.compare(safe_y, zero, "LT"), "NE")
-        adjust = b.binary("and", b.compare(r, zero, "NE"), signs_differ)
-        q = b.select(adjust, b.binary("subtract", q, _const(b, x, 1)), q)
-    return b.select(y_is_zero, zero, q)  # NumPy: integer x // 0 is 0
+        # lax.div rounds toward zero; NumPy floors.
+        r = lax.rem(x, safe_y)
+        signs_differ = lax.ne(lax.lt(r, zero), lax.lt(safe_y, zero))
+        adjust = lax.bitwise_and(lax.ne(r, zero), signs_differ)
+        q = lax.select(adjust, lax.sub(q, _const(x, 1)), q)
+    return lax.select(y_is_zero, zero, q)  # NumPy: integer x // 0 is 0
 
 
 @_row(np.remainder)
-def _remainder(b, x, y):
-    zero = _const(b, x, 0)
+def _remainder(x, y):
+    zero = _const(x, 0)
     if x.dtype.kind == "b":
-        return b.binary("and", x, b.unary("not", y))
+        return lax.bitwise_and(x, lax.bitwise_not(y))
     if x.dtype.kind == "u":
-        y_is_zero = b.compare(y, zero, "EQ")
-        r = b.binary("remainder", x, b.select(y_is_zero, _const(b, x, 1), y))
-        return b.select(y_is_zero, zero, r)
+        y_is_zero = lax.eq(y, zero)
+        r = lax.rem(x, lax.select(y_is_zero, _const(x, 1), y))
+        return lax.select(y_is_zero, zero, r)
     if x.dtype.kind == "i":
-        y_is_zero = b.compare(y, zero, "EQ")
-        safe_y = b.select(y_is_zero, _const(b, x, 1), y)
+        y_is_zero = lax.eq(y, zero)
+        safe_y = lax.select(y_is_zero, _const(x, 1), y)
     else:
         safe_y = y
-    r = b.binary("remainder", x, safe_y)
-    # The result takes the divisor's sign (Python's %), HLO's the dividend's.
-    signs_differ = b.compare(b.compare(r, zero, "LT"), b.compare(safe_y, zero, "LT"), "NE")
-    adjust = b.binary("and", b.compare(r, zero, "NE"), signs_differ)
-    r = b.select(adjust, b.binary("add", r, safe_y), r)
+    r = lax.rem(x, safe_y)
+    # The result takes the divisor's sign (Python's %), lax.rem's the dividend's.
+    signs_differ = lax.ne(lax.lt(r, zero), lax.lt(safe_y, zero))
+    adjust = lax.bitwise_and(lax.ne(r, zero), signs_differ)
+    r = lax.select(adjust, lax.add(r, safe_y), r)
     if x.dtype.kind == "f":
         # NumPy: a zero result carries the divisor's sign.
-        r = b.select(b.compare(r, zero, "EQ"), _copysign(b, r, safe_y), r)
-        return r
-    return b.select(y_is_zero, zero, r)
+        return lax.select(lax.eq(r, zero), _copysign(r, safe_y), r)
+    return lax.select(y_is_zero, zero, r)
 
 
 @_row(np.power)
-def _power(b, x, y):
+def _power(x, y):
     if x.dtype.kind == "b":
-        return b.binary("or", x, b.unary("not", y))
+        return lax.bitwise_or(x, lax.bitwise_not(y))
     if x.dtype.kind == "c":
-        return _power_c(b, x, y)
-    return b.binary("power", x, y)
+        return _power_c(x, y)
+    return lax.pow(x, y)
 
 
 @_row(np.float_power)
-def _float_power(b, x, y):
-    return _power_c(b, x, y) if x.dtype.kind == "c" else b.binary("power", x, y)
+def _float_power(x, y):
+    return _power_c(x, y) if x.dtype.kind == "c" else lax.pow(x, y)
 
 
-def _float_floor_divide(b, x, y):
+def _float_floor_divide(x, y):
     """NumPy's npy_divmod quotient: (x - fmod(x, y)) / y, moved down one
     when the remainder's sign differs from y's, then rounded to the nearest
     integer (not floor(x / y), which differs at infinities and near
     integers)."""
-    zero = _const(b, x, 0)
-    mod = b.binary("remainder", x, y)
-    div = b.binary("divide", b.binary("subtract", x, mod), y)
-    adjust = b.binary("and", b.compare(mod, zero, "NE"),
-                      b.compare(b.compare(y, zero, "LT"), b.compare(mod, zero, "LT"), "NE"))
-    div = b.select(adjust, b.binary("subtract", div, _const(b, x, 1)), div)
-    fl = b.unary("floor", div)
-    fl = b.select(b.compare(b.binary("subtract", div, fl), _const(b, x, 0.5), "GT"),
-                  b.binary("add", fl, _const(b, x, 1)), fl)
-    quotient = b.binary("divide", x, y)
-    fl = b.select(b.compare(div, zero, "EQ"), _copysign(b, zero, quotient), fl)
-    return b.select(b.compare(y, zero, "EQ"), quotient, fl)
+    zero = _const(x, 0)
+    mod = lax.rem(x, y)
+    div = lax.div(lax.sub(x, mod), y)
+    adjust = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
+    div = lax.select(adjust, lax.sub(div, _const(x, 1)), div)
+    fl = lax.floor(div)
+    fl = lax.select(lax.gt(lax.sub(div, fl), _const(x, 0.5)), lax.add(fl, _const(x, 1)), fl)
+    quotient = lax.div(x, y)
+    fl = lax.select(lax.eq(div, zero), _copysign(zero, quotient), fl)
+    return lax.select(lax.eq(y, zero), quotient, fl)
 
 
 @_row(np.hypot)
-def _hypot(b, x, y):
+def _hypot(x, y):
     # max * sqrt(1 + (min/max)^2): no overflow; an infinity wins over NaN.
-    ax, ay = b.unary("abs", x), b.unary("abs", y)
-    hi, lo = b.binary("maximum", ax, ay), b.binary("minimum", ax, ay)
-    zero = _const(b, x, 0)
-    safe = b.select(b.compare(hi, zero, "EQ"), _const(b, x, 1), hi)
-    q = b.binary("divide", lo, safe)
-    r = b.binary("multiply", hi, b.unary("sqrt", b.binary("add", _const(b, x, 1), b.binary("multiply", q, q))))
-    inf = _const(b, x, np.inf)
-    any_inf = b.binary("or", b.compare(ax, inf, "EQ"), b.compare(ay, inf, "EQ"))
-    return b.select(any_inf, inf, r)
+    ax, ay = lax.abs(x), lax.abs(y)
+    hi, lo = lax.max(ax, ay), lax.min(ax, ay)
+    zero = _const(x, 0)
+    safe = lax.select(lax.eq(hi, zero), _const(x, 1), hi)
+    q = lax.div(lo, safe)
+    r = lax.mul(hi, lax.sqrt(lax.add(_const(x, 1), lax.mul(q, q))))
+    inf = _const(x, np.inf)
+    any_inf = lax.bitwise_or(lax.eq(ax, inf), lax.eq(ay, inf))
+    return lax.select(any_inf, inf, r)
 
 
 @_row(np.logaddexp)
-def _logaddexp(b, x, y):
-    m = b.binary("maximum", x, y)
-    d = b.unary("negate", b.unary("abs", b.binary("subtract", x, y)))
-    r = b.binary("add", m, b.unary("log-plus-one", b.unary("exponential", d)))
+def _logaddexp(x, y):
+    m = lax.max(x, y)
+    d = lax.neg(lax.abs(lax.sub(x, y)))
+    r = lax.add(m, lax.log1p(lax.exp(d)))
     # Equal infinities: x - y is NaN, but the answer is that infinity.
-    return b.select(b.compare(x, y, "EQ"), b.binary("add", x, _const(b, x, np.log(2.0))), r)
+    return lax.select(lax.eq(x, y), lax.add(x, _const(x, np.log(2.0))), r)
 
 
 @_row(np.logaddexp2)
-def _logaddexp2(b, x, y):
-    ln2 = _const(b, x, np.log(2.0))
-    r = _logaddexp(b, b.binary("multiply", x, ln2), b.binary("multiply", y, ln2))
-    return b.binary("divide", r, ln2)
+def _logaddexp2(x, y):
+    ln2 = _const(x, np.log(2.0))
+    r = _logaddexp(lax.mul(x, ln2), lax.mul(y, ln2))
+    return lax.div(r, ln2)
 
 
 @_row(np.heaviside)
-def _heaviside(b, x, y):
-    zero = _const(b, x, 0)
-    one = _const(b, x, 1)
-    at_zero = b.select(b.compare(x, zero, "EQ"), y, one)
-    r = b.select(b.compare(x, zero, "LT"), zero, at_zero)
-    return b.select(b.compare(x, x, "NE"), x, r)
+def _heaviside(x, y):
+    zero = _const(x, 0)
+    one = _const(x, 1)
+    at_zero = lax.select(lax.eq(x, zero), y, one)
+    r = lax.select(lax.lt(x, zero), zero, at_zero)
+    return lax.select(lax.ne(x, x), x, r)
 
 
 @_row(np.ldexp)
-def _ldexp(b, x, y):
-    two = _const(b, x, 2)
-    return b.binary("multiply", x, b.binary("power", two, b.convert(y, x.dtype)))
+def _ldexp(x, y):
+    two = _const(x, 2)
+    return lax.mul(x, lax.pow(two, lax.convert_element_type(y, x.dtype)))
 
 
 # ----- complex forms of the transcendental rows ----------------------------------------
 # The backends have complex exp, log, sqrt, sin, cos and arithmetic; the rest
 # is written here from real parts with NumPy's branch cuts.
 
-def _real_or_complex(opcode, complex_row):
-    def row(b, x):
-        return complex_row(b, x) if x.dtype.kind == "c" else b.unary(opcode, x)
+def _real_or_complex(f, complex_row):
+    def row(x):
+        return complex_row(x) if x.dtype.kind == "c" else f(x)
     return row
 
 
-def _expm1_c(b, z):
-    x, y = _re(b, z), _im(b, z)
+def _expm1_c(z):
+    x, y = _re(z), _im(z)
     # Re: e^x cos y - 1 = expm1(x) cos y - 2 sin^2(y/2), accurate near 0.
-    s = b.unary("sine", b.binary("multiply", y, _const(b, y, 0.5)))
-    re = b.binary("subtract", b.binary("multiply", b.unary("exponential-minus-one", x), b.unary("cosine", y)),
-                  b.binary("multiply", _const(b, y, 2), b.binary("multiply", s, s)))
-    im = b.binary("multiply", b.unary("exponential", x), b.unary("sine", y))
-    return _cplx(b, re, im)
+    s = lax.sin(lax.mul(y, _const(y, 0.5)))
+    re = lax.sub(lax.mul(lax.expm1(x), lax.cos(y)), lax.mul(_const(y, 2), lax.mul(s, s)))
+    im = lax.mul(lax.exp(x), lax.sin(y))
+    return _cplx(re, im)
 
 
-def _log1p_c(b, z):
-    x, y = _re(b, z), _im(b, z)
+def _log1p_c(z):
+    x, y = _re(z), _im(z)
     # |1+z|^2 - 1 = x(2 + x) + y^2
-    t = b.binary("add", b.binary("multiply", x, b.binary("add", x, _const(b, x, 2))),
-                 b.binary("multiply", y, y))
-    re = b.binary("multiply", _const(b, x, 0.5), b.unary("log-plus-one", t))
-    im = b.binary("atan2", y, b.binary("add", x, _const(b, x, 1)))
-    return _cplx(b, re, im)
+    t = lax.add(lax.mul(x, lax.add(x, _const(x, 2))), lax.mul(y, y))
+    re = lax.mul(_const(x, 0.5), lax.log1p(t))
+    im = lax.atan2(y, lax.add(x, _const(x, 1)))
+    return _cplx(re, im)
 
 
-def _tanh_c(b, z):
-    x, y = _re(b, z), _im(b, z)
-    x2, y2 = b.binary("add", x, x), b.binary("add", y, y)
-    den = b.binary("add", _cosh(b, x2), b.unary("cosine", y2))
-    re = b.binary("divide", _sinh(b, x2), den)
-    im = b.binary("divide", b.unary("sine", y2), den)
+def _tanh_c(z):
+    x, y = _re(z), _im(z)
+    x2, y2 = lax.add(x, x), lax.add(y, y)
+    den = lax.add(_cosh(x2), lax.cos(y2))
+    re = lax.div(_sinh(x2), den)
+    im = lax.div(lax.sin(y2), den)
     # Large |x|: cosh overflows, the limit is sign(x) + 0i.
-    big = b.compare(b.unary("abs", x), _const(b, x, 20), "GT")
-    re = b.select(big, b.unary("sign", x), re)
-    im = b.select(big, b.binary("multiply", im, _const(b, im, 0)), im)
-    return _cplx(b, re, im)
+    big = lax.gt(lax.abs(x), _const(x, 20))
+    re = lax.select(big, lax.sign(x), re)
+    im = lax.select(big, lax.mul(im, _const(im, 0)), im)
+    return _cplx(re, im)
 
 
-def _tan_c(b, z):
-    return _times_minus_i(b, _tanh_c(b, _times_i(b, z)))   # tan z = -i tanh(iz)
+def _tan_c(z):
+    return _times_minus_i(_tanh_c(_times_i(z)))   # tan z = -i tanh(iz)
 
 
-UFUNCS[np.expm1] = _real_or_complex("exponential-minus-one", _expm1_c)
-UFUNCS[np.log1p] = _real_or_complex("log-plus-one", _log1p_c)
-UFUNCS[np.tanh] = _real_or_complex("tanh", _tanh_c)
-UFUNCS[np.tan] = _real_or_complex("tan", _tan_c)
+UFUNCS[np.expm1] = _real_or_complex(lax.expm1, _expm1_c)
+UFUNCS[np.log1p] = _real_or_complex(lax.log1p, _log1p_c)
+UFUNCS[np.tanh] = _real_or_complex(lax.tanh, _tanh_c)
+UFUNCS[np.tan] = _real_or_complex(lax.tan, _tan_c)
 
 
-def _one(b, z):
-    return _const(b, z, 1)
+def _one(z):
+    return _const(z, 1)
 
 
-def _arcsinh_c(b, z):
+def _arcsinh_c(z):
     # log(z + sqrt(z^2 + 1)) computed for Re z >= 0 (no cancellation), odd symmetry.
-    neg = b.compare(_re(b, z), _const(b, _re(b, z), 0), "LT")
-    w = b.select(neg, b.unary("negate", z), z)
-    r = b.unary("log", b.binary("add", w, b.unary("sqrt", b.binary("add", b.binary("multiply", w, w),
-                                                                      _one(b, w)))))
-    return b.select(neg, b.unary("negate", r), r)
+    neg = lax.lt(_re(z), _const(_re(z), 0))
+    w = lax.select(neg, lax.neg(z), z)
+    r = lax.log(lax.add(w, lax.sqrt(lax.add(lax.mul(w, w), _one(w)))))
+    return lax.select(neg, lax.neg(r), r)
 
 
-def _arccosh_c(b, z):
+def _arccosh_c(z):
     # log(z + sqrt(z + 1) sqrt(z - 1)): the principal branch (Kahan).
-    one = _one(b, z)
-    s = b.binary("multiply", b.unary("sqrt", b.binary("add", z, one)), b.unary("sqrt", b.binary("subtract", z, one)))
-    return b.unary("log", b.binary("add", z, s))
+    one = _one(z)
+    s = lax.mul(lax.sqrt(lax.add(z, one)), lax.sqrt(lax.sub(z, one)))
+    return lax.log(lax.add(z, s))
 
 
-def _arctanh_c(b, z):
-    one = _one(b, z)
-    return b.binary("multiply", _const(b, z, 0.5),
-                    b.binary("subtract", _log1p_c(b, z), _log1p_c(b, b.unary("negate", z))))
+def _arctanh_c(z):
+    return lax.mul(_const(z, 0.5), lax.sub(_log1p_c(z), _log1p_c(lax.neg(z))))
 
 
-def _arcsin_c(b, z):
-    return _times_minus_i(b, _arcsinh_c(b, _times_i(b, z)))    # -i asinh(iz)
+def _arcsin_c(z):
+    return _times_minus_i(_arcsinh_c(_times_i(z)))    # -i asinh(iz)
 
 
-def _arccos_c(b, z):
-    return b.binary("subtract", _const(b, z, np.pi / 2), _arcsin_c(b, z))
+def _arccos_c(z):
+    return lax.sub(_const(z, np.pi / 2), _arcsin_c(z))
 
 
-def _arctan_c(b, z):
-    return _times_minus_i(b, _arctanh_c(b, _times_i(b, z)))    # -i atanh(iz)
+def _arctan_c(z):
+    return _times_minus_i(_arctanh_c(_times_i(z)))    # -i atanh(iz)
 
 
-def _sinh_c(b, z):
-    x, y = _re(b, z), _im(b, z)
-    return _cplx(b, b.binary("multiply", _sinh(b, x), b.unary("cosine", y)),
-                 b.binary("multiply", _cosh(b, x), b.unary("sine", y)))
+def _sinh_c(z):
+    x, y = _re(z), _im(z)
+    return _cplx(lax.mul(_sinh(x), lax.cos(y)), lax.mul(_cosh(x), lax.sin(y)))
 
 
 def _with_complex(real_row, complex_row):
-    def row(b, x):
-        return complex_row(b, x) if x.dtype.kind == "c" else real_row(b, x)
+    def row(x):
+        return complex_row(x) if x.dtype.kind == "c" else real_row(x)
     return row
 
 
@@ -572,38 +535,36 @@ for _u, _c in ((np.arcsinh, _arcsinh_c), (np.arccosh, _arccosh_c), (np.arctanh, 
     UFUNCS[_u] = _with_complex(UFUNCS[_u], _c)
 
 
-def _power_c(b, x, y):
+def _power_c(x, y):
     # z**w = exp(w log z); 0**w is 1 for w == 0 and 0 otherwise (NumPy gives
     # nan for Re w <= 0 with w != 0; the common cases match).
-    zero = _const(b, x, 0)
-    r = b.unary("exponential", b.binary("multiply", y, b.unary("log", x)))
-    x_zero = b.compare(x, zero, "EQ")
-    at_zero = b.select(b.compare(y, zero, "EQ"), _const(b, x, 1), zero)
-    return b.select(x_zero, at_zero, r)
+    zero = _const(x, 0)
+    r = lax.exp(lax.mul(y, lax.log(x)))
+    x_zero = lax.eq(x, zero)
+    at_zero = lax.select(lax.eq(y, zero), _const(x, 1), zero)
+    return lax.select(x_zero, at_zero, r)
 
 
-def _lex_max_min(opcode, nan_wins):
+def _lex_max_min(f, nan_wins):
     """maximum/minimum (NaN wins) and fmax/fmin (NaN loses); complex values
     order lexicographically, as NumPy orders them."""
-    def row(b, x, y):
+    pick = _ordered_compare("GE" if f is lax.max else "LE")
+
+    def row(x, y):
         if x.dtype.kind not in "fc":
-            return b.binary(opcode, x, y)
-        x_nan, y_nan = _isnan(b, x), _isnan(b, y)
-        if x.dtype.kind == "c":
-            pick_x = _ordered_compare("GE" if opcode == "maximum" else "LE")(b, x, y)
-            m = b.select(pick_x, x, y)
-        else:
-            m = b.binary(opcode, x, y)
+            return f(x, y)
+        x_nan, y_nan = _isnan(x), _isnan(y)
+        m = lax.select(pick(x, y), x, y) if x.dtype.kind == "c" else f(x, y)
         if nan_wins:
-            return b.select(x_nan, x, b.select(y_nan, y, m))
-        return b.select(x_nan, y, b.select(y_nan, x, m))
+            return lax.select(x_nan, x, lax.select(y_nan, y, m))
+        return lax.select(x_nan, y, lax.select(y_nan, x, m))
     return row
 
 
-UFUNCS[np.maximum] = _lex_max_min("maximum", True)
-UFUNCS[np.minimum] = _lex_max_min("minimum", True)
-UFUNCS[np.fmax] = _lex_max_min("maximum", False)
-UFUNCS[np.fmin] = _lex_max_min("minimum", False)
+UFUNCS[np.maximum] = _lex_max_min(lax.max, True)
+UFUNCS[np.minimum] = _lex_max_min(lax.min, True)
+UFUNCS[np.fmax] = _lex_max_min(lax.max, False)
+UFUNCS[np.fmin] = _lex_max_min(lax.min, False)
 
 
 # ----- dispatch ----------------------------------------------------------------------
@@ -675,11 +636,10 @@ def dispatch(ufunc, method, inputs, kwargs):
         # NumPy's half loops compute in float32 and round once at the end.
         ops = [convert(t, np.float32) for t in ops]
     ops = broadcast_arrays(*ops)
-    b = tracing.current_builder()
-    result = row(b, *(t.op for t in ops))
+    result = row(*ops)
     weak = all(isinstance(x, Tracer) and x.weak or type(x) in tracing.PYTHON_SCALARS
                for x in inputs)
-    t = Tracer(result, weak=weak)
+    t = Tracer(result.op, weak=weak)
     if t.dtype != out_dtypes[0]:
         t = convert(t, out_dtypes[0])
     return t

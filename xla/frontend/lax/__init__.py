@@ -17,9 +17,12 @@ One module per topic, each importing only from those before it:
 - ``eager``: outside a trace, every function runs as a small ``xla.jit``
   program
 - ``subcomputation``: tracing Python functions into sub-computations
-- ``primitives``: elementwise, shape and type primitives
+- ``primitives``: elementwise arithmetic, compares, shape and type primitives
+- ``math``: elementwise math (exp, log, trigonometry, rounding, div, rem,
+  pow, shifts, bit counts, bitcasts)
 - ``fft``, ``linalg``: the FFT and ``linalg.cholesky``
-- ``slicing``: ``dynamic_slice`` and ``dynamic_update_slice``
+- ``slicing``: ``slice``, ``dynamic_slice``, ``dynamic_update_slice``,
+  ``gather`` and the ``scatter`` family
 - ``convolution``: ``dot_general`` and ``conv_general_dilated``
 - ``reductions``: ``reduce``, ``reduce_window``, ``sort``, ``top_k``
 - ``control_flow``: loops and branches
@@ -29,18 +32,33 @@ from xla.frontend.lax.control_flow import cond, fori_loop, scan, switch, while_l
 from xla.frontend.lax.convolution import conv_general_dilated, dot_general  # noqa: F401
 from xla.frontend.lax.fft import FftType, fft  # noqa: F401
 from xla.frontend.lax.primitives import (  # noqa: F401
-    add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, broadcast_in_dim, broadcasted_iota, clamp, complex,
-    concatenate, convert_element_type, eq, erf, ge, gt, imag, iota, le, logistic, lt, max, min, mul,
-    ne, neg, pad, real, reshape, rev, rsqrt, select, sub, transpose)
+    add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, broadcast_in_dim, broadcasted_iota,
+    clamp, complex, concatenate, convert_element_type, eq, erf, full, full_like, ge, gt, imag,
+    iota, le, logistic, lt, max, min, mul, ne, neg, pad, real, reshape, rev, rsqrt, select, sub,
+    transpose)
+from xla.frontend.lax.math import (  # noqa: F401
+    RoundingMethod, abs, acos, acosh, asin, asinh, atan, atan2, atanh, bitcast_convert_type, cbrt,
+    ceil, clz, cos, cosh, div, exp, exp2, expm1, floor, is_finite, log, log1p, nextafter,
+    population_count, pow, rem, round, shift_left, shift_right_arithmetic, shift_right_logical,
+    sign, sin, sinh, sqrt, tan, tanh)
 from xla.frontend.lax.reductions import reduce, reduce_window, sort, top_k  # noqa: F401
-from xla.frontend.lax.slicing import (dynamic_index_in_dim, dynamic_slice,  # noqa: F401
-                                      dynamic_update_index_in_dim, dynamic_update_slice)
+from xla.frontend.lax.slicing import (  # noqa: F401
+    dynamic_index_in_dim, dynamic_slice, dynamic_update_index_in_dim, dynamic_update_slice, gather,
+    GatherDimensionNumbers, GatherScatterMode, scatter, scatter_add, scatter_max, scatter_min,
+    scatter_mul, ScatterDimensionNumbers, slice)
 
 __all__ = [
-    'FftType', 'add', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'broadcast_in_dim',
-    'broadcasted_iota', 'clamp', 'complex', 'concatenate', 'cond', 'conv_general_dilated',
-    'convert_element_type', 'dot_general', 'dynamic_index_in_dim', 'dynamic_slice',
-    'dynamic_update_index_in_dim', 'dynamic_update_slice', 'eq', 'erf', 'fft', 'fori_loop', 'ge',
-    'gt', 'imag', 'iota', 'le', 'linalg', 'logistic', 'lt', 'max', 'min', 'mul', 'ne', 'neg', 'pad',
-    'real', 'reduce', 'reduce_window', 'reshape', 'rev', 'rsqrt', 'scan', 'select', 'sort', 'sub',
-    'switch', 'top_k', 'transpose', 'while_loop']
+    'abs', 'acos', 'acosh', 'add', 'asin', 'asinh', 'atan', 'atan2', 'atanh',
+    'bitcast_convert_type', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor',
+    'broadcast_in_dim', 'broadcasted_iota', 'cbrt', 'ceil', 'clamp', 'clz', 'complex',
+    'concatenate', 'cond', 'conv_general_dilated', 'convert_element_type', 'cos', 'cosh', 'div',
+    'dot_general', 'dynamic_index_in_dim', 'dynamic_slice', 'dynamic_update_index_in_dim',
+    'dynamic_update_slice', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'fft', 'FftType', 'floor',
+    'fori_loop', 'full', 'full_like', 'gather', 'GatherDimensionNumbers', 'GatherScatterMode',
+    'ge', 'gt', 'imag', 'iota', 'is_finite', 'le', 'linalg', 'log', 'log1p', 'logistic', 'lt',
+    'max', 'min', 'mul', 'ne', 'neg', 'nextafter', 'pad', 'population_count', 'pow', 'real',
+    'reduce', 'reduce_window', 'rem', 'reshape', 'rev', 'round', 'RoundingMethod', 'rsqrt', 'scan',
+    'scatter', 'scatter_add', 'scatter_max', 'scatter_min', 'scatter_mul',
+    'ScatterDimensionNumbers', 'select', 'shift_left', 'shift_right_arithmetic',
+    'shift_right_logical', 'sign', 'sin', 'sinh', 'slice', 'sort', 'sqrt', 'sub', 'switch', 'tan',
+    'tanh', 'top_k', 'transpose', 'while_loop']

@@ -16,6 +16,7 @@ import numpy as np
 
 from xla.errors import InvalidArgumentError, ShapeError
 from xla.frontend import tracing
+from xla.frontend.builder import element_type
 from xla.frontend.lax.eager import eager
 from xla.frontend.lax.subcomputation import type_text
 from xla.frontend.tracing import Tracer, as_tracer, convert, current_context
@@ -50,15 +51,29 @@ def _one_shape(what, ts):
             Tracer(_builder().broadcast_in_dim(t.op, shape, ()), weak=t.weak) for t in ts]
 
 
+_ML_KINDS = {"pred": "b", "s": "i", "u": "u", "f": "f", "c": "c"}
+
+
+def _kind(dtype):
+    """NumPy's kind letter of ``dtype``, also for ml_dtypes' bfloat16,
+    float8 and int4 types (NumPy kind 'V'), which JAX counts as floats and
+    integers."""
+    if dtype.kind != "V":
+        return dtype.kind
+    return _ML_KINDS.get(element_type(dtype).kind, "V")
+
+
 def _check_kind(what, t, kinds, accepts):
-    if t.dtype.kind not in kinds:
+    if _kind(t.dtype) not in kinds:
         raise InvalidArgumentError(f"lax.{what} does not accept dtype {t.dtype} (it takes {accepts})")
 
 
 # Dtype kinds each family accepts (JAX's): NumPy kind letters.
 _NUMBER, _ANY, _ORDERED, _INTEGER = "iufc", "biufc", "biuf", "biu"
 _ACCEPTS = {_NUMBER: "numbers", _ANY: "any dtype", _ORDERED: "bools, integers and reals",
-            _INTEGER: "bools and integers"}
+            _INTEGER: "bools and integers", "f": "floats", "fc": "floats and complex numbers",
+            "iu": "integers", "iuf": "integers and floats",
+            "ifc": "signed integers, floats and complex numbers"}
 
 
 def _binary(name, opcode, kinds, doc, direction=None):
@@ -293,4 +308,35 @@ def broadcasted_iota(dtype, shape, dimension):
 
 @eager
 def convert_element_type(operand, new_dtype):
+    """``operand`` as ``new_dtype`` (HLO convert), with JAX's (and NumPy's)
+    conversions where HLO has none: to bool is ``x != 0``, complex to real
+    keeps the real part."""
     return convert(as_tracer(operand), np.dtype(new_dtype))
+
+
+@eager
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (a scalar; of its own
+    dtype if ``dtype`` is None): a constant, broadcast unless ``shape`` is
+    ``()``."""
+    shape = tuple(int(d) for d in shape)
+    if isinstance(fill_value, Tracer):
+        v = fill_value if dtype is None else convert(fill_value, np.dtype(dtype))
+    else:
+        v = as_tracer(fill_value, dtype)
+    if v.shape != ():
+        raise ShapeError(f"full: fill_value must be a scalar, got {type_text(v)}")
+    if not shape:
+        return v
+    return Tracer(_builder().broadcast_in_dim(v.op, shape, ()), weak=v.weak)
+
+
+@eager
+def full_like(x, fill_value, dtype=None, shape=None):
+    """``full`` with the shape and dtype of ``x`` unless given; weak when
+    ``x`` is and no ``dtype`` is given (as in JAX)."""
+    t = x if isinstance(x, Tracer) else as_tracer(x)
+    dt = t.dtype if dtype is None else np.dtype(dtype)
+    out = full(t.shape if shape is None else shape, np.asarray(fill_value, dt)
+               if not isinstance(fill_value, Tracer) else fill_value, dt)
+    return Tracer(out.op, weak=t.weak and dtype is None)
