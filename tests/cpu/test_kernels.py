@@ -2,6 +2,7 @@
 memory and on disk per kernel, compiled by worker processes, linked under a
 driver; progress on stderr; deep graphs. Results are checked against the
 interpreter (the reference semantics)."""
+import os
 import re
 
 import numpy as np
@@ -111,6 +112,23 @@ def test_in_process_compilation_when_workers_are_off():
         exe = _check(text, _args(n))
     t = exe.compile_timings
     assert t["kernels_compiled"] == t["kernels_distinct"] and "kernels_compiled_in_workers" not in t
+
+
+def test_in_process_kernels_compile_on_threads():
+    # No pool runs and too few kernels to start one: they compile in this
+    # process, one batch (one object) per thread, as many threads as CPUs
+    # up to --xla_cpu_compile_workers (jit.compile_objects).
+    kernel_compiler._shutdown()   # noqa: SLF001 - no running pool
+    n = 5
+    text = _layers(n, distinct_ops=True)
+    kernel_compiler.memory_cache.clear()
+    with d.override(xla_cpu_compile_workers=2):
+        exe = _check(text, _args(n))
+    t = exe.compile_timings
+    assert t["kernels_compiled"] == t["kernels_distinct"] >= 3, t
+    assert "kernels_compiled_in_workers" not in t and kernel_compiler._pool is None   # noqa: SLF001
+    objects = {id(o) for o in exe.kernel_objects.values()}
+    assert len(objects) == min(2, len(os.sched_getaffinity(0))), (len(objects), t)
 
 
 def test_dead_workers_are_replaced():

@@ -28,11 +28,8 @@ size than the running one replaces it.
 """
 import atexit
 import collections
-import concurrent.futures
 import hashlib
 import os
-import queue
-import subprocess
 import sys
 import threading
 import warnings
@@ -103,6 +100,7 @@ class _Worker:
     """One ``llvm_worker.py`` process and the thread that feeds it jobs."""
 
     def __init__(self, jobs):
+        import subprocess   # here: a compilation without workers never needs it
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llvm_worker.py")
         self.process = subprocess.Popen([sys.executable, script], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, bufsize=0)
@@ -142,6 +140,7 @@ class _Worker:
                     return
 
     def _drain(self, error):
+        import queue
         while True:
             try:
                 item = self.jobs.get_nowait()
@@ -155,6 +154,7 @@ class _Worker:
                 future.set_exception(error)
 
     def close(self):
+        import subprocess
         try:
             self.process.stdin.close()
         except OSError:
@@ -167,6 +167,7 @@ class _Worker:
 
 class _Pool:
     def __init__(self, size):
+        import queue   # the pool's modules are imported with the pool
         self.jobs = queue.Queue()
         self.workers = []
         try:
@@ -178,6 +179,7 @@ class _Pool:
 
     def submit(self, texts, opt_level):
         """A Future of the object code of the modules ``texts`` linked."""
+        import concurrent.futures
         future = concurrent.futures.Future()
         self.jobs.put((future, list(texts), opt_level))
         return future
@@ -346,6 +348,34 @@ class KernelCompiler:
             batch = queued[k:k + size]
             yield [s for s, _ in batch], [self.transform(text) for _, text in batch]
 
+    def _threads(self):
+        """Threads compiling the kernels this process compiles itself: one
+        per CPU it may run on (``--xla_cpu_compile_workers`` N > 0: at most
+        N; 0: one)."""
+        if self.workers == 0:
+            return 1
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+        return max(1, min(cpus, 16, self.workers if self.workers > 0 else cpus))
+
+    def _balanced_batches(self, threads):
+        """The queued kernels in batches of at most ``BATCH_KERNELS``, at
+        least one per thread, of similar sizes (IR text length, longest
+        first into the lightest batch): (symbols, texts to compile)."""
+        queued, self.queued = self.queued, []
+        n = min(len(queued), max(threads, -(-len(queued) // BATCH_KERNELS)))
+        batches = [([], [], [0]) for _ in range(n)]
+        for symbol, text in sorted(queued, key=lambda q: -len(q[1])):
+            symbols, texts, size = min((b for b in batches if len(b[0]) < BATCH_KERNELS),
+                                       key=lambda b: b[2][0])
+            symbols.append(symbol)
+            texts.append(self.transform(text))
+            size[0] += len(text)
+        for symbols, texts, _ in batches:
+            yield symbols, texts
+
     def _dispatch(self, size):
         """Sends the queued kernels to the pool, ``size`` to a batch."""
         for symbols, texts in self._take_batches(size):
@@ -366,10 +396,14 @@ class KernelCompiler:
             self._dispatch(size)
         total = len(self.pending)
         done = 0
-        for symbols, texts in self._take_batches(BATCH_KERNELS):   # no pool: compiled here
-            self._store(symbols, jit.compile_to_object(texts, self.opt_level))
-            done += len(symbols)
-            self._report(done, total)
+        if self.queued:   # no pool: compiled here, on threads (jit.compile_objects)
+            threads = self._threads()
+            batches = list(self._balanced_batches(threads))
+            objects = jit.compile_objects([texts for _, texts in batches], self.opt_level, threads)
+            for (symbols, _), code in zip(batches, objects):
+                self._store(symbols, code)
+                done += len(symbols)
+                self._report(done, total)
         for symbols, future in self.batches:
             self._store(symbols, future.result())
             self.stats["compiled_in_workers"] += len(symbols)
