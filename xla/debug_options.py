@@ -98,8 +98,9 @@ _HELP = {
                                 "else $XDG_CACHE_HOME/xla-py or ~/.cache/xla-py).",
     "xla_log_compile_progress": "Print each compilation's stages and kernels compiled of total "
                                 "on stderr.",
-    "xla_cpu_compile_workers": "Processes that compile the CPU backend's kernels in parallel "
-                               "(-1: one per CPU; 0: compile in the calling process).",
+    "xla_cpu_compile_workers": "Processes (threads, for a few kernels) that compile the CPU "
+                               "backend's kernels in parallel (-1: one per CPU; 0: compile in "
+                               "the calling process, on one thread).",
 }
 
 

@@ -15,16 +15,19 @@ Each kernel is looked up, in order, in
    layer's kernels only;
 3. else it is compiled: in this process when the compilation has only a
    few to compile (``PARALLEL_MIN_KERNELS``, or ``POOL_START_MIN_KERNELS``
-   while no pool runs yet), otherwise by a pool of worker processes
-   (``llvm_worker.py``, one per core; llvmlite serializes LLVM calls within
-   a process, so threads would not run in parallel). Workers live as long
-   as the process; they compile while the emitter goes on emitting. The
-   compiler starts the pool ahead (``prestart``) for a large module, so
-   that the workers' start overlaps the HLO passes.
+   while no pool runs yet), in one batch per thread, one thread per core
+   (``jit.compile_objects``: LLVM's optimization and code generation run
+   outside llvmlite's process-wide lock, each thread in an LLVM context of
+   its own); otherwise by a pool of worker processes (``llvm_worker.py``,
+   one per core, ~0.2 s to start). Workers live as long as the process;
+   they compile while the emitter goes on emitting. The compiler starts the
+   pool ahead (``prestart``) for a large module, so that the workers' start
+   overlaps the HLO passes.
 
-``--xla_cpu_compile_workers=N`` sets the pool's size (-1, the default: one
-per CPU, at most 16; 0: always compile in this process). A pool of another
-size than the running one replaces it.
+``--xla_cpu_compile_workers=N`` sets the pool's size and the threads' count
+(-1, the default: one per CPU, at most 16; 0: always compile in this
+process, on one thread). A pool of another size than the running one
+replaces it.
 """
 import atexit
 import collections
