@@ -2,7 +2,6 @@
 memory and on disk per kernel, compiled by worker processes, linked under a
 driver; progress on stderr; deep graphs. Results are checked against the
 interpreter (the reference semantics)."""
-import os
 import re
 
 import numpy as np
@@ -114,21 +113,30 @@ def test_in_process_compilation_when_workers_are_off():
     assert t["kernels_compiled"] == t["kernels_distinct"] and "kernels_compiled_in_workers" not in t
 
 
-def test_in_process_kernels_compile_on_threads():
+@pytest.mark.parametrize("idle, workers, objects", [(4, 2, 2), (4, -1, 4), (1, -1, 1), (4, 0, 1)])
+def test_in_process_kernels_compile_on_threads(monkeypatch, idle, workers, objects):
     # No pool runs and too few kernels to start one: they compile in this
-    # process, one batch (one object) per thread, as many threads as CPUs
-    # up to --xla_cpu_compile_workers (jit.compile_objects).
+    # process, one batch (one object) per thread, as many threads as idle
+    # CPUs up to --xla_cpu_compile_workers (jit.compile_objects).
     kernel_compiler._shutdown()   # noqa: SLF001 - no running pool
+    monkeypatch.setattr(kernel_compiler, "_idle_cpus", lambda: idle)
     n = 5
     text = _layers(n, distinct_ops=True)
     kernel_compiler.memory_cache.clear()
-    with d.override(xla_cpu_compile_workers=2):
+    with d.override(xla_cpu_compile_workers=workers):
         exe = _check(text, _args(n))
     t = exe.compile_timings
-    assert t["kernels_compiled"] == t["kernels_distinct"] >= 3, t
+    assert t["kernels_compiled"] == t["kernels_distinct"] >= 4, t
     assert "kernels_compiled_in_workers" not in t and kernel_compiler._pool is None   # noqa: SLF001
-    objects = {id(o) for o in exe.kernel_objects.values()}
-    assert len(objects) == min(2, len(os.sched_getaffinity(0))), (len(objects), t)
+    assert len({id(o) for o in exe.kernel_objects.values()}) == objects, t
+
+
+@pytest.mark.parametrize("cpus, load, idle", [(2, 0.3, 2), (2, 1.2, 2), (2, 1.7, 1), (2, 4.5, 1),
+                                              (16, 0.0, 16), (16, 6.0, 11)])
+def test_idle_cpus_leave_out_what_the_load_keeps_busy(monkeypatch, cpus, load, idle):
+    monkeypatch.setattr(kernel_compiler.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    monkeypatch.setattr(kernel_compiler.os, "getloadavg", lambda: (load, load, load))
+    assert kernel_compiler._idle_cpus() == idle   # noqa: SLF001
 
 
 def test_dead_workers_are_replaced():
