@@ -409,9 +409,13 @@ def compile_objects(texts, opt_level=3, threads=1):
                for _ in range(min(threads, len(texts)) - 1)]
     for h in helpers:
         h.start()
-    work()
-    for h in helpers:
-        h.join()
+    try:
+        work()
+        for h in helpers:
+            h.join()
+    except BaseException as e:   # e.g. KeyboardInterrupt while joining
+        errors.append(e)         # the helpers stop after the module they compile
+        raise
     if errors:
         raise errors[0]
     return results
