@@ -432,11 +432,11 @@ class KernelCompiler:
 
 
 def _idle_cpus():
-    """The CPUs this process may run on, less those other work keeps busy
-    (the 1-minute load average, this process's own thread counted as idle),
-    at least 1. Compiling on more threads than that gains no time: on a
-    2-core machine at a load of 4, two threads took 7-15% more CPU time than
-    one for the same wall time (docs/compiler.md, compile time)."""
+    """The CPUs this process may run on less those other work keeps busy
+    (the 1-minute load average, rounded), at least 1. Threads beyond that
+    gain no time and cost CPU: on the shared 2-core machine two threads
+    took 7-26% more CPU than one, for no less wall time at a load of 4 and
+    4-12% less at a load of 0.6-1.3 (docs/compiler.md, compile time)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -445,7 +445,7 @@ def _idle_cpus():
         busy = os.getloadavg()[0]
     except (AttributeError, OSError):
         return cpus
-    return max(1, min(cpus, int(cpus - busy + 1.5)))
+    return max(1, min(cpus, int(cpus - busy + 0.5)))
 
 
 def _valid_object(code, symbol):
