@@ -220,6 +220,33 @@ def test_progress_on_stderr(capfd):
     assert "done: passes" in err, err
 
 
+def test_progress_after_each_batch_compiled_in_process(capfd, monkeypatch):
+    # In this process, kernels compile a batch per thread at a time, and
+    # the progress is reported after each: 14 distinct kernels on one
+    # thread are two batches, each compiled, then counted.
+    from xla.backends.cpu import compile_progress, jit
+    monkeypatch.setattr(compile_progress, "REPORT_INTERVAL_S", 0.0)
+    events = []
+    compile_objects = jit.compile_objects
+
+    def logged(texts, *args):
+        events.append(("compile", len(texts)))
+        return compile_objects(texts, *args)
+    monkeypatch.setattr(jit, "compile_objects", logged)
+    print_line = compile_progress.CompileProgress._print
+    monkeypatch.setattr(compile_progress.CompileProgress, "_print",
+                        lambda self, line: (events.append(("print", line)), print_line(self, line)))
+    n = 14
+    kernel_compiler.memory_cache.clear()
+    with d.override(xla_log_compile_progress=True, xla_cpu_compile_workers=0):
+        t = _check(_layers(n, distinct_ops=True), _args(n)).compile_timings
+    total = t["kernels_compiled"]
+    steps = [e if e[0] == "compile" else ("print", e[1].split()[-1]) for e in events
+             if e[0] == "compile" or "kernels compiled" in e[1]]
+    assert [kind for kind, _ in steps] == ["compile", "print", "compile", "print"], events
+    assert steps[3][1] == f"{total}/{total}" and steps[1][1] != steps[3][1], steps
+
+
 def test_small_module_is_one_function():
     text = """HloModule seed
 

@@ -362,11 +362,13 @@ class KernelCompiler:
         return max(1, min(cpus, 16, self.workers if self.workers > 0 else cpus))
 
     def _balanced_batches(self, threads):
-        """The queued kernels in batches of at most ``BATCH_KERNELS``, at
-        least one per thread, of similar sizes (IR text length, longest
-        first into the lightest batch): (symbols, texts to compile)."""
+        """The queued kernels in batches of at most ``BATCH_KERNELS``, a
+        multiple of ``threads`` of them where there are kernels enough, of
+        similar sizes (IR text length, longest first into the lightest
+        batch): (symbols, texts to compile)."""
         queued, self.queued = self.queued, []
-        n = min(len(queued), max(threads, -(-len(queued) // BATCH_KERNELS)))
+        n = max(threads, -(-len(queued) // BATCH_KERNELS))
+        n = min(len(queued), -(-n // threads) * threads)
         batches = [([], [], [0]) for _ in range(n)]
         for symbol, text in sorted(queued, key=lambda q: -len(q[1])):
             symbols, texts, size = min((b for b in batches if len(b[0]) < BATCH_KERNELS),
@@ -400,11 +402,14 @@ class KernelCompiler:
         if self.queued:   # no pool: compiled here, on threads (jit.compile_objects)
             threads = self._threads()
             batches = list(self._balanced_batches(threads))
-            objects = jit.compile_objects([texts for _, texts in batches], self.opt_level, threads)
-            for (symbols, _), code in zip(batches, objects):
-                self._store(symbols, code)
-                done += len(symbols)
-                self._report(done, total)
+            for k in range(0, len(batches), threads):   # a batch per thread, then progress
+                group = batches[k:k + threads]
+                objects = jit.compile_objects([texts for _, texts in group], self.opt_level,
+                                              threads)
+                for (symbols, _), code in zip(group, objects):
+                    self._store(symbols, code)
+                    done += len(symbols)
+                    self._report(done, total)
         for symbols, future in self.batches:
             self._store(symbols, future.result())
             self.stats["compiled_in_workers"] += len(symbols)
