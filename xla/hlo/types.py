@@ -13,7 +13,7 @@ import numpy as np
 
 
 class PrimitiveType(enum.Enum):
-    # value: (text name, numpy type, ml_dtypes type name or None, bit width, kind)
+    # value: (text name, NumPy type | name of an ml_dtypes type | None, bit width, kind)
     # kind: 'pred', 's' (signed int), 'u' (unsigned int), 'f' (float),
     #       'c' (complex), 'token', 'tuple', 'opaque', 'buffer'
     PRED = ("pred", np.bool_, 8, "pred")
