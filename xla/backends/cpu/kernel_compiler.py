@@ -15,7 +15,7 @@ Each kernel is looked up, in order, in
    layer's kernels only;
 3. else it is compiled: in this process when the compilation has only a
    few to compile (``PARALLEL_MIN_KERNELS``, or ``POOL_START_MIN_KERNELS``
-   while no pool runs yet), in one batch per thread, one thread per core
+   while no pool runs yet), in one batch per thread, a thread per idle CPU
    (``jit.compile_objects``: LLVM's optimization and code generation run
    outside llvmlite's process-wide lock, each thread in an LLVM context of
    its own); otherwise by a pool of worker processes (``llvm_worker.py``,
