@@ -72,6 +72,29 @@ def test_a_builtin_platform_does_not_read_the_entry_points():
     assert "cpu" in xla.available_platforms()   # listing them does read the entry points
 
 
+def test_compiling_hlo_imports_no_frontend_absl_or_ml_dtypes():
+    # ``import xla`` and a compile of an f32 module on the cpu leave out what
+    # they do not use (docs/compiler.md, compile time): the frontends
+    # (loaded on first use of xla.jit etc.), absl (XLA_FLAGS unset),
+    # ml_dtypes (no narrow type), ctypes.util's ldconfig; a narrow type
+    # then loads ml_dtypes.
+    import subprocess
+    import sys
+    code = """if True:
+        import os, sys
+        os.environ.pop("XLA_FLAGS", None)
+        import xla
+        m = xla.parse_hlo_module("HloModule m\\nENTRY e {\\n  p = f32[2] parameter(0)\\n"
+                                 "  ROOT a = f32[2] add(p, p)\\n}\\n")
+        xla.compile(m, "cpu")
+        loaded = [n for n in ("xla.frontend", "absl", "ml_dtypes", "ctypes.util") if n in sys.modules]
+        from xla.hlo.types import PrimitiveType
+        print(loaded, PrimitiveType.BF16.dtype, "ml_dtypes" in sys.modules, xla.jit.__name__)
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[0] == "[] bfloat16 True jit", out.stdout + out.stderr
+
+
 def test_device_put_copies_and_keeps_containers():
     x = np.arange(4, dtype=np.float32)
     tree = xla.device_put({"a": x, "b": (x, [x])})

@@ -20,15 +20,37 @@ from xla.hlo.parser import parse_hlo_module, parse_shape
 from xla.hlo.printer import module_to_text
 from xla.hlo.verifier import verify_module
 from xla.runtime import available_platforms, compile, device_put, devices, from_dlpack
-from xla.frontend.builder import XlaBuilder, XlaOp
-from xla.frontend.autodiff import grad, jvp, value_and_grad, vjp
-from xla.frontend.jit import jit
-from xla.frontend.autojit import autojit
-from xla.frontend.parallel import pmap
-from xla import distributed, lax, numpy, random, sharding  # noqa: E402  (public submodules)
-from xla.runtime import profiler  # noqa: E402
 
 from xla.version import __version__  # noqa: E402
+
+# The frontends and the public submodules are imported on first use (PEP 562):
+# a program that only parses and compiles HLO does not pay for tracing,
+# autodiff and the NumPy frontend at ``import xla``.
+_LAZY = {
+    "XlaBuilder": "xla.frontend.builder", "XlaOp": "xla.frontend.builder",
+    "grad": "xla.frontend.autodiff", "jvp": "xla.frontend.autodiff",
+    "value_and_grad": "xla.frontend.autodiff", "vjp": "xla.frontend.autodiff",
+    "jit": "xla.frontend.jit", "autojit": "xla.frontend.autojit", "pmap": "xla.frontend.parallel",
+    "profiler": "xla.runtime.profiler",
+}
+_SUBMODULES = ("distributed", "lax", "numpy", "random", "sharding")
+
+
+def __getattr__(name):
+    import importlib
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name])
+        value = module if name == "profiler" else getattr(module, name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module("xla." + name)
+    else:
+        raise AttributeError(f"module 'xla' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
 
 __all__ = [
     "HloComputation", "HloInstruction", "HloModule", "HloParseError", "InvalidArgumentError",

@@ -19,13 +19,10 @@ clash with a program's own absl flags.
 """
 import contextlib
 import dataclasses
-import difflib
 import os
 import re
 import shlex
 import threading
-
-from absl import flags as absl_flags
 
 from xla.errors import InvalidArgumentError
 
@@ -101,12 +98,14 @@ _HELP = {
                                 "else $XDG_CACHE_HOME/xla-py or ~/.cache/xla-py).",
     "xla_log_compile_progress": "Print each compilation's stages and kernels compiled of total "
                                 "on stderr.",
-    "xla_cpu_compile_workers": "Processes that compile the CPU backend's kernels in parallel "
-                               "(-1: one per CPU; 0: compile in the calling process).",
+    "xla_cpu_compile_workers": "Processes (threads, for a few kernels) that compile the CPU "
+                               "backend's kernels in parallel (-1: one per CPU; 0: compile in "
+                               "the calling process, on one thread).",
 }
 
 
 def _define(registry):
+    from absl import flags as absl_flags
     for field in dataclasses.fields(DebugOptions):
         name, default = field.name, field.default
         if field.type is bool or isinstance(default, bool):
@@ -180,6 +179,11 @@ def parse_flags(argv, base=None):
     or one string, as in ``XLA_FLAGS``) on top of ``base``."""
     if isinstance(argv, str):
         argv = shlex.split(argv)
+    if not argv:
+        # Nothing to parse (XLA_FLAGS unset or empty, the usual case): the
+        # defaults or ``base``, without importing absl (~10 ms).
+        return validate(DebugOptions() if base is None else base)
+    from absl import flags as absl_flags
     registry = absl_flags.FlagValues()
     _define(registry)
     known = set(flag_names())
@@ -194,6 +198,7 @@ def parse_flags(argv, base=None):
             _warn_inert(bare)
             continue
         if bare not in known:
+            import difflib
             close = difflib.get_close_matches(bare, sorted(known | inert), n=3)
             hint = f"; did you mean {', '.join('--' + c for c in close)}?" if close else ""
             raise InvalidArgumentError(f"unknown XLA flag --{name}{hint}")

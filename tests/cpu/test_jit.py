@@ -169,3 +169,100 @@ def test_compiling_many_modules_does_not_grow_memory():
     for i in range(300):
         compile_one(i)
     assert _resident_mib() - before < 4
+
+
+# compile_objects: kernels compiled on threads, LLVM's long steps outside
+# llvmlite's lock.
+
+def _kernel_text(i):
+    # A loop LLVM vectorizes, so the optimization pipeline and code
+    # generation both have work to do.
+    return f"""
+define void @k{i}(ptr noalias %out, ptr noalias %in) {{
+entry:
+  br label %loop
+loop:
+  %j = phi i64 [0, %entry], [%next, %loop]
+  %p = getelementptr float, ptr %in, i64 %j
+  %x = load float, ptr %p
+  %y = fmul float %x, {i + 1}.0
+  %q = getelementptr float, ptr %out, i64 %j
+  store float %y, ptr %q
+  %next = add i64 %j, 1
+  %done = icmp eq i64 %next, 1024
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}}
+"""
+
+
+def test_the_installed_llvmlite_has_the_unlocked_entry_points():
+    # Without them compile_objects compiles serially: correct, but the
+    # threads would not be used; this llvmlite must keep them.
+    assert jit._unlocked_entry_points() is not None   # noqa: SLF001
+
+
+def test_compile_objects_on_threads_gives_the_objects_compiled_one_by_one():
+    texts = [_kernel_text(i) for i in range(6)] + [[_kernel_text(6), _kernel_text(7)]]
+    serial = [jit.compile_to_object(t) for t in texts]
+    threaded = jit.compile_objects(texts, threads=3)
+    assert [len(o) for o in threaded] == [len(o) for o in serial]
+    assert threaded == serial
+    assert sorted(jit.defined_symbols(threaded[-1])) == ["k6", "k7"]
+
+
+def test_compile_objects_code_runs():
+    objects = jit.compile_objects([_kernel_text(i) for i in range(4)], threads=2)
+    driver = """
+declare void @k3(ptr, ptr)
+define void @run(ptr %out, ptr %in) {
+  call void @k3(ptr %out, ptr %in)
+  ret void
+}
+"""
+    module = jit.JitModule.link(driver, objects)
+    run = module.function("run", None, ctypes.c_void_p, ctypes.c_void_p)
+    x = np.arange(1024, dtype=np.float32)
+    out = np.zeros_like(x)
+    run(out.ctypes.data, x.ctypes.data)
+    np.testing.assert_array_equal(out, x * 4)
+
+
+def test_compile_objects_reports_bad_ir_from_a_thread():
+    texts = [_kernel_text(0), "define void @broken( {", _kernel_text(1)]
+    with pytest.raises(RuntimeError):
+        jit.compile_objects(texts, threads=3)
+
+
+def test_compile_objects_beside_the_global_context():
+    # Threads compiling in contexts of their own while another thread uses
+    # the JIT (llvmlite's global context, under the locks) and two more
+    # threads compile with compile_objects: every object as compiled alone.
+    texts = [_kernel_text(i) for i in range(8)]
+    expected = [jit.compile_to_object(t) for t in texts]
+    errors, results = [], []
+
+    def compile_many():
+        try:
+            for _ in range(3):
+                results.append(jit.compile_objects(texts, threads=2))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    def jit_many():
+        try:
+            for i in range(10):
+                m = jit.JitModule(f"define i64 @f(i64 %x) {{ %r = mul i64 %x, {i} ret i64 %r }}")
+                assert m.function("f", ctypes.c_int64, ctypes.c_int64)(7) == 7 * i
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=compile_many), threading.Thread(target=compile_many),
+               threading.Thread(target=jit_many)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert results == [expected] * 6

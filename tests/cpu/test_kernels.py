@@ -113,6 +113,32 @@ def test_in_process_compilation_when_workers_are_off():
     assert t["kernels_compiled"] == t["kernels_distinct"] and "kernels_compiled_in_workers" not in t
 
 
+@pytest.mark.parametrize("idle, workers, objects", [(4, 2, 2), (4, -1, 4), (1, -1, 1), (4, 0, 1)])
+def test_in_process_kernels_compile_on_threads(monkeypatch, idle, workers, objects):
+    # No pool runs and too few kernels to start one: they compile in this
+    # process, one batch (one object) per thread, as many threads as idle
+    # CPUs up to --xla_cpu_compile_workers (jit.compile_objects).
+    kernel_compiler._shutdown()   # noqa: SLF001 - no running pool
+    monkeypatch.setattr(kernel_compiler, "_idle_cpus", lambda: idle)
+    n = 5
+    text = _layers(n, distinct_ops=True)
+    kernel_compiler.memory_cache.clear()
+    with d.override(xla_cpu_compile_workers=workers):
+        exe = _check(text, _args(n))
+    t = exe.compile_timings
+    assert t["kernels_compiled"] == t["kernels_distinct"] >= 4, t
+    assert "kernels_compiled_in_workers" not in t and kernel_compiler._pool is None   # noqa: SLF001
+    assert len({id(o) for o in exe.kernel_objects.values()}) == objects, t
+
+
+@pytest.mark.parametrize("cpus, load, idle", [(2, 0.3, 2), (2, 0.6, 1), (2, 1.7, 1), (2, 4.5, 1),
+                                              (16, 0.0, 16), (16, 6.0, 10)])
+def test_idle_cpus_leave_out_what_the_load_keeps_busy(monkeypatch, cpus, load, idle):
+    monkeypatch.setattr(kernel_compiler.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    monkeypatch.setattr(kernel_compiler.os, "getloadavg", lambda: (load, load, load))
+    assert kernel_compiler._idle_cpus() == idle   # noqa: SLF001
+
+
 def test_dead_workers_are_replaced():
     n = 14
     text = _layers(n, distinct_ops=True)
@@ -192,6 +218,33 @@ def test_progress_on_stderr(capfd):
         assert stage in err, err
     assert "kernels compiled 14/14" in err, err
     assert "done: passes" in err, err
+
+
+def test_progress_after_each_batch_compiled_in_process(capfd, monkeypatch):
+    # In this process, kernels compile a batch per thread at a time, and
+    # the progress is reported after each: 14 distinct kernels on one
+    # thread are two batches, each compiled, then counted.
+    from xla.backends.cpu import compile_progress, jit
+    monkeypatch.setattr(compile_progress, "REPORT_INTERVAL_S", 0.0)
+    events = []
+    compile_objects = jit.compile_objects
+
+    def logged(texts, *args):
+        events.append(("compile", len(texts)))
+        return compile_objects(texts, *args)
+    monkeypatch.setattr(jit, "compile_objects", logged)
+    print_line = compile_progress.CompileProgress._print
+    monkeypatch.setattr(compile_progress.CompileProgress, "_print",
+                        lambda self, line: (events.append(("print", line)), print_line(self, line)))
+    n = 14
+    kernel_compiler.memory_cache.clear()
+    with d.override(xla_log_compile_progress=True, xla_cpu_compile_workers=0):
+        t = _check(_layers(n, distinct_ops=True), _args(n)).compile_timings
+    total = t["kernels_compiled"]
+    steps = [e if e[0] == "compile" else ("print", e[1].split()[-1]) for e in events
+             if e[0] == "compile" or "kernels compiled" in e[1]]
+    assert [kind for kind, _ in steps] == ["compile", "print", "compile", "print"], events
+    assert steps[3][1] == f"{total}/{total}" and steps[1][1] != steps[3][1], steps
 
 
 def test_small_module_is_one_function():

@@ -120,9 +120,19 @@ def _same_dims(a, b):
 # ----- mixed floating-point precision (XLA: ShapeInference accepts it; the
 # verifier refuses it unless allow_mixed_precision) ----------------------------
 
+_PRECISION_KEYS = {}
+
+
 def _precision_key(et):
     """XLA's primitive_util::HigherPrecisionType order: complex first, then
     exponent range, significand width, bit width, signedness."""
+    key = _PRECISION_KEYS.get(et)
+    if key is None:
+        key = _PRECISION_KEYS[et] = _compute_precision_key(et)
+    return key
+
+
+def _compute_precision_key(et):
     component = et.complex_component_type if et.is_complex else et
     if component.is_float:
         import ml_dtypes
@@ -136,6 +146,8 @@ def _precision_key(et):
 
 def higher_precision_type(a, b):
     """The element type of an op mixing ``a`` and ``b`` (the first on a tie)."""
+    if a is b:
+        return a
     return b if _precision_key(a) < _precision_key(b) else a
 
 

@@ -1,46 +1,49 @@
 """Element types (XLA's PrimitiveType) and their NumPy counterparts.
 
 bf16 and the other narrow floats come from ml_dtypes, the package JAX uses.
+ml_dtypes is imported when one of them is first used (the ``dtype`` of such
+an element type, or ``from_dtype`` of a dtype NumPy alone does not have):
+``import xla`` and modules of NumPy's types alone do not pay for it.
 """
 import enum
+import threading
 from typing import NamedTuple
 
-import ml_dtypes
 import numpy as np
 
 
 class PrimitiveType(enum.Enum):
-    # value: (text name, numpy dtype or None, bit width, kind)
+    # value: (text name, NumPy type | name of an ml_dtypes type | None, bit width, kind)
     # kind: 'pred', 's' (signed int), 'u' (unsigned int), 'f' (float),
     #       'c' (complex), 'token', 'tuple', 'opaque', 'buffer'
     PRED = ("pred", np.bool_, 8, "pred")
-    S1 = ("s1", ml_dtypes.int1, 1, "s")
-    S2 = ("s2", ml_dtypes.int2, 2, "s")
-    S4 = ("s4", ml_dtypes.int4, 4, "s")
+    S1 = ("s1", "int1", 1, "s")
+    S2 = ("s2", "int2", 2, "s")
+    S4 = ("s4", "int4", 4, "s")
     S8 = ("s8", np.int8, 8, "s")
     S16 = ("s16", np.int16, 16, "s")
     S32 = ("s32", np.int32, 32, "s")
     S64 = ("s64", np.int64, 64, "s")
-    U1 = ("u1", ml_dtypes.uint1, 1, "u")
-    U2 = ("u2", ml_dtypes.uint2, 2, "u")
-    U4 = ("u4", ml_dtypes.uint4, 4, "u")
+    U1 = ("u1", "uint1", 1, "u")
+    U2 = ("u2", "uint2", 2, "u")
+    U4 = ("u4", "uint4", 4, "u")
     U8 = ("u8", np.uint8, 8, "u")
     U16 = ("u16", np.uint16, 16, "u")
     U32 = ("u32", np.uint32, 32, "u")
     U64 = ("u64", np.uint64, 64, "u")
-    F4E2M1FN = ("f4e2m1fn", ml_dtypes.float4_e2m1fn, 4, "f")
-    F6E2M3FN = ("f6e2m3fn", ml_dtypes.float6_e2m3fn, 6, "f")
-    F6E3M2FN = ("f6e3m2fn", ml_dtypes.float6_e3m2fn, 6, "f")
-    F8E3M4 = ("f8e3m4", ml_dtypes.float8_e3m4, 8, "f")
-    F8E4M3 = ("f8e4m3", ml_dtypes.float8_e4m3, 8, "f")
-    F8E4M3FN = ("f8e4m3fn", ml_dtypes.float8_e4m3fn, 8, "f")
-    F8E4M3FNUZ = ("f8e4m3fnuz", ml_dtypes.float8_e4m3fnuz, 8, "f")
-    F8E4M3B11FNUZ = ("f8e4m3b11fnuz", ml_dtypes.float8_e4m3b11fnuz, 8, "f")
-    F8E5M2 = ("f8e5m2", ml_dtypes.float8_e5m2, 8, "f")
-    F8E5M2FNUZ = ("f8e5m2fnuz", ml_dtypes.float8_e5m2fnuz, 8, "f")
-    F8E8M0FNU = ("f8e8m0fnu", ml_dtypes.float8_e8m0fnu, 8, "f")
+    F4E2M1FN = ("f4e2m1fn", "float4_e2m1fn", 4, "f")
+    F6E2M3FN = ("f6e2m3fn", "float6_e2m3fn", 6, "f")
+    F6E3M2FN = ("f6e3m2fn", "float6_e3m2fn", 6, "f")
+    F8E3M4 = ("f8e3m4", "float8_e3m4", 8, "f")
+    F8E4M3 = ("f8e4m3", "float8_e4m3", 8, "f")
+    F8E4M3FN = ("f8e4m3fn", "float8_e4m3fn", 8, "f")
+    F8E4M3FNUZ = ("f8e4m3fnuz", "float8_e4m3fnuz", 8, "f")
+    F8E4M3B11FNUZ = ("f8e4m3b11fnuz", "float8_e4m3b11fnuz", 8, "f")
+    F8E5M2 = ("f8e5m2", "float8_e5m2", 8, "f")
+    F8E5M2FNUZ = ("f8e5m2fnuz", "float8_e5m2fnuz", 8, "f")
+    F8E8M0FNU = ("f8e8m0fnu", "float8_e8m0fnu", 8, "f")
     F16 = ("f16", np.float16, 16, "f")
-    BF16 = ("bf16", ml_dtypes.bfloat16, 16, "f")
+    BF16 = ("bf16", "bfloat16", 16, "f")
     F32 = ("f32", np.float32, 32, "f")
     F64 = ("f64", np.float64, 64, "f")
     C64 = ("c64", np.complex64, 64, "c")
@@ -53,10 +56,22 @@ class PrimitiveType(enum.Enum):
     BUFFER = ("buffer", None, 0, "buffer")
 
     def __init__(self, text, dtype, bits, kind):
+        # dtype: a NumPy type, None, or the name of an ml_dtypes type, whose
+        # ``dtype`` attribute is set when one is first read (__getattr__).
         self.text = text
-        self.dtype = np.dtype(dtype) if dtype is not None else None
+        if isinstance(dtype, str):
+            self._ml_dtypes_name = dtype
+        else:
+            self.dtype = np.dtype(dtype) if dtype is not None else None
         self.bits = bits
         self.kind = kind
+
+    def __getattr__(self, name):
+        # Only reached for an attribute not set: ``dtype`` of an ml_dtypes type.
+        if name == "dtype" and "_ml_dtypes_name" in self.__dict__:
+            _load_ml_dtypes()
+            return self.__dict__["dtype"]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self):
         return f"PrimitiveType.{self.name}"
@@ -119,7 +134,24 @@ class PrimitiveType(enum.Enum):
 
 
 _BY_TEXT = {t.text: t for t in PrimitiveType}
-_BY_DTYPE = {t.dtype: t for t in PrimitiveType if t.dtype is not None}
+_BY_DTYPE = {t.dtype: t for t in PrimitiveType if "dtype" in t.__dict__ and t.dtype is not None}
+_ml_dtypes_lock = threading.Lock()
+_ml_dtypes_loaded = False
+
+
+def _load_ml_dtypes():
+    """Imports ml_dtypes and gives its element types their dtypes."""
+    global _ml_dtypes_loaded
+    with _ml_dtypes_lock:
+        if _ml_dtypes_loaded:
+            return
+        import ml_dtypes
+        for t in PrimitiveType:
+            name = t.__dict__.get("_ml_dtypes_name")
+            if name is not None:
+                t.dtype = np.dtype(getattr(ml_dtypes, name))
+                _BY_DTYPE[t.dtype] = t
+        _ml_dtypes_loaded = True
 
 
 def from_text(text):
@@ -130,6 +162,11 @@ def from_text(text):
 def from_dtype(dtype):
     """The PrimitiveType of a NumPy dtype; raises ValueError if there is none."""
     dtype = np.dtype(dtype)
+    try:
+        return _BY_DTYPE[dtype]
+    except KeyError:
+        pass
+    _load_ml_dtypes()   # the dtype may be one of ml_dtypes' (then its program imported it)
     try:
         return _BY_DTYPE[dtype]
     except KeyError:

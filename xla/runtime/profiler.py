@@ -31,7 +31,6 @@ instruction's achieved rate as a fraction of them.
 import contextlib
 import ctypes
 import itertools
-import json
 import os
 import threading
 import time
@@ -80,6 +79,7 @@ class Profile:
         path = os.path.join(self.directory, f"{stamp}.{os.getpid()}.trace.json")
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
+            import json   # here: ``import xla`` does not need it
             json.dump(self.chrome_trace(), f)
         os.replace(tmp, path)
         self.path = path

@@ -18,7 +18,6 @@ Initialization is lazy and thread-safe; compilation is serialized with one
 lock because LLVM's global context is shared.
 """
 import ctypes
-import ctypes.util
 import struct
 import threading
 
@@ -59,13 +58,30 @@ def _initialize():
             llvm.load_library_permanently(None)
         except Exception:  # pragma: no cover - older llvmlite
             pass
-        libm = ctypes.util.find_library("m")
-        if libm:
-            try:
-                llvm.load_library_permanently(libm)
-            except RuntimeError:  # pragma: no cover
-                pass
+        _load_libm()
         _initialized = True
+
+
+# glibc's libm by its soname: found by the dynamic loader's own search,
+# without ctypes.util.find_library (which runs ``ldconfig -p``, ~7 ms, and
+# imports subprocess); other C libraries by that search.
+_LIBM_SONAMES = ("libm.so.6",)
+
+
+def _load_libm():
+    for name in _LIBM_SONAMES:
+        try:
+            llvm.load_library_permanently(name)
+            return
+        except RuntimeError:
+            pass
+    import ctypes.util
+    libm = ctypes.util.find_library("m")
+    if libm:
+        try:
+            llvm.load_library_permanently(libm)
+        except RuntimeError:  # pragma: no cover
+            pass
 
 
 # Compiler-runtime conversions LLVM may call for half/bfloat that the
@@ -155,12 +171,23 @@ def _install_support_functions():
         llvm.add_symbol(name, _support_module.address(name))
 
 
+_host = None   # (triple, CPU name, CPU features), read from LLVM once
+
+
+def _host_target():
+    global _host
+    if _host is None:
+        _initialize_codegen()
+        _host = (llvm.get_process_triple(), llvm.get_host_cpu_name(),
+                 llvm.get_host_cpu_features().flatten())
+    return _host
+
+
 def _create_target_machine(opt_level):
-    _initialize_codegen()
+    _, cpu, features = _host_target()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-        opt=opt_level, reloc="default", codemodel="jitdefault")
+        cpu=cpu, features=features, opt=opt_level, reloc="default", codemodel="jitdefault")
 
 
 def target_machine(opt_level=3):
@@ -179,17 +206,24 @@ def target_machine(opt_level=3):
 
 def host_triple():
     _initialize()
-    return llvm.get_process_triple()
+    return _host_target()[0]
 
 
 def host_cpu():
     """The host CPU name and features (what generated code may use)."""
     _initialize()
-    return llvm.get_host_cpu_name() + ":" + llvm.get_host_cpu_features().flatten()
+    _, cpu, features = _host_target()
+    return cpu + ":" + features
+
+
+_data_layout = None
 
 
 def host_data_layout():
-    return str(target_machine().target_data)
+    global _data_layout
+    if _data_layout is None:
+        _data_layout = str(target_machine().target_data)
+    return _data_layout
 
 
 def add_symbol(name, address):
@@ -222,8 +256,9 @@ def llvm_lock():
     return _lock
 
 
-def optimize(module_ref, opt_level=3, tm=None):
-    """Runs the new pass manager's O<opt_level> pipeline on a ModuleRef."""
+def optimize(module_ref, opt_level=3, tm=None, run=None):
+    """Runs the new pass manager's O<opt_level> pipeline on a ModuleRef
+    (``run``: the function that runs it, see ``compile_objects``)."""
     tm = tm or target_machine(opt_level)
     pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     if opt_level >= 2:
@@ -233,7 +268,10 @@ def optimize(module_ref, opt_level=3, tm=None):
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
     try:
-        mpm.run(module_ref, pb)
+        if run is None:
+            mpm.run(module_ref, pb)
+        else:
+            run(mpm, module_ref, pb)
     finally:
         _dispose_module_pass_manager(mpm)
 
@@ -263,6 +301,124 @@ def compile_to_object(text, opt_level=3):
     with _lock:
         tm = target_machine(opt_level)
         return bytes(tm.emit_object(_optimized_module(text, opt_level, tm)))
+
+
+# compile_objects runs LLVM's two long steps (the optimization pipeline and
+# machine code generation) on several threads at once. llvmlite takes one
+# process-wide lock around every call into LLVM, so through its wrappers
+# threads would compile one after the other; these are the same two entry
+# points of llvmlite's library, called through ctypes without that lock (and
+# without the GIL). That is safe because each thread compiles a module of its
+# own, in an LLVMContext of its own, with a TargetMachine of its own: LLVM's
+# unit of thread isolation (what its parallel LTO code generation does).
+# Every other call, short ones (parsing, linking, verifying, building the
+# pass pipeline), still goes through llvmlite and its lock.
+_unlocked = None
+
+
+def _unlocked_entry_points():
+    """(run a module pass manager, emit object code to memory) without
+    llvmlite's lock, or None when this llvmlite does not declare them with
+    the signatures expected (then compile_objects compiles serially)."""
+    global _unlocked
+    if _unlocked is None:
+        _unlocked = False
+        ffi = llvm.ffi
+        # name: (argument types, result type); a void function's result
+        # type is left at ctypes' default (c_int) by llvmlite.
+        expected = {
+            "LLVMPY_RunNewModulePassManager": (
+                [ffi.LLVMModulePassManagerRef, ffi.LLVMModuleRef, ffi.LLVMPassBuilderRef], None),
+            "LLVMPY_TargetMachineEmitToMemory": (
+                [ffi.LLVMTargetMachineRef, ffi.LLVMModuleRef, ctypes.c_int,
+                 ctypes.POINTER(ctypes.c_char_p)], ffi.LLVMMemoryBufferRef),
+        }
+        try:
+            lib = ctypes.CDLL(ffi.lib._name, handle=ffi.lib._handle)   # the loaded library
+            functions = []
+            for name, (argtypes, restype) in expected.items():
+                declared = getattr(ffi.lib, name)
+                if list(declared.argtypes) != argtypes or \
+                        declared.restype not in ((None, ctypes.c_int) if restype is None else (restype,)):
+                    return None
+                function = getattr(lib, name)
+                function.argtypes, function.restype = argtypes, restype
+                functions.append(function)
+            _unlocked = tuple(functions)
+        except (AttributeError, OSError, TypeError):
+            return None
+    return _unlocked or None
+
+
+def _compile_unlocked(text, opt_level, entry_points):
+    """compile_to_object, its long steps outside llvmlite's lock (see
+    _unlocked_entry_points); for a thread of compile_objects."""
+    run, emit = entry_points
+    tm = _create_target_machine(opt_level)   # this thread's own
+    texts = [text] if isinstance(text, str) else list(text)
+    context = llvm.create_context()
+    mod = llvm.parse_assembly(texts[0], context=context)
+    for other in texts[1:]:
+        mod.link_in(llvm.parse_assembly(other, context=context))
+    mod.triple = _host_target()[0]
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    if opt_level > 0:
+        optimize(mod, opt_level, tm, run=run)
+    ffi = llvm.ffi
+    with ffi.OutputString() as error:
+        buffer = emit(tm, mod, 1, error)
+        if not buffer:
+            raise RuntimeError(str(error))
+    try:
+        return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buffer),
+                                ffi.lib.LLVMPY_GetBufferSize(buffer))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
+
+
+def compile_objects(texts, opt_level=3, threads=1):
+    """``[compile_to_object(t, opt_level) for t in texts]`` (each a
+    module's text or a list of texts to link), up to ``threads`` of them
+    compiled at once, on this thread and helper threads; the same object
+    code as compiled one by one. Serial where ``threads`` < 2, for a single
+    text, or where llvmlite's entry points are not as expected."""
+    texts = list(texts)
+    entry_points = _unlocked_entry_points() if threads > 1 and len(texts) > 1 else None
+    if entry_points is None:
+        return [compile_to_object(t, opt_level) for t in texts]
+    _initialize_codegen()
+    _host_target()
+    results = [None] * len(texts)
+    errors = []
+    order = iter(range(len(texts)))
+    order_lock = threading.Lock()
+
+    def work():
+        while not errors:
+            with order_lock:
+                k = next(order, None)
+            if k is None:
+                return
+            try:
+                results[k] = _compile_unlocked(texts[k], opt_level, entry_points)
+            except BaseException as e:  # noqa: BLE001 - raised by the calling thread
+                errors.append(e)
+
+    helpers = [threading.Thread(target=work, name="xla-cpu-llvm", daemon=True)
+               for _ in range(min(threads, len(texts)) - 1)]
+    for h in helpers:
+        h.start()
+    try:
+        work()
+        for h in helpers:
+            h.join()
+    except BaseException as e:   # e.g. KeyboardInterrupt while joining
+        errors.append(e)         # the helpers stop after the module they compile
+        raise
+    if errors:
+        raise errors[0]
+    return results
 
 
 def optimized_ir(text, opt_level=3):

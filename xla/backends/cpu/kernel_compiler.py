@@ -15,24 +15,24 @@ Each kernel is looked up, in order, in
    layer's kernels only;
 3. else it is compiled: in this process when the compilation has only a
    few to compile (``PARALLEL_MIN_KERNELS``, or ``POOL_START_MIN_KERNELS``
-   while no pool runs yet), otherwise by a pool of worker processes
-   (``llvm_worker.py``, one per core; llvmlite serializes LLVM calls within
-   a process, so threads would not run in parallel). Workers live as long
-   as the process; they compile while the emitter goes on emitting. The
-   compiler starts the pool ahead (``prestart``) for a large module, so
-   that the workers' start overlaps the HLO passes.
+   while no pool runs yet), in one batch per thread, a thread per idle CPU
+   (``jit.compile_objects``: LLVM's optimization and code generation run
+   outside llvmlite's process-wide lock, each thread in an LLVM context of
+   its own); otherwise by a pool of worker processes (``llvm_worker.py``,
+   one per core, ~0.2 s to start). Workers live as long as the process;
+   they compile while the emitter goes on emitting. The compiler starts the
+   pool ahead (``prestart``) for a large module, so that the workers' start
+   overlaps the HLO passes.
 
-``--xla_cpu_compile_workers=N`` sets the pool's size (-1, the default: one
-per CPU, at most 16; 0: always compile in this process). A pool of another
-size than the running one replaces it.
+``--xla_cpu_compile_workers=N`` sets the pool's size and the threads' count
+(-1, the default: one per CPU, at most 16; 0: always compile in this
+process, on one thread). A pool of another size than the running one
+replaces it.
 """
 import atexit
 import collections
-import concurrent.futures
 import hashlib
 import os
-import queue
-import subprocess
 import sys
 import threading
 import warnings
@@ -103,6 +103,7 @@ class _Worker:
     """One ``llvm_worker.py`` process and the thread that feeds it jobs."""
 
     def __init__(self, jobs):
+        import subprocess   # here: a compilation without workers never needs it
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llvm_worker.py")
         self.process = subprocess.Popen([sys.executable, script], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, bufsize=0)
@@ -142,6 +143,7 @@ class _Worker:
                     return
 
     def _drain(self, error):
+        import queue
         while True:
             try:
                 item = self.jobs.get_nowait()
@@ -155,6 +157,7 @@ class _Worker:
                 future.set_exception(error)
 
     def close(self):
+        import subprocess
         try:
             self.process.stdin.close()
         except OSError:
@@ -167,6 +170,7 @@ class _Worker:
 
 class _Pool:
     def __init__(self, size):
+        import queue   # the pool's modules are imported with the pool
         self.jobs = queue.Queue()
         self.workers = []
         try:
@@ -178,6 +182,7 @@ class _Pool:
 
     def submit(self, texts, opt_level):
         """A Future of the object code of the modules ``texts`` linked."""
+        import concurrent.futures
         future = concurrent.futures.Future()
         self.jobs.put((future, list(texts), opt_level))
         return future
@@ -346,6 +351,34 @@ class KernelCompiler:
             batch = queued[k:k + size]
             yield [s for s, _ in batch], [self.transform(text) for _, text in batch]
 
+    def _threads(self):
+        """Threads compiling the kernels this process compiles itself: one
+        per CPU it may run on that other work does not keep busy
+        (``_idle_cpus``; ``--xla_cpu_compile_workers`` N > 0: at most N;
+        0: one)."""
+        if self.workers == 0:
+            return 1
+        cpus = _idle_cpus()
+        return max(1, min(cpus, 16, self.workers if self.workers > 0 else cpus))
+
+    def _balanced_batches(self, threads):
+        """The queued kernels in batches of at most ``BATCH_KERNELS``, a
+        multiple of ``threads`` of them where there are kernels enough, of
+        similar sizes (IR text length, longest first into the lightest
+        batch): (symbols, texts to compile)."""
+        queued, self.queued = self.queued, []
+        n = max(threads, -(-len(queued) // BATCH_KERNELS))
+        n = min(len(queued), -(-n // threads) * threads)
+        batches = [([], [], [0]) for _ in range(n)]
+        for symbol, text in sorted(queued, key=lambda q: -len(q[1])):
+            symbols, texts, size = min((b for b in batches if len(b[0]) < BATCH_KERNELS),
+                                       key=lambda b: b[2][0])
+            symbols.append(symbol)
+            texts.append(self.transform(text))
+            size[0] += len(text)
+        for symbols, texts, _ in batches:
+            yield symbols, texts
+
     def _dispatch(self, size):
         """Sends the queued kernels to the pool, ``size`` to a batch."""
         for symbols, texts in self._take_batches(size):
@@ -366,10 +399,17 @@ class KernelCompiler:
             self._dispatch(size)
         total = len(self.pending)
         done = 0
-        for symbols, texts in self._take_batches(BATCH_KERNELS):   # no pool: compiled here
-            self._store(symbols, jit.compile_to_object(texts, self.opt_level))
-            done += len(symbols)
-            self._report(done, total)
+        if self.queued:   # no pool: compiled here, on threads (jit.compile_objects)
+            threads = self._threads()
+            batches = list(self._balanced_batches(threads))
+            for k in range(0, len(batches), threads):   # a batch per thread, then progress
+                group = batches[k:k + threads]
+                objects = jit.compile_objects([texts for _, texts in group], self.opt_level,
+                                              threads)
+                for (symbols, _), code in zip(group, objects):
+                    self._store(symbols, code)
+                    done += len(symbols)
+                    self._report(done, total)
         for symbols, future in self.batches:
             self._store(symbols, future.result())
             self.stats["compiled_in_workers"] += len(symbols)
@@ -394,6 +434,23 @@ class KernelCompiler:
     def _report(self, done, total):
         if self.progress is not None:
             self.progress(done, total)
+
+
+def _idle_cpus():
+    """The CPUs this process may run on less those other work keeps busy
+    (the 1-minute load average, rounded), at least 1. Threads beyond that
+    gain no time and cost CPU: on the shared 2-core machine two threads
+    took 7-26% more CPU than one, for no less wall time at a load of 4 and
+    4-12% less at a load of 0.6-1.3 (docs/compiler.md, compile time)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cpus
+    return max(1, min(cpus, int(cpus - busy + 0.5)))
 
 
 def _valid_object(code, symbol):

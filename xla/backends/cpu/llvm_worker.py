@@ -5,8 +5,9 @@ imported: it loads ``jit.py`` from this folder by path, so a worker starts
 with llvmlite alone (no NumPy, no package import) and compiles exactly as
 the parent would (``jit.compile_to_object``).
 
-llvmlite serializes every LLVM call in a process with one lock, so threads
-cannot compile in parallel; processes can. Protocol over stdin/stdout, all
+llvmlite serializes every LLVM call in a process with one lock; processes
+compile in parallel with no shared state at all (threads do too, for the
+few kernels compiled in the calling process: ``jit.compile_objects``). Protocol over stdin/stdout, all
 integers little-endian: a request is ``u32 job, u32 opt_level, u64 n`` and
 ``n`` bytes of IR text (modules separated by ``BATCH_SEPARATOR``, linked
 into one); the reply is ``u32 job, u32 status (0 ok, 1 error),
