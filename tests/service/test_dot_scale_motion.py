@@ -105,3 +105,40 @@ def test_integer_scale_is_exact():
     args = [np.int32(-3), rng.integers(-1000, 1000, (8, 6)).astype(np.int32),
             rng.integers(-1000, 1000, 6).astype(np.int32)]
     assert_same_results(text, module, args=args, rtol=0, atol=0)
+
+
+# gemm: C = (alpha * A) @ B + beta * C with a result larger than A.
+GEMM = """HloModule m
+
+ENTRY %main (alpha: f64[], beta: f64[], c: f64[6,7], a: f64[6,5], b: f64[5,7]) -> f64[6,7] {
+  %alpha = f64[] parameter(0)
+  %beta = f64[] parameter(1)
+  %c = f64[6,7] parameter(2)
+  %a = f64[6,5] parameter(3)
+  %b = f64[5,7] parameter(4)
+  %sa = f64[6,5] broadcast(%alpha), dimensions={}
+  %aa = f64[6,5] multiply(%sa, %a)
+  %d = f64[6,7] dot(%aa, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %sb = f64[6,7] broadcast(%beta), dimensions={}
+  %bc = f64[6,7] multiply(%sb, %c)
+  ROOT %r = f64[6,7] add(%d, %bc)
+}
+"""
+
+
+def test_a_larger_result_feeding_an_elementwise_op_takes_the_scale():
+    module, changed = run_pass(DotScaleMotion(), GEMM)
+    assert changed
+    add = module.entry.root_instruction
+    scaled = add.operands[0]
+    assert scaled.opcode == "multiply" and scaled.operands[0].opcode == "dot"
+    assert [o.name for o in scaled.operands[0].operands] == ["a", "b"]
+    assert scaled.operands[1].operands[0].name == "alpha"
+    assert_same_results(GEMM, module, rtol=1e-12, atol=1e-12)
+    # The same dot feeding a transpose (not elementwise) keeps its operand scaled.
+    text = GEMM.replace("ROOT %r = f64[6,7] add(%d, %bc)",
+                        "%t = f64[7,6] transpose(%d), dimensions={1,0}\n"
+                        "  ROOT %r = (f64[7,6], f64[6,7]) tuple(%t, %bc)").replace(
+        "-> f64[6,7] {", "-> (f64[7,6], f64[6,7]) {")
+    module, changed = run_pass(DotScaleMotion(), text)
+    assert not changed

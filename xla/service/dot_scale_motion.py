@@ -1,6 +1,7 @@
 """DotScaleMotion (``dot-scale-motion``): a dot operand scaled by a scalar
 is scaled after the dot instead, when the dot's result has fewer elements
-than that operand:
+than that operand, or its one user is an elementwise op (which the scale
+then joins):
 
     dot(multiply(X, broadcast(s)), Y)  ->  multiply(dot(X, Y), broadcast(s))
 
@@ -8,8 +9,9 @@ than that operand:
 operand). NumPy programs write ``alpha * A @ x``, which is ``(alpha * A) @
 x``: a pass over the whole matrix writing a scaled copy for the matrix
 product to read, where scaling the product's result touches one vector
-(gemver, gesummv: a 1000 x 1000 pass each; gemm: one kernel fewer, the
-scale joining the kernel that adds ``beta * C``).
+(gemver, gesummv: a 1000 x 1000 pass each; gemm's ``alpha * A @ B +
+beta * C``: one kernel fewer, the scale joining the kernel that adds
+``beta * C``).
 
 Applies when ``s`` is a scalar (rank 0) broadcast with ``dimensions={}``,
 the multiply has no other user, and the multiply, ``X``, ``s``, the other
@@ -23,6 +25,7 @@ product's result (or the reverse). Not done: scales that are arrays (a
 row or column scaling), sparse dots, dots inside fused computations.
 """
 from xla.hlo.ir import HloInstruction
+from xla.hlo.opcodes import ELEMENTWISE
 from xla.service.hlo_pass import HloPass
 
 
@@ -38,6 +41,15 @@ def _scale(multiply):
                 and b is not x):
             return x, b.operands[0], b
     return None
+
+
+def _feeds_elementwise(comp, dot):
+    """Whether ``dot``'s one user is an elementwise op (the scale then joins
+    the kernel that computes it: one kernel fewer, no more multiplies)."""
+    users = dot.users
+    return (len(users) == 1 and users[0].opcode in ELEMENTWISE and users[0].opcode != "map"
+            and users[0].shape.is_array
+            and dot is not comp.root_instruction)
 
 
 class DotScaleMotion(HloPass):
@@ -73,8 +85,10 @@ class DotScaleMotion(HloPass):
                     or operand.control_predecessors or operand is comp.root_instruction:
                 continue
             x, s, b = found
-            if s.shape.element_type is not et or x.shape.element_type is not et or \
-                    dot.shape.num_elements() >= operand.shape.num_elements():
+            if s.shape.element_type is not et or x.shape.element_type is not et:
+                continue
+            if dot.shape.num_elements() >= operand.shape.num_elements() and \
+                    not _feeds_elementwise(comp, dot):
                 continue
             operands = list(dot.operands)
             operands[i] = x
