@@ -1,13 +1,16 @@
 """The NumPy kernel suite (tests/frontend/numpy_programs.py) at benchmark
 sizes: each kernel run by NumPy and, unmodified, under xla.jit.
 
-    .venv/bin/python benchmarks/numpy_programs.py [--repeats=N] [--only=a,b]
+    .venv/bin/python benchmarks/numpy_programs.py [--repeats=N] [--rounds=R] [--only=a,b]
 
 For each kernel: the first call under xla.jit (trace and compile, then
 run), the median of ``--repeats`` calls after it (on fresh copies of the
 arguments, made outside the timing, since the kernels update them in
 place) against NumPy's median on the same copies, and their ratio
-numpy/ours (above 1: this project is faster); the last line is the
+numpy/ours (above 1: this project is faster); with ``--rounds=R`` the two
+are timed alternately R times and the medians over the rounds are
+reported (the ratio: the median of the rounds' ratios), which a shared,
+noisy machine needs; the last line is the
 geometric mean of the ratios. How each loop was compiled is reported (one
 HLO while, or unrolled, and why). Where ``import jax`` works, the kernels
 that benchmarks/numpy_programs_jax.py writes as JAX asks (``.at[]``,
@@ -50,6 +53,8 @@ def median_time(fn, args, repeats):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="NumPy and xla.jit timed alternately this many times; medians reported")
     p.add_argument("--only", default="", help="comma-separated kernel names")
     opts = p.parse_args()
     names = [n for n in KERNELS if not opts.only or n in opts.only.split(",")]
@@ -75,9 +80,15 @@ def main():
         unrolled = [str(w.message).split(": ", 1)[1].split(":")[0] for w in caught
                     if "unrolled" in str(w.message)]
         loops = f"{whiles} while" + (f"; {'; '.join(unrolled)}" if unrolled else "")
-        ours = median_time(jitted, args, opts.repeats)
-        ref = median_time(fn, args, opts.repeats)
-        ratios.append(ref / ours)
+        # NumPy and ours alternately, --rounds times: on a shared machine the
+        # load changes between rounds; each round's ratio sees the same load,
+        # and the figures are the medians over the rounds.
+        ours_t, ref_t = [], []
+        for _ in range(opts.rounds):
+            ref_t.append(median_time(fn, args, opts.repeats))
+            ours_t.append(median_time(jitted, args, opts.repeats))
+        ours, ref = statistics.median(ours_t), statistics.median(ref_t)
+        ratios.append(statistics.median(r / o for r, o in zip(ref_t, ours_t)))
         jax_text = ""
         if jx is not None:
             jax_text = f" {'':>11} {'':>8}"
@@ -92,7 +103,7 @@ def main():
                 jax_ratios.append(tj / ours)
                 jax_text = f" {tj * 1e3:8.3f} ms {tj / ours:7.2f}x"
         print(f"{name:<22} {first * 1e3:9.0f} ms {ref * 1e3:8.3f} ms {ours * 1e3:8.3f} ms "
-              f"{ref / ours:9.2f}x{jax_text}  {loops}", flush=True)
+              f"{ratios[-1]:9.2f}x{jax_text}  {loops}", flush=True)
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     slower = [n for n, r in zip(names, ratios) if r < 1]
     print(f"geometric mean numpy/ours: {geo:.2f}x over {len(ratios)} kernels; "

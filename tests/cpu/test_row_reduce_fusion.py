@@ -34,6 +34,68 @@ ENTRY %main (x: f32[64,{c}]) -> (f32[64], f32[64]) {{
     np.testing.assert_array_equal(b, x.min(1))
 
 
+@pytest.mark.parametrize("et,dt", [("f32", np.float32), ("f64", np.float64)])
+@pytest.mark.parametrize("c", [16, 40, 1000])
+def test_max_min_row_reduce_signed_zeros_infinities_and_init(et, dt, c):
+    # Rows of at least two vectors (16 f32, 8 f64) take the vector path:
+    # nnan nsz intrinsics plus an any-NaN flag, and the row walked again
+    # exactly where its result is a zero, so max(-0, +0) is +0 and
+    # min(-0, +0) is -0 in any order, as llvm.maximum/minimum fold them;
+    # a NaN init value propagates. (Shorter rows fold with the reducer's
+    # own code, whose zero sign depends on the order, as XLA's does.)
+    text = f"""HloModule m
+
+%max (a: {et}[], b: {et}[]) -> {et}[] {{
+  %a = {et}[] parameter(0)
+  %b = {et}[] parameter(1)
+  ROOT %r = {et}[] maximum(%a, %b)
+}}
+
+%min (a: {et}[], b: {et}[]) -> {et}[] {{
+  %a = {et}[] parameter(0)
+  %b = {et}[] parameter(1)
+  ROOT %r = {et}[] minimum(%a, %b)
+}}
+
+ENTRY %main (x: {et}[8,{c}], i: {et}[]) -> ({et}[8], {et}[8]) {{
+  %x = {et}[8,{c}] parameter(0)
+  %i = {et}[] parameter(1)
+  %ra = {et}[8] reduce(%x, %i), dimensions={{1}}, to_apply=%max
+  %rb = {et}[8] reduce(%x, %i), dimensions={{1}}, to_apply=%min
+  ROOT %t = ({et}[8], {et}[8]) tuple(%ra, %rb)
+}}"""
+    exe = _compile(text)
+    rng = np.random.RandomState(c)
+    x = -rng.random_sample((8, c)).astype(dt) - 1       # rows 0-3: negative
+    x[0, :] = -0.0
+    x[0, c // 2] = 0.0                                  # -0 ... +0 ... -0
+    x[1, :] = 0.0
+    x[1, c - 1] = -0.0                                  # +0 ... -0 last
+    x[2, c // 3] = -0.0                                 # negatives and one -0
+    x[3, 0] = np.inf
+    x[4:, :] = rng.random_sample((4, c)).astype(dt) + 1  # rows 4-7: positive
+    x[4, c - 1] = 0.0
+    x[5, c // 2] = -np.inf
+    x[6, 0] = np.nan
+    x[7, c - 1] = -0.0
+    for init in (0.0, -0.0, -np.inf, np.inf, np.nan):
+        a, b = exe.execute(x, dt(init))
+        with np.errstate(invalid="ignore"):
+            want_a = np.array([np.nan if (np.isnan(r).any() or np.isnan(init)) else
+                               _signed_max(list(r) + [init]) for r in x], dtype=dt)
+            want_b = np.array([np.nan if (np.isnan(r).any() or np.isnan(init)) else
+                               -_signed_max([-v for v in list(r) + [init]]) for r in x], dtype=dt)
+        np.testing.assert_array_equal(a, want_a, err_msg=f"max, init {init}")
+        np.testing.assert_array_equal(b, want_b, err_msg=f"min, init {init}")
+        assert (np.signbit(a) == np.signbit(want_a)).all(), f"max sign of zero, init {init}"
+        assert (np.signbit(b) == np.signbit(want_b)).all(), f"min sign of zero, init {init}"
+
+
+def _signed_max(values):
+    """max with -0 ordered below +0 (IEEE 754-2019 maximum, no NaNs here)."""
+    return max(values, key=lambda v: (float(v), not math.copysign(1.0, float(v)) < 0))
+
+
 @pytest.mark.parametrize("c", [13, 1000, 1024])
 def test_softmax_multi_output_fusion(c):
     r = 512

@@ -553,6 +553,48 @@ def test_a_dus_whose_operand_is_read_later_is_not_in_place():
     _cpu_matches_interpreter(text, x)
 
 
+# x[i] += x[i-1]; x[i] /= 2 in a loop (seidel_2d's two updates of one
+# row): the second DUS updates the first in place, which updates the loop
+# state in place, so the whole chain shares the state's slot and an
+# iteration copies no array.
+TWO_UPDATES = PREFIX_SUM.replace(
+    "  y = f32[64] dynamic-update-slice(bx, s, bi)\n",
+    "  y0 = f32[64] dynamic-update-slice(bx, s, bi)\n"
+    "  c = f32[1] dynamic-slice(y0, bi), dynamic_slice_sizes={1}\n"
+    "  two = f32[] constant(2)\n"
+    "  twob = f32[1] broadcast(two), dimensions={}\n"
+    "  h = f32[1] divide(c, twob)\n"
+    "  y = f32[64] dynamic-update-slice(y0, h, bi)\n")
+
+
+def test_chained_updates_of_the_loop_state_share_its_slot():
+    module, ba = assign(TWO_UPDATES)
+    check_properties(module, ba)
+    state = ba.buffer(instr(module, "w"), (1,)).slot
+    assert ba.buffer(instr(module, "y0")).slot == state
+    assert ba.buffer(instr(module, "y")).slot == state
+    x = np.random.default_rng(2).random(64).astype(np.float32)
+    _cpu_matches_interpreter(TWO_UPDATES, x)
+    want = -x.astype(np.float64)
+    for i in range(1, 64):
+        want[i] = (want[i] + want[i - 1]) / 2
+    np.testing.assert_allclose(xla_cpu(TWO_UPDATES, x), want, rtol=1e-5)
+
+
+def test_a_chain_whose_first_update_is_read_later_keeps_it_apart():
+    # y0 is read after y updates it: y cannot write over y0, so only y (defined
+    # after the state's last read) joins the loop state; y0 keeps its own slot.
+    text = TWO_UPDATES.replace("ROOT bt = (s32[], f32[64]) tuple(i1, y)",
+                               "z = f32[64] add(y, y0)\n  ROOT bt = (s32[], f32[64]) tuple(i1, z)")
+    module, ba = assign(text)
+    check_properties(module, ba)
+    state = ba.buffer(instr(module, "w"), (1,)).slot
+    assert ba.buffer(instr(module, "y0")).slot != state
+    assert ba.buffer(instr(module, "y0")).slot != ba.buffer(instr(module, "y")).slot
+    x = np.random.default_rng(3).random(64).astype(np.float32)
+    _cpu_matches_interpreter(text, x)
+
+
 def test_a_conditional_updating_the_loop_state_in_place_copies_nothing():
     module, ba = assign(CONDITIONAL_UPDATE)
     check_properties(module, ba)

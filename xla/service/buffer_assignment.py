@@ -18,7 +18,10 @@ these aliasing rules instead of new buffers:
   it is safe, the body root and the init operand share one slot per shape
   index (a colocation set). The body root's buffer joins only if it is a temp
   of the body defined after the body parameter's buffer at that index was
-  last read (or by an elementwise op reading it last: in place); the init
+  last read (or by an elementwise op or DUS reading it last: in place),
+  and with it the chain of temps it updates in place back to one that
+  updates the parameter's buffer in place (``x[i] += u; x[i] /= 9``: two
+  DUSes, both on the state's slot; ``in_place_chain``); the init
   buffer joins only if it is a temp of the caller, not live out, not in
   another set, and the while is its last user. Otherwise XLA's copy
   insertion would copy: the buffer keeps its own slot, live across the loop;
@@ -529,18 +532,46 @@ class _Assigner:
                 if b is not None and b.instruction.parent in (body, cond) and b.kind == "temp":
                     self.join(wb, b, pinned=True)
             br = pts[id(body.root_instruction)].get(index)
-            if (br is not None and bp is not None and br is not bp and br.kind == "temp"
-                    and self.singleton(br) and br.instruction.parent is body
-                    and br.instruction.opcode != "parameter"):
-                d = self.pos[id(br.instruction)]
-                in_place = (bp.last_use == d and self.can_update_in_place(br.instruction, bp))
-                if bp.last_use < d or in_place:
-                    self.join(wb, br, pinned=True)
+            if br is not None and bp is not None and br is not bp:
+                for b in self.in_place_chain(body, bp, br):
+                    self.join(wb, b, pinned=True)
             ib = pts[id(init)].get(index)
             if (ib is not None and ib.kind == "temp" and not ib.live_out and self.singleton(ib)
                     and ib.instruction.parent is w.parent and ib.last_use == p_w
                     and id(w.parent) not in self.multi):
                 self.join(wb, ib, pinned=True)
+
+    def in_place_chain(self, body, bp, br):
+        """The buffers of ``body`` that may share the loop state's slot with
+        its parameter buffer ``bp`` at one index, ending with the root's
+        ``br``. Walking back from ``br``, each buffer's instruction updates
+        the one before it in place as its last reader (``x[i] += u;
+        x[i] /= 9``: two dynamic-update-slices), back to one that updates
+        ``bp`` in place or is defined after ``bp``'s last read; the longest
+        such chain. Every buffer is a temp of the body of its own, so at
+        any position only one of them (or ``bp``) holds a value. [] when
+        not even ``br`` qualifies."""
+        chain, best = [], []
+        b = br
+        while (b.kind == "temp" and self.singleton(b) and b.instruction.parent is body
+               and b.instruction.opcode != "parameter" and b not in chain):
+            chain.append(b)
+            instr = b.instruction
+            d = self.pos[id(instr)]
+            if bp.last_use == d and self.can_update_in_place(instr, bp):
+                return list(chain)
+            if bp.last_use < d:
+                best = list(chain)
+            if not (instr.opcode in ELEMENTWISE or _is_elementwise_fusion(instr)
+                    or in_place_update_operand(instr) is not None):
+                break
+            previous = [ob for ob in (self.points_to[id(o)].get(()) for o in instr.operands)
+                        if ob is not None and ob.last_use == d
+                        and self.can_update_in_place(instr, ob)]
+            if not previous:
+                break
+            b = previous[0]
+        return best
 
     def set_busy(self, b, lo, hi):
         """Whether a buffer of ``b``'s colocation set other than ``b`` holds a

@@ -11,6 +11,8 @@ padded to their bounds, sizes tracked as s32 scalars: ``xla/service/dynamic_padd
 the compiler binds a dynamic entry's parameters and result to sizes first,
 ``xla/service/dynamic_entry.py``),
 the target-independent pipeline (``xla/service/pipelines.py``) with
+``dot-scale-motion`` before its ``dot_decomposer`` (``(alpha * A) @ x`` as
+``alpha * (A @ x)``: no scaled copy of the matrix; ``xla/service/dot_scale_motion.py``),
 ``convolution-reversal-expander`` (a reversed window as a reverse of the
 kernel, which the runtime's conv2d then takes) and ``dot-type-widening``
 just before its layout assignment (bf16/f16/f8 dots
@@ -43,6 +45,8 @@ def cpu_pipeline(**options):
     inliner = _index(pipeline, "call-inliner")
     assert pipeline.passes[inliner + 1].name == "dce"
     pipeline.passes.insert(inliner + 2, make_pass("dynamic-padder"))
+    # Scales move past the dots they feed before dot_decomposer reshapes them.
+    pipeline.passes.insert(_index(pipeline, "dot_decomposer"), make_pass("dot-scale-motion"))
     layout = _index(pipeline, "layout-assignment")
     # What the runtime's library calls read and write (layout_constraints.py).
     pipeline.passes[layout] = make_pass("layout-assignment",

@@ -27,7 +27,12 @@ cannot vectorize (a libm call such as erf, an inner loop:
 ``_loop_vectorizable``), where it keeps the lanes' independent chains. Like XLA:CPU's vectorized reductions this
 reassociates the sum (results differ from a sequential sum in the last
 bits, and are usually more accurate); max and min are exact in any order;
-other reducers and types accumulate sequentially.
+other reducers and types accumulate sequentially. Maximum and minimum run
+the intrinsics with ``nnan nsz`` flags (one vmaxpd per vector instead of
+the five dependent instructions of NaN-propagating ``llvm.maximum`` on
+x86) beside an "any NaN" flag, and walk a row again exactly only where its
+result is a zero, whose sign those flags leave open
+(``_fast_min_max_row``): the same results, about 3x faster on long rows.
 
 Multi-output fusions whose outputs include a reduce and arrays shaped like
 its input (``ModuleEmitter.reduce_riders``) set
@@ -258,17 +263,14 @@ def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
     dimension that LLVM's loop vectorizer runs ``lanes`` wide in
     ``ROW_REDUCE_INTERLEAVE`` vector accumulators (``loop_emitter.
     loop_hints``; the explicit width is what allows it to reassociate
-    the sum). The reducer is ``fadd`` or ``llvm.maximum``/``llvm.minimum``
-    (NaN-propagating, the reductions LLVM vectorizes)."""
+    the sum). The reducer is ``fadd`` or, for maximum and minimum,
+    ``_fast_min_max_row``."""
     b = g.b
     scalar_t = init.type
     op = comp.root_instruction.opcode
-    if op == "add":
-        combine = lambda bb, u, v: bb.fadd(u, v)  # noqa: E731
-    else:
-        fn = b.module.declare_intrinsic("llvm." + op, [scalar_t],
-                                        ir.FunctionType(scalar_t, [scalar_t, scalar_t]))
-        combine = lambda bb, u, v: bb.call(fn, [u, v])  # noqa: E731
+    if op != "add":
+        return _fast_min_max_row(g, h, x, init, base_index, order, lanes, ranges, op)
+    combine = lambda bb, u, v: bb.fadd(u, v)  # noqa: E731
     acc = g.kernel.alloca(scalar_t, name="acc")
     b.store(init, acc)
     saved = g.push_scope()
@@ -284,6 +286,76 @@ def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
 
     _outer_reduced_loops(g, x, order, ranges, idx, row)
     g.pop_scope(saved)
+    return b.load(acc, typ=scalar_t)
+
+
+# XLA's maximum and minimum propagate NaN and order -0 below +0
+# (``llvm.maximum``/``llvm.minimum``); on x86 each of those is five
+# dependent instructions around a vmaxpd, which makes a row reduction
+# latency-bound (a 1200x1000 f64 row max: 460 us against NumPy's 195).
+_FAST_MIN_MAX_FLAGS = ("nnan", "nsz")
+MIN_MAX_INTERLEAVE = 2
+
+
+def _fast_min_max_row(g, h, x, init, base_index, order, lanes, ranges, op):
+    """A row maximum or minimum in two vectorized reductions over one loop:
+    the intrinsic with ``nnan nsz`` flags (one vmaxpd/vminpd per vector,
+    exact for every input but NaN and the sign of a zero result) and an
+    "any NaN" flag; then NaN if the flag is set (the init value counts),
+    and where the result is zero, whose sign the flags leave open, the row
+    walked again with the exact intrinsic (rare: only rows whose extreme
+    is a zero). The same result as folding with ``llvm.maximum``/
+    ``llvm.minimum`` in any order."""
+    b = g.b
+    scalar_t = init.type
+    fn = b.module.declare_intrinsic("llvm." + op, [scalar_t],
+                                    ir.FunctionType(scalar_t, [scalar_t, scalar_t]))
+    acc = g.kernel.alloca(scalar_t, name="acc")
+    nan = g.kernel.alloca(ir.IntType(1), name="any_nan")
+    b.store(init, acc)
+    b.store(b.fcmp_unordered("uno", init, init), nan)
+    saved = g.push_scope()
+    idx = list(base_index)
+    inner = order[-1]
+
+    def fast_row():
+        lo, hi = ranges.get(inner, (0, x.shape.dimensions[inner]))
+        with le.for_loop(g.b, lo, hi, name="rv", vectorize=lanes,
+                         interleave=MIN_MAX_INTERLEAVE) as k:
+            idx[inner] = k
+            scope = g.push_scope()
+            v = g.value(x, list(idx))
+            _store_side_outputs(g, h, idx)
+            g.pop_scope(scope)
+            bb = g.b
+            bb.store(bb.call(fn, [bb.load(acc, typ=scalar_t), v], fastmath=_FAST_MIN_MAX_FLAGS),
+                     acc)
+            bb.store(bb.or_(bb.load(nan, typ=ir.IntType(1)), bb.fcmp_unordered("uno", v, v)), nan)
+
+    _outer_reduced_loops(g, x, order, ranges, idx, fast_row)
+    g.pop_scope(saved)
+    any_nan = b.load(nan, typ=ir.IntType(1))
+    fast = b.load(acc, typ=scalar_t)
+    b.store(b.select(any_nan, ir.Constant(scalar_t, float("nan")), fast), acc)
+    zero = b.and_(b.fcmp_ordered("==", fast, ir.Constant(scalar_t, 0.0)), b.not_(any_nan))
+    with b.if_then(zero, likely=False):
+        b.store(init, acc)
+        saved = g.push_scope()
+        idx = list(base_index)
+
+        def exact_row():
+            lo, hi = ranges.get(inner, (0, x.shape.dimensions[inner]))
+            # Width 1: the rare exact walk is left scalar (no vectorized
+            # copy for LLVM to generate).
+            with le.for_loop(g.b, lo, hi, name="rz", vectorize=1) as k:
+                idx[inner] = k
+                scope = g.push_scope()
+                v = g.value(x, list(idx))
+                g.pop_scope(scope)
+                g.b.store(g.b.call(fn, [g.b.load(acc, typ=scalar_t), v]), acc)
+
+        _outer_reduced_loops(g, x, order, ranges, idx, exact_row)
+        g.pop_scope(saved)
     return b.load(acc, typ=scalar_t)
 
 

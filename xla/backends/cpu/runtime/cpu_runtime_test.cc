@@ -210,7 +210,9 @@ void MatmulSuite(double tolerance) {
       {9, 31, 16, 40}, {3, 64, 64, 64},  {1, 1, 300, 1},    {1, 130, 70, 150},
       {2, 150, 129, 97}, {40, 24, 24, 24}, {1, 257, 255, 131},
       // Thin products, split along M or N over the pool.
-      {1, 1, 500, 700}, {1, 700, 500, 1}, {1, 3, 400, 900}, {3, 1, 512, 1024}, {5, 40, 100, 70}};
+      {1, 1, 500, 700}, {1, 700, 500, 1}, {1, 3, 400, 900}, {3, 1, 512, 1024}, {5, 40, 100, 70},
+      // Vector-matrix products split into blocks of rows (MatmulVectorRows).
+      {1, 1, 2000, 700}, {1, 700, 2000, 1}, {1, 1, 1030, 257}};
   for (const auto& [batch, m, k, n] : shapes) {
     for (int tl = 0; tl < 2; ++tl) {
       for (int tr = 0; tr < 2; ++tr) CheckMatmul<T>(rng, batch, m, k, n, tl, tr, tolerance);
@@ -249,6 +251,28 @@ TEST_F(CpuRuntimeTest, MatmulComplexMatchesNaiveLoop) {
   __xla_cpu_runtime_set_num_threads(2);
   MatmulSuite<std::complex<float>>(2e-4);
   MatmulSuite<std::complex<double>>(1e-12);
+}
+
+// A vector-matrix product's blocks depend on its shape only: the same bits
+// on any number of threads.
+TEST_F(CpuRuntimeTest, VectorMatrixProductIsTheSameOnAnyNumberOfThreads) {
+  std::mt19937 rng(11);
+  const int64_t k = 3000, len = 900;
+  const auto vec = RandomVector<double>(rng, k);
+  const auto mat = RandomVector<double>(rng, k * len);
+  std::vector<std::vector<double>> results;
+  for (int threads : {1, 2, 3}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    std::vector<double> xa(static_cast<size_t>(len)), ax(static_cast<size_t>(len));
+    __xla_cpu_matmul_f64(vec.data(), mat.data(), xa.data(), 1, 1, k, len, 0, 0);  // x A
+    __xla_cpu_matmul_f64(mat.data(), vec.data(), ax.data(), 1, len, k, 1, 1, 0);  // (A^T)^T x
+    ASSERT_EQ(xa, ax);
+    results.push_back(xa);
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
+  const auto expected = NaiveMatmul(vec, mat, 1, 1, k, len, false, false);
+  for (int64_t j = 0; j < len; ++j) ASSERT_NEAR(results[0][j], expected[j], 1e-10) << j;
 }
 
 struct MatmulInParallelFor {

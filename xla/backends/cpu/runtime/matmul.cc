@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <complex>
+#include <vector>
 
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
 
@@ -113,13 +114,67 @@ void MatmulSplit(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64
   SplitContext<T> ctx{lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs, m >= n};
   const int64_t extent = m >= n ? m : n;
   const int64_t macs_per_unit = k * (m >= n ? n : m);
-  // Blocks of >= 8 rows or columns keep Eigen's kernels on full panels.
+  // Blocks of >= 8 rows or columns keep Eigen's kernels on full panels; of
+  // half the parallel threshold's work, so that a matrix-vector product
+  // just above it still splits into enough blocks to share evenly.
   int64_t min_chunk =
-      std::max<int64_t>(8, kMinParallelMacs / std::max<int64_t>(1, macs_per_unit));
+      std::max<int64_t>(8, kMinParallelMacs / 2 / std::max<int64_t>(1, macs_per_unit));
   if (parts > 0) {  // exactly `parts` slabs, multiples of 16 but the last
     min_chunk = std::max(min_chunk, ((extent + parts - 1) / parts + 15) / 16 * 16);
   }
   __xla_cpu_parallel_for(&MatmulSplitBody<T>, &ctx, extent, min_chunk);
+}
+
+// Vector-matrix products in the axpy form: out[len] = sum_p vec[p] * rows[p, :]
+// for a row-major [k, len] `rows` (x A with A row-major, or A x with A stored
+// transposed). Split into `parts` blocks of whole rows, each a GEMV over
+// contiguous memory into its own partial result, summed in block order
+// afterwards: each block streams its rows, where a split of the columns
+// makes every block read a narrow strip of each row (measured here, 1200 x
+// 1000 f64 on one thread: 120 us in row blocks, 150 us in 218-column
+// strips). `parts` depends on the shape only, so results do not depend on
+// the number of threads.
+constexpr int64_t kMaxVectorParts = 8;
+constexpr int64_t kMinVectorPartRows = 16;
+
+int64_t VectorParts(int64_t k, int64_t len) {
+  // Blocks of half the parallel threshold's work: up to 8 for 2, 4 or 8
+  // threads to share evenly.
+  const int64_t by_work = 2 * k * len / kMinParallelMacs;
+  return std::max<int64_t>(1, std::min({kMaxVectorParts, by_work, k / kMinVectorPartRows}));
+}
+
+template <typename T>
+struct VectorRowsContext {
+  const T* vec;
+  const T* rows;
+  T* out;
+  T* partials;  // parts - 1 partial results of len elements: blocks 1, 2, ...
+  int64_t k, len, parts;
+};
+
+template <typename T>
+void VectorRowsBody(void* ctx, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const VectorRowsContext<T>*>(ctx);
+  for (int64_t p = begin; p < end; ++p) {
+    const int64_t i0 = c.k * p / c.parts, i1 = c.k * (p + 1) / c.parts;
+    Eigen::Map<const RowMajorMatrix<T>> v(c.vec + i0, 1, i1 - i0);
+    Eigen::Map<const RowMajorMatrix<T>> r(c.rows + i0 * c.len, i1 - i0, c.len);
+    Eigen::Map<RowMajorMatrix<T>> o(p == 0 ? c.out : c.partials + (p - 1) * c.len, 1, c.len);
+    o.noalias() = v * r;
+  }
+}
+
+template <typename T>
+void MatmulVectorRows(const T* vec, const T* rows, T* out, int64_t k, int64_t len) {
+  const int64_t parts = VectorParts(k, len);
+  std::vector<T> partials(static_cast<size_t>((parts - 1) * len));
+  VectorRowsContext<T> ctx{vec, rows, out, partials.data(), k, len, parts};
+  __xla_cpu_parallel_for(&VectorRowsBody<T>, &ctx, parts, 1);
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> sum(out, len);
+  for (int64_t p = 1; p < parts; ++p) {
+    sum += Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partials.data() + (p - 1) * len, len);
+  }
 }
 
 template <typename T>
@@ -146,6 +201,14 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
   if (batch <= 0 || m <= 0 || n <= 0) return;
   if (k <= 0) {
     std::fill(out, out + batch * m * n, T(0));
+    return;
+  }
+  if (batch == 1 && m == 1 && !transpose_rhs) {  // x A, A row-major
+    MatmulVectorRows(lhs, rhs, out, k, n);
+    return;
+  }
+  if (batch == 1 && n == 1 && transpose_lhs) {  // A x, A stored transposed
+    MatmulVectorRows(rhs, lhs, out, k, m);
     return;
   }
   const int64_t threads = ThreadsForCaller();
