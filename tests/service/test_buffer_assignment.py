@@ -668,3 +668,80 @@ def test_a_fusion_rooted_at_a_dus_updates_in_place():
     check_properties(module, ba)
     assert ba.buffer(instr(module, "y")).slot != ba.buffer(instr(module, "x2")).slot
     _cpu_matches_interpreter(reads, x, v, np.int32(3))
+
+
+# The loop state updated in place after a nested loop (a windowed dot's
+# ring inside a partitioned loop body): y = tanh(dus(acc, ...)) where acc is
+# the inner loop's accumulator, started from zeros written before the inner
+# loop copies its start from the outer state. Walking back from y, the
+# in-place chain reached the inner while's buffer, which later joined the
+# inner loop's own set with those zeros: written into the outer state's
+# slot while the outer state was still to be copied (every element wrong).
+NESTED_LOOP_THEN_UPDATE = """
+HloModule nested
+
+icond {
+  ip = (s32[], f32[64], f32[64]) parameter(0)
+  j = s32[] get-tuple-element(ip), index=0
+  two = s32[] constant(2)
+  ROOT lt = pred[] compare(j, two), direction=LT
+}
+
+ibody {
+  ip = (s32[], f32[64], f32[64]) parameter(0)
+  j = s32[] get-tuple-element(ip), index=0
+  v = f32[64] get-tuple-element(ip), index=1
+  acc = f32[64] get-tuple-element(ip), index=2
+  acc2 = f32[64] add(acc, v)
+  one = s32[] constant(1)
+  j1 = s32[] add(j, one)
+  ROOT it = (s32[], f32[64], f32[64]) tuple(j1, v, acc2)
+}
+
+cond {
+  cp = (s32[], f32[64]) parameter(0)
+  ci = s32[] get-tuple-element(cp), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(ci, n), direction=LT
+}
+
+body {
+  bp = (s32[], f32[64]) parameter(0)
+  bi = s32[] get-tuple-element(bp), index=0
+  bx = f32[64] get-tuple-element(bp), index=1
+  z = f32[] constant(0)
+  zeros = f32[64] broadcast(z), dimensions={}
+  zero = s32[] constant(0)
+  start = (s32[], f32[64], f32[64]) tuple(zero, bx, zeros)
+  inner = (s32[], f32[64], f32[64]) while(start), condition=icond, body=ibody
+  acc = f32[64] get-tuple-element(inner), index=2
+  u = f32[1] constant({3})
+  d = f32[64] dynamic-update-slice(acc, u, bi)
+  y = f32[64] tanh(d)
+  one = s32[] constant(1)
+  i1 = s32[] add(bi, one)
+  ROOT bt = (s32[], f32[64]) tuple(i1, y)
+}
+
+ENTRY main {
+  x = f32[64] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[64]) tuple(zero, x)
+  w = (s32[], f32[64]) while(init), condition=cond, body=body
+  ROOT wx = f32[64] get-tuple-element(w), index=1
+}
+"""
+
+
+def test_a_nested_loops_state_keeps_its_own_slot():
+    module, ba = assign(NESTED_LOOP_THEN_UPDATE)
+    check_properties(module, ba)
+    assert ba.buffer(instr(module, "inner"), (2,)).slot != ba.buffer(instr(module, "w"), (1,)).slot
+    x = np.random.default_rng(4).standard_normal(64).astype(np.float32)
+    _cpu_matches_interpreter(NESTED_LOOP_THEN_UPDATE, x)
+    want = x.astype(np.float64)
+    for i in range(4):
+        want = 2 * want
+        want[i] = 3.0
+        want = np.tanh(want)
+    np.testing.assert_allclose(xla_cpu(NESTED_LOOP_THEN_UPDATE, x), want, rtol=1e-5)

@@ -338,6 +338,18 @@ def assign_buffers(module, alignment=ALIGNMENT, fit="best"):
         return _Assigner(module, alignment, fit).run()
 
 
+def _runs_computations(instr):
+    """Whether ``instr``'s buffers are those of computations it runs (a
+    nested while's loop state, a conditional's or call's results). Such a
+    buffer joins its own colocation set (with the nested loop's init and
+    body buffers) when that instruction is assigned, which may be after an
+    enclosing loop's in-place chain took it: the nested loop's init, written
+    before the outer state's last read, then shared the outer state's slot
+    (a windowed dot's ring inside a partitioned loop: every element wrong)."""
+    return (instr.opcode in ("while", "conditional", "call", "async-start", "async-done")
+            or instr.opcode.endswith(("-start", "-done")))
+
+
 class _Assigner:
     def __init__(self, module, alignment, fit):
         self.module = module
@@ -554,7 +566,8 @@ class _Assigner:
         chain, best = [], []
         b = br
         while (b.kind == "temp" and self.singleton(b) and b.instruction.parent is body
-               and b.instruction.opcode != "parameter" and b not in chain):
+               and b.instruction.opcode != "parameter" and b not in chain
+               and not _runs_computations(b.instruction)):
             chain.append(b)
             instr = b.instruction
             d = self.pos[id(instr)]
