@@ -48,7 +48,16 @@ def table(name):
     try:
         return _TABLES[name]
     except KeyError:
-        raise InternalError(f"xla.frontend.{name} is not installed: import xla first") from None
+        pass
+    # A program that imported one frontend module directly (``from
+    # xla.frontend.autojit import autojit``) has not loaded the others yet:
+    # the jit module imports every module that installs a table.
+    import importlib
+    importlib.import_module("xla.frontend.jit")
+    try:
+        return _TABLES[name]
+    except KeyError:
+        raise InternalError(f"xla.frontend.{name} is not installed") from None
 
 _local = threading.local()
 
