@@ -15,7 +15,12 @@ the last column is each workload's achieved rate as a fraction of the
 relevant limit (bytes that must move / bandwidth, or FLOPs / peak). A workload
 named "fast-math" is compiled with --xla_cpu_enable_fast_math=true (for
 GELU: a 6-ulp rational tanh instead of the 2-ulp default; jax.jit's tanh is
-a 5-ulp rational function either way).
+a 5-ulp rational function either way). The bf16 and f16 rows are the
+memory-bound workloads written as jax lowers them on inputs of that type
+(elementwise ops rounded to the type, sums through f32), counted at 2 bytes
+per element; their NumPy column casts to f32, computes and rounds the
+result back (the fastest way NumPy has), and they are checked against it
+with a tolerance for 8 (bf16) or 11 (f16) significant bits.
 jax is never a dependency: run the script from an environment that has it
 to get that column (the README says how the table was made).
 """
@@ -142,6 +147,132 @@ ENTRY %main (x: {shape}) -> {shape} {{
 """
 
 
+# bf16/f16 versions of the memory-bound workloads, written as jax 0.10.2
+# lowers the same functions on inputs of that type: elementwise ops in the
+# narrow type, every add-reduction through a convert to f32 and back, the
+# max-reduction in the narrow type, constants rounded to the type.
+HALF_NP = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
+def _half_const(t, value):
+    return repr(float(HALF_NP[t](value)))
+
+
+def _half_reducers(t):
+    return REDUCERS + f"""
+%max_{t} (e: {t}[], f: {t}[]) -> {t}[] {{
+  %e = {t}[] parameter(0)
+  %f = {t}[] parameter(1)
+  ROOT %m = {t}[] maximum(%e, %f)
+}}
+"""
+
+
+def seed_half(n, t):
+    return f"""HloModule seed_{t}
+{REDUCERS}
+ENTRY %main (x: {t}[{n}], y: {t}[{n}], z: {t}[{n}]) -> {t}[] {{
+  %x = {t}[{n}] parameter(0)
+  %y = {t}[{n}] parameter(1)
+  %z = {t}[{n}] parameter(2)
+  %yz = {t}[{n}] multiply(%y, %z)
+  %t = {t}[{n}] add(%x, %yz)
+  %tf = f32[{n}] convert(%t)
+  %zero = f32[] constant(0)
+  %r = f32[] reduce(%tf, %zero), dimensions={{0}}, to_apply=%add
+  ROOT %out = {t}[] convert(%r)
+}}
+"""
+
+
+def softmax_half(r, c, t):
+    return f"""HloModule softmax_{t}
+{_half_reducers(t)}
+ENTRY %main (x: {t}[{r},{c}]) -> {t}[{r},{c}] {{
+  %x = {t}[{r},{c}] parameter(0)
+  %ninf = {t}[] constant(-inf)
+  %mx0 = {t}[{r}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max_{t}
+  %ninfb = {t}[{r}] broadcast(%ninf), dimensions={{}}
+  %mx = {t}[{r}] maximum(%mx0, %ninfb)
+  %mb = {t}[{r},{c}] broadcast(%mx), dimensions={{0}}
+  %sub = {t}[{r},{c}] subtract(%x, %mb)
+  %e = {t}[{r},{c}] exponential(%sub)
+  %ef = f32[{r},{c}] convert(%e)
+  %zero = f32[] constant(0)
+  %sm = f32[{r}] reduce(%ef, %zero), dimensions={{1}}, to_apply=%add
+  %smh = {t}[{r}] convert(%sm)
+  %sb = {t}[{r},{c}] broadcast(%smh), dimensions={{0}}
+  ROOT %out = {t}[{r},{c}] divide(%e, %sb)
+}}
+"""
+
+
+def layernorm_half(r, c, t):
+    return f"""HloModule layernorm_{t}
+{REDUCERS}
+ENTRY %main (x: {t}[{r},{c}], g: {t}[{c}], bt: {t}[{c}]) -> {t}[{r},{c}] {{
+  %x = {t}[{r},{c}] parameter(0)
+  %g = {t}[{c}] parameter(1)
+  %bt = {t}[{c}] parameter(2)
+  %xf = f32[{r},{c}] convert(%x)
+  %zero = f32[] constant(0)
+  %s1 = f32[{r}] reduce(%xf, %zero), dimensions={{1}}, to_apply=%add
+  %cnt = f32[] constant({c})
+  %cntb = f32[{r}] broadcast(%cnt), dimensions={{}}
+  %mean = f32[{r}] divide(%s1, %cntb)
+  %meanh = {t}[{r}] convert(%mean)
+  %meanb = {t}[{r},{c}] broadcast(%meanh), dimensions={{0}}
+  %xc = {t}[{r},{c}] subtract(%x, %meanb)
+  %sq = {t}[{r},{c}] multiply(%xc, %xc)
+  %sqf = f32[{r},{c}] convert(%sq)
+  %s2 = f32[{r}] reduce(%sqf, %zero), dimensions={{1}}, to_apply=%add
+  %var = f32[{r}] divide(%s2, %cntb)
+  %varh = {t}[{r}] convert(%var)
+  %eps = {t}[] constant({_half_const(t, 1e-5)})
+  %epsb = {t}[{r}] broadcast(%eps), dimensions={{}}
+  %ve = {t}[{r}] add(%varh, %epsb)
+  %sd = {t}[{r}] sqrt(%ve)
+  %one = {t}[] constant(1)
+  %oneb = {t}[{r}] broadcast(%one), dimensions={{}}
+  %inv = {t}[{r}] divide(%oneb, %sd)
+  %invb = {t}[{r},{c}] broadcast(%inv), dimensions={{0}}
+  %xn = {t}[{r},{c}] multiply(%xc, %invb)
+  %gb = {t}[{r},{c}] broadcast(%g), dimensions={{1}}
+  %xg = {t}[{r},{c}] multiply(%xn, %gb)
+  %bb = {t}[{r},{c}] broadcast(%bt), dimensions={{1}}
+  ROOT %y = {t}[{r},{c}] add(%xg, %bb)
+}}
+"""
+
+
+def gelu_half(n, t):
+    """jax.nn.gelu(x, approximate=True): x * ((1 + tanh(k * (x + c * x^3))) * 0.5)."""
+    s = f"{t}[{n}]"
+
+    def const(name, value):
+        return (f"  %{name}s = {t}[] constant({_half_const(t, value)})\n"
+                f"  %{name} = {s} broadcast(%{name}s), dimensions={{}}")
+    return f"""HloModule gelu_{t}
+
+ENTRY %main (x: {s}) -> {s} {{
+  %x = {s} parameter(0)
+{const("c", 0.044715)}
+{const("k", np.sqrt(2 / np.pi))}
+{const("one", 1.0)}
+{const("half", 0.5)}
+  %x2 = {s} multiply(%x, %x)
+  %x3 = {s} multiply(%x2, %x)
+  %cx3 = {s} multiply(%x3, %c)
+  %in = {s} add(%x, %cx3)
+  %kin = {s} multiply(%in, %k)
+  %th = {s} tanh(%kin)
+  %1t = {s} add(%th, %one)
+  %h = {s} multiply(%1t, %half)
+  ROOT %out = {s} multiply(%x, %h)
+}}
+"""
+
+
 def matmul(n, operand="f32", result="f32"):
     return f"""HloModule matmul
 
@@ -191,6 +322,33 @@ def np_layernorm(x, g, b):
     return xc / np.sqrt(var + np.float32(1e-5)) * g + b
 
 
+def _via_f32(fn, t):
+    """NumPy on bf16/f16 arrays the fast way: cast to f32, compute, round
+    once to the type (NumPy's own float16 loops and ml_dtypes' bfloat16
+    ones convert element by element and are several times slower)."""
+    return lambda *a: np.asarray(fn(*[v.astype(np.float32) for v in a])).astype(HALF_NP[t])
+
+
+def half_workloads(t, f, n, r, c, g):
+    """The memory-bound workloads at bf16/f16 (same element counts as f32:
+    half the bytes, 2 per element); jax.jit runs the functions whose
+    lowering the HLO text copies."""
+    h = lambda *s: f(*s).astype(HALF_NP[t])  # noqa: E731
+    ln = lambda jnp: (lambda x, g_, b_: (lambda xc: xc * jnp.reciprocal(jnp.sqrt(  # noqa: E731
+        jnp.mean(xc * xc, axis=1, keepdims=True) + 1e-5)) * g_ + b_)(x - jnp.mean(x, axis=1, keepdims=True)))
+    return [
+        (f"sum(x + y*z) {t}[{n}]", seed_half(n, t), [h(n), h(n), h(n)],
+         _via_f32(lambda x, y, z: np.sum(x + y * z), t),
+         lambda jnp: (lambda x, y, z: jnp.sum(x + y * z)), 3 * n * 2, None),
+        (f"softmax {t}[{r},{c}]", softmax_half(r, c, t), [h(r, c)], _via_f32(np_softmax, t),
+         lambda jnp: (lambda x: __import__("jax").nn.softmax(x, axis=1)), 2 * r * c * 2, None),
+        (f"layernorm {t}[{r},{c}]", layernorm_half(r, c, t), [h(r, c), h(c), h(c)],
+         _via_f32(np_layernorm, t), ln, 2 * r * c * 2, None),
+        (f"gelu {t}[{g}]", gelu_half(g, t), [h(g)], _via_f32(np_gelu, t),
+         lambda jnp: (lambda x: __import__("jax").nn.gelu(x, approximate=True)), 2 * g * 2, None),
+    ]
+
+
 def workloads(quick):
     scale = 16 if quick else 1
     rng = np.random.RandomState(0)
@@ -222,6 +380,7 @@ def workloads(quick):
          lambda jnp: (lambda x: 0.5 * x * (1 + jnp.tanh(np.float32(np.sqrt(2 / np.pi)) *
                                                        (x + 0.044715 * x ** 3)))), 2 * g * 4, None,
          "--xla_cpu_enable_fast_math=true"),
+        *[row for t in HALF_NP for row in half_workloads(t, f, n, r, c, g)],
         ("matmul f32[%d]^3" % m, matmul(m), [f(m, m), f(m, m)], lambda a, b_: a @ b_,
          lambda jnp: (lambda a, b_: a @ b_), None, 2 * m ** 3),
         ("matmul s8 x s8 -> s32 [%d]^3" % q, matmul(q, "s8", "s32"), [s8(q, q), s8(q, q)],
@@ -320,8 +479,13 @@ def main():
         exe = xla.compile(xla.parse_hlo_module(text), "cpu", debug_options=flags[0] if flags else None)
         ours_out = exe.execute(*inputs)
         expected = np_fn(*inputs)
+        # bf16/f16 rows: NumPy's result is computed in f32 and rounded once;
+        # ours rounds after each elementwise op as the HLO says (8 and 11
+        # significant bits: a few roundings of 2^-9 and 2^-12 each).
+        tol = {np.dtype(ml_dtypes.bfloat16): 3e-2, np.dtype(np.float16): 4e-3}.get(
+            np.asarray(ours_out).dtype, 2e-3)
         np.testing.assert_allclose(np.asarray(ours_out, np.float64), np.asarray(expected, np.float64),
-                                   rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(expected).max())))
+                                   rtol=tol, atol=tol * max(1.0, float(np.abs(expected).max())))
         t_ours = median_time(lambda: exe.execute(*inputs), args.repeats)
         t_np = median_time(lambda: np_fn(*inputs), args.repeats)
         t_jax = None
