@@ -15,7 +15,9 @@ accumulator per input and apply the reducer computation, emitted as scalar
 code, to all of them at once; the result is a list.
 
 Row reductions of f32/f64 with a plain ``add``, ``maximum`` or ``minimum``
-reducer (``_VECTOR_REDUCERS``) run in ``LANES``-wide vector accumulators:
+reducer (``_VECTOR_REDUCERS``), and of f16/bf16 with a ``maximum`` or
+``minimum`` one (in f32 lanes, ``_NARROW_MIN_MAX_TYPES``), run in
+``LANES``-wide vector accumulators:
 the innermost loop computes one element per iteration and carries loop
 metadata that has LLVM's loop vectorizer run it ``LANES`` wide, which also
 permits it to reassociate the sum (``_vector_row_reduce``). An earlier form
@@ -67,8 +69,19 @@ from xla.backends.cpu.loop_emitter import i64
 from xla.backends.cpu.element_generator import convert_register, register_generator
 from xla.backends.cpu.llvm_types import NARROW_FLOATS, register_type, round_to_type
 from xla.errors import UnimplementedError
+from xla.hlo.types import PrimitiveType as PT
 
 LANES = {"f32": 8, "f64": 4}
+# f16 and bf16 values are f32 in registers (exactly: every f16 and bf16
+# value is an f32 value). A row maximum or minimum of them runs in f32
+# vector accumulators as an f32 one does (``row_identity``): its result is
+# one of the elements or the init value (or NaN), so it is exactly
+# representable and needs no rounding, and the NaN and signed-zero rules
+# are those of the f32 row. Their sums are not vectorized: they accumulate
+# sequentially in f32 and round once (``narrow_float_accumulation``), and
+# reassociating them would change their results.
+_NARROW_MIN_MAX_TYPES = (PT.F16, PT.BF16)
+_NARROW_LANES = 8
 
 
 def _unsupported(h, what):
@@ -82,17 +95,25 @@ def _unsupported(h, what):
 _CHUNKABLE = ("add", "multiply", "maximum", "minimum", "and", "or")
 
 
-def chunk_identity(comp, et):
-    """The identity (an ir.Constant) of reducer ``comp`` on element type
-    ``et`` when a reduction with it may be split into chunks whose partial
-    results are combined with it; None otherwise."""
+def _plain_reducer(comp, et):
+    """The opcode of reducer ``comp`` when it is one of ``_CHUNKABLE``
+    applied to its two ``et`` parameters and nothing else; None otherwise."""
     root = comp.root_instruction
     if (root.opcode not in _CHUNKABLE or len(comp.instructions) != 3
             or sorted(o.parameter_number for o in root.operands
                       if o.opcode == "parameter") != [0, 1]
             or any(o.shape.element_type is not et for o in root.operands)):
         return None
-    op = root.opcode
+    return root.opcode
+
+
+def chunk_identity(comp, et):
+    """The identity (an ir.Constant) of reducer ``comp`` on element type
+    ``et`` when a reduction with it may be split into chunks whose partial
+    results are combined with it; None otherwise."""
+    op = _plain_reducer(comp, et)
+    if op is None:
+        return None
     if et.text in ("f32", "f64"):
         t = ir.FloatType() if et.text == "f32" else ir.DoubleType()
         value = {"add": -0.0, "multiply": 1.0, "maximum": float("-inf"),
@@ -104,6 +125,20 @@ def chunk_identity(comp, et):
         value = {"add": 0, "multiply": 1, "maximum": lo, "minimum": hi, "and": -1, "or": 0}[op]
         return ir.Constant(ir.IntType(bits), value & ((1 << bits) - 1))
     return None
+
+
+def row_identity(comp, et):
+    """The identity (a register-type ir.Constant) a vectorized row
+    reduction with reducer ``comp`` on ``et`` elements starts its lanes
+    from: ``chunk_identity``'s for f32 and f64, -inf/+inf for an f16 or
+    bf16 maximum/minimum (see ``_NARROW_MIN_MAX_TYPES``); None where the
+    row is not vectorized."""
+    if et in _NARROW_MIN_MAX_TYPES:
+        op = _plain_reducer(comp, et)
+        if op not in ("maximum", "minimum"):
+            return None
+        return ir.Constant(ir.FloatType(), float("-inf") if op == "maximum" else float("inf"))
+    return chunk_identity(comp, et) if et.text in LANES else None
 
 
 def _reduced_order(h):
@@ -173,11 +208,16 @@ def generate_reduce(g, h, index):
         base_index[d] = index[i]
     order = [d for d in le.major_to_minor(in_shape) if d in reduced]
     et = inputs[0].shape.element_type
-    lanes = LANES.get(et.text)
-    identity = chunk_identity(comp, et) if n == 1 and lanes else None
+    narrow = et in _NARROW_MIN_MAX_TYPES
+    lanes = _NARROW_LANES if narrow else LANES.get(et.text)
+    identity = row_identity(comp, et) if n == 1 and lanes else None
     if (identity is not None and lanes_of is None and comp.root_instruction.opcode in _VECTOR_REDUCERS
             and order and order[-1] == le.major_to_minor(in_shape)[-1]
-            and in_shape.dimensions[order[-1]] >= 2 * lanes):
+            and in_shape.dimensions[order[-1]] >= 2 * lanes
+            and (not narrow or _loop_vectorizable(g, inputs[0]))):
+        # (An f16/bf16 row whose element the loop vectorizer cannot
+        # vectorize, erf say, stays sequential: the hand-unrolled form is
+        # not used for narrow types.)
         if _loop_vectorizable(g, inputs[0]):
             return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes,
                                       ranges, comp)
