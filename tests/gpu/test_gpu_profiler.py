@@ -64,3 +64,27 @@ def test_nothing_is_recorded_outside_a_trace(platform, tmp_path):
         pass
     f(np.ones(4, np.float32))
     assert prof.events == []
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_collectives_of_a_replicated_run_are_spans_too(platform, tmp_path):
+    text = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] multiply(x, x)
+  ROOT r = f32[4] all-reduce(y), replica_groups={{0,1}}, to_apply=add
+}"""
+    xs = [np.arange(4, dtype=np.float32) + d for d in range(2)]
+    with xla.profiler.trace(str(tmp_path), write=False) as prof:
+        exe = xla.compile(text, platform, num_replicas=2)
+        out = exe.execute([[x] for x in xs])
+    for d in range(2):
+        np.testing.assert_array_equal(np.asarray(out[d]), xs[0] ** 2 + xs[1] ** 2)
+    reduces = [e for e in prof.events if e[1] == "instruction" and e[5]["opcode"] == "all-reduce"]
+    assert len(reduces) == 2 and all(e[0] == "r" and e[5]["bytes"] == 32 for e in reduces)
+    assert len([e for e in prof.events if e[1] == "execution"]) == 2

@@ -1,5 +1,5 @@
 """GPU executions under ``xla.profiler``: every kernel launch, library call
-(cuBLAS, cuFFT) and device copy timed on the device.
+(cuBLAS, cuFFT), collective and device copy timed on the device.
 
 While the profiler records (``xla.profiler.trace`` or
 ``--xla_hlo_profile``), an execution runs its thunks through a
@@ -47,6 +47,11 @@ class TimedDevice:
 
     def _mark(self):
         return self._device.context.record_event() if self._events else time.perf_counter_ns()
+
+    def span(self, instruction):
+        """Times what the block enqueues as ``instruction`` (a collective:
+        its host staging and rendezvous included)."""
+        return self._span(instruction)
 
     @contextlib.contextmanager
     def _span(self, instruction, nbytes=0):
