@@ -104,14 +104,18 @@ class HloPassPipeline(HloPass):
     def all_timings(self, prefix=""):
         """Seconds per pass, with the passes of sub-pipelines as
         ``outer/inner`` after the sub-pipeline's own total."""
-        out = {}
+        out, seen = {}, set()
         for p in self.passes:
             name = prefix + p.name
             if p.name in self.timings:
-                out[name] = self.timings[p.name]
+                out[name] = self.timings[p.name]   # every run under that name, summed
             inner = p.body if isinstance(p, HloPassFix) else p
-            if isinstance(inner, HloPassPipeline):
-                out.update(inner.all_timings(name + "/"))
+            if isinstance(inner, HloPassPipeline) and id(inner) not in seen:
+                # Two sub-pipelines of one name (CPU: two "simplification"
+                # runs) add up, as their total above does.
+                seen.add(id(inner))
+                for key, seconds in inner.all_timings(name + "/").items():
+                    out[key] = out.get(key, 0.0) + seconds
         return out
 
     def timing_report(self):
