@@ -34,17 +34,10 @@ _LAZY = {
     "profiler": "xla.runtime.profiler",
 }
 _SUBMODULES = ("distributed", "lax", "numpy", "random", "sharding")
-_TRACED = ("xla.frontend.autodiff", "xla.frontend.jit", "xla.frontend.autojit",
-           "xla.frontend.parallel")
 
 
 def __getattr__(name):
     import importlib
-    if name in _SUBMODULES or _LAZY.get(name, "").startswith(_TRACED):
-        # The tracing frontends dispatch through tables that the modules
-        # jit imports install (xla.frontend.tracing.install_table): all of
-        # them load together, whichever name is asked for first.
-        importlib.import_module("xla.frontend.jit")
     if name in _LAZY:
         module = importlib.import_module(_LAZY[name])
         value = module if name == "profiler" else getattr(module, name)

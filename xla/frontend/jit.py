@@ -223,11 +223,12 @@ class JitFunction:
         leaves, treedef = pytree.flatten((tuple(dyn_args), dyn_kwargs))
         # Arrays of other libraries (PyTorch, JAX...) through DLPack: no copy
         # on the CPU, nor on a GPU for tensors already on it.
-        if any(hasattr(x, "__dlpack__") and not isinstance(x, (np.ndarray, runtime.Buffer))
-               for x in leaves):
+        foreign = [i for i, x in enumerate(leaves) if hasattr(x, "__dlpack__")
+                   and not isinstance(x, (np.ndarray, runtime.Buffer))]
+        if foreign:
             device = self.platform.default_device()
-            leaves = [foreign_to(x, device) if hasattr(x, "__dlpack__") and not isinstance(
-                x, (np.ndarray, runtime.Buffer)) else x for x in leaves]
+            for i in foreign:
+                leaves[i] = foreign_to(leaves[i], device)
         specs = tuple(arg_spec(x, f"argument leaf {i} of {getattr(self.fn, '__name__', 'fn')}")
                       for i, x in enumerate(leaves))
         donated = self._donated_leaves(dyn_args) if self.donate_argnums else ()

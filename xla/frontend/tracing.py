@@ -33,7 +33,8 @@ from xla.hlo.shape import Shape
 # The modules built on this one that a Tracer dispatches to (ufuncs:
 # __array_ufunc__; numpy: __array_function__; indexing: __getitem__ and
 # .at), and those they reach back into (masked_slice, jit), install
-# themselves here when imported (importing xla imports them all), so that no
+# themselves here when imported (xla.frontend.jit imports them all, and
+# ``table`` imports it the first time a table is missing), so that no
 # frontend module imports one that imports it back.
 _TABLES = {}
 

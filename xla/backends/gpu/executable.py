@@ -109,11 +109,6 @@ class GpuBuffer(Buffer):
                              owner=self.memory)
 
 
-def _untimed(name):
-    """What ``TimedDevice.span`` is when nothing is being profiled."""
-    return contextlib.nullcontext()
-
-
 def run_copies(device, thunk, memory):
     """A ``CopyThunk`` on ``device`` over ``memory`` (allocation -> memory):
     in order when that is the same as all at once, else every source read
@@ -262,7 +257,7 @@ class GpuExecutable(Executable):
                 device.fft(thunk, memory[a].view(o, thunk.operand_bytes),
                            memory[b].view(p, thunk.out_bytes))
             elif isinstance(thunk, CollectiveThunk):
-                with getattr(device, "span", _untimed)(thunk.name):
+                with getattr(device, "span", contextlib.nullcontext)(thunk.name):
                     run_collective_thunk(device, thunk, memory)
             elif isinstance(thunk, list):
                 self._run(device, kernels, thunk, memory)
