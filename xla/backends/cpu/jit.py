@@ -355,16 +355,7 @@ def _compile_unlocked(text, opt_level, entry_points):
     _unlocked_entry_points); for a thread of compile_objects."""
     run, emit = entry_points
     tm = _create_target_machine(opt_level)   # this thread's own
-    texts = [text] if isinstance(text, str) else list(text)
-    context = llvm.create_context()
-    mod = llvm.parse_assembly(texts[0], context=context)
-    for other in texts[1:]:
-        mod.link_in(llvm.parse_assembly(other, context=context))
-    mod.triple = _host_target()[0]
-    mod.data_layout = str(tm.target_data)
-    mod.verify()
-    if opt_level > 0:
-        optimize(mod, opt_level, tm, run=run)
+    mod = _optimized_module(text, opt_level, tm, run=run)
     ffi = llvm.ffi
     with ffi.OutputString() as error:
         buffer = emit(tm, mod, 1, error)
@@ -428,19 +419,20 @@ def optimized_ir(text, opt_level=3):
         return str(_optimized_module(text, opt_level, target_machine(opt_level)))
 
 
-def _optimized_module(text, opt_level, tm):
+def _optimized_module(text, opt_level, tm, run=None):
     """``text`` (or texts, linked) parsed in a new context, retargeted to
-    ``tm``'s host, verified and optimized. Call with ``_lock`` held."""
+    ``tm``'s host, verified and optimized. Call with ``_lock`` held, or
+    from ``_compile_unlocked`` (``run``: the unlocked pass manager entry)."""
     texts = [text] if isinstance(text, str) else list(text)
     context = llvm.create_context()
     mod = llvm.parse_assembly(texts[0], context=context)
     for other in texts[1:]:
         mod.link_in(llvm.parse_assembly(other, context=context))
-    mod.triple = llvm.get_process_triple()
+    mod.triple = _host_target()[0]
     mod.data_layout = str(tm.target_data)
     mod.verify()
     if opt_level > 0:
-        optimize(mod, opt_level, tm)
+        optimize(mod, opt_level, tm, run=run)
     return mod
 
 
