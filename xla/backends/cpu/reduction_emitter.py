@@ -288,13 +288,21 @@ def _outer_reduced_loops(g, x, order, ranges, idx, row):
     emit(0)
 
 
-def _fold_element(g, h, x, idx, acc, typ, combine):
-    """``*acc = combine(*acc, x[idx])``, the fusion's side outputs at
-    ``idx`` stored; the element's values in a scope of their own."""
+def _element(g, h, x, idx, side_outputs=True):
+    """``x[idx]``, computed in a scope of its own (its values are not
+    reused outside), with the fusion's side outputs at ``idx`` stored."""
     scope = g.push_scope()
     v = g.value(x, list(idx))
-    _store_side_outputs(g, h, idx)
+    if side_outputs:
+        _store_side_outputs(g, h, idx)
     g.pop_scope(scope)
+    return v
+
+
+def _fold_element(g, h, x, idx, acc, typ, combine):
+    """``*acc = combine(*acc, x[idx])``, the fusion's side outputs at
+    ``idx`` stored."""
+    v = _element(g, h, x, idx)
     g.b.store(combine(g.b, g.b.load(acc, typ=typ), v), acc)
 
 
@@ -363,10 +371,7 @@ def _fast_min_max_row(g, h, x, init, base_index, order, lanes, ranges, op):
         with le.for_loop(g.b, lo, hi, name="rv", vectorize=lanes,
                          interleave=MIN_MAX_INTERLEAVE) as k:
             idx[inner] = k
-            scope = g.push_scope()
-            v = g.value(x, list(idx))
-            _store_side_outputs(g, h, idx)
-            g.pop_scope(scope)
+            v = _element(g, h, x, idx)
             bb = g.b
             bb.store(bb.call(fn, [bb.load(acc, typ=scalar_t), v], fastmath=_FAST_MIN_MAX_FLAGS),
                      acc)
@@ -389,9 +394,7 @@ def _fast_min_max_row(g, h, x, init, base_index, order, lanes, ranges, op):
             # copy for LLVM to generate).
             with le.for_loop(g.b, lo, hi, name="rz", vectorize=1) as k:
                 idx[inner] = k
-                scope = g.push_scope()
-                v = g.value(x, list(idx))
-                g.pop_scope(scope)
+                v = _element(g, h, x, idx, side_outputs=False)   # stored by the first walk
                 g.b.store(g.b.call(fn, [g.b.load(acc, typ=scalar_t), v]), acc)
 
         _outer_reduced_loops(g, x, order, ranges, idx, exact_row)
