@@ -38,8 +38,8 @@ from xla.hlo.evaluator.registry import HANDLERS
 from xla.hlo.ir import HloInstruction
 from xla.service.hlo_pass import HloPass
 from xla.service.pass_utils import (SideEffects, apply_replacements, conform,
-                                    control_successor_ids, has_control_dependencies,
-                                    instruction_order)
+                                    control_successor_ids, fusion_computations,
+                                    has_control_dependencies, instruction_order)
 
 MAX_CONSTANT_ELEMENTS = 45 * 1000 * 1000
 
@@ -63,8 +63,7 @@ class HloConstantFolding(HloPass):
         self.max_constant_elements = max_constant_elements
 
     def run(self, module):
-        fused = {id(c) for comp in module.computations for i in comp.instructions
-                 if i.opcode == "fusion" for c in i.called_computations}
+        fused = fusion_computations(module)
         evaluator = Evaluator()
         side_effects = SideEffects()
         changed = False

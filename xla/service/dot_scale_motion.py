@@ -27,6 +27,7 @@ row or column scaling), sparse dots, dots inside fused computations.
 from xla.hlo.ir import HloInstruction
 from xla.hlo.opcodes import ELEMENTWISE
 from xla.service.hlo_pass import HloPass
+from xla.service.pass_utils import fusion_computations
 
 
 def _scale(multiply):
@@ -57,8 +58,7 @@ class DotScaleMotion(HloPass):
 
     def run(self, module):
         changed = False
-        fused = {id(i.attr("calls")) for c in module.computations for i in c.instructions
-                 if i.opcode == "fusion"}
+        fused = fusion_computations(module)
         for comp in module.computations:
             if id(comp) in fused:
                 continue

@@ -13,6 +13,7 @@ computation, so a dump shows one fusion more than before and no DUS.
 """
 from xla.hlo.ir import HloInstruction
 from xla.service.hlo_pass import HloPass
+from xla.service.pass_utils import fusion_computations
 
 
 class DynamicUpdateSliceFusion(HloPass):
@@ -20,8 +21,7 @@ class DynamicUpdateSliceFusion(HloPass):
 
     def run(self, module):
         changed = False
-        fused = {id(i.attr("calls")) for c in module.computations for i in c.instructions
-                 if i.opcode == "fusion"}
+        fused = fusion_computations(module)
         for comp in list(module.computations):
             if id(comp) in fused:
                 continue

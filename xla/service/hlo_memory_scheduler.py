@@ -29,6 +29,7 @@ import numpy as np
 from xla import _core
 from xla.hlo.opcodes import SIDE_EFFECTING
 from xla.service.hlo_pass import HloPass
+from xla.service.pass_utils import fusion_computations
 
 # Opcodes whose result is (part of) an operand's buffers: no new memory.
 ALIAS_OPCODES = frozenset(["bitcast", "get-tuple-element", "tuple", "opt-barrier", "add-dependency"])
@@ -134,8 +135,7 @@ class HloMemoryScheduler(HloPass):
         changed = not module.is_scheduled
         # A fused computation is not a sequence of buffers but one loop nest;
         # XLA leaves its order alone, and so does this pass.
-        fused = {id(i.attrs["calls"]) for i in module.all_instructions()
-                 if i.opcode == "fusion" and "calls" in i.attrs}
+        fused = fusion_computations(module)
         for comp in module.computations:
             if id(comp) in fused:
                 continue

@@ -212,6 +212,13 @@ def insert_after(comp, anchor, instrs):
         comp.insert_after(anchor, instr)
 
 
+def fusion_computations(module):
+    """ids of the computations fusion instructions of ``module`` call (one
+    loop nest each: the passes that rewrite sequences of buffers skip them)."""
+    return {id(c) for comp in module.computations for i in comp.instructions
+            if i.opcode == "fusion" for c in i.called_computations}
+
+
 def referenced_computations(module):
     """ids of the computations some instruction of ``module`` calls."""
     out = set()
