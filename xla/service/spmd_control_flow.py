@@ -33,7 +33,7 @@ def carried_sharding(shape, written):
     ``written`` (XLA's flattened tuple sharding, or one for every leaf)
     nested as the shape is; replicated where it is not tiled or replicated
     (scalars, unknown)."""
-    leaves = _leaves(shape)
+    leaves = [leaf for _, leaf in shape.leaves()]
     if written is not None and written.kind == "tuple" and len(written.elements) == len(leaves):
         flat = list(written.elements)
     else:
@@ -41,12 +41,6 @@ def carried_sharding(shape, written):
     flat = [s if s is not None and s.kind in ("tiled", "replicated") and leaf.is_array
             and leaf.rank > 0 else REPLICATED for s, leaf in zip(flat, leaves)]
     return _nest(shape, iter(flat))
-
-
-def _leaves(shape):
-    if not shape.is_tuple:
-        return [shape]
-    return [leaf for e in shape.tuple_shapes for leaf in _leaves(e)]
 
 
 def _nest(shape, flat):
