@@ -167,14 +167,15 @@ class HostBuffer(Buffer):
         """The buffer's memory, shared and read-only (DLPack 1.0's read-only
         flag; a consumer that cannot take it gets a BufferError)."""
         self.check_live()
+        view = self._read()
         try:
-            return self._read().__dlpack__(**kwargs)
+            return view.__dlpack__(**kwargs)
         except BufferError:
             # NumPy exports no bfloat16: the capsule is made here (DLPack 1.0).
             from xla.runtime.dlpack import export_host
             if tuple(kwargs.get("max_version") or (0, 0)) < (1, 0):
                 raise
-            return export_host(self._read())
+            return export_host(view)
 
     def __dlpack_device__(self):
         return (1, 0)   # kDLCPU, device 0

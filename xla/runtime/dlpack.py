@@ -244,11 +244,8 @@ def to_numpy(producer):
 
 
 def export_host(array):
-    """``array.__dlpack__`` for DLPack 1.0 consumers, read-only, including
-    dtypes NumPy cannot export (bfloat16)."""
-    try:
-        return array.__dlpack__(max_version=(1, 0))
-    except (BufferError, TypeError):
-        if not array.flags.c_contiguous:
-            raise
-        return export(array.ctypes.data, array.shape, array.dtype, KDL_CPU, 0, owner=array)
+    """A read-only DLPack 1.0 capsule of a row-major host array, made here:
+    for dtypes NumPy's own ``__dlpack__`` cannot export (bfloat16)."""
+    if not array.flags.c_contiguous:
+        raise BufferError("only row-major arrays are exported here")
+    return export(array.ctypes.data, array.shape, array.dtype, KDL_CPU, 0, owner=array)
