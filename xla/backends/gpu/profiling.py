@@ -48,31 +48,28 @@ class TimedDevice:
     def _mark(self):
         return self._device.context.record_event() if self._events else time.perf_counter_ns()
 
-    def span(self, instruction):
-        """Times what the block enqueues as ``instruction`` (a collective:
-        its host staging and rendezvous included)."""
-        return self._span(instruction)
-
     @contextlib.contextmanager
-    def _span(self, instruction, nbytes=0):
+    def span(self, instruction, nbytes=0):
+        """Times what the block enqueues as ``instruction`` (None: a copy of
+        ``nbytes``; a collective's span holds its host staging and rendezvous)."""
         begin = self._mark()
         yield
         self._spans.append((instruction, begin, self._mark(), nbytes))
 
     def launch(self, kernel, thunk, pointers):
-        with self._span(thunk.instruction):
+        with self.span(thunk.instruction):
             self._device.launch(kernel, thunk, pointers)
 
     def gemm(self, thunk, *operands):
-        with self._span(thunk.instruction):
+        with self.span(thunk.instruction):
             self._device.gemm(thunk, *operands)
 
     def fft(self, thunk, *operands):
-        with self._span(thunk.instruction):
+        with self.span(thunk.instruction):
             self._device.fft(thunk, *operands)
 
     def copy(self, dst, src):
-        with self._span(None, 2 * dst.nbytes):
+        with self.span(None, 2 * dst.nbytes):
             self._device.copy(dst, src)
 
     def finish(self):
