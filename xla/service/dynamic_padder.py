@@ -132,7 +132,7 @@ class _Padder:
         self.sizes = {}
 
     def visit(self, instr):
-        for shape in _leaves(instr.shape):
+        for _, shape in instr.shape.leaves():
             if shape.is_array and any(d < 0 for d in shape.dimensions):
                 _refuse(instr, f"unbounded dynamic dimension in {shape.to_text(False)}")
         dynamic_operands = any(self.sizes.get(id(o)) for o in instr.operands)
@@ -242,14 +242,6 @@ class _Padder:
         return b.add("gather", out_shape, [flat, indices], offset_dims=(),
                      collapsed_slice_dims=(0,), start_index_map=(0,),
                      index_vector_dim=len(out_dims), slice_sizes=(1,))
-
-
-def _leaves(shape):
-    if shape.is_tuple:
-        for s in shape.tuple_shapes:
-            yield from _leaves(s)
-    else:
-        yield shape
 
 
 # ----- handlers: (padder, emitter, instr) -> sizes, or (replacement, sizes) ------

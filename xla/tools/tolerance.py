@@ -61,10 +61,4 @@ def reduction_lengths(module):
     if root.opcode == "tuple" and all(not o.shape.is_tuple for o in root.operands):
         # Each element on its own: a loss gets its length, a copied parameter 1.
         return [values[id(o)] for o in root.operands]
-    return [values[id(root)]] * max(len(_leaves(root.shape)), 1)
-
-
-def _leaves(shape):
-    if not shape.is_tuple:
-        return [shape]
-    return [leaf for s in shape.tuple_shapes for leaf in _leaves(s)]
+    return [values[id(root)]] * max(len(root.shape.leaves()), 1)

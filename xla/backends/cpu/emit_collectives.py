@@ -20,12 +20,6 @@ from xla.backends.cpu.loop_emitter import I64, i64
 RUNTIME_SYMBOL = collectives.SYMBOL
 
 
-def _leaves(shape, index=()):
-    if shape.is_tuple:
-        return [leaf for i, s in enumerate(shape.tuple_shapes) for leaf in _leaves(s, index + (i,))]
-    return [(index, shape)]
-
-
 def _row_major(shape):
     return not shape.is_array or le.major_to_minor(shape) == list(range(shape.rank))
 
@@ -50,12 +44,12 @@ def emit_collective(me, h):
         raise unsupported(h, "in-place collective-permute")
     operand_leaves, operand_buffers = [], []
     for o in h.operands:
-        for index, shape in _leaves(o.shape):
+        for index, shape in o.shape.leaves():
             if not shape.is_array:
                 raise unsupported(h, "a token or tuple-typed operand")
             operand_leaves.append(shape)
             operand_buffers.append(me.assignment.buffer(o, index))
-    result_leaves = _leaves(h.shape)
+    result_leaves = h.shape.leaves()
     if any(not s.is_array for _, s in result_leaves):
         raise unsupported(h, "a token result")
     if not all(_row_major(s) for s in operand_leaves + [s for _, s in result_leaves]):
