@@ -1,0 +1,144 @@
+"""--xla_allow_excess_precision on the cpu backend (llvm_types: "Per-op
+rounding and excess precision").
+
+With the flag (XLA's default) the f16/bf16/f8 results of arithmetic inside
+one kernel stay in f32 and are rounded where stored: a fused chain of exact
+f32 operations then equals NumPy computing in f32 and rounding once. With it
+false every op rounds, bit for bit as the interpreter does. ``convert`` and
+``reduce-precision`` round either way."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+from xla import runtime
+from xla.hlo.evaluator.evaluator import Evaluator
+from xla.hlo.parser import parse_hlo_module
+from xla.tools.arrays import flatten_result
+
+BF16 = ml_dtypes.bfloat16
+TYPES = [("bf16", BF16), ("f16", np.float16), ("f8e4m3fn", ml_dtypes.float8_e4m3fn)]
+OFF = {"xla_allow_excess_precision": False}
+
+
+def _cpu(text, *args, debug_options=None):
+    exe = runtime.compile(parse_hlo_module(text), "cpu", debug_options=debug_options)
+    out = flatten_result(exe.execute(*args))
+    return [np.asarray(o) for o in out] if len(out) > 1 else np.asarray(out[0])
+
+
+def _interpreter(text, *args):
+    return np.asarray(flatten_result(Evaluator().evaluate(parse_hlo_module(text), list(args)))[0])
+
+
+def _bits(a):
+    return np.asarray(a).view(np.uint8 if a.dtype.itemsize == 1 else np.uint16)
+
+
+def _chain(t, n):
+    # (x*y + z) * x - y: every step an exact IEEE f32 operation, so f32
+    # arithmetic rounded once is NumPy's f32 result rounded once.
+    return f"""HloModule chain
+ENTRY %main (x: {t}[{n}], y: {t}[{n}], z: {t}[{n}]) -> {t}[{n}] {{
+  %x = {t}[{n}] parameter(0)
+  %y = {t}[{n}] parameter(1)
+  %z = {t}[{n}] parameter(2)
+  %m = {t}[{n}] multiply(%x, %y)
+  %a = {t}[{n}] add(%m, %z)
+  %p = {t}[{n}] multiply(%a, %x)
+  ROOT %s = {t}[{n}] subtract(%p, %y)
+}}
+"""
+
+
+def _chain_args(dt, n=4096):
+    rng = np.random.default_rng(0)
+    scale = 3.0 if dt is ml_dtypes.float8_e4m3fn else 10.0
+    return [(rng.standard_normal(n) * scale).astype(np.float32).astype(dt) for _ in range(3)]
+
+
+def _once_rounded(x, y, z, dt):
+    x, y, z = (a.astype(np.float32) for a in (x, y, z))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return ((x * y + z) * x - y).astype(dt)
+
+
+@pytest.mark.parametrize("t,dt", TYPES, ids=[t for t, _ in TYPES])
+def test_fused_chain_rounds_once_by_default(t, dt):
+    args = _chain_args(dt)
+    got = _cpu(_chain(t, 4096), *args)
+    want = _once_rounded(*args, dt)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("t,dt", TYPES, ids=[t for t, _ in TYPES])
+def test_flag_off_rounds_every_op_as_the_interpreter(t, dt):
+    args = _chain_args(dt)
+    text = _chain(t, 4096)
+    got = _cpu(text, *args, debug_options=OFF)
+    np.testing.assert_array_equal(_bits(got), _bits(_interpreter(text, *args)))
+    # The two modes differ on these inputs (else the tests above prove nothing).
+    assert np.count_nonzero(_bits(got) != _bits(_once_rounded(*args, dt))) > 100
+
+
+def test_convert_and_reduce_precision_round_inside_a_fusion():
+    # x -> bf16 -> f32 and reduce-precision to bf16's format: both round
+    # whatever the flag says (the program asks for the rounding).
+    n = 1024
+    text = f"""HloModule keep
+ENTRY %main (x: f32[{n}]) -> (f32[{n}], f32[{n}]) {{
+  %x = f32[{n}] parameter(0)
+  %h = bf16[{n}] convert(%x)
+  %back = f32[{n}] convert(%h)
+  %two = f32[] constant(2)
+  %twob = f32[{n}] broadcast(%two), dimensions={{}}
+  %c = f32[{n}] multiply(%back, %twob)
+  %r = f32[{n}] reduce-precision(%x), exponent_bits=8, mantissa_bits=7
+  %d = f32[{n}] multiply(%r, %twob)
+  ROOT %t = (f32[{n}], f32[{n}]) tuple(%c, %d)
+}}
+"""
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    want = x.astype(BF16).astype(np.float32) * 2
+    for options in (None, OFF):
+        c, d = _cpu(text, x, debug_options=options)
+        np.testing.assert_array_equal(c, want)
+        np.testing.assert_array_equal(d, want)
+
+
+def test_row_reduce_and_division_stay_in_f32_until_stored():
+    # softmax's tail in bf16: exp, an f32 sum of the exps, divide. The
+    # exps stay f32 inside the fusion; the quotient is rounded once.
+    r, c = 64, 256
+    text = f"""HloModule sm
+%add (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}}
+ENTRY %main (x: bf16[{r},{c}]) -> bf16[{r},{c}] {{
+  %x = bf16[{r},{c}] parameter(0)
+  %e = bf16[{r},{c}] exponential(%x)
+  %one = bf16[] constant(1)
+  %oneb = bf16[{r},{c}] broadcast(%one), dimensions={{}}
+  %e1 = bf16[{r},{c}] add(%e, %oneb)
+  %ef = f32[{r},{c}] convert(%e1)
+  %zero = f32[] constant(0)
+  %sm = f32[{r}] reduce(%ef, %zero), dimensions={{1}}, to_apply=%add
+  %smh = bf16[{r}] convert(%sm)
+  %sb = bf16[{r},{c}] broadcast(%smh), dimensions={{0}}
+  ROOT %out = bf16[{r},{c}] divide(%e1, %sb)
+}}
+"""
+    x = np.random.default_rng(2).standard_normal((r, c)).astype(BF16)
+    e1 = np.exp(x.astype(np.float32)) + 1
+    s = e1.sum(axis=1, keepdims=True).astype(BF16).astype(np.float32)  # its convert
+    want = e1 / s
+    got = _cpu(text, x).astype(np.float32)
+    # Against f32 arithmetic (the sum rounded by its convert): the quotient's
+    # rounding, and the exp's where the fusion pass materializes it (the
+    # reduce fusion stores it as a side output here): 1.5 bf16 ulps at most.
+    np.testing.assert_allclose(got, want, rtol=1.5 * 2 ** -7, atol=0)
+    # Per-op rounding rounds the sum of each element too: further from f32.
+    off = _cpu(text, x, debug_options=OFF).astype(np.float32)
+    assert np.abs(got - want).mean() < 0.8 * np.abs(off - want).mean()
