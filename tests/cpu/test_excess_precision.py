@@ -142,3 +142,29 @@ ENTRY %main (x: bf16[{r},{c}]) -> bf16[{r},{c}] {{
     # Per-op rounding rounds the sum of each element too: further from f32.
     off = _cpu(text, x, debug_options=OFF).astype(np.float32)
     assert np.abs(got - want).mean() < 0.8 * np.abs(off - want).mean()
+
+
+@pytest.mark.parametrize("name", ["bf16_ops.hlo", "bf16_ops.optimized.hlo", "f16_ops.hlo",
+                                  "f16_ops.optimized.hlo"])
+def test_corpus_narrow_modules_within_the_types_precision_of_xla(name):
+    # JAX's outputs (XLA:CPU, which rounds these modules' ops one by one;
+    # tests/cpu/test_cpu_corpus.py matches them with the flag off): with
+    # excess precision the results move by rounding differences only, at
+    # most two units in the last place of the narrow type.
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
+    from pass_test_util import CORPUS_DIR, _corpus_interpreter_test
+    helpers = _corpus_interpreter_test()
+    path = CORPUS_DIR / name
+    exe = runtime.compile(parse_hlo_module(path.read_text(), filename=str(path)), "cpu")
+    data = helpers.load_npz(helpers.npz_for(path))
+    params = exe.module.entry.parameters
+    args = [helpers._as_type(data[f"arg{i}"], p.shape) for i, p in enumerate(params)]
+    leaves = [s for _, s in exe.module.entry.root_instruction.shape.leaves()]
+    want = [helpers._as_type(data[f"out{i}"], s) for i, s in enumerate(leaves)]
+    ulp = 2.0 ** -7 if name.startswith("bf16") else 2.0 ** -10   # relative, at worst
+    for got, w in zip(flatten_result(exe.execute(*args)), want):
+        got, w = np.asarray(got, np.float64), np.asarray(w, np.float64)
+        scale = max(1.0, float(np.max(np.abs(w))))
+        np.testing.assert_allclose(got, w, rtol=2 * ulp, atol=2 * ulp * scale)
