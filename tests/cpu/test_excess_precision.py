@@ -168,3 +168,22 @@ def test_corpus_narrow_modules_within_the_types_precision_of_xla(name):
         got, w = np.asarray(got, np.float64), np.asarray(w, np.float64)
         scale = max(1.0, float(np.max(np.abs(w))))
         np.testing.assert_allclose(got, w, rtol=2 * ulp, atol=2 * ulp * scale)
+
+
+def test_the_flag_is_part_of_the_persistent_cache_key(tmp_path):
+    # The same module compiled with the flag on, then off, through one disk
+    # cache: the second compile must not load the first's code.
+    from xla.backends.cpu import kernel_compiler
+    from xla.frontend.disk_cache import PersistentCache
+    cache = PersistentCache(str(tmp_path))
+    args = _chain_args(BF16)
+    text = _chain("bf16", 4096)
+    got = {}
+    for allowed in (True, False):
+        kernel_compiler.memory_cache.clear()
+        exe = runtime.compile(parse_hlo_module(text), "cpu", cache=cache,
+                              debug_options={"xla_allow_excess_precision": allowed})
+        assert not getattr(exe, "from_disk_cache", False)
+        got[allowed] = np.asarray(exe.execute(*args))
+    np.testing.assert_array_equal(_bits(got[True]), _bits(_once_rounded(*args, BF16)))
+    np.testing.assert_array_equal(_bits(got[False]), _bits(_interpreter(text, *args)))
