@@ -44,6 +44,7 @@ class DebugOptions:
     xla_disable_hlo_passes: tuple = ()
     xla_backend_optimization_level: int = 3
     xla_cpu_enable_fast_math: bool = False
+    xla_allow_excess_precision: bool = True
     xla_cpu_multi_thread_eigen: bool = True
     xla_hlo_profile: bool = False
     xla_gpu_enable_command_buffer: tuple = ("FUSION", "CUBLAS")
@@ -78,6 +79,10 @@ _HELP = {
     "xla_disable_hlo_passes": "Comma-separated HLO pass names not to run.",
     "xla_backend_optimization_level": "LLVM optimization level of the CPU backend (0-3).",
     "xla_cpu_enable_fast_math": "Let LLVM reassociate and contract floating-point arithmetic.",
+    "xla_allow_excess_precision": "Allow xla to increase the output precision of an instruction "
+                                  "(cpu: f16/bf16/f8 values inside a kernel stay in f32 and "
+                                  "are rounded where stored; false: every op rounds, as the "
+                                  "interpreter and the gpu backend do).",
     "xla_cpu_multi_thread_eigen": "Use the CPU runtime's thread pool (false: one thread).",
     "xla_hlo_profile": "Instrument compiled code to time every instruction of the entry "
                        "computation (cpu; read by xla.profiler, which sets it inside trace()).",

@@ -1,13 +1,16 @@
 """The minifloats (f8*, f6*, f4e2m1fn) on the CPU backend: i8 in memory, f32
 in registers, rounded on store exactly as ml_dtypes (and the interpreter)
-round. Expected values come from ml_dtypes casts."""
+round. Expected values come from ml_dtypes casts. Arithmetic is compared
+with the interpreter under --xla_allow_excess_precision=false, where every
+op rounds as the interpreter's do (tests/cpu/test_excess_precision.py has
+the default)."""
 import os
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from xla import runtime
+from xla import debug_options, runtime
 from xla.hlo.evaluator.evaluator import Evaluator
 from xla.hlo.parser import parse_hlo_module
 from xla.tools.arrays import flatten_result
@@ -26,7 +29,9 @@ def _codes(dt):
 
 
 def _run_both(text, *args):
-    cpu = flatten_result(runtime.compile(parse_hlo_module(text), "cpu").execute(*args))
+    with debug_options.override(xla_allow_excess_precision=False):
+        exe = runtime.compile(parse_hlo_module(text), "cpu")
+    cpu = flatten_result(exe.execute(*args))
     ref = flatten_result(Evaluator().evaluate(parse_hlo_module(text), list(args)))
     return [np.asarray(a) for a in cpu], [np.asarray(r) for r in ref]
 

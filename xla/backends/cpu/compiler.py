@@ -6,10 +6,11 @@ compilers take ownership of theirs); the executable keeps it as ``module``.
 Ops the backend does not generate code for raise UnimplementedError naming
 the op and "cpu" here, at compile time.
 """
+import contextlib
 import re
 import time
 
-from xla.backends.cpu import fast_math, jit, kernel_compiler
+from xla.backends.cpu import fast_math, jit, kernel_compiler, llvm_types
 from xla.backends.cpu.compile_progress import CompileProgress
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
@@ -102,6 +103,7 @@ class CpuCompiler(Compiler):
         level = self._opt_level
         self.opt_level = options.xla_backend_optimization_level if level is None else level
         self.fast_math = options.xla_cpu_enable_fast_math
+        self.excess_precision = options.xla_allow_excess_precision
         self.disabled_passes = tuple(options.xla_disable_hlo_passes)
         self.log_progress = options.xla_log_compile_progress
         self.compile_workers = options.xla_cpu_compile_workers
@@ -170,9 +172,17 @@ class CpuCompiler(Compiler):
             raise UnimplementedError(f"module {module.name}: ahead-of-time compilation of an "
                                      "entry with dynamic shapes is not supported (its C "
                                      "signature would take the sizes apart)")
-        with paused_gc(), fast_math.approximations(self.fast_math):
+        with paused_gc(), self._emission_options():
             emitted = emit_module(module, assignment, runtime_symbols)
         return assignment, emitted
+
+    @contextlib.contextmanager
+    def _emission_options(self):
+        """The debug options IR emission reads: fast-math approximations and
+        excess precision for f16/bf16/f8 (``llvm_types``)."""
+        with fast_math.approximations(self.fast_math), \
+                llvm_types.excess_precision(self.excess_precision):
+            yield
 
     def _transform(self, text):
         return with_fast_math(text) if self.fast_math else text
@@ -210,7 +220,8 @@ class CpuCompiler(Compiler):
             # Dumping: every artifact (IR before and after optimization) is
             # made, so the dump is the same whatever the cache holds.
             cache = None
-        options = f"O{self.opt_level} fast_math={self.fast_math}"
+        options = (f"O{self.opt_level} fast_math={self.fast_math} "
+                   f"excess_precision={self.excess_precision}")
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers)
         key = None
@@ -229,7 +240,7 @@ class CpuCompiler(Compiler):
         if progress:
             progress.stage("codegen")
         t = time.perf_counter()
-        with paused_gc(), fast_math.approximations(self.fast_math):
+        with paused_gc(), self._emission_options():
             emitted = emit_module(module, assignment, symbols, on_kernel=kernels.submit,
                                   profile=self.profile, cancellable=True)
         timings["codegen"] = time.perf_counter() - t

@@ -12,8 +12,11 @@ Semantics are the interpreter's (``xla/hlo/evaluator/elementwise.py``
 and docs/interpreter.md); the notable points:
 
 * f16/bf16 and the minifloats are computed in f32 and the result is
-  rounded once to the result type, so every such register value this
-  returns is exactly representable in its type (storing it is exact).
+  rounded once to the result type (``llvm_types.round_result``), so every
+  such register value this returns is exactly representable in its type;
+  with --xla_allow_excess_precision (XLA's default) the result stays in
+  f32 and the store rounds it (see ``llvm_types``). ``convert`` and
+  ``reduce-precision`` always round.
   Sub-byte integers are iN registers: LLVM wraps at their width.
 * maximum/minimum: ``isnan(a) or a > b ? a : b`` (and ``<``): NaN
   propagates, and for equal operands (+0 and -0) the second one is taken,
@@ -1003,6 +1006,13 @@ maximum minimum select clamp bitcast-convert
 """.split())
 
 
+# Ops that round to a narrow result type whether or not excess precision is
+# allowed: what the program asks for is the rounding itself (XLA:CPU keeps
+# the roundings of a fused convert chain f32 -> f8e3m4 -> f8e4m3b11fnuz:
+# tests/cpu/test_cpu_narrow_types_jax.py).
+_ALWAYS_ROUNDED = frozenset(("convert", "reduce-precision"))
+
+
 def supports(instr):
     """Whether ``emit_elementwise`` has a row for ``instr``'s opcode (the
     element types may still be unsupported)."""
@@ -1026,5 +1036,8 @@ def emit_elementwise(b, instr, operands):
                          f"{len(instr.operands)} operands")
     value = emitter(b, instr, *operands)
     if result_type in llvm_types.NARROW_FLOATS and instr.opcode not in _EXACT_FOR_NARROW:
-        value = llvm_types.round_to_type(b, value, result_type)
+        if instr.opcode in _ALWAYS_ROUNDED:
+            value = llvm_types.round_to_type(b, value, result_type)
+        else:
+            value = llvm_types.round_result(b, value, result_type)
     return value

@@ -35,7 +35,7 @@ from xla.backends.cpu.emit_window import all_valid, window_dimensions, window_po
 from xla.backends.cpu.ir_emitter import (Slice, convert_register, register_generator,
                                          register_instruction, unsupported)
 from xla.backends.cpu.layout_constraints import conv2d_candidate, conv2d_orders
-from xla.backends.cpu.llvm_types import register_type, round_to_type
+from xla.backends.cpu.llvm_types import register_type, round_result
 from xla.backends.cpu.loop_emitter import i64
 
 PTR = ir.PointerType()
@@ -131,7 +131,7 @@ def generate_convolution(g, h, index):
 
     spatial(0)
     g.pop_scope(saved)
-    return round_to_type(g.b, g.b.load(acc, typ=rt), et)
+    return round_result(g.b, g.b.load(acc, typ=rt), et)
 
 
 def _runtime_conv_params(h):

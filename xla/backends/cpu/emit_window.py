@@ -29,7 +29,7 @@ from llvmlite import ir
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, convert_register,
                                          register_generator, register_instruction, unsupported)
-from xla.backends.cpu.llvm_types import constant, load_element, register_type, round_to_type, store_element
+from xla.backends.cpu.llvm_types import constant, load_element, register_type, round_result, store_element
 from xla.backends.cpu.reduction_emitter import narrow_float_accumulation
 from xla.backends.cpu.loop_emitter import i64
 from xla.hlo.attributes import WindowDimension
@@ -150,7 +150,7 @@ def generate_reduce_window(g, h, index):
     g.pop_scope(saved)
     result = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
     if wide is not None:
-        result = [round_to_type(g.b, result[0], out_shape.element_type)]
+        result = [round_result(g.b, result[0], out_shape.element_type)]
     return result[0] if n == 1 else result
 
 

@@ -20,11 +20,20 @@ c64        {float, float}   {float, float}  (real, imag)
 c128       {double, double} {double, double}
 =========  ===============  ==============================================
 
-An f16/bf16/minifloat register value produced by the elemental emitter is always
-exactly representable in its type (each op rounds its result once, as the
-interpreter does), so storing it is exact; rounding on store only matters
-for values computed elsewhere.
+Per-op rounding and excess precision (``--xla_allow_excess_precision``,
+XLA's "allow xla to increase the output precision of an instruction"):
+with the flag false, every f16/bf16/minifloat result the emitters produce is
+rounded to its type (``round_result``), so a register value is exactly
+representable and matches the interpreter bit for bit. With it true (XLA's
+default), a narrow result stays in f32 while it lives in registers, inside
+one kernel (a fusion, a reducer's accumulator): it is rounded only where it
+is stored (a kernel's outputs and every other value that reaches a buffer),
+as XLA's float normalization followed by simplify-fp-conversions computes a
+bf16 fusion in f32. ``convert`` and ``reduce-precision`` always round
+(the program asks for that rounding; XLA:CPU keeps a fused convert's).
 """
+import contextlib
+import contextvars
 import math
 
 import numpy as np
@@ -128,6 +137,35 @@ def round_to_type(b, value, element_type):
     if element_type in MINIFLOAT_TYPES:
         return minifloat.decode(b, minifloat.encode(b, value, element_type), element_type)
     return value
+
+
+_excess_precision = contextvars.ContextVar("xla_cpu_excess_precision", default=False)
+
+
+@contextlib.contextmanager
+def excess_precision(allowed=True):
+    """While active (the compiler enters it with --xla_allow_excess_precision),
+    ``round_result`` leaves narrow results in f32 (see the module docstring).
+    Outside it, every op rounds (the GPU backend's emission, which shares the
+    element generators, stays there)."""
+    token = _excess_precision.set(bool(allowed))
+    try:
+        yield
+    finally:
+        _excess_precision.reset(token)
+
+
+def excess_precision_allowed():
+    return _excess_precision.get()
+
+
+def round_result(b, value, element_type):
+    """The register value of an op's ``element_type`` result computed as
+    ``value`` (in f32): rounded to the type, unless excess precision is
+    allowed (then the store rounds it)."""
+    if _excess_precision.get():
+        return value
+    return round_to_type(b, value, element_type)
 
 
 # ----------------------------------------------------------------------------

@@ -67,7 +67,7 @@ from llvmlite import ir
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.loop_emitter import i64
 from xla.backends.cpu.element_generator import convert_register, register_generator
-from xla.backends.cpu.llvm_types import NARROW_FLOATS, register_type, round_to_type
+from xla.backends.cpu.llvm_types import NARROW_FLOATS, register_type, round_result
 from xla.errors import UnimplementedError
 from xla.hlo.types import PrimitiveType as PT
 
@@ -258,7 +258,7 @@ def generate_reduce(g, h, index):
     g.pop_scope(saved)
     result = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
     if wide is not None:
-        result = [round_to_type(g.b, result[0], et)]
+        result = [round_result(g.b, result[0], et)]
     return result[0] if n == 1 else result
 
 
@@ -560,4 +560,4 @@ def generate_dot(g, h, index):
     if et.kind == "c":
         z = b.insert_value(ir.Constant(rt, ir.Undefined), b.load(accs[0], typ=ft), 0)
         return b.insert_value(z, b.load(accs[1], typ=ft), 1)
-    return round_to_type(b, b.load(acc, typ=rt), et)
+    return round_result(b, b.load(acc, typ=rt), et)
