@@ -120,3 +120,14 @@ def modulo_of_data(x, n):
 def test_a_residue_feeding_arithmetic_keeps_python_values():
     x = np.array([1.0, 2.0, 3.0])
     same_as_numpy(modulo_of_data, x, 11, static_argnums=1, unroll=False)
+
+
+def numpy_int_modulus(x, n):
+    for i in range(n):
+        x[i % np.int64(2)::2] += np.float32(0.5) * (i % np.int64(3))
+
+
+def test_a_numpy_integer_modulus():
+    x = np.zeros(6)
+    assert count(hlo(numpy_int_modulus, x, 12, static_argnums=1, unroll=False), "while") == 1
+    same_as_numpy(numpy_int_modulus, x, 12, static_argnums=1, unroll=False)

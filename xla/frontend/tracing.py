@@ -189,7 +189,7 @@ def _pytype_of(dtype):
 
 
 # The operators whose result for an int ``i`` and an int ``m`` depends only
-# on ``i`` modulo the modulus given here (None: no such modulus): ``i % m``,
+# on ``i`` modulo the modulus given here (0: no such modulus): ``i % m``,
 # and ``i & m`` for a mask m = 2**k - 1 (Python's ints are two's complement).
 _MODULAR = {
     "remainder": (operator.mod, lambda m: m),
@@ -482,8 +482,9 @@ class Tracer:
             if integer and not reflected and name in _MODULAR:
                 python_op, modulus = _MODULAR[name]
                 known = self._modulo(modulus(int(other)))
-                if known is not None:
-                    return python_op(known, int(other))
+                if known is not None:     # a Python int, or NumPy's integer type as NumPy gives
+                    value = python_op(known, int(other))
+                    return type(other)(value) if isinstance(other, np.integer) else value
             result = ufuncs.dispatch(ufunc, "__call__", args, {})
             if self._affine is not None and isinstance(result, Tracer) and integer:
                 base, offset, lo, hi = self._affine
