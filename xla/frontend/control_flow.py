@@ -47,6 +47,7 @@ is called as it is.
 import builtins
 import dis
 import functools
+import math
 import operator
 import os
 import sysconfig
@@ -64,6 +65,9 @@ from xla.frontend.tracing import Tracer
 DEFAULT_UNROLL = 8        # loops of at most this many iterations are unrolled
 UNROLLED_OPERATIONS = 256  # ... and loops whose iterations hold at most this many operations
 _WARN_UNROLLED = 64       # a fallback unrolling longer than this warns
+_UNROLL_BY_MODULUS = 8    # a loop taking its index modulo c may run c iterations per while step
+# What a loop body that cannot be one while loop raises: the loop is unrolled.
+_RETRIED = (XlaError, LookupError, NameError, TypeError, ValueError, ArithmeticError)
 
 
 class _Undefined:
@@ -287,7 +291,7 @@ class _Runtime:
                 return self._python_for(r, body, state)
             try:
                 return self._converted_for(r, body, state, names, live, lineno)
-            except (XlaError, LookupError, NameError, TypeError, ValueError, ArithmeticError) as e:
+            except _RETRIED as e:
                 reason = str(e).splitlines()[0]
             if len(r) > _WARN_UNROLLED:
                 _warn_at(lineno, f"the loop of {len(r)} iterations is unrolled, not compiled as "
@@ -369,7 +373,7 @@ class _Runtime:
             if not r:
                 return tuple(values) + (r.start - r.step,)
         try:
-            out = self._while_range(r.start, r.stop, r.step, len(r), body, values, names, lineno)
+            out = self._static_while(r, body, values, names, lineno)
         except UnboundLocalError:
             if peel:
                 raise
@@ -377,8 +381,34 @@ class _Runtime:
             r = r[1:]
             if not r:
                 return tuple(values) + (r.start - r.step,)
-            out = self._while_range(r.start, r.stop, r.step, len(r), body, values, names, lineno)
+            out = self._static_while(r, body, values, names, lineno)
         return tuple(out) + (r[-1],)
+
+    def _static_while(self, r, body, values, names, lineno):
+        """The loop over ``r`` as one while loop. When that fails after the
+        body took the index modulo small ints (``s = i % 2`` then
+        ``x[s::2]``, a slice whose size depends on ``s``), it is retried
+        unrolled by their least common multiple ``c`` (again while new moduli
+        appear, up to 8): each iteration of the while runs ``c`` copies of the
+        body, in which ``i % c`` is a Python int; the last ``len(r) % c``
+        iterations run in Python."""
+        moduli, by = set(), 1
+        while True:
+            head = r[:len(r) - len(r) % by]
+            try:
+                out = self._while_range(head.start, head.stop, head.step, len(head), body, values,
+                                        names, lineno, moduli=moduli, by=by)
+                break
+            except UnboundLocalError:
+                raise
+            except _RETRIED:
+                wider = math.lcm(by, *moduli)
+                if wider == by or wider > _UNROLL_BY_MODULUS or len(r) < 2 * wider:
+                    raise
+                by = wider
+        for i in r[len(head):]:
+            out = list(body(i, tuple(out)))
+        return out
 
     def _traced_for(self, start, stop, step, body, state, names, live, lineno):
         values = list(state[:-1])
@@ -405,7 +435,12 @@ class _Runtime:
             last = np.where(trip > 0, last, before)    # no iteration: Python keeps the old value
         return tuple(out) + (last,)
 
-    def _while_range(self, start, stop, step, trip, body, values, names, lineno):
+    def _while_range(self, start, stop, step, trip, body, values, names, lineno, moduli=None,
+                     by=1):
+        """One while loop; with ``by`` > 1 (static bounds, ``trip`` a
+        multiple of it), each iteration runs ``by`` copies of the body, the
+        index of each knowing its residue modulo ``by``. ``moduli`` collects
+        the moduli the body takes of the index."""
         from xla.frontend import lax
         carried = [k for k, v in enumerate(values) if v is not UNDEFINED]
         index = _index_tracer(start, stop, step)
@@ -421,7 +456,7 @@ class _Runtime:
         identity = _Identity(names, carried, lineno)
 
         if not any(isinstance(v, Tracer) for v in (start, stop, step)) and trip:
-            last = start + (trip - 1) * step
+            last = start + (trip - by) * step
             bounds = (min(start, last), max(start, last))
         else:
             bounds = _traced_bounds(start, stop, step)
@@ -430,15 +465,22 @@ class _Runtime:
             i, vals = c
             if bounds is not None:
                 i._affine = (i, 0) + bounds
+            i._moduli = moduli
             full = [UNDEFINED] * len(values)
             for k, v in zip(carried, vals):
                 full[k] = v
             ops = identity.before(vals)
-            out = body(i, tuple(full))
+            out = tuple(full)
+            for k in range(by):
+                ik = i if k == 0 else i + k * step
+                if by > 1:
+                    ik._residue = (by, (start + k * step) % by)
+                out = body(ik, out)
             identity.after(vals, ops, out, "the loop body")
-            return i + step, [out[k] for k in carried]
+            return i + by * step, [out[k] for k in carried]
 
-        _, out_vals = lax.while_loop(cond, loop_body, init, _trip_count=trip)
+        _, out_vals = lax.while_loop(cond, loop_body, init,
+                                     _trip_count=None if trip is None else trip // by)
         return identity.result(values, out_vals)
 
     # -- while test: ----------------------------------------------------------------------

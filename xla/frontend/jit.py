@@ -104,6 +104,10 @@ class _Entry(NamedTuple):
     donated: tuple   # parameter numbers the executable may write outputs into
     sharded: object = None   # (parameter shardings, result sharding, result shape) under SPMD
     written: tuple = ()      # argument leaves updated in place (x += ...): extra outputs
+    # The written leaves whose output the module aliases to their parameter
+    # (input_output_alias): the caller's array is donated for it when it can
+    # be written (the executable then writes the result into it).
+    written_in_place: tuple = ()
 
 
 class JitFunction:
@@ -370,6 +374,13 @@ class JitFunction:
         # with_sharding_constraint's meshes: the module is partitioned over them.
         module.constraint_mesh_sizes = list(shd.constraint_mesh_sizes(b))
         aliases = _output_aliases(ops, params, key[5], single)
+        if self._host and self.platform.capabilities.donation:
+            # An argument updated in place gets its new value in its own
+            # memory where buffer assignment finds that safe (may-alias), so
+            # no copy back is needed (_run donates it when it may be written).
+            taken = {p for _, p in aliases}
+            aliases += [("" if single else str(n_outputs + k), i)
+                        for k, i in enumerate(written) if i not in taken]
         if aliases:
             module.header_attrs["input_output_alias"] = RawAttr(
                 "{ " + ", ".join(f"{{{out}}}: ({p}, {{}}, may-alias)" for out, p in aliases) + " }")
@@ -388,9 +399,11 @@ class JitFunction:
         self._compilations += 1
         if executable.from_disk_cache:
             self._disk_hits += 1
-        donated = tuple(key[5]) if "input_output_alias" in module.header_attrs \
-            and self.platform.capabilities.donation else ()
-        return _Entry(executable, out_treedef, n, donated, None, written)
+        aliased = "input_output_alias" in module.header_attrs and \
+            self.platform.capabilities.donation
+        donated = tuple(key[5]) if aliased else ()
+        in_place = tuple(i for i in written if i not in donated) if aliased and self._host else ()
+        return _Entry(executable, out_treedef, n, donated, None, written, in_place)
 
     def _compile_sharded(self, module, out_treedef, n, key):
         """SPMD: the module annotated with the shardings, partitioned, and
@@ -479,6 +492,9 @@ class JitFunction:
             given_up = [leaves[i] for i in donated if isinstance(leaves[i], runtime.Buffer)]
             for b in given_up:
                 b.mark_donated()
+        elif entry.written_in_place:
+            result = entry.executable.execute(*arrays, donated=_writable(entry.written_in_place,
+                                                                         leaves, arrays))
         else:
             result = entry.executable.execute(*arrays)
         if entry.written:
@@ -518,8 +534,10 @@ class JitFunction:
         n = entry.n_outputs
         for index, value in zip(entry.written, result[n:]):
             target = leaves[index]
-            if not isinstance(target, np.ndarray):
-                continue   # scalars and buffers are immutable: x += ... rebinds, as in NumPy
+            if value is target or not isinstance(target, np.ndarray):
+                # scalars and buffers are immutable: x += ... rebinds, as in
+                # NumPy; the array itself: written in place by the executable
+                continue
             if not target.flags.writeable:
                 raise InvalidArgumentError(
                     f"{getattr(self.fn, '__name__', 'function')} updates argument leaf {index} in "
@@ -538,6 +556,28 @@ class JitFunction:
         if entry.n_outputs == 0:
             return entry.out_treedef.unflatten([])
         return entry.out_treedef.unflatten(list(result))
+
+
+def _writable(written, leaves, arrays):
+    """The leaves of ``written`` whose caller's array the executable may
+    write its new value into: the NumPy array itself was passed (not a
+    conversion), writeable, and sharing no memory with another argument
+    (which the computation may still read). Arrays that own their memory
+    (no ``base``) and are distinct objects share none; views are checked
+    with ``np.may_share_memory``."""
+    out = []
+    for i in written:
+        a = leaves[i]
+        if arrays[i] is not a or type(a) is not np.ndarray or not a.flags.writeable:
+            continue
+        owner = a.base is None
+        for j, b in enumerate(leaves):
+            if j != i and type(b) is np.ndarray and (
+                    b is a or not (owner and b.base is None) and np.may_share_memory(a, b)):
+                break
+        else:
+            out.append(i)
+    return tuple(out)
 
 
 def _output_aliases(ops, params, donated, single):

@@ -140,6 +140,7 @@ class TraceContext:
         inner = self._capture(tracer)
         if tracer._affine is not None and inner._affine is None:
             inner._affine = tracer._affine   # an outer loop index keeps its range inside
+            inner._residue = tracer._residue
         self.captured[key] = (tracer, inner)
         return inner
 
@@ -187,10 +188,20 @@ def _pytype_of(dtype):
     return complex
 
 
+# The operators whose result for an int ``i`` and an int ``m`` depends only
+# on ``i`` modulo the modulus given here (0: no such modulus): ``i % m``,
+# and ``i & m`` for a mask m = 2**k - 1 (Python's ints are two's complement).
+_MODULAR = {
+    "remainder": (operator.mod, lambda m: m),
+    "bitwise_and": (operator.and_, lambda m: m + 1 if m > 0 and m & (m + 1) == 0 else 0),
+}
+
+
 class Tracer:
     """An array being traced: static shape and dtype, value unknown."""
 
-    __slots__ = ("op", "weak", "_base", "_view_index", "_views", "_affine", "__weakref__")
+    __slots__ = ("op", "weak", "_base", "_view_index", "_views", "_affine", "_residue",
+                 "_moduli", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, op, weak=False):
@@ -204,6 +215,12 @@ class Tracer:
         # base is a loop index known to lie in [lo, hi] (control_flow.py), so
         # x[i:i + w] has a static size and stays inside x (indexing.py).
         self._affine = None
+        # (c, r): this loop index (or offset of one) is r modulo c, in a loop
+        # body unrolled by c (control_flow.py), so ``i % c`` is the Python int r.
+        self._residue = None
+        # On a loop index, the set of the moduli ``i % c`` the body took of it
+        # (or of an offset of it): the loop can be unrolled by them.
+        self._moduli = None
         # Under xla.autojit the builder tracks its live values (a cut
         # computes them); it is None otherwise.
         live = op.builder.live_tracers
@@ -461,17 +478,42 @@ class Tracer:
             ufuncs = table("ufuncs")
             ufunc = getattr(np, name)
             args = (other, self) if reflected else (self, other)
+            integer = isinstance(other, (int, np.integer)) and not isinstance(other, bool)
+            if integer and not reflected and name in _MODULAR:
+                python_op, modulus = _MODULAR[name]
+                known = self._modulo(modulus(int(other)))
+                if known is not None:     # a Python int, or NumPy's integer type as NumPy gives
+                    value = python_op(known, int(other))
+                    return type(other)(value) if isinstance(other, np.integer) else value
             result = ufuncs.dispatch(ufunc, "__call__", args, {})
-            if self._affine is not None and isinstance(result, Tracer) and \
-                    isinstance(other, (int, np.integer)) and not isinstance(other, bool):
+            if self._affine is not None and isinstance(result, Tracer) and integer:
                 base, offset, lo, hi = self._affine
-                if name == "add":
-                    result._affine = (base, offset + int(other), lo, hi)
-                elif name == "subtract" and not reflected:
-                    result._affine = (base, offset - int(other), lo, hi)
+                shift = (int(other) if name == "add" else
+                         -int(other) if name == "subtract" and not reflected else None)
+                if shift is not None:
+                    result._affine = (base, offset + shift, lo, hi)
+                    if self._residue is not None:
+                        c, r = self._residue
+                        result._residue = (c, (r + shift) % c)
             return result
         op.__name__ = f"__{'r' if reflected else ''}{name}__"
         return op
+
+    def _modulo(self, m):
+        """For a loop index (or an offset of one) and a nonzero int ``m``:
+        the Python int this value is congruent to modulo ``m`` when the loop
+        was unrolled so that it is known (``_residue``), else None, noting
+        ``m`` on the loop index so the loop can be unrolled by it."""
+        if self._affine is None or not m:
+            return None
+        if self._residue is not None:
+            c, r = self._residue
+            if c % m == 0:
+                return r
+        base = self._affine[0]
+        if base._moduli is not None:
+            base._moduli.add(abs(m))
+        return None
 
     __add__, __radd__ = _u("add"), _u("add", True)
     __sub__, __rsub__ = _u("subtract"), _u("subtract", True)

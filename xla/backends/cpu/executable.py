@@ -298,7 +298,7 @@ class CpuExecutable(Executable):
 
     def _execute_padded(self, args, donated):
         fast = self._fast
-        if fast is not None and not donated and fast.accepts(args):
+        if fast is not None and fast.accepts(args, donated):
             result = fast.run(args)
             if result is not None:
                 return result
@@ -481,32 +481,39 @@ class _FastPath:
     """The per-call path when arguments need no conversion.
 
     Built when every parameter is an array in its own row-major parameter
-    allocation that is never written, and every result leaf fills an output
-    allocation of its own. A call whose arguments are C-contiguous NumPy
-    arrays of exactly the parameter dtypes and shapes then costs a few
+    allocation, and every result leaf fills an output allocation of its own
+    or a parameter's whole allocation (``input_output_alias``: the
+    parameter is ``aliased``, written with the result). A call whose
+    arguments are C-contiguous NumPy arrays of exactly the parameter dtypes
+    and shapes, the aliased ones donated and writeable, then costs a few
     checks, one ``np.empty`` per result and one C++ call
     (``ExecutableState.run``: table, arena and constants prepared once,
-    GIL released). Anything else takes the general path.
+    GIL released); an aliased parameter's array is that result. Anything
+    else takes the general path.
     """
 
-    def __init__(self, state, signature, outputs, result):
+    def __init__(self, state, signature, outputs, result, aliased=()):
         self.state = state
         self.signature = signature  # [(dtype, dims)] per parameter
         self.outputs = outputs  # [(dtype, dims) or byte count] per output allocation
-        self.result = result  # index into outputs, or a nested tuple of them
+        # index into outputs (or -1 - parameter number), or a nested tuple of them
+        self.result = result
+        self.aliased = aliased  # parameter numbers whose allocation holds a result
 
     @staticmethod
     def build(exe):
         entry = exe.module.entry
         params = entry.parameters
-        arg_slots = []
-        for p in params:
+        arg_slots, aliased = [], []
+        for number, p in enumerate(params):
             shape = p.shape
             if not shape.is_array or major_to_minor(shape) != list(range(shape.rank)):
                 return None
             alloc = exe.assignment.buffer(p, ()).allocation
-            if alloc.kind != "parameter" or alloc.maybe_live_out or alloc.parameter_index not in ((), None):
+            if alloc.kind != "parameter" or alloc.parameter_index not in ((), None):
                 return None
+            if alloc.maybe_live_out:
+                aliased.append(number)
             arg_slots.append(alloc.index)
         if len(set(arg_slots)) != len(arg_slots):
             return None
@@ -523,6 +530,13 @@ class _FastPath:
                 return None
             buffer = exe.assignment.buffer(root, index)
             slot = buffer.allocation.index
+            if slot in arg_slots:     # a donated parameter's array holds it
+                number = arg_slots.index(slot)
+                p = params[number].shape
+                if number not in aliased or buffer.offset != 0 or \
+                        (p.dtype, p.dimensions) != (shape.dtype, shape.dimensions):
+                    return None
+                return -1 - number
             if slot not in position or buffer.offset != 0 or exe._sizes[slot] != shape.byte_size():
                 return None
             k = position[slot]
@@ -543,14 +557,17 @@ class _FastPath:
             if exe.assignment.allocations[index].kind == "constant":
                 state.set_slot(index, memory)
         signature = [(p.shape.dtype, p.shape.dimensions) for p in params]
-        return _FastPath(state, signature, outputs, result)
+        return _FastPath(state, signature, outputs, result, tuple(aliased))
 
-    def accepts(self, args):
+    def accepts(self, args, donated=()):
         if len(args) != len(self.signature):
             return False
         for a, (dtype, dims) in zip(args, self.signature):
             if type(a) is not np.ndarray or a.shape != dims or a.dtype != dtype \
                     or not a.flags.c_contiguous:
+                return False
+        for n in self.aliased:
+            if n not in donated or not args[n].flags.writeable:
                 return False
         return True
 
@@ -564,10 +581,10 @@ class _FastPath:
             self.state.run(args, buffers)
         except ValueError:
             return None  # e.g. an argument NumPy did not align to 16 bytes
-        return _pick(self.result, buffers)
+        return _pick(self.result, buffers, args)
 
 
-def _pick(result, buffers):
+def _pick(result, buffers, args):
     if isinstance(result, tuple):
-        return tuple(_pick(r, buffers) for r in result)
-    return buffers[result]
+        return tuple(_pick(r, buffers, args) for r in result)
+    return buffers[result] if result >= 0 else args[-1 - result]

@@ -362,8 +362,6 @@ class ModuleEmitter:
                 return
             self.emit_loops(h, comp.root_instruction, fusion=h)
             return
-        if op == "dot" and self.emit_runtime_matmul(h):
-            return
         emitter = INSTRUCTION_EMITTERS.get(op)
         if emitter is not None:
             emitter(self, h)

@@ -23,12 +23,15 @@ and results and convolutions the NHWC/HWIO order the runtime's conv2d reads
 ``dot-operand-layouts`` (a transpose feeding a matmul becomes a bitcast the
 matmul reads transposed: ``dot_operand_layouts.py``), fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
-(a DUS joins the fusion computing its update: one in-place kernel), then
+(a DUS joins the fusion computing its update: one in-place kernel),
+``matrix-vector-pair-fusion`` (``A x`` and ``y A`` of one matrix in one
+pass over it: ``matrix_vector_pairs.py``), then
 copy insertion and the memory scheduler, after which buffer assignment
 runs."""
 from xla.backends.cpu import layout_constraints
 from xla.backends.cpu.dot_operand_layouts import DotOperandLayouts
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
+from xla.backends.cpu.matrix_vector_pairs import MatrixVectorPairFusion
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target_independent_pipeline
 
@@ -57,6 +60,7 @@ def cpu_pipeline(**options):
     pipeline.passes.insert(layout + 1, DotOperandLayouts())
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
+    pipeline.add_pass(MatrixVectorPairFusion())
     return add_scheduling_stage(pipeline)
 
 
