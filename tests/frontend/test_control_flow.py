@@ -539,6 +539,32 @@ def test_an_unrolled_loop_warns_at_the_users_line():
     assert (w.filename, w.lineno) == (__file__, line_of("marker-flips", flips))
 
 
+def test_a_loop_unrolled_after_a_failed_conversion_runs_each_iteration_once():
+    # `prev` starts as None, so the first iteration runs in Python before the
+    # while loop is tried; the slice's size depends on i, so the while loop
+    # fails and the loop is unrolled from its start. The first iteration's
+    # update in place must not be applied twice (it was: x[0] ended at 401).
+    def counts(x):
+        prev = None
+        for i in range(400):
+            x[0] += 1.0
+            prev = x[:i // 100 + 1].sum()
+        return prev
+
+    def through_a_view(x):
+        v = x[2:]
+        prev = None
+        for i in range(400):
+            v[0] += 1.0
+            prev = v[:i // 100 + 1].sum()
+        return prev
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same_as_numpy(counts, np.zeros(8))
+        same_as_numpy(through_a_view, np.zeros(8))
+
+
 def test_masked_slices_reduce_compare_and_refuse_what_they_cannot_do():
     def reductions(X, v):
         out = np.zeros(X.shape[0])

@@ -289,9 +289,15 @@ class _Runtime:
             if len(r) <= self.threshold or small or python_effects or \
                     not any(isinstance(v, Tracer) for v in values) and not _reads_traced(body):
                 return self._python_for(r, body, state)
+            saved = _snapshot(values)
             try:
                 return self._converted_for(r, body, state, names, live, lineno)
             except _RETRIED as e:
+                # Unrolled from the start: the arrays get back the values the
+                # loop started from (a peeled first iteration, or the while
+                # loop written back before a failing Python tail, may have
+                # updated them in place, and would otherwise run twice).
+                _restore(saved)
                 reason = str(e).splitlines()[0]
             if len(r) > _WARN_UNROLLED:
                 _warn_at(lineno, f"the loop of {len(r)} iterations is unrolled, not compiled as "
@@ -596,6 +602,22 @@ class _Runtime:
                                           f"{type(b).__name__} by the `if` on a traced value (an "
                                           "HLO conditional), which chooses only arrays")
         return tuple(result)
+
+
+def _snapshot(values):
+    """The traced arrays among ``values`` and the arrays they view, with their
+    current values (an update in place replaces ``op``; see ``_restore``)."""
+    saved = []
+    for v in values:
+        while isinstance(v, Tracer):
+            saved.append((v, v.op))
+            v = v._base
+    return saved
+
+
+def _restore(saved):
+    for tracer, op in saved:
+        tracer.op = op
 
 
 class _Identity:
