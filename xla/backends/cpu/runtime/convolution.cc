@@ -81,6 +81,151 @@ void ConvPixels(const ConvContext<T>& ctx, int64_t begin, int64_t end, std::vect
   }
 }
 
+// Lhs dilation (the input gradient of a strided convolution) by phases:
+// output positions o with the same o mod lhs_dilation read input elements
+// (not holes) through the same kernel taps, so each phase (py, px) is a
+// convolution over its own pixels with only those taps, packed into a
+// kernel of its own. Without this, im2col fills the holes with zeros and
+// the GEMM multiplies them: lhs_dilation_h * lhs_dilation_w times the work.
+template <typename T>
+struct ConvPhase {
+  int64_t py, px, rows_y, cols_x;   // first output position; positions per axis
+  std::vector<int64_t> taps_y, taps_x;
+  std::vector<T> kernel;            // [taps_y, taps_x, in_c / groups, out_c]
+  int64_t begin, pixels;            // this phase's range of the task index
+};
+
+// The taps of one axis whose position falls on an input element for the
+// output positions congruent to `phase` modulo `lhs_dilation`.
+inline std::vector<int64_t> PhaseTaps(int64_t phase, int64_t stride, int64_t pad_lo,
+                                      int64_t kernel, int64_t rhs_dilation,
+                                      int64_t lhs_dilation) {
+  std::vector<int64_t> taps;
+  for (int64_t k = 0; k < kernel; ++k) {
+    const int64_t pos = phase * stride - pad_lo + k * rhs_dilation;
+    if (((pos % lhs_dilation) + lhs_dilation) % lhs_dilation == 0) taps.push_back(k);
+  }
+  return taps;
+}
+
+template <typename T>
+struct PhasedConvContext {
+  const T* input;
+  T* out;
+  ConvParams p;
+  std::vector<ConvPhase<T>> phases;
+};
+
+template <typename T>
+void PhasePixels(const PhasedConvContext<T>& ctx, const ConvPhase<T>& ph, int64_t begin,
+                 int64_t end, std::vector<T>& patches, std::vector<T>& result) {
+  const ConvParams& p = ctx.p;
+  const int64_t cg = p.in_c / p.groups;
+  const int64_t og = p.out_c / p.groups;
+  const int64_t ntaps = static_cast<int64_t>(ph.taps_y.size() * ph.taps_x.size());
+  const int64_t patch = ntaps * cg;
+  const int64_t rows = end - begin;
+  auto out_row = [&](int64_t local) {
+    const int64_t i = local % ph.cols_x;
+    const int64_t j = (local / ph.cols_x) % ph.rows_y;
+    const int64_t b = local / (ph.cols_x * ph.rows_y);
+    const int64_t oy = ph.py + j * p.lhs_dilation_h, ox = ph.px + i * p.lhs_dilation_w;
+    return ((b * p.out_h + oy) * p.out_w + ox) * p.out_c;
+  };
+  if (patch == 0) {
+    for (int64_t r = 0; r < rows; ++r) {
+      T* dst = ctx.out + out_row(begin + r);
+      std::fill(dst, dst + p.out_c, T(0));
+    }
+    return;
+  }
+  patches.resize(static_cast<size_t>(rows * patch));
+  result.resize(static_cast<size_t>(rows * p.out_c));
+  using Stride = Eigen::OuterStride<>;
+  for (int64_t g = 0; g < p.groups; ++g) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t local = begin + r;
+      const int64_t i = local % ph.cols_x;
+      const int64_t j = (local / ph.cols_x) % ph.rows_y;
+      const int64_t b = local / (ph.cols_x * ph.rows_y);
+      const int64_t oy = ph.py + j * p.lhs_dilation_h, ox = ph.px + i * p.lhs_dilation_w;
+      T* dst = patches.data() + r * patch;
+      for (int64_t ky : ph.taps_y) {
+        const int64_t iy = SourceIndex(oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h,
+                                       p.lhs_dilation_h, p.in_h);
+        for (int64_t kx : ph.taps_x) {
+          const int64_t ix = iy < 0 ? -1
+                                    : SourceIndex(ox * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w,
+                                                  p.lhs_dilation_w, p.in_w);
+          if (ix < 0) {
+            std::fill(dst, dst + cg, T(0));
+          } else {
+            const T* src = ctx.input + ((b * p.in_h + iy) * p.in_w + ix) * p.in_c + g * cg;
+            std::copy(src, src + cg, dst);
+          }
+          dst += cg;
+        }
+      }
+    }
+    Eigen::Map<const RowMajorMatrix<T>> a(patches.data(), rows, patch);
+    Eigen::Map<const RowMajorMatrix<T>, 0, Stride> w(ph.kernel.data() + g * og, patch, og,
+                                                     Stride(p.out_c));
+    Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(result.data() + g * og, rows, og, Stride(p.out_c));
+    c.noalias() = a * w;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* src = result.data() + r * p.out_c;
+    std::copy(src, src + p.out_c, ctx.out + out_row(begin + r));
+  }
+}
+
+template <typename T>
+void PhasedConvBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  const auto& ctx = *static_cast<const PhasedConvContext<T>*>(ctx_ptr);
+  std::vector<T> patches, result;
+  for (const ConvPhase<T>& ph : ctx.phases) {
+    const int64_t lo = std::max(begin, ph.begin), hi = std::min(end, ph.begin + ph.pixels);
+    for (int64_t start = lo; start < hi; start += kConvBlockPixels) {
+      PhasePixels(ctx, ph, start - ph.begin, std::min(hi, start + kConvBlockPixels) - ph.begin,
+                  patches, result);
+    }
+  }
+}
+
+template <typename T>
+void PhasedConv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
+  const int64_t cg = p.in_c / p.groups;
+  PhasedConvContext<T> ctx{input, out, p, {}};
+  int64_t total = 0, macs = 0;
+  for (int64_t py = 0; py < std::min(p.lhs_dilation_h, p.out_h); ++py) {
+    for (int64_t px = 0; px < std::min(p.lhs_dilation_w, p.out_w); ++px) {
+      ConvPhase<T> ph;
+      ph.py = py;
+      ph.px = px;
+      ph.rows_y = (p.out_h - py + p.lhs_dilation_h - 1) / p.lhs_dilation_h;
+      ph.cols_x = (p.out_w - px + p.lhs_dilation_w - 1) / p.lhs_dilation_w;
+      ph.taps_y = PhaseTaps(py, p.stride_h, p.pad_h_lo, p.kernel_h, p.rhs_dilation_h,
+                            p.lhs_dilation_h);
+      ph.taps_x = PhaseTaps(px, p.stride_w, p.pad_w_lo, p.kernel_w, p.rhs_dilation_w,
+                            p.lhs_dilation_w);
+      for (int64_t ky : ph.taps_y) {
+        for (int64_t kx : ph.taps_x) {
+          const T* src = kernel + (ky * p.kernel_w + kx) * cg * p.out_c;
+          ph.kernel.insert(ph.kernel.end(), src, src + cg * p.out_c);
+        }
+      }
+      ph.begin = total;
+      ph.pixels = p.batch * ph.rows_y * ph.cols_x;
+      total += ph.pixels;
+      macs += ph.pixels * static_cast<int64_t>(ph.kernel.size());
+      ctx.phases.push_back(std::move(ph));
+    }
+  }
+  const int64_t macs_per_pixel = std::max<int64_t>(1, macs / std::max<int64_t>(1, total));
+  const int64_t min_chunk = std::max<int64_t>(16, kMinParallelMacs / macs_per_pixel);
+  __xla_cpu_parallel_for(&PhasedConvBody<T>, &ctx, total, min_chunk);
+}
+
 template <typename T>
 void ConvBody(void* ctx_ptr, int64_t begin, int64_t end) {
   const auto& ctx = *static_cast<const ConvContext<T>*>(ctx_ptr);
@@ -100,11 +245,107 @@ void Conv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
     std::fill(out, out + pixels * p.out_c, T(0));
     return;
   }
+  if (p.lhs_dilation_h > 1 || p.lhs_dilation_w > 1) {
+    PhasedConv2D(input, kernel, out, p);
+    return;
+  }
   ConvContext<T> ctx{input, kernel, out, p};
   // Enough pixels per task that its GEMMs amortize the scheduling.
   const int64_t macs_per_pixel = patch * (p.out_c / p.groups) * p.groups;
   const int64_t min_chunk = std::max<int64_t>(16, kMinParallelMacs / std::max<int64_t>(1, macs_per_pixel));
   __xla_cpu_parallel_for(&ConvBody<T>, &ctx, pixels, min_chunk);
+}
+
+// ---------------------------------------------------------------------------
+// The kernel-gradient order (cpu_runtime.h, __xla_cpu_conv2d_filter_*): a
+// GEMM contracting over (in_c, ky, kx) rows. Row r's im2col row holds, for
+// every output position (oy, ox), the input's `batch` contiguous values at
+// the position tap (ky, kx) reads; the kernel's row r is contiguous already.
+// out[(oy, ox, b), o] = sum_r patches[r, (oy, ox, b)] * kernel[r, o]: the
+// contraction is long (a whole batch of images) and the result small, so
+// the rows are split into one chunk per thread, each summing into its own
+// copy of the result, added up at the end.
+constexpr int64_t kFilterBlockRows = 512;
+
+template <typename T>
+struct FilterContext {
+  const T* input;
+  const T* kernel;
+  T* partial;   // [chunks, out_h * out_w * batch, out_c]
+  ConvParams p;
+  int64_t rows, chunks;
+};
+
+template <typename T>
+void FilterBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  const auto& ctx = *static_cast<const FilterContext<T>*>(ctx_ptr);
+  const ConvParams& p = ctx.p;
+  const int64_t patch = p.out_h * p.out_w * p.batch;
+  std::vector<T> patches;
+  for (int64_t chunk = begin; chunk < end; ++chunk) {
+    Eigen::Map<RowMajorMatrix<T>> acc(ctx.partial + chunk * patch * p.out_c, patch, p.out_c);
+    acc.setZero();
+    const int64_t first = ctx.rows * chunk / ctx.chunks, last = ctx.rows * (chunk + 1) / ctx.chunks;
+    for (int64_t start = first; start < last; start += kFilterBlockRows) {
+      const int64_t n = std::min(last, start + kFilterBlockRows) - start;
+      patches.resize(static_cast<size_t>(n * patch));
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t row = start + r;
+        const int64_t kx = row % p.kernel_w;
+        const int64_t ky = (row / p.kernel_w) % p.kernel_h;
+        const int64_t c = row / (p.kernel_w * p.kernel_h);
+        T* dst = patches.data() + r * patch;
+        for (int64_t oy = 0; oy < p.out_h; ++oy) {
+          const int64_t iy = SourceIndex(oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h,
+                                         p.lhs_dilation_h, p.in_h);
+          for (int64_t ox = 0; ox < p.out_w; ++ox, dst += p.batch) {
+            const int64_t ix = iy < 0 ? -1
+                                      : SourceIndex(ox * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w,
+                                                    p.lhs_dilation_w, p.in_w);
+            if (ix < 0) {
+              std::fill(dst, dst + p.batch, T(0));
+            } else {
+              const T* src = ctx.input + ((c * p.in_h + iy) * p.in_w + ix) * p.batch;
+              std::copy(src, src + p.batch, dst);
+            }
+          }
+        }
+      }
+      Eigen::Map<const RowMajorMatrix<T>> a(patches.data(), n, patch);
+      Eigen::Map<const RowMajorMatrix<T>> w(ctx.kernel + start * p.out_c, n, p.out_c);
+      acc.noalias() += a.transpose() * w;
+    }
+  }
+}
+
+template <typename T>
+void Conv2DFilter(const T* input, const T* kernel, T* out, const ConvParams& p) {
+  const int64_t patch = p.out_h * p.out_w * p.batch;
+  if (patch <= 0 || p.out_c <= 0 || p.groups != 1) return;
+  const int64_t rows = p.in_c * p.kernel_h * p.kernel_w;
+  if (rows <= 0) {
+    std::fill(out, out + patch * p.out_c, T(0));
+    return;
+  }
+  const int64_t macs = rows * patch * p.out_c;
+  const int64_t chunks = std::max<int64_t>(
+      1, std::min<int64_t>({static_cast<int64_t>(ThreadsForCaller()), macs / kMinParallelMacs,
+                            (rows + kFilterBlockRows - 1) / kFilterBlockRows}));
+  std::vector<T> partial;
+  FilterContext<T> ctx{input, kernel, out, p, rows, chunks};
+  if (chunks > 1) {
+    partial.resize(static_cast<size_t>(chunks * patch * p.out_c));
+    ctx.partial = partial.data();
+  }
+  __xla_cpu_parallel_for(&FilterBody<T>, &ctx, chunks, 1);
+  if (chunks > 1) {
+    Eigen::Map<RowMajorMatrix<T>> result(out, patch, p.out_c);
+    result = Eigen::Map<const RowMajorMatrix<T>>(partial.data(), patch, p.out_c);
+    for (int64_t k = 1; k < chunks; ++k) {
+      result += Eigen::Map<const RowMajorMatrix<T>>(partial.data() + k * patch * p.out_c, patch,
+                                                    p.out_c);
+    }
+  }
 }
 
 }  // namespace
@@ -115,6 +356,15 @@ void Conv2DF32(const float* input, const float* kernel, float* out, const ConvPa
 
 void Conv2DF64(const double* input, const double* kernel, double* out, const ConvParams& p) {
   Conv2D(input, kernel, out, p);
+}
+
+void Conv2DFilterF32(const float* input, const float* kernel, float* out, const ConvParams& p) {
+  Conv2DFilter(input, kernel, out, p);
+}
+
+void Conv2DFilterF64(const double* input, const double* kernel, double* out,
+                     const ConvParams& p) {
+  Conv2DFilter(input, kernel, out, p);
 }
 
 }  // namespace XLA_CPU_ISA_NAMESPACE
