@@ -481,7 +481,9 @@ TEST_F(CpuRuntimeTest, Conv2DFilterMatchesNaiveLoop) {
   for (int threads : {1, 2}) {
     __xla_cpu_runtime_set_num_threads(threads);
     for (const auto& c : cases) {
-      CheckConvFilter<float>(rng, c, 1e-3);
+      // f32 rounding grows with the sum's length (65536 terms in the last case).
+      const double terms = static_cast<double>(c.in_c * c.kernel_h * c.kernel_w);
+      CheckConvFilter<float>(rng, c, 1e-4 * std::sqrt(terms));
       CheckConvFilter<double>(rng, c, 1e-10);
     }
   }
