@@ -263,8 +263,10 @@ void Conv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
 // the position tap (ky, kx) reads; the kernel's row r is contiguous already.
 // out[(oy, ox, b), o] = sum_r patches[r, (oy, ox, b)] * kernel[r, o]: the
 // contraction is long (a whole batch of images) and the result small, so
-// the rows are split into one chunk per thread, each summing into its own
-// copy of the result, added up at the end.
+// the rows are split into chunks (up to four per thread, claimed as threads
+// come free: one thread descheduled on a loaded machine does not hold the
+// others up), each summing into its own copy of the result, added up in
+// chunk order at the end (the bits do not depend on which thread ran what).
 constexpr int64_t kFilterBlockRows = 512;
 
 template <typename T>
@@ -329,7 +331,8 @@ void Conv2DFilter(const T* input, const T* kernel, T* out, const ConvParams& p) 
   }
   const int64_t macs = rows * patch * p.out_c;
   const int64_t chunks = std::max<int64_t>(
-      1, std::min<int64_t>({static_cast<int64_t>(ThreadsForCaller()), macs / kMinParallelMacs,
+      1, std::min<int64_t>({4 * static_cast<int64_t>(ThreadsForCaller()),
+                            macs / kMinParallelMacs,
                             (rows + kFilterBlockRows - 1) / kFilterBlockRows}));
   std::vector<T> partial;
   FilterContext<T> ctx{input, kernel, out, p, rows, chunks};
