@@ -30,6 +30,40 @@ inline int64_t SourceIndex(int64_t pos, int64_t dilation, int64_t size) {
   return pos < size ? pos : -1;
 }
 
+// (b, y, x) of consecutive indices of a [batch, h, w] grid, stepped
+// without the divisions that recomputing them per index costs.
+struct GridCursor {
+  int64_t h, w, b, y, x;
+  GridCursor(int64_t index, int64_t h_, int64_t w_)
+      : h(h_), w(w_), b(index / (h_ * w_)), y((index / w_) % h_), x(index % w_) {}
+  void Next() {
+    if (++x == w) {
+      x = 0;
+      if (++y == h) {
+        y = 0;
+        ++b;
+      }
+    }
+  }
+};
+
+// c[rows, n] = a[rows, k] * w[k, n], all row-major; w's and c's rows
+// `w_stride` and `c_stride` apart (a feature group's columns). Eigen's
+// product is measurably faster over plain maps, the ungrouped case.
+template <typename T>
+void GemmRows(const T* a, int64_t rows, int64_t k, const T* w, int64_t w_stride, int64_t n,
+              T* c, int64_t c_stride) {
+  Eigen::Map<const RowMajorMatrix<T>> am(a, rows, k);
+  if (w_stride == n && c_stride == n) {
+    Eigen::Map<RowMajorMatrix<T>>(c, rows, n).noalias() =
+        am * Eigen::Map<const RowMajorMatrix<T>>(w, k, n);
+    return;
+  }
+  using Stride = Eigen::OuterStride<>;
+  Eigen::Map<RowMajorMatrix<T>, 0, Stride>(c, rows, n, Stride(c_stride)).noalias() =
+      am * Eigen::Map<const RowMajorMatrix<T>, 0, Stride>(w, k, n, Stride(w_stride));
+}
+
 template <typename T>
 struct ConvContext {
   const T* input;
@@ -46,14 +80,11 @@ void ConvPixels(const ConvContext<T>& ctx, int64_t begin, int64_t end, std::vect
   const int64_t patch = p.kernel_h * p.kernel_w * cg;
   const int64_t rows = end - begin;
   patches.resize(static_cast<size_t>(rows * patch));
-  using Stride = Eigen::OuterStride<>;
   for (int64_t g = 0; g < p.groups; ++g) {
     // im2col: one row per output pixel, (ky, kx, c) along the row.
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t pixel = begin + r;
-      const int64_t ox = pixel % p.out_w;
-      const int64_t oy = (pixel / p.out_w) % p.out_h;
-      const int64_t b = pixel / (p.out_w * p.out_h);
+    GridCursor at(begin, p.out_h, p.out_w);
+    for (int64_t r = 0; r < rows; ++r, at.Next()) {
+      const int64_t ox = at.x, oy = at.y, b = at.b;
       T* row = patches.data() + r * patch;
       for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
         const int64_t iy = SourceIndex(oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h,
@@ -72,12 +103,8 @@ void ConvPixels(const ConvContext<T>& ctx, int64_t begin, int64_t end, std::vect
         }
       }
     }
-    Eigen::Map<const RowMajorMatrix<T>> a(patches.data(), rows, patch);
-    Eigen::Map<const RowMajorMatrix<T>, 0, Stride> w(ctx.kernel + g * og, patch, og,
-                                                     Stride(p.out_c));
-    Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(ctx.out + begin * p.out_c + g * og, rows, og,
-                                               Stride(p.out_c));
-    c.noalias() = a * w;
+    GemmRows(patches.data(), rows, patch, ctx.kernel + g * og, p.out_c, og,
+             ctx.out + begin * p.out_c + g * og, p.out_c);
   }
 }
 
@@ -91,6 +118,10 @@ template <typename T>
 struct ConvPhase {
   int64_t py, px, rows_y, cols_x;   // first output position; positions per axis
   std::vector<int64_t> taps_y, taps_x;
+  // The input index tap t reads at the phase's first position: position j
+  // of the phase (output oy = py + j * lhs_dilation_h) reads base_y[t] +
+  // j * stride_h, an input element when in [0, in_h); likewise x.
+  std::vector<int64_t> base_y, base_x;
   std::vector<T> kernel;            // [taps_y, taps_x, in_c / groups, out_c]
   int64_t begin, pixels;            // this phase's range of the task index
 };
@@ -125,39 +156,30 @@ void PhasePixels(const PhasedConvContext<T>& ctx, const ConvPhase<T>& ph, int64_
   const int64_t ntaps = static_cast<int64_t>(ph.taps_y.size() * ph.taps_x.size());
   const int64_t patch = ntaps * cg;
   const int64_t rows = end - begin;
-  auto out_row = [&](int64_t local) {
-    const int64_t i = local % ph.cols_x;
-    const int64_t j = (local / ph.cols_x) % ph.rows_y;
-    const int64_t b = local / (ph.cols_x * ph.rows_y);
-    const int64_t oy = ph.py + j * p.lhs_dilation_h, ox = ph.px + i * p.lhs_dilation_w;
-    return ((b * p.out_h + oy) * p.out_w + ox) * p.out_c;
+  auto out_row = [&](const GridCursor& at) {
+    const int64_t oy = ph.py + at.y * p.lhs_dilation_h, ox = ph.px + at.x * p.lhs_dilation_w;
+    return ((at.b * p.out_h + oy) * p.out_w + ox) * p.out_c;
   };
   if (patch == 0) {
-    for (int64_t r = 0; r < rows; ++r) {
-      T* dst = ctx.out + out_row(begin + r);
+    GridCursor at(begin, ph.rows_y, ph.cols_x);
+    for (int64_t r = 0; r < rows; ++r, at.Next()) {
+      T* dst = ctx.out + out_row(at);
       std::fill(dst, dst + p.out_c, T(0));
     }
     return;
   }
   patches.resize(static_cast<size_t>(rows * patch));
   result.resize(static_cast<size_t>(rows * p.out_c));
-  using Stride = Eigen::OuterStride<>;
   for (int64_t g = 0; g < p.groups; ++g) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t local = begin + r;
-      const int64_t i = local % ph.cols_x;
-      const int64_t j = (local / ph.cols_x) % ph.rows_y;
-      const int64_t b = local / (ph.cols_x * ph.rows_y);
-      const int64_t oy = ph.py + j * p.lhs_dilation_h, ox = ph.px + i * p.lhs_dilation_w;
+    GridCursor at(begin, ph.rows_y, ph.cols_x);
+    for (int64_t r = 0; r < rows; ++r, at.Next()) {
+      const int64_t b = at.b;
       T* dst = patches.data() + r * patch;
-      for (int64_t ky : ph.taps_y) {
-        const int64_t iy = SourceIndex(oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h,
-                                       p.lhs_dilation_h, p.in_h);
-        for (int64_t kx : ph.taps_x) {
-          const int64_t ix = iy < 0 ? -1
-                                    : SourceIndex(ox * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w,
-                                                  p.lhs_dilation_w, p.in_w);
-          if (ix < 0) {
+      for (int64_t by : ph.base_y) {
+        const int64_t iy = by + at.y * p.stride_h;
+        for (int64_t bx : ph.base_x) {
+          const int64_t ix = bx + at.x * p.stride_w;
+          if (iy < 0 || iy >= p.in_h || ix < 0 || ix >= p.in_w) {
             std::fill(dst, dst + cg, T(0));
           } else {
             const T* src = ctx.input + ((b * p.in_h + iy) * p.in_w + ix) * p.in_c + g * cg;
@@ -167,15 +189,13 @@ void PhasePixels(const PhasedConvContext<T>& ctx, const ConvPhase<T>& ph, int64_
         }
       }
     }
-    Eigen::Map<const RowMajorMatrix<T>> a(patches.data(), rows, patch);
-    Eigen::Map<const RowMajorMatrix<T>, 0, Stride> w(ph.kernel.data() + g * og, patch, og,
-                                                     Stride(p.out_c));
-    Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(result.data() + g * og, rows, og, Stride(p.out_c));
-    c.noalias() = a * w;
+    GemmRows(patches.data(), rows, patch, ph.kernel.data() + g * og, p.out_c, og,
+             result.data() + g * og, p.out_c);
   }
-  for (int64_t r = 0; r < rows; ++r) {
+  GridCursor at(begin, ph.rows_y, ph.cols_x);
+  for (int64_t r = 0; r < rows; ++r, at.Next()) {
     const T* src = result.data() + r * p.out_c;
-    std::copy(src, src + p.out_c, ctx.out + out_row(begin + r));
+    std::copy(src, src + p.out_c, ctx.out + out_row(at));
   }
 }
 
@@ -208,6 +228,15 @@ void PhasedConv2D(const T* input, const T* kernel, T* out, const ConvParams& p) 
                             p.lhs_dilation_h);
       ph.taps_x = PhaseTaps(px, p.stride_w, p.pad_w_lo, p.kernel_w, p.rhs_dilation_w,
                             p.lhs_dilation_w);
+      // Exact divisions: a phase's taps land on multiples of the dilation.
+      for (int64_t ky : ph.taps_y) {
+        ph.base_y.push_back((py * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h) /
+                            p.lhs_dilation_h);
+      }
+      for (int64_t kx : ph.taps_x) {
+        ph.base_x.push_back((px * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w) /
+                            p.lhs_dilation_w);
+      }
       for (int64_t ky : ph.taps_y) {
         for (int64_t kx : ph.taps_x) {
           const T* src = kernel + (ky * p.kernel_w + kx) * cg * p.out_c;
@@ -291,11 +320,9 @@ void FilterBody(void* ctx_ptr, int64_t begin, int64_t end) {
     for (int64_t start = first; start < last; start += kFilterBlockRows) {
       const int64_t n = std::min(last, start + kFilterBlockRows) - start;
       patches.resize(static_cast<size_t>(n * patch));
-      for (int64_t r = 0; r < n; ++r) {
-        const int64_t row = start + r;
-        const int64_t kx = row % p.kernel_w;
-        const int64_t ky = (row / p.kernel_w) % p.kernel_h;
-        const int64_t c = row / (p.kernel_w * p.kernel_h);
+      GridCursor at(start, p.kernel_h, p.kernel_w);   // (c, ky, kx) of row start + r
+      for (int64_t r = 0; r < n; ++r, at.Next()) {
+        const int64_t c = at.b, ky = at.y, kx = at.x;
         T* dst = patches.data() + r * patch;
         for (int64_t oy = 0; oy < p.out_h; ++oy) {
           const int64_t iy = SourceIndex(oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h,
