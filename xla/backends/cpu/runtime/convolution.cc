@@ -4,6 +4,7 @@
 #include "xla/backends/cpu/runtime/isa_variant.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
@@ -64,6 +65,26 @@ void GemmRows(const T* a, int64_t rows, int64_t k, const T* w, int64_t w_stride,
       am * Eigen::Map<const RowMajorMatrix<T>, 0, Stride>(w, k, n, Stride(w_stride));
 }
 
+// im2col's copies: runs of a few features (8 f32 per tap in a first
+// layer), too short for a memmove call to pay; fixed 32-byte pieces
+// compile to vector moves.
+template <typename T>
+inline void CopyRun(const T* src, int64_t n, T* dst) {
+  constexpr int64_t kStep = 32 / sizeof(T);
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep) std::memcpy(dst + i, src + i, 32);
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+template <typename T>
+inline void FillRun(T* dst, int64_t n) {
+  constexpr int64_t kStep = 32 / sizeof(T);
+  static const T kZeros[kStep] = {};
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep) std::memcpy(dst + i, kZeros, 32);
+  for (; i < n; ++i) dst[i] = T(0);
+}
+
 template <typename T>
 struct ConvContext {
   const T* input;
@@ -80,25 +101,35 @@ void ConvPixels(const ConvContext<T>& ctx, int64_t begin, int64_t end, std::vect
   const int64_t patch = p.kernel_h * p.kernel_w * cg;
   const int64_t rows = end - begin;
   patches.resize(static_cast<size_t>(rows * patch));
+  // Without groups and rhs dilation, a kernel row's taps read adjacent features.
+  const bool adjacent_taps = p.groups == 1 && p.rhs_dilation_w == 1;
   for (int64_t g = 0; g < p.groups; ++g) {
     // im2col: one row per output pixel, (ky, kx, c) along the row.
     GridCursor at(begin, p.out_h, p.out_w);
     for (int64_t r = 0; r < rows; ++r, at.Next()) {
       const int64_t ox = at.x, oy = at.y, b = at.b;
-      T* row = patches.data() + r * patch;
-      for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
-        const int64_t iy = SourceIndex(oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h,
-                                       p.lhs_dilation_h, p.in_h);
+      // lhs dilation is 1 here (Conv2D runs it by phases): a tap reads
+      // input position o * stride - pad + k * rhs_dilation.
+      T* dst = patches.data() + r * patch;
+      const int64_t run = p.kernel_w * cg;
+      for (int64_t ky = 0; ky < p.kernel_h; ++ky, dst += run) {
+        const int64_t iy = oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h;
+        if (iy < 0 || iy >= p.in_h) {
+          FillRun(dst, run);
+          continue;
+        }
+        const T* in_row = ctx.input + (b * p.in_h + iy) * p.in_w * p.in_c + g * cg;
+        const int64_t ix0 = ox * p.stride_w - p.pad_w_lo;
+        if (adjacent_taps && ix0 >= 0 && ix0 + p.kernel_w <= p.in_w) {
+          CopyRun(in_row + ix0 * p.in_c, run, dst);   // the row's taps are one run
+          continue;
+        }
         for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
-          T* dst = row + (ky * p.kernel_w + kx) * cg;
-          const int64_t ix = iy < 0 ? -1
-                                    : SourceIndex(ox * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w,
-                                                  p.lhs_dilation_w, p.in_w);
-          if (ix < 0) {
-            std::fill(dst, dst + cg, T(0));
+          const int64_t ix = ix0 + kx * p.rhs_dilation_w;
+          if (ix < 0 || ix >= p.in_w) {
+            FillRun(dst + kx * cg, cg);
           } else {
-            const T* src = ctx.input + ((b * p.in_h + iy) * p.in_w + ix) * p.in_c + g * cg;
-            std::copy(src, src + cg, dst);
+            CopyRun(in_row + ix * p.in_c, cg, dst + kx * cg);
           }
         }
       }
@@ -180,10 +211,9 @@ void PhasePixels(const PhasedConvContext<T>& ctx, const ConvPhase<T>& ph, int64_
         for (int64_t bx : ph.base_x) {
           const int64_t ix = bx + at.x * p.stride_w;
           if (iy < 0 || iy >= p.in_h || ix < 0 || ix >= p.in_w) {
-            std::fill(dst, dst + cg, T(0));
+            FillRun(dst, cg);
           } else {
-            const T* src = ctx.input + ((b * p.in_h + iy) * p.in_w + ix) * p.in_c + g * cg;
-            std::copy(src, src + cg, dst);
+            CopyRun(ctx.input + ((b * p.in_h + iy) * p.in_w + ix) * p.in_c + g * cg, cg, dst);
           }
           dst += cg;
         }
@@ -332,10 +362,9 @@ void FilterBody(void* ctx_ptr, int64_t begin, int64_t end) {
                                       : SourceIndex(ox * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w,
                                                     p.lhs_dilation_w, p.in_w);
             if (ix < 0) {
-              std::fill(dst, dst + p.batch, T(0));
+              FillRun(dst, p.batch);
             } else {
-              const T* src = ctx.input + ((c * p.in_h + iy) * p.in_w + ix) * p.batch;
-              std::copy(src, src + p.batch, dst);
+              CopyRun(ctx.input + ((c * p.in_h + iy) * p.in_w + ix) * p.batch, p.batch, dst);
             }
           }
         }
