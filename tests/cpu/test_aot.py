@@ -224,6 +224,26 @@ def test_runtime_c_convolution_x86_64(tmp_path, module):
     assert "__xla_cpu_conv2d_f32" in (tmp_path / "m.h").read_text()
 
 
+def test_runtime_c_kernel_gradient_x86_64(tmp_path):
+    # aot_runtime.c's serial conv2d_filter: a kernel gradient as JAX writes it.
+    hlo = tmp_path / "kgrad.hlo"
+    hlo.write_text(KERNEL_GRADIENT)
+    check_module(hlo, tmp_path, "x86_64", "m", host_gcc(), flags=["--runtime_c"],
+                 rtol=1e-4, atol=1e-5)
+    assert "__xla_cpu_conv2d_filter_f32" in (tmp_path / "m.h").read_text()
+
+
+KERNEL_GRADIENT = """\
+HloModule kgrad
+
+ENTRY %main (x: f32[3,9,8,2], dy: f32[3,5,4,5]) -> f32[3,4,2,5] {
+  %x = f32[3,9,8,2]{3,2,1,0} parameter(0)
+  %dy = f32[3,5,4,5]{3,2,1,0} parameter(1)
+  ROOT %dw = f32[3,4,2,5]{3,2,1,0} convolution(%x, %dy), window={size=5x4 pad=1_1x1_1 rhs_dilate=2x2},
+      dim_labels=f01b_i01o->01bf
+}
+"""
+
 COMPLEX_DOT = """\
 HloModule cdot
 

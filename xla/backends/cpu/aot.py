@@ -33,7 +33,7 @@ Runtime functions: by default none (the IR emitter gets no runtime
 symbols). Ops the emitter generates code for only through the runtime (a
 complex dot) then fail with UnimplementedError. With
 ``runtime_c=True`` the emitter may call the runtime's matmul and conv2d
-entry points, and ``AotResult.runtime_source`` is ``aot_runtime.c`` (serial,
+(both forms) entry points, and ``AotResult.runtime_source`` is ``aot_runtime.c`` (serial,
 portable C implementations of them, written next to the object as
 ``xla_cpu_runtime.c``) when the object calls any: link it too.
 
@@ -72,7 +72,8 @@ _WRAPPER = "aot.entry"  # not a C identifier, so it cannot collide with NAME
 # nothing over calling the kernel directly).
 RUNTIME_C_SYMBOLS = ("__xla_cpu_matmul_f32", "__xla_cpu_matmul_f64", "__xla_cpu_matmul_s32",
                      "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
-                     "__xla_cpu_conv2d_f64")
+                     "__xla_cpu_conv2d_f64", "__xla_cpu_conv2d_filter_f32",
+                     "__xla_cpu_conv2d_filter_f64")
 RUNTIME_C_FILE = "xla_cpu_runtime.c"
 _RUNTIME_C_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aot_runtime.c")
 

@@ -129,3 +129,40 @@ static int64_t xla_aot_source(int64_t o, int64_t stride, int64_t pad_lo, int64_t
 
 XLA_AOT_CONV2D(__xla_cpu_conv2d_f32, float)
 XLA_AOT_CONV2D(__xla_cpu_conv2d_f64, double)
+
+/* The same convolution in a kernel gradient's order: input [in_c, in_h,
+ * in_w, batch], kernel [in_c, kernel_h, kernel_w, out_c], out [out_h, out_w,
+ * batch, out_c]; feature_group_count is 1 (cpu_runtime.h). */
+#define XLA_AOT_CONV2D_FILTER(NAME, T)                                                         \
+  XLA_AOT_WEAK void NAME(const T* input, const T* kernel, T* out, int64_t batch, int64_t in_h,  \
+                         int64_t in_w, int64_t in_c, int64_t kernel_h, int64_t kernel_w,        \
+                         int64_t out_c, int64_t out_h, int64_t out_w, int64_t stride_h,         \
+                         int64_t stride_w, int64_t pad_h_lo, int64_t pad_w_lo,                  \
+                         int64_t lhs_dilation_h, int64_t lhs_dilation_w,                        \
+                         int64_t rhs_dilation_h, int64_t rhs_dilation_w,                        \
+                         int64_t feature_group_count) {                                         \
+    (void)feature_group_count;                                                                  \
+    for (int64_t oy = 0; oy < out_h; ++oy)                                                      \
+      for (int64_t ox = 0; ox < out_w; ++ox)                                                    \
+        for (int64_t b = 0; b < batch; ++b)                                                     \
+          for (int64_t o = 0; o < out_c; ++o) {                                                 \
+            T acc = 0;                                                                          \
+            for (int64_t c = 0; c < in_c; ++c)                                                  \
+              for (int64_t ky = 0; ky < kernel_h; ++ky) {                                       \
+                int64_t iy = xla_aot_source(oy, stride_h, pad_h_lo, ky, rhs_dilation_h,         \
+                                            lhs_dilation_h, in_h);                              \
+                if (iy < 0) continue;                                                           \
+                for (int64_t kx = 0; kx < kernel_w; ++kx) {                                     \
+                  int64_t ix = xla_aot_source(ox, stride_w, pad_w_lo, kx, rhs_dilation_w,       \
+                                              lhs_dilation_w, in_w);                            \
+                  if (ix < 0) continue;                                                         \
+                  acc += input[((c * in_h + iy) * in_w + ix) * batch + b] *                     \
+                         kernel[((c * kernel_h + ky) * kernel_w + kx) * out_c + o];             \
+                }                                                                               \
+              }                                                                                 \
+            out[((oy * out_w + ox) * batch + b) * out_c + o] = acc;                             \
+          }                                                                                     \
+  }
+
+XLA_AOT_CONV2D_FILTER(__xla_cpu_conv2d_filter_f32, float)
+XLA_AOT_CONV2D_FILTER(__xla_cpu_conv2d_filter_f64, double)

@@ -5,11 +5,13 @@ Fast path (an instruction emitter): f32/f64 convolutions whose operands
 and result have the result's element type, no batch groups, no window
 reversal (the pipeline's ``convolution-reversal-expander`` reverses the
 kernel instead), one or two spatial dimensions, and buffers stored as the runtime
-reads them (input NHWC, kernel HWIO, output NHWC in physical order, any
-dim_labels: the CPU's layout assignment arranges that,
-``layout_constraints.py``) become one call to ``__xla_cpu_conv2d_f32/f64`` (im2col + Eigen
-GEMM, parallel inside the runtime). A 1-D convolution is a 2-D one with a
-unit height.
+reads them (any dim_labels: the CPU's layout assignment arranges the
+physical orders of ``layout_constraints.conv2d_form``) become one call to
+``__xla_cpu_conv2d_f32/f64`` (input NHWC, kernel HWIO, output NHWC) or
+``__xla_cpu_conv2d_filter_f32/f64`` (a kernel gradient's order: input
+[feature, spatial, batch], kernel [input feature, spatial, output feature],
+output [spatial, batch, feature]); both im2col + Eigen GEMM, parallel
+inside the runtime. A 1-D convolution is a 2-D one with a unit height.
 
 Everything else (integer and narrow types, other layouts, batch groups,
 reversal, any number of spatial dimensions, convolutions inside fusions)
@@ -34,7 +36,7 @@ from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.emit_window import all_valid, window_dimensions, window_position
 from xla.backends.cpu.ir_emitter import (Slice, convert_register, register_generator,
                                          register_instruction, unsupported)
-from xla.backends.cpu.layout_constraints import conv2d_candidate, conv2d_orders
+from xla.backends.cpu.layout_constraints import conv2d_candidate, conv2d_form
 from xla.backends.cpu.llvm_types import register_type, round_result
 from xla.backends.cpu.loop_emitter import i64
 
@@ -135,7 +137,8 @@ def generate_convolution(g, h, index):
 
 
 def _runtime_conv_params(h):
-    """The runtime conv2d's shape arguments for ``h``, or None when it does not apply."""
+    """(the runtime function's name without its type, its shape arguments)
+    for ``h``, or None when neither form applies."""
     lhs, rhs = h.operands
     if not conv2d_candidate(h):
         return None
@@ -144,7 +147,7 @@ def _runtime_conv_params(h):
     wdims = window_dimensions(h, nsp)
     isp, ksp, osp = (list(dn.input_spatial_dimensions), list(dn.kernel_spatial_dimensions),
                      list(dn.output_spatial_dimensions))
-    orders = conv2d_orders(dn)
+    form, orders = conv2d_form(h)
     if [le.major_to_minor(s) for s in (lhs.shape, rhs.shape, h.shape)] != list(orders):
         return None
     G = int(h.attr("feature_group_count", 1) or 1)
@@ -155,18 +158,19 @@ def _runtime_conv_params(h):
         from xla.hlo.attributes import WindowDimension
         sizes.insert(0, (1, 1, 1, WindowDimension(size=1)))
     (ih, kh, oh, wh), (iw, kw, ow, ww) = sizes
-    return [ld[dn.input_batch_dimension], ih, iw, in_c, kh, kw, out_c, oh, ow,
-            wh.stride, ww.stride, wh.padding_low, ww.padding_low,
-            wh.base_dilation, ww.base_dilation, wh.window_dilation, ww.window_dilation, G]
+    return form, [ld[dn.input_batch_dimension], ih, iw, in_c, kh, kw, out_c, oh, ow,
+                  wh.stride, ww.stride, wh.padding_low, ww.padding_low,
+                  wh.base_dilation, ww.base_dilation, wh.window_dilation, ww.window_dilation, G]
 
 
 @register_instruction("convolution")
 def emit_convolution(me, h):
-    name = f"__xla_cpu_conv2d_{h.shape.element_type.text}"
-    params = _runtime_conv_params(h) if name in me.runtime_symbols else None
-    if params is None:
+    runtime = _runtime_conv_params(h)
+    name = runtime and f"__xla_cpu_{runtime[0]}_{h.shape.element_type.text}"
+    if name not in me.runtime_symbols:
         me.emit_loops(h, h)
         return
+    params = runtime[1]
     if h.shape.num_elements() == 0:
         return
     b = me.builder

@@ -5,13 +5,24 @@ layout assignment constrains its Eigen calls):
 * ``ROW_MAJOR_OPCODES``: FFT and the collectives take dense row-major
   arrays;
 * ``constraints(instr)``: a convolution the runtime's conv2d can compute
-  (``conv2d_candidate``) gets its input in NHWC, its kernel in HWIO and its
-  result in NHWC physical order, whatever its dim_labels: the input and
-  kernel gradients of a training step (``f01b_i01o->01bf``,
-  ``b01f_01oi->b01f``) then run as im2col + GEMM instead of a loop per
-  output element. The copies move each array once; the convolution reads
-  its operands many times.
+  (``conv2d_candidate``) gets the physical orders of one of its two forms
+  (``conv2d_form``), whatever its dim_labels:
+
+  - ``conv2d``: input NHWC, kernel HWIO, result NHWC (an input gradient
+    such as ``b01f_01oi->b01f`` included);
+  - ``conv2d_filter``, for a window larger than the result (a kernel
+    gradient, JAX's ``f01b_i01o->01bf``) without feature groups: input
+    [feature, spatial, batch], kernel [input feature, spatial, output
+    feature], result [spatial, batch, feature]. These are the orders JAX's
+    row-major arrays already have, so the kernel gradients of a training
+    step run as a GEMM over its operands without transposed copies.
+
+  Both run as im2col + GEMM instead of a loop per output element. Where the
+  module's layouts differ, the copies move each array once; the
+  convolution reads its operands many times.
 """
+import math
+
 from xla.hlo.shape import Layout
 
 ROW_MAJOR_OPCODES = ("fft", "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
@@ -59,6 +70,32 @@ def conv2d_orders(dn):
             + [dn.output_feature_dimension])
 
 
+def conv2d_filter_orders(dn):
+    """(input, kernel, output) physical orders, major to minor, that the
+    runtime's conv2d_filter reads and writes: [feature, spatial, batch],
+    [input feature, spatial, output feature], [spatial, batch, feature]."""
+    return ([dn.input_feature_dimension] + list(dn.input_spatial_dimensions)
+            + [dn.input_batch_dimension],
+            [dn.kernel_input_feature_dimension] + list(dn.kernel_spatial_dimensions)
+            + [dn.kernel_output_feature_dimension],
+            list(dn.output_spatial_dimensions) + [dn.output_batch_dimension,
+                                                  dn.output_feature_dimension])
+
+
+def conv2d_form(h):
+    """("conv2d" or "conv2d_filter", its (input, kernel, output) orders) for
+    a ``conv2d_candidate``: conv2d_filter where there are no feature groups
+    and the window has more positions than the result (a kernel gradient:
+    the contraction runs over whole images), else conv2d."""
+    dn = h.attr("dim_labels")
+    rd, od = h.operands[1].shape.dimensions, h.shape.dimensions
+    window = math.prod(rd[d] for d in dn.kernel_spatial_dimensions)
+    result = math.prod(od[d] for d in dn.output_spatial_dimensions)
+    if int(h.attr("feature_group_count", 1) or 1) == 1 and window > result:
+        return "conv2d_filter", conv2d_filter_orders(dn)
+    return "conv2d", conv2d_orders(dn)
+
+
 def _row_major(shape):
     return Layout.row_major(shape.rank) if shape.is_array else None
 
@@ -69,5 +106,5 @@ def constraints(instr):
         return [_row_major(o.shape) for o in instr.operands], _row_major(instr.shape)
     if instr.opcode != "convolution" or not instr.shape.is_array or not conv2d_candidate(instr):
         return None
-    lhs, rhs, out = (Layout(tuple(reversed(order))) for order in conv2d_orders(instr.attr("dim_labels")))
+    lhs, rhs, out = (Layout(tuple(reversed(order))) for order in conv2d_form(instr)[1])
     return [lhs, rhs], out

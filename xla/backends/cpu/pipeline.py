@@ -18,14 +18,16 @@ kernel, which the runtime's conv2d then takes) and ``dot-type-widening``
 just before its layout assignment (bf16/f16/f8 dots
 in f32, narrow integer dots in s32: the types Eigen's GEMM runs) and a
 layout assignment that gives ``fft`` and the collectives row-major operands
-and results and convolutions the NHWC/HWIO order the runtime's conv2d reads
-(copies around them where the module says otherwise: ``layout_constraints.py``),
+and results and convolutions the orders the runtime's conv2d reads (NHWC/HWIO, or
+for a kernel gradient the order JAX gives it; copies around them where the module says otherwise: ``layout_constraints.py``),
 ``dot-operand-layouts`` (a transpose feeding a matmul becomes a bitcast the
 matmul reads transposed: ``dot_operand_layouts.py``), fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
 (a DUS joins the fusion computing its update: one in-place kernel),
 ``matrix-vector-pair-fusion`` (``A x`` and ``y A`` of one matrix in one
-pass over it: ``matrix_vector_pairs.py``), then
+pass over it: ``matrix_vector_pairs.py``), ``reshape-to-bitcast`` (a
+reshape left between kernels and library calls that moves no byte reads
+its operand's buffer instead of copying it), then
 copy insertion and the memory scheduler, after which buffer assignment
 runs."""
 from xla.backends.cpu import layout_constraints
@@ -61,6 +63,9 @@ def cpu_pipeline(**options):
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     pipeline.add_pass(MatrixVectorPairFusion())
+    # Layouts and fusions are final here (x[4,128,256] -> [512,256] into a
+    # matmul was a copy of x).
+    pipeline.add_pass(make_pass("reshape-to-bitcast"))
     return add_scheduling_stage(pipeline)
 
 

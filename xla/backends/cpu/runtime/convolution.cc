@@ -4,6 +4,7 @@
 #include "xla/backends/cpu/runtime/isa_variant.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
@@ -30,6 +31,60 @@ inline int64_t SourceIndex(int64_t pos, int64_t dilation, int64_t size) {
   return pos < size ? pos : -1;
 }
 
+// (b, y, x) of consecutive indices of a [batch, h, w] grid, stepped
+// without the divisions that recomputing them per index costs.
+struct GridCursor {
+  int64_t h, w, b, y, x;
+  GridCursor(int64_t index, int64_t h_, int64_t w_)
+      : h(h_), w(w_), b(index / (h_ * w_)), y((index / w_) % h_), x(index % w_) {}
+  void Next() {
+    if (++x == w) {
+      x = 0;
+      if (++y == h) {
+        y = 0;
+        ++b;
+      }
+    }
+  }
+};
+
+// c[rows, n] = a[rows, k] * w[k, n], all row-major; w's and c's rows
+// `w_stride` and `c_stride` apart (a feature group's columns). Eigen's
+// product is measurably faster over plain maps, the ungrouped case.
+template <typename T>
+void GemmRows(const T* a, int64_t rows, int64_t k, const T* w, int64_t w_stride, int64_t n,
+              T* c, int64_t c_stride) {
+  Eigen::Map<const RowMajorMatrix<T>> am(a, rows, k);
+  if (w_stride == n && c_stride == n) {
+    Eigen::Map<RowMajorMatrix<T>>(c, rows, n).noalias() =
+        am * Eigen::Map<const RowMajorMatrix<T>>(w, k, n);
+    return;
+  }
+  using Stride = Eigen::OuterStride<>;
+  Eigen::Map<RowMajorMatrix<T>, 0, Stride>(c, rows, n, Stride(c_stride)).noalias() =
+      am * Eigen::Map<const RowMajorMatrix<T>, 0, Stride>(w, k, n, Stride(w_stride));
+}
+
+// im2col's copies: runs of a few features (8 f32 per tap in a first
+// layer), too short for a memmove call to pay; fixed 32-byte pieces
+// compile to vector moves.
+template <typename T>
+inline void CopyRun(const T* src, int64_t n, T* dst) {
+  constexpr int64_t kStep = 32 / sizeof(T);
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep) std::memcpy(dst + i, src + i, 32);
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+template <typename T>
+inline void FillRun(T* dst, int64_t n) {
+  constexpr int64_t kStep = 32 / sizeof(T);
+  static const T kZeros[kStep] = {};
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep) std::memcpy(dst + i, kZeros, 32);
+  for (; i < n; ++i) dst[i] = T(0);
+}
+
 template <typename T>
 struct ConvContext {
   const T* input;
@@ -46,39 +101,188 @@ void ConvPixels(const ConvContext<T>& ctx, int64_t begin, int64_t end, std::vect
   const int64_t patch = p.kernel_h * p.kernel_w * cg;
   const int64_t rows = end - begin;
   patches.resize(static_cast<size_t>(rows * patch));
-  using Stride = Eigen::OuterStride<>;
+  // Without groups and rhs dilation, a kernel row's taps read adjacent features.
+  const bool adjacent_taps = p.groups == 1 && p.rhs_dilation_w == 1;
   for (int64_t g = 0; g < p.groups; ++g) {
     // im2col: one row per output pixel, (ky, kx, c) along the row.
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t pixel = begin + r;
-      const int64_t ox = pixel % p.out_w;
-      const int64_t oy = (pixel / p.out_w) % p.out_h;
-      const int64_t b = pixel / (p.out_w * p.out_h);
-      T* row = patches.data() + r * patch;
-      for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
-        const int64_t iy = SourceIndex(oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h,
-                                       p.lhs_dilation_h, p.in_h);
+    GridCursor at(begin, p.out_h, p.out_w);
+    for (int64_t r = 0; r < rows; ++r, at.Next()) {
+      const int64_t ox = at.x, oy = at.y, b = at.b;
+      // lhs dilation is 1 here (Conv2D runs it by phases): a tap reads
+      // input position o * stride - pad + k * rhs_dilation.
+      T* dst = patches.data() + r * patch;
+      const int64_t run = p.kernel_w * cg;
+      for (int64_t ky = 0; ky < p.kernel_h; ++ky, dst += run) {
+        const int64_t iy = oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h;
+        if (iy < 0 || iy >= p.in_h) {
+          FillRun(dst, run);
+          continue;
+        }
+        const T* in_row = ctx.input + (b * p.in_h + iy) * p.in_w * p.in_c + g * cg;
+        const int64_t ix0 = ox * p.stride_w - p.pad_w_lo;
+        if (adjacent_taps && ix0 >= 0 && ix0 + p.kernel_w <= p.in_w) {
+          CopyRun(in_row + ix0 * p.in_c, run, dst);   // the row's taps are one run
+          continue;
+        }
         for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
-          T* dst = row + (ky * p.kernel_w + kx) * cg;
-          const int64_t ix = iy < 0 ? -1
-                                    : SourceIndex(ox * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w,
-                                                  p.lhs_dilation_w, p.in_w);
-          if (ix < 0) {
-            std::fill(dst, dst + cg, T(0));
+          const int64_t ix = ix0 + kx * p.rhs_dilation_w;
+          if (ix < 0 || ix >= p.in_w) {
+            FillRun(dst + kx * cg, cg);
           } else {
-            const T* src = ctx.input + ((b * p.in_h + iy) * p.in_w + ix) * p.in_c + g * cg;
-            std::copy(src, src + cg, dst);
+            CopyRun(in_row + ix * p.in_c, cg, dst + kx * cg);
           }
         }
       }
     }
-    Eigen::Map<const RowMajorMatrix<T>> a(patches.data(), rows, patch);
-    Eigen::Map<const RowMajorMatrix<T>, 0, Stride> w(ctx.kernel + g * og, patch, og,
-                                                     Stride(p.out_c));
-    Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(ctx.out + begin * p.out_c + g * og, rows, og,
-                                               Stride(p.out_c));
-    c.noalias() = a * w;
+    GemmRows(patches.data(), rows, patch, ctx.kernel + g * og, p.out_c, og,
+             ctx.out + begin * p.out_c + g * og, p.out_c);
   }
+}
+
+// Lhs dilation (the input gradient of a strided convolution) by phases:
+// output positions o with the same o mod lhs_dilation read input elements
+// (not holes) through the same kernel taps, so each phase (py, px) is a
+// convolution over its own pixels with only those taps, packed into a
+// kernel of its own. Without this, im2col fills the holes with zeros and
+// the GEMM multiplies them: lhs_dilation_h * lhs_dilation_w times the work.
+template <typename T>
+struct ConvPhase {
+  int64_t py, px, rows_y, cols_x;   // first output position; positions per axis
+  std::vector<int64_t> taps_y, taps_x;
+  // The input index tap t reads at the phase's first position: position j
+  // of the phase (output oy = py + j * lhs_dilation_h) reads base_y[t] +
+  // j * stride_h, an input element when in [0, in_h); likewise x.
+  std::vector<int64_t> base_y, base_x;
+  std::vector<T> kernel;            // [taps_y, taps_x, in_c / groups, out_c]
+  int64_t begin, pixels;            // this phase's range of the task index
+};
+
+// The taps of one axis whose position falls on an input element for the
+// output positions congruent to `phase` modulo `lhs_dilation`.
+inline std::vector<int64_t> PhaseTaps(int64_t phase, int64_t stride, int64_t pad_lo,
+                                      int64_t kernel, int64_t rhs_dilation,
+                                      int64_t lhs_dilation) {
+  std::vector<int64_t> taps;
+  for (int64_t k = 0; k < kernel; ++k) {
+    const int64_t pos = phase * stride - pad_lo + k * rhs_dilation;
+    if (((pos % lhs_dilation) + lhs_dilation) % lhs_dilation == 0) taps.push_back(k);
+  }
+  return taps;
+}
+
+template <typename T>
+struct PhasedConvContext {
+  const T* input;
+  T* out;
+  ConvParams p;
+  std::vector<ConvPhase<T>> phases;
+};
+
+template <typename T>
+void PhasePixels(const PhasedConvContext<T>& ctx, const ConvPhase<T>& ph, int64_t begin,
+                 int64_t end, std::vector<T>& patches, std::vector<T>& result) {
+  const ConvParams& p = ctx.p;
+  const int64_t cg = p.in_c / p.groups;
+  const int64_t og = p.out_c / p.groups;
+  const int64_t ntaps = static_cast<int64_t>(ph.taps_y.size() * ph.taps_x.size());
+  const int64_t patch = ntaps * cg;
+  const int64_t rows = end - begin;
+  auto out_row = [&](const GridCursor& at) {
+    const int64_t oy = ph.py + at.y * p.lhs_dilation_h, ox = ph.px + at.x * p.lhs_dilation_w;
+    return ((at.b * p.out_h + oy) * p.out_w + ox) * p.out_c;
+  };
+  if (patch == 0) {
+    GridCursor at(begin, ph.rows_y, ph.cols_x);
+    for (int64_t r = 0; r < rows; ++r, at.Next()) {
+      T* dst = ctx.out + out_row(at);
+      std::fill(dst, dst + p.out_c, T(0));
+    }
+    return;
+  }
+  patches.resize(static_cast<size_t>(rows * patch));
+  result.resize(static_cast<size_t>(rows * p.out_c));
+  for (int64_t g = 0; g < p.groups; ++g) {
+    GridCursor at(begin, ph.rows_y, ph.cols_x);
+    for (int64_t r = 0; r < rows; ++r, at.Next()) {
+      const int64_t b = at.b;
+      T* dst = patches.data() + r * patch;
+      for (int64_t by : ph.base_y) {
+        const int64_t iy = by + at.y * p.stride_h;
+        for (int64_t bx : ph.base_x) {
+          const int64_t ix = bx + at.x * p.stride_w;
+          if (iy < 0 || iy >= p.in_h || ix < 0 || ix >= p.in_w) {
+            FillRun(dst, cg);
+          } else {
+            CopyRun(ctx.input + ((b * p.in_h + iy) * p.in_w + ix) * p.in_c + g * cg, cg, dst);
+          }
+          dst += cg;
+        }
+      }
+    }
+    GemmRows(patches.data(), rows, patch, ph.kernel.data() + g * og, p.out_c, og,
+             result.data() + g * og, p.out_c);
+  }
+  GridCursor at(begin, ph.rows_y, ph.cols_x);
+  for (int64_t r = 0; r < rows; ++r, at.Next()) {
+    const T* src = result.data() + r * p.out_c;
+    std::copy(src, src + p.out_c, ctx.out + out_row(at));
+  }
+}
+
+template <typename T>
+void PhasedConvBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  const auto& ctx = *static_cast<const PhasedConvContext<T>*>(ctx_ptr);
+  std::vector<T> patches, result;
+  for (const ConvPhase<T>& ph : ctx.phases) {
+    const int64_t lo = std::max(begin, ph.begin), hi = std::min(end, ph.begin + ph.pixels);
+    for (int64_t start = lo; start < hi; start += kConvBlockPixels) {
+      PhasePixels(ctx, ph, start - ph.begin, std::min(hi, start + kConvBlockPixels) - ph.begin,
+                  patches, result);
+    }
+  }
+}
+
+template <typename T>
+void PhasedConv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
+  const int64_t cg = p.in_c / p.groups;
+  PhasedConvContext<T> ctx{input, out, p, {}};
+  int64_t total = 0, macs = 0;
+  for (int64_t py = 0; py < std::min(p.lhs_dilation_h, p.out_h); ++py) {
+    for (int64_t px = 0; px < std::min(p.lhs_dilation_w, p.out_w); ++px) {
+      ConvPhase<T> ph;
+      ph.py = py;
+      ph.px = px;
+      ph.rows_y = (p.out_h - py + p.lhs_dilation_h - 1) / p.lhs_dilation_h;
+      ph.cols_x = (p.out_w - px + p.lhs_dilation_w - 1) / p.lhs_dilation_w;
+      ph.taps_y = PhaseTaps(py, p.stride_h, p.pad_h_lo, p.kernel_h, p.rhs_dilation_h,
+                            p.lhs_dilation_h);
+      ph.taps_x = PhaseTaps(px, p.stride_w, p.pad_w_lo, p.kernel_w, p.rhs_dilation_w,
+                            p.lhs_dilation_w);
+      // Exact divisions: a phase's taps land on multiples of the dilation.
+      for (int64_t ky : ph.taps_y) {
+        ph.base_y.push_back((py * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h) /
+                            p.lhs_dilation_h);
+      }
+      for (int64_t kx : ph.taps_x) {
+        ph.base_x.push_back((px * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w) /
+                            p.lhs_dilation_w);
+      }
+      for (int64_t ky : ph.taps_y) {
+        for (int64_t kx : ph.taps_x) {
+          const T* src = kernel + (ky * p.kernel_w + kx) * cg * p.out_c;
+          ph.kernel.insert(ph.kernel.end(), src, src + cg * p.out_c);
+        }
+      }
+      ph.begin = total;
+      ph.pixels = p.batch * ph.rows_y * ph.cols_x;
+      total += ph.pixels;
+      macs += ph.pixels * static_cast<int64_t>(ph.kernel.size());
+      ctx.phases.push_back(std::move(ph));
+    }
+  }
+  const int64_t macs_per_pixel = std::max<int64_t>(1, macs / std::max<int64_t>(1, total));
+  const int64_t min_chunk = std::max<int64_t>(16, kMinParallelMacs / macs_per_pixel);
+  __xla_cpu_parallel_for(&PhasedConvBody<T>, &ctx, total, min_chunk);
 }
 
 template <typename T>
@@ -100,11 +304,107 @@ void Conv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
     std::fill(out, out + pixels * p.out_c, T(0));
     return;
   }
+  if (p.lhs_dilation_h > 1 || p.lhs_dilation_w > 1) {
+    PhasedConv2D(input, kernel, out, p);
+    return;
+  }
   ConvContext<T> ctx{input, kernel, out, p};
   // Enough pixels per task that its GEMMs amortize the scheduling.
   const int64_t macs_per_pixel = patch * (p.out_c / p.groups) * p.groups;
   const int64_t min_chunk = std::max<int64_t>(16, kMinParallelMacs / std::max<int64_t>(1, macs_per_pixel));
   __xla_cpu_parallel_for(&ConvBody<T>, &ctx, pixels, min_chunk);
+}
+
+// ---------------------------------------------------------------------------
+// The kernel-gradient order (cpu_runtime.h, __xla_cpu_conv2d_filter_*): a
+// GEMM contracting over (in_c, ky, kx) rows. Row r's im2col row holds, for
+// every output position (oy, ox), the input's `batch` contiguous values at
+// the position tap (ky, kx) reads; the kernel's row r is contiguous already.
+// out[(oy, ox, b), o] = sum_r patches[r, (oy, ox, b)] * kernel[r, o]: the
+// contraction is long (a whole batch of images) and the result small, so
+// the rows are split into chunks (up to four per thread, claimed as threads
+// come free: one thread descheduled on a loaded machine does not hold the
+// others up), each summing into its own copy of the result, added up in
+// chunk order at the end (the bits do not depend on which thread ran what).
+constexpr int64_t kFilterBlockRows = 512;
+
+template <typename T>
+struct FilterContext {
+  const T* input;
+  const T* kernel;
+  T* partial;   // [chunks, out_h * out_w * batch, out_c]
+  ConvParams p;
+  int64_t rows, chunks;
+};
+
+template <typename T>
+void FilterBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  const auto& ctx = *static_cast<const FilterContext<T>*>(ctx_ptr);
+  const ConvParams& p = ctx.p;
+  const int64_t patch = p.out_h * p.out_w * p.batch;
+  std::vector<T> patches;
+  for (int64_t chunk = begin; chunk < end; ++chunk) {
+    Eigen::Map<RowMajorMatrix<T>> acc(ctx.partial + chunk * patch * p.out_c, patch, p.out_c);
+    acc.setZero();
+    const int64_t first = ctx.rows * chunk / ctx.chunks, last = ctx.rows * (chunk + 1) / ctx.chunks;
+    for (int64_t start = first; start < last; start += kFilterBlockRows) {
+      const int64_t n = std::min(last, start + kFilterBlockRows) - start;
+      patches.resize(static_cast<size_t>(n * patch));
+      GridCursor at(start, p.kernel_h, p.kernel_w);   // (c, ky, kx) of row start + r
+      for (int64_t r = 0; r < n; ++r, at.Next()) {
+        const int64_t c = at.b, ky = at.y, kx = at.x;
+        T* dst = patches.data() + r * patch;
+        for (int64_t oy = 0; oy < p.out_h; ++oy) {
+          const int64_t iy = SourceIndex(oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h,
+                                         p.lhs_dilation_h, p.in_h);
+          for (int64_t ox = 0; ox < p.out_w; ++ox, dst += p.batch) {
+            const int64_t ix = iy < 0 ? -1
+                                      : SourceIndex(ox * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w,
+                                                    p.lhs_dilation_w, p.in_w);
+            if (ix < 0) {
+              FillRun(dst, p.batch);
+            } else {
+              CopyRun(ctx.input + ((c * p.in_h + iy) * p.in_w + ix) * p.batch, p.batch, dst);
+            }
+          }
+        }
+      }
+      Eigen::Map<const RowMajorMatrix<T>> a(patches.data(), n, patch);
+      Eigen::Map<const RowMajorMatrix<T>> w(ctx.kernel + start * p.out_c, n, p.out_c);
+      acc.noalias() += a.transpose() * w;
+    }
+  }
+}
+
+template <typename T>
+void Conv2DFilter(const T* input, const T* kernel, T* out, const ConvParams& p) {
+  const int64_t patch = p.out_h * p.out_w * p.batch;
+  if (patch <= 0 || p.out_c <= 0 || p.groups != 1) return;
+  const int64_t rows = p.in_c * p.kernel_h * p.kernel_w;
+  if (rows <= 0) {
+    std::fill(out, out + patch * p.out_c, T(0));
+    return;
+  }
+  const int64_t macs = rows * patch * p.out_c;
+  const int64_t chunks = std::max<int64_t>(
+      1, std::min<int64_t>({4 * static_cast<int64_t>(ThreadsForCaller()),
+                            macs / kMinParallelMacs,
+                            (rows + kFilterBlockRows - 1) / kFilterBlockRows}));
+  std::vector<T> partial;
+  FilterContext<T> ctx{input, kernel, out, p, rows, chunks};
+  if (chunks > 1) {
+    partial.resize(static_cast<size_t>(chunks * patch * p.out_c));
+    ctx.partial = partial.data();
+  }
+  __xla_cpu_parallel_for(&FilterBody<T>, &ctx, chunks, 1);
+  if (chunks > 1) {
+    Eigen::Map<RowMajorMatrix<T>> result(out, patch, p.out_c);
+    result = Eigen::Map<const RowMajorMatrix<T>>(partial.data(), patch, p.out_c);
+    for (int64_t k = 1; k < chunks; ++k) {
+      result += Eigen::Map<const RowMajorMatrix<T>>(partial.data() + k * patch * p.out_c, patch,
+                                                    p.out_c);
+    }
+  }
 }
 
 }  // namespace
@@ -115,6 +415,15 @@ void Conv2DF32(const float* input, const float* kernel, float* out, const ConvPa
 
 void Conv2DF64(const double* input, const double* kernel, double* out, const ConvParams& p) {
   Conv2D(input, kernel, out, p);
+}
+
+void Conv2DFilterF32(const float* input, const float* kernel, float* out, const ConvParams& p) {
+  Conv2DFilter(input, kernel, out, p);
+}
+
+void Conv2DFilterF64(const double* input, const double* kernel, double* out,
+                     const ConvParams& p) {
+  Conv2DFilter(input, kernel, out, p);
 }
 
 }  // namespace XLA_CPU_ISA_NAMESPACE

@@ -150,6 +150,33 @@ void __xla_cpu_conv2d_f64(const double* input, const double* kernel, double* out
                           int64_t rhs_dilation_h, int64_t rhs_dilation_w,
                           int64_t feature_group_count);
 
+// The same convolution with its buffers in the order of a kernel gradient
+// (JAX writes it f01b_i01o->01bf: the contraction runs over a batch of
+// images, the result is a small kernel), same arguments, dense row-major:
+//   input  [in_c, in_h, in_w, batch]
+//   kernel [in_c, kernel_h, kernel_w, out_c]
+//   out    [out_h, out_w, batch, out_c]
+// out[oy, ox, b, o] = sum over (c, ky, kx) of input[c, iy, ix, b] *
+// kernel[c, ky, kx, o], (iy, ix) as above. feature_group_count must be 1.
+// Computed as one GEMM contracting over (c, ky, kx), whose rows the buffers
+// hold contiguously: no transposed copies.
+void __xla_cpu_conv2d_filter_f32(const float* input, const float* kernel, float* out,
+                                 int64_t batch, int64_t in_h, int64_t in_w, int64_t in_c,
+                                 int64_t kernel_h, int64_t kernel_w, int64_t out_c,
+                                 int64_t out_h, int64_t out_w, int64_t stride_h,
+                                 int64_t stride_w, int64_t pad_h_lo, int64_t pad_w_lo,
+                                 int64_t lhs_dilation_h, int64_t lhs_dilation_w,
+                                 int64_t rhs_dilation_h, int64_t rhs_dilation_w,
+                                 int64_t feature_group_count);
+void __xla_cpu_conv2d_filter_f64(const double* input, const double* kernel, double* out,
+                                 int64_t batch, int64_t in_h, int64_t in_w, int64_t in_c,
+                                 int64_t kernel_h, int64_t kernel_w, int64_t out_c,
+                                 int64_t out_h, int64_t out_w, int64_t stride_h,
+                                 int64_t stride_w, int64_t pad_h_lo, int64_t pad_w_lo,
+                                 int64_t lhs_dilation_h, int64_t lhs_dilation_w,
+                                 int64_t rhs_dilation_h, int64_t rhs_dilation_w,
+                                 int64_t feature_group_count);
+
 }  // extern "C"
 
 #endif  // XLA_BACKENDS_CPU_RUNTIME_CPU_RUNTIME_H_

@@ -112,7 +112,8 @@ TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
   EXPECT_EQ(names.size(), static_cast<size_t>(count));
   for (const char* name : {"__xla_cpu_parallel_for", "__xla_cpu_matmul_f32", "__xla_cpu_matmul_f64",
                            "__xla_cpu_matmul_s32", "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
-                           "__xla_cpu_conv2d_f64", "__xla_cpu_runtime_num_threads",
+                           "__xla_cpu_conv2d_f64", "__xla_cpu_conv2d_filter_f32",
+                           "__xla_cpu_conv2d_filter_f64", "__xla_cpu_runtime_num_threads",
                            "__xla_cpu_fft_f32", "__xla_cpu_fft_f64"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
@@ -407,12 +408,83 @@ TEST_F(CpuRuntimeTest, Conv2DMatchesNaiveLoop) {
       {2, 32, 32, 16, 3, 3, 32, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, // several blocks and tasks
       {1, 4, 4, 5, 1, 1, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1},     // 1x1
       {1, 3, 3, 2, 5, 5, 2, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1},     // kernel larger than input
+      // lhs dilation runs by phases (convolution.cc)
+      {2, 6, 6, 8, 3, 3, 4, 1, 1, 2, 1, 2, 1, 2, 2, 1, 1, 1},     // a stride-2 layer's input gradient
+      {1, 4, 5, 4, 2, 2, 6, 1, 1, 0, 0, 0, 0, 3, 3, 1, 1, 2},     // phases without taps, groups
+      {2, 5, 5, 3, 3, 3, 3, 2, 1, 1, 1, 2, 2, 2, 3, 2, 1, 1},     // with stride and rhs dilation
+      {1, 4, 4, 2, 3, 3, 2, 1, 1, -2, 1, 1, -1, 2, 1, 1, 1, 1},   // cropping, one axis dilated
+      {16, 16, 16, 32, 3, 3, 16, 1, 1, 2, 1, 2, 1, 2, 2, 1, 1, 1}, // several blocks per phase
   };
   for (int threads : {1, 2}) {
     __xla_cpu_runtime_set_num_threads(threads);
     for (const auto& c : cases) {
       CheckConv<float>(rng, c, 1e-4);
       CheckConv<double>(rng, c, 1e-11);
+    }
+  }
+}
+
+// The kernel-gradient order: input [c, h, w, b], kernel [c, kh, kw, o],
+// out [oh, ow, b, o], against the naive loop on the same values in NHWC/HWIO.
+template <typename T>
+void CheckConvFilter(std::mt19937& rng, const ConvCase& c, double tolerance) {
+  SCOPED_TRACE(c.Describe());
+  const auto input = RandomVector<T>(rng, c.batch * c.in_h * c.in_w * c.in_c);
+  const auto kernel = RandomVector<T>(rng, c.kernel_h * c.kernel_w * c.in_c * c.out_c);
+  std::vector<T> nhwc(input.size()), hwio(kernel.size());
+  for (int64_t ci = 0; ci < c.in_c; ++ci)
+    for (int64_t y = 0; y < c.in_h; ++y)
+      for (int64_t x = 0; x < c.in_w; ++x)
+        for (int64_t b = 0; b < c.batch; ++b)
+          nhwc[((b * c.in_h + y) * c.in_w + x) * c.in_c + ci] =
+              input[((ci * c.in_h + y) * c.in_w + x) * c.batch + b];
+  for (int64_t ci = 0; ci < c.in_c; ++ci)
+    for (int64_t ky = 0; ky < c.kernel_h; ++ky)
+      for (int64_t kx = 0; kx < c.kernel_w; ++kx)
+        for (int64_t o = 0; o < c.out_c; ++o)
+          hwio[((ky * c.kernel_w + kx) * c.in_c + ci) * c.out_c + o] =
+              kernel[((ci * c.kernel_h + ky) * c.kernel_w + kx) * c.out_c + o];
+  const int64_t oh = c.out_h(), ow = c.out_w();
+  std::vector<T> out(static_cast<size_t>(c.batch * oh * ow * c.out_c), T(999));
+  if constexpr (std::is_same_v<T, float>) {
+    __xla_cpu_conv2d_filter_f32(input.data(), kernel.data(), out.data(), c.batch, c.in_h, c.in_w,
+                                c.in_c, c.kernel_h, c.kernel_w, c.out_c, oh, ow, c.stride_h,
+                                c.stride_w, c.pad_h_lo, c.pad_w_lo, c.lhs_dil_h, c.lhs_dil_w,
+                                c.rhs_dil_h, c.rhs_dil_w, 1);
+  } else {
+    __xla_cpu_conv2d_filter_f64(input.data(), kernel.data(), out.data(), c.batch, c.in_h, c.in_w,
+                                c.in_c, c.kernel_h, c.kernel_w, c.out_c, oh, ow, c.stride_h,
+                                c.stride_w, c.pad_h_lo, c.pad_w_lo, c.lhs_dil_h, c.lhs_dil_w,
+                                c.rhs_dil_h, c.rhs_dil_w, 1);
+  }
+  const auto expected = NaiveConv(c, nhwc, hwio);
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t o = 0; o < c.out_c; ++o) {
+          const T got = out[((oy * ow + ox) * c.batch + b) * c.out_c + o];
+          const T want = expected[((b * oh + oy) * ow + ox) * c.out_c + o];
+          ASSERT_LE(std::abs(got - want), tolerance) << b << " " << oy << " " << ox << " " << o;
+        }
+}
+
+TEST_F(CpuRuntimeTest, Conv2DFilterMatchesNaiveLoop) {
+  std::mt19937 rng(5);
+  const std::vector<ConvCase> cases = {
+      // batch h w c kh kw o | sh sw | pads h lo hi, w lo hi | lhs dil | rhs dil | groups
+      {3, 9, 9, 4, 9, 9, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},      // stride-1 layer's gradient
+      {4, 8, 8, 6, 4, 4, 3, 1, 1, 0, 1, 0, 1, 1, 1, 2, 2, 1},      // stride-2 layer's gradient
+      {2, 7, 6, 3, 5, 4, 2, 2, 1, 1, 0, 0, 2, 1, 1, 1, 1, 1},      // strided, uneven padding
+      {2, 5, 5, 3, 4, 4, 2, 1, 1, 1, 2, 1, 2, 2, 2, 1, 1, 1},      // lhs dilation
+      {8, 32, 32, 64, 32, 32, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, // several chunks
+  };
+  for (int threads : {1, 2}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    for (const auto& c : cases) {
+      // f32 rounding grows with the sum's length (65536 terms in the last case).
+      const double terms = static_cast<double>(c.in_c * c.kernel_h * c.kernel_w);
+      CheckConvFilter<float>(rng, c, 1e-4 * std::sqrt(terms));
+      CheckConvFilter<double>(rng, c, 1e-10);
     }
   }
 }

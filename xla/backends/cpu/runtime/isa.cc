@@ -17,7 +17,8 @@ namespace {
 #define XLA_CPU_ISA_KERNELS(ns, name)                                                          \
   IsaKernels {                                                                                 \
     name, &ns::MatmulF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
-        &ns::Conv2DF32, &ns::Conv2DF64, &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64,  \
+        &ns::Conv2DF32, &ns::Conv2DF64, &ns::Conv2DFilterF32, &ns::Conv2DFilterF64,            \
+        &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64,  \
         &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128             \
   }
 
@@ -196,6 +197,22 @@ void __xla_cpu_conv2d_f64(const double* input, const double* kernel, double* out
                                   lhs_dilation_w, rhs_dilation_h, rhs_dilation_w,
                                   feature_group_count});
 }
+
+#define XLA_CPU_CONV2D_FILTER(name, T, kernel)                                                \
+  void name(const T* input, const T* kernel_, T* out, int64_t batch, int64_t in_h, int64_t in_w, \
+            int64_t in_c, int64_t kernel_h, int64_t kernel_w, int64_t out_c, int64_t out_h,     \
+            int64_t out_w, int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,                \
+            int64_t pad_w_lo, int64_t lhs_dilation_h, int64_t lhs_dilation_w,                   \
+            int64_t rhs_dilation_h, int64_t rhs_dilation_w, int64_t feature_group_count) {      \
+    Kernels().kernel(input, kernel_, out,                                                       \
+                     ConvParams{batch, in_h, in_w, in_c, kernel_h, kernel_w, out_c, out_h,      \
+                                out_w, stride_h, stride_w, pad_h_lo, pad_w_lo, lhs_dilation_h,  \
+                                lhs_dilation_w, rhs_dilation_h, rhs_dilation_w,                 \
+                                feature_group_count});                                          \
+  }
+XLA_CPU_CONV2D_FILTER(__xla_cpu_conv2d_filter_f32, float, conv2d_filter_f32)
+XLA_CPU_CONV2D_FILTER(__xla_cpu_conv2d_filter_f64, double, conv2d_filter_f64)
+#undef XLA_CPU_CONV2D_FILTER
 
 void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,
                             int32_t lower, int32_t potrf) {
