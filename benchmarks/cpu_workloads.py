@@ -1,6 +1,6 @@
 """CPU backend workloads, side by side with NumPy and (where installed) jax.jit.
 
-    .venv/bin/python benchmarks/cpu_workloads.py [--repeats=N] [--quick]
+    .venv/bin/python benchmarks/cpu_workloads.py [--repeats=N] [--quick] [--only=TEXT]
 
 Each workload is an HLO module compiled by this project's CPU backend, the
 same computation written in NumPy, and, when ``import jax`` works, the same
@@ -449,6 +449,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="only the workloads whose name contains TEXT (repeatable)")
     args = parser.parse_args()
     try:
         import jax
@@ -476,6 +478,8 @@ def main():
     print(header)
     print("-" * len(header))
     for name, text, inputs, np_fn, jax_fn, nbytes, flops, *flags in workloads(args.quick):
+        if args.only and not any(part in name for part in args.only):
+            continue
         exe = xla.compile(xla.parse_hlo_module(text), "cpu", debug_options=flags[0] if flags else None)
         ours_out = exe.execute(*inputs)
         expected = np_fn(*inputs)

@@ -16,7 +16,9 @@ the target-independent pipeline (``xla/service/pipelines.py``) with
 ``convolution-reversal-expander`` (a reversed window as a reverse of the
 kernel, which the runtime's conv2d then takes) and ``dot-type-widening``
 just before its layout assignment (bf16/f16/f8 dots
-in f32, narrow integer dots in s32: the types Eigen's GEMM runs) and a
+in f32, narrow integer dots in s32: the types Eigen's GEMM runs; s8 x s8
+and bf16 x bf16 dots keep their operands for the runtime's low-precision
+matmuls, ``__xla_cpu_matmul_s8_s32``/``_bf16_f32``) and a
 layout assignment that gives ``fft`` and the collectives row-major operands
 and results and convolutions the NHWC/HWIO order the runtime's conv2d reads
 (copies around them where the module says otherwise: ``layout_constraints.py``),
@@ -27,7 +29,7 @@ the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
 copy insertion and the memory scheduler, after which buffer assignment
 runs."""
 from xla.backends.cpu import layout_constraints
-from xla.backends.cpu.dot_operand_layouts import DotOperandLayouts
+from xla.backends.cpu.dot_operand_layouts import MIXED_MATMUL_TYPES, DotOperandLayouts
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target_independent_pipeline
@@ -52,7 +54,7 @@ def cpu_pipeline(**options):
     pipeline.passes[layout] = make_pass("layout-assignment",
                                         constraints=layout_constraints.constraints)
     pipeline.passes[layout:layout] = [make_pass("convolution-reversal-expander"),
-                                      make_pass("dot-type-widening")]
+                                      make_pass("dot-type-widening", native=MIXED_MATMUL_TYPES)]
     layout = _index(pipeline, "layout-assignment")
     pipeline.passes.insert(layout + 1, DotOperandLayouts())
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
