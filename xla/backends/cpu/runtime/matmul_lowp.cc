@@ -109,6 +109,16 @@ struct S8Kind {
   static inline __attribute__((always_inline)) Acc Dot(Acc acc, __m512i rhs, __m512i lhs) { return _mm512_dpbusd_epi32(acc, rhs, lhs); }
   static Packed Rhs(In x) { return static_cast<Packed>(static_cast<uint8_t>(x) ^ 0x80); }
   static constexpr uint32_t kRhsFlip = 0x80808080u;  // Rhs on a word of four
+  // Matrix-vector products (Gemv): elements per vector, masked loads of a
+  // tail (zeros past it), Rhs on a vector, the sum of a vector's lanes.
+  static constexpr int kVector = 64;
+  static __m512i LoadTail(const In* x, int count) {
+    return _mm512_maskz_loadu_epi8(count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1, x);
+  }
+  static __m512i RhsVector(__m512i x) {
+    return _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  static Out Sum(Acc acc) { return _mm512_reduce_add_epi32(acc); }
   static Packed Lhs(In x) { return static_cast<Packed>(x); }
 };
 
@@ -125,6 +135,12 @@ struct Bf16Kind {
   }
   static Packed Rhs(In x) { return x; }
   static constexpr uint32_t kRhsFlip = 0;
+  static constexpr int kVector = 32;
+  static __m512i LoadTail(const In* x, int count) {
+    return _mm512_maskz_loadu_epi16(count >= 32 ? ~__mmask32(0) : (__mmask32(1) << count) - 1, x);
+  }
+  static __m512i RhsVector(__m512i x) { return x; }
+  static Out Sum(Acc acc) { return _mm512_reduce_add_ps(acc); }
   static Packed Lhs(In x) { return x; }
 };
 
@@ -418,6 +434,72 @@ struct Gemm {
   }
 };
 
+// Matrix-vector products whose matrix is read along its contiguous rows:
+// out[r] = sum_p vec[p] * mat[r, p] for a row-major [rows, k] `mat` (A x
+// with A row-major, or x B^T with B stored [n, k]). No packing: each row
+// is streamed once, 4 rows at a time against one load of the vector, with
+// the matrix as the instruction's u8 / first bf16 side (s8: + 128, so the
+// result holds 128 * sum(vec) too, subtracted). Past k both are zero.
+template <typename Kind>
+struct Gemv {
+  using In = typename Kind::In;
+  using Out = typename Kind::Out;
+  const In* mat;
+  const In* vec;
+  Out* out;
+  int64_t rows, k;
+  Out correction;
+
+  void Rows(int64_t r0, int64_t r1) const {
+    constexpr int V = Kind::kVector;
+    for (int64_t r = r0; r < r1; r += 4) {
+      const int count = static_cast<int>(std::min<int64_t>(4, r1 - r));
+      typename Kind::Acc acc[4] = {Kind::Zero(), Kind::Zero(), Kind::Zero(), Kind::Zero()};
+      for (int64_t p = 0; p < k; p += V) {
+        const int width = static_cast<int>(std::min<int64_t>(V, k - p));
+        const __m512i v = Kind::LoadTail(vec + p, width);
+        for (int t = 0; t < 4; ++t) {
+          if (t >= count) break;
+          const __m512i a = Kind::LoadTail(mat + (r + t) * k + p, width);
+          acc[t] = Kind::Dot(acc[t], Kind::RhsVector(a), v);
+        }
+      }
+      for (int t = 0; t < count; ++t) out[r + t] = Kind::Sum(acc[t]) - correction;
+    }
+  }
+
+  void Run() {
+    auto body = [](void* ctx, int64_t begin, int64_t end) {
+      static_cast<const Gemv*>(ctx)->Rows(begin * 4, std::min(end * 4, static_cast<const Gemv*>(ctx)->rows));
+    };
+    const int64_t quads = (rows + 3) / 4;
+    if (ThreadsForCaller() > 1 && rows * k >= kMinParallelMacs) {
+      __xla_cpu_parallel_for(body, this, quads, std::max<int64_t>(1, kMinParallelMacs / (4 * k)));
+    } else {
+      body(this, 0, quads);
+    }
+  }
+};
+
+// Runs the product as Gemv where its shape allows (after the n == 1 swap:
+// one row, rhs stored transposed); false otherwise.
+template <typename Kind>
+bool RunGemv(const typename Kind::In* lhs, const typename Kind::In* rhs, typename Kind::Out* out,
+             int64_t batch, int64_t m, int64_t k, int64_t n, bool transpose_rhs) {
+  if (m != 1 || !transpose_rhs) return false;
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto* vec = lhs + b * k;
+    typename Kind::Out correction = 0;
+    if constexpr (Kind::kGroup == 4) {
+      uint32_t sum = 0;
+      for (int64_t p = 0; p < k; ++p) sum += static_cast<uint32_t>(static_cast<int32_t>(vec[p]));
+      correction = static_cast<int32_t>(sum << 7);
+    }
+    Gemv<Kind>{rhs + b * k * n, vec, out + b * n, n, k, correction}.Run();
+  }
+  return true;
+}
+
 // Whether a bf16 array has a nonzero element of magnitude below 2^-56
 // (biased exponent below 71), which the dot-product GEMM could flush.
 bool HasTinyBf16(const uint16_t* x, int64_t count) {
@@ -456,6 +538,7 @@ void MatmulS8S32(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t bat
     transpose_lhs = !transpose_rhs;
     transpose_rhs = !tl;
   }
+  if (RunGemv<S8Kind>(lhs, rhs, out, batch, m, k, n, transpose_rhs)) return;
   Gemm<S8Kind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs}.Run();
 #else
   WidenedS8(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
@@ -480,6 +563,7 @@ void MatmulBf16F32(const void* lhs_bits, const void* rhs_bits, float* out, int64
       transpose_lhs = !transpose_rhs;
       transpose_rhs = !tl;
     }
+    if (RunGemv<Bf16Kind>(lhs, rhs, out, batch, m, k, n, transpose_rhs)) return;
     Gemm<Bf16Kind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs}.Run();
     return;
   }
