@@ -8,14 +8,16 @@ load("@rules_cc//cc:defs.bzl", "cc_library")
 # The flags are x86-64's; on other CPUs only the baseline is built (with
 # the target's default ISA). The dispatcher's __builtin_cpu_supports
 # checks (isa.cc) name the same features.
-# avx512_vnni_bf16 adds the dot-product instructions (VPDPBUSD, VDPBF16PS)
-# that only the low-precision matmuls use (matmul_lowp.cc); its other
-# kernels are avx512's (isa.cc), so only those units are built for it.
+# avx512_vnni and avx512_vnni_bf16 add the dot-product instructions
+# (VPDPBUSD; VDPBF16PS) that only the low-precision matmuls use
+# (matmul_lowp.cc); their other kernels are avx512's (isa.cc), so only
+# those units are built for them.
 _AVX512 = ["-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl"]
 ISA_VARIANTS = [
     ("baseline", None),
     ("avx2", ["-mavx2", "-mfma"]),
     ("avx512", _AVX512),
+    ("avx512_vnni", _AVX512 + ["-mavx512vnni"]),
     ("avx512_vnni_bf16", _AVX512 + ["-mavx512vnni", "-mavx512bf16"]),
 ]
 

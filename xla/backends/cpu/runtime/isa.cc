@@ -26,6 +26,7 @@ const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, isa_baseline, "ba
 #if defined(__x86_64__)
 const IsaKernels kAvx2 = XLA_CPU_ISA_KERNELS(isa_avx2, isa_avx2, "avx2");
 const IsaKernels kAvx512 = XLA_CPU_ISA_KERNELS(isa_avx512, isa_avx512, "avx512");
+const IsaKernels kAvx512Vnni = XLA_CPU_ISA_KERNELS(isa_avx512, isa_avx512_vnni, "avx512_vnni");
 const IsaKernels kAvx512VnniBf16 =
     XLA_CPU_ISA_KERNELS(isa_avx512, isa_avx512_vnni_bf16, "avx512_vnni_bf16");
 #endif
@@ -38,7 +39,7 @@ const char kEnvVar[] = "XLA_CPU_RUNTIME_ISA";
 const std::vector<const IsaKernels*>& AllIsaKernels() {
 #if defined(__x86_64__)
   static const std::vector<const IsaKernels*> all = {&kBaseline, &kAvx2, &kAvx512,
-                                                      &kAvx512VnniBf16};
+                                                      &kAvx512Vnni, &kAvx512VnniBf16};
 #else
   static const std::vector<const IsaKernels*> all = {&kBaseline};
 #endif
@@ -53,7 +54,8 @@ std::vector<std::string> MissingCpuFeatures(const IsaKernels& variant) {
     if (!has) missing.push_back(feature);
   };
   // The same flags the variant is compiled with (isa.bzl).
-  const bool avx512 = &variant == &kAvx512 || &variant == &kAvx512VnniBf16;
+  const bool vnni = &variant == &kAvx512Vnni || &variant == &kAvx512VnniBf16;
+  const bool avx512 = &variant == &kAvx512 || vnni;
   if (&variant == &kAvx2 || avx512) {
     need(__builtin_cpu_supports("avx2"), "avx2");
     need(__builtin_cpu_supports("fma"), "fma");
@@ -64,10 +66,8 @@ std::vector<std::string> MissingCpuFeatures(const IsaKernels& variant) {
     need(__builtin_cpu_supports("avx512dq"), "avx512dq");
     need(__builtin_cpu_supports("avx512vl"), "avx512vl");
   }
-  if (&variant == &kAvx512VnniBf16) {
-    need(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
-    need(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
-  }
+  if (vnni) need(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
+  if (&variant == &kAvx512VnniBf16) need(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
 #else
   (void)variant;
 #endif

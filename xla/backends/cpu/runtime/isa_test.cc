@@ -277,10 +277,11 @@ TEST(IsaDispatch, VariantsAreNarrowestFirstAndTheBaselineRunsAnywhere) {
   EXPECT_STREQ(all[0]->name, "baseline");
   EXPECT_TRUE(MissingCpuFeatures(*all[0]).empty());
 #if defined(__x86_64__)
-  ASSERT_EQ(all.size(), 4u);
+  ASSERT_EQ(all.size(), 5u);
   EXPECT_STREQ(all[1]->name, "avx2");
   EXPECT_STREQ(all[2]->name, "avx512");
-  EXPECT_STREQ(all[3]->name, "avx512_vnni_bf16");
+  EXPECT_STREQ(all[3]->name, "avx512_vnni");
+  EXPECT_STREQ(all[4]->name, "avx512_vnni_bf16");
 #endif
 }
 
@@ -294,7 +295,8 @@ TEST(IsaDispatch, FeaturesMatchProcCpuinfo) {
   const bool avx512 = has("avx2") && has("fma") && has("avx512f") && has("avx512bw") &&
                       has("avx512dq") && has("avx512vl");
   EXPECT_EQ(MissingCpuFeatures(*all[2]).empty(), avx512);
-  EXPECT_EQ(MissingCpuFeatures(*all[3]).empty(),
+  EXPECT_EQ(MissingCpuFeatures(*all[3]).empty(), avx512 && has("avx512_vnni"));
+  EXPECT_EQ(MissingCpuFeatures(*all[4]).empty(),
             avx512 && has("avx512_vnni") && has("avx512_bf16"));
 #else
   GTEST_SKIP() << "only the baseline on this architecture";

@@ -6,23 +6,24 @@
 //
 // Two implementations, chosen at compile time per variant:
 //
-// * The dot-product variant (avx512_vnni: AVX512_VNNI and AVX512_BF16)
-//   runs a blocked GEMM of its own on VPDPBUSD (u8 x s8, four products per
-//   32-bit lane) and VDPBF16PS (bf16 pairs into f32). s8 x s8 becomes
-//   u8 x s8 by adding 128 to the packed rhs (x ^ 0x80); each output row then
-//   holds 128 * sum_k lhs[i, k] too, which is subtracted. All of it wraps
-//   modulo 2^32 like XLA's s32 sums, so the result is exact. VDPBF16PS
-//   treats denormal inputs as zero and flushes denormal results: where an
-//   operand has a nonzero element below 2^-56 in magnitude the product
-//   takes the widened path instead; above that every product of two
-//   elements is a multiple of 2^-126, so is every partial sum, and no
-//   denormal ever arises (the result is f32 GEMM's, up to summation order).
-// * Every other variant widens the operands (s8 to f32 while k <= 1024,
-//   where every partial sum is an integer below 2^24, to f64 while they
-//   stay below 2^31, else to s32; bf16 to f32) and calls the process's
-//   GEMM of that type (__xla_cpu_matmul_f32/_f64/_s32:
-//   this variant's, or avx512's for avx512_vnni_bf16, which has no Eigen
-//   kernels of its own).
+// * The dot-product variants run a blocked GEMM of their own on VPDPBUSD
+//   (u8 x s8, four products per 32-bit lane; avx512_vnni and
+//   avx512_vnni_bf16) and VDPBF16PS (bf16 pairs into f32; avx512_vnni_bf16
+//   only). s8 x s8 becomes u8 x s8 by adding 128 to the packed rhs
+//   (x ^ 0x80); each output row then holds 128 * sum_k lhs[i, k] too,
+//   which is subtracted. All of it wraps modulo 2^32 like XLA's s32 sums,
+//   so the result is exact. VDPBF16PS treats denormal inputs as zero and
+//   flushes denormal results: where an operand has a nonzero element below
+//   2^-56 in magnitude the product takes the widened path instead; above
+//   that every product of two elements is a multiple of 2^-126, so is
+//   every partial sum, and no denormal ever arises (the result is f32
+//   GEMM's, up to summation order).
+// * Otherwise the operands are widened (s8 to f32 while k <= 1024, where
+//   every partial sum is an integer below 2^24, to f64 while they stay
+//   below 2^31, else to s32; bf16 to f32) and the process's GEMM of that
+//   type computes the product (__xla_cpu_matmul_f32/_f64/_s32: this
+//   variant's, or avx512's for the avx512_vnni* variants, which have no
+//   Eigen kernels of their own).
 #include "xla/backends/cpu/runtime/isa_variant.h"
 
 #include <algorithm>
@@ -33,9 +34,12 @@
 
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BF16__) && defined(__AVX512BW__)
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #include <immintrin.h>
-#define XLA_CPU_DOT_PRODUCT_GEMM 1
+#define XLA_CPU_DOT_PRODUCT_GEMM 1  // the s8 GEMM (avx512_vnni and wider)
+#if defined(__AVX512BF16__)
+#define XLA_CPU_BF16_GEMM 1  // and the bf16 one (avx512_vnni_bf16)
+#endif
 #endif
 
 namespace xla_cpu_runtime {
@@ -122,6 +126,7 @@ struct S8Kind {
   static Packed Lhs(In x) { return static_cast<Packed>(x); }
 };
 
+#if defined(XLA_CPU_BF16_GEMM)
 struct Bf16Kind {
   using In = uint16_t;
   using Packed = uint16_t;
@@ -143,6 +148,7 @@ struct Bf16Kind {
   static Out Sum(Acc acc) { return _mm512_reduce_add_ps(acc); }
   static Packed Lhs(In x) { return x; }
 };
+#endif  // XLA_CPU_BF16_GEMM
 
 template <typename Kind>
 struct Gemm {
@@ -500,6 +506,7 @@ bool RunGemv(const typename Kind::In* lhs, const typename Kind::In* rhs, typenam
   return true;
 }
 
+#if defined(XLA_CPU_BF16_GEMM)
 // Whether a bf16 array has a nonzero element of magnitude below 2^-56
 // (biased exponent below 71), which the dot-product GEMM could flush.
 bool HasTinyBf16(const uint16_t* x, int64_t count) {
@@ -518,6 +525,8 @@ bool HasTinyBf16(const uint16_t* x, int64_t count) {
   }
   return any;
 }
+
+#endif  // XLA_CPU_BF16_GEMM
 
 #endif  // XLA_CPU_DOT_PRODUCT_GEMM
 
@@ -554,7 +563,7 @@ void MatmulBf16F32(const void* lhs_bits, const void* rhs_bits, float* out, int64
   }
   const auto* lhs = static_cast<const uint16_t*>(lhs_bits);
   const auto* rhs = static_cast<const uint16_t*>(rhs_bits);
-#if defined(XLA_CPU_DOT_PRODUCT_GEMM)
+#if defined(XLA_CPU_BF16_GEMM)
   if (!HasTinyBf16(lhs, batch * m * k) && !HasTinyBf16(rhs, batch * k * n)) {
     if (batch == 1 && n == 1 && m > 1) {
       std::swap(lhs, rhs);
