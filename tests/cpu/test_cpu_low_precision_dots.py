@@ -31,9 +31,11 @@ def compile_dot(lhs, rhs, out, dims, lt, ot):
 PLAIN = "lhs_contracting_dims={1}, rhs_contracting_dims={0}"
 
 # (m, k, n): single elements, tails of the 8 x 32 micro-tile, of the 64-row
-# blocks and of the k groups (4 bytes, 2 bf16) and blocks (512, 256).
+# blocks and of the k groups (4 bytes, 2 bf16) and blocks (512, 256); one
+# row against a rhs packed as it goes, 8 strips at a time, with and
+# without tails.
 SIZES = [(1, 1, 1), (7, 7, 7), (67, 67, 67), (1, 300, 70), (300, 64, 1), (130, 1030, 150),
-         (65, 513, 97), (8, 3, 32), (512, 512, 512)]
+         (65, 513, 97), (8, 3, 32), (512, 512, 512), (1, 1030, 300), (1, 512, 1024)]
 
 
 def s8_values(shape, kind, rng):

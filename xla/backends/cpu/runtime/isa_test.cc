@@ -172,7 +172,7 @@ void CheckLowPrecisionMatmuls(const IsaKernels& kernels) {
   const std::vector<std::array<int64_t, 4>> shapes = {
       {1, 1, 1, 1},   {1, 7, 7, 7},    {1, 67, 67, 67},  {1, 1, 300, 70}, {1, 300, 64, 1},
       {2, 17, 33, 9}, {1, 130, 1030, 150}, {3, 8, 5, 33}, {1, 9, 3, 40},  {1, 65, 514, 97},
-      {1, 1, 0, 5}};
+      {1, 1, 0, 5},   {1, 1, 1030, 300}, {1, 1, 512, 1024}};
   for (const auto& [batch, m, k, n] : shapes) {
     for (int t = 0; t < 12; ++t) {
       const bool tl = t & 1, tr = t & 2;

@@ -100,6 +100,8 @@ constexpr int kMr = 8;
 constexpr int kNr = 32;
 // Rows of the lhs per task (a multiple of kMr).
 constexpr int64_t kMc = 64;
+// Strips packed together when a task packs its own (one row block).
+constexpr int64_t kPackStrips = 8;
 
 struct S8Kind {
   using In = int8_t;
@@ -206,6 +208,22 @@ struct Gemm {
           const int64_t p = p0 + t;
           dst[j * G + t] = j < cols && p < k ? Kind::Rhs(RhsAt(src, p, j0 + j)) : Packed(0);
         }
+      }
+    }
+  }
+
+  // PackRhsStrip for strips [s0, s1) into consecutive blocks of dst
+  // (g1 - g0 groups each), k groups outermost where the rhs is row-major.
+  void PackRhsStrips(int64_t b, int64_t s0, int64_t s1, int64_t g0, int64_t g1, Packed* dst) const {
+    const int64_t block = (g1 - g0) * kNr * G;
+    if (transpose_rhs || s1 * kNr > n || g1 * G > k) {
+      for (int64_t s = s0; s < s1; ++s) PackRhsStrip(b, s, g0, g1, dst + (s - s0) * block);
+      return;
+    }
+    const In* src = rhs + b * k * n;
+    for (int64_t g = g0; g < g1; ++g) {
+      for (int64_t s = s0; s < s1; ++s) {
+        PackRowMajorGroup(src + g * G * n + s * kNr, dst + (s - s0) * block + (g - g0) * kNr * G);
       }
     }
   }
@@ -363,11 +381,17 @@ struct Gemm {
         PackLhsPanel(a, i0, g0, g1, panel + panels * count * kMr * G, sums + panels * kMr);
       }
       for (int64_t s = s_begin; s < s_end; ++s) {
-        const Packed* strip = strip_buffer;
+        const Packed* strip;
         if (packed_rhs != nullptr) {
           strip = RhsStrip(b, s) + g0 * kNr * G;
         } else {
-          PackRhsStrip(b, s, g0, g1, strip_buffer);
+          // kPackStrips strips at a time: a row-major rhs is then read in
+          // runs of kPackStrips * 32 columns, not one strip's 32.
+          const int64_t slot = (s - s_begin) % kPackStrips;
+          if (slot == 0) {
+            PackRhsStrips(b, s, std::min(s_end, s + kPackStrips), g0, g1, strip_buffer);
+          }
+          strip = strip_buffer + slot * count * kNr * G;
         }
         const int64_t j0 = s * kNr;
         const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
@@ -423,7 +447,8 @@ struct Gemm {
       const int64_t block_groups = std::min(self.groups, Kind::kKc / G);
       std::vector<Packed> panel(static_cast<size_t>(kMc * block_groups * G));
       std::vector<int32_t> sums(kMc);
-      std::vector<Packed> strip(self.packed_rhs == nullptr ? block_groups * kNr * G : 0);
+      std::vector<Packed> strip(self.packed_rhs == nullptr ? kPackStrips * block_groups * kNr * G
+                                                           : 0);
       for (int64_t t = begin; t < end; ++t) {
         const int64_t cb = t % self.col_blocks;
         const int64_t rb = (t / self.col_blocks) % self.row_blocks;
