@@ -122,9 +122,11 @@ VARIANT_CHECK = """
         for tl in (0, 1):
             for tr in (0, 1):
                 what = f"{batch}x{m}x{k}x{n} tl={tl} tr={tr}"
+                lhs_shape = (batch, k, m) if tl else (batch, m, k)
+                rhs_shape = (batch, n, k) if tr else (batch, k, n)
                 for lo, hi in ((-128, 128), (-128, -127), (127, 128)):
-                    lhs = rng.integers(lo, hi, (batch, k, m) if tl else (batch, m, k)).astype(np.int8)
-                    rhs = rng.integers(-128, 128, (batch, n, k) if tr else (batch, k, n)).astype(np.int8)
+                    lhs = rng.integers(lo, hi, lhs_shape).astype(np.int8)
+                    rhs = rng.integers(-128, 128, rhs_shape).astype(np.int8)
                     rhs.flat[::2] = -128
                     out = np.full((batch, m, n), 7, np.int32)
                     s8(lhs.ctypes.data, rhs.ctypes.data, out.ctypes.data, batch, m, k, n, tl, tr)
@@ -132,8 +134,8 @@ VARIANT_CHECK = """
                     b = rhs.transpose(0, 2, 1) if tr else rhs
                     want = np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(np.int32)
                     assert np.array_equal(out, want), "s8 " + what
-                lhs = rng.standard_normal((batch, k, m) if tl else (batch, m, k)).astype(ml_dtypes.bfloat16)
-                rhs = rng.standard_normal((batch, n, k) if tr else (batch, k, n)).astype(ml_dtypes.bfloat16)
+                lhs = rng.standard_normal(lhs_shape).astype(ml_dtypes.bfloat16)
+                rhs = rng.standard_normal(rhs_shape).astype(ml_dtypes.bfloat16)
                 out = np.full((batch, m, n), 7, np.float32)
                 bf16(lhs.ctypes.data, rhs.ctypes.data, out.ctypes.data, batch, m, k, n, tl, tr)
                 a = (lhs.transpose(0, 2, 1) if tl else lhs).astype(np.float64)

@@ -105,7 +105,8 @@ class DotTypeWidening(OpExpanderPass):
         if native:
             new = b.add("dot", Shape.array(wide, dot.shape.dimensions), list(dot.operands),
                         **dict(dot.attrs))
-            return b.add("convert", Shape.array(dot.shape.element_type, dot.shape.dimensions), [new])
+            out = Shape.array(dot.shape.element_type, dot.shape.dimensions)
+            return b.add("convert", out, [new])
 
         def widened(x):
             if x.shape.element_type == wide:

@@ -18,8 +18,9 @@ namespace {
 #define XLA_CPU_ISA_KERNELS(ns, dot, name)                                                     \
   IsaKernels {                                                                                 \
     name, &ns::MatmulF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
-        &dot::MatmulS8S32, &dot::MatmulBf16F32, &ns::Conv2DF32, &ns::Conv2DF64, &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64,  \
-        &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128             \
+        &dot::MatmulS8S32, &dot::MatmulBf16F32, &ns::Conv2DF32, &ns::Conv2DF64,                \
+        &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64, &ns::CholeskyC128, &ns::TrsmF32, \
+        &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128                                              \
   }
 
 const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, isa_baseline, "baseline");

@@ -184,7 +184,9 @@ void CheckLowPrecisionMatmuls(const IsaKernels& kernels) {
       std::vector<int8_t> lhs(static_cast<size_t>(batch * m * k));
       std::vector<int8_t> rhs(static_cast<size_t>(batch * k * n));
       for (auto& x : lhs) x = values == 0 ? static_cast<int8_t>(rng()) : int8_t(-128);
-      for (auto& x : rhs) x = values == 0 ? static_cast<int8_t>(rng()) : values == 1 ? int8_t(-128) : int8_t(127);
+      for (auto& x : rhs) {
+        x = values == 0 ? static_cast<int8_t>(rng()) : values == 1 ? int8_t(-128) : int8_t(127);
+      }
       std::vector<int32_t> out(static_cast<size_t>(batch * m * n), 7);
       kernels.matmul_s8_s32(lhs.data(), rhs.data(), out.data(), batch, m, k, n, tl, tr);
       std::vector<uint16_t> flhs(lhs.size()), frhs(rhs.size());

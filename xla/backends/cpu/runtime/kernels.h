@@ -23,10 +23,10 @@
 // dispatcher (isa.cc) picks, once per process, the widest variant the
 // running CPU supports (__builtin_cpu_supports, which also checks that the
 // OS saves the wider registers), or the one XLA_CPU_RUNTIME_ISA names
-// (baseline, avx2, avx512, avx512_vnni or avx512_vnni_bf16: for testing and comparisons; a name that is
-// unknown, not built, or not supported by this CPU is an error, never a
-// fallback). This header has no Eigen: variant units and the rest of the
-// runtime see each other only through it.
+// (baseline, avx2, avx512, avx512_vnni or avx512_vnni_bf16: for testing and
+// comparisons; a name that is unknown, not built, or not supported by this
+// CPU is an error, never a fallback). This header has no Eigen: variant
+// units and the rest of the runtime see each other only through it.
 #ifndef XLA_BACKENDS_CPU_RUNTIME_KERNELS_H_
 #define XLA_BACKENDS_CPU_RUNTIME_KERNELS_H_
 

@@ -53,8 +53,9 @@ float Bf16ToF32(uint16_t bits) {
   return f;
 }
 
-[[maybe_unused]] void WidenedS8(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t batch, int64_t m,
-               int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs) {
+[[maybe_unused]] void WidenedS8(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t batch,
+                                int64_t m, int64_t k, int64_t n, bool transpose_lhs,
+                                bool transpose_rhs) {
   const size_t lhs_size = static_cast<size_t>(batch * m * k);
   const size_t rhs_size = static_cast<size_t>(batch * k * n);
   if (k <= 1024) {  // |partial sums| <= 1024 * 2^14 = 2^24: exact in f32
@@ -112,7 +113,9 @@ struct S8Kind {
   // k per block: the rhs micro-panel, kKc x 32 bytes, stays in L1.
   static constexpr int64_t kKc = 512;
   static Acc Zero() { return _mm512_setzero_si512(); }
-  static inline __attribute__((always_inline)) Acc Dot(Acc acc, __m512i rhs, __m512i lhs) { return _mm512_dpbusd_epi32(acc, rhs, lhs); }
+  static inline __attribute__((always_inline)) Acc Dot(Acc acc, __m512i rhs, __m512i lhs) {
+    return _mm512_dpbusd_epi32(acc, rhs, lhs);
+  }
   static Packed Rhs(In x) { return static_cast<Packed>(static_cast<uint8_t>(x) ^ 0x80); }
   static constexpr uint32_t kRhsFlip = 0x80808080u;  // Rhs on a word of four
   // Matrix-vector products (Gemv): elements per vector, masked loads of a
@@ -343,7 +346,8 @@ struct Gemm {
                              {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
     const __mmask16 mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
     const __mmask16 mask1 =
-        cols >= 32 ? __mmask16(0xFFFF) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+        cols >= 32 ? __mmask16(0xFFFF)
+                   : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
     for (int r = 0; r < rows; ++r) {
       Out* row = c + r * ldc;
       for (int h = 0; h < 2; ++h) {
@@ -397,9 +401,9 @@ struct Gemm {
         const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
         int64_t p = 0;
         for (int64_t i0 = i_begin; i0 < i_end; i0 += kMr, ++p) {
-          (m == 1 ? MicroKernel<1> : MicroKernel<kMr>)(panel + p * count * kMr * G, strip, count, c + i0 * n + j0, n,
-                      static_cast<int>(std::min<int64_t>(kMr, i_end - i0)), cols, g0 > 0,
-                      sums + p * kMr);
+          (m == 1 ? MicroKernel<1> : MicroKernel<kMr>)(
+              panel + p * count * kMr * G, strip, count, c + i0 * n + j0, n,
+              static_cast<int>(std::min<int64_t>(kMr, i_end - i0)), cols, g0 > 0, sums + p * kMr);
         }
       }
     }
@@ -412,7 +416,8 @@ struct Gemm {
     // Enough tasks for every thread to get several where the rows alone
     // give too few; at least two strips (64 columns) each.
     const int64_t threads = ThreadsForCaller();
-    const int64_t want = batch * row_blocks >= 4 * threads ? 1 : (4 * threads + batch * row_blocks - 1) / (batch * row_blocks);
+    const int64_t blocks = batch * row_blocks;
+    const int64_t want = blocks >= 4 * threads ? 1 : (4 * threads + blocks - 1) / blocks;
     col_blocks = std::max<int64_t>(1, std::min(want, strips / 2));
     strips_per_task = (strips + col_blocks - 1) / col_blocks;
     col_blocks = (strips + strips_per_task - 1) / strips_per_task;
@@ -421,8 +426,8 @@ struct Gemm {
     const bool parallel = threads > 1 && work >= kMinParallelMacs;
     // With several row blocks every packed strip is used several times:
     // the whole rhs is packed first. With one (few rows: matrix-vector-like
-    // products) each task packs its strips' k blocks as it goes, into a
-    // buffer that stays in L1, and the rhs is read once.
+    // products) each task packs its strips' k blocks as it goes, 8 strips
+    // at a time into a buffer that stays in L2, and the rhs is read once.
     std::unique_ptr<Packed[]> rhs_buffer;  // not value-initialized: packing writes it all
     packed_rhs = nullptr;
     if (row_blocks > 1) {
@@ -501,7 +506,8 @@ struct Gemv {
 
   void Run() {
     auto body = [](void* ctx, int64_t begin, int64_t end) {
-      static_cast<const Gemv*>(ctx)->Rows(begin * 4, std::min(end * 4, static_cast<const Gemv*>(ctx)->rows));
+      const auto& self = *static_cast<const Gemv*>(ctx);
+      self.Rows(begin * 4, std::min(end * 4, self.rows));
     };
     const int64_t quads = (rows + 3) / 4;
     if (ThreadsForCaller() > 1 && rows * k >= kMinParallelMacs) {
