@@ -1,6 +1,6 @@
 """CPU backend workloads, side by side with NumPy and (where installed) jax.jit.
 
-    .venv/bin/python benchmarks/cpu_workloads.py [--repeats=N] [--quick]
+    .venv/bin/python benchmarks/cpu_workloads.py [--repeats=N] [--quick] [--only=TEXT]
 
 Each workload is an HLO module compiled by this project's CPU backend, the
 same computation written in NumPy, and, when ``import jax`` works, the same
@@ -284,6 +284,29 @@ ENTRY %main (a: {operand}[{n},{n}], b: {operand}[{n},{n}]) -> {result}[{n},{n}] 
 """
 
 
+def batched_matmul(batch, n, operand, result):
+    t = f"[{batch},{n},{n}]"
+    return f"""HloModule batched_matmul
+
+ENTRY %main (a: {operand}{t}, b: {operand}{t}) -> {result}{t} {{
+  %a = {operand}{t} parameter(0)
+  %b = {operand}{t} parameter(1)
+  ROOT %c = {result}{t} dot(%a, %b), lhs_batch_dims={{0}}, rhs_batch_dims={{0}}, lhs_contracting_dims={{2}}, rhs_contracting_dims={{1}}
+}}
+"""
+
+
+def matvec(m, k, operand, result):
+    return f"""HloModule matvec
+
+ENTRY %main (a: {operand}[{m},{k}], x: {operand}[{k}]) -> {result}[{m}] {{
+  %a = {operand}[{m},{k}] parameter(0)
+  %x = {operand}[{k}] parameter(1)
+  ROOT %y = {result}[{m}] dot(%a, %x), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+}}
+"""
+
+
 def mlp(b, d, h):
     hs = f"f32[{b},{h}]"
     body = "\n".join(_gelu_lines("z1", hs, 2))
@@ -361,6 +384,8 @@ def workloads(quick):
     # Integer and bf16 dots: NumPy has no BLAS for them (its integer matmul
     # is a plain loop), so a smaller size keeps the run short.
     q = 512 // (4 if quick else 1)
+    qb, qn = 16, 128 // (4 if quick else 1)  # batched: 16 products
+    v = 4096 // (4 if quick else 1)  # matrix-vector: memory-bound, counted in bytes
     s8 = lambda *s: rng.randint(-128, 128, s).astype(np.int8)  # noqa: E731
     bf16 = lambda *s: f(*s).astype(ml_dtypes.bfloat16)  # noqa: E731
     return [
@@ -390,6 +415,22 @@ def workloads(quick):
         ("matmul bf16 [%d]^3" % q, matmul(q, "bf16", "bf16"), [bf16(q, q), bf16(q, q)],
          lambda a, b_: (a.astype(np.float32) @ b_.astype(np.float32)).astype(ml_dtypes.bfloat16),
          lambda jnp: (lambda a, b_: a @ b_), None, 2 * q ** 3),
+        ("matmul s8 -> s32 [%dx%d]^3 batched" % (qb, qn), batched_matmul(qb, qn, "s8", "s32"),
+         [s8(qb, qn, qn), s8(qb, qn, qn)],
+         lambda a, b_: a.astype(np.int32) @ b_.astype(np.int32),
+         lambda jnp: (lambda a, b_: jnp.matmul(a, b_, preferred_element_type=jnp.int32)),
+         None, 2 * qb * qn ** 3),
+        ("matmul bf16 [%dx%d]^3 batched" % (qb, qn), batched_matmul(qb, qn, "bf16", "bf16"),
+         [bf16(qb, qn, qn), bf16(qb, qn, qn)],
+         lambda a, b_: (a.astype(np.float32) @ b_.astype(np.float32)).astype(ml_dtypes.bfloat16),
+         lambda jnp: (lambda a, b_: a @ b_), None, 2 * qb * qn ** 3),
+        ("matvec s8 -> s32 [%d,%d]" % (v, v), matvec(v, v, "s8", "s32"), [s8(v, v), s8(v)],
+         lambda a, x: a.astype(np.int32) @ x.astype(np.int32),
+         lambda jnp: (lambda a, x: __import__("jax").lax.dot(a, x, preferred_element_type=jnp.int32)),
+         v * v + v, None),
+        ("matvec bf16 [%d,%d]" % (v, v), matvec(v, v, "bf16", "bf16"), [bf16(v, v), bf16(v)],
+         lambda a, x: (a.astype(np.float32) @ x.astype(np.float32)).astype(ml_dtypes.bfloat16),
+         lambda jnp: (lambda a, x: a @ x), 2 * (v * v + v), None),
         ("mlp %dx%d->%d->%d gelu" % (b, d, h, d), mlp(b, d, h),
          [f(b, d), f(d, h) * 0.03, f(h), f(h, d) * 0.03, f(d)],
          lambda x, w1, b1, w2, b2: np_gelu(x @ w1 + b1) @ w2 + b2,
@@ -449,6 +490,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="only the workloads whose name contains TEXT (repeatable)")
     args = parser.parse_args()
     try:
         import jax
@@ -476,6 +519,8 @@ def main():
     print(header)
     print("-" * len(header))
     for name, text, inputs, np_fn, jax_fn, nbytes, flops, *flags in workloads(args.quick):
+        if args.only and not any(part in name for part in args.only):
+            continue
         exe = xla.compile(xla.parse_hlo_module(text), "cpu", debug_options=flags[0] if flags else None)
         ours_out = exe.execute(*inputs)
         expected = np_fn(*inputs)

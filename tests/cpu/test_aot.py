@@ -216,6 +216,23 @@ def test_runtime_c_s32_dot_x86_64(tmp_path):
     assert "__xla_cpu_matmul_s32" in (tmp_path / "idot.h").read_text()
 
 
+def test_runtime_c_low_precision_dots_x86_64(tmp_path):
+    # aot_runtime.c's s8 x s8 -> s32 and bf16 x bf16 -> f32 matmuls, and
+    # the emitted loops where no runtime is linked.
+    for name, result, operand, rtol, symbol in (("s8dot", "s32", "s8", 0, "s8_s32"),
+                                                ("bdot", "f32", "bf16", 1e-6, "bf16_f32")):
+        out = tmp_path / name
+        out.mkdir()
+        hlo = out / f"{name}.hlo"
+        hlo.write_text(COMPLEX_DOT.replace("c64[2,3,5]", f"{result}[2,3,5]").replace("c64", operand))
+        check_module(hlo, out, "x86_64", name, host_gcc(), flags=["--runtime_c"], rtol=rtol)
+        assert f"__xla_cpu_matmul_{symbol}" in (out / f"{name}.h").read_text()
+        # Without the runtime: the emitted loops compute the narrow dot.
+        (out / "plain").mkdir()
+        check_module(hlo, out / "plain", "x86_64", name, host_gcc(), rtol=rtol)
+        assert f"__xla_cpu_matmul_{symbol}" not in (out / "plain" / f"{name}.h").read_text()
+
+
 @pytest.mark.parametrize("module", ["conv_nhwc.hlo", "conv1d.hlo"])
 def test_runtime_c_convolution_x86_64(tmp_path, module):
     # aot_runtime.c's serial conv2d in place of the runtime's.

@@ -50,7 +50,10 @@ def test_variants_follow_the_cpu_flags():
         return
     avx2 = {"avx2", "fma"} <= flags
     avx512 = avx2 and {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
-    assert isas == ["baseline"] + ["avx2"] * avx2 + ["avx512"] * avx512
+    vnni = avx512 and "avx512_vnni" in flags
+    bf16 = vnni and "avx512_bf16" in flags
+    assert isas == (["baseline"] + ["avx2"] * avx2 + ["avx512"] * avx512 + ["avx512_vnni"] * vnni
+                    + ["avx512_vnni_bf16"] * bf16)
 
 
 def test_default_is_the_widest_variant_and_the_device_kind_says_so():
@@ -110,6 +113,35 @@ VARIANT_CHECK = """
                                          b)
                         scale = tolerance[name] * np.sqrt(k)
                         assert np.allclose(out, want, rtol=scale, atol=scale), what
+    # The low-precision matmuls: s8 exactly (extremes included), bf16 within
+    # f32 summation's bound; non-multiples of the 8 x 32 tile and k groups.
+    import ml_dtypes
+    s8 = ctypes.CFUNCTYPE(None, *args)(symbols["__xla_cpu_matmul_s8_s32"])
+    bf16 = ctypes.CFUNCTYPE(None, *args)(symbols["__xla_cpu_matmul_bf16_f32"])
+    for batch, m, k, n in shapes + [(1, 67, 67, 67), (2, 9, 1030, 41), (1, 5, 0, 3)]:
+        for tl in (0, 1):
+            for tr in (0, 1):
+                what = f"{batch}x{m}x{k}x{n} tl={tl} tr={tr}"
+                lhs_shape = (batch, k, m) if tl else (batch, m, k)
+                rhs_shape = (batch, n, k) if tr else (batch, k, n)
+                for lo, hi in ((-128, 128), (-128, -127), (127, 128)):
+                    lhs = rng.integers(lo, hi, lhs_shape).astype(np.int8)
+                    rhs = rng.integers(-128, 128, rhs_shape).astype(np.int8)
+                    rhs.flat[::2] = -128
+                    out = np.full((batch, m, n), 7, np.int32)
+                    s8(lhs.ctypes.data, rhs.ctypes.data, out.ctypes.data, batch, m, k, n, tl, tr)
+                    a = lhs.transpose(0, 2, 1) if tl else lhs
+                    b = rhs.transpose(0, 2, 1) if tr else rhs
+                    want = np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(np.int32)
+                    assert np.array_equal(out, want), "s8 " + what
+                lhs = rng.standard_normal(lhs_shape).astype(ml_dtypes.bfloat16)
+                rhs = rng.standard_normal(rhs_shape).astype(ml_dtypes.bfloat16)
+                out = np.full((batch, m, n), 7, np.float32)
+                bf16(lhs.ctypes.data, rhs.ctypes.data, out.ctypes.data, batch, m, k, n, tl, tr)
+                a = (lhs.transpose(0, 2, 1) if tl else lhs).astype(np.float64)
+                b = (rhs.transpose(0, 2, 1) if tr else rhs).astype(np.float64)
+                bound = (k + 1) * 2.0 ** -24 * np.matmul(np.abs(a), np.abs(b))
+                assert np.all(np.abs(out - np.matmul(a, b)) <= bound), "bf16 " + what
     conv = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 3 + [ctypes.c_int64] * 18))(
         symbols["__xla_cpu_conv2d_f32"])
     x = rng.standard_normal((2, 12, 11, 8)).astype(np.float32)
@@ -131,7 +163,7 @@ VARIANT_CHECK = """
 """
 
 
-@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16"])
 def test_variant_agrees_with_numpy(isa):
     if isa not in _core.cpu_runtime_isas():
         pytest.skip(f"this CPU or build has no {isa} variant")
@@ -161,7 +193,8 @@ def test_unknown_variant_is_a_clear_error():
 
 
 def test_unsupported_variant_is_a_clear_error():
-    built = ["baseline", "avx2", "avx512"] if X86_64 else ["baseline"]
+    built = (["baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16"] if X86_64
+             else ["baseline"])
     unsupported = [isa for isa in built if isa not in _core.cpu_runtime_isas()]
     if not unsupported:
         pytest.skip("this CPU runs every variant")

@@ -19,6 +19,8 @@ EXPECTED_SYMBOLS = {
     "__xla_cpu_matmul_f32",
     "__xla_cpu_matmul_f64",
     "__xla_cpu_matmul_s32",
+    "__xla_cpu_matmul_s8_s32",
+    "__xla_cpu_matmul_bf16_f32",
     "__xla_cpu_matmul_c64",
     "__xla_cpu_matmul_c128",
     "__xla_cpu_conv2d_f32",

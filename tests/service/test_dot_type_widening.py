@@ -112,3 +112,48 @@ def test_cpu_pipeline_widens_before_layout_assignment():
     from xla.backends.cpu.pipeline import cpu_pipeline
     names = [p.name for p in cpu_pipeline().passes]
     assert names.index("dot-type-widening") == names.index("layout-assignment") - 1
+
+
+NATIVE = (("s8", "s32"), ("bf16", "f32"))
+
+
+@pytest.mark.parametrize("lt,rt,ot,after", [
+    ("s8", "s8", "s32", None),                     # already the native form: left alone
+    ("s8", "s8", "s8", ("s32", ("s8", "s8"))),     # the s32 dot's low bits
+    ("s8", "s8", "u16", ("s32", ("s8", "s8"))),
+    ("bf16", "bf16", "bf16", ("f32", ("bf16", "bf16"))),  # the f32 sum rounded once
+    ("bf16", "bf16", "f32", None),
+    ("bf16", "bf16", "f16", ("f32", ("bf16", "bf16"))),
+    ("u8", "u8", "s32", ("f32", ("f32", "f32"))),  # not native: widened as before
+    ("s8", "u8", "s32", ("f32", ("f32", "f32"))),
+    ("f16", "f16", "f16", ("f32", ("f32", "f32"))),
+])
+def test_native_dots_keep_their_operands(lt, rt, ot, after):
+    module, changed = run_pass(DotTypeWidening(native=NATIVE), dot_module(lt, rt, ot, 2, 3, 4))
+    assert changed is (after is not None)
+    assert dot_types(module) == [after or (ot, (lt, rt))]
+    if after is not None and after[1] == (lt, rt):
+        root = module.entry.root_instruction
+        assert root.opcode == "convert" and root.shape.element_type.text == ot
+        assert root.operands[0].opcode == "dot"
+
+
+def test_native_dot_hlo_before_and_after():
+    module, changed = run_pass(DotTypeWidening(native=NATIVE), dot_module("bf16", "bf16", "bf16",
+                                                                          2, 3, 4))
+    assert changed
+    assert module.to_text() == """HloModule m
+
+ENTRY e {
+  a = bf16[2,3] parameter(0)
+  b = bf16[3,4] parameter(1)
+  dot.1 = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT convert.2 = bf16[2,4]{1,0} convert(dot.1)
+}
+"""
+
+
+def test_cpu_pipeline_leaves_s8_and_bf16_dots_native():
+    from xla.backends.cpu.pipeline import cpu_pipeline
+    widening = [p for p in cpu_pipeline().passes if p.name == "dot-type-widening"]
+    assert len(widening) == 1 and widening[0].native == dict(NATIVE)

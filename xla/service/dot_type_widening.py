@@ -21,8 +21,18 @@ XLA:CPU applies it to narrow dots).
   a float GEMM is an order of magnitude faster than an integer one (s8 x s8
   with k <= 1024 runs at f32 GEMM speed).
 
+* Low-precision operands a backend multiplies itself (``native``: pairs of
+  an operand type and the type it accumulates in, e.g. ``(("s8", "s32"),
+  ("bf16", "f32"))``): a dot whose two operands are of such a type and
+  whose result is of the same kind (integer / float) of at most 32 bits
+  keeps its operands and gets the accumulation type as its result,
+  followed by a convert to the original result type when that differs
+  (s8 x s8 -> s8 is the s32 dot's low bits; bf16 x bf16 -> bf16 its f32
+  sum rounded once). Those dots are left alone by the rules above.
+
 The CPU runs the widened dots through its Eigen GEMM
-(``__xla_cpu_matmul_f32``/``_f64``/``_s32``); the converts are elementwise
+(``__xla_cpu_matmul_f32``/``_f64``/``_s32``) and its native ones through
+``__xla_cpu_matmul_s8_s32``/``_bf16_f32``; the converts are elementwise
 and fuse with their neighbours.
 """
 import math
@@ -30,6 +40,18 @@ import math
 from xla.hlo.shape import Shape
 from xla.hlo.types import PrimitiveType
 from xla.service.pass_utils import OpExpanderPass
+
+
+def _native_type(instr, native):
+    """The accumulation type for a dot whose operands ``native`` lists, or None."""
+    lhs, rhs = (o.shape.element_type for o in instr.operands)
+    out = instr.shape.element_type
+    acc = native.get(lhs.text)
+    if lhs != rhs or acc is None:
+        return None
+    acc = PrimitiveType[acc.upper()]
+    same_kind = out.is_integer if acc.is_integer else out.is_float
+    return acc if same_kind and out.bits <= 32 else None
 
 
 def _wide_type(instr):
@@ -61,13 +83,30 @@ def _max_magnitude(t):
 class DotTypeWidening(OpExpanderPass):
     name = "dot-type-widening"
 
+    def __init__(self, native=()):
+        self.native = dict(native)
+
+    def _target(self, instr):
+        """(accumulation type, whether the operands keep their type), or None."""
+        if (instr.opcode != "dot" or not instr.shape.is_array or len(instr.operands) != 2
+                or instr.control_predecessors or not all(o.shape.is_array for o in instr.operands)):
+            return None
+        acc = _native_type(instr, self.native)
+        if acc is not None:
+            return None if acc == instr.shape.element_type else (acc, True)
+        wide = _wide_type(instr)
+        return None if wide is None else (wide, False)
+
     def matches(self, instr):
-        return (instr.opcode == "dot" and instr.shape.is_array and len(instr.operands) == 2
-                and not instr.control_predecessors
-                and all(o.shape.is_array for o in instr.operands) and _wide_type(instr) is not None)
+        return self._target(instr) is not None
 
     def expand(self, b, dot):
-        wide = _wide_type(dot)
+        wide, native = self._target(dot)
+        if native:
+            new = b.add("dot", Shape.array(wide, dot.shape.dimensions), list(dot.operands),
+                        **dict(dot.attrs))
+            out = Shape.array(dot.shape.element_type, dot.shape.dimensions)
+            return b.add("convert", out, [new])
 
         def widened(x):
             if x.shape.element_type == wide:

@@ -71,9 +71,9 @@ _WRAPPER = "aot.entry"  # not a C identifier, so it cannot collide with NAME
 # about with runtime_c=True (not __xla_cpu_parallel_for: a serial one gains
 # nothing over calling the kernel directly).
 RUNTIME_C_SYMBOLS = ("__xla_cpu_matmul_f32", "__xla_cpu_matmul_f64", "__xla_cpu_matmul_s32",
-                     "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
-                     "__xla_cpu_conv2d_f64", "__xla_cpu_conv2d_filter_f32",
-                     "__xla_cpu_conv2d_filter_f64")
+                     "__xla_cpu_matmul_s8_s32", "__xla_cpu_matmul_bf16_f32", "__xla_cpu_matmul_c64",
+                     "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32", "__xla_cpu_conv2d_f64",
+                     "__xla_cpu_conv2d_filter_f32", "__xla_cpu_conv2d_filter_f64")
 RUNTIME_C_FILE = "xla_cpu_runtime.c"
 _RUNTIME_C_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aot_runtime.c")
 

@@ -54,6 +54,55 @@ XLA_AOT_WEAK void __xla_cpu_matmul_s32(const int32_t* lhs, const int32_t* rhs, i
                      transpose_lhs, transpose_rhs);
 }
 
+/* s8 x s8 -> s32: each product is exact, the sums wrap modulo 2^32. */
+XLA_AOT_WEAK void __xla_cpu_matmul_s8_s32(const int8_t* lhs, const int8_t* rhs, int32_t* out,
+                                          int64_t batch, int64_t m, int64_t k, int64_t n,
+                                          int32_t transpose_lhs, int32_t transpose_rhs) {
+  for (int64_t b = 0; b < batch; ++b) {
+    const int8_t* l = lhs + b * m * k;
+    const int8_t* r = rhs + b * k * n;
+    int32_t* o = out + b * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += (uint32_t)((int32_t)(transpose_lhs ? l[p * m + i] : l[i * k + p]) *
+                            (int32_t)(transpose_rhs ? r[j * k + p] : r[p * n + j]));
+        o[i * n + j] = (int32_t)acc;
+      }
+  }
+}
+
+/* bf16 x bf16 -> f32: operands are the bf16 bits; exact products, f32 sums. */
+static float xla_aot_bf16(uint16_t bits) {
+  union {
+    uint32_t u;
+    float f;
+  } v;
+  v.u = (uint32_t)bits << 16;
+  return v.f;
+}
+
+XLA_AOT_WEAK void __xla_cpu_matmul_bf16_f32(const void* lhs_, const void* rhs_, float* out,
+                                            int64_t batch, int64_t m, int64_t k, int64_t n,
+                                            int32_t transpose_lhs, int32_t transpose_rhs) {
+  const uint16_t* lhs = (const uint16_t*)lhs_;
+  const uint16_t* rhs = (const uint16_t*)rhs_;
+  for (int64_t b = 0; b < batch; ++b) {
+    const uint16_t* l = lhs + b * m * k;
+    const uint16_t* r = rhs + b * k * n;
+    float* o = out + b * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += xla_aot_bf16(transpose_lhs ? l[p * m + i] : l[i * k + p]) *
+                 xla_aot_bf16(transpose_rhs ? r[j * k + p] : r[p * n + j]);
+        o[i * n + j] = acc;
+      }
+  }
+}
+
 /* Complex: interleaved (real, imag) pairs. */
 #define XLA_AOT_MATMUL_COMPLEX(NAME, T)                                                        \
   XLA_AOT_WEAK void NAME(const void* lhs_, const void* rhs_, void* out_, int64_t batch,         \

@@ -20,8 +20,22 @@ from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Layout
 from xla.service.hlo_pass import HloPass
 
-# Element types __xla_cpu_matmul_* takes.
+# Element types __xla_cpu_matmul_<type> takes (operands and result).
 MATMUL_TYPES = frozenset(["f32", "f64", "s32", "c64", "c128"])
+# (operand type, result type) of __xla_cpu_matmul_<operand>_<result>; the
+# CPU pipeline's dot-type-widening leaves such dots for them.
+MIXED_MATMUL_TYPES = (("s8", "s32"), ("bf16", "f32"))
+
+
+def matmul_function(dot):
+    """The name of the runtime matmul for ``dot``'s element types, or None."""
+    lhs, rhs = (o.shape.element_type.text for o in dot.operands)
+    out = dot.shape.element_type.text
+    if lhs != rhs:
+        return None
+    if lhs == out:
+        return f"__xla_cpu_matmul_{out}" if out in MATMUL_TYPES else None
+    return f"__xla_cpu_matmul_{lhs}_{out}" if (lhs, out) in MIXED_MATMUL_TYPES else None
 
 
 def matmul_transposed(shape, nb):
@@ -39,12 +53,11 @@ def matmul_transposed(shape, nb):
 
 def runtime_dot(dot):
     """A dot the runtime's matmul computes (up to operand layouts; what
-    ``ir_emitter.emit_runtime_matmul`` checks first): one
-    element type, leading batch dimensions, lhs ``[..., M, K]`` and rhs
-    ``[..., K, N]`` (or without M / N)."""
+    ``ir_emitter.emit_runtime_matmul`` checks first): element types one
+    of its functions takes (``matmul_function``), leading batch dimensions,
+    lhs ``[..., M, K]`` and rhs ``[..., K, N]`` (or without M / N)."""
     lhs, rhs = dot.operands
-    et = dot.shape.element_type
-    if et.text not in MATMUL_TYPES or lhs.shape.element_type != et or rhs.shape.element_type != et:
+    if matmul_function(dot) is None:
         return False
     lb, rb = tuple(dot.attr("lhs_batch_dims", ()) or ()), tuple(dot.attr("rhs_batch_dims", ()) or ())
     lc = tuple(dot.attr("lhs_contracting_dims", ()) or ())

@@ -53,7 +53,7 @@ from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, tilin
 from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, PTR, VOID,  # noqa: F401
                                       EmittedModule, HloFingerprints, Kernel, KernelSet, Slice,
                                       slice_pattern)
-from xla.backends.cpu.dot_operand_layouts import matmul_transposed, runtime_dot
+from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.hlo.opcodes import ELEMENTWISE
 
@@ -626,9 +626,10 @@ class ModuleEmitter:
             b.call(fn, [self.table, i64(0), i64(n)])
 
     def emit_runtime_matmul(self, h):
-        """A canonical f32/f64/s32/c64/c128 dot with row-major operands as a
-        call to the runtime's Eigen matmul; False when it does not apply."""
-        name = f"__xla_cpu_matmul_{h.shape.element_type.text}"
+        """A canonical f32/f64/s32/c64/c128 dot (or s8 x s8 -> s32, bf16 x
+        bf16 -> f32) with row-major operands as a call to the runtime's
+        matmul; False when it does not apply."""
+        name = matmul_function(h) if len(h.operands) == 2 else None
         if not runtime_dot(h) or name not in self.runtime_symbols:
             return False
         lhs, rhs = h.operands

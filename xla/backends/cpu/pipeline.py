@@ -16,7 +16,9 @@ the target-independent pipeline (``xla/service/pipelines.py``) with
 ``convolution-reversal-expander`` (a reversed window as a reverse of the
 kernel, which the runtime's conv2d then takes) and ``dot-type-widening``
 just before its layout assignment (bf16/f16/f8 dots
-in f32, narrow integer dots in s32: the types Eigen's GEMM runs) and a
+in f32, narrow integer dots in s32: the types Eigen's GEMM runs; s8 x s8
+and bf16 x bf16 dots keep their operands for the runtime's low-precision
+matmuls, ``__xla_cpu_matmul_s8_s32``/``_bf16_f32``) and a
 layout assignment that gives ``fft`` and the collectives row-major operands
 and results and convolutions the orders the runtime's conv2d reads (NHWC/HWIO, or
 for a kernel gradient the order JAX gives it; copies around them where the module says otherwise: ``layout_constraints.py``),
@@ -31,7 +33,7 @@ its operand's buffer instead of copying it), then
 copy insertion and the memory scheduler, after which buffer assignment
 runs."""
 from xla.backends.cpu import layout_constraints
-from xla.backends.cpu.dot_operand_layouts import DotOperandLayouts
+from xla.backends.cpu.dot_operand_layouts import MIXED_MATMUL_TYPES, DotOperandLayouts
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
 from xla.backends.cpu.matrix_vector_pairs import MatrixVectorPairFusion
 from xla.service.pass_registry import make_pass
@@ -57,7 +59,7 @@ def cpu_pipeline(**options):
     pipeline.passes[layout] = make_pass("layout-assignment",
                                         constraints=layout_constraints.constraints)
     pipeline.passes[layout:layout] = [make_pass("convolution-reversal-expander"),
-                                      make_pass("dot-type-widening")]
+                                      make_pass("dot-type-widening", native=MIXED_MATMUL_TYPES)]
     layout = _index(pipeline, "layout-assignment")
     pipeline.passes.insert(layout + 1, DotOperandLayouts())
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)

@@ -38,8 +38,9 @@ int32_t __xla_cpu_runtime_num_threads(void);
 void __xla_cpu_runtime_set_num_threads(int32_t num_threads);
 
 // The ISA variant of the matmul and convolution kernels this process uses:
-// "baseline" (the target's default ISA), "avx2" (AVX2 + FMA) or "avx512"
-// (AVX-512 F/BW/DQ/VL), the widest the CPU supports unless the environment
+// "baseline" (the target's default ISA), "avx2" (AVX2 + FMA), "avx512"
+// (AVX-512 F/BW/DQ/VL), "avx512_vnni" (with VNNI) or "avx512_vnni_bf16" (with
+// VNNI and BF16), the widest the CPU supports unless the environment
 // variable XLA_CPU_RUNTIME_ISA names one (see kernels.h). Chosen once, on
 // first use. Null, with *error (when error is not null) set to why, when
 // XLA_CPU_RUNTIME_ISA names a variant that is unknown, not in this build or
@@ -72,6 +73,15 @@ void __xla_cpu_matmul_s32(const int32_t* lhs, const int32_t* rhs, int32_t* out, 
                           int32_t transpose_rhs);
 void __xla_cpu_matmul_c64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m,
                           int64_t k, int64_t n, int32_t transpose_lhs, int32_t transpose_rhs);
+// Low-precision operands, a wider result (same layout contract): s8 x s8 ->
+// s32, exact modulo 2^32; bf16 x bf16 (the bits, uint16) -> f32, products
+// exact and summed in f32 (XLA's bf16 dot before its result is rounded).
+void __xla_cpu_matmul_s8_s32(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t batch,
+                             int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                             int32_t transpose_rhs);
+void __xla_cpu_matmul_bf16_f32(const void* lhs, const void* rhs, float* out, int64_t batch,
+                               int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                               int32_t transpose_rhs);
 void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t batch,
                            int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                            int32_t transpose_rhs);

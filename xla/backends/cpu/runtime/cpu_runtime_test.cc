@@ -111,7 +111,8 @@ TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
   }
   EXPECT_EQ(names.size(), static_cast<size_t>(count));
   for (const char* name : {"__xla_cpu_parallel_for", "__xla_cpu_matmul_f32", "__xla_cpu_matmul_f64",
-                           "__xla_cpu_matmul_s32", "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
+                           "__xla_cpu_matmul_s32", "__xla_cpu_matmul_s8_s32",
+                           "__xla_cpu_matmul_bf16_f32", "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
                            "__xla_cpu_conv2d_f64", "__xla_cpu_conv2d_filter_f32",
                            "__xla_cpu_conv2d_filter_f64", "__xla_cpu_runtime_num_threads",
                            "__xla_cpu_fft_f32", "__xla_cpu_fft_f64"}) {

@@ -14,18 +14,23 @@
 namespace xla_cpu_runtime {
 namespace {
 
-#define XLA_CPU_ISA_KERNELS(ns, name)                                                          \
+// `dot`: the namespace of the low-precision matmuls (matmul_lowp.cc).
+#define XLA_CPU_ISA_KERNELS(ns, dot, name)                                                     \
   IsaKernels {                                                                                 \
     name, &ns::MatmulF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
-        &ns::Conv2DF32, &ns::Conv2DF64, &ns::Conv2DFilterF32, &ns::Conv2DFilterF64,            \
-        &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64,  \
-        &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128             \
+        &dot::MatmulS8S32, &dot::MatmulBf16F32, &ns::Conv2DF32, &ns::Conv2DF64,                \
+        &ns::Conv2DFilterF32, &ns::Conv2DFilterF64, &ns::CholeskyF32, &ns::CholeskyF64,        \
+        &ns::CholeskyC64, &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64,         \
+        &ns::TrsmC128                                                                          \
   }
 
-const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, "baseline");
+const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, isa_baseline, "baseline");
 #if defined(__x86_64__)
-const IsaKernels kAvx2 = XLA_CPU_ISA_KERNELS(isa_avx2, "avx2");
-const IsaKernels kAvx512 = XLA_CPU_ISA_KERNELS(isa_avx512, "avx512");
+const IsaKernels kAvx2 = XLA_CPU_ISA_KERNELS(isa_avx2, isa_avx2, "avx2");
+const IsaKernels kAvx512 = XLA_CPU_ISA_KERNELS(isa_avx512, isa_avx512, "avx512");
+const IsaKernels kAvx512Vnni = XLA_CPU_ISA_KERNELS(isa_avx512, isa_avx512_vnni, "avx512_vnni");
+const IsaKernels kAvx512VnniBf16 =
+    XLA_CPU_ISA_KERNELS(isa_avx512, isa_avx512_vnni_bf16, "avx512_vnni_bf16");
 #endif
 #undef XLA_CPU_ISA_KERNELS
 
@@ -35,7 +40,8 @@ const char kEnvVar[] = "XLA_CPU_RUNTIME_ISA";
 
 const std::vector<const IsaKernels*>& AllIsaKernels() {
 #if defined(__x86_64__)
-  static const std::vector<const IsaKernels*> all = {&kBaseline, &kAvx2, &kAvx512};
+  static const std::vector<const IsaKernels*> all = {&kBaseline, &kAvx2, &kAvx512,
+                                                      &kAvx512Vnni, &kAvx512VnniBf16};
 #else
   static const std::vector<const IsaKernels*> all = {&kBaseline};
 #endif
@@ -50,16 +56,20 @@ std::vector<std::string> MissingCpuFeatures(const IsaKernels& variant) {
     if (!has) missing.push_back(feature);
   };
   // The same flags the variant is compiled with (isa.bzl).
-  if (&variant == &kAvx2 || &variant == &kAvx512) {
+  const bool vnni = &variant == &kAvx512Vnni || &variant == &kAvx512VnniBf16;
+  const bool avx512 = &variant == &kAvx512 || vnni;
+  if (&variant == &kAvx2 || avx512) {
     need(__builtin_cpu_supports("avx2"), "avx2");
     need(__builtin_cpu_supports("fma"), "fma");
   }
-  if (&variant == &kAvx512) {
+  if (avx512) {
     need(__builtin_cpu_supports("avx512f"), "avx512f");
     need(__builtin_cpu_supports("avx512bw"), "avx512bw");
     need(__builtin_cpu_supports("avx512dq"), "avx512dq");
     need(__builtin_cpu_supports("avx512vl"), "avx512vl");
   }
+  if (vnni) need(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
+  if (&variant == &kAvx512VnniBf16) need(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
 #else
   (void)variant;
 #endif
@@ -157,6 +167,19 @@ void __xla_cpu_matmul_s32(const int32_t* lhs, const int32_t* rhs, int32_t* out, 
                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                           int32_t transpose_rhs) {
   Kernels().matmul_s32(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_s8_s32(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t batch,
+                             int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                             int32_t transpose_rhs) {
+  Kernels().matmul_s8_s32(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_bf16_f32(const void* lhs, const void* rhs, float* out, int64_t batch,
+                               int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                               int32_t transpose_rhs) {
+  Kernels().matmul_bf16_f32(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0,
+                            transpose_rhs != 0);
 }
 
 void __xla_cpu_matmul_c64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m,

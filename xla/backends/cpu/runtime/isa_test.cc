@@ -9,6 +9,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <set>
@@ -147,6 +148,98 @@ TEST_F(IsaTest, EveryRunnableVariantMatchesNaiveMatmuls) {
   }
 }
 
+// The low-precision matmuls (matmul_lowp.cc) on every variant: s8 x s8 ->
+// s32 exactly (int64 sums reduced modulo 2^32), with operands of -128 and
+// 127 only in some cases (the +128 offset's overflow would show), and
+// bf16 x bf16 -> f32 within f32 summation's error bound. Shapes around
+// the 8 x 32 micro-tile, the 64-row blocks and the k groups and blocks
+// (4 and 512 for s8, 2 and 256 for bf16), transposes, batches.
+float Bf16Value(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, sizeof f);
+  return f;
+}
+
+uint16_t Bf16Bits(float f) {  // truncation: any bf16 will do
+  uint32_t wide;
+  std::memcpy(&wide, &f, sizeof wide);
+  return static_cast<uint16_t>(wide >> 16);
+}
+
+void CheckLowPrecisionMatmuls(const IsaKernels& kernels) {
+  std::mt19937 rng(11);
+  const std::vector<std::array<int64_t, 4>> shapes = {
+      {1, 1, 1, 1},   {1, 7, 7, 7},    {1, 67, 67, 67},  {1, 1, 300, 70}, {1, 300, 64, 1},
+      {2, 17, 33, 9}, {1, 130, 1030, 150}, {3, 8, 5, 33}, {1, 9, 3, 40},  {1, 65, 514, 97},
+      {1, 1, 0, 5},   {1, 1, 1030, 300}, {1, 1, 512, 1024}};
+  for (const auto& [batch, m, k, n] : shapes) {
+    for (int t = 0; t < 12; ++t) {
+      const bool tl = t & 1, tr = t & 2;
+      const int values = t / 4;  // 0 random, 1 all -128, 2 -128 x 127
+      SCOPED_TRACE(std::string(kernels.name) + " " + std::to_string(batch) + "x" +
+                   std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) +
+                   " tl=" + std::to_string(tl) + " tr=" + std::to_string(tr) +
+                   " values=" + std::to_string(values));
+      std::vector<int8_t> lhs(static_cast<size_t>(batch * m * k));
+      std::vector<int8_t> rhs(static_cast<size_t>(batch * k * n));
+      for (auto& x : lhs) x = values == 0 ? static_cast<int8_t>(rng()) : int8_t(-128);
+      for (auto& x : rhs) {
+        x = values == 0 ? static_cast<int8_t>(rng()) : values == 1 ? int8_t(-128) : int8_t(127);
+      }
+      std::vector<int32_t> out(static_cast<size_t>(batch * m * n), 7);
+      kernels.matmul_s8_s32(lhs.data(), rhs.data(), out.data(), batch, m, k, n, tl, tr);
+      std::vector<uint16_t> flhs(lhs.size()), frhs(rhs.size());
+      std::normal_distribution<float> normal;
+      for (auto& x : flhs) x = Bf16Bits(normal(rng));
+      for (auto& x : frhs) x = Bf16Bits(normal(rng));
+      std::vector<float> fout(out.size(), 7.f);
+      kernels.matmul_bf16_f32(flhs.data(), frhs.data(), fout.data(), batch, m, k, n, tl, tr);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            int64_t sum = 0;
+            double fsum = 0, magnitude = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const size_t a = static_cast<size_t>(b * m * k + (tl ? p * m + i : i * k + p));
+              const size_t c = static_cast<size_t>(b * k * n + (tr ? j * k + p : p * n + j));
+              sum += int64_t{lhs[a]} * rhs[c];
+              const double product = double{Bf16Value(flhs[a])} * Bf16Value(frhs[c]);
+              fsum += product;
+              magnitude += std::abs(product);
+            }
+            const size_t o = static_cast<size_t>(b * m * n + i * n + j);
+            ASSERT_EQ(out[o], static_cast<int32_t>(static_cast<uint32_t>(sum)))
+                << b << "," << i << "," << j;
+            // f32 sums in any order: within (k + 1) units of 2^-24 of the
+            // sum of |products|.
+            ASSERT_LE(std::abs(fout[o] - fsum), std::ldexp(double(k + 1), -24) * magnitude)
+                << b << "," << i << "," << j;
+          }
+        }
+      }
+    }
+  }
+  // Tiny bf16 values (2^-70: products 2^-140, f32 denormals) are not
+  // flushed to zero: the dot-product instructions would.
+  const int64_t m = 9, k = 40, n = 33;
+  std::vector<uint16_t> tiny(static_cast<size_t>(m * k), Bf16Bits(std::ldexp(1.0f, -70)));
+  std::vector<uint16_t> ones(static_cast<size_t>(k * n), Bf16Bits(1.0f));
+  std::vector<uint16_t> tiny_rhs(ones.size(), Bf16Bits(std::ldexp(1.0f, -70)));
+  std::vector<float> out(static_cast<size_t>(m * n));
+  kernels.matmul_bf16_f32(tiny.data(), tiny_rhs.data(), out.data(), 1, m, k, n, false, false);
+  for (float x : out) ASSERT_EQ(x, std::ldexp(40.0f, -140)) << kernels.name;
+  kernels.matmul_bf16_f32(tiny.data(), ones.data(), out.data(), 1, m, k, n, false, false);
+  for (float x : out) ASSERT_EQ(x, std::ldexp(40.0f, -70)) << kernels.name;
+}
+
+TEST_F(IsaTest, EveryRunnableVariantMatchesNaiveLowPrecisionMatmuls) {
+  for (int threads : {1, 2}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    for (const IsaKernels* kernels : RunnableVariants()) CheckLowPrecisionMatmuls(*kernels);
+  }
+}
+
 TEST_F(IsaTest, EveryRunnableVariantMatchesANaiveConvolution) {
   __xla_cpu_runtime_set_num_threads(2);
   // Stride 2, padding, rhs dilation and two feature groups.
@@ -186,9 +279,11 @@ TEST(IsaDispatch, VariantsAreNarrowestFirstAndTheBaselineRunsAnywhere) {
   EXPECT_STREQ(all[0]->name, "baseline");
   EXPECT_TRUE(MissingCpuFeatures(*all[0]).empty());
 #if defined(__x86_64__)
-  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all.size(), 5u);
   EXPECT_STREQ(all[1]->name, "avx2");
   EXPECT_STREQ(all[2]->name, "avx512");
+  EXPECT_STREQ(all[3]->name, "avx512_vnni");
+  EXPECT_STREQ(all[4]->name, "avx512_vnni_bf16");
 #endif
 }
 
@@ -199,9 +294,12 @@ TEST(IsaDispatch, FeaturesMatchProcCpuinfo) {
   auto has = [&flags](const char* f) { return flags.count(f) != 0; };
   const auto& all = AllIsaKernels();
   EXPECT_EQ(MissingCpuFeatures(*all[1]).empty(), has("avx2") && has("fma"));
-  EXPECT_EQ(MissingCpuFeatures(*all[2]).empty(),
-            has("avx2") && has("fma") && has("avx512f") && has("avx512bw") &&
-                has("avx512dq") && has("avx512vl"));
+  const bool avx512 = has("avx2") && has("fma") && has("avx512f") && has("avx512bw") &&
+                      has("avx512dq") && has("avx512vl");
+  EXPECT_EQ(MissingCpuFeatures(*all[2]).empty(), avx512);
+  EXPECT_EQ(MissingCpuFeatures(*all[3]).empty(), avx512 && has("avx512_vnni"));
+  EXPECT_EQ(MissingCpuFeatures(*all[4]).empty(),
+            avx512 && has("avx512_vnni") && has("avx512_bf16"));
 #else
   GTEST_SKIP() << "only the baseline on this architecture";
 #endif

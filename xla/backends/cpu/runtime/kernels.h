@@ -12,15 +12,21 @@
 //   baseline  the target's default ISA (x86-64: SSE2; runs on any CPU)
 //   avx2      AVX2 + FMA                        (x86-64 only)
 //   avx512    AVX-512 F, BW, DQ, VL + AVX2/FMA  (x86-64 only)
+//   avx512_vnni       avx512 + AVX512_VNNI (x86-64 only)
+//   avx512_vnni_bf16  avx512 + AVX512_VNNI + AVX512_BF16 (x86-64 only)
+//             avx512's kernels but the low-precision matmuls
+//             (matmul_lowp.cc), s8 on VPDPBUSD (both) and bf16 on
+//             VDPBF16PS (the latter); the other variants compute those by
+//             widening to f32/f64/s32
 //
 // Everything else in the extension is compiled for the baseline. The
 // dispatcher (isa.cc) picks, once per process, the widest variant the
 // running CPU supports (__builtin_cpu_supports, which also checks that the
 // OS saves the wider registers), or the one XLA_CPU_RUNTIME_ISA names
-// (baseline, avx2 or avx512: for testing and comparisons; a name that is
-// unknown, not built, or not supported by this CPU is an error, never a
-// fallback). This header has no Eigen: variant units and the rest of the
-// runtime see each other only through it.
+// (baseline, avx2, avx512, avx512_vnni or avx512_vnni_bf16: for testing and
+// comparisons; a name that is unknown, not built, or not supported by this
+// CPU is an error, never a fallback). This header has no Eigen: variant
+// units and the rest of the runtime see each other only through it.
 #ifndef XLA_BACKENDS_CPU_RUNTIME_KERNELS_H_
 #define XLA_BACKENDS_CPU_RUNTIME_KERNELS_H_
 
@@ -95,20 +101,36 @@ int PoolCurrentThreadId();
                 int64_t m, int64_t n, int32_t flags);                                         \
   }
 
+// The low-precision matmuls (matmul_lowp.cc): bf16 operands are bits.
+#define XLA_CPU_DECLARE_DOT_KERNELS(ns)                                                        \
+  namespace ns {                                                                               \
+  void MatmulS8S32(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t batch,         \
+                   int64_t m, int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs);  \
+  void MatmulBf16F32(const void* lhs, const void* rhs, float* out, int64_t batch, int64_t m,  \
+                     int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs);           \
+  }
+
 XLA_CPU_DECLARE_ISA_KERNELS(isa_baseline)
+XLA_CPU_DECLARE_DOT_KERNELS(isa_baseline)
 #if defined(__x86_64__)
 XLA_CPU_DECLARE_ISA_KERNELS(isa_avx2)
+XLA_CPU_DECLARE_DOT_KERNELS(isa_avx2)
 XLA_CPU_DECLARE_ISA_KERNELS(isa_avx512)
+XLA_CPU_DECLARE_DOT_KERNELS(isa_avx512)
+XLA_CPU_DECLARE_DOT_KERNELS(isa_avx512_vnni)
+XLA_CPU_DECLARE_DOT_KERNELS(isa_avx512_vnni_bf16)
 #endif
 
 // One ISA variant's kernels.
 struct IsaKernels {
-  const char* name;  // "baseline", "avx2", "avx512"
+  const char* name;  // "baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16"
   decltype(&isa_baseline::MatmulF32) matmul_f32;
   decltype(&isa_baseline::MatmulF64) matmul_f64;
   decltype(&isa_baseline::MatmulS32) matmul_s32;
   decltype(&isa_baseline::MatmulC64) matmul_c64;
   decltype(&isa_baseline::MatmulC128) matmul_c128;
+  decltype(&isa_baseline::MatmulS8S32) matmul_s8_s32;
+  decltype(&isa_baseline::MatmulBf16F32) matmul_bf16_f32;
   decltype(&isa_baseline::Conv2DF32) conv2d_f32;
   decltype(&isa_baseline::Conv2DF64) conv2d_f64;
   decltype(&isa_baseline::Conv2DFilterF32) conv2d_filter_f32;

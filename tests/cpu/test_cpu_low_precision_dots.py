@@ -1,0 +1,168 @@
+"""s8 x s8 and bf16 x bf16 dots on the CPU: the pipeline leaves their
+operands narrow and the runtime's low-precision matmuls
+(``__xla_cpu_matmul_s8_s32``/``_bf16_f32``) compute them, for every operand
+form dot_decomposer and dot-operand-layouts produce (transposes read in
+place, batch dimensions, matrix-vector products).
+
+Expected values are NumPy's: int64 sums reduced modulo 2^bits of the
+result type (exact, extremes included: all -128, -128 x 127, where the
+runtime's +128 offset would overflow if it were not corrected exactly),
+and bf16 products summed in float64, within f32 summation's error bound
+and then rounded once to the result type.
+"""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import xla
+from xla.hlo.parser import parse_hlo_module
+
+BF16 = ml_dtypes.bfloat16
+
+
+def compile_dot(lhs, rhs, out, dims, lt, ot):
+    s = lambda d: ",".join(map(str, d))  # noqa: E731
+    text = (f"HloModule m\nENTRY e {{\n  a = {lt}[{s(lhs)}] parameter(0)\n"
+            f"  b = {lt}[{s(rhs)}] parameter(1)\n"
+            f"  ROOT d = {ot}[{s(out)}] dot(a, b), {dims}\n}}\n")
+    return xla.compile(parse_hlo_module(text), "cpu")
+
+
+PLAIN = "lhs_contracting_dims={1}, rhs_contracting_dims={0}"
+
+# (m, k, n): single elements, tails of the 8 x 32 micro-tile, of the 64-row
+# blocks and of the k groups (4 bytes, 2 bf16) and blocks (512, 256); one
+# row against a rhs packed as it goes, 8 strips at a time, with and
+# without tails.
+SIZES = [(1, 1, 1), (7, 7, 7), (67, 67, 67), (1, 300, 70), (300, 64, 1), (130, 1030, 150),
+         (65, 513, 97), (8, 3, 32), (512, 512, 512), (1, 1030, 300), (1, 512, 1024)]
+
+
+def s8_values(shape, kind, rng):
+    if kind == "random":
+        return rng.integers(-128, 128, shape).astype(np.int8)
+    return np.full(shape, -128 if kind == "min" else 127, np.int8)
+
+
+def wrapped(x, dtype):
+    """int64 ``x`` modulo 2^bits of ``dtype``, as ``dtype``."""
+    bits = np.iinfo(dtype).bits
+    return (x.astype(np.uint64) & np.uint64(2 ** bits - 1)).astype(
+        np.dtype(f"u{bits // 8}")).view(dtype)
+
+
+@pytest.mark.parametrize("m,k,n", SIZES)
+@pytest.mark.parametrize("lhs_kind,rhs_kind", [("random", "random"), ("min", "min"),
+                                               ("min", "max")])
+def test_s8_dot_is_exact(m, k, n, lhs_kind, rhs_kind):
+    exe = compile_dot((m, k), (k, n), (m, n), PLAIN, "s8", "s32")
+    # (1 x 1 x 1 is an elementwise multiply by then.)
+    assert ("__xla_cpu_matmul_s8_s32" in exe.ir_text) is (m * k * n > 1)
+    rng = np.random.default_rng(m * k + n)
+    a, b = s8_values((m, k), lhs_kind, rng), s8_values((k, n), rhs_kind, rng)
+    got = np.asarray(exe.execute(a, b))
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
+
+
+def test_s8_dot_with_empty_contraction_is_zero():
+    exe = compile_dot((5, 0), (0, 3), (5, 3), PLAIN, "s8", "s32")
+    got = np.asarray(exe.execute(np.zeros((5, 0), np.int8), np.zeros((0, 3), np.int8)))
+    np.testing.assert_array_equal(got, np.zeros((5, 3), np.int32))
+
+
+@pytest.mark.parametrize("ot,dtype", [("s8", np.int8), ("s16", np.int16), ("u8", np.uint8)])
+def test_s8_dot_into_narrow_results_wraps(ot, dtype):
+    exe = compile_dot((9, 70), (70, 33), (9, 33), PLAIN, "s8", ot)
+    assert "__xla_cpu_matmul_s8_s32" in exe.ir_text
+    rng = np.random.default_rng(3)
+    a, b = s8_values((9, 70), "random", rng), s8_values((70, 33), "random", rng)
+    got = np.asarray(exe.execute(a, b))
+    np.testing.assert_array_equal(got, wrapped(a.astype(np.int64) @ b.astype(np.int64), dtype))
+
+
+def bf16_reference(a, b):
+    """(f64 result, f32 summation error bound) of bf16 ``a @ b``."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    k = a.shape[-1]
+    return a @ b, (k + 1) * 2.0 ** -24 * (np.abs(a) @ np.abs(b))
+
+
+@pytest.mark.parametrize("m,k,n", SIZES)
+def test_bf16_dot_into_f32(m, k, n):
+    exe = compile_dot((m, k), (k, n), (m, n), PLAIN, "bf16", "f32")
+    assert ("__xla_cpu_matmul_bf16_f32" in exe.ir_text) is (m * k * n > 1)
+    rng = np.random.default_rng(m + k * n)
+    a = rng.standard_normal((m, k)).astype(BF16)
+    b = rng.standard_normal((k, n)).astype(BF16)
+    got = np.asarray(exe.execute(a, b))
+    assert got.dtype == np.float32
+    want, bound = bf16_reference(a, b)
+    assert np.all(np.abs(got - want) <= bound)
+
+
+@pytest.mark.parametrize("m,k,n", [(7, 7, 7), (130, 1030, 150), (512, 512, 512)])
+def test_bf16_dot_into_bf16_is_rounded_once(m, k, n):
+    exe = compile_dot((m, k), (k, n), (m, n), PLAIN, "bf16", "bf16")
+    assert "__xla_cpu_matmul_bf16_f32" in exe.ir_text
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((m, k)).astype(BF16)
+    b = rng.standard_normal((k, n)).astype(BF16)
+    got = np.asarray(exe.execute(a, b))
+    assert got.dtype == BF16
+    want, bound = bf16_reference(a, b)
+    # The f32 sum is within `bound` of the exact one; its bf16 rounding
+    # within half a bf16 ulp (2^-8 relative) of that.
+    tol = bound + (np.abs(want) + bound) * 2.0 ** -8
+    assert np.all(np.abs(got.astype(np.float64) - want) <= tol)
+
+
+def test_bf16_dot_keeps_denormal_products():
+    # 2^-70 * 2^-70 = 2^-140: an f32 denormal, which the dot-product
+    # instructions would flush to zero; the runtime widens such operands.
+    exe = compile_dot((9, 40), (40, 33), (9, 33), PLAIN, "bf16", "f32")
+    a = np.full((9, 40), 2.0 ** -70, BF16)
+    got = np.asarray(exe.execute(a, np.full((40, 33), 2.0 ** -70, BF16)))
+    np.testing.assert_array_equal(got, np.full((9, 33), 40 * 2.0 ** -140, np.float32))
+
+
+FORMS = [
+    # (lhs, rhs, out, dims, numpy)
+    ((64, 48), (64, 40), (48, 40), "lhs_contracting_dims={0}, rhs_contracting_dims={0}",
+     lambda a, b: a.T @ b),
+    ((48, 64), (40, 64), (48, 40), "lhs_contracting_dims={1}, rhs_contracting_dims={1}",
+     lambda a, b: a @ b.T),
+    ((67, 49), (41, 67), (49, 41), "lhs_contracting_dims={0}, rhs_contracting_dims={1}",
+     lambda a, b: a.T @ b.T),
+    ((300, 200), (300,), (200,), "lhs_contracting_dims={0}, rhs_contracting_dims={0}",
+     lambda a, b: a.T @ b),
+    ((200, 300), (300,), (200,), "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+     lambda a, b: a @ b),
+    ((300,), (300, 200), (200,), "lhs_contracting_dims={0}, rhs_contracting_dims={0}",
+     lambda a, b: a @ b),
+    ((3, 64, 48), (3, 40, 64), (3, 48, 40),
+     "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_contracting_dims={2}",
+     lambda a, b: np.swapaxes(a, 1, 2) @ np.swapaxes(b, 1, 2)),
+    ((5, 17, 33), (5, 33, 9), (5, 17, 9),
+     "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}",
+     lambda a, b: a @ b),
+]
+
+
+@pytest.mark.parametrize("lhs,rhs,out,dims,ref", FORMS)
+def test_every_operand_form(lhs, rhs, out, dims, ref):
+    rng = np.random.default_rng(len(lhs) * 10 + len(rhs))
+    exe = compile_dot(lhs, rhs, out, dims, "s8", "s32")
+    assert "__xla_cpu_matmul_s8_s32" in exe.ir_text
+    ops = [i.opcode for i in exe.module.entry.instructions]
+    assert "transpose" not in ops, ops
+    a, b = s8_values(lhs, "random", rng), s8_values(rhs, "random", rng)
+    np.testing.assert_array_equal(np.asarray(exe.execute(a, b)),
+                                  ref(a.astype(np.int64), b.astype(np.int64)))
+    exe = compile_dot(lhs, rhs, out, dims, "bf16", "f32")
+    assert "__xla_cpu_matmul_bf16_f32" in exe.ir_text
+    a = rng.standard_normal(lhs).astype(BF16)
+    b = rng.standard_normal(rhs).astype(BF16)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    bound = (max(lhs) + 1) * 2.0 ** -24 * ref(np.abs(a64), np.abs(b64))
+    assert np.all(np.abs(np.asarray(exe.execute(a, b)) - ref(a64, b64)) <= bound)

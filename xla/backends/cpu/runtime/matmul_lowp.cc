@@ -1,0 +1,615 @@
+// The CPU runtime's low-precision matrix products (cpu_runtime.h):
+// s8 x s8 -> s32 (__xla_cpu_matmul_s8_s32) and bf16 x bf16 -> f32
+// (__xla_cpu_matmul_bf16_f32). An ISA variant unit (kernels.h,
+// isa_variant.h); the C entry points that dispatch to a variant are in
+// isa.cc.
+//
+// Two implementations, chosen at compile time per variant:
+//
+// * The dot-product variants run a blocked GEMM of their own on VPDPBUSD
+//   (u8 x s8, four products per 32-bit lane; avx512_vnni and
+//   avx512_vnni_bf16) and VDPBF16PS (bf16 pairs into f32; avx512_vnni_bf16
+//   only). s8 x s8 becomes u8 x s8 by adding 128 to the packed rhs
+//   (x ^ 0x80); each output row then holds 128 * sum_k lhs[i, k] too,
+//   which is subtracted. All of it wraps modulo 2^32 like XLA's s32 sums,
+//   so the result is exact. VDPBF16PS treats denormal inputs as zero and
+//   flushes denormal results: where an operand has a nonzero element below
+//   2^-56 in magnitude the product takes the widened path instead; above
+//   that every product of two elements is a multiple of 2^-126, so is
+//   every partial sum, and no denormal ever arises (the result is f32
+//   GEMM's, up to summation order).
+// * Otherwise the operands are widened (s8 to f32 while k <= 1024, where
+//   every partial sum is an integer below 2^24, to f64 while they stay
+//   below 2^31, else to s32; bf16 to f32) and the process's GEMM of that
+//   type computes the product (__xla_cpu_matmul_f32/_f64/_s32: this
+//   variant's, or avx512's for the avx512_vnni* variants, which have no
+//   Eigen kernels of their own).
+#include "xla/backends/cpu/runtime/isa_variant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#include <immintrin.h>
+#define XLA_CPU_DOT_PRODUCT_GEMM 1  // the s8 GEMM (avx512_vnni and wider)
+#if defined(__AVX512BF16__)
+#define XLA_CPU_BF16_GEMM 1  // and the bf16 one (avx512_vnni_bf16)
+#endif
+#endif
+
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+namespace {
+
+float Bf16ToF32(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, sizeof f);
+  return f;
+}
+
+[[maybe_unused]] void WidenedS8(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t batch,
+                                int64_t m, int64_t k, int64_t n, bool transpose_lhs,
+                                bool transpose_rhs) {
+  const size_t lhs_size = static_cast<size_t>(batch * m * k);
+  const size_t rhs_size = static_cast<size_t>(batch * k * n);
+  if (k <= 1024) {  // |partial sums| <= 1024 * 2^14 = 2^24: exact in f32
+    std::vector<float> a(lhs, lhs + lhs_size), b(rhs, rhs + rhs_size);
+    std::vector<float> c(static_cast<size_t>(batch * m * n));
+    __xla_cpu_matmul_f32(a.data(), b.data(), c.data(), batch, m, k, n, transpose_lhs,
+                         transpose_rhs);
+    for (size_t i = 0; i < c.size(); ++i) out[i] = static_cast<int32_t>(c[i]);
+    return;
+  }
+  if (k < (int64_t{1} << 17)) {  // below 2^31: exact in f64
+    std::vector<double> a(lhs, lhs + lhs_size), b(rhs, rhs + rhs_size);
+    std::vector<double> c(static_cast<size_t>(batch * m * n));
+    __xla_cpu_matmul_f64(a.data(), b.data(), c.data(), batch, m, k, n, transpose_lhs,
+                         transpose_rhs);
+    for (size_t i = 0; i < c.size(); ++i) out[i] = static_cast<int32_t>(c[i]);
+    return;
+  }
+  std::vector<int32_t> a(lhs, lhs + lhs_size), b(rhs, rhs + rhs_size);
+  __xla_cpu_matmul_s32(a.data(), b.data(), out, batch, m, k, n, transpose_lhs, transpose_rhs);
+}
+
+void WidenedBf16(const uint16_t* lhs, const uint16_t* rhs, float* out, int64_t batch, int64_t m,
+                 int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs) {
+  std::vector<float> a(static_cast<size_t>(batch * m * k)), b(static_cast<size_t>(batch * k * n));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = Bf16ToF32(lhs[i]);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = Bf16ToF32(rhs[i]);
+  __xla_cpu_matmul_f32(a.data(), b.data(), out, batch, m, k, n, transpose_lhs, transpose_rhs);
+}
+
+#if defined(XLA_CPU_DOT_PRODUCT_GEMM)
+
+// ---------------------------------------------------------------------------
+// The dot-product GEMM. Operands are packed in groups of G consecutive k
+// (G = 4 bytes or 2 bf16: one 32-bit lane). The rhs is packed once per call
+// into strips of kNr = 32 columns, [strip][k group][32 columns][G]; the lhs
+// per task into panels of kMr = 8 rows, [panel][k group][8 rows][G]. The
+// micro-kernel keeps an 8 x 32 block of the output in 16 registers and per
+// k group loads two vectors of the rhs strip and broadcasts one lane of the
+// lhs per row. Rows and columns past the matrix are zero in the packed
+// lhs / not stored; k past the end is zero in both.
+constexpr int kMr = 8;
+constexpr int kNr = 32;
+// Rows of the lhs per task (a multiple of kMr).
+constexpr int64_t kMc = 64;
+// Strips packed together when a task packs its own (one row block).
+constexpr int64_t kPackStrips = 8;
+
+struct S8Kind {
+  using In = int8_t;
+  using Packed = uint8_t;
+  using Out = int32_t;
+  using Acc = __m512i;
+  static constexpr int kGroup = 4;
+  // k per block: the rhs micro-panel, kKc x 32 bytes, stays in L1.
+  static constexpr int64_t kKc = 512;
+  static Acc Zero() { return _mm512_setzero_si512(); }
+  static inline __attribute__((always_inline)) Acc Dot(Acc acc, __m512i rhs, __m512i lhs) {
+    return _mm512_dpbusd_epi32(acc, rhs, lhs);
+  }
+  static Packed Rhs(In x) { return static_cast<Packed>(static_cast<uint8_t>(x) ^ 0x80); }
+  static constexpr uint32_t kRhsFlip = 0x80808080u;  // Rhs on a word of four
+  // Matrix-vector products (Gemv): elements per vector, masked loads of a
+  // tail (zeros past it), Rhs on a vector, the sum of a vector's lanes.
+  static constexpr int kVector = 64;
+  static __m512i LoadTail(const In* x, int count) {
+    return _mm512_maskz_loadu_epi8(count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1, x);
+  }
+  static __m512i RhsVector(__m512i x) {
+    return _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  static Out Sum(Acc acc) { return _mm512_reduce_add_epi32(acc); }
+  static Packed Lhs(In x) { return static_cast<Packed>(x); }
+};
+
+#if defined(XLA_CPU_BF16_GEMM)
+struct Bf16Kind {
+  using In = uint16_t;
+  using Packed = uint16_t;
+  using Out = float;
+  using Acc = __m512;
+  static constexpr int kGroup = 2;
+  static constexpr int64_t kKc = 256;
+  static Acc Zero() { return _mm512_setzero_ps(); }
+  static inline __attribute__((always_inline)) Acc Dot(Acc acc, __m512i rhs, __m512i lhs) {
+    return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(rhs), reinterpret_cast<__m512bh>(lhs));
+  }
+  static Packed Rhs(In x) { return x; }
+  static constexpr uint32_t kRhsFlip = 0;
+  static constexpr int kVector = 32;
+  static __m512i LoadTail(const In* x, int count) {
+    return _mm512_maskz_loadu_epi16(count >= 32 ? ~__mmask32(0) : (__mmask32(1) << count) - 1, x);
+  }
+  static __m512i RhsVector(__m512i x) { return x; }
+  static Out Sum(Acc acc) { return _mm512_reduce_add_ps(acc); }
+  static Packed Lhs(In x) { return x; }
+};
+#endif  // XLA_CPU_BF16_GEMM
+
+template <typename Kind>
+struct Gemm {
+  using In = typename Kind::In;
+  using Packed = typename Kind::Packed;
+  using Out = typename Kind::Out;
+  static constexpr int G = Kind::kGroup;
+
+  const In* lhs;
+  const In* rhs;
+  Out* out;
+  int64_t batch, m, k, n;
+  bool transpose_lhs, transpose_rhs;
+  int64_t groups;      // k groups, k rounded up to G
+  int64_t strips;      // column strips of kNr
+  int64_t row_blocks;  // blocks of kMc rows
+  int64_t col_blocks;  // blocks of strips_per_task strips
+  int64_t strips_per_task;
+  Packed* packed_rhs;  // batch x strips x groups x kNr x G
+
+  In LhsAt(const In* a, int64_t i, int64_t p) const {
+    return transpose_lhs ? a[p * m + i] : a[i * k + p];
+  }
+  In RhsAt(const In* b, int64_t p, int64_t j) const {
+    return transpose_rhs ? b[j * k + p] : b[p * n + j];
+  }
+
+  Packed* RhsStrip(int64_t b, int64_t s) const {
+    return packed_rhs + ((b * strips + s) * groups) * kNr * G;
+  }
+
+  // Packs k groups [g0, g1) of one strip of the rhs of product b into dst.
+  void PackRhsStrip(int64_t b, int64_t s, int64_t g0, int64_t g1, Packed* dst) const {
+    const In* src = rhs + b * k * n;
+    const int64_t j0 = s * kNr;
+    const int64_t cols = std::min<int64_t>(kNr, n - j0);
+    for (int64_t g = g0; g < g1; ++g, dst += kNr * G) {
+      const int64_t p0 = g * G;
+      if (!transpose_rhs && cols == kNr && p0 + G <= k) {
+        PackRowMajorGroup(src + p0 * n + j0, dst);
+        continue;
+      }
+      if (transpose_rhs && p0 + G <= k) {  // each column's G values: one 32-bit word
+        for (int64_t j = 0; j < cols; ++j) {
+          uint32_t word;
+          std::memcpy(&word, src + (j0 + j) * k + p0, sizeof word);
+          word ^= Kind::kRhsFlip;
+          std::memcpy(dst + j * G, &word, sizeof word);
+        }
+        std::fill(dst + cols * G, dst + kNr * G, Packed(0));
+        continue;
+      }
+      for (int64_t j = 0; j < kNr; ++j) {
+        for (int t = 0; t < G; ++t) {
+          const int64_t p = p0 + t;
+          dst[j * G + t] = j < cols && p < k ? Kind::Rhs(RhsAt(src, p, j0 + j)) : Packed(0);
+        }
+      }
+    }
+  }
+
+  // PackRhsStrip for strips [s0, s1) into consecutive blocks of dst
+  // (g1 - g0 groups each), k groups outermost where the rhs is row-major.
+  void PackRhsStrips(int64_t b, int64_t s0, int64_t s1, int64_t g0, int64_t g1, Packed* dst) const {
+    const int64_t block = (g1 - g0) * kNr * G;
+    if (transpose_rhs || s1 * kNr > n || g1 * G > k) {
+      for (int64_t s = s0; s < s1; ++s) PackRhsStrip(b, s, g0, g1, dst + (s - s0) * block);
+      return;
+    }
+    const In* src = rhs + b * k * n;
+    for (int64_t g = g0; g < g1; ++g) {
+      for (int64_t s = s0; s < s1; ++s) {
+        PackRowMajorGroup(src + g * G * n + s * kNr, dst + (s - s0) * block + (g - g0) * kNr * G);
+      }
+    }
+  }
+
+  // G rows of 32 columns of a row-major rhs (row stride n) interleaved into
+  // [32 columns][G].
+  void PackRowMajorGroup(const In* src, Packed* dst) const {
+    if constexpr (G == 4) {
+      const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+      for (int h = 0; h < 2; ++h) {
+        auto row = [&](int t) {
+          return _mm_xor_si128(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t * n + 16 * h)), flip);
+        };
+        const __m128i x0 = row(0), x1 = row(1), x2 = row(2), x3 = row(3);
+        const __m128i t01l = _mm_unpacklo_epi8(x0, x1), t01h = _mm_unpackhi_epi8(x0, x1);
+        const __m128i t23l = _mm_unpacklo_epi8(x2, x3), t23h = _mm_unpackhi_epi8(x2, x3);
+        __m128i* d = reinterpret_cast<__m128i*>(dst + 64 * h);
+        _mm_storeu_si128(d + 0, _mm_unpacklo_epi16(t01l, t23l));
+        _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(t01l, t23l));
+        _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(t01h, t23h));
+        _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(t01h, t23h));
+      }
+    } else {
+      for (int c = 0; c < 4; ++c) {
+        const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 8 * c));
+        const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + n + 8 * c));
+        __m128i* d = reinterpret_cast<__m128i*>(dst + 16 * c);
+        _mm_storeu_si128(d + 0, _mm_unpacklo_epi16(x0, x1));
+        _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(x0, x1));
+      }
+    }
+  }
+
+  // Packs rows [i0, i0 + kMr) and k groups [g0, g1) of the lhs of product
+  // b into dst ([group][kMr][G]); sums[r] = the sum of the row's elements
+  // there (used by s8 only).
+  void PackLhsPanel(const In* a, int64_t i0, int64_t g0, int64_t g1, Packed* dst,
+                    int32_t* sums) const {
+    const int64_t rows = std::min<int64_t>(kMr, m - i0);
+    for (int r = 0; r < kMr; ++r) sums[r] = 0;
+    if (!transpose_lhs) {
+      for (int r = 0; r < kMr; ++r) {
+        Packed* d = dst + r * G;
+        if (r >= rows) {
+          for (int64_t g = g0; g < g1; ++g, d += kMr * G) std::memset(d, 0, G * sizeof(Packed));
+          continue;
+        }
+        const In* row = a + (i0 + r) * k;
+        const int64_t full = std::min(g1, k / G);
+        int32_t sum = 0;
+        int64_t g = g0;
+        for (; g < full; ++g, d += kMr * G) {
+          std::memcpy(d, row + g * G, G * sizeof(Packed));
+          if constexpr (G == 4) {
+            for (int t = 0; t < G; ++t) sum += row[g * G + t];
+          }
+        }
+        for (; g < g1; ++g, d += kMr * G) {
+          for (int t = 0; t < G; ++t) {
+            const int64_t p = g * G + t;
+            const In x = p < k ? row[p] : In(0);
+            d[t] = Kind::Lhs(x);
+            if constexpr (G == 4) sum += x;
+          }
+        }
+        sums[r] = sum;
+      }
+      return;
+    }
+    for (int64_t g = g0; g < g1; ++g, dst += kMr * G) {
+      for (int r = 0; r < kMr; ++r) {
+        for (int t = 0; t < G; ++t) {
+          const int64_t p = g * G + t;
+          const In x = r < rows && p < k ? LhsAt(a, i0 + r, p) : In(0);
+          dst[r * G + t] = Kind::Lhs(x);
+          if constexpr (G == 4) sums[r] += x;
+        }
+      }
+    }
+  }
+
+  // out[i0.., j0..] (rows, cols valid) = or += the product of a packed lhs
+  // panel and rhs micro-panel over `count` k groups, less 128 * sums (s8).
+  // kRows: the panel rows computed (8, or 1 for row-vector products).
+  template <int kRows>
+  static void MicroKernel(const Packed* a, const Packed* b, int64_t count, Out* c, int64_t ldc,
+                          int rows, int cols, bool accumulate, const int32_t* sums) {
+    // Sixteen named accumulators: GCC keeps an array of them in registers
+    // only after copying them around every iteration.
+    using Acc = typename Kind::Acc;
+    Acc c00 = Kind::Zero(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+        c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00,
+        c71 = c00;
+    for (int64_t g = 0; g < count; ++g, a += kMr * G, b += kNr * G) {
+      const __m512i b0 = _mm512_loadu_si512(b);
+      const __m512i b1 = _mm512_loadu_si512(b + 16 * G);
+#define XLA_CPU_LOWP_ROW(r)                                  \
+  if constexpr (r < kRows) {                                 \
+    int32_t word;                                            \
+    std::memcpy(&word, a + r * G, sizeof word);              \
+    const __m512i lane = _mm512_set1_epi32(word);            \
+    c##r##0 = Kind::Dot(c##r##0, b0, lane);                  \
+    c##r##1 = Kind::Dot(c##r##1, b1, lane);                  \
+  }
+      XLA_CPU_LOWP_ROW(0)
+      XLA_CPU_LOWP_ROW(1)
+      XLA_CPU_LOWP_ROW(2)
+      XLA_CPU_LOWP_ROW(3)
+      XLA_CPU_LOWP_ROW(4)
+      XLA_CPU_LOWP_ROW(5)
+      XLA_CPU_LOWP_ROW(6)
+      XLA_CPU_LOWP_ROW(7)
+#undef XLA_CPU_LOWP_ROW
+    }
+    const Acc acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
+                             {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
+    const __mmask16 mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+    const __mmask16 mask1 =
+        cols >= 32 ? __mmask16(0xFFFF)
+                   : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+    for (int r = 0; r < rows; ++r) {
+      Out* row = c + r * ldc;
+      for (int h = 0; h < 2; ++h) {
+        const __mmask16 mask = h == 0 ? mask0 : mask1;
+        if (mask == 0) continue;
+        if constexpr (G == 4) {
+          __m512i v = _mm512_sub_epi32(acc[r][h], _mm512_set1_epi32(static_cast<int32_t>(
+                                                      static_cast<uint32_t>(sums[r]) << 7)));
+          if (accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, row + 16 * h));
+          _mm512_mask_storeu_epi32(row + 16 * h, mask, v);
+        } else {
+          __m512 v = acc[r][h];
+          if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, row + 16 * h));
+          _mm512_mask_storeu_ps(row + 16 * h, mask, v);
+        }
+      }
+    }
+  }
+
+  // One task: rows [rb * kMc, +kMc) and strips [cb * strips_per_task, ...)
+  // of product b.
+  void Task(int64_t b, int64_t rb, int64_t cb, Packed* panel, int32_t* sums,
+            Packed* strip_buffer) const {
+    const In* a = lhs + b * m * k;
+    Out* c = out + b * m * n;
+    const int64_t i_begin = rb * kMc, i_end = std::min(m, i_begin + kMc);
+    const int64_t s_begin = cb * strips_per_task;
+    const int64_t s_end = std::min(strips, s_begin + strips_per_task);
+    const int64_t block_groups = Kind::kKc / G;
+    for (int64_t g0 = 0; g0 < groups; g0 += block_groups) {
+      const int64_t g1 = std::min(groups, g0 + block_groups);
+      const int64_t count = g1 - g0;
+      int64_t panels = 0;
+      for (int64_t i0 = i_begin; i0 < i_end; i0 += kMr, ++panels) {
+        PackLhsPanel(a, i0, g0, g1, panel + panels * count * kMr * G, sums + panels * kMr);
+      }
+      for (int64_t s = s_begin; s < s_end; ++s) {
+        const Packed* strip;
+        if (packed_rhs != nullptr) {
+          strip = RhsStrip(b, s) + g0 * kNr * G;
+        } else {
+          // kPackStrips strips at a time: a row-major rhs is then read in
+          // runs of kPackStrips * 32 columns, not one strip's 32.
+          const int64_t slot = (s - s_begin) % kPackStrips;
+          if (slot == 0) {
+            PackRhsStrips(b, s, std::min(s_end, s + kPackStrips), g0, g1, strip_buffer);
+          }
+          strip = strip_buffer + slot * count * kNr * G;
+        }
+        const int64_t j0 = s * kNr;
+        const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
+        int64_t p = 0;
+        for (int64_t i0 = i_begin; i0 < i_end; i0 += kMr, ++p) {
+          (m == 1 ? MicroKernel<1> : MicroKernel<kMr>)(
+              panel + p * count * kMr * G, strip, count, c + i0 * n + j0, n,
+              static_cast<int>(std::min<int64_t>(kMr, i_end - i0)), cols, g0 > 0, sums + p * kMr);
+        }
+      }
+    }
+  }
+
+  void Run() {
+    groups = (k + G - 1) / G;
+    strips = (n + kNr - 1) / kNr;
+    row_blocks = (m + kMc - 1) / kMc;
+    // Enough tasks for every thread to get several where the rows alone
+    // give too few; at least two strips (64 columns) each.
+    const int64_t threads = ThreadsForCaller();
+    const int64_t blocks = batch * row_blocks;
+    const int64_t want = blocks >= 4 * threads ? 1 : (4 * threads + blocks - 1) / blocks;
+    col_blocks = std::max<int64_t>(1, std::min(want, strips / 2));
+    strips_per_task = (strips + col_blocks - 1) / col_blocks;
+    col_blocks = (strips + strips_per_task - 1) / strips_per_task;
+
+    const int64_t work = batch * m * n * k;
+    const bool parallel = threads > 1 && work >= kMinParallelMacs;
+    // With several row blocks every packed strip is used several times:
+    // the whole rhs is packed first. With one (few rows: matrix-vector-like
+    // products) each task packs its strips' k blocks as it goes, 8 strips
+    // at a time into a buffer that stays in L2, and the rhs is read once.
+    std::unique_ptr<Packed[]> rhs_buffer;  // not value-initialized: packing writes it all
+    packed_rhs = nullptr;
+    if (row_blocks > 1) {
+      rhs_buffer.reset(new Packed[static_cast<size_t>(batch * strips * groups * kNr * G)]);
+      packed_rhs = rhs_buffer.get();
+      auto pack = [](void* ctx, int64_t begin, int64_t end) {
+        const auto& self = *static_cast<const Gemm*>(ctx);
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t b = t / self.strips, s = t % self.strips;
+          self.PackRhsStrip(b, s, 0, self.groups, self.RhsStrip(b, s));
+        }
+      };
+      if (parallel) {
+        __xla_cpu_parallel_for(pack, this, batch * strips,
+                               std::max<int64_t>(1, 4096 / (groups * kNr * G)));
+      } else {
+        pack(this, 0, batch * strips);
+      }
+    }
+    auto body = [](void* ctx, int64_t begin, int64_t end) {
+      const auto& self = *static_cast<const Gemm*>(ctx);
+      const int64_t block_groups = std::min(self.groups, Kind::kKc / G);
+      std::vector<Packed> panel(static_cast<size_t>(kMc * block_groups * G));
+      std::vector<int32_t> sums(kMc);
+      std::vector<Packed> strip(self.packed_rhs == nullptr ? kPackStrips * block_groups * kNr * G
+                                                           : 0);
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t cb = t % self.col_blocks;
+        const int64_t rb = (t / self.col_blocks) % self.row_blocks;
+        const int64_t b = t / (self.col_blocks * self.row_blocks);
+        self.Task(b, rb, cb, panel.data(), sums.data(), strip.data());
+      }
+    };
+    const int64_t tasks = batch * row_blocks * col_blocks;
+    if (parallel) {
+      __xla_cpu_parallel_for(body, this, tasks, 1);
+    } else {
+      body(this, 0, tasks);
+    }
+  }
+};
+
+// Matrix-vector products whose matrix is read along its contiguous rows:
+// out[r] = sum_p vec[p] * mat[r, p] for a row-major [rows, k] `mat` (A x
+// with A row-major, or x B^T with B stored [n, k]). No packing: each row
+// is streamed once, 4 rows at a time against one load of the vector, with
+// the matrix as the instruction's u8 / first bf16 side (s8: + 128, so the
+// result holds 128 * sum(vec) too, subtracted). Past k both are zero.
+template <typename Kind>
+struct Gemv {
+  using In = typename Kind::In;
+  using Out = typename Kind::Out;
+  const In* mat;
+  const In* vec;
+  Out* out;
+  int64_t rows, k;
+  Out correction;
+
+  void Rows(int64_t r0, int64_t r1) const {
+    constexpr int V = Kind::kVector;
+    for (int64_t r = r0; r < r1; r += 4) {
+      const int count = static_cast<int>(std::min<int64_t>(4, r1 - r));
+      typename Kind::Acc acc[4] = {Kind::Zero(), Kind::Zero(), Kind::Zero(), Kind::Zero()};
+      for (int64_t p = 0; p < k; p += V) {
+        const int width = static_cast<int>(std::min<int64_t>(V, k - p));
+        const __m512i v = Kind::LoadTail(vec + p, width);
+        for (int t = 0; t < 4; ++t) {
+          if (t >= count) break;
+          const __m512i a = Kind::LoadTail(mat + (r + t) * k + p, width);
+          acc[t] = Kind::Dot(acc[t], Kind::RhsVector(a), v);
+        }
+      }
+      for (int t = 0; t < count; ++t) out[r + t] = Kind::Sum(acc[t]) - correction;
+    }
+  }
+
+  void Run() {
+    auto body = [](void* ctx, int64_t begin, int64_t end) {
+      const auto& self = *static_cast<const Gemv*>(ctx);
+      self.Rows(begin * 4, std::min(end * 4, self.rows));
+    };
+    const int64_t quads = (rows + 3) / 4;
+    if (ThreadsForCaller() > 1 && rows * k >= kMinParallelMacs) {
+      __xla_cpu_parallel_for(body, this, quads, std::max<int64_t>(1, kMinParallelMacs / (4 * k)));
+    } else {
+      body(this, 0, quads);
+    }
+  }
+};
+
+// Runs the product as Gemv where its shape allows (after the n == 1 swap:
+// one row, rhs stored transposed); false otherwise.
+template <typename Kind>
+bool RunGemv(const typename Kind::In* lhs, const typename Kind::In* rhs, typename Kind::Out* out,
+             int64_t batch, int64_t m, int64_t k, int64_t n, bool transpose_rhs) {
+  if (m != 1 || !transpose_rhs) return false;
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto* vec = lhs + b * k;
+    typename Kind::Out correction = 0;
+    if constexpr (Kind::kGroup == 4) {
+      uint32_t sum = 0;
+      for (int64_t p = 0; p < k; ++p) sum += static_cast<uint32_t>(static_cast<int32_t>(vec[p]));
+      correction = static_cast<int32_t>(sum << 7);
+    }
+    Gemv<Kind>{rhs + b * k * n, vec, out + b * n, n, k, correction}.Run();
+  }
+  return true;
+}
+
+#if defined(XLA_CPU_BF16_GEMM)
+// Whether a bf16 array has a nonzero element of magnitude below 2^-56
+// (biased exponent below 71), which the dot-product GEMM could flush.
+bool HasTinyBf16(const uint16_t* x, int64_t count) {
+  const __m512i sign = _mm512_set1_epi16(0x7FFF), limit = _mm512_set1_epi16(71 << 7);
+  __mmask32 tiny = 0;
+  int64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    const __m512i magnitude = _mm512_and_si512(_mm512_loadu_si512(x + i), sign);
+    tiny |= _mm512_test_epi16_mask(magnitude, magnitude) &
+            _mm512_cmplt_epu16_mask(magnitude, limit);
+  }
+  bool any = tiny != 0;
+  for (; i < count; ++i) {
+    const uint16_t magnitude = x[i] & 0x7FFF;
+    any |= magnitude != 0 && magnitude < (71 << 7);
+  }
+  return any;
+}
+
+#endif  // XLA_CPU_BF16_GEMM
+
+#endif  // XLA_CPU_DOT_PRODUCT_GEMM
+
+}  // namespace
+
+void MatmulS8S32(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t batch, int64_t m,
+                 int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    std::fill(out, out + batch * m * n, 0);
+    return;
+  }
+#if defined(XLA_CPU_DOT_PRODUCT_GEMM)
+  if (batch == 1 && n == 1 && m > 1) {  // out^T = rhs^T lhs^T: one row, m columns
+    std::swap(lhs, rhs);
+    std::swap(m, n);
+    const bool tl = transpose_lhs;
+    transpose_lhs = !transpose_rhs;
+    transpose_rhs = !tl;
+  }
+  if (RunGemv<S8Kind>(lhs, rhs, out, batch, m, k, n, transpose_rhs)) return;
+  Gemm<S8Kind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs}.Run();
+#else
+  WidenedS8(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
+#endif
+}
+
+void MatmulBf16F32(const void* lhs_bits, const void* rhs_bits, float* out, int64_t batch,
+                   int64_t m, int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    std::fill(out, out + batch * m * n, 0.0f);
+    return;
+  }
+  const auto* lhs = static_cast<const uint16_t*>(lhs_bits);
+  const auto* rhs = static_cast<const uint16_t*>(rhs_bits);
+#if defined(XLA_CPU_BF16_GEMM)
+  if (!HasTinyBf16(lhs, batch * m * k) && !HasTinyBf16(rhs, batch * k * n)) {
+    if (batch == 1 && n == 1 && m > 1) {
+      std::swap(lhs, rhs);
+      std::swap(m, n);
+      const bool tl = transpose_lhs;
+      transpose_lhs = !transpose_rhs;
+      transpose_rhs = !tl;
+    }
+    if (RunGemv<Bf16Kind>(lhs, rhs, out, batch, m, k, n, transpose_rhs)) return;
+    Gemm<Bf16Kind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs}.Run();
+    return;
+  }
+#endif
+  WidenedBf16(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
+}
+
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime
