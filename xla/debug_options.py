@@ -78,9 +78,9 @@ _HELP = {
     "xla_dump_include_timestamp": "Put a timestamp in dump file names.",
     "xla_disable_hlo_passes": "Comma-separated HLO pass names not to run.",
     "xla_backend_optimization_level": "LLVM optimization level of the CPU backend (0-3).",
-    "xla_llvm_disable_expensive_passes": "CPU backend: compile kernels without LLVM's loop and "
-                                         "SLP vectorizers and loop strength reduction (about 40% "
-                                         "less LLVM time; slower code).",
+    "xla_llvm_disable_expensive_passes": "CPU backend: compile kernels with O1's simplification, "
+                                         "without LLVM's loop and SLP vectorizers and loop "
+                                         "strength reduction (less LLVM time, slower code).",
     "xla_cpu_enable_fast_math": "Let LLVM reassociate and contract floating-point arithmetic.",
     "xla_cpu_multi_thread_eigen": "Use the CPU runtime's thread pool (false: one thread).",
     "xla_hlo_profile": "Instrument compiled code to time every instruction of the entry "

@@ -104,7 +104,7 @@ class CpuCompiler(Compiler):
         self.fast_math = options.xla_cpu_enable_fast_math
         # What the kernels' compilation leaves out of LLVM's pipeline (small
         # kernels also leave out loop strength reduction, see kernels.py).
-        self.skip = (jit.SKIP_VECTORIZERS | jit.SKIP_LSR
+        self.skip = (jit.SKIP_VECTORIZERS | jit.SKIP_LSR | jit.SKIP_FULL_SIMPLIFICATION
                      if options.xla_llvm_disable_expensive_passes else 0)
         self.disabled_passes = tuple(options.xla_disable_hlo_passes)
         self.log_progress = options.xla_log_compile_progress
@@ -248,7 +248,8 @@ class CpuCompiler(Compiler):
             mod = emitted.link(transform=self._transform)
             small = emitted.kernels and all(map(is_small_kernel, emitted.kernels.values()))
             jit_module = jit.JitModule(str(mod), opt_level=self.opt_level,
-                                       skip=self.skip | (jit.SKIP_LSR if small else 0))
+                                       skip=self.skip | (kernel_compiler.SMALL_KERNEL_SKIP
+                                                         if small else 0))
             objects = {}
         else:
             objects = kernels.finish()

@@ -55,6 +55,8 @@ BATCH_KERNELS = 8
 # holding its batch's object.
 _BATCH_POINTER = b"XLABATCH:"
 MEMORY_CACHE_BYTES = 256 << 20
+# What a small kernel's compilation leaves out (kernels.SMALL_KERNEL_BYTES).
+SMALL_KERNEL_SKIP = jit.SKIP_LSR | jit.SKIP_FULL_SIMPLIFICATION
 
 
 def buffer_layout_fingerprint(assignment):
@@ -258,8 +260,8 @@ class KernelCompiler:
     code for a given kernel text (opt level, fast math, ``skip``);
     ``transform`` rewrites a kernel's text before compiling (fast math);
     ``skip`` (``jit.SKIP_*``) names passes left out for every kernel, and a
-    small kernel (``kernels.is_small_kernel``) also compiles without loop
-    strength reduction; batches hold kernels compiled alike. Kernels compile
+    small kernel (``kernels.is_small_kernel``) also leaves out
+    ``SMALL_KERNEL_SKIP``; batches hold kernels compiled alike. Kernels compile
     in batches of up to ``BATCH_KERNELS``, linked into one LLVM module and
     one object (fixed costs per module and codegen setup shared: 80 kernels
     of a varied-width MLP in 0.9 s instead of 1.7 s); kernel functions are
@@ -315,7 +317,7 @@ class KernelCompiler:
         if text is None:
             self.stats["missing"] += 1
             return
-        skip = self.skip | (jit.SKIP_LSR if is_small_kernel(text) else 0)
+        skip = self.skip | (SMALL_KERNEL_SKIP if is_small_kernel(text) else 0)
         queue = self.queued.setdefault(skip, [])
         queue.append((symbol, text))
         self.pending.add(symbol)

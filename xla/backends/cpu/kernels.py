@@ -40,14 +40,14 @@ KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
 KERNEL_PLACEHOLDER = "xla.kernel"
 # A kernel whose buffer arguments hold at most this many bytes together is
 # a small kernel: its text starts with SMALL_KERNEL_LINE and it compiles
-# without LLVM's loop strength reduction (``jit.SKIP_LSR``), which took a
-# third of LLVM's time on such kernels and buys their short loops one
-# loop-counter instruction per iteration at most (docs/compiler.md, "LLVM's
-# pipeline"). Kernels over larger arrays, where loops run long, keep the
-# whole O3 pipeline. The line is part of the text, so of the fingerprint:
-# the same text always compiles the same way.
+# with a shorter LLVM pipeline (``kernel_compiler.SMALL_KERNEL_SKIP``: O1's
+# simplification, the same vectorizers, no loop strength reduction), a
+# third less LLVM time for the same run time of its short loops
+# (docs/compiler.md, "LLVM's pipeline"). Kernels over larger arrays, where
+# loops run long, keep the whole O3 pipeline. The line is part of the text,
+# so of the fingerprint: the same text always compiles the same way.
 SMALL_KERNEL_BYTES = 64 << 10
-SMALL_KERNEL_LINE = "; xla-cpu: small kernel (no loop strength reduction)\n"
+SMALL_KERNEL_LINE = "; xla-cpu: small kernel (short LLVM pipeline)\n"
 
 
 def is_small_kernel(text):
