@@ -180,3 +180,17 @@ def test_worker_processes_compile_with_the_skipped_passes():
 def test_results_unchanged(flag):
     for shape in (SMALL, LARGE):
         _run(*shape, xla_llvm_disable_expensive_passes=flag)
+
+
+def test_optimized_ir_dump_shows_each_kernels_pipeline():
+    # The executable's optimized IR (--xla_dump_to's ir-with-opt.ll) is each
+    # kernel optimized as it was compiled; for one of the small kernels
+    # here the short pipeline's IR differs from O3's.
+    exe = _run(*SMALL)
+    dump = exe.optimized_ir_text
+    differs = 0
+    for text in exe.emitted.kernels.values():
+        short = jit.optimized_ir(text, 3, kernel_compiler.SMALL_KERNEL_SKIP)
+        assert short in dump
+        differs += short != jit.optimized_ir(text, 3)
+    assert differs

@@ -142,11 +142,13 @@ class CpuExecutable(Executable):
         compiled separately are optimized again here, for reading)."""
         if self._optimized_ir_text is None and self.jit_module.optimized_ir is not None:
             from xla.backends.cpu import jit
+            from xla.backends.cpu.kernel_compiler import kernel_skip
             parts = [self.jit_module.optimized_ir]
             if self.kernel_objects and self.emitted is not None:
                 for symbol in sorted(self.kernel_objects):
-                    parts.append(jit.optimized_ir(self._transform(self.emitted.kernels[symbol]),
-                                                  self.kernel_opt_level, self.kernel_skip))
+                    text = self.emitted.kernels[symbol]
+                    parts.append(jit.optimized_ir(self._transform(text), self.kernel_opt_level,
+                                                  kernel_skip(text, self.kernel_skip)))
             self._optimized_ir_text = "\n".join(parts)
         return self._optimized_ir_text
 

@@ -59,6 +59,13 @@ MEMORY_CACHE_BYTES = 256 << 20
 SMALL_KERNEL_SKIP = jit.SKIP_LSR | jit.SKIP_FULL_SIMPLIFICATION
 
 
+def kernel_skip(text, skip=0):
+    """What the compilation of the kernel ``text`` leaves out of LLVM's
+    pipeline (``jit.SKIP_*``): ``skip``, the compilation's, and for a small
+    kernel SMALL_KERNEL_SKIP as well."""
+    return skip | (SMALL_KERNEL_SKIP if is_small_kernel(text) else 0)
+
+
 def buffer_layout_fingerprint(assignment):
     """A hash of a buffer assignment (every allocation, its kind, size and
     the offset of each value in it): part of a driver's persistent-cache
@@ -317,7 +324,7 @@ class KernelCompiler:
         if text is None:
             self.stats["missing"] += 1
             return
-        skip = self.skip | (SMALL_KERNEL_SKIP if is_small_kernel(text) else 0)
+        skip = kernel_skip(text, self.skip)
         queue = self.queued.setdefault(skip, [])
         queue.append((symbol, text))
         self.pending.add(symbol)
