@@ -102,8 +102,8 @@ class CpuCompiler(Compiler):
         level = self._opt_level
         self.opt_level = options.xla_backend_optimization_level if level is None else level
         self.fast_math = options.xla_cpu_enable_fast_math
-        # What the kernels' compilation leaves out of LLVM's pipeline (small
-        # kernels also leave out loop strength reduction, see kernels.py).
+        # What every kernel's compilation leaves out of LLVM's pipeline
+        # (small kernels leave out more: kernel_compiler.SMALL_KERNEL_SKIP).
         self.skip = (jit.SKIP_VECTORIZERS | jit.SKIP_LSR | jit.SKIP_FULL_SIMPLIFICATION
                      if options.xla_llvm_disable_expensive_passes else 0)
         self.disabled_passes = tuple(options.xla_disable_hlo_passes)

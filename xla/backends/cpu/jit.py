@@ -328,7 +328,7 @@ def compile_to_object(text, opt_level=3, skip=0):
     """Native object code (bytes) for an LLVM IR module's text (or a list
     of texts, linked into one module): parsed in a context of its own,
     retargeted to the host, optimized at ``opt_level`` less what ``skip``
-    names (SKIP_LSR, SKIP_VECTORIZERS) and compiled with the JIT's code
+    names (SKIP_*, above) and compiled with the JIT's code
     model, so an engine can load it (``JitModule.link``). Also what the
     kernel compiler's worker processes run (``llvm_worker.py`` loads this
     file without the package)."""
