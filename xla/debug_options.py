@@ -43,6 +43,7 @@ class DebugOptions:
     # Compilation.
     xla_disable_hlo_passes: tuple = ()
     xla_backend_optimization_level: int = 3
+    xla_llvm_disable_expensive_passes: bool = False
     xla_cpu_enable_fast_math: bool = False
     xla_allow_excess_precision: bool = True
     xla_cpu_multi_thread_eigen: bool = True
@@ -78,6 +79,9 @@ _HELP = {
     "xla_dump_include_timestamp": "Put a timestamp in dump file names.",
     "xla_disable_hlo_passes": "Comma-separated HLO pass names not to run.",
     "xla_backend_optimization_level": "LLVM optimization level of the CPU backend (0-3).",
+    "xla_llvm_disable_expensive_passes": "CPU backend: compile kernels with O1's simplification, "
+                                         "without LLVM's loop and SLP vectorizers and loop "
+                                         "strength reduction (less LLVM time, slower code).",
     "xla_cpu_enable_fast_math": "Let LLVM reassociate and contract floating-point arithmetic.",
     "xla_allow_excess_precision": "Allow xla to increase the output precision of an instruction "
                                   "(cpu: f16/bf16/f8 values inside a kernel stay in f32 and "

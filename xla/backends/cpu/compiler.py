@@ -15,7 +15,7 @@ from xla.backends.cpu.compile_progress import CompileProgress
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
 from xla.backends.cpu.kernel_compiler import KernelCompiler
-from xla.backends.cpu.kernels import KERNEL_PREFIX
+from xla.backends.cpu.kernels import KERNEL_PREFIX, is_small_kernel
 from xla.errors import UnimplementedError
 from xla.gc_util import paused_gc
 from xla.hlo.printer import module_to_text
@@ -104,6 +104,10 @@ class CpuCompiler(Compiler):
         self.opt_level = options.xla_backend_optimization_level if level is None else level
         self.fast_math = options.xla_cpu_enable_fast_math
         self.excess_precision = options.xla_allow_excess_precision
+        # What every kernel's compilation leaves out of LLVM's pipeline
+        # (small kernels leave out more: kernel_compiler.SMALL_KERNEL_SKIP).
+        self.skip = (jit.SKIP_VECTORIZERS | jit.SKIP_LSR | jit.SKIP_FULL_SIMPLIFICATION
+                     if options.xla_llvm_disable_expensive_passes else 0)
         self.disabled_passes = tuple(options.xla_disable_hlo_passes)
         self.log_progress = options.xla_log_compile_progress
         self.compile_workers = options.xla_cpu_compile_workers
@@ -221,9 +225,10 @@ class CpuCompiler(Compiler):
             # made, so the dump is the same whatever the cache holds.
             cache = None
         options = (f"O{self.opt_level} fast_math={self.fast_math} "
-                   f"excess_precision={self.excess_precision}")
+                   f"excess_precision={self.excess_precision} skip={self.skip}")
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
-                                 progress.kernels if progress else None, self.compile_workers)
+                                 progress.kernels if progress else None, self.compile_workers,
+                                 self.skip)
         key = None
         if cache is not None:
             key = cache.key(module_to_text(module, metadata=False),
@@ -252,14 +257,17 @@ class CpuCompiler(Compiler):
             # (as fast to compile, and no call per kernel at run time).
             kernels.cancel()
             mod = emitted.link(transform=self._transform)
-            jit_module = jit.JitModule(str(mod), opt_level=self.opt_level)
+            small = emitted.kernels and all(map(is_small_kernel, emitted.kernels.values()))
+            jit_module = jit.JitModule(str(mod), opt_level=self.opt_level,
+                                       skip=self.skip | (kernel_compiler.SMALL_KERNEL_SKIP
+                                                         if small else 0))
             objects = {}
         else:
             objects = kernels.finish()
             linked = _distinct(objects.values())
             if emitted.library_text is not None:   # sort, linear algebra: at the kernels' level
                 linked.append(jit.compile_to_object(self._transform(emitted.library_text),
-                                                    self.opt_level))
+                                                    self.opt_level, self.skip))
             jit_module = jit.JitModule.link(self._transform(emitted.driver_text), linked,
                                             opt_level=self.driver_opt_level)
         # The driver's object, whose kernels the kernel cache holds (a
@@ -278,6 +286,7 @@ class CpuCompiler(Compiler):
         exe = CpuExecutable(module, assignment, jit_module, emitted, objects,
                             self._transform, device=self.device)
         exe.kernel_opt_level = self.opt_level
+        exe.kernel_skip = self.skip
         exe.dynamic_binding = self.dynamic_binding
         exe.compile_timings = timings
         exe.pass_timings = self.pass_timings

@@ -59,6 +59,7 @@ class CpuExecutable(Executable):
 
     compile_timings = None    # stage -> seconds, and kernel counts (CpuCompiler.compile)
     kernel_opt_level = 3      # the LLVM opt level the kernels were compiled at
+    kernel_skip = 0           # and the passes left out (jit.SKIP_*)
     pass_timings = None       # HLO pass name -> seconds
     # A DynamicEntryBinding (xla/service/dynamic_entry.py) when the module
     # had dynamic parameters or results: arguments are padded to their
@@ -141,11 +142,13 @@ class CpuExecutable(Executable):
         compiled separately are optimized again here, for reading)."""
         if self._optimized_ir_text is None and self.jit_module.optimized_ir is not None:
             from xla.backends.cpu import jit
+            from xla.backends.cpu.kernel_compiler import kernel_skip
             parts = [self.jit_module.optimized_ir]
             if self.kernel_objects and self.emitted is not None:
                 for symbol in sorted(self.kernel_objects):
-                    parts.append(jit.optimized_ir(self._transform(self.emitted.kernels[symbol]),
-                                                  self.kernel_opt_level))
+                    text = self.emitted.kernels[symbol]
+                    parts.append(jit.optimized_ir(self._transform(text), self.kernel_opt_level,
+                                                  kernel_skip(text, self.kernel_skip)))
             self._optimized_ir_text = "\n".join(parts)
         return self._optimized_ir_text
 
@@ -154,6 +157,7 @@ class CpuExecutable(Executable):
         compiled code (devices of a replicated run execute concurrently)."""
         exe = CpuExecutable(*self._device_copy_args, device=self.device)
         exe.kernel_opt_level = self.kernel_opt_level
+        exe.kernel_skip = self.kernel_skip
         exe.dynamic_binding = self.dynamic_binding
         exe.compile_timings, exe.pass_timings = self.compile_timings, self.pass_timings
         return exe

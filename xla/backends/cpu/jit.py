@@ -256,14 +256,34 @@ def llvm_lock():
     return _lock
 
 
-def optimize(module_ref, opt_level=3, tm=None, run=None):
+# What a kernel's compilation may leave out of LLVM's O<n> pipeline (bits of
+# ``skip``, see ``compile_to_object``):
+# SKIP_LSR: loop strength reduction, an IR pass of machine code generation.
+#   On kernels of small arrays it was a third of LLVM's time (its rewrite of
+#   the vectorized loops' addressing also doubled the machine code to
+#   select), and its code is a loop-counter instruction per iteration
+#   better at most (docs/compiler.md, "LLVM's pipeline").
+# SKIP_VECTORIZERS: the loop and SLP vectorizers (--xla_llvm_disable_expensive_passes).
+# SKIP_FULL_SIMPLIFICATION: the function simplification of O1 in place of
+#   O2's and O3's (no GVN, jump threading, loop unswitching, ...); the
+#   optimization that follows, the vectorizers with it, is O<n>'s. On small
+#   kernels 15% less optimization time for the same vectorized loops.
+SKIP_LSR = 1
+SKIP_VECTORIZERS = 2
+SKIP_FULL_SIMPLIFICATION = 4
+
+
+def optimize(module_ref, opt_level=3, tm=None, run=None, skip=0):
     """Runs the new pass manager's O<opt_level> pipeline on a ModuleRef
-    (``run``: the function that runs it, see ``compile_objects``)."""
+    (``run``: the function that runs it, see ``compile_objects``; ``skip``:
+    SKIP_VECTORIZERS and SKIP_FULL_SIMPLIFICATION, see above)."""
     tm = tm or target_machine(opt_level)
-    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    short = opt_level >= 2 and skip & SKIP_FULL_SIMPLIFICATION
+    pto = llvm.create_pipeline_tuning_options(speed_level=1 if short else opt_level)
     if opt_level >= 2:
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
+        vectorize = not (skip & SKIP_VECTORIZERS)
+        pto.loop_vectorization = vectorize
+        pto.slp_vectorization = vectorize
         pto.loop_unrolling = LOOP_UNROLLING
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
@@ -274,6 +294,20 @@ def optimize(module_ref, opt_level=3, tm=None, run=None):
             run(mpm, module_ref, pb)
     finally:
         _dispose_module_pass_manager(mpm)
+
+
+_lsr_off = False   # -disable-lsr in force (LLVM's option is process-wide)
+
+
+def _set_lsr(skip):
+    """Turns LLVM's loop strength reduction off for SKIP_LSR in ``skip``,
+    else on (call with ``_lock`` held: the option is process-wide, so
+    whoever compiles sets it first, and other targets find it on)."""
+    global _lsr_off
+    off = bool(skip & SKIP_LSR)
+    if off != _lsr_off:
+        llvm.set_option("", "-disable-lsr=" + ("true" if off else "false"))
+        _lsr_off = off
 
 
 def _dispose_module_pass_manager(mpm):
@@ -290,17 +324,22 @@ def _dispose_module_pass_manager(mpm):
     mpm.detach()
 
 
-def compile_to_object(text, opt_level=3):
+def compile_to_object(text, opt_level=3, skip=0):
     """Native object code (bytes) for an LLVM IR module's text (or a list
     of texts, linked into one module): parsed in a context of its own,
-    retargeted to the host, optimized at ``opt_level`` and compiled with the
-    JIT's code model, so an engine can load it (``JitModule.link``). Also
-    what the kernel compiler's worker processes run (``llvm_worker.py``
-    loads this file without the package)."""
+    retargeted to the host, optimized at ``opt_level`` less what ``skip``
+    names (SKIP_*, above) and compiled with the JIT's code
+    model, so an engine can load it (``JitModule.link``). Also what the
+    kernel compiler's worker processes run (``llvm_worker.py`` loads this
+    file without the package)."""
     _initialize_codegen()
     with _lock:
         tm = target_machine(opt_level)
-        return bytes(tm.emit_object(_optimized_module(text, opt_level, tm)))
+        _set_lsr(skip)
+        try:
+            return bytes(tm.emit_object(_optimized_module(text, opt_level, tm, skip=skip)))
+        finally:
+            _set_lsr(0)
 
 
 # compile_objects runs LLVM's two long steps (the optimization pipeline and
@@ -350,12 +389,12 @@ def _unlocked_entry_points():
     return _unlocked or None
 
 
-def _compile_unlocked(text, opt_level, entry_points):
+def _compile_unlocked(text, opt_level, entry_points, skip):
     """compile_to_object, its long steps outside llvmlite's lock (see
     _unlocked_entry_points); for a thread of compile_objects."""
     run, emit = entry_points
     tm = _create_target_machine(opt_level)   # this thread's own
-    mod = _optimized_module(text, opt_level, tm, run=run)
+    mod = _optimized_module(text, opt_level, tm, run=run, skip=skip)
     ffi = llvm.ffi
     with ffi.OutputString() as error:
         buffer = emit(tm, mod, 1, error)
@@ -368,8 +407,8 @@ def _compile_unlocked(text, opt_level, entry_points):
         ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
 
 
-def compile_objects(texts, opt_level=3, threads=1):
-    """``[compile_to_object(t, opt_level) for t in texts]`` (each a
+def compile_objects(texts, opt_level=3, threads=1, skip=0):
+    """``[compile_to_object(t, opt_level, skip) for t in texts]`` (each a
     module's text or a list of texts to link), up to ``threads`` of them
     compiled at once, on this thread and helper threads; the same object
     code as compiled one by one. Serial where ``threads`` < 2, for a single
@@ -377,9 +416,22 @@ def compile_objects(texts, opt_level=3, threads=1):
     texts = list(texts)
     entry_points = _unlocked_entry_points() if threads > 1 and len(texts) > 1 else None
     if entry_points is None:
-        return [compile_to_object(t, opt_level) for t in texts]
+        return [compile_to_object(t, opt_level, skip) for t in texts]
     _initialize_codegen()
     _host_target()
+    if skip & SKIP_LSR:
+        # The option is process-wide: held for the helpers' whole work, so
+        # nothing else in the process compiles without it meanwhile.
+        with _lock:
+            _set_lsr(skip)
+            try:
+                return _compile_on_threads(texts, opt_level, threads, entry_points, skip)
+            finally:
+                _set_lsr(0)
+    return _compile_on_threads(texts, opt_level, threads, entry_points, skip)
+
+
+def _compile_on_threads(texts, opt_level, threads, entry_points, skip):
     results = [None] * len(texts)
     errors = []
     order = iter(range(len(texts)))
@@ -392,7 +444,7 @@ def compile_objects(texts, opt_level=3, threads=1):
             if k is None:
                 return
             try:
-                results[k] = _compile_unlocked(texts[k], opt_level, entry_points)
+                results[k] = _compile_unlocked(texts[k], opt_level, entry_points, skip)
             except BaseException as e:  # noqa: BLE001 - raised by the calling thread
                 errors.append(e)
 
@@ -412,14 +464,14 @@ def compile_objects(texts, opt_level=3, threads=1):
     return results
 
 
-def optimized_ir(text, opt_level=3):
+def optimized_ir(text, opt_level=3, skip=0):
     """The IR of ``text`` after the optimization ``compile_to_object`` runs."""
     _initialize_codegen()
     with _lock:
-        return str(_optimized_module(text, opt_level, target_machine(opt_level)))
+        return str(_optimized_module(text, opt_level, target_machine(opt_level), skip=skip))
 
 
-def _optimized_module(text, opt_level, tm, run=None):
+def _optimized_module(text, opt_level, tm, run=None, skip=0):
     """``text`` (or texts, linked) parsed in a new context, retargeted to
     ``tm``'s host, verified and optimized. Call with ``_lock`` held, or
     from ``_compile_unlocked`` (``run``: the unlocked pass manager entry)."""
@@ -432,7 +484,7 @@ def _optimized_module(text, opt_level, tm, run=None):
     mod.data_layout = str(tm.target_data)
     mod.verify()
     if opt_level > 0:
-        optimize(mod, opt_level, tm, run=run)
+        optimize(mod, opt_level, tm, run=run, skip=skip)
     return mod
 
 
@@ -519,7 +571,7 @@ def _check_elf(data):
 class JitModule:
     """One LLVM module compiled for the host; keeps its engine alive."""
 
-    def __init__(self, llvm_ir, opt_level=3, _extra_objects=()):
+    def __init__(self, llvm_ir, opt_level=3, _extra_objects=(), skip=0):
         _initialize()
         text = str(llvm_ir) if isinstance(llvm_ir, ir.Module) else llvm_ir
         if text is not _SUPPORT_IR:
@@ -531,14 +583,18 @@ class JitModule:
             mod.data_layout = str(tm.target_data)
             mod.verify()
             if opt_level > 0:
-                optimize(mod, opt_level, tm)
+                optimize(mod, opt_level, tm, skip=skip)
             objects = []
             # The engine owns (and frees) the target machine it is given.
             self.engine = llvm.create_mcjit_compiler(mod, _create_target_machine(opt_level))
             self.engine.set_object_cache(notify_func=lambda _m, data: objects.append(bytes(data)))
             for extra in _extra_objects:
                 self.engine.add_object_file(llvm.ObjectFileRef.from_data(extra))
-            self.engine.finalize_object()
+            _set_lsr(skip)
+            try:
+                self.engine.finalize_object()   # machine code generation
+            finally:
+                _set_lsr(0)
             missing = _unresolved_symbols(list(objects) + list(_extra_objects))
             if missing:
                 raise RuntimeError("JIT: unresolved symbols " + ", ".join(missing)

@@ -40,6 +40,7 @@ import warnings
 import llvmlite
 
 from xla.backends.cpu import jit
+from xla.backends.cpu.kernels import is_small_kernel
 from xla.backends.cpu.llvm_worker import BATCH_SEPARATOR, REPLY, REQUEST, read_exact
 from xla.errors import InternalError
 
@@ -54,6 +55,15 @@ BATCH_KERNELS = 8
 # holding its batch's object.
 _BATCH_POINTER = b"XLABATCH:"
 MEMORY_CACHE_BYTES = 256 << 20
+# What a small kernel's compilation leaves out (kernels.SMALL_KERNEL_BYTES).
+SMALL_KERNEL_SKIP = jit.SKIP_LSR | jit.SKIP_FULL_SIMPLIFICATION
+
+
+def kernel_skip(text, skip=0):
+    """What the compilation of the kernel ``text`` leaves out of LLVM's
+    pipeline (``jit.SKIP_*``): ``skip``, the compilation's, and for a small
+    kernel SMALL_KERNEL_SKIP as well."""
+    return skip | (SMALL_KERNEL_SKIP if is_small_kernel(text) else 0)
 
 
 def buffer_layout_fingerprint(assignment):
@@ -117,12 +127,12 @@ class _Worker:
             item = self.jobs.get()
             if item is None:
                 return
-            future, texts, opt_level = item
+            future, texts, opt_level, skip = item
             if not future.set_running_or_notify_cancel():
                 continue
             try:
                 data = BATCH_SEPARATOR.join(texts).encode()
-                stdin.write(REQUEST.pack(0, opt_level, len(data)) + data)
+                stdin.write(REQUEST.pack(0, opt_level, skip, len(data)) + data)
                 stdin.flush()
                 header = read_exact(stdout, REPLY.size)
                 if header is None:
@@ -180,11 +190,12 @@ class _Pool:
             self.close()
             raise
 
-    def submit(self, texts, opt_level):
-        """A Future of the object code of the modules ``texts`` linked."""
+    def submit(self, texts, opt_level, skip=0):
+        """A Future of the object code of the modules ``texts`` linked
+        (``jit.compile_to_object``'s arguments)."""
         import concurrent.futures
         future = concurrent.futures.Future()
-        self.jobs.put((future, list(texts), opt_level))
+        self.jobs.put((future, list(texts), opt_level, skip))
         return future
 
     def alive(self):
@@ -253,16 +264,21 @@ class KernelCompiler:
     """Object code for the kernels of one compilation (module docstring).
 
     ``options`` is a string that, with the target, determines the machine
-    code for a given kernel text (opt level, fast math); ``transform``
-    rewrites a kernel's text before compiling (fast math). Kernels compile
+    code for a given kernel text (opt level, fast math, ``skip``);
+    ``transform`` rewrites a kernel's text before compiling (fast math);
+    ``skip`` (``jit.SKIP_*``) names passes left out for every kernel, and a
+    small kernel (``kernels.is_small_kernel``) also leaves out
+    ``SMALL_KERNEL_SKIP``; batches hold kernels compiled alike. Kernels compile
     in batches of up to ``BATCH_KERNELS``, linked into one LLVM module and
     one object (fixed costs per module and codegen setup shared: 80 kernels
     of a varied-width MLP in 0.9 s instead of 1.7 s); kernel functions are
     ``weak_odr``, so two objects that both define a kernel (compiled in
     two batches) can be loaded together."""
 
-    def __init__(self, opt_level, options, transform=None, cache=None, progress=None, workers=-1):
+    def __init__(self, opt_level, options, transform=None, cache=None, progress=None, workers=-1,
+                 skip=0):
         self.opt_level = opt_level
+        self.skip = skip
         self.workers = workers
         self.options = options
         self.transform = transform or (lambda text: text)
@@ -270,7 +286,7 @@ class KernelCompiler:
         self.progress = progress
         self.target = jit.host_triple() + ":" + jit.host_cpu()
         self.objects = {}      # symbol -> object code (shared by a batch's kernels)
-        self.queued = []       # (symbol, text) waiting to be compiled
+        self.queued = {}       # skip -> [(symbol, text)] waiting to be compiled
         self.batches = []      # (symbols, Future) sent to the worker pool
         self.pending = set()   # symbols queued or in a batch
         self._batch_objects = {}   # persistent-cache batch key -> object, read once
@@ -308,13 +324,16 @@ class KernelCompiler:
         if text is None:
             self.stats["missing"] += 1
             return
-        self.queued.append((symbol, text))
+        skip = kernel_skip(text, self.skip)
+        queue = self.queued.setdefault(skip, [])
+        queue.append((symbol, text))
         self.pending.add(symbol)
-        if self.pool is None and (len(self.queued) >= POOL_START_MIN_KERNELS or
-                                  (len(self.queued) >= PARALLEL_MIN_KERNELS and _pool is not None)):
+        waiting = sum(len(q) for q in self.queued.values())
+        if self.pool is None and (waiting >= POOL_START_MIN_KERNELS or
+                                  (waiting >= PARALLEL_MIN_KERNELS and _pool is not None)):
             self.pool = _get_pool(self.workers)
-        if self.pool is not None and len(self.queued) >= BATCH_KERNELS:
-            self._dispatch(BATCH_KERNELS)
+        if self.pool is not None and len(queue) >= BATCH_KERNELS:
+            self._dispatch(BATCH_KERNELS, [skip])
 
     def _from_disk(self, symbol):
         """The object holding ``symbol`` from the persistent cache: the
@@ -344,12 +363,14 @@ class KernelCompiler:
         self._batch_objects[batch_key] = code
         return code
 
-    def _take_batches(self, size):
-        """The queued kernels, ``size`` at a time: (symbols, texts to compile)."""
-        queued, self.queued = self.queued, []
-        for k in range(0, len(queued), size):
-            batch = queued[k:k + size]
-            yield [s for s, _ in batch], [self.transform(text) for _, text in batch]
+    def _take_batches(self, size, skips=None):
+        """The kernels queued to compile with each of ``skips`` (default:
+        all), ``size`` at a time: (skip, symbols, texts to compile)."""
+        for skip in list(self.queued) if skips is None else skips:
+            queued = self.queued.pop(skip, [])
+            for k in range(0, len(queued), size):
+                batch = queued[k:k + size]
+                yield skip, [s for s, _ in batch], [self.transform(text) for _, text in batch]
 
     def _threads(self):
         """Threads compiling the kernels this process compiles itself: one
@@ -361,12 +382,12 @@ class KernelCompiler:
         cpus = _idle_cpus()
         return max(1, min(cpus, 16, self.workers if self.workers > 0 else cpus))
 
-    def _balanced_batches(self, threads):
-        """The queued kernels in batches of at most ``BATCH_KERNELS``, a
-        multiple of ``threads`` of them where there are kernels enough, of
-        similar sizes (IR text length, longest first into the lightest
-        batch): (symbols, texts to compile)."""
-        queued, self.queued = self.queued, []
+    def _balanced_batches(self, threads, skip):
+        """The kernels queued to compile with ``skip`` in batches of at most
+        ``BATCH_KERNELS``, a multiple of ``threads`` of them where there are
+        kernels enough, of similar sizes (IR text length, longest first into
+        the lightest batch): (symbols, texts to compile)."""
+        queued = self.queued.pop(skip)
         n = max(threads, -(-len(queued) // BATCH_KERNELS))
         n = min(len(queued), -(-n // threads) * threads)
         batches = [([], [], [0]) for _ in range(n)]
@@ -379,33 +400,34 @@ class KernelCompiler:
         for symbols, texts, _ in batches:
             yield symbols, texts
 
-    def _dispatch(self, size):
+    def _dispatch(self, size, skips=None):
         """Sends the queued kernels to the pool, ``size`` to a batch."""
-        for symbols, texts in self._take_batches(size):
-            self.batches.append((symbols, self.pool.submit(texts, self.opt_level)))
+        for skip, symbols, texts in self._take_batches(size, skips):
+            self.batches.append((symbols, self.pool.submit(texts, self.opt_level, skip)))
 
     def cancel(self):
         """Drops what is still to compile (the compilation took another
         way); what the workers already started is dropped when done."""
         for _, future in self.batches:
             future.cancel()
-        self.queued, self.batches, self.pending = [], [], set()
+        self.queued, self.batches, self.pending = {}, [], set()
 
     def finish(self):
         """``{symbol: object code}`` for every kernel submitted."""
         if self.pool is not None and self.queued:
             # The rest, spread over the workers.
-            size = max(1, min(BATCH_KERNELS, -(-len(self.queued) // len(self.pool.workers))))
+            waiting = sum(len(q) for q in self.queued.values())
+            size = max(1, min(BATCH_KERNELS, -(-waiting // len(self.pool.workers))))
             self._dispatch(size)
         total = len(self.pending)
         done = 0
-        if self.queued:   # no pool: compiled here, on threads (jit.compile_objects)
-            threads = self._threads()
-            batches = list(self._balanced_batches(threads))
+        threads = self._threads() if self.queued else 1
+        for skip in sorted(self.queued):   # no pool: compiled here, on threads (jit.compile_objects)
+            batches = list(self._balanced_batches(threads, skip))
             for k in range(0, len(batches), threads):   # a batch per thread, then progress
                 group = batches[k:k + threads]
                 objects = jit.compile_objects([texts for _, texts in group], self.opt_level,
-                                              threads)
+                                              threads, skip)
                 for (symbols, _), code in zip(group, objects):
                     self._store(symbols, code)
                     done += len(symbols)

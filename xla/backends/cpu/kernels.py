@@ -38,16 +38,32 @@ KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
 # The name a kernel's function has in its own module until it is named by
 # its fingerprint (KernelSet.add).
 KERNEL_PLACEHOLDER = "xla.kernel"
+# A kernel whose buffer arguments hold at most this many bytes together is
+# a small kernel: its text starts with SMALL_KERNEL_LINE and it compiles
+# with a shorter LLVM pipeline (``kernel_compiler.SMALL_KERNEL_SKIP``: O1's
+# simplification, the same vectorizers, no loop strength reduction), a
+# third less LLVM time for the same run time of its short loops
+# (docs/compiler.md, "LLVM's pipeline"). Kernels over larger arrays, where
+# loops run long, keep the whole O3 pipeline. The line is part of the text,
+# so of the fingerprint: the same text always compiles the same way.
+SMALL_KERNEL_BYTES = 64 << 10
+SMALL_KERNEL_LINE = "; xla-cpu: small kernel (short LLVM pipeline)\n"
+
+
+def is_small_kernel(text):
+    """Whether a kernel's text (``KernelSet.texts``) is a small kernel's."""
+    return text.startswith(SMALL_KERNEL_LINE)
 
 
 class Slice:
     """A buffer slice: allocation index and offset."""
 
-    __slots__ = ("allocation", "offset", "align")
+    __slots__ = ("allocation", "offset", "align", "size")
 
     def __init__(self, buffer):
         self.allocation = buffer.allocation.index
         self.offset = buffer.offset
+        self.size = buffer.size
         # Parameters and results are the caller's NumPy arrays, which NumPy
         # aligns to 16 bytes; constants and the temp arena are ours, at 64.
         base = 16 if buffer.allocation.kind in ("parameter", "maybe-live-out") else 64
@@ -108,8 +124,12 @@ class Kernel:
         self.name = name
         keys = self.keys = _distinct_keys(slices)
         aligns = {}
+        sizes = {}
         for s in slices:
             aligns[s.key] = min(aligns.get(s.key, 64), s.align)
+            sizes[s.key] = max(sizes.get(s.key, 0), s.size)
+        # Bytes of the buffers it reads and writes (SMALL_KERNEL_BYTES).
+        self.footprint = sum(sizes.values())
         self.has_scratch = scratch
         n_ptrs = len(keys) + (1 if scratch else 0)
         self.impl_type = ir.FunctionType(VOID, [PTR] * n_ptrs + [I64, I64])
@@ -216,6 +236,8 @@ class KernelSet:
         """Fingerprints a finished ``ir_emitter.Kernel`` and returns the
         driver's declaration of it."""
         text = str(kernel.module)
+        if kernel.footprint <= SMALL_KERNEL_BYTES:
+            text = SMALL_KERNEL_LINE + text
         symbol = KERNEL_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24]
         self.emitted += 1
         if symbol not in self.texts:

@@ -8,9 +8,10 @@ the parent would (``jit.compile_to_object``).
 llvmlite serializes every LLVM call in a process with one lock; processes
 compile in parallel with no shared state at all (threads do too, for the
 few kernels compiled in the calling process: ``jit.compile_objects``). Protocol over stdin/stdout, all
-integers little-endian: a request is ``u32 job, u32 opt_level, u64 n`` and
-``n`` bytes of IR text (modules separated by ``BATCH_SEPARATOR``, linked
-into one); the reply is ``u32 job, u32 status (0 ok, 1 error),
+integers little-endian: a request is ``u32 job, u32 opt_level, u32 skip,
+u64 n`` (``skip``: the passes left out, ``jit.SKIP_*``) and ``n`` bytes of
+IR text (modules separated by ``BATCH_SEPARATOR``, linked into one); the
+reply is ``u32 job, u32 status (0 ok, 1 error),
 u64 n`` and ``n`` bytes (the object, or the error message). End of input
 ends the worker.
 """
@@ -19,7 +20,7 @@ import os
 import struct
 import sys
 
-REQUEST = struct.Struct("<IIQ")
+REQUEST = struct.Struct("<IIIQ")
 # Between the modules of one request, which are linked and compiled into
 # one object.
 BATCH_SEPARATOR = "\n; ----- xla next module -----\n"
@@ -53,13 +54,13 @@ def main():
         header = read_exact(stdin, REQUEST.size)
         if header is None:
             return 0
-        job, opt_level, n = REQUEST.unpack(header)
+        job, opt_level, skip, n = REQUEST.unpack(header)
         text = read_exact(stdin, n)
         if text is None:
             return 0
         try:
             texts = text.decode().split(BATCH_SEPARATOR)
-            payload, status = jit.compile_to_object(texts, opt_level), 0
+            payload, status = jit.compile_to_object(texts, opt_level, skip), 0
         except Exception as e:  # noqa: BLE001 - reported to the parent, which raises
             payload, status = f"{type(e).__name__}: {e}".encode(), 1
         stdout.write(REPLY.pack(job, status, len(payload)))
