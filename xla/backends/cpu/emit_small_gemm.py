@@ -56,6 +56,8 @@ def small_gemm_shape(h):
     et = h.shape.element_type.text
     if et not in _LANES or lhs.shape.rank != 2 or rhs.shape.rank != 2:
         return None
+    if lhs.shape.element_type.text != et or rhs.shape.element_type.text != et:
+        return None     # a bf16 x bf16 -> f32 dot: the runtime's low-precision matmul
     if any(matmul_transposed(s, 0) != 0 for s in (lhs.shape, rhs.shape, h.shape)):
         return None
     m, k = lhs.shape.dimensions
