@@ -110,6 +110,32 @@ void __xla_cpu_trsm_c64(const void* a, const void* b, void* out, const void* alp
 void __xla_cpu_trsm_c128(const void* a, const void* b, void* out, const void* alpha,
                          int64_t batch, int64_t m, int64_t n, int32_t flags);
 
+// Symmetric eigendecompositions (LAPACK's syevd) of `batch` dense n x n
+// matrices, each read from one triangle: `w` (batch x n) receives the
+// eigenvalues in ascending order and `v` (like a) the eigenvectors as
+// columns, a == V diag(w) V^T. flags: 1 read the lower triangle (else the
+// upper), 2 the matrices are column-major (else row-major; v too), 4
+// compute eigenvectors (else v is a copy of a). `info` (may be null)
+// receives 0, or 1 where the solver did not converge (then w and v are
+// NaN). `v` may be `a`.
+void __xla_cpu_syevd_f32(const float* a, float* v, float* w, int32_t* info, int64_t batch,
+                         int64_t n, int32_t flags);
+void __xla_cpu_syevd_f64(const double* a, double* v, double* w, int32_t* info, int64_t batch,
+                         int64_t n, int32_t flags);
+
+// Singular value decompositions (LAPACK's gesdd) of `batch` dense m x n
+// matrices, a == U diag(s) Vt: `s` (batch x min(m, n)) descending, `u`
+// m x m (full) or m x min(m, n), `vt` n x n (full) or min(m, n) x n.
+// flags: 1 compute u and vt (else they are zeroed; they may be null), 2
+// full matrices, 4 the matrices are column-major (else row-major; u and vt
+// too). `info` (may be null) receives 0, or 1 where the matrix has a
+// non-finite entry or the solver did not converge (then s, u and vt are
+// NaN).
+void __xla_cpu_gesdd_f32(const float* a, float* s, float* u, float* vt, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags);
+void __xla_cpu_gesdd_f64(const double* a, double* s, double* u, double* vt, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags);
+
 // FFT over the last `rank` (1 to 3) dimensions of dense row-major arrays,
 // `batch` of them: kind 0 FFT (complex -> complex), 1 IFFT (scaled by
 // 1/N), 2 RFFT (real -> complex, the last dimension n becomes n/2 + 1),

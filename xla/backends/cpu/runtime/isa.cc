@@ -1,6 +1,6 @@
 // The dispatcher between the ISA variants of the runtime's kernels (see
 // kernels.h), and the C entry points of those kernels (cpu_runtime.h:
-// matmul, conv2d, Cholesky, triangular solve).
+// matmul, conv2d, Cholesky, triangular solve, eigh, SVD).
 // Compiled for the baseline ISA like everything outside the variant units.
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +18,8 @@ namespace {
   IsaKernels {                                                                                 \
     name, &ns::MatmulF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
         &ns::Conv2DF32, &ns::Conv2DF64, &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64,  \
-        &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128             \
+        &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128,            \
+        &ns::SyevdF32, &ns::SyevdF64, &ns::GesddF32, &ns::GesddF64                             \
   }
 
 const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, "baseline");
@@ -235,6 +236,26 @@ void __xla_cpu_trsm_c64(const void* a, const void* b, void* out, const void* alp
 void __xla_cpu_trsm_c128(const void* a, const void* b, void* out, const void* alpha,
                          int64_t batch, int64_t m, int64_t n, int32_t flags) {
   Kernels().trsm_c128(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_syevd_f32(const float* a, float* v, float* w, int32_t* info, int64_t batch,
+                         int64_t n, int32_t flags) {
+  Kernels().syevd_f32(a, v, w, info, batch, n, flags);
+}
+
+void __xla_cpu_syevd_f64(const double* a, double* v, double* w, int32_t* info, int64_t batch,
+                         int64_t n, int32_t flags) {
+  Kernels().syevd_f64(a, v, w, info, batch, n, flags);
+}
+
+void __xla_cpu_gesdd_f32(const float* a, float* s, float* u, float* vt, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().gesdd_f32(a, s, u, vt, info, batch, m, n, flags);
+}
+
+void __xla_cpu_gesdd_f64(const double* a, double* s, double* u, double* vt, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().gesdd_f64(a, s, u, vt, info, batch, m, n, flags);
 }
 
 }  // extern "C"

@@ -1,0 +1,205 @@
+// The CPU runtime's symmetric eigendecomposition and singular value
+// decomposition (see cpu_runtime.h): Eigen's SelfAdjointEigenSolver
+// (Householder tridiagonalization, then implicit symmetric QR) and BDCSVD
+// (bidiagonalization, then divide and conquer; Jacobi below 16 columns), on a
+// working copy of each matrix, batches over the pool. An ISA variant unit
+// (kernels.h, isa_variant.h); the C entry points are in isa.cc.
+#include "xla/backends/cpu/runtime/isa_variant.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/SVD>
+
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
+
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+namespace {
+
+template <typename T>
+constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
+
+// A dense r x c matrix at `p`, row-major or column-major.
+template <typename T>
+using RowMap = Eigen::Map<RowMajorMatrix<T>>;
+template <typename T>
+using ColMap = Eigen::Map<ColMajorMatrix<T>>;
+template <typename T>
+using ConstRowMap = Eigen::Map<const RowMajorMatrix<T>>;
+template <typename T>
+using ConstColMap = Eigen::Map<const ColMajorMatrix<T>>;
+
+// out = value (an Eigen expression) into the r x c matrix at p, in its layout.
+template <typename T, typename Expr>
+void Store(T* p, int64_t r, int64_t c, bool col_major, const Expr& value) {
+  if (col_major) {
+    ColMap<T>(p, r, c) = value;
+  } else {
+    RowMap<T>(p, r, c) = value;
+  }
+}
+
+template <typename T>
+void Fill(T* p, int64_t count, T value) {
+  if (p != nullptr) std::fill(p, p + count, value);
+}
+
+// ---------------------------------------------------------------------------
+// syevd: a = V diag(w) V^T from one triangle of a.
+
+template <typename T>
+struct SyevdContext {
+  const T* a;
+  T* v;
+  T* w;
+  int32_t* info;
+  int64_t n;
+  bool lower, col_major, vectors;
+};
+
+template <typename T>
+void SyevdBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const SyevdContext<T>*>(raw);
+  const int64_t n = c.n;
+  ColMajorMatrix<T> work(n, n);
+  Eigen::SelfAdjointEigenSolver<ColMajorMatrix<T>> solver(n);
+  for (int64_t b = begin; b < end; ++b) {
+    const T* a = c.a + b * n * n;
+    T* v = c.v + b * n * n;
+    T* w = c.w + b * n;
+    // The solver reads the lower triangle: the upper one is its transpose.
+    // A column-major matrix is the row-major map of its transpose.
+    const bool read_lower = c.lower != c.col_major;
+    if (read_lower) {
+      work.template triangularView<Eigen::Lower>() = ConstRowMap<T>(a, n, n);
+    } else {
+      work.template triangularView<Eigen::Lower>() = ConstRowMap<T>(a, n, n).transpose();
+    }
+    solver.compute(work, c.vectors ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
+    const bool ok = solver.info() == Eigen::Success;
+    if (c.info != nullptr) c.info[b] = ok ? 0 : 1;
+    if (!ok) {
+      Fill(w, n, kNaN<T>);
+      Fill(v, n * n, kNaN<T>);
+      continue;
+    }
+    Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(w, n) = solver.eigenvalues();
+    if (c.vectors) {
+      Store(v, n, n, c.col_major, solver.eigenvectors());
+    } else if (v != a) {
+      std::copy(a, a + n * n, v);
+    }
+  }
+}
+
+template <typename T>
+void Syevd(const T* a, T* v, T* w, int32_t* info, int64_t batch, int64_t n, int32_t flags) {
+  if (batch <= 0) return;
+  if (n <= 0) {
+    Fill(info, batch, int32_t{0});
+    return;
+  }
+  SyevdContext<T> ctx{a, v, w, info, n, (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0};
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (n * n * n));
+  __xla_cpu_parallel_for(&SyevdBatch<T>, &ctx, batch, min_chunk);
+}
+
+// ---------------------------------------------------------------------------
+// gesdd: a = U diag(s) Vt.
+
+template <typename T>
+struct GesddContext {
+  const T* a;
+  T* s;
+  T* u;
+  T* vt;
+  int32_t* info;
+  int64_t m, n;
+  bool vectors, full, col_major;
+};
+
+template <typename T>
+void GesddBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const GesddContext<T>*>(raw);
+  const int64_t m = c.m, n = c.n, k = std::min(m, n);
+  const int64_t ucols = c.full ? m : k, vrows = c.full ? n : k;
+  ColMajorMatrix<T> work(m, n);
+  unsigned int options = 0;
+  if (c.vectors) {
+    options = c.full ? (Eigen::ComputeFullU | Eigen::ComputeFullV)
+                     : (Eigen::ComputeThinU | Eigen::ComputeThinV);
+  }
+  Eigen::BDCSVD<ColMajorMatrix<T>> svd(m, n, options);
+  for (int64_t b = begin; b < end; ++b) {
+    const T* a = c.a + b * m * n;
+    T* s = c.s + b * k;
+    T* u = c.u != nullptr ? c.u + b * m * ucols : nullptr;
+    T* vt = c.vt != nullptr ? c.vt + b * vrows * n : nullptr;
+    if (c.col_major) {
+      work = ConstColMap<T>(a, m, n);
+    } else {
+      work = ConstRowMap<T>(a, m, n);
+    }
+    svd.compute(work, options);
+    // Eigen reports success for a matrix with NaN or infinity: LAPACK's
+    // gesdd does not converge there.
+    const bool ok = svd.info() == Eigen::Success && work.allFinite();
+    if (c.info != nullptr) c.info[b] = ok ? 0 : 1;
+    if (!ok) {
+      Fill(s, k, kNaN<T>);
+      Fill(u, m * ucols, kNaN<T>);
+      Fill(vt, vrows * n, kNaN<T>);
+      continue;
+    }
+    Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(s, k) = svd.singularValues();
+    if (c.vectors) {
+      Store(u, m, ucols, c.col_major, svd.matrixU());
+      Store(vt, vrows, n, c.col_major, svd.matrixV().transpose());
+    } else {
+      Fill(u, m * ucols, T(0));
+      Fill(vt, vrows * n, T(0));
+    }
+  }
+}
+
+template <typename T>
+void Gesdd(const T* a, T* s, T* u, T* vt, int32_t* info, int64_t batch, int64_t m, int64_t n,
+           int32_t flags) {
+  if (batch <= 0) return;
+  if (m <= 0 || n <= 0) {
+    Fill(info, batch, int32_t{0});
+    return;
+  }
+  GesddContext<T> ctx{a, s, u, vt, info, m, n, (flags & 1) != 0, (flags & 2) != 0,
+                      (flags & 4) != 0};
+  const int64_t k = std::min(m, n);
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (m * n * k));
+  __xla_cpu_parallel_for(&GesddBatch<T>, &ctx, batch, min_chunk);
+}
+
+}  // namespace
+
+void SyevdF32(const float* a, float* v, float* w, int32_t* info, int64_t batch, int64_t n,
+              int32_t flags) {
+  Syevd(a, v, w, info, batch, n, flags);
+}
+
+void SyevdF64(const double* a, double* v, double* w, int32_t* info, int64_t batch, int64_t n,
+              int32_t flags) {
+  Syevd(a, v, w, info, batch, n, flags);
+}
+
+void GesddF32(const float* a, float* s, float* u, float* vt, int32_t* info, int64_t batch,
+              int64_t m, int64_t n, int32_t flags) {
+  Gesdd(a, s, u, vt, info, batch, m, n, flags);
+}
+
+void GesddF64(const double* a, double* s, double* u, double* vt, int32_t* info, int64_t batch,
+              int64_t m, int64_t n, int32_t flags) {
+  Gesdd(a, s, u, vt, info, batch, m, n, flags);
+}
+
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime
