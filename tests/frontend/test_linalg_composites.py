@@ -71,3 +71,17 @@ def test_lstsq_matches_numpy_on_every_backend(backend):
     a[:, 2] = a[:, 0] + a[:, 1]
     x = xla.jit(lambda a, b: np.linalg.lstsq(a, b)[0], backend=backend)(a, b)
     np.testing.assert_allclose(x, np.linalg.lstsq(a, b)[0], atol=1e-10)
+
+
+def test_the_gpu_emulator_runs_the_decompositions():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 5))
+    w, v = xla.jit(np.linalg.eigh, backend="gpu_emulator")(a)
+    w_ref, v_ref = np.linalg.eigh(a)
+    big = np.take_along_axis(v_ref, np.argmax(np.abs(v_ref), axis=0)[None, :], axis=0)
+    np.testing.assert_allclose(w, w_ref, atol=1e-12)
+    np.testing.assert_allclose(v, v_ref * np.sign(big), atol=1e-10)
+    b = rng.standard_normal((6, 3))
+    u, s, vh = xla.jit(lambda b: np.linalg.svd(b, full_matrices=False), backend="gpu_emulator")(b)
+    np.testing.assert_allclose(s, np.linalg.svd(b)[1], atol=1e-12)
+    np.testing.assert_allclose((u * s) @ vh, b, atol=1e-12)

@@ -1,7 +1,8 @@
 """``numpy.linalg`` under ``xla.jit``: ``norm`` from reductions,
-``cholesky`` as HLO's own op, and ``solve``, ``inv``, ``det``, ``slogdet``,
-``qr`` and ``eigh`` in HLO while loops (qr and eigh: their own
-docstrings). Registration only: NumPy keeps these names under
+``cholesky`` as HLO's own op, ``solve``, ``inv``, ``det``, ``slogdet`` and
+``qr`` in HLO while loops, and ``eigh`` as a composite call whose
+decomposition is Jacobi rotations in HLO while loops (qr and eigh: their
+own docstrings). Registration only: NumPy keeps these names under
 ``np.linalg``, so ``xla.numpy`` does not export them.
 
 ``solve``, ``inv``, ``det`` and ``slogdet``: LU
