@@ -107,7 +107,8 @@ def test_row_major_syevd_matches_numpy(et, dt, uplo):
         _same_columns_up_to_sign(v.astype(np.float64), v_ref, _tol(dt))
 
 
-@pytest.mark.parametrize("mode,shape", [("A", (5, 8)), ("S", (9, 4)), ("N", (6, 6))])
+@pytest.mark.parametrize("mode,shape", [("A", (5, 8)), ("S", (9, 4)), ("N", (6, 6)),
+                                        ("A", (20, 4)), ("S", (3, 8)), ("A", (3, 8)), ("N", (9, 3))])
 def test_row_major_gesdd_matches_numpy(mode, shape):
     m, n = shape
     k = min(m, n)
