@@ -165,3 +165,14 @@ ENTRY e {
 }"""
     with pytest.raises(UnimplementedError, match="mixed or non-dense layouts"):
         xla.compile(text, "cpu")
+
+
+def test_syevd_without_vectors_leaves_the_operand():
+    a = np.random.default_rng(4).standard_normal((5, 5))
+    text = _module("f64", "[5,5]", "(f64[5,5], f64[5], s32[])", "lapack_dsyevd_ffi",
+                   "{mode = 78 : ui8, uplo = 76 : ui8}")
+    for backend in ("cpu", "interpreter"):
+        v, w, info = _run(text, [a], backend)
+        np.testing.assert_array_equal(v, a)
+        np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=1e-12)
+        assert info == 0

@@ -217,13 +217,17 @@ def _orgqr(instr, operands, ctx):
 
 @custom_call_target(*_lapack_targets("syevd"), *_lapack_targets("heevd"))
 def _syevd(instr, operands, ctx):
-    """Symmetric eigendecomposition: (eigenvectors as columns, ascending eigenvalues, info)."""
+    """Symmetric eigendecomposition: (eigenvectors as columns, ascending
+    eigenvalues, info); ``mode`` 'N': no vectors (the first result is the
+    operand)."""
     a = np.asarray(operands[0])
     attrs = backend_config_attrs(instr)
     lower = _char(attrs, "uplo", "L") == "L"
     shapes = _results(instr)
     dt = ops_linalg._linalg_dtype(a.dtype)
     w, v = np.linalg.eigh(a.astype(dt), UPLO="L" if lower else "U")
+    if _char(attrs, "mode", "V") == "N":
+        v = a   # no vectors: the operand, as the CPU runtime leaves it
     out = [v.astype(shapes[0].dtype), w.reshape(shapes[1].dimensions).astype(shapes[1].dtype)]
     for s in shapes[2:]:
         out.append(np.zeros(s.dimensions, s.dtype))
