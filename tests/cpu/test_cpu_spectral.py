@@ -1,7 +1,8 @@
-"""jaxlib's LAPACK eigendecomposition and SVD custom calls
-(``lapack_{s,d}syevd_ffi``, ``lapack_{s,d}gesdd_ffi``) on the cpu backend
-(runtime calls: emit_spectral.py) and the interpreter: the HLO text jax
-0.10.2 lowers for jnp.linalg.eigh / svd / lstsq (column-major operands,
+"""jaxlib's LAPACK eigendecomposition, SVD and LU custom calls
+(``lapack_{s,d}syevd_ffi``, ``lapack_{s,d}gesdd_ffi``,
+``lapack_{s,d}getrf_ffi``) on the cpu backend (runtime calls:
+emit_spectral.py) and the interpreter: the HLO text jax 0.10.2 lowers for
+jnp.linalg.eigh / svd / lstsq, lu_factor, lax.linalg.lu, solve and det (column-major operands,
 batches, uplo U, modes A/S/N) against jax's results
 (fixtures/lapack_spectral_jax.npz, from gen_lapack_spectral_jax.py), and
 hand-written modules (row-major) against NumPy. Vectors are compared up to
@@ -42,7 +43,8 @@ def _same_columns_up_to_sign(got, want, tol):
 
 def test_fixture_has_every_program():
     assert NAMES == sorted(["eigh_f32", "eigh_upper_f64_batched", "svd_reduced_f32",
-                            "svd_full_f64_wide", "svd_values_f64", "lstsq_f64"])
+                            "svd_full_f64_wide", "svd_values_f64", "lstsq_f64", "lu_factor_f64",
+                            "lu_wide_f32_batched", "solve_f32", "det_f64"])
     text = str(DATA["eigh_f32.hlo"])
     assert 'custom_call_target="lapack_ssyevd_ffi"' in text and "{0,1}" in text
 
@@ -77,8 +79,12 @@ def test_matches_jax(name, backend):
         np.testing.assert_allclose((u[..., :k] * s) @ vt[..., :k, :], a, atol=tol * 50)
         for q in (u, vt):   # full bases orthonormal, the completed part included
             np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.eye(q.shape[-1]), atol=tol * 50)
-    else:
-        np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-12)
+    else:   # lstsq, LU, solve, det: pivots exact, values to rounding
+        for g, w in zip(got, want):
+            if w.dtype.kind == "i":
+                np.testing.assert_array_equal(g, w)
+            else:
+                np.testing.assert_allclose(g, w, rtol=tol * 10, atol=tol * 10)
 
 
 PREFIX = {"f32": "s", "f64": "d"}
@@ -176,3 +182,24 @@ def test_syevd_without_vectors_leaves_the_operand():
         np.testing.assert_array_equal(v, a)
         np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=1e-12)
         assert info == 0
+
+
+@pytest.mark.parametrize("shape", [(6, 6), (7, 4), (3, 8)])
+def test_row_major_getrf_matches_the_interpreter(shape):
+    m, n = shape
+    k = min(m, n)
+    a = np.random.default_rng(5).standard_normal(shape)
+    a[:, 0] = 0   # a zero first column: pivot 1, info 1, factorization completed
+    text = _module("f64", f"[{m},{n}]", f"(f64[{m},{n}], s32[{k}], s32[])", "lapack_dgetrf_ffi", "{}")
+    lu, ipiv, info = _run(text, [a], "cpu")
+    lu_i, ipiv_i, info_i = _run(text, [a], "interpreter")
+    assert info == info_i == 1
+    np.testing.assert_array_equal(ipiv, ipiv_i)
+    np.testing.assert_allclose(lu, lu_i, atol=1e-12)
+    # P L U == a
+    low = np.tril(lu, -1)[:, :k] + np.eye(m, k)
+    up = np.triu(lu)[:k]
+    perm = np.arange(m)
+    for i, p in enumerate(ipiv - 1):
+        perm[[i, p]] = perm[[p, i]]
+    np.testing.assert_allclose((low @ up), a[perm], atol=1e-12)

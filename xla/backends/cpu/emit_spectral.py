@@ -1,8 +1,9 @@
-"""jaxlib's LAPACK eigendecomposition and SVD custom calls
-(``lapack_{s,d}syevd_ffi``, ``lapack_{s,d}gesdd_ffi``, and the names
-without ``_ffi``) as one call each to the runtime's ``__xla_cpu_syevd_*``
-and ``__xla_cpu_gesdd_*`` (Eigen's SelfAdjointEigenSolver and BDCSVD,
-``xla/backends/cpu/runtime/spectral.cc``), with LAPACK's results (the
+"""jaxlib's LAPACK eigendecomposition, SVD and LU custom calls
+(``lapack_{s,d}syevd_ffi``, ``lapack_{s,d}gesdd_ffi``,
+``lapack_{s,d}getrf_ffi``, and the names without ``_ffi``) as one call each
+to the runtime's ``__xla_cpu_syevd_*``, ``__xla_cpu_gesdd_*`` and
+``__xla_cpu_getrf_*`` (Eigen's SelfAdjointEigenSolver, BDCSVD and
+PartialPivLU, ``xla/backends/cpu/runtime/spectral.cc``), with LAPACK's results (the
 signatures are in ``xla/hlo/custom_call_signatures.py``):
 
 * syevd ``a -> (v, w[, info])``: eigenvalues ``w`` ascending, eigenvectors
@@ -14,7 +15,11 @@ signatures are in ``xla/hlo/custom_call_signatures.py``):
   the first min(m, n) columns / rows, 'N' singular values only (``u`` and
   ``vt`` zero). The first result is a copy of ``a`` (LAPACK destroys it).
 
-``info`` is 0, or 1 where the solver did not converge or (gesdd) the matrix
+* getrf ``a -> (lu, ipiv[, info])`` (``__xla_cpu_getrf_*``, Eigen's
+  blocked partial-pivoting LU): L below the diagonal and U on and above
+  it, 1-based pivot rows, info the 1-based index of the first zero pivot.
+
+For syevd and gesdd ``info`` is 0, or 1 where the solver did not converge or (gesdd) the matrix
 is not finite, and the values are then NaN. Matrices are batched over the
 leading dimensions; they and the vector results must all be row-major, or
 the matrices all column-major with the batch dimensions major (the layout
@@ -118,9 +123,23 @@ def _lapack_gesdd(me, h):
           [i64(batch), i64(m), i64(n), ir.Constant(I32, flags)])
 
 
+def _lapack_getrf(me, h):
+    name = _runtime(me, h, "getrf")
+    a = h.operands[0]
+    shapes = list(h.shape.tuple_shapes)
+    col_major = _layout_of(h, [a.shape, shapes[0]], shapes[1:])
+    m, n = a.shape.dimensions[-2:]
+    batch = math.prod(a.shape.dimensions[:-2])
+    out = _slices(me, h)
+    sa = Slice(me.assignment.buffer(a, ()))
+    _call(me, name, [sa, out[0], out[1], out[2] if len(out) > 2 else None],
+          [i64(batch), i64(m), i64(n), ir.Constant(I32, int(col_major))])
+
+
 # The complex routines are named, to be refused by name.
 for _suffix in ("_ffi", ""):
     for _t in "sdcz":
         CUSTOM_CALL_TARGETS[f"lapack_{_t}gesdd{_suffix}"] = _lapack_gesdd
+        CUSTOM_CALL_TARGETS[f"lapack_{_t}getrf{_suffix}"] = _lapack_getrf
     for _t, _routine in (("s", "syevd"), ("d", "syevd"), ("c", "heevd"), ("z", "heevd")):
         CUSTOM_CALL_TARGETS[f"lapack_{_t}{_routine}{_suffix}"] = _lapack_syevd

@@ -136,6 +136,18 @@ void __xla_cpu_gesdd_f32(const float* a, float* s, float* u, float* vt, int32_t*
 void __xla_cpu_gesdd_f64(const double* a, double* s, double* u, double* vt, int32_t* info,
                          int64_t batch, int64_t m, int64_t n, int32_t flags);
 
+// LU factorizations with partial pivoting (LAPACK's getrf) of `batch` dense
+// m x n matrices, a = P L U: `lu` (like a; may be a) holds L below the
+// diagonal (unit diagonal not stored) and U on and above it; `ipiv` (batch x
+// min(m, n)) the 1-based row swapped with row i at step i (the first row of
+// largest magnitude in the column); `info` (may be null) 0, or the 1-based
+// index of the first zero pivot (the factorization is completed). flags: 1
+// the matrices are column-major (else row-major).
+void __xla_cpu_getrf_f32(const float* a, float* lu, int32_t* ipiv, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags);
+void __xla_cpu_getrf_f64(const double* a, double* lu, int32_t* ipiv, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags);
+
 // FFT over the last `rank` (1 to 3) dimensions of dense row-major arrays,
 // `batch` of them: kind 0 FFT (complex -> complex), 1 IFFT (scaled by
 // 1/N), 2 RFFT (real -> complex, the last dimension n becomes n/2 + 1),

@@ -114,7 +114,8 @@ TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
                            "__xla_cpu_matmul_s32", "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
                            "__xla_cpu_conv2d_f64", "__xla_cpu_runtime_num_threads",
                            "__xla_cpu_fft_f32", "__xla_cpu_fft_f64", "__xla_cpu_syevd_f32",
-                           "__xla_cpu_syevd_f64", "__xla_cpu_gesdd_f32", "__xla_cpu_gesdd_f64"}) {
+                           "__xla_cpu_syevd_f64", "__xla_cpu_gesdd_f32", "__xla_cpu_gesdd_f64",
+                           "__xla_cpu_getrf_f32", "__xla_cpu_getrf_f64"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
 }
@@ -688,6 +689,29 @@ TEST_F(CpuRuntimeTest, GesddOfANonFiniteMatrixReportsInfoAndNaN) {
   __xla_cpu_gesdd_f64(a.data(), s.data(), u.data(), vt.data(), &info, 1, 2, 2, 1);
   EXPECT_NE(info, 0);
   EXPECT_TRUE(std::isnan(s[0]) && std::isnan(u[0]) && std::isnan(vt[3]));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(CpuRuntimeTest, GetrfPivotsOnTheLargestEntryAndReportsTheFirstZeroPivot) {
+  // [[1, 2], [3, 4]]: row 2 first (ipiv 2), L = [[1, 0], [1/3, 1]], U = [[3, 4], [0, 2/3]].
+  std::vector<double> a = {1, 2, 3, 4}, lu(4);
+  std::vector<int32_t> ipiv(2);
+  int32_t info = -1;
+  __xla_cpu_getrf_f64(a.data(), lu.data(), ipiv.data(), &info, 1, 2, 2, 0);
+  EXPECT_EQ(info, 0);
+  EXPECT_EQ(ipiv[0], 2);
+  EXPECT_EQ(ipiv[1], 2);
+  EXPECT_DOUBLE_EQ(lu[0], 3);
+  EXPECT_DOUBLE_EQ(lu[1], 4);
+  EXPECT_DOUBLE_EQ(lu[2], 1.0 / 3);
+  EXPECT_NEAR(lu[3], 2.0 / 3, 1e-15);
+  // Singular: [[1, 2], [2, 4]] has a zero second pivot.
+  std::vector<double> s = {1, 2, 2, 4};
+  __xla_cpu_getrf_f64(s.data(), lu.data(), ipiv.data(), &info, 1, 2, 2, 0);
+  EXPECT_EQ(info, 2);
 }
 
 }  // namespace

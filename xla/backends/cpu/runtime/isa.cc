@@ -1,6 +1,6 @@
 // The dispatcher between the ISA variants of the runtime's kernels (see
 // kernels.h), and the C entry points of those kernels (cpu_runtime.h:
-// matmul, conv2d, Cholesky, triangular solve, eigh, SVD).
+// matmul, conv2d, Cholesky, triangular solve, eigh, SVD, LU).
 // Compiled for the baseline ISA like everything outside the variant units.
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +19,8 @@ namespace {
     name, &ns::MatmulF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
         &ns::Conv2DF32, &ns::Conv2DF64, &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64,  \
         &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128,            \
-        &ns::SyevdF32, &ns::SyevdF64, &ns::GesddF32, &ns::GesddF64                             \
+        &ns::SyevdF32, &ns::SyevdF64, &ns::GesddF32, &ns::GesddF64, &ns::GetrfF32,             \
+        &ns::GetrfF64                                                                          \
   }
 
 const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, "baseline");
@@ -256,6 +257,16 @@ void __xla_cpu_gesdd_f32(const float* a, float* s, float* u, float* vt, int32_t*
 void __xla_cpu_gesdd_f64(const double* a, double* s, double* u, double* vt, int32_t* info,
                          int64_t batch, int64_t m, int64_t n, int32_t flags) {
   Kernels().gesdd_f64(a, s, u, vt, info, batch, m, n, flags);
+}
+
+void __xla_cpu_getrf_f32(const float* a, float* lu, int32_t* ipiv, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().getrf_f32(a, lu, ipiv, info, batch, m, n, flags);
+}
+
+void __xla_cpu_getrf_f64(const double* a, double* lu, int32_t* ipiv, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().getrf_f64(a, lu, ipiv, info, batch, m, n, flags);
 }
 
 }  // extern "C"

@@ -3,7 +3,7 @@
 //
 // The hot kernels (matmul.cc: every matmul dtype; convolution.cc: conv2d;
 // linalg.cc: Cholesky and triangular solves, whose blocked panels are
-// GEMMs; spectral.cc: eigh and SVD) are compiled once per ISA variant, each time with its own compiler flags,
+// GEMMs; spectral.cc: eigh, SVD and LU) are compiled once per ISA variant, each time with its own compiler flags,
 // its own C++ namespace (XLA_CPU_ISA_NAMESPACE) and its own copy of Eigen
 // (the namespace `Eigen` is renamed by a macro, xla_eigen_<isa>), so that no
 // inline or template function compiled for a wider ISA can be shared with
@@ -97,6 +97,10 @@ int PoolCurrentThreadId();
                 int64_t m, int64_t n, int32_t flags);                                         \
   void GesddF64(const double* a, double* s, double* u, double* vt, int32_t* info,             \
                 int64_t batch, int64_t m, int64_t n, int32_t flags);                          \
+  void GetrfF32(const float* a, float* lu, int32_t* ipiv, int32_t* info, int64_t batch,     \
+                int64_t m, int64_t n, int32_t flags);                                         \
+  void GetrfF64(const double* a, double* lu, int32_t* ipiv, int32_t* info, int64_t batch,   \
+                int64_t m, int64_t n, int32_t flags);                                         \
   }
 
 XLA_CPU_DECLARE_ISA_KERNELS(isa_baseline)
@@ -127,6 +131,8 @@ struct IsaKernels {
   decltype(&isa_baseline::SyevdF64) syevd_f64;
   decltype(&isa_baseline::GesddF32) gesdd_f32;
   decltype(&isa_baseline::GesddF64) gesdd_f64;
+  decltype(&isa_baseline::GetrfF32) getrf_f32;
+  decltype(&isa_baseline::GetrfF64) getrf_f64;
 };
 
 // Every variant this build has, narrowest first.

@@ -207,6 +207,8 @@ const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count) {
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_syevd_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_gesdd_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_gesdd_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_getrf_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_getrf_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_fft_f32),

@@ -1,5 +1,5 @@
-// The CPU runtime's symmetric eigendecomposition and singular value
-// decomposition (see cpu_runtime.h): Eigen's SelfAdjointEigenSolver
+// The CPU runtime's symmetric eigendecomposition, singular value
+// decomposition and LU factorization (see cpu_runtime.h): Eigen's SelfAdjointEigenSolver
 // (Householder tridiagonalization, then implicit symmetric QR) and BDCSVD
 // (bidiagonalization, then divide and conquer; Jacobi below 16 columns;
 // after a Householder QR for matrices twice as tall as wide), on a
@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include <Eigen/Eigenvalues>
+#include <Eigen/LU>
 #include <Eigen/QR>
 #include <Eigen/SVD>
 
@@ -220,6 +222,55 @@ void Gesdd(const T* a, T* s, T* u, T* vt, int32_t* info, int64_t batch, int64_t 
   __xla_cpu_parallel_for(&GesddBatch<T>, &ctx, batch, min_chunk);
 }
 
+// ---------------------------------------------------------------------------
+// getrf: a = P L U by partial pivoting, Eigen's blocked LU (the pivot of
+// column k: the first row of largest |a[i, k]|, i >= k, as LAPACK's idamax).
+
+template <typename T>
+struct GetrfContext {
+  const T* a;
+  T* lu;
+  int32_t* ipiv;
+  int32_t* info;
+  int64_t m, n;
+  bool col_major;
+};
+
+template <typename T>
+void GetrfBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const GetrfContext<T>*>(raw);
+  const int64_t m = c.m, n = c.n, k = std::min(m, n);
+  ColMajorMatrix<T> work(m, n);
+  std::vector<int> pivots(k);
+  using Impl = Eigen::internal::partial_lu_impl<T, Eigen::ColMajor, int>;
+  for (int64_t b = begin; b < end; ++b) {
+    const T* a = c.a + b * m * n;
+    if (c.col_major) {
+      work = ConstColMap<T>(a, m, n);
+    } else {
+      work = ConstRowMap<T>(a, m, n);
+    }
+    int transpositions = 0;
+    const Eigen::Index zero = Impl::blocked_lu(m, n, work.data(), m, pivots.data(), transpositions);
+    Store(c.lu + b * m * n, m, n, c.col_major, work);
+    for (int64_t j = 0; j < k; ++j) c.ipiv[b * k + j] = pivots[j] + 1;
+    if (c.info != nullptr) c.info[b] = zero < 0 ? 0 : static_cast<int32_t>(zero + 1);
+  }
+}
+
+template <typename T>
+void Getrf(const T* a, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int64_t m, int64_t n,
+           int32_t flags) {
+  if (batch <= 0) return;
+  if (m <= 0 || n <= 0) {
+    Fill(info, batch, int32_t{0});
+    return;
+  }
+  GetrfContext<T> ctx{a, lu, ipiv, info, m, n, (flags & 1) != 0};
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (m * n * std::min(m, n)));
+  __xla_cpu_parallel_for(&GetrfBatch<T>, &ctx, batch, min_chunk);
+}
+
 }  // namespace
 
 void SyevdF32(const float* a, float* v, float* w, int32_t* info, int64_t batch, int64_t n,
@@ -240,6 +291,22 @@ void GesddF32(const float* a, float* s, float* u, float* vt, int32_t* info, int6
 void GesddF64(const double* a, double* s, double* u, double* vt, int32_t* info, int64_t batch,
               int64_t m, int64_t n, int32_t flags) {
   Gesdd(a, s, u, vt, info, batch, m, n, flags);
+}
+
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime
+
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+
+void GetrfF32(const float* a, float* lu, int32_t* ipiv, int32_t* info, int64_t batch, int64_t m,
+              int64_t n, int32_t flags) {
+  Getrf(a, lu, ipiv, info, batch, m, n, flags);
+}
+
+void GetrfF64(const double* a, double* lu, int32_t* ipiv, int32_t* info, int64_t batch, int64_t m,
+              int64_t n, int32_t flags) {
+  Getrf(a, lu, ipiv, info, batch, m, n, flags);
 }
 
 }  // namespace XLA_CPU_ISA_NAMESPACE
