@@ -2,7 +2,7 @@
 (``lapack_{s,d}syevd_ffi``, ``lapack_{s,d}gesdd_ffi``,
 ``lapack_{s,d}getrf_ffi``) on the cpu backend (runtime calls:
 emit_spectral.py) and the interpreter: the HLO text jax 0.10.2 lowers for
-jnp.linalg.eigh / svd / lstsq, lu_factor, lax.linalg.lu, solve and det (column-major operands,
+jnp.linalg.eigh / svd / lstsq, lu_factor, lax.linalg.lu, solve, det and qr (column-major operands,
 batches, uplo U, modes A/S/N) against jax's results
 (fixtures/lapack_spectral_jax.npz, from gen_lapack_spectral_jax.py), and
 hand-written modules (row-major) against NumPy. Vectors are compared up to
@@ -44,7 +44,8 @@ def _same_columns_up_to_sign(got, want, tol):
 def test_fixture_has_every_program():
     assert NAMES == sorted(["eigh_f32", "eigh_upper_f64_batched", "svd_reduced_f32",
                             "svd_full_f64_wide", "svd_values_f64", "lstsq_f64", "lu_factor_f64",
-                            "lu_wide_f32_batched", "solve_f32", "det_f64"])
+                            "lu_wide_f32_batched", "solve_f32", "det_f64", "qr_reduced_f64",
+                            "qr_complete_f32_batched", "qr_wide_f64"])
     text = str(DATA["eigh_f32.hlo"])
     assert 'custom_call_target="lapack_ssyevd_ffi"' in text and "{0,1}" in text
 
@@ -79,6 +80,11 @@ def test_matches_jax(name, backend):
         np.testing.assert_allclose((u[..., :k] * s) @ vt[..., :k, :], a, atol=tol * 50)
         for q in (u, vt):   # full bases orthonormal, the completed part included
             np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.eye(q.shape[-1]), atol=tol * 50)
+    elif name.startswith("qr"):   # Householder QR is unique: LAPACK's signs
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=tol * 10, atol=tol * 10)
+        q, r = got
+        np.testing.assert_allclose(q[..., :, :r.shape[-2]] @ r, a, atol=tol * 10)
     else:   # lstsq, LU, solve, det: pivots exact, values to rounding
         for g, w in zip(got, want):
             if w.dtype.kind == "i":

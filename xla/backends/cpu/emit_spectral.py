@@ -1,9 +1,8 @@
-"""jaxlib's LAPACK eigendecomposition, SVD and LU custom calls
-(``lapack_{s,d}syevd_ffi``, ``lapack_{s,d}gesdd_ffi``,
-``lapack_{s,d}getrf_ffi``, and the names without ``_ffi``) as one call each
-to the runtime's ``__xla_cpu_syevd_*``, ``__xla_cpu_gesdd_*`` and
-``__xla_cpu_getrf_*`` (Eigen's SelfAdjointEigenSolver, BDCSVD and
-PartialPivLU, ``xla/backends/cpu/runtime/spectral.cc``), with LAPACK's results (the
+"""jaxlib's LAPACK eigendecomposition, SVD, LU and QR custom calls
+(``lapack_{s,d}syevd_ffi``, ``gesdd_ffi``, ``getrf_ffi``, ``geqrf_ffi``,
+``orgqr_ffi``, and the names without ``_ffi``) as one call each to the
+runtime's ``__xla_cpu_<routine>_{f32,f64}`` (Eigen's SelfAdjointEigenSolver,
+BDCSVD, partial-pivoting LU and HouseholderQR, ``xla/backends/cpu/runtime/spectral.cc``), with LAPACK's results (the
 signatures are in ``xla/hlo/custom_call_signatures.py``):
 
 * syevd ``a -> (v, w[, info])``: eigenvalues ``w`` ascending, eigenvectors
@@ -18,6 +17,11 @@ signatures are in ``xla/hlo/custom_call_signatures.py``):
 * getrf ``a -> (lu, ipiv[, info])`` (``__xla_cpu_getrf_*``, Eigen's
   blocked partial-pivoting LU): L below the diagonal and U on and above
   it, 1-based pivot rows, info the 1-based index of the first zero pivot.
+
+* geqrf ``a -> (a, tau)`` and orgqr ``(a, tau) -> q`` (``__xla_cpu_geqrf_*``,
+  ``__xla_cpu_orgqr_*``, Eigen's HouseholderQR, whose reflectors are
+  LAPACK's: ``H = I - tau v v^T``, ``v[0] = 1``, R on and above the
+  diagonal): Q's first n columns from the first k reflectors.
 
 For syevd and gesdd ``info`` is 0, or 1 where the solver did not converge or (gesdd) the matrix
 is not finite, and the values are then NaN. Matrices are batched over the
@@ -136,10 +140,38 @@ def _lapack_getrf(me, h):
           [i64(batch), i64(m), i64(n), ir.Constant(I32, int(col_major))])
 
 
+def _lapack_geqrf(me, h):
+    name = _runtime(me, h, "geqrf")
+    a = h.operands[0]
+    shapes = list(h.shape.tuple_shapes)
+    col_major = _layout_of(h, [a.shape, shapes[0]], shapes[1:])
+    m, n = a.shape.dimensions[-2:]
+    batch = math.prod(a.shape.dimensions[:-2])
+    out = _slices(me, h)
+    _call(me, name, [Slice(me.assignment.buffer(a, ())), out[0], out[1]],
+          [i64(batch), i64(m), i64(n), ir.Constant(I32, int(col_major))])
+
+
+def _lapack_orgqr(me, h):
+    name = _runtime(me, h, "orgqr")
+    a, tau = h.operands
+    q_shape = h.shape.tuple_shapes[0] if h.shape.is_tuple else h.shape
+    col_major = _layout_of(h, [a.shape, q_shape], [tau.shape])
+    m, n = a.shape.dimensions[-2:]
+    batch = math.prod(a.shape.dimensions[:-2])
+    out = _slices(me, h)
+    _call(me, name, [Slice(me.assignment.buffer(a, ())), Slice(me.assignment.buffer(tau, ())), out[0]],
+          [i64(batch), i64(m), i64(n), i64(tau.shape.dimensions[-1]),
+           ir.Constant(I32, int(col_major))])
+
+
 # The complex routines are named, to be refused by name.
 for _suffix in ("_ffi", ""):
     for _t in "sdcz":
         CUSTOM_CALL_TARGETS[f"lapack_{_t}gesdd{_suffix}"] = _lapack_gesdd
         CUSTOM_CALL_TARGETS[f"lapack_{_t}getrf{_suffix}"] = _lapack_getrf
+        CUSTOM_CALL_TARGETS[f"lapack_{_t}geqrf{_suffix}"] = _lapack_geqrf
+    for _t, _routine in (("s", "orgqr"), ("d", "orgqr"), ("c", "ungqr"), ("z", "ungqr")):
+        CUSTOM_CALL_TARGETS[f"lapack_{_t}{_routine}{_suffix}"] = _lapack_orgqr
     for _t, _routine in (("s", "syevd"), ("d", "syevd"), ("c", "heevd"), ("z", "heevd")):
         CUSTOM_CALL_TARGETS[f"lapack_{_t}{_routine}{_suffix}"] = _lapack_syevd

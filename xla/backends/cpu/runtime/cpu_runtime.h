@@ -148,6 +148,25 @@ void __xla_cpu_getrf_f32(const float* a, float* lu, int32_t* ipiv, int32_t* info
 void __xla_cpu_getrf_f64(const double* a, double* lu, int32_t* ipiv, int32_t* info,
                          int64_t batch, int64_t m, int64_t n, int32_t flags);
 
+// Householder QR factorizations (LAPACK's geqrf) of `batch` dense m x n
+// matrices: `out` (like a; may be a) holds R on and above the diagonal and
+// the reflectors' vectors below it (v[0] = 1 not stored), `tau` (batch x
+// min(m, n)) their scales, H_i = I - tau_i v_i v_i^T, a = H_1 ... H_k R.
+// flags: 1 column-major (else row-major).
+void __xla_cpu_geqrf_f32(const float* a, float* out, float* tau, int64_t batch, int64_t m,
+                         int64_t n, int32_t flags);
+void __xla_cpu_geqrf_f64(const double* a, double* out, double* tau, int64_t batch, int64_t m,
+                         int64_t n, int32_t flags);
+
+// The first n columns of Q = H_1 ... H_k (LAPACK's orgqr) from geqrf's form:
+// the reflectors below the diagonal of the first k columns of the m x n `a`
+// and `tau` (batch x k, k <= n), into `out` (like a; may be a). flags: 1
+// column-major (else row-major).
+void __xla_cpu_orgqr_f32(const float* a, const float* tau, float* out, int64_t batch, int64_t m,
+                         int64_t n, int64_t k, int32_t flags);
+void __xla_cpu_orgqr_f64(const double* a, const double* tau, double* out, int64_t batch,
+                         int64_t m, int64_t n, int64_t k, int32_t flags);
+
 // FFT over the last `rank` (1 to 3) dimensions of dense row-major arrays,
 // `batch` of them: kind 0 FFT (complex -> complex), 1 IFFT (scaled by
 // 1/N), 2 RFFT (real -> complex, the last dimension n becomes n/2 + 1),

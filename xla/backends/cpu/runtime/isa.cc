@@ -1,6 +1,6 @@
 // The dispatcher between the ISA variants of the runtime's kernels (see
 // kernels.h), and the C entry points of those kernels (cpu_runtime.h:
-// matmul, conv2d, Cholesky, triangular solve, eigh, SVD, LU).
+// matmul, conv2d, Cholesky, triangular solve, eigh, SVD, LU, QR).
 // Compiled for the baseline ISA like everything outside the variant units.
 #include <cstdio>
 #include <cstdlib>
@@ -20,7 +20,7 @@ namespace {
         &ns::Conv2DF32, &ns::Conv2DF64, &ns::CholeskyF32, &ns::CholeskyF64, &ns::CholeskyC64,  \
         &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64, &ns::TrsmC128,            \
         &ns::SyevdF32, &ns::SyevdF64, &ns::GesddF32, &ns::GesddF64, &ns::GetrfF32,             \
-        &ns::GetrfF64                                                                          \
+        &ns::GetrfF64, &ns::GeqrfF32, &ns::GeqrfF64, &ns::OrgqrF32, &ns::OrgqrF64              \
   }
 
 const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, "baseline");
@@ -267,6 +267,26 @@ void __xla_cpu_getrf_f32(const float* a, float* lu, int32_t* ipiv, int32_t* info
 void __xla_cpu_getrf_f64(const double* a, double* lu, int32_t* ipiv, int32_t* info,
                          int64_t batch, int64_t m, int64_t n, int32_t flags) {
   Kernels().getrf_f64(a, lu, ipiv, info, batch, m, n, flags);
+}
+
+void __xla_cpu_geqrf_f32(const float* a, float* out, float* tau, int64_t batch, int64_t m,
+                         int64_t n, int32_t flags) {
+  Kernels().geqrf_f32(a, out, tau, batch, m, n, flags);
+}
+
+void __xla_cpu_geqrf_f64(const double* a, double* out, double* tau, int64_t batch, int64_t m,
+                         int64_t n, int32_t flags) {
+  Kernels().geqrf_f64(a, out, tau, batch, m, n, flags);
+}
+
+void __xla_cpu_orgqr_f32(const float* a, const float* tau, float* out, int64_t batch, int64_t m,
+                         int64_t n, int64_t k, int32_t flags) {
+  Kernels().orgqr_f32(a, tau, out, batch, m, n, k, flags);
+}
+
+void __xla_cpu_orgqr_f64(const double* a, const double* tau, double* out, int64_t batch,
+                         int64_t m, int64_t n, int64_t k, int32_t flags) {
+  Kernels().orgqr_f64(a, tau, out, batch, m, n, k, flags);
 }
 
 }  // extern "C"

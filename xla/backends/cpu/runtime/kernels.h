@@ -3,7 +3,7 @@
 //
 // The hot kernels (matmul.cc: every matmul dtype; convolution.cc: conv2d;
 // linalg.cc: Cholesky and triangular solves, whose blocked panels are
-// GEMMs; spectral.cc: eigh, SVD and LU) are compiled once per ISA variant, each time with its own compiler flags,
+// GEMMs; spectral.cc: eigh, SVD, LU and QR) are compiled once per ISA variant, each time with its own compiler flags,
 // its own C++ namespace (XLA_CPU_ISA_NAMESPACE) and its own copy of Eigen
 // (the namespace `Eigen` is renamed by a macro, xla_eigen_<isa>), so that no
 // inline or template function compiled for a wider ISA can be shared with
@@ -101,6 +101,14 @@ int PoolCurrentThreadId();
                 int64_t m, int64_t n, int32_t flags);                                         \
   void GetrfF64(const double* a, double* lu, int32_t* ipiv, int32_t* info, int64_t batch,   \
                 int64_t m, int64_t n, int32_t flags);                                         \
+  void GeqrfF32(const float* a, float* out, float* tau, int64_t batch, int64_t m, int64_t n, \
+                int32_t flags);                                                               \
+  void GeqrfF64(const double* a, double* out, double* tau, int64_t batch, int64_t m,         \
+                int64_t n, int32_t flags);                                                    \
+  void OrgqrF32(const float* a, const float* tau, float* out, int64_t batch, int64_t m,      \
+                int64_t n, int64_t k, int32_t flags);                                         \
+  void OrgqrF64(const double* a, const double* tau, double* out, int64_t batch, int64_t m,   \
+                int64_t n, int64_t k, int32_t flags);                                         \
   }
 
 XLA_CPU_DECLARE_ISA_KERNELS(isa_baseline)
@@ -133,6 +141,10 @@ struct IsaKernels {
   decltype(&isa_baseline::GesddF64) gesdd_f64;
   decltype(&isa_baseline::GetrfF32) getrf_f32;
   decltype(&isa_baseline::GetrfF64) getrf_f64;
+  decltype(&isa_baseline::GeqrfF32) geqrf_f32;
+  decltype(&isa_baseline::GeqrfF64) geqrf_f64;
+  decltype(&isa_baseline::OrgqrF32) orgqr_f32;
+  decltype(&isa_baseline::OrgqrF64) orgqr_f64;
 };
 
 // Every variant this build has, narrowest first.

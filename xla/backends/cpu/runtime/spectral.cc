@@ -1,5 +1,5 @@
 // The CPU runtime's symmetric eigendecomposition, singular value
-// decomposition and LU factorization (see cpu_runtime.h): Eigen's SelfAdjointEigenSolver
+// decomposition, LU and QR factorizations (see cpu_runtime.h): Eigen's SelfAdjointEigenSolver
 // (Householder tridiagonalization, then implicit symmetric QR) and BDCSVD
 // (bidiagonalization, then divide and conquer; Jacobi below 16 columns;
 // after a Householder QR for matrices twice as tall as wide), on a
@@ -271,6 +271,75 @@ void Getrf(const T* a, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int64
   __xla_cpu_parallel_for(&GetrfBatch<T>, &ctx, batch, min_chunk);
 }
 
+// ---------------------------------------------------------------------------
+// geqrf / orgqr: Householder QR in LAPACK's form (Eigen's reflectors are
+// LAPACK's dlarfg: H = I - tau v v^T, v[0] = 1, beta on the diagonal), and
+// Q's first n columns from it.
+
+template <typename T>
+struct QrContext {
+  const T* a;
+  const T* tau_in;
+  T* out;
+  T* tau;
+  int64_t m, n, k;
+  bool col_major;
+};
+
+template <typename T>
+void GeqrfBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const QrContext<T>*>(raw);
+  const int64_t m = c.m, n = c.n, k = std::min(m, n);
+  ColMajorMatrix<T> work(m, n);
+  Eigen::HouseholderQR<ColMajorMatrix<T>> qr(m, n);
+  for (int64_t b = begin; b < end; ++b) {
+    if (c.col_major) {
+      work = ConstColMap<T>(c.a + b * m * n, m, n);
+    } else {
+      work = ConstRowMap<T>(c.a + b * m * n, m, n);
+    }
+    qr.compute(work);
+    Store(c.out + b * m * n, m, n, c.col_major, qr.matrixQR());
+    Eigen::Map<Vector<T>>(c.tau + b * k, k) = qr.hCoeffs();
+  }
+}
+
+template <typename T>
+void OrgqrBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const QrContext<T>*>(raw);
+  const int64_t m = c.m, n = c.n, k = c.k;
+  ColMajorMatrix<T> v(m, n), q(m, n);
+  Vector<T> tau(k);
+  for (int64_t b = begin; b < end; ++b) {
+    if (c.col_major) {
+      v = ConstColMap<T>(c.a + b * m * n, m, n);
+    } else {
+      v = ConstRowMap<T>(c.a + b * m * n, m, n);
+    }
+    tau = Eigen::Map<const Vector<T>>(c.tau_in + b * k, k);
+    q.setIdentity();
+    q.applyOnTheLeft(Eigen::householderSequence(v.leftCols(k), tau).setLength(k));
+    Store(c.out + b * m * n, m, n, c.col_major, q);
+  }
+}
+
+template <typename T>
+void Geqrf(const T* a, T* out, T* tau, int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  QrContext<T> ctx{a, nullptr, out, tau, m, n, std::min(m, n), (flags & 1) != 0};
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (m * n * std::min(m, n)));
+  __xla_cpu_parallel_for(&GeqrfBatch<T>, &ctx, batch, min_chunk);
+}
+
+template <typename T>
+void Orgqr(const T* a, const T* tau, T* out, int64_t batch, int64_t m, int64_t n, int64_t k,
+           int32_t flags) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  QrContext<T> ctx{a, tau, out, nullptr, m, n, k, (flags & 1) != 0};
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (m * n * std::max<int64_t>(k, 1)));
+  __xla_cpu_parallel_for(&OrgqrBatch<T>, &ctx, batch, min_chunk);
+}
+
 }  // namespace
 
 void SyevdF32(const float* a, float* v, float* w, int32_t* info, int64_t batch, int64_t n,
@@ -307,6 +376,32 @@ void GetrfF32(const float* a, float* lu, int32_t* ipiv, int32_t* info, int64_t b
 void GetrfF64(const double* a, double* lu, int32_t* ipiv, int32_t* info, int64_t batch, int64_t m,
               int64_t n, int32_t flags) {
   Getrf(a, lu, ipiv, info, batch, m, n, flags);
+}
+
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime
+
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+
+void GeqrfF32(const float* a, float* out, float* tau, int64_t batch, int64_t m, int64_t n,
+              int32_t flags) {
+  Geqrf(a, out, tau, batch, m, n, flags);
+}
+
+void GeqrfF64(const double* a, double* out, double* tau, int64_t batch, int64_t m, int64_t n,
+              int32_t flags) {
+  Geqrf(a, out, tau, batch, m, n, flags);
+}
+
+void OrgqrF32(const float* a, const float* tau, float* out, int64_t batch, int64_t m, int64_t n,
+              int64_t k, int32_t flags) {
+  Orgqr(a, tau, out, batch, m, n, k, flags);
+}
+
+void OrgqrF64(const double* a, const double* tau, double* out, int64_t batch, int64_t m,
+              int64_t n, int64_t k, int32_t flags) {
+  Orgqr(a, tau, out, batch, m, n, k, flags);
 }
 
 }  // namespace XLA_CPU_ISA_NAMESPACE
