@@ -89,7 +89,7 @@ ENTRY e {{
 }}"""
 
 
-# The targets only the interpreter implements: a wrong declared shape was a
+# Targets the interpreter implemented alone at first: a wrong declared shape was a
 # raw NumPy ValueError ('cannot reshape array of size 4 into shape (1,)').
 @pytest.mark.parametrize("target,result,why", [
     ("lapack_sgetrf_ffi", "(f32[4,4], s32[1], s32[])", "ipiv must be s32\\[4\\]"),

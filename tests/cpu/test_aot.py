@@ -369,3 +369,15 @@ def test_conversion_helpers_are_defined_weak():
     mod.link_in(aot._support_module(["__truncsfbf2"], triple, tm))
     assert mod.get_function("__truncsfbf2").linkage.name == "weak_any"
     assert jit.undefined_symbols(tm.emit_object(mod)) == []
+
+
+def test_an_eigh_composite_compiles_ahead_of_time_as_its_decomposition():
+    # The JIT's runtime computes xla.eigh (linalg-composite-rewriter); an
+    # object's C runtime has no eigensolver, so it keeps the Jacobi loops.
+    import xla
+    a = np.random.default_rng(0).standard_normal((4, 4))
+    text = xla.jit(lambda a: np.linalg.eigh(a)).lower(a).as_hlo_text()
+    assert 'composite.name="xla.eigh"' in text
+    result = aot.aot_compile(parse_hlo_module(text), runtime_c=True)
+    assert not any("syevd" in s for s in result.runtime_symbols + result.undefined_symbols)
+    assert "custom-call" not in result.module.to_text()

@@ -26,6 +26,9 @@ geqrf               a[..., m, n]          (a, tau[..., min(m,n)])
 orgqr, ungqr        a[..., m, n],         a's shape (or a 1-tuple of it), k <= n
                     tau[..., k]
 syevd, heevd        a[..., n, n]          (v[..., n, n], w real[..., n], [info s32[...]])
+gesdd               a[..., m, n]          (a, s real[..., k], u[..., m, ku], vt[..., kv, n],
+                                          info s32[...]); k = min(m, n), ku = m and
+                                          kv = n for mode 'A', else k (either for 'N')
 ==================  ====================  ======================================
 
 Their attributes come in ``backend_config`` as an MLIR dictionary
@@ -287,6 +290,9 @@ def _syevd(instr, et):
     problem = _matrices(a, "the operand", et, square=True)
     if problem:
         return problem
+    if lapack_letter(instr, "mode", "V") not in "VN":
+        return f"backend_config mode = {ord(lapack_letter(instr, 'mode', 'V'))} is not one of " \
+               "86 ('V'), 78 ('N')"
     results, problem = _results(instr, (2, 3), "(v, w) or (v, w, info)")
     if problem:
         return problem
@@ -295,12 +301,39 @@ def _syevd(instr, et):
             (_array(results[2], a.dimensions[:-2], PT.S32, "info") if len(results) > 2 else None))
 
 
+@_lapack
+def _gesdd(instr, et):
+    problem = _operands(instr, (1,), "one operand (the matrix)")
+    if problem:
+        return problem
+    a = instr.operands[0].shape
+    problem = _matrices(a, "the operand", et)
+    if problem:
+        return problem
+    mode = lapack_letter(instr, "mode", "A")
+    if mode not in "ASN":
+        return f"backend_config mode = {ord(mode)} is not one of 65 ('A'), 83 ('S'), 78 ('N')"
+    results, problem = _results(instr, (5,), "(a, s, u, vt, info)")
+    if problem:
+        return problem
+    batch, (m, n) = a.dimensions[:-2], a.dimensions[-2:]
+    k = min(m, n)
+    full = results[2].dimensions[-1:] == (m,) and results[3].dimensions[-2:-1] == (n,)
+    ku, kv = (m, n) if mode == "A" or (mode == "N" and full) else (k, k)
+    return (_array(results[0], a.dimensions, et, "a") or
+            _array(results[1], batch + (k,), _REAL_PART[et], "s") or
+            _array(results[2], batch + (m, ku), et, "u") or
+            _array(results[3], batch + (kv, n), et, "vt") or
+            _array(results[4], batch, PT.S32, "info"))
+
+
 SIGNATURES = {"TopK": _topk, "__cpu$TopK": _topk}
 for _name in ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost",
               "MoveToDevice", "annotate_device_placement"):
     SIGNATURES[_name] = _identity
 _ROUTINES = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf, "geqrf": _geqrf,
-             "orgqr": _orgqr, "ungqr": _orgqr, "syevd": _syevd, "heevd": _syevd}
+             "orgqr": _orgqr, "ungqr": _orgqr, "syevd": _syevd, "heevd": _syevd,
+             "gesdd": _gesdd}
 for _routine, _checker in _ROUTINES.items():
     for _t in "sdcz":
         for _suffix in ("_ffi", ""):

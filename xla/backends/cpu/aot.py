@@ -197,9 +197,20 @@ def aot_compile(module, target="x86_64", name="entry", host_cpu=False, runtime_c
 
 
 # ----- the CPU compiler's pieces -------------------------------------------------
+class _AotCompiler(CpuCompiler):
+    """The CPU compiler without ``linalg-composite-rewriter``: an object's C
+    runtime has no eigensolver or SVD, so the composites ``xla.eigh`` and
+    ``xla.svd`` run their decompositions."""
+
+    def pipeline(self, **options):
+        pipeline = super().pipeline(**options)
+        pipeline.disabled_passes = pipeline.disabled_passes | {"linalg-composite-rewriter"}
+        return pipeline
+
+
 def _emit(module, runtime_symbols):
     """CpuCompiler.emit with runtime symbol names only (nothing is resolved)."""
-    return CpuCompiler().emit(module, {s: 0 for s in runtime_symbols})
+    return _AotCompiler().emit(module, {s: 0 for s in runtime_symbols})
 
 
 def _constant_allocations(assignment):

@@ -4,6 +4,10 @@ layout assignment constrains its Eigen calls):
 
 * ``ROW_MAJOR_OPCODES``: FFT and the collectives take dense row-major
   arrays;
+* the LAPACK eigendecomposition, SVD, LU and QR custom calls (``emit_spectral.py``)
+  get the operand layouts their ``operand_layout_constraints`` declare
+  (jaxlib's lowering asks for column-major matrices, and the runtime
+  reads the operand in the layout of the results);
 * ``constraints(instr)``: a convolution the runtime's conv2d can compute
   (``conv2d_candidate``) gets the physical orders of one of its two forms
   (``conv2d_form``), whatever its dim_labels:
@@ -22,7 +26,9 @@ layout assignment constrains its Eigen calls):
   convolution reads its operands many times.
 """
 import math
+import re
 
+from xla.hlo.parser import parse_shape
 from xla.hlo.shape import Layout
 
 ROW_MAJOR_OPCODES = ("fft", "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
@@ -100,10 +106,31 @@ def _row_major(shape):
     return Layout.row_major(shape.rank) if shape.is_array else None
 
 
+# Custom-call targets whose operand_layout_constraints are honoured.
+_DECLARED_LAYOUT_TARGETS = re.compile(r"lapack_[sdcz](syevd|heevd|gesdd|getrf|geqrf|orgqr|ungqr)(_ffi)?$")
+
+
+def _declared_operand_layouts(instr):
+    """The operand layouts ``operand_layout_constraints`` declares, or None."""
+    raw = instr.attr("operand_layout_constraints")
+    if raw is None:
+        return None
+    text = str(getattr(raw, "text", raw))
+    shapes = [parse_shape(m) for m in re.findall(r"\w+\[[^\]]*\]\{[^}]*\}", text)]
+    if len(shapes) != len(instr.operands):
+        return None
+    return [s.layout if s.is_array and s.rank == o.shape.rank else None
+            for s, o in zip(shapes, instr.operands)]
+
+
 def constraints(instr):
     """(operand layouts, result layout) ``instr`` needs, or None."""
     if instr.opcode in ROW_MAJOR_OPCODES:
         return [_row_major(o.shape) for o in instr.operands], _row_major(instr.shape)
+    if instr.opcode == "custom-call" and \
+            _DECLARED_LAYOUT_TARGETS.match(str(instr.attr("custom_call_target"))):
+        declared = _declared_operand_layouts(instr)
+        return None if declared is None else (declared, None)
     if instr.opcode != "convolution" or not instr.shape.is_array or not conv2d_candidate(instr):
         return None
     lhs, rhs, out = (Layout(tuple(reversed(order))) for order in conv2d_form(instr)[1])

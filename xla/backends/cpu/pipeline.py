@@ -6,6 +6,9 @@ fusions, e.g. XLA:CPU's YNNPACK dot fusions, become plain HLO to re-fuse),
 ``ragged-dot-expander`` (ragged-dot as dots and selects, where it can),
 ``scaled-dot-expander`` (scaled-dot as multiplies and a dot),
 ``scan-expander`` (scan as a while loop),
+``linalg-composite-rewriter`` just before the call inlining (the composite
+calls ``xla.eigh`` and ``xla.svd`` as the LAPACK custom calls the runtime
+computes: ``linalg_composite_rewriter.py``),
 ``dynamic-padder`` after the first call inlining (dynamic dimensions
 padded to their bounds, sizes tracked as s32 scalars: ``xla/service/dynamic_padder.py``;
 the compiler binds a dynamic entry's parameters and result to sizes first,
@@ -35,6 +38,7 @@ runs."""
 from xla.backends.cpu import layout_constraints
 from xla.backends.cpu.dot_operand_layouts import MIXED_MATMUL_TYPES, DotOperandLayouts
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
+from xla.backends.cpu.linalg_composite_rewriter import LinalgCompositeRewriter
 from xla.backends.cpu.matrix_vector_pairs import MatrixVectorPairFusion
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target_independent_pipeline
@@ -48,6 +52,8 @@ def cpu_pipeline(**options):
     pipeline.passes.insert(3, make_pass("ragged-dot-expander"))
     pipeline.passes.insert(4, make_pass("scaled-dot-expander"))
     pipeline.passes.insert(5, make_pass("scan-expander"))
+    # Composites the runtime implements, before their decompositions are inlined.
+    pipeline.passes.insert(_index(pipeline, "call-inliner"), LinalgCompositeRewriter())
     # After call inlining and the dce behind it: one flat entry, no dead ops to refuse.
     inliner = _index(pipeline, "call-inliner")
     assert pipeline.passes[inliner + 1].name == "dce"

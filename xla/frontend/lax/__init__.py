@@ -26,8 +26,10 @@ One module per topic, each importing only from those before it:
 - ``convolution``: ``dot_general`` and ``conv_general_dilated``
 - ``reductions``: ``reduce``, ``reduce_window``, ``sort``, ``top_k``
 - ``control_flow``: loops and branches
+- ``composite``: a named operation with a decomposition (``jax.lax.composite``)
 """
 from xla.frontend.lax import linalg  # noqa: F401  (lax.linalg.cholesky, as in JAX)
+from xla.frontend.lax.composite import composite  # noqa: F401
 from xla.frontend.lax.control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from xla.frontend.lax.convolution import conv_general_dilated, dot_general  # noqa: F401
 from xla.frontend.lax.fft import FftType, fft  # noqa: F401
@@ -51,7 +53,7 @@ __all__ = [
     'abs', 'acos', 'acosh', 'add', 'asin', 'asinh', 'atan', 'atan2', 'atanh',
     'bitcast_convert_type', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor',
     'broadcast_in_dim', 'broadcasted_iota', 'cbrt', 'ceil', 'clamp', 'clz', 'complex',
-    'concatenate', 'cond', 'conv_general_dilated', 'convert_element_type', 'cos', 'cosh', 'div',
+    'composite', 'concatenate', 'cond', 'conv_general_dilated', 'convert_element_type', 'cos', 'cosh', 'div',
     'dot_general', 'dynamic_index_in_dim', 'dynamic_slice', 'dynamic_update_index_in_dim',
     'dynamic_update_slice', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'fft', 'FftType', 'floor',
     'fori_loop', 'full', 'full_like', 'gather', 'GatherDimensionNumbers', 'GatherScatterMode',

@@ -1,7 +1,8 @@
 """``numpy.linalg`` under ``xla.jit``: ``norm`` from reductions,
-``cholesky`` as HLO's own op, and ``solve``, ``inv``, ``det``, ``slogdet``,
-``qr`` and ``eigh`` in HLO while loops (qr and eigh: their own
-docstrings). Registration only: NumPy keeps these names under
+``cholesky`` as HLO's own op, ``solve``, ``inv``, ``det``, ``slogdet`` and
+``qr`` in HLO while loops, and ``eigh`` as a composite call whose
+decomposition is Jacobi rotations in HLO while loops (qr and eigh: their
+own docstrings). Registration only: NumPy keeps these names under
 ``np.linalg``, so ``xla.numpy`` does not export them.
 
 ``solve``, ``inv``, ``det`` and ``slogdet``: LU
@@ -286,25 +287,38 @@ def qr(a, mode="reduced"):
 @implements(np.linalg.eigh)
 def eigh(a, UPLO="L"):
     """Eigenvalues (ascending) and eigenvectors (columns) of a real symmetric
-    matrix by cyclic Jacobi rotations, sweeps until the off-diagonal part is
-    below the rounding of the diagonal (at most 60): the eigenvalues agree
-    with LAPACK's to rounding; each eigenvector is determined up to its
-    sign, which LAPACK does not fix either (this one makes its largest
-    component positive). ``UPLO`` picks the triangle that is read, as in
-    NumPy. Real matrices, stacks ``(..., n, n)`` too (every matrix rotated
-    at once, sweeps until all have converged)."""
+    matrix, read from the ``UPLO`` triangle as in NumPy; real matrices,
+    stacks ``(..., n, n)`` too. A composite call ``xla.eigh`` (attribute
+    ``lower``; ``xla.lax.composite``): backends that implement it call
+    their solver (the CPU's runtime: LAPACK's syevd semantics), the others
+    run ``_jacobi_eigh``. The eigenvalues agree with LAPACK's to rounding;
+    each eigenvector is determined up to its sign, which LAPACK does not fix
+    either: this one makes its largest component positive, whichever way
+    it was computed."""
     a = as_tracer(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise tracing_error("np.linalg.eigh under xla.jit takes square matrices (..., n, n), "
                             f"got shape {a.shape}")
     if a.dtype.kind != "f":
         raise tracing_error("np.linalg.eigh under xla.jit takes real float matrices")
-    n = a.shape[-1]
     if UPLO not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
-    lower = np.tril(a) if UPLO == "L" else np.triu(a)
-    diagonal = np.diagonal(lower, axis1=-2, axis2=-1)
-    a = lower + np.swapaxes(lower, -1, -2) - diagonal[..., None] * np.eye(n, dtype=a.dtype)
+    w, v = lax.composite(_jacobi_eigh, "xla.eigh")(a, lower=UPLO == "L")
+    # A sign per eigenvector: its largest component positive.
+    big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
+    v = v * np.where(big < 0, -np.ones_like(big), np.ones_like(big))
+    return w, v
+
+
+def _jacobi_eigh(a, lower):
+    """The decomposition of ``xla.eigh``: ``(w, v)`` by cyclic Jacobi
+    rotations, sweeps until the off-diagonal part is below the rounding of
+    the diagonal (at most 60; every matrix of a stack rotated at once,
+    sweeps until all have converged)."""
+    n = a.shape[-1]
+    low = np.tril(a) if lower else np.triu(a)
+    diagonal = np.diagonal(low, axis1=-2, axis2=-1)
+    a = low + np.swapaxes(low, -1, -2) - diagonal[..., None] * np.eye(n, dtype=a.dtype)
     if n == 1:
         return diagonal, np.ones(a.shape, a.dtype)
     pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
@@ -363,7 +377,4 @@ def eigh(a, UPLO="L"):
     order = np.argsort(w, axis=-1)
     w = np.take_along_axis(w, order, axis=-1)
     v = np.take_along_axis(v, order[..., None, :], axis=-1)
-    # A sign per eigenvector: its largest component positive.
-    big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
-    v = v * np.where(big < 0, -np.ones_like(big), np.ones_like(big))
     return w, v

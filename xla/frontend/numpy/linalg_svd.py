@@ -1,6 +1,8 @@
-"""``np.linalg.svd`` and ``np.linalg.lstsq`` under ``xla.jit``, by one-sided
-(Hestenes) Jacobi rotations in an HLO while loop. Registration only, as
-``linalg.py``.
+"""``np.linalg.svd`` and ``np.linalg.lstsq`` under ``xla.jit``: a composite
+call ``xla.svd`` (``xla.lax.composite``; lstsq through it), which backends
+that implement it run with their solver (the CPU's runtime), and the others
+by its decomposition, one-sided (Hestenes) Jacobi rotations in an HLO while
+loop. Registration only, as ``linalg.py``.
 
 One-sided Jacobi, for ``a`` (m, n) with m >= n (a wider matrix is done
 transposed; a tall one, m > 2n, is first reduced to the n x n R of its QR
@@ -82,9 +84,8 @@ def _jacobi(a):
     return np.swapaxes(ut, 0, 1), np.swapaxes(vt, 0, 1)
 
 
-def _svd(a, full_matrices, compute_uv, complete=True):
-    """``a`` (m, n) real float, m >= n. ``complete=False``: ``u``'s columns
-    for zero singular values are left zero (enough for ``lstsq``)."""
+def _svd(a, full_matrices, compute_uv):
+    """``a`` (m, n) real float, m >= n."""
     m, n = a.shape
     if n == 0:
         s = np.zeros((0,), a.dtype)
@@ -110,8 +111,6 @@ def _svd(a, full_matrices, compute_uv, complete=True):
     u, v = np.take(u, order, axis=1), np.take(v, order, axis=1)
     zero = s == 0
     u = u / np.where(zero, np.ones_like(s), s)
-    if not complete:
-        return s, u, np.swapaxes(v, 0, 1)
     q, r = qr(u, mode="complete" if full_matrices else "reduced")
     d = np.diagonal(r)
     signs = np.where(d < 0, -np.ones_like(d), np.ones_like(d))
@@ -136,8 +135,17 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """NumPy's ``svd``: ``(U, S, Vh)`` with ``a == U[:, :k] * S @ Vh[:k]``, or
     ``S`` alone; singular values descending. ``hermitian=True`` (where NumPy
     uses eigh) takes the general method: the same factorization, up to
-    the signs of the vectors."""
+    the signs of the vectors. A composite call ``xla.svd`` (attributes
+    ``full_matrices``, ``compute_uv``; ``xla.lax.composite``): backends that
+    implement it call their solver (the CPU's runtime: LAPACK's gesdd
+    semantics), the others run the Jacobi decomposition above."""
     a = _real_matrix(a, "np.linalg.svd")
+    return lax.composite(_svd_decomposition, "xla.svd")(
+        a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+
+
+def _svd_decomposition(a, full_matrices, compute_uv):
+    """The decomposition of ``xla.svd``: ``(u, s, vh)``, or ``s``."""
     m, n = a.shape
     if m >= n:
         s, u, vh = _svd(a, full_matrices, compute_uv)
@@ -183,11 +191,7 @@ def lstsq(a, b, rcond=None):
         s = np.zeros((0,), dt)
         rank = np.asarray(0)
     else:
-        if m >= n:
-            s, u, vh = _svd(a, False, True, complete=False)
-        else:
-            s, v, uh = _svd(np.swapaxes(a, 0, 1), False, True, complete=False)
-            u, vh = np.swapaxes(uh, 0, 1), np.swapaxes(v, 0, 1)
+        u, s, vh = svd(a, full_matrices=False)
         keep = s > np.asarray(cut, dt) * s[0]
         inv = np.where(keep, 1 / np.where(keep, s, np.ones_like(s)), np.zeros_like(s))
         x = np.swapaxes(vh, 0, 1) @ (inv[:, None] * (np.swapaxes(u, 0, 1) @ b2))

@@ -217,14 +217,54 @@ def _orgqr(instr, operands, ctx):
 
 @custom_call_target(*_lapack_targets("syevd"), *_lapack_targets("heevd"))
 def _syevd(instr, operands, ctx):
-    """Symmetric eigendecomposition: (eigenvectors as columns, ascending eigenvalues, info)."""
+    """Symmetric eigendecomposition: (eigenvectors as columns, ascending
+    eigenvalues, info); ``mode`` 'N': no vectors (the first result is the
+    operand)."""
     a = np.asarray(operands[0])
     attrs = backend_config_attrs(instr)
     lower = _char(attrs, "uplo", "L") == "L"
     shapes = _results(instr)
     dt = ops_linalg._linalg_dtype(a.dtype)
     w, v = np.linalg.eigh(a.astype(dt), UPLO="L" if lower else "U")
+    if _char(attrs, "mode", "V") == "N":
+        v = a   # no vectors: the operand, as the CPU runtime leaves it
     out = [v.astype(shapes[0].dtype), w.reshape(shapes[1].dimensions).astype(shapes[1].dtype)]
     for s in shapes[2:]:
         out.append(np.zeros(s.dimensions, s.dtype))
     return tuple(out)
+
+
+@custom_call_target(*_lapack_targets("gesdd"))
+def _gesdd(instr, operands, ctx):
+    """SVD: (a, s descending, u, vt, info); ``mode`` 'A' full u and vt,
+    'S' reduced, 'N' singular values only (u and vt zero). A matrix NumPy's
+    SVD does not converge on gives info 1 and NaN."""
+    a = np.asarray(operands[0])
+    shapes = _results(instr)
+    attrs = backend_config_attrs(instr)
+    mode = _char(attrs, "mode", "A")
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    x = a.astype(ops_linalg._linalg_dtype(a.dtype)).reshape((-1, m, n))
+    s = np.full((x.shape[0], k), np.nan, _real_dtype(x.dtype))
+    u = np.full((x.shape[0],) + shapes[2].dimensions[-2:], np.nan, x.dtype)
+    vt = np.full((x.shape[0],) + shapes[3].dimensions[-2:], np.nan, x.dtype)
+    info = np.zeros(x.shape[0], np.int32)
+    for i in range(x.shape[0]):
+        try:
+            if mode == "N":
+                s[i] = np.linalg.svd(x[i], compute_uv=False)
+                u[i], vt[i] = 0, 0
+            else:
+                u[i], s[i], vt[i] = np.linalg.svd(x[i], full_matrices=mode == "A")
+        except np.linalg.LinAlgError:
+            info[i] = 1
+    return (a.astype(shapes[0].dtype, copy=True),
+            s.reshape(shapes[1].dimensions).astype(shapes[1].dtype),
+            u.reshape(shapes[2].dimensions).astype(shapes[2].dtype),
+            vt.reshape(shapes[3].dimensions).astype(shapes[3].dtype),
+            info.reshape(shapes[4].dimensions).astype(shapes[4].dtype))
+
+
+def _real_dtype(dt):
+    return np.empty((), dt).real.dtype

@@ -120,6 +120,63 @@ void __xla_cpu_trsm_c64(const void* a, const void* b, void* out, const void* alp
 void __xla_cpu_trsm_c128(const void* a, const void* b, void* out, const void* alpha,
                          int64_t batch, int64_t m, int64_t n, int32_t flags);
 
+// Symmetric eigendecompositions (LAPACK's syevd) of `batch` dense n x n
+// matrices, each read from one triangle: `w` (batch x n) receives the
+// eigenvalues in ascending order and `v` (like a) the eigenvectors as
+// columns, a == V diag(w) V^T. flags: 1 read the lower triangle (else the
+// upper), 2 the matrices are column-major (else row-major; v too), 4
+// compute eigenvectors (else v is a copy of a). `info` (may be null)
+// receives 0, or 1 where the solver did not converge (then w and v are
+// NaN). `v` may be `a`.
+void __xla_cpu_syevd_f32(const float* a, float* v, float* w, int32_t* info, int64_t batch,
+                         int64_t n, int32_t flags);
+void __xla_cpu_syevd_f64(const double* a, double* v, double* w, int32_t* info, int64_t batch,
+                         int64_t n, int32_t flags);
+
+// Singular value decompositions (LAPACK's gesdd) of `batch` dense m x n
+// matrices, a == U diag(s) Vt: `s` (batch x min(m, n)) descending, `u`
+// m x m (full) or m x min(m, n), `vt` n x n (full) or min(m, n) x n.
+// flags: 1 compute u and vt (else they are zeroed; they may be null), 2
+// full matrices, 4 the matrices are column-major (else row-major; u and vt
+// too). `info` (may be null) receives 0, or 1 where the matrix has a
+// non-finite entry or the solver did not converge (then s, u and vt are
+// NaN).
+void __xla_cpu_gesdd_f32(const float* a, float* s, float* u, float* vt, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags);
+void __xla_cpu_gesdd_f64(const double* a, double* s, double* u, double* vt, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags);
+
+// LU factorizations with partial pivoting (LAPACK's getrf) of `batch` dense
+// m x n matrices, a = P L U: `lu` (like a; may be a) holds L below the
+// diagonal (unit diagonal not stored) and U on and above it; `ipiv` (batch x
+// min(m, n)) the 1-based row swapped with row i at step i (the first row of
+// largest magnitude in the column); `info` (may be null) 0, or the 1-based
+// index of the first zero pivot (the factorization is completed). flags: 1
+// the matrices are column-major (else row-major).
+void __xla_cpu_getrf_f32(const float* a, float* lu, int32_t* ipiv, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags);
+void __xla_cpu_getrf_f64(const double* a, double* lu, int32_t* ipiv, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags);
+
+// Householder QR factorizations (LAPACK's geqrf) of `batch` dense m x n
+// matrices: `out` (like a; may be a) holds R on and above the diagonal and
+// the reflectors' vectors below it (v[0] = 1 not stored), `tau` (batch x
+// min(m, n)) their scales, H_i = I - tau_i v_i v_i^T, a = H_1 ... H_k R.
+// flags: 1 column-major (else row-major).
+void __xla_cpu_geqrf_f32(const float* a, float* out, float* tau, int64_t batch, int64_t m,
+                         int64_t n, int32_t flags);
+void __xla_cpu_geqrf_f64(const double* a, double* out, double* tau, int64_t batch, int64_t m,
+                         int64_t n, int32_t flags);
+
+// The first n columns of Q = H_1 ... H_k (LAPACK's orgqr) from geqrf's form:
+// the reflectors below the diagonal of the first k columns of the m x n `a`
+// and `tau` (batch x k, k <= n), into `out` (like a; may be a). flags: 1
+// column-major (else row-major).
+void __xla_cpu_orgqr_f32(const float* a, const float* tau, float* out, int64_t batch, int64_t m,
+                         int64_t n, int64_t k, int32_t flags);
+void __xla_cpu_orgqr_f64(const double* a, const double* tau, double* out, int64_t batch,
+                         int64_t m, int64_t n, int64_t k, int32_t flags);
+
 // FFT over the last `rank` (1 to 3) dimensions of dense row-major arrays,
 // `batch` of them: kind 0 FFT (complex -> complex), 1 IFFT (scaled by
 // 1/N), 2 RFFT (real -> complex, the last dimension n becomes n/2 + 1),

@@ -115,7 +115,10 @@ TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
                            "__xla_cpu_matmul_bf16_f32", "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
                            "__xla_cpu_conv2d_f64", "__xla_cpu_conv2d_filter_f32",
                            "__xla_cpu_conv2d_filter_f64", "__xla_cpu_runtime_num_threads",
-                           "__xla_cpu_fft_f32", "__xla_cpu_fft_f64"}) {
+                           "__xla_cpu_fft_f32", "__xla_cpu_fft_f64", "__xla_cpu_syevd_f32",
+                           "__xla_cpu_syevd_f64", "__xla_cpu_gesdd_f32", "__xla_cpu_gesdd_f64",
+                           "__xla_cpu_getrf_f32", "__xla_cpu_getrf_f64", "__xla_cpu_geqrf_f32",
+                           "__xla_cpu_geqrf_f64", "__xla_cpu_orgqr_f32", "__xla_cpu_orgqr_f64"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
 }
@@ -627,6 +630,162 @@ void CheckFftN(void (*fft)(const void*, void*, int64_t, int32_t, const int64_t*,
 TEST_F(CpuRuntimeTest, MultiDimensionalFftMatchesTheDirectSum) {
   CheckFftN<double>(&__xla_cpu_fft_f64, 1e-14);
   CheckFftN<float>(&__xla_cpu_fft_f32, 1e-6);
+}
+
+}  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// syevd and gesdd: hand-derived values, and reconstructions (vectors are
+// determined up to sign).
+
+// Element (i, j) of an r x c matrix stored row- or column-major.
+double At(const std::vector<double>& x, int64_t r, int64_t c, int64_t i, int64_t j,
+          bool col_major) {
+  return col_major ? x[j * r + i] : x[i * c + j];
+}
+
+TEST_F(CpuRuntimeTest, SyevdOfATwoByTwoHasEigenvaluesOneAndThree) {
+  // [[2, 1], [1, 2]]: eigenvalues 1 and 3, vectors (1, -1)/sqrt2, (1, 1)/sqrt2.
+  std::vector<double> a = {2, 1, 1, 2}, v(4), w(2);
+  int32_t info = -1;
+  __xla_cpu_syevd_f64(a.data(), v.data(), w.data(), &info, 1, 2, 1 | 4);
+  EXPECT_EQ(info, 0);
+  EXPECT_NEAR(w[0], 1.0, 1e-12);
+  EXPECT_NEAR(w[1], 3.0, 1e-12);
+  EXPECT_NEAR(std::abs(v[0] * v[2] + v[1] * v[3]), 0.0, 1e-12);  // columns orthogonal
+  EXPECT_NEAR(std::abs(v[0 * 2 + 1]), std::sqrt(0.5), 1e-12);    // v[0][1]
+  EXPECT_NEAR(v[0 * 2 + 1] * v[1 * 2 + 1], 0.5, 1e-12);          // second column (1, 1)/sqrt2
+}
+
+TEST_F(CpuRuntimeTest, SyevdReadsOnlyTheNamedTriangleInEitherLayout) {
+  const int64_t n = 7, batch = 3;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (int flags : {0, 1, 2, 3}) {
+    const bool lower = flags & 1, col_major = flags & 2;
+    std::vector<double> sym(batch * n * n), a(batch * n * n), v(batch * n * n), w(batch * n);
+    std::vector<int32_t> info(batch, -1);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j <= i; ++j) {
+          sym[b * n * n + i * n + j] = sym[b * n * n + j * n + i] = dist(rng);
+        }
+      }
+      // The triangle not read is garbage; (i, j) of a at its layout's place.
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const bool read = lower ? i >= j : i <= j;
+          const double x = read ? sym[b * n * n + i * n + j] : 1e6;
+          a[b * n * n + (col_major ? j * n + i : i * n + j)] = x;
+        }
+      }
+    }
+    __xla_cpu_syevd_f64(a.data(), v.data(), w.data(), info.data(), batch, n, flags | 4);
+    for (int64_t b = 0; b < batch; ++b) {
+      EXPECT_EQ(info[b], 0);
+      std::vector<double> vb(v.begin() + b * n * n, v.begin() + (b + 1) * n * n);
+      for (int64_t k = 1; k < n; ++k) EXPECT_LE(w[b * n + k - 1], w[b * n + k]);
+      // sym @ V == V diag(w)
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t k = 0; k < n; ++k) {
+          double lhs = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            lhs += sym[b * n * n + i * n + j] * At(vb, n, n, j, k, col_major);
+          }
+          EXPECT_NEAR(lhs, At(vb, n, n, i, k, col_major) * w[b * n + k], 1e-12)
+              << "flags " << flags << " batch " << b;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CpuRuntimeTest, GesddOfADiagonalMatrixSortsItsEntries) {
+  // diag(1, -3, 2) padded to 4 x 3: singular values 3, 2, 1.
+  std::vector<float> a = {1, 0, 0, 0, -3, 0, 0, 0, 2, 0, 0, 0}, s(3), u(12), vt(9);
+  int32_t info = -1;
+  __xla_cpu_gesdd_f32(a.data(), s.data(), u.data(), vt.data(), &info, 1, 4, 3, 1);
+  EXPECT_EQ(info, 0);
+  EXPECT_NEAR(s[0], 3.0f, 1e-6f);
+  EXPECT_NEAR(s[1], 2.0f, 1e-6f);
+  EXPECT_NEAR(s[2], 1.0f, 1e-6f);
+}
+
+TEST_F(CpuRuntimeTest, GesddReconstructsInEveryMode) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  const int64_t batch = 2;
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{5, 3}, {3, 5}, {20, 20}, {40, 17}}) {
+    for (int flags : {1, 3, 5, 7}) {
+      const bool full = flags & 2, col_major = flags & 4;
+      const int64_t k = std::min(m, n), uc = full ? m : k, vr = full ? n : k;
+      std::vector<double> a(batch * m * n), s(batch * k), u(batch * m * uc), vt(batch * vr * n);
+      for (auto& x : a) x = dist(rng);
+      std::vector<int32_t> info(batch, -1);
+      __xla_cpu_gesdd_f64(a.data(), s.data(), u.data(), vt.data(), info.data(), batch, m, n,
+                          flags);
+      for (int64_t b = 0; b < batch; ++b) {
+        EXPECT_EQ(info[b], 0);
+        std::vector<double> ab(a.begin() + b * m * n, a.begin() + (b + 1) * m * n);
+        std::vector<double> ub(u.begin() + b * m * uc, u.begin() + (b + 1) * m * uc);
+        std::vector<double> vb(vt.begin() + b * vr * n, vt.begin() + (b + 1) * vr * n);
+        for (int64_t q = 1; q < k; ++q) EXPECT_GE(s[b * k + q - 1], s[b * k + q]);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double sum = 0;
+            for (int64_t q = 0; q < k; ++q) {
+              sum += At(ub, m, uc, i, q, col_major) * s[b * k + q] * At(vb, vr, n, q, j, col_major);
+            }
+            EXPECT_NEAR(sum, At(ab, m, n, i, j, col_major), 1e-12)
+                << m << "x" << n << " flags " << flags;
+          }
+        }
+        // U's columns orthonormal, the full ones included.
+        for (int64_t p = 0; p < uc; ++p) {
+          for (int64_t q = 0; q < uc; ++q) {
+            double dot = 0;
+            for (int64_t i = 0; i < m; ++i) {
+              dot += At(ub, m, uc, i, p, col_major) * At(ub, m, uc, i, q, col_major);
+            }
+            EXPECT_NEAR(dot, p == q ? 1.0 : 0.0, 1e-12);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CpuRuntimeTest, GesddOfANonFiniteMatrixReportsInfoAndNaN) {
+  std::vector<double> a = {1, 2, NAN, 4}, s(2), u(4), vt(4);
+  int32_t info = 0;
+  __xla_cpu_gesdd_f64(a.data(), s.data(), u.data(), vt.data(), &info, 1, 2, 2, 1);
+  EXPECT_NE(info, 0);
+  EXPECT_TRUE(std::isnan(s[0]) && std::isnan(u[0]) && std::isnan(vt[3]));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(CpuRuntimeTest, GetrfPivotsOnTheLargestEntryAndReportsTheFirstZeroPivot) {
+  // [[1, 2], [3, 4]]: row 2 first (ipiv 2), L = [[1, 0], [1/3, 1]], U = [[3, 4], [0, 2/3]].
+  std::vector<double> a = {1, 2, 3, 4}, lu(4);
+  std::vector<int32_t> ipiv(2);
+  int32_t info = -1;
+  __xla_cpu_getrf_f64(a.data(), lu.data(), ipiv.data(), &info, 1, 2, 2, 0);
+  EXPECT_EQ(info, 0);
+  EXPECT_EQ(ipiv[0], 2);
+  EXPECT_EQ(ipiv[1], 2);
+  EXPECT_DOUBLE_EQ(lu[0], 3);
+  EXPECT_DOUBLE_EQ(lu[1], 4);
+  EXPECT_DOUBLE_EQ(lu[2], 1.0 / 3);
+  EXPECT_NEAR(lu[3], 2.0 / 3, 1e-15);
+  // Singular: [[1, 2], [2, 4]] has a zero second pivot.
+  std::vector<double> s = {1, 2, 2, 4};
+  __xla_cpu_getrf_f64(s.data(), lu.data(), ipiv.data(), &info, 1, 2, 2, 0);
+  EXPECT_EQ(info, 2);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The dispatcher between the ISA variants of the runtime's kernels (see
 // kernels.h), and the C entry points of those kernels (cpu_runtime.h:
-// matmul, conv2d, Cholesky, triangular solve).
+// matmul, conv2d, Cholesky, triangular solve, eigh, SVD, LU, QR).
 // Compiled for the baseline ISA like everything outside the variant units.
 #include <cstdio>
 #include <cstdlib>
@@ -21,7 +21,9 @@ namespace {
         &dot::MatmulS8S32, &dot::MatmulBf16F32, &ns::Conv2DF32, &ns::Conv2DF64,                \
         &ns::Conv2DFilterF32, &ns::Conv2DFilterF64, &ns::CholeskyF32, &ns::CholeskyF64,        \
         &ns::CholeskyC64, &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64,         \
-        &ns::TrsmC128                                                                          \
+        &ns::TrsmC128, &ns::SyevdF32, &ns::SyevdF64, &ns::GesddF32, &ns::GesddF64,             \
+        &ns::GetrfF32, &ns::GetrfF64, &ns::GeqrfF32, &ns::GeqrfF64, &ns::OrgqrF32,             \
+        &ns::OrgqrF64                                                                          \
   }
 
 const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, isa_baseline, "baseline");
@@ -275,6 +277,56 @@ void __xla_cpu_trsm_c64(const void* a, const void* b, void* out, const void* alp
 void __xla_cpu_trsm_c128(const void* a, const void* b, void* out, const void* alpha,
                          int64_t batch, int64_t m, int64_t n, int32_t flags) {
   Kernels().trsm_c128(a, b, out, alpha, batch, m, n, flags);
+}
+
+void __xla_cpu_syevd_f32(const float* a, float* v, float* w, int32_t* info, int64_t batch,
+                         int64_t n, int32_t flags) {
+  Kernels().syevd_f32(a, v, w, info, batch, n, flags);
+}
+
+void __xla_cpu_syevd_f64(const double* a, double* v, double* w, int32_t* info, int64_t batch,
+                         int64_t n, int32_t flags) {
+  Kernels().syevd_f64(a, v, w, info, batch, n, flags);
+}
+
+void __xla_cpu_gesdd_f32(const float* a, float* s, float* u, float* vt, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().gesdd_f32(a, s, u, vt, info, batch, m, n, flags);
+}
+
+void __xla_cpu_gesdd_f64(const double* a, double* s, double* u, double* vt, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().gesdd_f64(a, s, u, vt, info, batch, m, n, flags);
+}
+
+void __xla_cpu_getrf_f32(const float* a, float* lu, int32_t* ipiv, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().getrf_f32(a, lu, ipiv, info, batch, m, n, flags);
+}
+
+void __xla_cpu_getrf_f64(const double* a, double* lu, int32_t* ipiv, int32_t* info,
+                         int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  Kernels().getrf_f64(a, lu, ipiv, info, batch, m, n, flags);
+}
+
+void __xla_cpu_geqrf_f32(const float* a, float* out, float* tau, int64_t batch, int64_t m,
+                         int64_t n, int32_t flags) {
+  Kernels().geqrf_f32(a, out, tau, batch, m, n, flags);
+}
+
+void __xla_cpu_geqrf_f64(const double* a, double* out, double* tau, int64_t batch, int64_t m,
+                         int64_t n, int32_t flags) {
+  Kernels().geqrf_f64(a, out, tau, batch, m, n, flags);
+}
+
+void __xla_cpu_orgqr_f32(const float* a, const float* tau, float* out, int64_t batch, int64_t m,
+                         int64_t n, int64_t k, int32_t flags) {
+  Kernels().orgqr_f32(a, tau, out, batch, m, n, k, flags);
+}
+
+void __xla_cpu_orgqr_f64(const double* a, const double* tau, double* out, int64_t batch,
+                         int64_t m, int64_t n, int64_t k, int32_t flags) {
+  Kernels().orgqr_f64(a, tau, out, batch, m, n, k, flags);
 }
 
 }  // extern "C"

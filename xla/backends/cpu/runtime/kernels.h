@@ -3,7 +3,7 @@
 //
 // The hot kernels (matmul.cc: every matmul dtype; convolution.cc: conv2d;
 // linalg.cc: Cholesky and triangular solves, whose blocked panels are
-// GEMMs) are compiled once per ISA variant, each time with its own compiler flags,
+// GEMMs; spectral.cc: eigh, SVD, LU and QR) are compiled once per ISA variant, each time with its own compiler flags,
 // its own C++ namespace (XLA_CPU_ISA_NAMESPACE) and its own copy of Eigen
 // (the namespace `Eigen` is renamed by a macro, xla_eigen_<isa>), so that no
 // inline or template function compiled for a wider ISA can be shared with
@@ -99,6 +99,26 @@ int PoolCurrentThreadId();
                int64_t m, int64_t n, int32_t flags);                                          \
   void TrsmC128(const void* a, const void* b, void* out, const void* alpha, int64_t batch,    \
                 int64_t m, int64_t n, int32_t flags);                                         \
+  void SyevdF32(const float* a, float* v, float* w, int32_t* info, int64_t batch, int64_t n,  \
+                int32_t flags);                                                               \
+  void SyevdF64(const double* a, double* v, double* w, int32_t* info, int64_t batch,          \
+                int64_t n, int32_t flags);                                                    \
+  void GesddF32(const float* a, float* s, float* u, float* vt, int32_t* info, int64_t batch,  \
+                int64_t m, int64_t n, int32_t flags);                                         \
+  void GesddF64(const double* a, double* s, double* u, double* vt, int32_t* info,             \
+                int64_t batch, int64_t m, int64_t n, int32_t flags);                          \
+  void GetrfF32(const float* a, float* lu, int32_t* ipiv, int32_t* info, int64_t batch,     \
+                int64_t m, int64_t n, int32_t flags);                                         \
+  void GetrfF64(const double* a, double* lu, int32_t* ipiv, int32_t* info, int64_t batch,   \
+                int64_t m, int64_t n, int32_t flags);                                         \
+  void GeqrfF32(const float* a, float* out, float* tau, int64_t batch, int64_t m, int64_t n, \
+                int32_t flags);                                                               \
+  void GeqrfF64(const double* a, double* out, double* tau, int64_t batch, int64_t m,         \
+                int64_t n, int32_t flags);                                                    \
+  void OrgqrF32(const float* a, const float* tau, float* out, int64_t batch, int64_t m,      \
+                int64_t n, int64_t k, int32_t flags);                                         \
+  void OrgqrF64(const double* a, const double* tau, double* out, int64_t batch, int64_t m,   \
+                int64_t n, int64_t k, int32_t flags);                                         \
   }
 
 // The low-precision matmuls (matmul_lowp.cc): bf16 operands are bits.
@@ -143,6 +163,16 @@ struct IsaKernels {
   decltype(&isa_baseline::TrsmF64) trsm_f64;
   decltype(&isa_baseline::TrsmC64) trsm_c64;
   decltype(&isa_baseline::TrsmC128) trsm_c128;
+  decltype(&isa_baseline::SyevdF32) syevd_f32;
+  decltype(&isa_baseline::SyevdF64) syevd_f64;
+  decltype(&isa_baseline::GesddF32) gesdd_f32;
+  decltype(&isa_baseline::GesddF64) gesdd_f64;
+  decltype(&isa_baseline::GetrfF32) getrf_f32;
+  decltype(&isa_baseline::GetrfF64) getrf_f64;
+  decltype(&isa_baseline::GeqrfF32) geqrf_f32;
+  decltype(&isa_baseline::GeqrfF64) geqrf_f64;
+  decltype(&isa_baseline::OrgqrF32) orgqr_f32;
+  decltype(&isa_baseline::OrgqrF64) orgqr_f64;
 };
 
 // Every variant this build has, narrowest first.

@@ -1,0 +1,101 @@
+"""linalg-composite-rewriter: the composite calls xla.eigh and xla.svd
+become jaxlib's LAPACK custom calls (which the cpu backend runs in its
+runtime), their decompositions removed; other composites, versions, element
+types and plain calls stay for call-inliner. HLO before and after, then the
+rewritten module against the decomposition on the interpreter."""
+import numpy as np
+import pytest
+
+from xla.backends.cpu.linalg_composite_rewriter import LinalgCompositeRewriter
+from xla.hlo.evaluator.evaluator import Evaluator
+from xla.hlo.parser import parse_hlo_module
+from xla.tools.arrays import flatten_result
+
+# The decompositions here are stand-ins (the frontend's are Jacobi loops):
+# the pass never looks inside them.
+EIGH = """HloModule m
+
+decomposition {
+  p = f32[4,4] parameter(0)
+  r = f32[1,4] slice(p), slice={[0:1], [0:4]}
+  w = f32[4] reshape(r)
+  ROOT t = (f32[4], f32[4,4]) tuple(w, p)
+}
+
+ENTRY e {
+  a = f32[4,4] parameter(0)
+  ROOT c = (f32[4], f32[4,4]) call(a), to_apply=decomposition, is_composite=true, frontend_attributes={composite.attributes={lower = %s},composite.name="xla.eigh",composite.version="%s"}
+}
+"""
+
+EIGH_AFTER = """HloModule m
+
+ENTRY e {
+  a = f32[4,4] parameter(0)
+  custom-call.1 = (f32[4,4]{1,0}, f32[4]{0}, s32[]) custom-call(a), custom_call_target="lapack_ssyevd_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={mode = 86 : ui8, uplo = 85 : ui8}
+  get-tuple-element.2 = f32[4]{0} get-tuple-element(custom-call.1), index=1
+  get-tuple-element.3 = f32[4,4]{1,0} get-tuple-element(custom-call.1), index=0
+  ROOT tuple.4 = (f32[4]{0}, f32[4,4]{1,0}) tuple(get-tuple-element.2, get-tuple-element.3)
+}
+"""
+
+SVD = """HloModule m
+
+decomposition {
+  p = f64[5,3] parameter(0)
+  r = f64[1,3] slice(p), slice={[0:1], [0:3]}
+  ROOT s = f64[3] reshape(r)
+}
+
+ENTRY e {
+  a = f64[5,3] parameter(0)
+  ROOT c = f64[3] call(a), to_apply=decomposition, is_composite=true, frontend_attributes={composite.attributes={compute_uv = false, full_matrices = true},composite.name="xla.svd",composite.version="0"}
+}
+"""
+
+
+def test_eigh_becomes_syevd():
+    module = parse_hlo_module(EIGH % ("false", "0"))
+    assert LinalgCompositeRewriter().run(module)
+    assert module.to_text() == EIGH_AFTER
+    assert [c.name for c in module.computations] == ["e"]   # the decomposition went
+    assert not LinalgCompositeRewriter().run(module)               # idempotent
+
+
+def test_the_rewritten_eigh_computes_numpys_eigh():
+    module = parse_hlo_module(EIGH % ("true", "0"))
+    LinalgCompositeRewriter().run(module)
+    a = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+    w, v = flatten_result(Evaluator().evaluate(module, [a]))
+    w_ref, v_ref = np.linalg.eigh(a, UPLO="L")
+    np.testing.assert_allclose(w, w_ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.abs(np.sum(v * v_ref, axis=0)), 1, atol=1e-5)
+
+
+def test_svd_values_become_gesdd_mode_n():
+    module = parse_hlo_module(SVD)
+    assert LinalgCompositeRewriter().run(module)
+    assert module.to_text() == """HloModule m
+
+ENTRY e {
+  a = f64[5,3] parameter(0)
+  custom-call.1 = (f64[5,3]{1,0}, f64[3]{0}, f64[5,3]{1,0}, f64[3,3]{1,0}, s32[]) custom-call(a), custom_call_target="lapack_dgesdd_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={mode = 78 : ui8}
+  ROOT get-tuple-element.2 = f64[3]{0} get-tuple-element(custom-call.1), index=1
+}
+"""
+    a = np.random.default_rng(1).standard_normal((5, 3))
+    (s,) = flatten_result(Evaluator().evaluate(module, [a]))
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+
+
+@pytest.mark.parametrize("text", [
+    EIGH % ("true", "1"),                                   # another version
+    EIGH.replace("xla.eigh", "my.eigh") % ("true", "0"),    # another composite
+    EIGH.replace("f32", "f16") % ("true", "0"),             # another element type
+    EIGH.replace(", is_composite=true", "") % ("true", "0"),  # a plain call
+])
+def test_what_it_leaves_alone(text):
+    module = parse_hlo_module(text)
+    before = module.to_text()
+    assert not LinalgCompositeRewriter().run(module)
+    assert module.to_text() == before

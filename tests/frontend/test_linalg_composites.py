@@ -1,0 +1,87 @@
+"""np.linalg.eigh, svd and lstsq under xla.jit are composite calls
+(``xla.eigh``, ``xla.svd``; ``xla.lax.composite``): the cpu backend runs
+them in its runtime (Eigen, LAPACK's semantics), the interpreter inlines the
+Jacobi decompositions. Both against NumPy, and against each other where the
+frontend fixes what LAPACK leaves open (eigenvector signs)."""
+import numpy as np
+import pytest
+
+import xla
+
+BACKENDS = ["cpu", "interpreter"]
+
+
+def _lowered(fn, *args):
+    return xla.jit(fn).lower(*args).as_hlo_text()
+
+
+def test_eigh_and_svd_lower_to_composite_calls():
+    a = np.eye(3)
+    text = _lowered(lambda a: np.linalg.eigh(a, UPLO="U"), a)
+    assert 'composite.attributes={lower = false},composite.name="xla.eigh"' in text
+    assert "is_composite=true" in text
+    text = _lowered(lambda a: np.linalg.svd(a, full_matrices=False), a)
+    assert ('composite.attributes={compute_uv = true, full_matrices = false},'
+            'composite.name="xla.svd"') in text
+    assert 'composite.name="xla.svd"' in _lowered(lambda a: np.linalg.lstsq(a, a[0]), a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-4), (np.float64, 1e-11)])
+def test_eigh_matches_numpy_with_the_same_signs_on_every_backend(backend, dtype, tol):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 9, 9)).astype(dtype)   # a stack, not symmetric: one triangle read
+    for uplo in ("L", "U"):
+        w, v = xla.jit(lambda a: np.linalg.eigh(a, UPLO=uplo), backend=backend)(a)
+        w_ref, v_ref = np.linalg.eigh(a.astype(np.float64), UPLO=uplo)
+        assert w.dtype == v.dtype == dtype
+        np.testing.assert_allclose(w, w_ref, atol=tol * 10)
+        # The frontend's sign: each vector's largest component positive.
+        big = np.take_along_axis(v_ref, np.argmax(np.abs(v_ref), axis=-2)[..., None, :], axis=-2)
+        np.testing.assert_allclose(v, v_ref * np.sign(big), atol=tol * 10)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape", [(7, 4), (4, 7), (30, 3)])
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_svd_matches_numpy_on_every_backend(backend, shape, full_matrices):
+    a = np.random.default_rng(1).standard_normal(shape)
+    u, s, vh = xla.jit(lambda a: np.linalg.svd(a, full_matrices=full_matrices), backend=backend)(a)
+    u_ref, s_ref, vh_ref = np.linalg.svd(a, full_matrices=full_matrices)
+    assert (u.shape, s.shape, vh.shape) == (u_ref.shape, s_ref.shape, vh_ref.shape)
+    np.testing.assert_allclose(s, s_ref, atol=1e-13 * s_ref[0])
+    k = min(shape)
+    np.testing.assert_allclose((u[:, :k] * s) @ vh[:k], a, atol=1e-13 * s_ref[0])
+    np.testing.assert_allclose(u.T @ u, np.eye(u.shape[1]), atol=1e-13)
+    np.testing.assert_allclose(vh @ vh.T, np.eye(vh.shape[0]), atol=1e-13)
+    s_only = xla.jit(lambda a: np.linalg.svd(a, compute_uv=False), backend=backend)(a)
+    np.testing.assert_allclose(s_only, s_ref, atol=1e-13 * s_ref[0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lstsq_matches_numpy_on_every_backend(backend):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((20, 3))
+    b = rng.standard_normal(20)
+    got = xla.jit(np.linalg.lstsq, backend=backend)(a, b)
+    want = np.linalg.lstsq(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    # Rank deficient: the minimum-norm solution.
+    a[:, 2] = a[:, 0] + a[:, 1]
+    x = xla.jit(lambda a, b: np.linalg.lstsq(a, b)[0], backend=backend)(a, b)
+    np.testing.assert_allclose(x, np.linalg.lstsq(a, b)[0], atol=1e-10)
+
+
+def test_the_gpu_emulator_runs_the_decompositions():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 5))
+    w, v = xla.jit(np.linalg.eigh, backend="gpu_emulator")(a)
+    w_ref, v_ref = np.linalg.eigh(a)
+    big = np.take_along_axis(v_ref, np.argmax(np.abs(v_ref), axis=0)[None, :], axis=0)
+    np.testing.assert_allclose(w, w_ref, atol=1e-12)
+    np.testing.assert_allclose(v, v_ref * np.sign(big), atol=1e-10)
+    b = rng.standard_normal((6, 3))
+    u, s, vh = xla.jit(lambda b: np.linalg.svd(b, full_matrices=False), backend="gpu_emulator")(b)
+    np.testing.assert_allclose(s, np.linalg.svd(b)[1], atol=1e-12)
+    np.testing.assert_allclose((u * s) @ vh, b, atol=1e-12)

@@ -1,0 +1,408 @@
+// The CPU runtime's symmetric eigendecomposition, singular value
+// decomposition, LU and QR factorizations (see cpu_runtime.h): Eigen's SelfAdjointEigenSolver
+// (Householder tridiagonalization, then implicit symmetric QR) and BDCSVD
+// (bidiagonalization, then divide and conquer; Jacobi below 16 columns;
+// after a Householder QR for matrices twice as tall as wide), on a
+// working copy of each matrix, batches over the pool. An ISA variant unit
+// (kernels.h, isa_variant.h); the C entry points are in isa.cc.
+#include "xla/backends/cpu/runtime/isa_variant.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/LU>
+#include <Eigen/QR>
+#include <Eigen/SVD>
+
+#include "xla/backends/cpu/runtime/cpu_runtime.h"
+
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+namespace {
+
+template <typename T>
+constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
+
+// A dense r x c matrix at `p`, row-major or column-major.
+template <typename T>
+using RowMap = Eigen::Map<RowMajorMatrix<T>>;
+template <typename T>
+using ColMap = Eigen::Map<ColMajorMatrix<T>>;
+template <typename T>
+using ConstRowMap = Eigen::Map<const RowMajorMatrix<T>>;
+template <typename T>
+using ConstColMap = Eigen::Map<const ColMajorMatrix<T>>;
+
+// out = value (an Eigen expression) into the r x c matrix at p, in its layout.
+template <typename T, typename Expr>
+void Store(T* p, int64_t r, int64_t c, bool col_major, const Expr& value) {
+  if (col_major) {
+    ColMap<T>(p, r, c) = value;
+  } else {
+    RowMap<T>(p, r, c) = value;
+  }
+}
+
+template <typename T>
+void Fill(T* p, int64_t count, T value) {
+  if (p != nullptr) std::fill(p, p + count, value);
+}
+
+// ---------------------------------------------------------------------------
+// syevd: a = V diag(w) V^T from one triangle of a.
+
+template <typename T>
+struct SyevdContext {
+  const T* a;
+  T* v;
+  T* w;
+  int32_t* info;
+  int64_t n;
+  bool lower, col_major, vectors;
+};
+
+template <typename T>
+void SyevdBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const SyevdContext<T>*>(raw);
+  const int64_t n = c.n;
+  ColMajorMatrix<T> work(n, n);
+  Eigen::SelfAdjointEigenSolver<ColMajorMatrix<T>> solver(n);
+  for (int64_t b = begin; b < end; ++b) {
+    const T* a = c.a + b * n * n;
+    T* v = c.v + b * n * n;
+    T* w = c.w + b * n;
+    // The solver reads the lower triangle: the upper one is its transpose.
+    // A column-major matrix is the row-major map of its transpose.
+    const bool read_lower = c.lower != c.col_major;
+    if (read_lower) {
+      work.template triangularView<Eigen::Lower>() = ConstRowMap<T>(a, n, n);
+    } else {
+      work.template triangularView<Eigen::Lower>() = ConstRowMap<T>(a, n, n).transpose();
+    }
+    solver.compute(work, c.vectors ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
+    const bool ok = solver.info() == Eigen::Success;
+    if (c.info != nullptr) c.info[b] = ok ? 0 : 1;
+    if (!ok) {
+      Fill(w, n, kNaN<T>);
+      Fill(v, n * n, kNaN<T>);
+      continue;
+    }
+    Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(w, n) = solver.eigenvalues();
+    if (c.vectors) {
+      Store(v, n, n, c.col_major, solver.eigenvectors());
+    } else if (v != a) {
+      std::copy(a, a + n * n, v);
+    }
+  }
+}
+
+template <typename T>
+void Syevd(const T* a, T* v, T* w, int32_t* info, int64_t batch, int64_t n, int32_t flags) {
+  if (batch <= 0) return;
+  if (n <= 0) {
+    Fill(info, batch, int32_t{0});
+    return;
+  }
+  SyevdContext<T> ctx{a, v, w, info, n, (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0};
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (n * n * n));
+  __xla_cpu_parallel_for(&SyevdBatch<T>, &ctx, batch, min_chunk);
+}
+
+// ---------------------------------------------------------------------------
+// gesdd: a = U diag(s) Vt.
+
+template <typename T>
+struct GesddContext {
+  const T* a;
+  T* s;
+  T* u;
+  T* vt;
+  int32_t* info;
+  int64_t m, n;
+  bool vectors, full, col_major;
+};
+
+template <typename T>
+using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+// a = U diag(s) V^T; U m x m (full) or m x min(m, n), V likewise. A matrix
+// at least twice as tall as wide is first factored a = QR (Householder), R's
+// SVD taken and U = Q [U_R, 0; 0, I]: Eigen's BDCSVD bidiagonalizes the
+// whole matrix otherwise (polyfit's 2000 x 6 Vandermonde: 150 -> 60 us). A
+// wide one is done transposed. False where the solver did not converge.
+template <typename T>
+bool Svd(const ColMajorMatrix<T>& a, bool vectors, bool full, Vector<T>& s, ColMajorMatrix<T>& u,
+         ColMajorMatrix<T>& v) {
+  using Mat = ColMajorMatrix<T>;
+  const int64_t m = a.rows(), n = a.cols();
+  if (n > 0 && m >= 2 * n) {
+    Eigen::HouseholderQR<Mat> qr(a);
+    Mat r = qr.matrixQR().topRows(n).template triangularView<Eigen::Upper>();
+    Eigen::BDCSVD<Mat> svd(r, vectors ? Eigen::ComputeFullU | Eigen::ComputeFullV : 0);
+    if (svd.info() != Eigen::Success) return false;
+    s = svd.singularValues();
+    if (vectors) {
+      u = Mat::Identity(m, full ? m : n);
+      u.topLeftCorner(n, n) = svd.matrixU();
+      u.applyOnTheLeft(qr.householderQ());
+      v = svd.matrixV();
+    }
+    return true;
+  }
+  if (m > 0 && n >= 2 * m) {
+    return Svd<T>(a.transpose(), vectors, full, s, v, u);
+  }
+  unsigned int options = 0;
+  if (vectors) {
+    options = full ? (Eigen::ComputeFullU | Eigen::ComputeFullV)
+                   : (Eigen::ComputeThinU | Eigen::ComputeThinV);
+  }
+  Eigen::BDCSVD<Mat> svd(a, options);
+  if (svd.info() != Eigen::Success) return false;
+  s = svd.singularValues();
+  if (vectors) {
+    u = svd.matrixU();
+    v = svd.matrixV();
+  }
+  return true;
+}
+
+template <typename T>
+void GesddBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const GesddContext<T>*>(raw);
+  const int64_t m = c.m, n = c.n, k = std::min(m, n);
+  const int64_t ucols = c.full ? m : k, vrows = c.full ? n : k;
+  ColMajorMatrix<T> work(m, n), u, v;
+  Vector<T> sv;
+  for (int64_t b = begin; b < end; ++b) {
+    const T* a = c.a + b * m * n;
+    T* s = c.s + b * k;
+    T* ub = c.u != nullptr ? c.u + b * m * ucols : nullptr;
+    T* vt = c.vt != nullptr ? c.vt + b * vrows * n : nullptr;
+    if (c.col_major) {
+      work = ConstColMap<T>(a, m, n);
+    } else {
+      work = ConstRowMap<T>(a, m, n);
+    }
+    // Eigen reports success for a matrix with NaN or infinity: LAPACK's
+    // gesdd does not converge there.
+    const bool ok = work.allFinite() && Svd<T>(work, c.vectors, c.full, sv, u, v);
+    if (c.info != nullptr) c.info[b] = ok ? 0 : 1;
+    if (!ok) {
+      Fill(s, k, kNaN<T>);
+      Fill(ub, m * ucols, kNaN<T>);
+      Fill(vt, vrows * n, kNaN<T>);
+      continue;
+    }
+    Eigen::Map<Vector<T>>(s, k) = sv;
+    if (c.vectors) {
+      Store(ub, m, ucols, c.col_major, u);
+      Store(vt, vrows, n, c.col_major, v.transpose());
+    } else {
+      Fill(ub, m * ucols, T(0));
+      Fill(vt, vrows * n, T(0));
+    }
+  }
+}
+
+template <typename T>
+void Gesdd(const T* a, T* s, T* u, T* vt, int32_t* info, int64_t batch, int64_t m, int64_t n,
+           int32_t flags) {
+  if (batch <= 0) return;
+  if (m <= 0 || n <= 0) {
+    Fill(info, batch, int32_t{0});
+    return;
+  }
+  GesddContext<T> ctx{a, s, u, vt, info, m, n, (flags & 1) != 0, (flags & 2) != 0,
+                      (flags & 4) != 0};
+  const int64_t k = std::min(m, n);
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (m * n * k));
+  __xla_cpu_parallel_for(&GesddBatch<T>, &ctx, batch, min_chunk);
+}
+
+// ---------------------------------------------------------------------------
+// getrf: a = P L U by partial pivoting, Eigen's blocked LU (the pivot of
+// column k: the first row of largest |a[i, k]|, i >= k, as LAPACK's idamax).
+
+template <typename T>
+struct GetrfContext {
+  const T* a;
+  T* lu;
+  int32_t* ipiv;
+  int32_t* info;
+  int64_t m, n;
+  bool col_major;
+};
+
+template <typename T>
+void GetrfBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const GetrfContext<T>*>(raw);
+  const int64_t m = c.m, n = c.n, k = std::min(m, n);
+  ColMajorMatrix<T> work(m, n);
+  std::vector<int> pivots(k);
+  using Impl = Eigen::internal::partial_lu_impl<T, Eigen::ColMajor, int>;
+  for (int64_t b = begin; b < end; ++b) {
+    const T* a = c.a + b * m * n;
+    if (c.col_major) {
+      work = ConstColMap<T>(a, m, n);
+    } else {
+      work = ConstRowMap<T>(a, m, n);
+    }
+    int transpositions = 0;
+    const Eigen::Index zero = Impl::blocked_lu(m, n, work.data(), m, pivots.data(), transpositions);
+    Store(c.lu + b * m * n, m, n, c.col_major, work);
+    for (int64_t j = 0; j < k; ++j) c.ipiv[b * k + j] = pivots[j] + 1;
+    if (c.info != nullptr) c.info[b] = zero < 0 ? 0 : static_cast<int32_t>(zero + 1);
+  }
+}
+
+template <typename T>
+void Getrf(const T* a, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int64_t m, int64_t n,
+           int32_t flags) {
+  if (batch <= 0) return;
+  if (m <= 0 || n <= 0) {
+    Fill(info, batch, int32_t{0});
+    return;
+  }
+  GetrfContext<T> ctx{a, lu, ipiv, info, m, n, (flags & 1) != 0};
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (m * n * std::min(m, n)));
+  __xla_cpu_parallel_for(&GetrfBatch<T>, &ctx, batch, min_chunk);
+}
+
+// ---------------------------------------------------------------------------
+// geqrf / orgqr: Householder QR in LAPACK's form (Eigen's reflectors are
+// LAPACK's dlarfg: H = I - tau v v^T, v[0] = 1, beta on the diagonal), and
+// Q's first n columns from it.
+
+template <typename T>
+struct QrContext {
+  const T* a;
+  const T* tau_in;
+  T* out;
+  T* tau;
+  int64_t m, n, k;
+  bool col_major;
+};
+
+template <typename T>
+void GeqrfBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const QrContext<T>*>(raw);
+  const int64_t m = c.m, n = c.n, k = std::min(m, n);
+  ColMajorMatrix<T> work(m, n);
+  Eigen::HouseholderQR<ColMajorMatrix<T>> qr(m, n);
+  for (int64_t b = begin; b < end; ++b) {
+    if (c.col_major) {
+      work = ConstColMap<T>(c.a + b * m * n, m, n);
+    } else {
+      work = ConstRowMap<T>(c.a + b * m * n, m, n);
+    }
+    qr.compute(work);
+    Store(c.out + b * m * n, m, n, c.col_major, qr.matrixQR());
+    Eigen::Map<Vector<T>>(c.tau + b * k, k) = qr.hCoeffs();
+  }
+}
+
+template <typename T>
+void OrgqrBatch(void* raw, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const QrContext<T>*>(raw);
+  const int64_t m = c.m, n = c.n, k = c.k;
+  ColMajorMatrix<T> v(m, n), q(m, n);
+  Vector<T> tau(k);
+  for (int64_t b = begin; b < end; ++b) {
+    if (c.col_major) {
+      v = ConstColMap<T>(c.a + b * m * n, m, n);
+    } else {
+      v = ConstRowMap<T>(c.a + b * m * n, m, n);
+    }
+    tau = Eigen::Map<const Vector<T>>(c.tau_in + b * k, k);
+    q.setIdentity();
+    q.applyOnTheLeft(Eigen::householderSequence(v.leftCols(k), tau).setLength(k));
+    Store(c.out + b * m * n, m, n, c.col_major, q);
+  }
+}
+
+template <typename T>
+void Geqrf(const T* a, T* out, T* tau, int64_t batch, int64_t m, int64_t n, int32_t flags) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  QrContext<T> ctx{a, nullptr, out, tau, m, n, std::min(m, n), (flags & 1) != 0};
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (m * n * std::min(m, n)));
+  __xla_cpu_parallel_for(&GeqrfBatch<T>, &ctx, batch, min_chunk);
+}
+
+template <typename T>
+void Orgqr(const T* a, const T* tau, T* out, int64_t batch, int64_t m, int64_t n, int64_t k,
+           int32_t flags) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  QrContext<T> ctx{a, tau, out, nullptr, m, n, k, (flags & 1) != 0};
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (m * n * std::max<int64_t>(k, 1)));
+  __xla_cpu_parallel_for(&OrgqrBatch<T>, &ctx, batch, min_chunk);
+}
+
+}  // namespace
+
+void SyevdF32(const float* a, float* v, float* w, int32_t* info, int64_t batch, int64_t n,
+              int32_t flags) {
+  Syevd(a, v, w, info, batch, n, flags);
+}
+
+void SyevdF64(const double* a, double* v, double* w, int32_t* info, int64_t batch, int64_t n,
+              int32_t flags) {
+  Syevd(a, v, w, info, batch, n, flags);
+}
+
+void GesddF32(const float* a, float* s, float* u, float* vt, int32_t* info, int64_t batch,
+              int64_t m, int64_t n, int32_t flags) {
+  Gesdd(a, s, u, vt, info, batch, m, n, flags);
+}
+
+void GesddF64(const double* a, double* s, double* u, double* vt, int32_t* info, int64_t batch,
+              int64_t m, int64_t n, int32_t flags) {
+  Gesdd(a, s, u, vt, info, batch, m, n, flags);
+}
+
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime
+
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+
+void GetrfF32(const float* a, float* lu, int32_t* ipiv, int32_t* info, int64_t batch, int64_t m,
+              int64_t n, int32_t flags) {
+  Getrf(a, lu, ipiv, info, batch, m, n, flags);
+}
+
+void GetrfF64(const double* a, double* lu, int32_t* ipiv, int32_t* info, int64_t batch, int64_t m,
+              int64_t n, int32_t flags) {
+  Getrf(a, lu, ipiv, info, batch, m, n, flags);
+}
+
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime
+
+namespace xla_cpu_runtime {
+namespace XLA_CPU_ISA_NAMESPACE {
+
+void GeqrfF32(const float* a, float* out, float* tau, int64_t batch, int64_t m, int64_t n,
+              int32_t flags) {
+  Geqrf(a, out, tau, batch, m, n, flags);
+}
+
+void GeqrfF64(const double* a, double* out, double* tau, int64_t batch, int64_t m, int64_t n,
+              int32_t flags) {
+  Geqrf(a, out, tau, batch, m, n, flags);
+}
+
+void OrgqrF32(const float* a, const float* tau, float* out, int64_t batch, int64_t m, int64_t n,
+              int64_t k, int32_t flags) {
+  Orgqr(a, tau, out, batch, m, n, k, flags);
+}
+
+void OrgqrF64(const double* a, const double* tau, double* out, int64_t batch, int64_t m,
+              int64_t n, int64_t k, int32_t flags) {
+  Orgqr(a, tau, out, batch, m, n, k, flags);
+}
+
+}  // namespace XLA_CPU_ISA_NAMESPACE
+}  // namespace xla_cpu_runtime
