@@ -23,22 +23,27 @@ if [ ! -f "xla/_core$suffix" ]; then
   includes=$("$PY" -m pybind11 --includes) || exit 1
   t=$(date +%s)
   # Everything for the baseline ISA; the runtime's hot kernels (matmul.cc,
-  # convolution.cc, linalg.cc) once per ISA variant, as Bazel does
+  # convolution.cc, linalg.cc, spectral.cc) once per ISA variant up to
+  # avx512, and matmul_lowp.cc for every variant, as Bazel does
   # (xla/backends/cpu/runtime/isa.bzl).
   flags="-O2 -std=c++17 -fPIC -fvisibility=hidden -fwrapv $includes -I. -I$EIGEN"
+  avx512="-mavx2 -mfma -mavx512f -mavx512bw -mavx512dq -mavx512vl"
   variants=(baseline "")
-  [ "$(uname -m)" = x86_64 ] && variants+=(avx2 "-mavx2 -mfma" \
-      avx512 "-mavx2 -mfma -mavx512f -mavx512bw -mavx512dq -mavx512vl")
+  [ "$(uname -m)" = x86_64 ] && variants+=(avx2 "-mavx2 -mfma" avx512 "$avx512" \
+      avx512_vnni "$avx512 -mavx512vnni" avx512_vnni_bf16 "$avx512 -mavx512vnni -mavx512bf16")
   for f in csrc/buffer_assignment.cc csrc/fusion.cc csrc/graph.cc csrc/scheduler.cc \
            $(ls xla/backends/cpu/runtime/*.cc xla/backends/gpu/runtime/*.cc | \
-             grep -v -e _test.cc -e /matmul.cc -e /convolution.cc -e /linalg.cc) python/*.cc; do
+             grep -v -e _test.cc -e /matmul.cc -e /convolution.cc -e /linalg.cc \
+                  -e /spectral.cc -e /matmul_lowp.cc) python/*.cc; do
     g++ $flags -c "$f" -o "$obj/0_$(basename "$f").o" &
   done
   for ((i = 0; i < ${#variants[@]}; i += 2)); do
     isa=${variants[i]}
-    for f in xla/backends/cpu/runtime/{matmul,convolution,linalg}.cc; do
+    units=(matmul_lowp)
+    [ $i -le 4 ] && units+=(matmul convolution linalg spectral)
+    for u in "${units[@]}"; do
       g++ $flags ${variants[i+1]} -DXLA_CPU_ISA_NAMESPACE=isa_$isa -DEigen=xla_eigen_$isa \
-          -c "$f" -o "$obj/$((i / 2 + 1))_${isa}_$(basename "$f").o" &
+          -c "xla/backends/cpu/runtime/$u.cc" -o "$obj/$((i / 2 + 1))_${isa}_$u.o" &
     done
   done
   wait
