@@ -260,19 +260,43 @@ def validate(options):
 
 _lock = threading.Lock()
 _from_environment = None
-_overrides = threading.local()
+
+
+class _Overrides(threading.local):
+    """This thread's stack of ``using`` blocks (an attribute every thread has:
+    looking up a missing one on a threading.local costs ~0.7 us, and
+    ``debug_options()`` is on xla.jit's call path)."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_overrides = _Overrides()
+_interned = {}    # repr -> the one DebugOptions object of that value put in force
+
+
+def _intern(options):
+    """One object per value of the options put in force, kept alive: a
+    cache may key what it compiled by ``id(debug_options())`` (xla.jit)."""
+    with _lock:
+        return _interned.setdefault(repr(options), options)
 
 
 def debug_options():
     """The DebugOptions in force: ``XLA_FLAGS`` (parsed once), then any
-    ``override`` blocks of this thread."""
+    ``override`` blocks of this thread. Equal options in force are the same
+    object (``_intern``)."""
     global _from_environment
-    stack = getattr(_overrides, "stack", None)
+    stack = _overrides.stack
     if stack:
         return stack[-1]
+    options = _from_environment
+    if options is not None:
+        return options
+    options = _intern(parse_flags(os.environ.get("XLA_FLAGS", "")))
     with _lock:
         if _from_environment is None:
-            _from_environment = parse_flags(os.environ.get("XLA_FLAGS", ""))
+            _from_environment = options
         return _from_environment
 
 
@@ -310,9 +334,8 @@ def resolve(spec):
 @contextlib.contextmanager
 def using(options):
     """Puts a whole DebugOptions in force for a ``with`` block (this thread)."""
-    stack = getattr(_overrides, "stack", None)
-    if stack is None:
-        stack = _overrides.stack = []
+    stack = _overrides.stack
+    options = _intern(options)
     stack.append(options)
     try:
         yield options

@@ -375,6 +375,34 @@ def test_clear_cache_recompiles():
     assert (info.compilations, info.hits, info.currsize) == (2, 1, 1)
 
 
+def test_a_call_under_other_debug_options_compiles_under_them():
+    # bf16 arithmetic: with excess precision (the default) the chain is
+    # computed in f32 and rounded once; without, every op rounds (as
+    # ml_dtypes' bfloat16 arrays compute it in NumPy).
+    from ml_dtypes import bfloat16
+    from xla import debug_options
+
+    def f(x, y):
+        return (x * y + x) * y - x
+
+    rng = np.random.default_rng(0)
+    x, y = (rng.standard_normal(256).astype(bfloat16) for _ in range(2))
+    once = f(x.astype(np.float32), y.astype(np.float32)).astype(bfloat16)
+    per_op = f(x, y)
+    assert np.count_nonzero(once != per_op) > 10     # the two differ here
+
+    jf = xla.jit(f)
+    np.testing.assert_array_equal(jf(x, y), once)
+    np.testing.assert_array_equal(jf(x, y), once)    # the fast path
+    with debug_options.override(xla_allow_excess_precision=False):
+        np.testing.assert_array_equal(jf(x, y), per_op)
+        np.testing.assert_array_equal(jf(x, y), per_op)
+    np.testing.assert_array_equal(jf(x, y), once)
+    with debug_options.override(xla_allow_excess_precision=False):
+        np.testing.assert_array_equal(jf(x, y), per_op)
+    assert jf.cache_info().compilations == 2         # equal overrides share an entry
+
+
 def test_repeated_array_calls_take_the_fast_path_without_mixing_signatures():
     f = xla.jit(lambda x, y: x * 2 + y)
     a32, b32 = np.arange(4, dtype=np.float32), np.ones(4, np.float32)

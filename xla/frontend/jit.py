@@ -179,6 +179,7 @@ class JitFunction:
         # (shape, dtype) of each positional array -> (entry, argument count),
         # for calls with NumPy arrays only and no static or donated arguments.
         self._fast = {}
+        self._fast_options = None   # the debug options in force for _fast's entries
         self._lock = threading.Lock()
         self._hits = self._misses = self._compilations = self._disk_hits = 0
         functools.update_wrapper(self, fn)
@@ -236,8 +237,10 @@ class JitFunction:
         specs = tuple(arg_spec(x, f"argument leaf {i} of {getattr(self.fn, '__name__', 'fn')}")
                       for i, x in enumerate(leaves))
         donated = self._donated_leaves(dyn_args) if self.donate_argnums else ()
+        # Last: the debug options in force (one object per value), so a call
+        # under other flags (debug_options.override) compiles under them.
         return (treedef, specs, statics, self.backend, _hashable(self.options, "options"),
-                donated), leaves
+                donated, id(_options_in_force())), leaves
 
     def _donated_leaves(self, dyn_args):
         """Indices of the argument leaves that ``donate_argnums`` gives up."""
@@ -267,7 +270,8 @@ class JitFunction:
             # The common call: positional NumPy arrays and Python scalars
             # only, seen before.
             entry = self._fast.get(_fast_key(args))
-            if entry is not None and tracing.current_context(required=False) is None:
+            if entry is not None and tracing.current_context(required=False) is None and \
+                    self._fast_options is _options_in_force():
                 self._hits += 1
                 return self._run(entry, None, args)
         if tracing.current_context(required=False) is not None:
@@ -300,6 +304,9 @@ class JitFunction:
                 entry.sharded is None:
             fast = _fast_key(args)
             if fast is not None:
+                options = _options_in_force()
+                if self._fast_options is not options:    # entries of other flags
+                    self._fast, self._fast_options = {}, options
                 self._fast[fast] = entry
         return self._run(entry, key[1], leaves)
 
@@ -611,6 +618,15 @@ def _output_aliases(ops, params, donated, single):
 
 
 _SCALAR_TYPES = (float, bool, complex)
+
+
+def _options_in_force():
+    """``xla.debug_options.debug_options()`` (imported at the first call: a
+    function's first trace, not ``import xla``)."""
+    global _options_in_force
+    from xla.debug_options import debug_options
+    _options_in_force = debug_options
+    return debug_options()
 
 
 def _fast_key(args):
