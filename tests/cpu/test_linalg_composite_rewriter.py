@@ -99,3 +99,60 @@ def test_what_it_leaves_alone(text):
     before = module.to_text()
     assert not LinalgCompositeRewriter().run(module)
     assert module.to_text() == before
+
+
+SOLVE = """HloModule m
+
+decomposition {
+  p = f64[2,3,3] parameter(0)
+  ROOT q = f64[2,3,2] parameter(1)
+}
+
+ENTRY e {
+  a = f64[2,3,3] parameter(0)
+  b = f64[2,3,2] parameter(1)
+  ROOT c = f64[2,3,2] call(a, b), to_apply=decomposition, is_composite=true, frontend_attributes={composite.attributes={},composite.name="xla.solve",composite.version="0"}
+}
+"""
+
+
+def test_solve_becomes_getrf_of_both_and_an_upper_triangular_solve():
+    module = parse_hlo_module(SOLVE)
+    assert LinalgCompositeRewriter().run(module)
+    assert module.to_text() == """HloModule m
+
+ENTRY e {
+  a = f64[2,3,3] parameter(0)
+  b = f64[2,3,2] parameter(1)
+  concatenate.1 = f64[2,3,5]{2,1,0} concatenate(a, b), dimensions={2}
+  custom-call.2 = (f64[2,3,5]{2,1,0}, s32[2,3]{1,0}, s32[2]{0}) custom-call(concatenate.1), custom_call_target="lapack_dgetrf_ffi", api_version=API_VERSION_TYPED_FFI
+  get-tuple-element.3 = f64[2,3,5]{2,1,0} get-tuple-element(custom-call.2), index=0
+  slice.4 = f64[2,3,3]{2,1,0} slice(get-tuple-element.3), slice={[0:2], [0:3], [0:3]}
+  slice.5 = f64[2,3,2]{2,1,0} slice(get-tuple-element.3), slice={[0:2], [0:3], [3:5]}
+  ROOT triangular-solve.6 = f64[2,3,2]{2,1,0} triangular-solve(slice.4, slice.5), left_side=true, lower=false, unit_diagonal=false, transpose_a=NO_TRANSPOSE
+}
+"""
+    assert [c.name for c in module.computations] == ["e"]
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 3, 2))
+    (x,) = flatten_result(Evaluator().evaluate(module, [a, b]))
+    np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+
+
+def test_solve_of_another_batch_or_type_is_left_alone():
+    for text in (SOLVE.replace("b = f64[2,3,2]", "b = f32[2,3,2]"),
+                 SOLVE.replace('"xla.solve"', '"xla.solvex"')):
+        module = parse_hlo_module(text)
+        assert not LinalgCompositeRewriter().run(module)
+
+
+def test_the_cpu_pipeline_runs_the_frontends_solve_and_inv_as_getrf():
+    import xla
+    from xla.backends.cpu.compiler import CpuCompiler
+    for fn, args in ((np.linalg.solve, (np.eye(4), np.ones(4))), (np.linalg.inv, (np.eye(4),))):
+        module = xla.jit(fn).lower(*args).module
+        assert "while" in module.to_text()           # the decomposition: LU in loops
+        CpuCompiler().optimize(module)
+        text = module.to_text()
+        assert "lapack_dgetrf_ffi" in text and "triangular-solve" in text
+        assert "while" not in text

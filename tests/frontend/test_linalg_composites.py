@@ -85,3 +85,39 @@ def test_the_gpu_emulator_runs_the_decompositions():
     u, s, vh = xla.jit(lambda b: np.linalg.svd(b, full_matrices=False), backend="gpu_emulator")(b)
     np.testing.assert_allclose(s, np.linalg.svd(b)[1], atol=1e-12)
     np.testing.assert_allclose((u * s) @ vh, b, atol=1e-12)
+
+
+def test_solve_and_inv_lower_to_composite_calls():
+    a = np.eye(3)
+    assert 'composite.name="xla.solve"' in _lowered(np.linalg.solve, a, a[0])
+    assert 'composite.name="xla.solve"' in _lowered(np.linalg.inv, a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS + ["gpu_emulator"])
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-4), (np.float64, 1e-11)])
+def test_solve_and_inv_match_numpy_on_every_backend(backend, dtype, tol):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 1, 7, 7)).astype(dtype)     # batched, broadcast against b
+    b = rng.standard_normal((3, 7, 2)).astype(dtype)
+    x = xla.jit(np.linalg.solve, backend=backend)(a, b)
+    assert x.dtype == dtype and x.shape == (2, 3, 7, 2)
+    np.testing.assert_allclose(x, np.linalg.solve(a.astype(np.float64), b), rtol=tol, atol=tol)
+    v = xla.jit(np.linalg.solve, backend=backend)(a[0, 0], b[0, :, 0])
+    np.testing.assert_allclose(v, np.linalg.solve(a[0, 0].astype(np.float64), b[0, :, 0]),
+                               rtol=tol, atol=tol)
+    inv = xla.jit(np.linalg.inv, backend=backend)(a)
+    np.testing.assert_allclose(inv, np.linalg.inv(a.astype(np.float64)), rtol=tol, atol=tol)
+    # Ill-conditioned (Hilbert, cond ~ 1e7 at n = 6; float64 only): NumPy's residual.
+    if dtype == np.float64:
+        h = 1 / (np.arange(6)[:, None] + np.arange(6) + 1)
+        x = xla.jit(np.linalg.solve, backend=backend)(h, np.ones(6))
+        np.testing.assert_allclose(x, np.linalg.solve(h, np.ones(6)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_singular_solve_gives_non_finite_values(backend):
+    # NumPy raises LinAlgError; compiled code cannot raise on a value.
+    x = xla.jit(np.linalg.solve, backend=backend)(np.ones((3, 3)), np.ones(3))
+    assert not np.isfinite(x).all()
+    assert not np.isfinite(xla.jit(np.linalg.inv, backend=backend)(np.zeros((2, 2)))).any()
+

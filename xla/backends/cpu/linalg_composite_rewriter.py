@@ -17,6 +17,13 @@ dimension:
   s, u, vt, info)`` (mode 'A', 'S' or 'N'), and ``tuple(u, s, vt)`` or
   ``s``.
 
+* ``xla.solve``, ``(a[..., n, n], b[..., n, k]) -> x`` with ``a x == b``:
+  a ``lapack_{s,d}getrf_ffi`` custom call on ``concatenate(a, b)`` (n rows,
+  n + k columns: pivots from a's columns only, so b's columns come out as
+  ``L^-1 P b``, as LAPACK's gesv forward-substitutes them), then an upper
+  ``triangular-solve`` of U with them. A singular ``a`` gives infinities
+  or NaNs (a zero on U's diagonal), as the decomposition does.
+
 The runtime gives NaN where the solver fails (info != 0), as jaxlib's
 lowering selects. The decomposition computations no longer called are
 removed. Everything else is left alone: other composites, other versions
@@ -27,7 +34,7 @@ repeated values' spaces), as LAPACK's differ from Jacobi's.
 """
 import re
 
-from xla.hlo.attributes import RawAttr
+from xla.hlo.attributes import RawAttr, SliceDim
 from xla.hlo.sdy import attribute_dict
 from xla.hlo.shape import Shape
 from xla.hlo.types import PrimitiveType as PT
@@ -99,7 +106,31 @@ def _svd(b, instr, attrs):
     return b.add("tuple", Shape.tuple([u.shape, s.shape, vt.shape]), [u, s, vt])
 
 
-_REWRITES = {"xla.eigh": _eigh, "xla.svd": _svd}
+def _solve(b, instr, attrs):
+    a, rhs = (o.shape for o in instr.operands)
+    if a.rank < 2 or a.dimensions[-1] != a.dimensions[-2] or rhs.rank != a.rank or \
+            rhs.dimensions[:-1] != a.dimensions[:-1] or rhs.element_type is not a.element_type:
+        return None
+    et, batch, n, k = a.element_type, a.dimensions[:-2], a.dimensions[-1], rhs.dimensions[-1]
+    both = b.add("concatenate", Shape.array(et, batch + (n, n + k)), list(instr.operands),
+                 dimensions=(a.rank - 1,))
+    cc = b.add("custom-call", Shape.tuple([both.shape, Shape.array(PT.S32, batch + (n,)),
+                                           Shape.array(PT.S32, batch)]), [both],
+               custom_call_target=f"lapack_{_PREFIX[et]}getrf_ffi",
+               api_version=RawAttr("API_VERSION_TYPED_FFI"))
+    lu = _gte(b, cc, 0)
+    keep = tuple(SliceDim(0, d, 1) for d in batch)
+    u = b.add("slice", Shape.array(et, a.dimensions), [lu], slice=keep + (SliceDim(0, n, 1), SliceDim(0, n, 1)))
+    y = b.add("slice", Shape.array(et, rhs.dimensions), [lu],
+              slice=keep + (SliceDim(0, n, 1), SliceDim(n, n + k, 1)))
+    return b.add("triangular-solve", Shape.array(et, rhs.dimensions), [u, y], left_side=True, lower=False,
+                 unit_diagonal=False, transpose_a=RawAttr("NO_TRANSPOSE"))
+
+
+_REWRITES = {"xla.eigh": _eigh, "xla.svd": _svd, "xla.solve": _solve}
+
+
+_OPERANDS = {"xla.solve": 2}
 
 
 class LinalgCompositeRewriter(HloPass):
@@ -111,10 +142,9 @@ class LinalgCompositeRewriter(HloPass):
             for instr in list(comp.instructions):
                 found = _composite(instr)
                 rewrite = _REWRITES.get(found[0]) if found else None
-                if rewrite is None or len(instr.operands) != 1:
-                    continue
-                a = instr.operands[0].shape
-                if not a.is_array or a.element_type not in _PREFIX or 0 in a.dimensions:
+                if rewrite is None or not all(
+                        o.shape.is_array and o.shape.element_type in _PREFIX and 0 not in o.shape.dimensions
+                        for o in instr.operands) or len(instr.operands) != _OPERANDS.get(found[0], 1):
                     continue
                 new = rewrite(Emitter(module, comp, instr), instr, found[1])
                 if new is None:

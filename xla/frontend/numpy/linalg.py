@@ -5,6 +5,12 @@ decomposition is Jacobi rotations in HLO while loops (qr and eigh: their
 own docstrings). Registration only: NumPy keeps these names under
 ``np.linalg``, so ``xla.numpy`` does not export them.
 
+``solve`` and ``inv`` (``solve`` with the identity) are a composite call
+``xla.solve`` (``xla.lax.composite``) whose decomposition is the loops
+below: backends that implement it call their solver (the CPU's runtime:
+LAPACK's getrf of ``[a | b]``, then a triangular solve), the others inline
+it.
+
 ``solve``, ``inv``, ``det`` and ``slogdet``: LU
 factorization with partial pivoting, as LAPACK's gesv computes it, on
 traced values (an HLO while loop over the columns, then one over the rows
@@ -130,7 +136,8 @@ def _factor(m, n):
 
 
 def _solve(a, b):
-    """``a`` (..., n, n), ``b`` (..., n, k) of one float dtype."""
+    """The decomposition of ``xla.solve``: ``x`` with ``a @ x == b``, ``a``
+    (..., n, n), ``b`` (..., n, k) of one float dtype and batch."""
     n = a.shape[-1]
     m = np.concatenate([a, b], axis=-1)                   # (..., n, n + k)
     rows = np.arange(n).reshape((n, 1))                   # (n, 1)
@@ -172,7 +179,7 @@ def solve(a, b):
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = np.broadcast_to(a.astype(dt), batch + a.shape[-2:])
     b = np.broadcast_to(b.astype(dt), batch + b.shape[-2:])
-    x = _solve(a, b)
+    x = lax.composite(_solve, "xla.solve")(a, b)
     return x[..., 0] if vector else x
 
 
@@ -182,7 +189,7 @@ def inv(a):
     _check_square(a, "np.linalg.inv")
     n = a.shape[-1]
     eye = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape)
-    return _solve(a, eye)
+    return lax.composite(_solve, "xla.solve")(a, eye)
 
 
 def _diagonal_and_sign(a, what):
