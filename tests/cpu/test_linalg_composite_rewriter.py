@@ -156,3 +156,54 @@ def test_the_cpu_pipeline_runs_the_frontends_solve_and_inv_as_getrf():
         text = module.to_text()
         assert "lapack_dgetrf_ffi" in text and "triangular-solve" in text
         assert "while" not in text
+
+
+LU = """HloModule m
+
+decomposition {
+  p = f32[3,3] parameter(0)
+  z = s32[3] constant({0, 1, 2})
+  ROOT t = (f32[3,3], s32[3]) tuple(p, z)
+}
+
+ENTRY e {
+  a = f32[3,3] parameter(0)
+  ROOT c = (f32[3,3], s32[3]) call(a), to_apply=decomposition, is_composite=true, frontend_attributes={composite.attributes={},composite.name="xla.lu",composite.version="0"}
+}
+"""
+
+
+def test_lu_becomes_getrf_with_zero_based_pivots():
+    module = parse_hlo_module(LU)
+    assert LinalgCompositeRewriter().run(module)
+    assert module.to_text() == """HloModule m
+
+ENTRY e {
+  a = f32[3,3] parameter(0)
+  custom-call.1 = (f32[3,3]{1,0}, s32[3]{0}, s32[]) custom-call(a), custom_call_target="lapack_sgetrf_ffi", api_version=API_VERSION_TYPED_FFI
+  get-tuple-element.2 = f32[3,3]{1,0} get-tuple-element(custom-call.1), index=0
+  get-tuple-element.3 = s32[3]{0} get-tuple-element(custom-call.1), index=1
+  constant.4 = s32[] constant(1)
+  broadcast.5 = s32[3]{0} broadcast(constant.4), dimensions={}
+  subtract.6 = s32[3]{0} subtract(get-tuple-element.3, broadcast.5)
+  ROOT tuple.7 = (f32[3,3]{1,0}, s32[3]{0}) tuple(get-tuple-element.2, subtract.6)
+}
+"""
+    # Hand-derived: column 0's largest is row 2 (3; rows 0 and 2 swap), then
+    # column 1 below the diagonal is (2, 1): row 1 stays, then row 2.
+    a = np.array([[0, 1, 2], [1, 2, 3], [3, 0, 1]], np.float32)
+    lu, pivots = flatten_result(Evaluator().evaluate(module, [a]))
+    assert pivots.tolist() == [2, 1, 2]
+    l, u = np.tril(lu, -1) + np.eye(3), np.triu(lu)
+    p = a[[2, 1, 0]]                   # the swaps (0, 2), (1, 1), (2, 2) applied to the rows
+    np.testing.assert_allclose(l @ u, p, atol=1e-6)
+
+
+def test_the_cpu_pipeline_runs_the_frontends_det_and_slogdet_as_getrf():
+    import xla
+    from xla.backends.cpu.compiler import CpuCompiler
+    for fn in (np.linalg.det, np.linalg.slogdet):
+        module = xla.jit(fn).lower(np.eye(4)).module
+        CpuCompiler().optimize(module)
+        text = module.to_text()
+        assert "lapack_dgetrf_ffi" in text and "while" not in text

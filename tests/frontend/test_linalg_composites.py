@@ -121,3 +121,26 @@ def test_a_singular_solve_gives_non_finite_values(backend):
     assert not np.isfinite(x).all()
     assert not np.isfinite(xla.jit(np.linalg.inv, backend=backend)(np.zeros((2, 2)))).any()
 
+
+
+@pytest.mark.parametrize("backend", BACKENDS + ["gpu_emulator"])
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-4), (np.float64, 1e-11)])
+def test_det_and_slogdet_match_numpy_on_every_backend(backend, dtype, tol):
+    assert 'composite.name="xla.lu"' in _lowered(np.linalg.det, np.eye(3))
+    a = np.random.default_rng(6).standard_normal((2, 3, 8, 8)).astype(dtype)
+    a[0, 0] = np.eye(8)[::-1]                                # a permutation: det = +1 (4 swaps)
+    a[0, 1] = np.eye(8)[[1, 0, 2, 3, 4, 5, 6, 7]]            # one swap: det = -1
+    want = np.linalg.det(a.astype(np.float64))
+    got = xla.jit(np.linalg.det, backend=backend)(a)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=tol * 10, atol=tol)
+    sign, logabs = xla.jit(np.linalg.slogdet, backend=backend)(a)
+    want_sign, want_log = np.linalg.slogdet(a.astype(np.float64))
+    np.testing.assert_array_equal(sign, want_sign)
+    np.testing.assert_allclose(logabs, want_log, rtol=tol, atol=tol)
+    # Singular: det 0 and slogdet (0, -inf), as NumPy's.
+    s = np.ones((4, 4), dtype)
+    s[3, 3] = 2
+    assert xla.jit(np.linalg.det, backend=backend)(s) == 0
+    sign, logabs = xla.jit(np.linalg.slogdet, backend=backend)(s)
+    assert sign == 0 and logabs == -np.inf

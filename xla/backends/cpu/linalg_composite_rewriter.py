@@ -24,6 +24,10 @@ dimension:
   ``triangular-solve`` of U with them. A singular ``a`` gives infinities
   or NaNs (a zero on U's diagonal), as the decomposition does.
 
+* ``xla.lu``, ``a[..., n, n] -> (lu, pivots)`` (``jax.lax.linalg.lu``'s
+  first two results, 0-based pivots): a ``lapack_{s,d}getrf_ffi`` custom
+  call, its 1-based ``ipiv`` less one.
+
 The runtime gives NaN where the solver fails (info != 0), as jaxlib's
 lowering selects. The decomposition computations no longer called are
 removed. Everything else is left alone: other composites, other versions
@@ -127,7 +131,23 @@ def _solve(b, instr, attrs):
                  unit_diagonal=False, transpose_a=RawAttr("NO_TRANSPOSE"))
 
 
-_REWRITES = {"xla.eigh": _eigh, "xla.svd": _svd, "xla.solve": _solve}
+def _lu(b, instr, attrs):
+    a = instr.operands[0].shape
+    if a.rank < 2 or a.dimensions[-1] != a.dimensions[-2]:
+        return None
+    et, batch, n = a.element_type, a.dimensions[:-2], a.dimensions[-1]
+    pivots = Shape.array(PT.S32, batch + (n,))
+    cc = b.add("custom-call", Shape.tuple([Shape.array(et, a.dimensions), pivots,
+                                           Shape.array(PT.S32, batch)]), list(instr.operands),
+               custom_call_target=f"lapack_{_PREFIX[et]}getrf_ffi",
+               api_version=RawAttr("API_VERSION_TYPED_FFI"))
+    lu, ipiv = _gte(b, cc, 0), _gte(b, cc, 1)
+    one = b.add("broadcast", pivots, [b.constant(1, PT.S32)], dimensions=())
+    zero_based = b.add("subtract", pivots, [ipiv, one])
+    return b.add("tuple", Shape.tuple([lu.shape, pivots]), [lu, zero_based])
+
+
+_REWRITES = {"xla.eigh": _eigh, "xla.svd": _svd, "xla.solve": _solve, "xla.lu": _lu}
 
 
 _OPERANDS = {"xla.solve": 2}

@@ -9,7 +9,9 @@ own docstrings). Registration only: NumPy keeps these names under
 ``xla.solve`` (``xla.lax.composite``) whose decomposition is the loops
 below: backends that implement it call their solver (the CPU's runtime:
 LAPACK's getrf of ``[a | b]``, then a triangular solve), the others inline
-it.
+it. ``det`` and ``slogdet`` read U's diagonal and the pivots of a
+composite ``xla.lu`` (``jax.lax.linalg.lu``'s ``(lu, pivots)``; the CPU:
+getrf), decomposed by ``_lu``.
 
 ``solve``, ``inv``, ``det`` and ``slogdet``: LU
 factorization with partial pivoting, as LAPACK's gesv computes it, on
@@ -24,7 +26,8 @@ over the whole (batched) matrix, so stacks ``(..., n, n)`` work as NumPy's
 do. Results agree with NumPy's to rounding (LAPACK blocks the same
 operations differently). A singular matrix gives infinities or NaNs where
 NumPy raises ``LinAlgError`` (``solve``, ``inv``): compiled code cannot
-raise on a value; ``det`` is then 0, as NumPy's. The determinant is the
+raise on a value; ``det`` is then 0 and ``slogdet`` (0, -inf), as NumPy's
+(``_lu`` divides by no zero pivot, as getrf). The determinant is the
 product of U's diagonal, negated once per row swap.
 """
 import builtins  # sum, max and min are NumPy's here (from reductions)
@@ -192,14 +195,49 @@ def inv(a):
     return lax.composite(_solve, "xla.solve")(a, eye)
 
 
+def _lu(a):
+    """The decomposition of ``xla.lu``: LAPACK's getrf of ``a`` (..., n, n),
+    as ``jax.lax.linalg.lu``'s first two results: ``(lu, pivots)``, L
+    (unit diagonal) below the diagonal and U on and above it, ``pivots``
+    int32 (..., n) the 0-based row swapped with row ``k`` at step ``k``. A
+    zero pivot eliminates nothing (as getrf: no division by it)."""
+    n = a.shape[-1]
+    rows = np.arange(n).reshape((n, 1))
+    cols = np.arange(n)
+
+    def pick(x, index_mask):
+        return np.sum(np.where(index_mask, x, np.zeros_like(x)), axis=-2, keepdims=True)
+
+    def eliminate(k, state):
+        m, pivots = state
+        col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)  # (..., n, 1)
+        size = np.where(rows >= k, np.abs(col), -np.ones_like(np.abs(col)))
+        p = np.argmax(size, axis=-2)[..., None]           # (..., 1, 1)
+        is_k, is_p = rows == k, rows == p
+        row_k, row_p = pick(m, is_k), pick(m, is_p)
+        m = np.where(is_k, row_p, np.where(is_p, row_k, m))
+        pivot = np.sum(np.where(cols == k, row_p, np.zeros_like(row_p)), axis=-1, keepdims=True)
+        col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)
+        zero = pivot == 0
+        factor = np.where((rows > k) & ~zero, col / np.where(zero, np.ones_like(pivot), pivot),
+                          np.zeros_like(col))
+        upper = np.where(cols > k, row_p, np.zeros_like(row_p))
+        m = np.where((rows > k) & (cols == k), factor, m - factor * upper)
+        pivots = np.where(cols == k, p[..., 0].astype(np.int32), pivots)
+        return m, pivots
+
+    return lax.fori_loop(0, n, eliminate, (a, np.zeros(a.shape[:-1], dtype=np.int32)))
+
+
 def _diagonal_and_sign(a, what):
     a = as_tracer(a)
     _check_square(a, what)
     n = a.shape[-1]
     if n == 0:
         return None, a.shape[:-2]
-    u, swaps = _factor(a, n)
-    diag = np.diagonal(u, axis1=-2, axis2=-1)
+    lu, pivots = lax.composite(_lu, "xla.lu")(a)
+    diag = np.diagonal(lu, axis1=-2, axis2=-1)
+    swaps = np.sum((pivots != np.arange(n, dtype=np.int32)).astype(np.int64), axis=-1)
     sign = 1 - 2 * (swaps % 2)
     return (diag, sign), None
 
