@@ -1,5 +1,5 @@
-"""linalg-composite-rewriter: the composite calls xla.eigh and xla.svd
-become jaxlib's LAPACK custom calls (which the cpu backend runs in its
+"""linalg-composite-rewriter: the composite calls xla.eigh, xla.svd,
+xla.solve, xla.lu, xla.geqrf and xla.householder_product become jaxlib's LAPACK custom calls (which the cpu backend runs in its
 runtime), their decompositions removed; other composites, versions, element
 types and plain calls stay for call-inliner. HLO before and after, then the
 rewritten module against the decomposition on the interpreter."""
@@ -207,3 +207,50 @@ def test_the_cpu_pipeline_runs_the_frontends_det_and_slogdet_as_getrf():
         CpuCompiler().optimize(module)
         text = module.to_text()
         assert "lapack_dgetrf_ffi" in text and "while" not in text
+
+
+def test_the_cpu_pipeline_runs_the_frontends_qr_as_geqrf_and_orgqr():
+    import xla
+    from xla.backends.cpu.compiler import CpuCompiler
+    for mode in ("reduced", "complete"):
+        module = xla.jit(lambda a: np.linalg.qr(a, mode=mode)).lower(np.ones((5, 3), np.float32)).module
+        assert " while(" in module.to_text()             # the decompositions: loops
+        CpuCompiler().optimize(module)
+        text = module.to_text()
+        assert "lapack_sgeqrf_ffi" in text and "lapack_sorgqr_ffi" in text
+        assert "while" not in text
+
+
+QR = """HloModule m
+
+geqrf {
+  p = f64[4,3] parameter(0)
+  z = f64[3] constant({0, 0, 0})
+  ROOT t = (f64[4,3], f64[3]) tuple(p, z)
+}
+
+orgqr {
+  ROOT p = f64[4,3] parameter(0)
+  t = f64[3] parameter(1)
+}
+
+ENTRY e {
+  a = f64[4,3] parameter(0)
+  c = (f64[4,3], f64[3]) call(a), to_apply=geqrf, is_composite=true, frontend_attributes={composite.attributes={},composite.name="xla.geqrf",composite.version="0"}
+  r = f64[4,3] get-tuple-element(c), index=0
+  tau = f64[3] get-tuple-element(c), index=1
+  ROOT q = f64[4,3] call(r, tau), to_apply=orgqr, is_composite=true, frontend_attributes={composite.attributes={},composite.name="xla.householder_product",composite.version="0"}
+}
+"""
+
+
+def test_geqrf_and_householder_product_become_lapack_calls_with_numpys_q():
+    module = parse_hlo_module(QR)
+    assert LinalgCompositeRewriter().run(module)
+    text = module.to_text()
+    assert 'custom-call(a), custom_call_target="lapack_dgeqrf_ffi"' in text
+    assert 'custom-call(r, tau), custom_call_target="lapack_dorgqr_ffi"' in text
+    assert [c.name for c in module.computations] == ["e"]
+    a = np.random.default_rng(7).standard_normal((4, 3))
+    (q,) = flatten_result(Evaluator().evaluate(module, [a]))
+    np.testing.assert_allclose(q, np.linalg.qr(a)[0], atol=1e-12)

@@ -144,3 +144,21 @@ def test_det_and_slogdet_match_numpy_on_every_backend(backend, dtype, tol):
     assert xla.jit(np.linalg.det, backend=backend)(s) == 0
     sign, logabs = xla.jit(np.linalg.slogdet, backend=backend)(s)
     assert sign == 0 and logabs == -np.inf
+
+
+@pytest.mark.parametrize("backend", BACKENDS + ["gpu_emulator"])
+@pytest.mark.parametrize("shape", [(7, 4), (4, 7), (2, 5, 5)])
+def test_qr_matches_numpy_on_every_backend(backend, shape):
+    text = _lowered(np.linalg.qr, np.eye(3))
+    assert 'composite.name="xla.geqrf"' in text and 'composite.name="xla.householder_product"' in text
+    a = np.random.default_rng(8).standard_normal(shape)
+    a[..., 1] = 0                                           # a zero column: tau 0 (LAPACK's choice)
+    for mode in ("reduced", "complete"):
+        q, r = xla.jit(lambda a: np.linalg.qr(a, mode=mode), backend=backend)(a)
+        q_ref, r_ref = np.linalg.qr(a, mode=mode)
+        assert q.shape == q_ref.shape and r.shape == r_ref.shape
+        np.testing.assert_allclose(q, q_ref, atol=1e-12)
+        np.testing.assert_allclose(r, r_ref, atol=1e-12)
+    r32 = xla.jit(lambda a: np.linalg.qr(a, mode="r"), backend=backend)(a.astype(np.float32))
+    assert r32.dtype == np.float32
+    np.testing.assert_allclose(r32, np.linalg.qr(a, mode="r"), atol=1e-5)

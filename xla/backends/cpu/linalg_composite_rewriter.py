@@ -28,6 +28,11 @@ dimension:
   first two results, 0-based pivots): a ``lapack_{s,d}getrf_ffi`` custom
   call, its 1-based ``ipiv`` less one.
 
+* ``xla.geqrf``, ``a[..., m, n] -> (a, tau)``: ``lapack_{s,d}geqrf_ffi``
+  (R and the reflectors packed, as LAPACK's geqrf).
+* ``xla.householder_product``, ``(a[..., m, c], tau[..., k]) -> q``:
+  ``lapack_{s,d}orgqr_ffi`` (LAPACK's orgqr: Q's first c columns).
+
 The runtime gives NaN where the solver fails (info != 0), as jaxlib's
 lowering selects. The decomposition computations no longer called are
 removed. Everything else is left alone: other composites, other versions
@@ -147,10 +152,32 @@ def _lu(b, instr, attrs):
     return b.add("tuple", Shape.tuple([lu.shape, pivots]), [lu, zero_based])
 
 
-_REWRITES = {"xla.eigh": _eigh, "xla.svd": _svd, "xla.solve": _solve, "xla.lu": _lu}
+def _geqrf(b, instr, attrs):
+    a = instr.operands[0].shape
+    if a.rank < 2:
+        return None
+    et, batch, (m, n) = a.element_type, a.dimensions[:-2], a.dimensions[-2:]
+    return b.add("custom-call", Shape.tuple([Shape.array(et, a.dimensions),
+                                             Shape.array(et, batch + (min(m, n),))]),
+                 list(instr.operands), custom_call_target=f"lapack_{_PREFIX[et]}geqrf_ffi",
+                 api_version=RawAttr("API_VERSION_TYPED_FFI"))
 
 
-_OPERANDS = {"xla.solve": 2}
+def _householder_product(b, instr, attrs):
+    a, tau = (o.shape for o in instr.operands)
+    if a.rank < 2 or tau.rank != a.rank - 1 or tau.dimensions[:-1] != a.dimensions[:-2] or \
+            tau.element_type is not a.element_type or tau.dimensions[-1] > a.dimensions[-1]:
+        return None
+    return b.add("custom-call", Shape.array(a.element_type, a.dimensions), list(instr.operands),
+                 custom_call_target=f"lapack_{_PREFIX[a.element_type]}orgqr_ffi",
+                 api_version=RawAttr("API_VERSION_TYPED_FFI"))
+
+
+_REWRITES = {"xla.eigh": _eigh, "xla.svd": _svd, "xla.solve": _solve, "xla.lu": _lu,
+             "xla.geqrf": _geqrf, "xla.householder_product": _householder_product}
+
+
+_OPERANDS = {"xla.solve": 2, "xla.householder_product": 2}
 
 
 class LinalgCompositeRewriter(HloPass):

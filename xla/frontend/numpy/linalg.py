@@ -1,8 +1,8 @@
 """``numpy.linalg`` under ``xla.jit``: ``norm`` from reductions,
 ``cholesky`` as HLO's own op, ``solve``, ``inv``, ``det``, ``slogdet`` and
-``qr`` in HLO while loops, and ``eigh`` as a composite call whose
-decomposition is Jacobi rotations in HLO while loops (qr and eigh: their
-own docstrings). Registration only: NumPy keeps these names under
+``qr`` as composite calls whose decompositions are HLO while loops, and
+``eigh`` as a composite call whose decomposition is Jacobi rotations in HLO
+while loops (qr and eigh: their own docstrings). Registration only: NumPy keeps these names under
 ``np.linalg``, so ``xla.numpy`` does not export them.
 
 ``solve`` and ``inv`` (``solve`` with the identity) are a composite call
@@ -272,7 +272,10 @@ def qr(a, mode="reduced"):
     choice: R's diagonal is ``-sign(alpha) * ||column||``, a column already
     zero below the diagonal is left as it is), so Q and R agree with NumPy's
     to rounding. Real matrices, stacks ``(..., m, n)`` too (each matrix of
-    the stack reflected at once); ``mode`` "reduced", "complete" or "r"."""
+    the stack reflected at once); ``mode`` "reduced", "complete" or "r".
+    Two composite calls, as ``jax.lax.linalg.qr``: ``xla.geqrf`` (``_geqrf``)
+    and ``xla.householder_product`` (orgqr; ``_householder_product``), which
+    the CPU runs in its runtime and other backends inline."""
     a = as_tracer(a)
     if a.ndim < 2:
         raise tracing_error("np.linalg.qr under xla.jit takes a matrix or a stack of them "
@@ -282,6 +285,26 @@ def qr(a, mode="reduced"):
                             "with .astype(np.float64), as NumPy does; complex is not supported)")
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unrecognized mode '{mode}'")
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
+    k = builtins.min(m, n)
+    packed, taus = lax.composite(_geqrf, "xla.geqrf")(a)
+    r_rows = m if mode == "complete" else k
+    r = np.triu(packed[..., :r_rows, :])
+    if mode == "r":
+        return r
+    q_cols = m if mode == "complete" else k
+    if q_cols <= n:
+        reflectors = packed[..., :, :q_cols]
+    else:
+        reflectors = np.concatenate([packed, np.zeros(batch + (m, q_cols - n), a.dtype)], axis=-1)
+    q = lax.composite(_householder_product, "xla.householder_product")(reflectors, taus)
+    return q, r
+
+
+def _geqrf(a):
+    """The decomposition of ``xla.geqrf``: LAPACK's geqrf of ``a`` (..., m,
+    n): ``(packed, taus)``, R on and above the diagonal, below it the
+    reflectors ``v`` (``v[j] = 1`` implied) of ``H_j = I - tau_j v v^T``."""
     batch, (m, n) = a.shape[:-2], a.shape[-2:]
     k = builtins.min(m, n)
     rows = np.arange(m)
@@ -312,21 +335,33 @@ def qr(a, mode="reduced"):
 
     r, vs, taus = lax.fori_loop(0, k, reflect, (a, np.zeros(batch + (m, k), a.dtype),
                                                 np.zeros(batch + (k,), a.dtype)))
-    if mode == "r":
-        return np.triu(r[..., :k, :])
-    q_cols = m if mode == "complete" else k
+    if k < n:
+        vs = np.concatenate([vs, np.zeros(batch + (m, n - k), a.dtype)], axis=-1)
+    below = rows[:, None] > cols
+    return np.where(below, vs, r), taus
+
+
+def _householder_product(packed, taus):
+    """The decomposition of ``xla.householder_product``: LAPACK's orgqr, the
+    first ``c`` columns of ``H_0 ... H_{k-1}`` for ``packed`` (..., m, c)
+    (the reflectors below its diagonal, as geqrf leaves them) and ``taus``
+    (..., k), k <= c."""
+    batch, (m, c) = packed.shape[:-2], packed.shape[-2:]
+    k = taus.shape[-1]
+    rows = np.arange(m)
+    cols = np.arange(c)
+    ks = np.arange(k)
 
     def accumulate(step, q):
         j = k - 1 - step
-        v = np.sum(np.where(ks == j, vs, np.zeros_like(vs)), axis=-1)
+        col = np.sum(np.where(cols == j, packed, np.zeros_like(packed)), axis=-1)
+        v = np.where(rows == j, np.ones_like(col), np.where(rows > j, col, np.zeros_like(col)))
         tau = np.sum(np.where(ks == j, taus, np.zeros_like(taus)), axis=-1)
         vq = (v[..., None, :] @ q)[..., 0, :]
         return q - tau[..., None, None] * (v[..., :, None] * vq[..., None, :])
 
-    eye = np.broadcast_to(np.eye(m, q_cols, dtype=a.dtype), batch + (m, q_cols))
-    q = lax.fori_loop(0, k, accumulate, eye)
-    r_rows = m if mode == "complete" else k
-    return q, np.triu(r[..., :r_rows, :])
+    eye = np.broadcast_to(np.eye(m, c, dtype=packed.dtype), batch + (m, c))
+    return lax.fori_loop(0, k, accumulate, eye)
 
 
 @implements(np.linalg.eigh)
