@@ -85,3 +85,80 @@ def test_the_gpu_emulator_runs_the_decompositions():
     u, s, vh = xla.jit(lambda b: np.linalg.svd(b, full_matrices=False), backend="gpu_emulator")(b)
     np.testing.assert_allclose(s, np.linalg.svd(b)[1], atol=1e-12)
     np.testing.assert_allclose((u * s) @ vh, b, atol=1e-12)
+
+
+def test_solve_and_inv_lower_to_composite_calls():
+    a = np.eye(3)
+    assert 'composite.name="xla.solve"' in _lowered(np.linalg.solve, a, a[0])
+    assert 'composite.name="xla.solve"' in _lowered(np.linalg.inv, a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS + ["gpu_emulator"])
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-4), (np.float64, 1e-11)])
+def test_solve_and_inv_match_numpy_on_every_backend(backend, dtype, tol):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 1, 7, 7)).astype(dtype)     # batched, broadcast against b
+    b = rng.standard_normal((3, 7, 2)).astype(dtype)
+    x = xla.jit(np.linalg.solve, backend=backend)(a, b)
+    assert x.dtype == dtype and x.shape == (2, 3, 7, 2)
+    np.testing.assert_allclose(x, np.linalg.solve(a.astype(np.float64), b), rtol=tol, atol=tol)
+    v = xla.jit(np.linalg.solve, backend=backend)(a[0, 0], b[0, :, 0])
+    np.testing.assert_allclose(v, np.linalg.solve(a[0, 0].astype(np.float64), b[0, :, 0]),
+                               rtol=tol, atol=tol)
+    inv = xla.jit(np.linalg.inv, backend=backend)(a)
+    np.testing.assert_allclose(inv, np.linalg.inv(a.astype(np.float64)), rtol=tol, atol=tol)
+    # Ill-conditioned (Hilbert, cond ~ 1e7 at n = 6; float64 only): NumPy's residual.
+    if dtype == np.float64:
+        h = 1 / (np.arange(6)[:, None] + np.arange(6) + 1)
+        x = xla.jit(np.linalg.solve, backend=backend)(h, np.ones(6))
+        np.testing.assert_allclose(x, np.linalg.solve(h, np.ones(6)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_singular_solve_gives_non_finite_values(backend):
+    # NumPy raises LinAlgError; compiled code cannot raise on a value.
+    x = xla.jit(np.linalg.solve, backend=backend)(np.ones((3, 3)), np.ones(3))
+    assert not np.isfinite(x).all()
+    assert not np.isfinite(xla.jit(np.linalg.inv, backend=backend)(np.zeros((2, 2)))).any()
+
+
+
+@pytest.mark.parametrize("backend", BACKENDS + ["gpu_emulator"])
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-4), (np.float64, 1e-11)])
+def test_det_and_slogdet_match_numpy_on_every_backend(backend, dtype, tol):
+    assert 'composite.name="xla.lu"' in _lowered(np.linalg.det, np.eye(3))
+    a = np.random.default_rng(6).standard_normal((2, 3, 8, 8)).astype(dtype)
+    a[0, 0] = np.eye(8)[::-1]                                # a permutation: det = +1 (4 swaps)
+    a[0, 1] = np.eye(8)[[1, 0, 2, 3, 4, 5, 6, 7]]            # one swap: det = -1
+    want = np.linalg.det(a.astype(np.float64))
+    got = xla.jit(np.linalg.det, backend=backend)(a)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=tol * 10, atol=tol)
+    sign, logabs = xla.jit(np.linalg.slogdet, backend=backend)(a)
+    want_sign, want_log = np.linalg.slogdet(a.astype(np.float64))
+    np.testing.assert_array_equal(sign, want_sign)
+    np.testing.assert_allclose(logabs, want_log, rtol=tol, atol=tol)
+    # Singular: det 0 and slogdet (0, -inf), as NumPy's.
+    s = np.ones((4, 4), dtype)
+    s[3, 3] = 2
+    assert xla.jit(np.linalg.det, backend=backend)(s) == 0
+    sign, logabs = xla.jit(np.linalg.slogdet, backend=backend)(s)
+    assert sign == 0 and logabs == -np.inf
+
+
+@pytest.mark.parametrize("backend", BACKENDS + ["gpu_emulator"])
+@pytest.mark.parametrize("shape", [(7, 4), (4, 7), (2, 5, 5)])
+def test_qr_matches_numpy_on_every_backend(backend, shape):
+    text = _lowered(np.linalg.qr, np.eye(3))
+    assert 'composite.name="xla.geqrf"' in text and 'composite.name="xla.householder_product"' in text
+    a = np.random.default_rng(8).standard_normal(shape)
+    a[..., 1] = 0                                           # a zero column: tau 0 (LAPACK's choice)
+    for mode in ("reduced", "complete"):
+        q, r = xla.jit(lambda a: np.linalg.qr(a, mode=mode), backend=backend)(a)
+        q_ref, r_ref = np.linalg.qr(a, mode=mode)
+        assert q.shape == q_ref.shape and r.shape == r_ref.shape
+        np.testing.assert_allclose(q, q_ref, atol=1e-12)
+        np.testing.assert_allclose(r, r_ref, atol=1e-12)
+    r32 = xla.jit(lambda a: np.linalg.qr(a, mode="r"), backend=backend)(a.astype(np.float32))
+    assert r32.dtype == np.float32
+    np.testing.assert_allclose(r32, np.linalg.qr(a, mode="r"), atol=1e-5)

@@ -17,6 +17,22 @@ dimension:
   s, u, vt, info)`` (mode 'A', 'S' or 'N'), and ``tuple(u, s, vt)`` or
   ``s``.
 
+* ``xla.solve``, ``(a[..., n, n], b[..., n, k]) -> x`` with ``a x == b``:
+  a ``lapack_{s,d}getrf_ffi`` custom call on ``concatenate(a, b)`` (n rows,
+  n + k columns: pivots from a's columns only, so b's columns come out as
+  ``L^-1 P b``, as LAPACK's gesv forward-substitutes them), then an upper
+  ``triangular-solve`` of U with them. A singular ``a`` gives infinities
+  or NaNs (a zero on U's diagonal), as the decomposition does.
+
+* ``xla.lu``, ``a[..., n, n] -> (lu, pivots)`` (``jax.lax.linalg.lu``'s
+  first two results, 0-based pivots): a ``lapack_{s,d}getrf_ffi`` custom
+  call, its 1-based ``ipiv`` less one.
+
+* ``xla.geqrf``, ``a[..., m, n] -> (a, tau)``: ``lapack_{s,d}geqrf_ffi``
+  (R and the reflectors packed, as LAPACK's geqrf).
+* ``xla.householder_product``, ``(a[..., m, c], tau[..., k]) -> q``:
+  ``lapack_{s,d}orgqr_ffi`` (LAPACK's orgqr: Q's first c columns).
+
 The runtime gives NaN where the solver fails (info != 0), as jaxlib's
 lowering selects. The decomposition computations no longer called are
 removed. Everything else is left alone: other composites, other versions
@@ -27,7 +43,7 @@ repeated values' spaces), as LAPACK's differ from Jacobi's.
 """
 import re
 
-from xla.hlo.attributes import RawAttr
+from xla.hlo.attributes import RawAttr, SliceDim
 from xla.hlo.sdy import attribute_dict
 from xla.hlo.shape import Shape
 from xla.hlo.types import PrimitiveType as PT
@@ -99,7 +115,69 @@ def _svd(b, instr, attrs):
     return b.add("tuple", Shape.tuple([u.shape, s.shape, vt.shape]), [u, s, vt])
 
 
-_REWRITES = {"xla.eigh": _eigh, "xla.svd": _svd}
+def _solve(b, instr, attrs):
+    a, rhs = (o.shape for o in instr.operands)
+    if a.rank < 2 or a.dimensions[-1] != a.dimensions[-2] or rhs.rank != a.rank or \
+            rhs.dimensions[:-1] != a.dimensions[:-1] or rhs.element_type is not a.element_type:
+        return None
+    et, batch, n, k = a.element_type, a.dimensions[:-2], a.dimensions[-1], rhs.dimensions[-1]
+    both = b.add("concatenate", Shape.array(et, batch + (n, n + k)), list(instr.operands),
+                 dimensions=(a.rank - 1,))
+    cc = b.add("custom-call", Shape.tuple([both.shape, Shape.array(PT.S32, batch + (n,)),
+                                           Shape.array(PT.S32, batch)]), [both],
+               custom_call_target=f"lapack_{_PREFIX[et]}getrf_ffi",
+               api_version=RawAttr("API_VERSION_TYPED_FFI"))
+    lu = _gte(b, cc, 0)
+    keep = tuple(SliceDim(0, d, 1) for d in batch)
+    u = b.add("slice", Shape.array(et, a.dimensions), [lu], slice=keep + (SliceDim(0, n, 1), SliceDim(0, n, 1)))
+    y = b.add("slice", Shape.array(et, rhs.dimensions), [lu],
+              slice=keep + (SliceDim(0, n, 1), SliceDim(n, n + k, 1)))
+    return b.add("triangular-solve", Shape.array(et, rhs.dimensions), [u, y], left_side=True, lower=False,
+                 unit_diagonal=False, transpose_a=RawAttr("NO_TRANSPOSE"))
+
+
+def _lu(b, instr, attrs):
+    a = instr.operands[0].shape
+    if a.rank < 2 or a.dimensions[-1] != a.dimensions[-2]:
+        return None
+    et, batch, n = a.element_type, a.dimensions[:-2], a.dimensions[-1]
+    pivots = Shape.array(PT.S32, batch + (n,))
+    cc = b.add("custom-call", Shape.tuple([Shape.array(et, a.dimensions), pivots,
+                                           Shape.array(PT.S32, batch)]), list(instr.operands),
+               custom_call_target=f"lapack_{_PREFIX[et]}getrf_ffi",
+               api_version=RawAttr("API_VERSION_TYPED_FFI"))
+    lu, ipiv = _gte(b, cc, 0), _gte(b, cc, 1)
+    one = b.add("broadcast", pivots, [b.constant(1, PT.S32)], dimensions=())
+    zero_based = b.add("subtract", pivots, [ipiv, one])
+    return b.add("tuple", Shape.tuple([lu.shape, pivots]), [lu, zero_based])
+
+
+def _geqrf(b, instr, attrs):
+    a = instr.operands[0].shape
+    if a.rank < 2:
+        return None
+    et, batch, (m, n) = a.element_type, a.dimensions[:-2], a.dimensions[-2:]
+    return b.add("custom-call", Shape.tuple([Shape.array(et, a.dimensions),
+                                             Shape.array(et, batch + (min(m, n),))]),
+                 list(instr.operands), custom_call_target=f"lapack_{_PREFIX[et]}geqrf_ffi",
+                 api_version=RawAttr("API_VERSION_TYPED_FFI"))
+
+
+def _householder_product(b, instr, attrs):
+    a, tau = (o.shape for o in instr.operands)
+    if a.rank < 2 or tau.rank != a.rank - 1 or tau.dimensions[:-1] != a.dimensions[:-2] or \
+            tau.element_type is not a.element_type or tau.dimensions[-1] > a.dimensions[-1]:
+        return None
+    return b.add("custom-call", Shape.array(a.element_type, a.dimensions), list(instr.operands),
+                 custom_call_target=f"lapack_{_PREFIX[a.element_type]}orgqr_ffi",
+                 api_version=RawAttr("API_VERSION_TYPED_FFI"))
+
+
+_REWRITES = {"xla.eigh": _eigh, "xla.svd": _svd, "xla.solve": _solve, "xla.lu": _lu,
+             "xla.geqrf": _geqrf, "xla.householder_product": _householder_product}
+
+
+_OPERANDS = {"xla.solve": 2, "xla.householder_product": 2}
 
 
 class LinalgCompositeRewriter(HloPass):
@@ -111,10 +189,9 @@ class LinalgCompositeRewriter(HloPass):
             for instr in list(comp.instructions):
                 found = _composite(instr)
                 rewrite = _REWRITES.get(found[0]) if found else None
-                if rewrite is None or len(instr.operands) != 1:
-                    continue
-                a = instr.operands[0].shape
-                if not a.is_array or a.element_type not in _PREFIX or 0 in a.dimensions:
+                if rewrite is None or not all(
+                        o.shape.is_array and o.shape.element_type in _PREFIX and 0 not in o.shape.dimensions
+                        for o in instr.operands) or len(instr.operands) != _OPERANDS.get(found[0], 1):
                     continue
                 new = rewrite(Emitter(module, comp, instr), instr, found[1])
                 if new is None:

@@ -1,9 +1,17 @@
 """``numpy.linalg`` under ``xla.jit``: ``norm`` from reductions,
 ``cholesky`` as HLO's own op, ``solve``, ``inv``, ``det``, ``slogdet`` and
-``qr`` in HLO while loops, and ``eigh`` as a composite call whose
-decomposition is Jacobi rotations in HLO while loops (qr and eigh: their
-own docstrings). Registration only: NumPy keeps these names under
+``qr`` as composite calls whose decompositions are HLO while loops, and
+``eigh`` as a composite call whose decomposition is Jacobi rotations in HLO
+while loops (qr and eigh: their own docstrings). Registration only: NumPy keeps these names under
 ``np.linalg``, so ``xla.numpy`` does not export them.
+
+``solve`` and ``inv`` (``solve`` with the identity) are a composite call
+``xla.solve`` (``xla.lax.composite``) whose decomposition is the loops
+below: backends that implement it call their solver (the CPU's runtime:
+LAPACK's getrf of ``[a | b]``, then a triangular solve), the others inline
+it. ``det`` and ``slogdet`` read U's diagonal and the pivots of a
+composite ``xla.lu`` (``jax.lax.linalg.lu``'s ``(lu, pivots)``; the CPU:
+getrf), decomposed by ``_lu``.
 
 ``solve``, ``inv``, ``det`` and ``slogdet``: LU
 factorization with partial pivoting, as LAPACK's gesv computes it, on
@@ -18,7 +26,8 @@ over the whole (batched) matrix, so stacks ``(..., n, n)`` work as NumPy's
 do. Results agree with NumPy's to rounding (LAPACK blocks the same
 operations differently). A singular matrix gives infinities or NaNs where
 NumPy raises ``LinAlgError`` (``solve``, ``inv``): compiled code cannot
-raise on a value; ``det`` is then 0, as NumPy's. The determinant is the
+raise on a value; ``det`` is then 0 and ``slogdet`` (0, -inf), as NumPy's
+(``_lu`` divides by no zero pivot, as getrf). The determinant is the
 product of U's diagonal, negated once per row swap.
 """
 import builtins  # sum, max and min are NumPy's here (from reductions)
@@ -130,7 +139,8 @@ def _factor(m, n):
 
 
 def _solve(a, b):
-    """``a`` (..., n, n), ``b`` (..., n, k) of one float dtype."""
+    """The decomposition of ``xla.solve``: ``x`` with ``a @ x == b``, ``a``
+    (..., n, n), ``b`` (..., n, k) of one float dtype and batch."""
     n = a.shape[-1]
     m = np.concatenate([a, b], axis=-1)                   # (..., n, n + k)
     rows = np.arange(n).reshape((n, 1))                   # (n, 1)
@@ -172,7 +182,7 @@ def solve(a, b):
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = np.broadcast_to(a.astype(dt), batch + a.shape[-2:])
     b = np.broadcast_to(b.astype(dt), batch + b.shape[-2:])
-    x = _solve(a, b)
+    x = lax.composite(_solve, "xla.solve")(a, b)
     return x[..., 0] if vector else x
 
 
@@ -182,7 +192,41 @@ def inv(a):
     _check_square(a, "np.linalg.inv")
     n = a.shape[-1]
     eye = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape)
-    return _solve(a, eye)
+    return lax.composite(_solve, "xla.solve")(a, eye)
+
+
+def _lu(a):
+    """The decomposition of ``xla.lu``: LAPACK's getrf of ``a`` (..., n, n),
+    as ``jax.lax.linalg.lu``'s first two results: ``(lu, pivots)``, L
+    (unit diagonal) below the diagonal and U on and above it, ``pivots``
+    int32 (..., n) the 0-based row swapped with row ``k`` at step ``k``. A
+    zero pivot eliminates nothing (as getrf: no division by it)."""
+    n = a.shape[-1]
+    rows = np.arange(n).reshape((n, 1))
+    cols = np.arange(n)
+
+    def pick(x, index_mask):
+        return np.sum(np.where(index_mask, x, np.zeros_like(x)), axis=-2, keepdims=True)
+
+    def eliminate(k, state):
+        m, pivots = state
+        col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)  # (..., n, 1)
+        size = np.where(rows >= k, np.abs(col), -np.ones_like(np.abs(col)))
+        p = np.argmax(size, axis=-2)[..., None]           # (..., 1, 1)
+        is_k, is_p = rows == k, rows == p
+        row_k, row_p = pick(m, is_k), pick(m, is_p)
+        m = np.where(is_k, row_p, np.where(is_p, row_k, m))
+        pivot = np.sum(np.where(cols == k, row_p, np.zeros_like(row_p)), axis=-1, keepdims=True)
+        col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)
+        zero = pivot == 0
+        factor = np.where((rows > k) & ~zero, col / np.where(zero, np.ones_like(pivot), pivot),
+                          np.zeros_like(col))
+        upper = np.where(cols > k, row_p, np.zeros_like(row_p))
+        m = np.where((rows > k) & (cols == k), factor, m - factor * upper)
+        pivots = np.where(cols == k, p[..., 0].astype(np.int32), pivots)
+        return m, pivots
+
+    return lax.fori_loop(0, n, eliminate, (a, np.zeros(a.shape[:-1], dtype=np.int32)))
 
 
 def _diagonal_and_sign(a, what):
@@ -191,8 +235,9 @@ def _diagonal_and_sign(a, what):
     n = a.shape[-1]
     if n == 0:
         return None, a.shape[:-2]
-    u, swaps = _factor(a, n)
-    diag = np.diagonal(u, axis1=-2, axis2=-1)
+    lu, pivots = lax.composite(_lu, "xla.lu")(a)
+    diag = np.diagonal(lu, axis1=-2, axis2=-1)
+    swaps = np.sum((pivots != np.arange(n, dtype=np.int32)).astype(np.int64), axis=-1)
     sign = 1 - 2 * (swaps % 2)
     return (diag, sign), None
 
@@ -227,7 +272,10 @@ def qr(a, mode="reduced"):
     choice: R's diagonal is ``-sign(alpha) * ||column||``, a column already
     zero below the diagonal is left as it is), so Q and R agree with NumPy's
     to rounding. Real matrices, stacks ``(..., m, n)`` too (each matrix of
-    the stack reflected at once); ``mode`` "reduced", "complete" or "r"."""
+    the stack reflected at once); ``mode`` "reduced", "complete" or "r".
+    Two composite calls, as ``jax.lax.linalg.qr``: ``xla.geqrf`` (``_geqrf``)
+    and ``xla.householder_product`` (orgqr; ``_householder_product``), which
+    the CPU runs in its runtime and other backends inline."""
     a = as_tracer(a)
     if a.ndim < 2:
         raise tracing_error("np.linalg.qr under xla.jit takes a matrix or a stack of them "
@@ -237,6 +285,26 @@ def qr(a, mode="reduced"):
                             "with .astype(np.float64), as NumPy does; complex is not supported)")
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unrecognized mode '{mode}'")
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
+    k = builtins.min(m, n)
+    packed, taus = lax.composite(_geqrf, "xla.geqrf")(a)
+    r_rows = m if mode == "complete" else k
+    r = np.triu(packed[..., :r_rows, :])
+    if mode == "r":
+        return r
+    q_cols = m if mode == "complete" else k
+    if q_cols <= n:
+        reflectors = packed[..., :, :q_cols]
+    else:
+        reflectors = np.concatenate([packed, np.zeros(batch + (m, q_cols - n), a.dtype)], axis=-1)
+    q = lax.composite(_householder_product, "xla.householder_product")(reflectors, taus)
+    return q, r
+
+
+def _geqrf(a):
+    """The decomposition of ``xla.geqrf``: LAPACK's geqrf of ``a`` (..., m,
+    n): ``(packed, taus)``, R on and above the diagonal, below it the
+    reflectors ``v`` (``v[j] = 1`` implied) of ``H_j = I - tau_j v v^T``."""
     batch, (m, n) = a.shape[:-2], a.shape[-2:]
     k = builtins.min(m, n)
     rows = np.arange(m)
@@ -267,21 +335,33 @@ def qr(a, mode="reduced"):
 
     r, vs, taus = lax.fori_loop(0, k, reflect, (a, np.zeros(batch + (m, k), a.dtype),
                                                 np.zeros(batch + (k,), a.dtype)))
-    if mode == "r":
-        return np.triu(r[..., :k, :])
-    q_cols = m if mode == "complete" else k
+    if k < n:
+        vs = np.concatenate([vs, np.zeros(batch + (m, n - k), a.dtype)], axis=-1)
+    below = rows[:, None] > cols
+    return np.where(below, vs, r), taus
+
+
+def _householder_product(packed, taus):
+    """The decomposition of ``xla.householder_product``: LAPACK's orgqr, the
+    first ``c`` columns of ``H_0 ... H_{k-1}`` for ``packed`` (..., m, c)
+    (the reflectors below its diagonal, as geqrf leaves them) and ``taus``
+    (..., k), k <= c."""
+    batch, (m, c) = packed.shape[:-2], packed.shape[-2:]
+    k = taus.shape[-1]
+    rows = np.arange(m)
+    cols = np.arange(c)
+    ks = np.arange(k)
 
     def accumulate(step, q):
         j = k - 1 - step
-        v = np.sum(np.where(ks == j, vs, np.zeros_like(vs)), axis=-1)
+        col = np.sum(np.where(cols == j, packed, np.zeros_like(packed)), axis=-1)
+        v = np.where(rows == j, np.ones_like(col), np.where(rows > j, col, np.zeros_like(col)))
         tau = np.sum(np.where(ks == j, taus, np.zeros_like(taus)), axis=-1)
         vq = (v[..., None, :] @ q)[..., 0, :]
         return q - tau[..., None, None] * (v[..., :, None] * vq[..., None, :])
 
-    eye = np.broadcast_to(np.eye(m, q_cols, dtype=a.dtype), batch + (m, q_cols))
-    q = lax.fori_loop(0, k, accumulate, eye)
-    r_rows = m if mode == "complete" else k
-    return q, np.triu(r[..., :r_rows, :])
+    eye = np.broadcast_to(np.eye(m, c, dtype=packed.dtype), batch + (m, c))
+    return lax.fori_loop(0, k, accumulate, eye)
 
 
 @implements(np.linalg.eigh)
