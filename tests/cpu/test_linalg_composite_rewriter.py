@@ -101,6 +101,20 @@ def test_what_it_leaves_alone(text):
     assert module.to_text() == before
 
 
+def test_a_composite_whose_results_are_not_the_names_is_left_to_its_decomposition():
+    # Named xla.eigh, but the results are (f32[4,4], f32[4]): the rewrite's
+    # would not fit, so the call stays (it raised an AssertionError).
+    text = (EIGH.replace("ROOT t = (f32[4], f32[4,4]) tuple(w, p)", "ROOT t = (f32[4,4], f32[4]) tuple(p, w)")
+            .replace("ROOT c = (f32[4], f32[4,4]) call", "ROOT c = (f32[4,4], f32[4]) call")) % ("true", "0")
+    module = parse_hlo_module(text)
+    assert not LinalgCompositeRewriter().run(module)
+    assert "custom-call" not in module.entry.to_text() and "is_composite=true" in module.to_text()
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    p, w = flatten_result(Evaluator().evaluate(module, [a]))
+    np.testing.assert_array_equal(p, a)
+    np.testing.assert_array_equal(w, a[0])
+
+
 SOLVE = """HloModule m
 
 decomposition {
