@@ -112,54 +112,23 @@ def _check_square(a, what):
                             "convert with .astype(np.float64) first under xla.jit")
 
 
-def _factor(m, n):
-    """LU with partial pivoting of the first ``n`` columns of ``m`` (..., n,
-    c), the other columns carried along; returns (the eliminated ``m``,
-    the parity of the row swaps as a 0/1 integer array of the batch)."""
-    rows = np.arange(n).reshape((n, 1))                   # (n, 1)
-    cols = np.arange(m.shape[-1])
-
-    def pick(x, index_mask):
-        return np.sum(np.where(index_mask, x, np.zeros_like(x)), axis=-2, keepdims=True)
-
-    def eliminate(k, state):
-        m, swaps = state
-        col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)  # (..., n, 1)
-        size = np.where(rows >= k, np.abs(col), -np.ones_like(np.abs(col)))
-        p = np.argmax(size, axis=-2)[..., None]           # (..., 1, 1)
-        is_k, is_p = rows == k, rows == p
-        row_k, row_p = pick(m, is_k), pick(m, is_p)
-        m = np.where(is_k, row_p, np.where(is_p, row_k, m))
-        pivot = np.sum(np.where(cols == k, row_p, np.zeros_like(row_p)), axis=-1, keepdims=True)
-        col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)
-        factor = np.where(rows > k, col / pivot, np.zeros_like(col))
-        return m - factor * row_p, swaps + (p[..., 0, 0] != k).astype(np.int64)
-
-    return lax.fori_loop(0, n, eliminate, (m, np.zeros(m.shape[:-2], dtype=np.int64)))
-
-
 def _solve(a, b):
     """The decomposition of ``xla.solve``: ``x`` with ``a @ x == b``, ``a``
     (..., n, n), ``b`` (..., n, k) of one float dtype and batch."""
     n = a.shape[-1]
-    m = np.concatenate([a, b], axis=-1)                   # (..., n, n + k)
-    rows = np.arange(n).reshape((n, 1))                   # (n, 1)
-
-    def pick(x, index_mask):
-        """The row of ``x`` (..., n, c) where ``index_mask`` (..., n, 1) holds."""
-        return np.sum(np.where(index_mask, x, np.zeros_like(x)), axis=-2, keepdims=True)
-
-    m, _ = _factor(m, n)
+    # Eliminating a's columns of [a | b] carries b along: U and L^-1 P b.
+    m, _ = _lu(np.concatenate([a, b], axis=-1))            # (..., n, n + k)
     u, y = m[..., :n], m[..., n:]
+    rows = np.arange(n).reshape((n, 1))                   # (n, 1)
     ucols = np.arange(n)
 
     def substitute(j, x):
         i = n - 1 - j
         is_i = rows == i
-        u_i = pick(u, is_i)                               # (..., 1, n)
+        u_i = _pick_row(u, is_i)                          # (..., 1, n)
         diag = np.sum(np.where(ucols == i, u_i, np.zeros_like(u_i)), axis=-1, keepdims=True)
         upper = np.where(ucols > i, u_i, np.zeros_like(u_i))
-        s = pick(y, is_i) - upper @ x                     # (..., 1, k)
+        s = _pick_row(y, is_i) - upper @ x                # (..., 1, k)
         return np.where(is_i, s / diag, x)
 
     return lax.fori_loop(0, n, substitute, np.zeros_like(y))
@@ -195,18 +164,22 @@ def inv(a):
     return lax.composite(_solve, "xla.solve")(a, eye)
 
 
+def _pick_row(x, index_mask):
+    """The row of ``x`` (..., n, c) where ``index_mask`` (..., n, 1) holds."""
+    return np.sum(np.where(index_mask, x, np.zeros_like(x)), axis=-2, keepdims=True)
+
+
 def _lu(a):
     """The decomposition of ``xla.lu``: LAPACK's getrf of ``a`` (..., n, n),
     as ``jax.lax.linalg.lu``'s first two results: ``(lu, pivots)``, L
     (unit diagonal) below the diagonal and U on and above it, ``pivots``
     int32 (..., n) the 0-based row swapped with row ``k`` at step ``k``. A
-    zero pivot eliminates nothing (as getrf: no division by it)."""
-    n = a.shape[-1]
+    zero pivot eliminates nothing (as getrf: no division by it). Columns of
+    ``a`` (..., n, c) past the n-th are carried along (``_solve``)."""
+    n = a.shape[-2]
     rows = np.arange(n).reshape((n, 1))
-    cols = np.arange(n)
-
-    def pick(x, index_mask):
-        return np.sum(np.where(index_mask, x, np.zeros_like(x)), axis=-2, keepdims=True)
+    cols = np.arange(a.shape[-1])
+    steps = np.arange(n)
 
     def eliminate(k, state):
         m, pivots = state
@@ -214,7 +187,7 @@ def _lu(a):
         size = np.where(rows >= k, np.abs(col), -np.ones_like(np.abs(col)))
         p = np.argmax(size, axis=-2)[..., None]           # (..., 1, 1)
         is_k, is_p = rows == k, rows == p
-        row_k, row_p = pick(m, is_k), pick(m, is_p)
+        row_k, row_p = _pick_row(m, is_k), _pick_row(m, is_p)
         m = np.where(is_k, row_p, np.where(is_p, row_k, m))
         pivot = np.sum(np.where(cols == k, row_p, np.zeros_like(row_p)), axis=-1, keepdims=True)
         col = np.sum(np.where(cols == k, m, np.zeros_like(m)), axis=-1, keepdims=True)
@@ -223,7 +196,7 @@ def _lu(a):
                           np.zeros_like(col))
         upper = np.where(cols > k, row_p, np.zeros_like(row_p))
         m = np.where((rows > k) & (cols == k), factor, m - factor * upper)
-        pivots = np.where(cols == k, p[..., 0].astype(np.int32), pivots)
+        pivots = np.where(steps == k, p[..., 0].astype(np.int32), pivots)
         return m, pivots
 
     return lax.fori_loop(0, n, eliminate, (a, np.zeros(a.shape[:-1], dtype=np.int32)))
