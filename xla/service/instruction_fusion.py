@@ -56,6 +56,7 @@ from xla.hlo import opcodes
 from xla.hlo.ir import HloComputation, HloInstruction
 from xla.hlo.shape import Shape
 from xla.service.hlo_pass import HloPass
+from xla.service.pass_utils import add_before_callers
 
 # Kind codes of csrc/fusion.h's FusionOpKind.
 UNFUSIBLE, LOOP, REDUCE, SCALAR_CONSTANT = 0, 1, 2, 3
@@ -304,14 +305,7 @@ class InstructionFusion(HloPass):
             new_computations[id(comp)] = self._rewrite(comp, order, arrays, plan, names)
             changed = True
         if changed:
-            computations = []
-            for comp in module.computations:
-                for fused in new_computations.get(id(comp), ()):
-                    fused.parent = module
-                    computations.append(fused)
-                computations.append(comp)
-            module.computations = computations
-            module._taken_names = None  # module.unique_name's cache
+            add_before_callers(module, new_computations)
         return changed
 
     @staticmethod

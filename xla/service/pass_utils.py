@@ -229,6 +229,20 @@ def referenced_computations(module):
     return out
 
 
+def add_before_callers(module, callees):
+    """Adds the new computations ``callees`` ({id(caller): [computation,
+    ...]}) to ``module``, each group just before the computation that calls
+    it (callees come before their callers, as in XLA's text)."""
+    computations = []
+    for comp in module.computations:
+        for callee in callees.get(id(comp), ()):
+            callee.parent = module
+            computations.append(callee)
+        computations.append(comp)
+    module.computations = computations
+    module._taken_names = None   # module.unique_name's cache
+
+
 def remove_unreferenced(module, candidates):
     """Removes the computations of ``candidates`` that nothing calls, and then
     the ones only they called; never the entry. Returns True if any went.

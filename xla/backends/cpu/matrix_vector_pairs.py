@@ -20,7 +20,7 @@ users read its get-tuple-element.
 from xla.hlo.ir import HloComputation, HloInstruction
 from xla.hlo.shape import Shape
 from xla.service.hlo_pass import HloPass
-from xla.service.pass_utils import fusion_computations
+from xla.service.pass_utils import add_before_callers, fusion_computations
 
 MIN_ELEMENTS = 1 << 16     # smaller matrices stay in cache: two passes cost little
 _TYPES = ("f32", "f64")
@@ -79,7 +79,7 @@ class MatrixVectorPairFusion(HloPass):
     def run(self, module):
         changed = False
         fused = fusion_computations(module)
-        new = []
+        new = {}   # id(caller) -> its new fused computations
         for comp in list(module.computations):
             if id(comp) in fused:
                 continue
@@ -93,17 +93,10 @@ class MatrixVectorPairFusion(HloPass):
                 cols = next((u for u in users if pair_role(u, matrix) == "cols"), None)
                 if rows is None or cols is None or _reaches(rows, cols) or _reaches(cols, rows):
                     continue
-                new.append((comp, self._fuse(module, comp, matrix, rows, cols)))
+                new.setdefault(id(comp), []).append(self._fuse(module, comp, matrix, rows, cols))
                 changed = True
         if changed:
-            computations = []
-            for comp in module.computations:
-                computations += [f for c, f in new if c is comp]
-                computations.append(comp)
-            for _, f in new:
-                f.parent = module
-            module.computations = computations
-            module._taken_names = None   # module.unique_name's cache
+            add_before_callers(module, new)
         return changed
 
     @staticmethod
