@@ -21,6 +21,7 @@ PASSES = {
     "convolution-reversal-expander": "xla.service.conv_reversal_expander:ConvolutionReversalExpander",
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
+    "dot-merger": "xla.service.dot_merger:DotMerger",
     "dot-scale-motion": "xla.service.dot_scale_motion:DotScaleMotion",
     "dot-type-widening": "xla.service.dot_type_widening:DotTypeWidening",
     "dynamic-padder": "xla.service.dynamic_padder:DynamicPadder",
