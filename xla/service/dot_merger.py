@@ -92,7 +92,7 @@ def _bytes(dot):
 
 
 def _eligible(dot):
-    return (dot.opcode == "dot" and len(dot.operands) == 2 and "sparsity" not in dot.attrs
+    return (len(dot.operands) == 2 and "sparsity" not in dot.attrs
             and dot.shape.is_array and not dot.shape.is_dynamic
             and not any(o.shape.is_dynamic or not o.shape.is_array for o in dot.operands)
             and dot.operands[0] is not dot.operands[1])
@@ -113,6 +113,15 @@ def _signature(dot, side):
     return side, attrs, types, tuple(dims), free
 
 
+def _in_operand_order(instructions):
+    seen = set()
+    for instr in instructions:
+        if any(id(p) not in seen for p in (*instr.operands, *instr.control_predecessors)):
+            return False
+        seen.add(id(instr))
+    return True
+
+
 class _Reachability:
     """Which dots reach which, over the module as merges rewrite it.
 
@@ -124,16 +133,24 @@ class _Reachability:
 
     def __init__(self, comp, dots):
         self.index = {id(d): k for k, d in enumerate(dots)}
-        masks = {}
-        for instr in comp.post_order():
-            mask = 0
-            for pred in list(instr.operands) + list(instr.control_predecessors):
-                mask |= masks.get(id(pred), 0)
-                k = self.index.get(id(pred))
-                if k is not None:
-                    mask |= 1 << k
-            masks[id(instr)] = mask
+        masks = self._masks(comp.instructions)
+        if masks is None:  # the list is not in operand order
+            masks = self._masks(comp.post_order())
         self.anc = [masks[id(d)] for d in dots]
+
+    def _masks(self, order):
+        masks = {}
+        index = self.index
+        for instr in order:
+            mask = 0
+            for pred in (*instr.operands, *instr.control_predecessors):
+                above = masks.get(id(pred))
+                if above is None:
+                    return None
+                k = index.get(id(pred))
+                mask |= above if k is None else above | (1 << k)
+            masks[id(instr)] = mask
+        return masks
 
     def independent(self, group, dot):
         """Neither ``dot`` nor any member of ``group`` (indices) reaches the other."""
@@ -176,24 +193,47 @@ class DotMerger(HloPass):
     def _small(self, nbytes):
         return nbytes <= self.max_size_to_merge
 
+    def _mergeable(self, group, dot):
+        """The size rule and ``can_merge`` for ``dot`` joining ``group`` (a dict)."""
+        if not (self._small(_bytes(dot)) or self._small(group["bytes"])):
+            return False
+        return self.can_merge is None or all(self.can_merge(d, dot) for d in group["dots"])
+
+    def _has_candidate_pair(self, side, members):
+        """Whether two of ``members`` could merge, dependences aside."""
+        by_signature = {}
+        for dot in members:
+            signature = _signature(dot, side)
+            if signature is None:
+                continue
+            for other in by_signature.get(signature, ()):
+                if self._mergeable({"dots": [other], "bytes": _bytes(other)}, dot):
+                    return True
+            by_signature.setdefault(signature, []).append(dot)
+        return False
+
     def _merge_computation(self, module, comp):
-        controlled = {id(p) for i in comp.instructions for p in i.control_predecessors}
-        dots = [i for i in comp.instructions if _eligible(i) and not i.control_predecessors
+        dots = [i for i in comp.instructions if i.opcode == "dot"]
+        if len(dots) < 2:
+            return False
+        controlled = {id(p) for i in comp.instructions
+                      for p in i.attrs.get("control-predecessors", ())}
+        dots = [i for i in dots if _eligible(i) and not i.control_predecessors
                 and id(i) not in controlled]
-        # Shared operand -> the dots using it at the same position, in order.
+        # (id of the shared operand, its side) -> the dots using it there, in order.
         classes = {}
         for dot in dots:
             for side in (0, 1):
                 classes.setdefault((id(dot.operands[side]), side), []).append(dot)
         classes = {k: v for k, v in classes.items()
-                   if len(v) > 1 and any(self._small(_bytes(d)) for d in v)}
+                   if len(v) > 1 and self._has_candidate_pair(k[1], v)}
         if not classes:
             return False
-        reach = _Reachability(comp, dots)
+        reach = _Reachability(comp, list(dict.fromkeys(d for v in classes.values() for d in v)))
         merged = set()
         groups = []
         for (_, side), members in classes.items():
-            # Groups of this class with the signature they share, and their byte size.
+            # This class's groups, each with its signature and merged dot's bytes.
             open_groups = []
             for dot in members:
                 if id(dot) in merged:
@@ -203,20 +243,13 @@ class DotMerger(HloPass):
                     continue
                 k = reach.index[id(dot)]
                 for group in open_groups:
-                    if group["signature"] != signature:
-                        continue
-                    # The merged dot's bytes grow by the differing operand and result parts.
-                    grown = group["bytes"] + _bytes(dot) - dot.operands[side].shape.byte_size()
-                    if not (self._small(_bytes(dot)) or self._small(group["bytes"])):
-                        continue
-                    if not reach.independent(group["indices"], dot):
-                        continue
-                    if self.can_merge is not None and not all(
-                            self.can_merge(d, dot) for d in group["dots"]):
+                    if group["signature"] != signature or not self._mergeable(group, dot) \
+                            or not reach.independent(group["indices"], dot):
                         continue
                     group["dots"].append(dot)
                     group["indices"].append(k)
-                    group["bytes"] = grown
+                    # The merged dot grows by the differing operand and the result.
+                    group["bytes"] += _bytes(dot) - dot.operands[side].shape.byte_size()
                     reach.merge(group["indices"])
                     break
                 else:
@@ -230,12 +263,16 @@ class DotMerger(HloPass):
             return False
         for side, group in groups:
             self._rewrite(module, comp, side, group)
-        comp.sort_post_order()
+        if not _in_operand_order(comp.instructions):
+            comp.sort_post_order()
         return True
 
     @staticmethod
     def _rewrite(module, comp, side, dots):
         first = dots[0]
+        # Just before the last of the dots (in list order), after every
+        # operand; the caller sorts when an earlier dot's user came before it.
+        last = dots[-1]
         shared = first.operands[side]
         other = 1 - side
         concat_dim = _free_dim(first, other)
@@ -253,7 +290,7 @@ class DotMerger(HloPass):
             concat = HloInstruction("concatenate", concat_shape, parts,
                                     name=module.unique_name("concatenate"),
                                     attrs={"dimensions": (concat_dim,)})
-        comp.insert_before(first, concat)
+        comp.insert_before(last, concat)
         operands = [shared, concat] if side == 0 else [concat, shared]
         a = first.attrs
         out = infer_dot_shape(operands[0].shape, operands[1].shape, a.get("lhs_contracting_dims"),
@@ -261,7 +298,7 @@ class DotMerger(HloPass):
                               a.get("rhs_batch_dims"), first.shape.element_type)
         merged = HloInstruction("dot", Shape(out.element_type, out.dimensions, first.shape.layout),
                                 operands, name=module.unique_name("dot"), attrs=dict(first.attrs))
-        comp.insert_before(first, merged)
+        comp.insert_before(last, merged)
         # The result's dimensions: batch, lhs free, rhs free; the differing
         # operand's free dimension is the last (shared lhs) or the first
         # after the batch dimensions (shared rhs, whose lhs has one free dimension).
@@ -278,7 +315,7 @@ class DotMerger(HloPass):
             name, dot.name = dot.name, module.unique_name(dot.name)
             piece = HloInstruction("slice", dot.shape, [merged], name=name,
                                    attrs={"slice": window})
-            comp.insert_before(first, piece)
+            comp.insert_before(last, piece)
             pieces.append(piece)
         for dot, piece in zip(dots, pieces):
             comp.replace_all_uses(dot, piece)
