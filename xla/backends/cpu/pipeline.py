@@ -99,11 +99,31 @@ def constant_weights(a, b):
     64^3: 25 -> 39 us merged, 25 us pre-concatenated; 3 x 32^3 (the small-GEMM
     kernel): 8 -> 10 us merged, 7 us pre-concatenated. The JAX-lowered
     attention and transformer training steps (weights as parameters) ran
-    4-5% slower merged."""
+    3-5% slower merged.
+
+    Nor where a result feeds another dot: its slice of the merged result is
+    strided, and the runtime's matmul reads contiguous operands, so the
+    slice would be a copy kernel (slices read by kernels fuse into them:
+    attention's head transposes read them for free)."""
     shared_lhs = a.operands[0] is b.operands[0]
     side = 1 if shared_lhs else 0
     return all(d.operands[side].opcode == "constant" and d.operands[side].literal is not None
-               for d in (a, b))
+               and not _feeds_library_call(d) for d in (a, b))
+
+
+def _feeds_library_call(instr):
+    """Whether ``instr``'s value reaches a library call through reshapes and
+    bitcasts only (which move no byte of a contiguous array, but copy a slice)."""
+    for user in instr.users:
+        if user.opcode in _LIBRARY_CALLS or (
+                user.opcode in ("reshape", "bitcast") and _feeds_library_call(user)):
+            return True
+    return False
+
+
+# Instructions the CPU runs as runtime library calls on whole buffers.
+_LIBRARY_CALLS = frozenset({"dot", "convolution", "fft", "custom-call", "cholesky",
+                            "triangular-solve"})
 
 
 def _index(pipeline, name):
