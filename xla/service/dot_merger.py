@@ -23,9 +23,11 @@ Dots are merged when, pairwise:
   dimension and agree on every other dimension (as after
   ``dot_decomposer``, which XLA's pass also assumes), so that they
   concatenate along it;
-* dimension numbers, the element types of lhs, rhs and result, and every
-  other attribute but ``metadata`` (``precision_config``,
-  ``operand_precision``, ``algorithm``, ...) are equal;
+* dimension numbers, the element types of lhs, rhs and result, the
+  layouts of the result and the other operand (where the module has
+  layouts), and every other attribute but ``metadata``
+  (``precision_config``, ``operand_precision``, ``algorithm``, ...) are
+  equal;
 * neither depends on the other, through any chain of operands or control
   predecessors, in the module as rewritten so far (merging joins two nodes,
   which makes new paths; those are tracked, so no cycle forms);
@@ -110,7 +112,8 @@ def _signature(dot, side):
     dims[free] = None
     attrs = tuple(sorted((k, repr(v)) for k, v in dot.attrs.items() if k not in _IGNORED_ATTRS))
     types = tuple(s.element_type for s in (dot.shape, dot.operands[0].shape, dot.operands[1].shape))
-    return side, attrs, types, tuple(dims), free
+    layouts = (dot.shape.layout, other.shape.layout)  # the merged dot's and the concatenate's
+    return side, attrs, types, layouts, tuple(dims), free
 
 
 def _in_operand_order(instructions):
