@@ -214,6 +214,8 @@ ENTRY %main (x: f32[4,8], a: f32[8,4], b: f32[8,4]) -> (f32[4,4], f32[4,4]) {
                           .replace("-> (f32[4,4], f32[4,4])", "-> (f32[4,4], f64[4,4])"),
         "rhs type": two.replace("b: f32[8,4]", "b: f64[8,4]")
                        .replace("%b = f32[8,4]", "%b = f64[8,4]"),
+        # An order the module asks for is kept as it is.
+        "control dependency": two.replace(q_line, q_line + ", control-predecessors={%p}"),
         # b stored column-major: the concatenate would need one layout.
         "layout": two.replace("%b = f32[8,4] parameter(2)", "%b = f32[8,4]{0,1} parameter(2)"),
         # x as lhs of one and rhs of the other.

@@ -66,7 +66,6 @@ from xla.hlo.shape_inference import infer_dot_shape
 from xla.service.hlo_pass import HloPass
 from xla.service.pass_utils import fusion_computations
 
-_DIM_ATTRS = ("lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims")
 _IGNORED_ATTRS = frozenset({"metadata"})
 
 # XLA:GPU's default (xla_gpu_dot_merger_threshold_mb = 32).
