@@ -105,11 +105,20 @@ def test_softmax_multi_output_fusion(c):
     np.testing.assert_allclose(exe.execute(x), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
-def test_row_reduce_is_vectorized_from_one_copy_of_the_element():
+@pytest.fixture
+def vectors_of_256_bits(monkeypatch):
+    """Compiles as for a 256-bit target (AVX2) whatever this CPU has, so
+    the IR's vector widths are known (test_row_sum_runs_as_wide_as_the_
+    targets_vectors covers 512)."""
+    from xla.backends.cpu.compiler import CpuCompiler
+    monkeypatch.setattr(CpuCompiler, "vector_bits", lambda self: 256)
+
+
+def test_row_reduce_is_vectorized_from_one_copy_of_the_element(vectors_of_256_bits):
     # The row reduction's loop computes one element per iteration (one exp
     # in the unoptimized IR, not one per lane) and LLVM's loop vectorizer
-    # runs it in 8-wide vector accumulators: vector exp arithmetic and a
-    # vector max and sum reduced at the end.
+    # runs it in 8-wide vector accumulators (on a 256-bit target): vector
+    # exp arithmetic and a vector max and sum reduced at the end.
     r, c = 64, 1000
     exe = _compile(softmax(r, c))
     x = np.random.RandomState(1).standard_normal((r, c)).astype(np.float32)
@@ -123,7 +132,7 @@ def test_row_reduce_is_vectorized_from_one_copy_of_the_element():
 
 
 @pytest.mark.parametrize("op,fn", [("erf", np.vectorize(math.erf)), ("tan", np.tan), ("sine", np.sin)])
-def test_row_reduce_of_a_libm_call_is_quiet_and_correct(op, fn, capfd):
+def test_row_reduce_of_a_libm_call_is_quiet_and_correct(op, fn, capfd, vectors_of_256_bits):
     # erf and tan call libm, which the loop vectorizer cannot vectorize: the
     # reduction keeps its hand-unrolled vector accumulators, and LLVM prints
     # no "loop not vectorized" remark. sine is an LLVM intrinsic.
@@ -139,3 +148,29 @@ ENTRY %main (x: f32[16,1000]) -> f32[16] {{
     np.testing.assert_allclose(exe.execute(x), fn(x.astype(np.float64)).sum(1), rtol=1e-5, atol=1e-4)
     assert "<8 x float>" in exe.optimized_ir_text
     assert "not vectorized" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("bits,c,width", [(256, 40, 8), (512, 40, 16), (512, 20, 8),
+                                          (512, 1000, 16)])
+def test_row_sum_runs_as_wide_as_the_targets_vectors(monkeypatch, bits, c, width):
+    # A row sum runs one vector register wide (16 f32 lanes with AVX-512),
+    # in two accumulators, where the row holds two registers; shorter rows
+    # and 256-bit targets keep 8 lanes. The sum is reassociated either way
+    # (np.sum's pairwise sum is the reference, to a few ulps).
+    from xla.backends.cpu.compiler import CpuCompiler
+    monkeypatch.setattr(CpuCompiler, "vector_bits", lambda self: bits)
+    exe = _compile(f"""HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(%a, %b)
+}}
+ENTRY %main (x: f32[64,{c}]) -> f32[64] {{
+  %x = f32[64,{c}] parameter(0)
+  %z = f32[] constant(0)
+  %e = f32[64,{c}] exponential(%x)
+  ROOT %s = f32[64] reduce(%e, %z), dimensions={{1}}, to_apply=%add
+}}""")
+    assert f'!"llvm.loop.vectorize.width", i32 {width}' in exe.ir_text
+    x = np.random.RandomState(c).standard_normal((64, c)).astype(np.float32)
+    np.testing.assert_allclose(exe.execute(x), np.exp(x.astype(np.float64)).sum(1), rtol=2e-6)

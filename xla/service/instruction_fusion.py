@@ -188,7 +188,7 @@ class _NameUniquer:
                 return self.take(name)
 
 
-def fusion_computations(module):
+def computations_to_fuse(module):
     """The entry and what it reaches through while/conditional/call, callees first."""
     if module.entry is None:
         return []
@@ -293,7 +293,7 @@ class InstructionFusion(HloPass):
         names = None
         changed = False
         new_computations = {}  # id(caller) -> fused computations, in creation order
-        for comp in fusion_computations(module):
+        for comp in computations_to_fuse(module):
             order, arrays = flatten_for_fusion(comp, self.policy)
             if not order:
                 continue

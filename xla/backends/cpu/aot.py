@@ -207,6 +207,13 @@ class _AotCompiler(CpuCompiler):
         pipeline.disabled_passes = pipeline.disabled_passes | {"linalg-composite-rewriter"}
         return pipeline
 
+    def vector_bits(self):
+        # Objects are built for a target CPU that need not be this one
+        # (a baseline x86-64 or AArch64 CPU by default): the 256-bit width
+        # the emitters were tuned at, which LLVM splits where registers are
+        # narrower.
+        return 256
+
 
 def _emit(module, runtime_symbols):
     """CpuCompiler.emit with runtime symbol names only (nothing is resolved)."""

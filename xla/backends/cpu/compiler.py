@@ -183,10 +183,17 @@ class CpuCompiler(Compiler):
     @contextlib.contextmanager
     def _emission_options(self):
         """The debug options IR emission reads: fast-math approximations and
-        excess precision for f16/bf16/f8 (``llvm_types``)."""
+        excess precision for f16/bf16/f8 and the target's vector width
+        (``llvm_types``)."""
         with fast_math.approximations(self.fast_math), \
-                llvm_types.excess_precision(self.excess_precision):
+                llvm_types.excess_precision(self.excess_precision), \
+                llvm_types.vector_width(self.vector_bits()):
             yield
+
+    def vector_bits(self):
+        """The vector register width the emitted code is tuned for: the
+        host's (the JIT compiles for the host CPU and its features)."""
+        return jit.host_vector_bits()
 
     def _transform(self, text):
         return with_fast_math(text) if self.fast_math else text
@@ -225,7 +232,8 @@ class CpuCompiler(Compiler):
             # made, so the dump is the same whatever the cache holds.
             cache = None
         options = (f"O{self.opt_level} fast_math={self.fast_math} "
-                   f"excess_precision={self.excess_precision} skip={self.skip}")
+                   f"excess_precision={self.excess_precision} skip={self.skip} "
+                   f"vector_bits={self.vector_bits()}")
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers,
                                  self.skip)

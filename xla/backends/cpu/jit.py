@@ -216,6 +216,15 @@ def host_cpu():
     return cpu + ":" + features
 
 
+def host_vector_bits():
+    """The width of the host's vector registers that generated code uses:
+    512 with AVX-512 (AVX-512F), else 256 (AVX, and the width the emitters
+    were tuned at elsewhere)."""
+    _initialize()
+    features = _host_target()[2].split(",")
+    return 512 if "+avx512f" in features else 256
+
+
 _data_layout = None
 
 

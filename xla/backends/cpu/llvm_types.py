@@ -159,6 +159,30 @@ def excess_precision_allowed():
     return _excess_precision.get()
 
 
+# The width of the target's vector registers, in bits: 512 where the CPU
+# has AVX-512 (jit.host_vector_bits), 256 otherwise and outside a compile
+# (AOT objects for a baseline CPU, the GPU backend's shared generators).
+_vector_bits = contextvars.ContextVar("xla_cpu_vector_bits", default=256)
+
+
+@contextlib.contextmanager
+def vector_width(bits):
+    """While active (the compiler enters it with its target's width), the
+    loops that ask the vectorizer for an explicit width (row reductions)
+    run ``vector_lanes`` wide."""
+    token = _vector_bits.set(int(bits))
+    try:
+        yield
+    finally:
+        _vector_bits.reset(token)
+
+
+def vector_lanes(element_bits):
+    """How many ``element_bits``-wide lanes one of the target's vector
+    registers holds."""
+    return max(1, _vector_bits.get() // element_bits)
+
+
 def round_result(b, value, element_type):
     """The register value of an op's ``element_type`` result computed as
     ``value`` (in f32): rounded to the type, unless excess precision is

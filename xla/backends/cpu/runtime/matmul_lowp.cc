@@ -128,6 +128,10 @@ struct S8Kind {
     return _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
   }
   static Out Sum(Acc acc) { return _mm512_reduce_add_epi32(acc); }
+  // Integer products are exact: no element needs the widened path.
+  static constexpr bool kHasTiny = false;
+  static uint64_t Tiny(__m512i) { return 0; }
+  static Out ExactRow(const In*, const In*, int64_t) { return 0; }
   static Packed Lhs(In x) { return static_cast<Packed>(x); }
 };
 
@@ -151,6 +155,20 @@ struct Bf16Kind {
   }
   static __m512i RhsVector(__m512i x) { return x; }
   static Out Sum(Acc acc) { return _mm512_reduce_add_ps(acc); }
+  // The elements VDPBF16PS could flush (HasTinyBf16): a nonzero magnitude
+  // below 2^-56. A Gemv row holding one is recomputed by ExactRow: f32
+  // products of bf16 are exact (denormals included), summed in f32.
+  static constexpr bool kHasTiny = true;
+  static uint64_t Tiny(__m512i x) {
+    const __m512i magnitude = _mm512_and_si512(x, _mm512_set1_epi16(0x7FFF));
+    return _mm512_test_epi16_mask(magnitude, magnitude) &
+           _mm512_cmplt_epu16_mask(magnitude, _mm512_set1_epi16(71 << 7));
+  }
+  static Out ExactRow(const In* row, const In* vec, int64_t k) {
+    float sum = 0.0f;
+    for (int64_t p = 0; p < k; ++p) sum = std::fma(Bf16ToF32(row[p]), Bf16ToF32(vec[p]), sum);
+    return sum;
+  }
   static Packed Lhs(In x) { return x; }
 };
 #endif  // XLA_CPU_BF16_GEMM
@@ -470,7 +488,9 @@ struct Gemm {
   }
 };
 
-// Matrix-vector products whose matrix is read along its contiguous rows:
+// Matrix-vector products whose matrix is read along its contiguous rows
+// (the vector must hold no element Kind::Tiny would flag; the matrix's are
+// found as its rows stream by, so it is read once):
 // out[r] = sum_p vec[p] * mat[r, p] for a row-major [rows, k] `mat` (A x
 // with A row-major, or x B^T with B stored [n, k]). No packing: each row
 // is streamed once, 4 rows at a time against one load of the vector, with
@@ -491,16 +511,21 @@ struct Gemv {
     for (int64_t r = r0; r < r1; r += 4) {
       const int count = static_cast<int>(std::min<int64_t>(4, r1 - r));
       typename Kind::Acc acc[4] = {Kind::Zero(), Kind::Zero(), Kind::Zero(), Kind::Zero()};
+      uint64_t tiny[4] = {0, 0, 0, 0};
       for (int64_t p = 0; p < k; p += V) {
         const int width = static_cast<int>(std::min<int64_t>(V, k - p));
         const __m512i v = Kind::LoadTail(vec + p, width);
         for (int t = 0; t < 4; ++t) {
           if (t >= count) break;
           const __m512i a = Kind::LoadTail(mat + (r + t) * k + p, width);
+          if constexpr (Kind::kHasTiny) tiny[t] |= Kind::Tiny(a);
           acc[t] = Kind::Dot(acc[t], Kind::RhsVector(a), v);
         }
       }
-      for (int t = 0; t < count; ++t) out[r + t] = Kind::Sum(acc[t]) - correction;
+      for (int t = 0; t < count; ++t) {
+        out[r + t] = Kind::kHasTiny && tiny[t] ? Kind::ExactRow(mat + (r + t) * k, vec, k)
+                                               : Kind::Sum(acc[t]) - correction;
+      }
     }
   }
 
@@ -595,17 +620,28 @@ void MatmulBf16F32(const void* lhs_bits, const void* rhs_bits, float* out, int64
   const auto* lhs = static_cast<const uint16_t*>(lhs_bits);
   const auto* rhs = static_cast<const uint16_t*>(rhs_bits);
 #if defined(XLA_CPU_BF16_GEMM)
-  if (!HasTinyBf16(lhs, batch * m * k) && !HasTinyBf16(rhs, batch * k * n)) {
-    if (batch == 1 && n == 1 && m > 1) {
-      std::swap(lhs, rhs);
-      std::swap(m, n);
-      const bool tl = transpose_lhs;
-      transpose_lhs = !transpose_rhs;
-      transpose_rhs = !tl;
+  {
+    const uint16_t *a = lhs, *b = rhs;
+    int64_t rows = m, cols = n;
+    bool ta = transpose_lhs, tb = transpose_rhs;
+    if (batch == 1 && n == 1 && m > 1) {  // out^T = rhs^T lhs^T: one row, m columns
+      std::swap(a, b);
+      std::swap(rows, cols);
+      ta = !transpose_rhs;
+      tb = !transpose_lhs;
     }
-    if (RunGemv<Bf16Kind>(lhs, rhs, out, batch, m, k, n, transpose_rhs)) return;
-    Gemm<Bf16Kind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs}.Run();
-    return;
+    if (rows == 1 && tb) {
+      // A matrix-vector product: the vector checked here, the matrix (the
+      // bytes that matter) as Gemv streams it, where a second pass to check
+      // it first made the product read it twice.
+      if (!HasTinyBf16(a, batch * k)) {
+        RunGemv<Bf16Kind>(a, b, out, batch, rows, k, cols, tb);
+        return;
+      }
+    } else if (!HasTinyBf16(lhs, batch * m * k) && !HasTinyBf16(rhs, batch * k * n)) {
+      Gemm<Bf16Kind>{a, b, out, batch, rows, k, cols, ta, tb}.Run();
+      return;
+    }
   }
 #endif
   WidenedBf16(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
