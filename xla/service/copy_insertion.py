@@ -11,13 +11,17 @@ token leaves are never copied.
 
 The cases handled, in every computation:
 
-1. ``while`` init: a leaf gets a copy when its source is a parameter (of
-   any computation: the loop would overwrite its caller's buffer) or a
-   constant (read-only), when it has users other than the tuple that
-   builds the init and the while (whether they run before or after the
-   loop is not analysed: any other user counts), or when the same
-   instruction is already an earlier leaf of the init. The init is rebuilt
-   with the copies (a ``tuple`` used only by the while is changed in place).
+1. ``while`` init: a leaf gets a copy when its source is a parameter (the
+   loop would overwrite its caller's buffer) or a constant (read-only),
+   when it has users other than the tuple that builds the init and the
+   while (whether they run before or after the loop is not analysed: any
+   other user counts), or when the same instruction is already an earlier
+   leaf of the init. A parameter of the while body the loop runs in (the
+   enclosing loop's state) is not copied for being a parameter: buffer
+   assignment lets the nested loop update it in place when nothing else
+   reads it, and gives the nested loop a slot of its own, which the loop
+   copies its init into, otherwise. The init is rebuilt with the copies (a
+   ``tuple`` used only by the while is changed in place).
 2. ``while`` body root (a ``tuple`` instruction, or an array): element
    ``i`` gets a copy when it is ``get-tuple-element(parameter, j)`` with
    ``j != i`` (swapped loop state), a constant, the body parameter itself
@@ -142,16 +146,23 @@ class _Inserter:
         return self.new(comp, "tuple", shape, elements, before)
 
     # ----- case 1: while init ------------------------------------------------------
-    def while_init(self, comp, loop):
+    def while_init(self, comp, loop, while_bodies=frozenset()):
         init = loop.operands[0]
         users = comp.users_map()
         shared = init.is_root or any(u is not loop for u in users.get(id(init), []))
         allowed = {id(loop), id(init)}
+        body_state = id(comp) in while_bodies
 
         def needs_copy(leaf, index, seen):
             if shared or leaf.is_root or leaf in seen:
                 return True
-            if _is_read_only_or_parameter(leaf):
+            source = _source(leaf)
+            if body_state and source.opcode == "parameter" and source.parent is comp:
+                # The enclosing loop's state: this loop may update it in place
+                # when nothing else reads it (buffer assignment decides, and
+                # copies into the nested loop's own slot where it may not).
+                pass
+            elif _is_read_only_or_parameter(leaf):
                 return True
             return any(id(u) not in allowed for u in users.get(id(leaf), []))
 
@@ -235,11 +246,11 @@ class CopyInsertion(HloPass):
 
     def run(self, module):
         inserter = _Inserter(module)
+        bodies = {id(i.attr("body")): i.attr("body") for i in module.all_instructions() if i.opcode == "while"}
         for comp in module.computations:
             for instr in list(comp.instructions):
                 if instr.opcode == "while":
-                    inserter.while_init(comp, instr)
-        bodies = {id(i.attr("body")): i.attr("body") for i in module.all_instructions() if i.opcode == "while"}
+                    inserter.while_init(comp, instr, bodies)
         for body in bodies.values():
             inserter.body_root(body)
         branches = {}
