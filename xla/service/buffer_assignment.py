@@ -26,9 +26,11 @@ these aliasing rules instead of new buffers:
   another set (unless it is the state of the loop whose body runs this
   one, its body parameter, and nothing else holds that slot while this
   loop runs: ``enclosing_state``, a nested loop updating the outer
-  loop's state in place), and the while is its last user. Otherwise XLA's
-  copy insertion would copy: the buffer keeps its own slot, live across
-  the loop;
+  loop's state in place), and the while is its last user. An index the
+  body passes through unchanged and whose result nothing reads joins the
+  init's buffer (a temp or parameter) whoever else reads it: the loop only
+  reads it. Otherwise XLA's copy insertion would copy: the buffer keeps its
+  own slot, live across the loop;
 * conditional: per array of the branches' operand (one tuple every branch
   shares), when each branch passes it through or updates it in place as
   its last reader and the operand is a temp the conditional reads last
@@ -342,6 +344,19 @@ def assign_buffers(module, alignment=ALIGNMENT, fit="best"):
         return _Assigner(module, alignment, fit).run()
 
 
+def _dead_results(w):
+    """The shape indices (one level) of ``w``'s result that nothing reads:
+    every user of ``w`` is a get-tuple-element of another index."""
+    if w.is_root or not w.shape.is_tuple:
+        return ()
+    used = set()
+    for u in w.users:
+        if u.opcode != "get-tuple-element":
+            return ()
+        used.add(u.attr("index"))
+    return {(k,) for k in range(len(w.shape.tuple_shapes)) if k not in used}
+
+
 def _runs_computations(instr):
     """Whether ``instr``'s buffers are those of computations it runs (a
     nested while's loop state, a conditional's or call's results). Such a
@@ -557,6 +572,14 @@ class _Assigner:
                     and ib.instruction.parent is w.parent and ib.last_use == p_w
                     and id(w.parent) not in self.multi
                     and (self.singleton(ib) or self.enclosing_state(w, ib))):
+                self.join(wb, ib, pinned=True)
+            elif (ib is not None and ib.kind in ("temp", "parameter") and br is bp
+                    and bp is not None and id(w.parent) not in self.multi
+                    and index in _dead_results(w)):
+                # Read-only state: the loop passes it through unchanged and
+                # nothing reads its result, so it reads the init's buffer
+                # in place, whoever else reads that buffer later (a matrix a
+                # nested loop only reads: no copy per outer iteration).
                 self.join(wb, ib, pinned=True)
 
     def enclosing_state(self, w, ib):

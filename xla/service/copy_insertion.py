@@ -20,8 +20,12 @@ The cases handled, in every computation:
    enclosing loop's state) is not copied for being a parameter: buffer
    assignment lets the nested loop update it in place when nothing else
    reads it, and gives the nested loop a slot of its own, which the loop
-   copies its init into, otherwise. The init is rebuilt with the copies (a
-   ``tuple`` used only by the while is changed in place).
+   copies its init into, otherwise. An element the body passes through
+   unchanged (root element k is ``get-tuple-element(parameter, k)``) and
+   whose result nothing reads gets no copy, whatever its source (constants
+   aside) and users: the loop only reads it (a matrix a nested loop reads).
+   The init is rebuilt with the copies (a ``tuple`` used only by the while
+   is changed in place).
 2. ``while`` body root (a ``tuple`` instruction, or an array): element
    ``i`` gets a copy when it is ``get-tuple-element(parameter, j)`` with
    ``j != i`` (swapped loop state), a constant, the body parameter itself
@@ -101,6 +105,24 @@ def _parameter_index(value):
     return None, None
 
 
+def _read_only_elements(loop):
+    """Indices ``(k,)`` of a while's state that its body passes through
+    unchanged (root element k is get-tuple-element k of the body parameter)
+    and whose result nothing reads: the loop only reads the init's value."""
+    body = loop.attr("body")
+    root, param = body.root_instruction, body.parameter(0)
+    if root.opcode != "tuple" or loop.is_root:
+        return set()
+    used = set()
+    for u in loop.users:
+        if u.opcode != "get-tuple-element":
+            return set()
+        used.add(u.attr("index"))
+    return {(k,) for k, e in enumerate(root.operands)
+            if k not in used and e.opcode == "get-tuple-element" and e.operands[0] is param
+            and e.attr("index") == k and e.shape.is_array}
+
+
 class _Inserter:
     def __init__(self, module):
         self.module = module
@@ -152,11 +174,14 @@ class _Inserter:
         shared = init.is_root or any(u is not loop for u in users.get(id(init), []))
         allowed = {id(loop), id(init)}
         body_state = id(comp) in while_bodies
+        read_only = _read_only_elements(loop)
 
         def needs_copy(leaf, index, seen):
             if shared or leaf.is_root or leaf in seen:
                 return True
             source = _source(leaf)
+            if index in read_only and source.opcode != "constant":
+                return False
             if body_state and source.opcode == "parameter" and source.parent is comp:
                 # The enclosing loop's state: this loop may update it in place
                 # when nothing else reads it (buffer assignment decides, and
