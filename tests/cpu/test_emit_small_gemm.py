@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import xla
+from xla import _core
 from xla.hlo.parser import parse_hlo_module
 
 NP = {"f32": np.float32, "f64": np.float64}
@@ -26,7 +27,8 @@ def uses_runtime_matmul(exe, et):
 
 @pytest.mark.parametrize("et", ["f32", "f64"])
 @pytest.mark.parametrize("m, k, n", [
-    (4, 1, 24), (60, 50, 70), (5, 7, 25), (63, 63, 63), (17, 2, 31), (4, 100, 24)])
+    (4, 1, 24), (60, 50, 70), (5, 7, 25), (63, 63, 63), (17, 2, 31), (4, 100, 24),
+    (9, 3, 30), (6, 5, 100), (5, 4, 52)])
 def test_small_products_are_tiled_kernels_with_numpys_values(m, k, n, et):
     exe = compile_dot(m, k, n, et)
     assert not uses_runtime_matmul(exe, et)
@@ -42,7 +44,7 @@ def test_small_products_are_tiled_kernels_with_numpys_values(m, k, n, et):
 @pytest.mark.parametrize("m, k, n, why", [
     (3, 5, 40, "fewer rows than a block"),
     (8, 5, 11, "fewer columns than a block"),
-    (64, 64, 64, "as many multiply-adds as the runtime spreads over threads"),
+    (129, 128, 128, "more multiply-adds than the tiled kernel takes"),
 ])
 def test_other_products_call_the_runtime(m, k, n, why):
     exe = compile_dot(m, k, n, "f64")
@@ -57,3 +59,48 @@ def test_a_transposed_operand_calls_the_runtime():
     exe = compile_dot(40, 30, 24, "f64", dims="lhs_contracting_dims={0}, rhs_contracting_dims={0}",
                       lhs=(30, 40), rhs=(30, 24))
     assert uses_runtime_matmul(exe, "f64")
+
+
+@pytest.mark.parametrize("et", ["f32", "f64"])
+@pytest.mark.parametrize("m, k, n", [(64, 64, 64), (100, 100, 100), (128, 128, 128), (90, 70, 66)])
+def test_products_the_runtime_may_thread_are_tiled_on_one_thread(m, k, n, et):
+    # At least 64^3 multiply-adds: the driver asks the pool for its thread
+    # count; with one thread (where the runtime computes the product serially
+    # too) it runs the tiled kernel, with more the runtime's matmul. Both give
+    # NumPy's values.
+    exe = compile_dot(m, k, n, et)
+    assert uses_runtime_matmul(exe, et) and "__xla_cpu_runtime_num_threads" in exe.ir_text
+    rng = np.random.default_rng(m + k + n)
+    a, b = rng.standard_normal((m, k)).astype(NP[et]), rng.standard_normal((k, n)).astype(NP[et])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 1e-12 if et == "f64" else 1e-5
+    default = _core.cpu_runtime_num_threads()
+    try:
+        for threads in (1, 2):
+            _core.set_cpu_runtime_num_threads(threads)
+            got = exe.execute(a, b)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
+    finally:
+        _core.set_cpu_runtime_num_threads(0)
+    assert _core.cpu_runtime_num_threads() == default
+
+
+@pytest.mark.parametrize("features, width", [("+avx2,+fma,+avx512f,+avx512dq", 8),
+                                             ("+avx2,+fma,-avx512f", 4)])
+def test_the_vector_width_follows_the_hosts_features(features, width):
+    # The JIT emits for the host (compiler.py sets for_host); 512-bit vectors
+    # only where the features include AVX-512, and a product too narrow for a
+    # block of 512-bit vectors keeps 256-bit ones.
+    from xla.backends.cpu import emit_small_gemm
+    from xla.backends.cpu.compiler import CpuCompiler
+
+    def kernel_vectors(n):
+        text = (f"HloModule m\nENTRY e {{\n  a = f64[8,6] parameter(0)\n"
+                f"  b = f64[6,{n}] parameter(1)\n  ROOT d = f64[8,{n}] dot(a, b), {DIMS}\n}}\n")
+        with emit_small_gemm.for_host(features):
+            _, emitted = CpuCompiler().emit(parse_hlo_module(text), {})
+        kernels = "".join(t for t in emitted.kernels.values() if "llvm.fmuladd" in t)
+        return {w for w in (4, 8) if f"<{w} x double>" in kernels}
+
+    assert kernel_vectors(40) == {width}
+    assert kernel_vectors(20) == {4}

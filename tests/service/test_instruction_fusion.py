@@ -132,6 +132,56 @@ ENTRY main {
     assert len(set(names)) == 2
 
 
+ROW_UPDATED_TWICE = """HloModule row_update
+
+ENTRY main {
+  p = f64[8,8] parameter(0)
+  i = s64[] parameter(1)
+  s = f64[] parameter(2)
+  x = f64[8,8] exponential(p)
+  zero = s64[] constant(0)
+  row = f64[1,8] dynamic-slice(x, i, zero), dynamic_slice_sizes={1,8}
+  scale = f64[1,8] broadcast(s), dimensions={}
+  new = f64[1,8] multiply(row, scale)
+  d1 = f64[8,8] dynamic-update-slice(x, new, i, zero)
+  again = f64[1,8] dynamic-slice(d1, i, zero), dynamic_slice_sizes={1,8}
+  sum = f64[1,8] add(new, again)
+  ROOT d2 = f64[8,8] dynamic-update-slice(d1, sum, i, zero)
+}
+"""
+
+
+def test_no_copy_reads_an_array_after_its_in_place_update():
+    # ``new`` reads x and is used on both sides of d1. Copied into sum's
+    # fusion it would read x after d1 wrote it, so d1 could not update x in
+    # place (a copy of x every time it runs). It is computed once:
+    #   before: fusion.1 = fusion(x, i, s, d1)   (row and new recomputed)
+    #   after:  fusion.1 = fusion(d1, i, fusion) (new read from its fusion)
+    from xla.service.buffer_assignment import assign_buffers
+    from xla.service.hlo_memory_scheduler import HloMemoryScheduler
+    module, _ = run(ROW_UPDATED_TWICE, multi_output=False)
+    entry = module.entry
+    d1 = next(i for i in entry.instructions if i.name == "d1")
+    (new,) = [f for f in fusions(module) if f.attr("calls").root_instruction.name == "new"]
+    (later,) = [f for f in fusions(module) if f.attr("calls").root_instruction.name == "sum"]
+    x = d1.operands[0]
+    assert d1.operands[1] is new
+    assert x not in later.operands and new in later.operands and d1 in later.operands
+    assert fused_opcodes(later) == ["add", "constant", "dynamic-slice"]
+    HloMemoryScheduler().run(module)
+    ba = assign_buffers(module)
+    assert ba.buffer(d1).slot == ba.buffer(x).slot      # in place
+
+
+def test_a_producer_used_only_after_an_in_place_update_still_fuses():
+    # All of ``new``'s users come after d1: nothing to keep apart, it fuses.
+    text = ROW_UPDATED_TWICE.replace("d1 = f64[8,8] dynamic-update-slice(x, new, i, zero)",
+                                     "d1 = f64[8,8] dynamic-update-slice(x, row, i, zero)")
+    module, _ = run(text, multi_output=False)
+    (later,) = [f for f in fusions(module) if f.attr("calls").root_instruction.name == "sum"]
+    assert "multiply" in fused_opcodes(later)
+
+
 def test_no_cycle_through_unfusible_user():
     # p is used by c and by the unfusible dot d, which c uses too: fusing p
     # into c's fusion alone would make p -> d -> fusion(p, c) a cycle.

@@ -86,6 +86,16 @@ def _same_bound(a, b):
     return int(a) == int(b)
 
 
+def _same_index(a, b):
+    return len(a) == len(b) and all(
+        (x is y) or (isinstance(x, slice) and isinstance(y, slice)
+                     and all(_same_bound(p, q) if p is not None and q is not None else p is q
+                             for p, q in ((x.start, y.start), (x.stop, y.stop), (x.step, y.step))))
+        or (not isinstance(x, (slice, Tracer)) and not isinstance(y, (slice, Tracer))
+            and x is not None and y is not None and int(x) == int(y))
+        for x, y in zip(a, b))
+
+
 def _refuse(what):
     return tracing_error(f"{what} of a slice whose length depends on the loop index (x[:i]) is not "
                          "supported inside a compiled loop; the loop is unrolled instead")
@@ -97,13 +107,14 @@ class MaskedSlice:
     of ``data``; ``lo``: the window's first position in the array;
     ``start``/``stop``: the slice's bounds (array positions)."""
 
-    __slots__ = ("data", "axis", "lo", "start", "stop", "base", "index", "window")
+    __slots__ = ("data", "axis", "lo", "start", "stop", "base", "index", "window", "written")
     _xla_masked = True     # Tracers' operators and NumPy protocols defer to it
 
     def __init__(self, data, axis, lo, start, stop, base=None, index=None, window=None):
         self.data, self.axis, self.lo, self.start, self.stop = data, axis, lo, start, stop
         self.base, self.index = base, index    # where it came from (in-place updates go there)
         self.window = window                   # the static index of the window in ``base``
+        self.written = None                    # ``base``'s op right after an in-place update wrote it
 
     # -- what it is ---------------------------------------------------------------------
     def mask(self):
@@ -207,13 +218,15 @@ class MaskedSlice:
 
     def _inplace(name):
         def op(self, other):
-            # A NumPy view: the array it came from is updated too (x[:i] += v
-            # then assigns it again, the same values).
+            # A NumPy view: the array it came from is updated too. Python
+            # then assigns it again (x[:i] += v is x[:i] = x[:i].__iadd__(v)),
+            # the same values: ``written`` lets masked_update skip that write.
             result = getattr(self, f"__{name}__")(other)
             if self.base is None:
                 raise _refuse("updating in place")
             self.base[self.index] = result
             self.data = result.data
+            self.written = self.base.op
             return self
         return op
 
@@ -351,6 +364,12 @@ def masked_update(t, idx, values, how):
     target = masked_getitem(t, idx)
     if target is None:
         return None
+    if (how == "set" and isinstance(values, MaskedSlice) and values.base is t
+            and values.written is not None and values.written is t.op
+            and _same_index(values.index, target.index)):
+        # ``x[:i] op= v``'s assignment of the view its in-place update has
+        # just written into ``t`` (unchanged since): the values are there.
+        return t
     if isinstance(values, MaskedSlice):
         if not values.same_bounds(target):
             raise _refuse("assigning a slice of other bounds")

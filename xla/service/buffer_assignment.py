@@ -23,8 +23,14 @@ these aliasing rules instead of new buffers:
   updates the parameter's buffer in place (``x[i] += u; x[i] /= 9``: two
   DUSes, both on the state's slot; ``in_place_chain``); the init
   buffer joins only if it is a temp of the caller, not live out, not in
-  another set, and the while is its last user. Otherwise XLA's copy
-  insertion would copy: the buffer keeps its own slot, live across the loop;
+  another set (unless it is the state of the loop whose body runs this
+  one, its body parameter, and nothing else holds that slot while this
+  loop runs: ``enclosing_state``, a nested loop updating the outer
+  loop's state in place), and the while is its last user. An index the
+  body passes through unchanged and whose result nothing reads joins the
+  init's buffer (a temp or parameter) whoever else reads it: the loop only
+  reads it. Otherwise XLA's copy insertion would copy: the buffer keeps its
+  own slot, live across the loop;
 * conditional: per array of the branches' operand (one tuple every branch
   shares), when each branch passes it through or updates it in place as
   its last reader and the operand is a temp the conditional reads last
@@ -338,6 +344,19 @@ def assign_buffers(module, alignment=ALIGNMENT, fit="best"):
         return _Assigner(module, alignment, fit).run()
 
 
+def _dead_results(w):
+    """The shape indices (one level) of ``w``'s result that nothing reads:
+    every user of ``w`` is a get-tuple-element of another index."""
+    if w.is_root or not w.shape.is_tuple:
+        return ()
+    used = set()
+    for u in w.users:
+        if u.opcode != "get-tuple-element":
+            return ()
+        used.add(u.attr("index"))
+    return {(k,) for k in range(len(w.shape.tuple_shapes)) if k not in used}
+
+
 def _runs_computations(instr):
     """Whether ``instr``'s buffers are those of computations it runs (a
     nested while's loop state, a conditional's or call's results). Such a
@@ -487,8 +506,9 @@ class _Assigner:
         self.set_size = [1] * len(self.buffers)
         self.set_end = [b.end for b in self.buffers]
         self.pinned = [b.kind != "temp" for b in self.buffers]
-        self.while_bodies = {id(w.attr("body")) for comp in self.comps for w in comp.instructions
-                             if w.opcode == "while"}
+        self.while_of_body = {id(w.attr("body")): w for comp in self.comps
+                              for w in comp.instructions if w.opcode == "while"}
+        self.while_bodies = set(self.while_of_body)
         for comp in self.comps:
             for w in comp.instructions:
                 if w.opcode == "while":
@@ -548,10 +568,42 @@ class _Assigner:
                 for b in self.in_place_chain(body, bp, br):
                     self.join(wb, b, pinned=True)
             ib = pts[id(init)].get(index)
-            if (ib is not None and ib.kind == "temp" and not ib.live_out and self.singleton(ib)
+            if (ib is not None and ib.kind == "temp" and not ib.live_out
                     and ib.instruction.parent is w.parent and ib.last_use == p_w
-                    and id(w.parent) not in self.multi):
+                    and id(w.parent) not in self.multi
+                    and (self.singleton(ib) or self.enclosing_state(w, ib))):
                 self.join(wb, ib, pinned=True)
+            elif (ib is not None and ib.kind in ("temp", "parameter") and br is bp
+                    and bp is not None and id(w.parent) not in self.multi
+                    and index in _dead_results(w)):
+                # Read-only state: the loop passes it through unchanged and
+                # nothing reads its result, so it reads the init's buffer
+                # in place, whoever else reads that buffer later (a matrix a
+                # nested loop only reads: no copy per outer iteration).
+                self.join(wb, ib, pinned=True)
+
+    def enclosing_state(self, w, ib):
+        """Whether the init buffer ``ib`` of the nested while ``w``, already
+        in a colocation set, may join ``w``'s: it is the state of the loop
+        whose body runs ``w`` (that body's parameter buffer), ``w`` reads it
+        last (the caller checks), and no other buffer of its set holds a
+        value while ``w``'s condition and body run (the enclosing loop's
+        result and condition parameter live outside this body). The nested
+        loop then updates the enclosing loop's state in place: nothing is
+        copied into or out of it each outer iteration (the outer body's root
+        takes the nested loop's result, in the same slot)."""
+        outer = self.while_of_body.get(id(w.parent))
+        if ib.instruction.opcode != "parameter" or outer is None:
+            return False
+        # Buffers of the enclosing loop's caller in the set (its init and
+        # result) hold the slot around that whole loop by construction: the
+        # loop's own buffers are the ones that take turns in it.
+        lo = min(self.window[id(w.attr("condition"))][0], self.window[id(w.attr("body"))][0])
+        hi = self.pos[id(w)]
+        r = self.uf.find(ib.id)
+        return not any(m is not ib and self.uf.find(m.id) == r
+                       and m.instruction.parent is not outer.parent
+                       and m.start <= hi and lo <= m.end for m in self.buffers)
 
     def in_place_chain(self, body, bp, br):
         """The buffers of ``body`` that may share the loop state's slot with

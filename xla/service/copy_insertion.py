@@ -11,13 +11,21 @@ token leaves are never copied.
 
 The cases handled, in every computation:
 
-1. ``while`` init: a leaf gets a copy when its source is a parameter (of
-   any computation: the loop would overwrite its caller's buffer) or a
-   constant (read-only), when it has users other than the tuple that
-   builds the init and the while (whether they run before or after the
-   loop is not analysed: any other user counts), or when the same
-   instruction is already an earlier leaf of the init. The init is rebuilt
-   with the copies (a ``tuple`` used only by the while is changed in place).
+1. ``while`` init: a leaf gets a copy when its source is a parameter (the
+   loop would overwrite its caller's buffer) or a constant (read-only),
+   when it has users other than the tuple that builds the init and the
+   while (whether they run before or after the loop is not analysed: any
+   other user counts), or when the same instruction is already an earlier
+   leaf of the init. A parameter of the while body the loop runs in (the
+   enclosing loop's state) is not copied for being a parameter: buffer
+   assignment lets the nested loop update it in place when nothing else
+   reads it, and gives the nested loop a slot of its own, which the loop
+   copies its init into, otherwise. An element the body passes through
+   unchanged (root element k is ``get-tuple-element(parameter, k)``) and
+   whose result nothing reads gets no copy, whatever its source (constants
+   aside) and users: the loop only reads it (a matrix a nested loop reads).
+   The init is rebuilt with the copies (a ``tuple`` used only by the while
+   is changed in place).
 2. ``while`` body root (a ``tuple`` instruction, or an array): element
    ``i`` gets a copy when it is ``get-tuple-element(parameter, j)`` with
    ``j != i`` (swapped loop state), a constant, the body parameter itself
@@ -97,6 +105,24 @@ def _parameter_index(value):
     return None, None
 
 
+def _read_only_elements(loop):
+    """Indices ``(k,)`` of a while's state that its body passes through
+    unchanged (root element k is get-tuple-element k of the body parameter)
+    and whose result nothing reads: the loop only reads the init's value."""
+    body = loop.attr("body")
+    root, param = body.root_instruction, body.parameter(0)
+    if root.opcode != "tuple" or loop.is_root:
+        return set()
+    used = set()
+    for u in loop.users:
+        if u.opcode != "get-tuple-element":
+            return set()
+        used.add(u.attr("index"))
+    return {(k,) for k, e in enumerate(root.operands)
+            if k not in used and e.opcode == "get-tuple-element" and e.operands[0] is param
+            and e.attr("index") == k and e.shape.is_array}
+
+
 class _Inserter:
     def __init__(self, module):
         self.module = module
@@ -142,16 +168,26 @@ class _Inserter:
         return self.new(comp, "tuple", shape, elements, before)
 
     # ----- case 1: while init ------------------------------------------------------
-    def while_init(self, comp, loop):
+    def while_init(self, comp, loop, while_bodies=frozenset()):
         init = loop.operands[0]
         users = comp.users_map()
         shared = init.is_root or any(u is not loop for u in users.get(id(init), []))
         allowed = {id(loop), id(init)}
+        body_state = id(comp) in while_bodies
+        read_only = _read_only_elements(loop)
 
         def needs_copy(leaf, index, seen):
             if shared or leaf.is_root or leaf in seen:
                 return True
-            if _is_read_only_or_parameter(leaf):
+            source = _source(leaf)
+            if index in read_only and source.opcode != "constant":
+                return False
+            if body_state and source.opcode == "parameter" and source.parent is comp:
+                # The enclosing loop's state: this loop may update it in place
+                # when nothing else reads it (buffer assignment decides, and
+                # copies into the nested loop's own slot where it may not).
+                pass
+            elif _is_read_only_or_parameter(leaf):
                 return True
             return any(id(u) not in allowed for u in users.get(id(leaf), []))
 
@@ -235,11 +271,11 @@ class CopyInsertion(HloPass):
 
     def run(self, module):
         inserter = _Inserter(module)
+        bodies = {id(i.attr("body")): i.attr("body") for i in module.all_instructions() if i.opcode == "while"}
         for comp in module.computations:
             for instr in list(comp.instructions):
                 if instr.opcode == "while":
-                    inserter.while_init(comp, instr)
-        bodies = {id(i.attr("body")): i.attr("body") for i in module.all_instructions() if i.opcode == "while"}
+                    inserter.while_init(comp, instr, bodies)
         for body in bodies.values():
             inserter.body_root(body)
         branches = {}

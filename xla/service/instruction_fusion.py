@@ -14,7 +14,10 @@ shape key (reduce: operand dimensions and reduced dimensions; others: output
 dimensions), and ``reads_own_index`` (elementwise ops whose operands have
 their shape: they read each operand at their own index; everything else
 computes a new index per read). Instructions with control dependencies are
-unfusible.
+unfusible. A cheap producer that reads an array a dynamic-update-slice
+updates, and has users on both sides of that update, is flagged like an
+expensive one (computed once): a copy of it in the later fusion would read
+the array after the update, which then could not be done in place.
 
 Each fusion is bounded (csrc/fusion.h, "Bounds"): its longest operand chain
 is at most ``max_depth`` instructions (``MAX_FUSION_DEPTH``, 100: the CPU
@@ -258,12 +261,62 @@ def flatten_for_fusion(comp, policy=DEFAULT_POLICY):
         if op_kind != UNFUSIBLE:
             shape_key[k] = _shape_key(instr)
             own_index[k] = reads_own_index(instr)
+    for k in _copies_that_break_in_place_updates(order, index, kind):
+        expensive[k] = 1
     live_out = np.zeros(n, dtype=np.uint8)
     if comp.root_instruction is not None:
         live_out[index[id(comp.root_instruction)]] = 1
     return order, dict(offsets=offsets, indices=np.asarray(flat, dtype=np.int64), kind=kind,
                        expensive=expensive, bytes=nbytes, live_out=live_out, shape_key=shape_key,
                        reads_own_index=own_index)
+
+
+def _copies_that_break_in_place_updates(order, index, kind):
+    """Post-order indices of fusible producers never to duplicate (flagged
+    like expensive ones), so that a dynamic-update-slice can stay in place.
+
+    A dynamic-update-slice ``D`` of ``x`` is computed in place (buffer
+    assignment, ``in_place_update_operand``) only when nothing reads ``x``
+    after ``D``. A fusible ``P`` that reads ``x`` through fusible
+    instructions (``x[i] * s``) and has users on both sides of ``D`` (``D``
+    itself, or a value ``D`` does not reach, and one computed from ``D``'s
+    result) would be copied into the later user's fusion, which then reads
+    ``x`` after ``D``: ``D`` writes a copy of ``x``, every time it runs (in
+    a loop body, a whole matrix per iteration to update one row). Computed
+    once instead, ``P`` is read by both sides. Producers whose users are all
+    on one side are not affected."""
+    flagged = set()
+    for d in order:
+        if d.opcode != "dynamic-update-slice":
+            continue
+        target = d.operands[0]
+        # Fusible instructions that read target's elements, directly or
+        # through other fusible instructions.
+        readers, stack = set(), [target]
+        while stack:
+            for u in stack.pop().users:
+                k = index.get(id(u))
+                if k is not None and kind[k] != UNFUSIBLE and k not in readers:
+                    readers.add(k)
+                    stack.append(u)
+        candidates = [k for k in readers if len(order[k].users) > 1]
+        if not candidates:
+            continue
+        # What D reaches, as far as the candidates' users go (post order:
+        # nothing past the last of them can be one).
+        horizon = max(index.get(id(u), -1) for k in candidates for u in order[k].users)
+        after, stack = set(), [d]
+        while stack:
+            for u in stack.pop().users:
+                k = index.get(id(u))
+                if k is not None and k <= horizon and k not in after:
+                    after.add(k)
+                    stack.append(u)
+        for k in candidates:
+            sides = {index.get(id(u)) in after for u in order[k].users}
+            if len(sides) == 2:
+                flagged.add(k)
+    return flagged
 
 
 def _clone(instr, operands, name):

@@ -25,14 +25,23 @@ fuses them (as XLA:CPU allows), which differs from Eigen's summation order
 in the last bits, as two BLAS libraries differ.
 
 The row blocks are the kernel's range (``begin``/``end``), called from the
-driver on the calling thread.
+driver on the calling thread. Columns past the last whole block of ``NR``
+take a block of as many vectors as they need, placed at N minus that width
+(it overlaps the block before by less than a vector, with the same values).
+
+Products of ``MAX_MACS`` up to ``MAX_TILED_MACS`` multiply-adds, which the
+runtime may spread over threads, run this kernel only when the runtime's
+pool has one thread (the runtime would compute them serially too, with
+Eigen's packing): the driver branches on ``__xla_cpu_runtime_num_threads``
+between the kernel and the runtime's matmul.
 """
+import contextlib
 import math
 
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu.dot_operand_layouts import matmul_transposed, runtime_dot
+from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.kernels import Kernel
 from xla.backends.cpu.ir_emitter import Slice, register_instruction
 from xla.backends.cpu.llvm_types import F32, F64, I32
@@ -44,12 +53,47 @@ from xla.backends.cpu.loop_emitter import i64
 # here on 60x50 by 50x70 f64, AVX-512).
 MR, NV = 4, 3
 MAX_MACS = 64 * 64 * 64   # the runtime's kMinParallelMacs: larger products may use threads
-_LANES = {"f32": 8, "f64": 4}
+# Up to this many multiply-adds the kernel computes products of at least
+# MAX_MACS too, its row blocks spread over the thread pool (100x100x100 f64,
+# one thread, this host: ~37 us where Eigen's packed GEMM took ~42).
+MAX_TILED_MACS = 128 * 128 * 128
+_LANES = {"f32": 8, "f64": 4}          # 256-bit vectors
+_WIDE_LANES = {"f32": 16, "f64": 8}    # 512-bit vectors, on a host with AVX-512
 _TYPES = {"f32": F32, "f64": F64}
+_wide = False     # set by ``for_host`` while the JIT emits for a host with AVX-512
 
 
-def small_gemm_shape(h):
-    """(M, K, N) when ``h`` is a dot this emitter computes, else None."""
+@contextlib.contextmanager
+def for_host(features):
+    """While emitting for the host whose LLVM ``features`` string is given:
+    512-bit vectors where it has AVX-512 (32 vector registers hold the
+    tile's 12 accumulators, 3 rhs vectors and a broadcast; on a core with
+    two 512-bit FMA pipes, twice the 256-bit rate). Objects compiled ahead
+    of time for other CPUs keep 256-bit vectors."""
+    global _wide
+    saved = _wide
+    _wide = "+avx512f" in features.split(",")
+    try:
+        yield
+    finally:
+        _wide = saved
+
+
+def _lanes(et, n):
+    """Elements per vector for a product with ``n`` columns: 512-bit
+    vectors when ``for_host`` allows them and one full column block fits."""
+    if _wide and n >= NV * _WIDE_LANES[et]:
+        return _WIDE_LANES[et]
+    return _LANES[et]
+
+
+_NUM_THREADS = "__xla_cpu_runtime_num_threads"
+
+
+def small_gemm_shape(h, runtime_symbols=()):
+    """(M, K, N) when ``h`` is a dot this emitter computes, else None.
+    Products of MAX_MACS or more need the runtime (``runtime_symbols``):
+    its thread count and its matmul."""
     if not runtime_dot(h) or h.attr("lhs_batch_dims", ()):
         return None
     lhs, rhs = h.operands
@@ -62,7 +106,9 @@ def small_gemm_shape(h):
         return None
     m, k = lhs.shape.dimensions
     n = rhs.shape.dimensions[1]
-    if m < MR or n < NV * _LANES[et] or k < 1 or m * k * n >= MAX_MACS:
+    if m < MR or n < NV * _LANES[et] or k < 1 or m * k * n > MAX_TILED_MACS:
+        return None
+    if m * k * n >= MAX_MACS and not ({_NUM_THREADS, matmul_function(h)} <= set(runtime_symbols)):
         return None
     return m, k, n
 
@@ -77,12 +123,12 @@ def emit_dot(me, h):
 
 def emit_small_gemm(me, h):
     """Emits ``h`` as the tiled kernel and its call; False when it does not apply."""
-    shape = small_gemm_shape(h)
+    shape = small_gemm_shape(h, me.runtime_symbols)
     if shape is None:
         return False
     m, k, n = shape
     et = h.shape.element_type.text
-    lanes, scalar = _LANES[et], _TYPES[et]
+    lanes, scalar = _lanes(et, n), _TYPES[et]
     align = 4 if et == "f32" else 8
     vec = ir.VectorType(scalar, lanes)
     nr = NV * lanes
@@ -101,33 +147,52 @@ def emit_small_gemm(me, h):
         return b.gep(base, [b.add(b.mul(row, i64(width)), col)], inbounds=True,
                      source_etype=scalar)
 
-    col_blocks = math.ceil(n / nr)
+    def block(i0, j0, nv):
+        """Rows i0..i0+MR-1, columns j0..j0+nv*lanes-1 of the result."""
+        for row in accs:
+            for acc in row[:nv]:
+                b.store(zero, acc)
+        with le.for_loop(b, 0, k, name="p") as p:
+            bs = [b.load(element(b_ptr, p, b.add(j0, i64(v * lanes)), n), typ=vec,
+                         align=align) for v in range(nv)]
+            for r in range(MR):
+                a = b.load(element(a_ptr, b.add(i0, i64(r)), p, k), typ=scalar)
+                a = b.shuffle_vector(b.insert_element(ir.Constant(vec, ir.Undefined), a,
+                                                      ir.Constant(I32, 0)),
+                                     ir.Constant(vec, ir.Undefined), splat_mask)
+                for v in range(nv):
+                    acc = accs[r][v]
+                    b.store(b.call(fmuladd, [a, bs[v], b.load(acc, typ=vec)]), acc)
+        for r in range(MR):
+            for v in range(nv):
+                ptr = element(c_ptr, b.add(i0, i64(r)), b.add(j0, i64(v * lanes)), n)
+                b.store(b.load(accs[r][v], typ=vec), ptr, align=align)
+
+    full_blocks, rest = divmod(n, nr)
+    rest_vectors = math.ceil(rest / lanes)
+    row_blocks = math.ceil(m / MR)
     with le.for_loop(b, kernel.begin, kernel.end, name="ib") as ib:
         i0 = b.select(b.icmp_signed("<", b.mul(ib, i64(MR)), i64(m - MR)),
                       b.mul(ib, i64(MR)), i64(m - MR))
-        with le.for_loop(b, 0, col_blocks, name="jb") as jb:
-            j0 = b.select(b.icmp_signed("<", b.mul(jb, i64(nr)), i64(n - nr)),
-                          b.mul(jb, i64(nr)), i64(n - nr))
-            for row in accs:
-                for acc in row:
-                    b.store(zero, acc)
-            with le.for_loop(b, 0, k, name="p") as p:
-                bs = [b.load(element(b_ptr, p, b.add(j0, i64(v * lanes)), n), typ=vec,
-                             align=align) for v in range(NV)]
-                for r in range(MR):
-                    a = b.load(element(a_ptr, b.add(i0, i64(r)), p, k), typ=scalar)
-                    a = b.shuffle_vector(b.insert_element(ir.Constant(vec, ir.Undefined), a,
-                                                          ir.Constant(I32, 0)),
-                                         ir.Constant(vec, ir.Undefined), splat_mask)
-                    for v in range(NV):
-                        acc = accs[r][v]
-                        b.store(b.call(fmuladd, [a, bs[v], b.load(acc, typ=vec)]), acc)
-            for r in range(MR):
-                for v in range(NV):
-                    ptr = element(c_ptr, b.add(i0, i64(r)), b.add(j0, i64(v * lanes)), n)
-                    b.store(b.load(accs[r][v], typ=vec), ptr, align=align)
+        with le.for_loop(b, 0, full_blocks, name="jb") as jb:
+            block(i0, b.mul(jb, i64(nr)), NV)
+        if rest_vectors:
+            block(i0, i64(n - rest_vectors * lanes), rest_vectors)
     kernel.finish()
-    kernel.call_in_driver(me.builder, me.table, i64(0), i64(math.ceil(m / MR)))
+    if m * k * n < MAX_MACS:
+        kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
+        return True
+    # A product the runtime would spread over threads: this kernel where the
+    # pool has one thread (it computes the product serially there too), the
+    # runtime's matmul otherwise.
+    d = me.builder
+    threads = d.call(me.declare(_NUM_THREADS, ir.FunctionType(I32, [])), [])
+    with d.if_else(d.icmp_signed("<=", threads, ir.Constant(I32, 1))) as (serial, parallel):
+        with serial:
+            kernel.call_in_driver(d, me.table, i64(0), i64(row_blocks))
+        with parallel:
+            emitted = me.emit_runtime_matmul(h)
+    assert emitted, h
     return True
 
 
