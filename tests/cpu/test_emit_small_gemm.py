@@ -85,20 +85,18 @@ def test_products_the_runtime_may_thread_are_tiled_on_one_thread(m, k, n, et):
     assert _core.cpu_runtime_num_threads() == default
 
 
-@pytest.mark.parametrize("features, width", [("+avx2,+fma,+avx512f,+avx512dq", 8),
-                                             ("+avx2,+fma,-avx512f", 4)])
-def test_the_vector_width_follows_the_hosts_features(features, width):
-    # The JIT emits for the host (compiler.py sets for_host); 512-bit vectors
-    # only where the features include AVX-512, and a product too narrow for a
-    # block of 512-bit vectors keeps 256-bit ones.
-    from xla.backends.cpu import emit_small_gemm
+@pytest.mark.parametrize("bits, width", [(512, 8), (256, 4)])
+def test_the_vector_width_follows_the_targets(monkeypatch, bits, width):
+    # The JIT emits for the host (CpuCompiler.vector_bits: 512 where its
+    # features include AVX-512); 512-bit vectors only on such a target, and
+    # a product too narrow for a block of 512-bit vectors keeps 256-bit ones.
     from xla.backends.cpu.compiler import CpuCompiler
+    monkeypatch.setattr(CpuCompiler, "vector_bits", lambda self: bits)
 
     def kernel_vectors(n):
         text = (f"HloModule m\nENTRY e {{\n  a = f64[8,6] parameter(0)\n"
                 f"  b = f64[6,{n}] parameter(1)\n  ROOT d = f64[8,{n}] dot(a, b), {DIMS}\n}}\n")
-        with emit_small_gemm.for_host(features):
-            _, emitted = CpuCompiler().emit(parse_hlo_module(text), {})
+        _, emitted = CpuCompiler().emit(parse_hlo_module(text), {})
         kernels = "".join(t for t in emitted.kernels.values() if "llvm.fmuladd" in t)
         return {w for w in (4, 8) if f"<{w} x double>" in kernels}
 

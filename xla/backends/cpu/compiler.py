@@ -10,7 +10,7 @@ import contextlib
 import re
 import time
 
-from xla.backends.cpu import emit_small_gemm, fast_math, jit, kernel_compiler, llvm_types
+from xla.backends.cpu import fast_math, jit, kernel_compiler, llvm_types
 from xla.backends.cpu.compile_progress import CompileProgress
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
@@ -253,9 +253,7 @@ class CpuCompiler(Compiler):
         if progress:
             progress.stage("codegen")
         t = time.perf_counter()
-        # Kernels compiled for this host may use its widest vectors.
-        with paused_gc(), self._emission_options(), \
-                emit_small_gemm.for_host(jit.host_cpu().split(":", 1)[1]):
+        with paused_gc(), self._emission_options():
             emitted = emit_module(module, assignment, symbols, on_kernel=kernels.submit,
                                   profile=self.profile, cancellable=True)
         timings["codegen"] = time.perf_counter() - t

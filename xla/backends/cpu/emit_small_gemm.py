@@ -35,7 +35,6 @@ pool has one thread (the runtime would compute them serially too, with
 Eigen's packing): the driver branches on ``__xla_cpu_runtime_num_threads``
 between the kernel and the runtime's matmul.
 """
-import contextlib
 import math
 
 from llvmlite import ir
@@ -44,7 +43,7 @@ from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.kernels import Kernel
 from xla.backends.cpu.ir_emitter import Slice, register_instruction
-from xla.backends.cpu.llvm_types import F32, F64, I32
+from xla.backends.cpu.llvm_types import F32, F64, I32, vector_lanes
 from xla.backends.cpu.loop_emitter import i64
 
 # A block of MR rows and NV 256-bit vectors per row: 12 accumulators, which
@@ -60,29 +59,15 @@ MAX_TILED_MACS = 128 * 128 * 128
 _LANES = {"f32": 8, "f64": 4}          # 256-bit vectors
 _WIDE_LANES = {"f32": 16, "f64": 8}    # 512-bit vectors, on a host with AVX-512
 _TYPES = {"f32": F32, "f64": F64}
-_wide = False     # set by ``for_host`` while the JIT emits for a host with AVX-512
-
-
-@contextlib.contextmanager
-def for_host(features):
-    """While emitting for the host whose LLVM ``features`` string is given:
-    512-bit vectors where it has AVX-512 (32 vector registers hold the
-    tile's 12 accumulators, 3 rhs vectors and a broadcast; on a core with
-    two 512-bit FMA pipes, twice the 256-bit rate). Objects compiled ahead
-    of time for other CPUs keep 256-bit vectors."""
-    global _wide
-    saved = _wide
-    _wide = "+avx512f" in features.split(",")
-    try:
-        yield
-    finally:
-        _wide = saved
-
-
 def _lanes(et, n):
-    """Elements per vector for a product with ``n`` columns: 512-bit
-    vectors when ``for_host`` allows them and one full column block fits."""
-    if _wide and n >= NV * _WIDE_LANES[et]:
+    """Elements per vector for a product with ``n`` columns: 512-bit vectors
+    where the target has them (``llvm_types.vector_width``: the JIT's host
+    with AVX-512; 32 vector registers hold the tile's 12 accumulators, 3 rhs
+    vectors and a broadcast, and a core with two 512-bit FMA pipes runs
+    twice the 256-bit rate) and one full column block fits; else 256-bit
+    ones (objects compiled ahead of time for other CPUs too)."""
+    wide = vector_lanes(64 if et == "f64" else 32)
+    if wide >= _WIDE_LANES[et] and n >= NV * _WIDE_LANES[et]:
         return _WIDE_LANES[et]
     return _LANES[et]
 
