@@ -176,9 +176,12 @@ class JitFunction:
         if (in_shardings is not None or out_shardings is not None) and self.donate_argnums:
             raise InvalidArgumentError("donate_argnums with shardings is not supported yet")
         self._cache = {}
-        # (shape, dtype) of each positional array -> (entry, argument count),
-        # for calls with NumPy arrays only and no static or donated arguments.
+        # _fast_key of positional arguments -> _CallPlan, for calls with
+        # positional NumPy arrays, Python scalars and static arguments only,
+        # no donated ones, on a host platform.
         self._fast = {}
+        self._fast_key = _fast_key if not self.static_argnums else \
+            functools.partial(_fast_key_static, self.static_argnums)
         self._fast_options = None   # the debug options in force for _fast's entries
         self._lock = threading.Lock()
         self._hits = self._misses = self._compilations = self._disk_hits = 0
@@ -267,13 +270,13 @@ class JitFunction:
 
     def __call__(self, *args, **kwargs):
         if not kwargs and self._fast:
-            # The common call: positional NumPy arrays and Python scalars
-            # only, seen before.
-            entry = self._fast.get(_fast_key(args))
-            if entry is not None and tracing.current_context(required=False) is None and \
-                    self._fast_options is _options_in_force():
+            # The common call: positional NumPy arrays, Python scalars and
+            # static arguments only, of a signature seen before.
+            plan = self._fast.get(self._fast_key(args))
+            if plan is not None and self._fast_options is _options_in_force() and \
+                    not tracing.tracing_active():
                 self._hits += 1
-                return self._run(entry, None, args)
+                return plan(args)
         if tracing.current_context(required=False) is not None:
             return self.fn(*args, **kwargs)   # inlined into the enclosing trace
         args, kwargs = self._normalize(args, kwargs)
@@ -300,14 +303,13 @@ class JitFunction:
             self._hits += 1
         if not isinstance(entry, _Entry):
             return entry(*args, **kwargs)
-        if self._host and not kwargs and not self.static_argnums and not entry.donated and \
-                entry.sharded is None:
-            fast = _fast_key(args)
+        if self._host and not kwargs and not entry.donated and entry.sharded is None:
+            fast = self._fast_key(args)
             if fast is not None:
                 options = _options_in_force()
                 if self._fast_options is not options:    # entries of other flags
                     self._fast, self._fast_options = {}, options
-                self._fast[fast] = entry
+                self._fast[fast] = _CallPlan(self, entry, key[1], args)
         return self._run(entry, key[1], leaves)
 
     def lower(self, *args, **kwargs):
@@ -477,19 +479,16 @@ class JitFunction:
         if not self._host:
             return self._run_on_device(entry, specs, leaves)
         given_up = ()
-        if specs is None:   # the fast path: arrays of the signature's dtypes, Python scalars
-            arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in leaves]
-        else:
-            arrays = []
-            for x, s in zip(leaves, specs):
-                if isinstance(x, np.ndarray) and x.dtype == s.dtype:
-                    arrays.append(x)
-                elif isinstance(x, runtime.HostBuffer) and x.device.platform is self.platform \
-                        and x.dtype == s.dtype:
-                    x.check_live("argument")
-                    arrays.append(x.array)   # host memory: read in place
-                else:
-                    arrays.append(np.asarray(x, dtype=s.dtype))
+        arrays = []
+        for x, s in zip(leaves, specs):
+            if isinstance(x, np.ndarray) and x.dtype == s.dtype:
+                arrays.append(x)
+            elif isinstance(x, runtime.HostBuffer) and x.device.platform is self.platform \
+                    and x.dtype == s.dtype:
+                x.check_live("argument")
+                arrays.append(x.array)   # host memory: read in place
+            else:
+                arrays.append(np.asarray(x, dtype=s.dtype))
         if entry.donated:
             # An array passed twice (or a view of another argument) is read
             # while the output is written: it is copied, not given up.
@@ -565,6 +564,82 @@ class JitFunction:
         return entry.out_treedef.unflatten(list(result))
 
 
+class _CallPlan:
+    """How a repeated call of one fast-path signature runs (``_fast_key``:
+    positional NumPy arrays of given shapes and dtypes, Python scalars of
+    given types, static arguments of given values), worked out once, when
+    the signature is first compiled: the argument leaves (the non-static
+    arguments), the scalars to convert to their parameter dtypes, the
+    arguments updated in place, and the executable's ``prepared_call``,
+    which trusts the key for the arguments' dtypes and shapes. A call then
+    does only what depends on the arguments' values: the scalars'
+    conversion, ``_writable``'s aliasing check for the arguments written in
+    place (when one fails, ``_run`` copies as before), the C++ call (which
+    checks contiguity and alignment) and the write-back; anything the
+    prepared call declines (a non-contiguous array, hooks or a profile)
+    goes through ``_run``, the general path."""
+
+    __slots__ = ("jit", "entry", "specs", "dynamic", "scalars", "in_place", "run",
+                 "written", "n_outputs", "out_kind", "out_treedef")
+
+    def __init__(self, jit, entry, specs, args):
+        self.jit, self.entry, self.specs = jit, entry, specs
+        static = jit.static_argnums
+        # Positions of the leaves in args (None: every argument is one).
+        self.dynamic = [i for i in range(len(args)) if i not in static] if static else None
+        leaves = args if self.dynamic is None else [args[i] for i in self.dynamic]
+        self.scalars = tuple((k, specs[k].dtype) for k, a in enumerate(leaves)
+                             if type(a) is not np.ndarray)
+        self.in_place = entry.written_in_place
+        # The key stands for the dtypes and shapes the executable checks no
+        # more only where they are its parameters' (a big-endian array's
+        # key is not: _run converts it).
+        params = entry.executable.parameter_shapes
+        exact = len(params) == len(specs) and all(
+            p.is_array and p.dtype == s.dtype and tuple(p.dimensions) == tuple(s.shape)
+            for p, s in zip(params, specs))
+        self.run = entry.executable.prepared_call(self.in_place) if exact else None
+        self.written, self.n_outputs = entry.written, entry.n_outputs
+        self.out_treedef = out = entry.out_treedef
+        # How the user's outputs are rebuilt: one array, None, a flat tuple
+        # of arrays, or the tree's unflatten.
+        self.out_kind = "leaf" if out == pytree.LEAF else "none" if out.kind == "none" else \
+            "flat" if out.kind == "tuple" and all(c == pytree.LEAF for c in out.children) else \
+            "tree"
+
+    def __call__(self, args):
+        leaves = args if self.dynamic is None else [args[i] for i in self.dynamic]
+        run = self.run
+        if run is not None:
+            arrays = list(leaves)
+            for k, dtype in self.scalars:
+                arrays[k] = np.array(arrays[k], dtype)
+            if not self.in_place or _writable(self.in_place, leaves, arrays) == self.in_place:
+                result = run(arrays)
+                if result is not None:
+                    return self._finish(leaves, result)
+        return self.jit._run(self.entry, self.specs, leaves)
+
+    def _finish(self, leaves, result):
+        """``_write_back`` then ``_unflatten``, where the values of arguments
+        updated in place were written into the caller's arrays."""
+        n, kind = self.n_outputs, self.out_kind
+        if self.written:
+            values = list(result) if isinstance(result, (tuple, list)) else [result]
+            for index, value in zip(self.written, values[n:]):
+                if value is not leaves[index]:
+                    jit = self.jit
+                    return jit._unflatten(self.entry, jit._write_back(self.entry, leaves, result))
+            result = values[0] if kind == "leaf" else values[:n]
+        if kind == "leaf":
+            return result
+        if kind == "none":
+            return None
+        if kind == "flat":
+            return tuple(result)
+        return self.out_treedef.unflatten([] if n == 0 else list(result))
+
+
 def _writable(written, leaves, arrays):
     """The leaves of ``written`` whose caller's array the executable may
     write its new value into: the NumPy array itself was passed (not a
@@ -633,11 +708,35 @@ def _fast_key(args):
     """The fast path's key of positional arguments: (shape, dtype) of each
     NumPy array, the type of each Python scalar (a weak float64, int64,
     complex128 or bool parameter, whatever its value); None when another
-    kind of argument needs the full key."""
+    kind of argument needs the full key. Strides are not part of it: the
+    executable's prepared call declines an array that is not C-contiguous,
+    and the general path copies it."""
     key = []
     for a in args:
         t = type(a)
         if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t in _SCALAR_TYPES or t is int and -(1 << 63) <= a < (1 << 63):
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
+
+
+def _fast_key_static(static, args):
+    """``_fast_key`` of a function with static arguments: those contribute
+    (type, value), so values equal across types (1, 1.0, True) do not
+    share a plan; None when one is unhashable (the full path reports it)."""
+    key = []
+    for i, a in enumerate(args):
+        t = type(a)
+        if i in static:
+            try:
+                hash(a)
+            except TypeError:
+                return None
+            key.append((t, a))
+        elif t is np.ndarray:
             key.append((a.shape, a.dtype))
         elif t in _SCALAR_TYPES or t is int and -(1 << 63) <= a < (1 << 63):
             key.append(t)

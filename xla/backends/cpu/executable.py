@@ -209,6 +209,19 @@ class CpuExecutable(Executable):
             return self._execute_interruptibly(args, donated, timeout)
         return self._execute_hooked(args, donated)
 
+    def prepared_call(self, donated=()):
+        """``Executable.prepared_call``: ``_FastPath``'s run without its
+        per-call checks of the arguments' types, dtypes and shapes (the
+        caller's guarantee); contiguity and alignment are still checked by
+        the C++ call. None for what ``execute`` runs otherwise: modules with
+        while loops (Ctrl-C stops them), dynamic shapes, collectives, or
+        an aliased parameter that is not donated (it would be copied)."""
+        fast = self._fast
+        if fast is None or self._loops or self.dynamic_binding is not None or \
+                not set(fast.aliased) <= set(donated):
+            return None
+        return fast.prepared(self)
+
     def _execute_watched(self, args, donated, watch):
         """Runs on this (the main) thread while ``watch`` turns a Ctrl-C into
         the cancel flag (``_CtrlC``): the loop stops within an iteration, and
@@ -586,6 +599,42 @@ class _FastPath:
         except ValueError:
             return None  # e.g. an argument NumPy did not align to 16 bytes
         return _pick(self.result, buffers, args)
+
+
+    def prepared(self, exe):
+        """``CpuExecutable.prepared_call``'s callable (see there)."""
+        run, aliased = self.state.run, self.aliased
+        outputs = [((o,), _BYTE) if isinstance(o, int) else (o[1], o[0]) for o in self.outputs]
+        empty = np.empty
+        pick = _picker(self.result)
+
+        def call(args):
+            if exe.execute_hooks or profiler._active is not None or profiler._process is not None:
+                return None
+            for n in aliased:
+                if not args[n].flags.writeable:
+                    return None
+            try:
+                buffers = [empty(shape, dtype) for shape, dtype in outputs]
+                run(args, buffers)
+            except (MemoryError, ValueError):
+                return None   # execute reports it, or copies a misaligned argument
+            return pick(buffers, args)
+        return call
+
+
+_BYTE = np.dtype(np.uint8)
+
+
+def _picker(result):
+    """``_pick`` for one ``_FastPath.result``, resolved once."""
+    if isinstance(result, tuple):
+        parts = [_picker(r) for r in result]
+        return lambda buffers, args: tuple([p(buffers, args) for p in parts])
+    if result >= 0:
+        return lambda buffers, args: buffers[result]
+    number = -1 - result
+    return lambda buffers, args: args[number]
 
 
 def _pick(result, buffers, args):
