@@ -39,6 +39,7 @@ def test_the_repeated_call_runs_the_prepared_call():
 def test_results_are_new_arrays_on_every_call():
     f = xla.jit(add)
     x, y = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+    f(x, y)                                   # compiles; the plan serves the next calls
     first, second = f(x, y), f(x, y)
     assert first is not second and not np.shares_memory(first, second)
     first[:] = -1
@@ -172,3 +173,22 @@ def test_a_prepared_call_declines_what_it_cannot_run():
     y = np.zeros_like(x)
     y.flags.writeable = False
     np.testing.assert_array_equal(run([x, y]), x)   # read, not written: fine
+
+
+def test_overlapping_arguments_after_distinct_ones_keep_numpys_values():
+    def add_into(x, y):
+        x += y
+
+    f = xla.jit(add_into)
+    for _ in range(2):                       # the plan is made with distinct arrays
+        x = np.zeros(62)
+        f(x, np.ones(62))
+        np.testing.assert_array_equal(x, 1)
+    ref = np.arange(64.0)
+    ours = np.zeros(64 + 2)
+    start = (-ours.ctypes.data % 16) // 8    # ours[start:] is 16-byte aligned, as is [start + 2:]
+    ours = ours[start:start + 64]
+    ours[:] = ref
+    add_into(ref[2:], ref[:-2])              # NumPy reads y before writing x
+    f(ours[2:], ours[:-2])
+    np.testing.assert_array_equal(ours, ref)
