@@ -579,7 +579,7 @@ class _CallPlan:
     prepared call declines (a non-contiguous array, hooks or a profile)
     goes through ``_run``, the general path."""
 
-    __slots__ = ("jit", "entry", "specs", "dynamic", "scalars", "in_place", "run",
+    __slots__ = ("jit", "entry", "specs", "dynamic", "scalars", "arrays", "in_place", "run",
                  "written", "n_outputs", "out_kind", "out_treedef")
 
     def __init__(self, jit, entry, specs, args):
@@ -590,6 +590,7 @@ class _CallPlan:
         leaves = args if self.dynamic is None else [args[i] for i in self.dynamic]
         self.scalars = tuple((k, specs[k].dtype) for k, a in enumerate(leaves)
                              if type(a) is not np.ndarray)
+        self.arrays = tuple(k for k, a in enumerate(leaves) if type(a) is np.ndarray)
         self.in_place = entry.written_in_place
         # The key stands for the dtypes and shapes the executable checks no
         # more only where they are its parameters' (a big-endian array's
@@ -598,6 +599,8 @@ class _CallPlan:
         exact = len(params) == len(specs) and all(
             p.is_array and p.dtype == s.dtype and tuple(p.dimensions) == tuple(s.shape)
             for p, s in zip(params, specs))
+        # A scalar updated in place (s += 1) is never written into: _run.
+        exact = exact and all(i in self.arrays for i in self.in_place)
         self.run = entry.executable.prepared_call(self.in_place) if exact else None
         self.written, self.n_outputs = entry.written, entry.n_outputs
         self.out_treedef = out = entry.out_treedef
@@ -611,14 +614,31 @@ class _CallPlan:
         leaves = args if self.dynamic is None else [args[i] for i in self.dynamic]
         run = self.run
         if run is not None:
-            arrays = list(leaves)
-            for k, dtype in self.scalars:
-                arrays[k] = np.array(arrays[k], dtype)
-            if not self.in_place or _writable(self.in_place, leaves, arrays) == self.in_place:
+            arrays = leaves
+            if self.scalars:
+                arrays = list(leaves)
+                for k, dtype in self.scalars:
+                    arrays[k] = np.array(arrays[k], dtype)
+            if not self.in_place or self._writable(leaves):
                 result = run(arrays)
                 if result is not None:
                     return self._finish(leaves, result)
         return self.jit._run(self.entry, self.specs, leaves)
+
+    def _writable(self, leaves):
+        """``_writable`` holds every argument written in place, where the
+        key says which leaves are arrays."""
+        for i in self.in_place:
+            a = leaves[i]
+            if not a.flags.writeable:
+                return False
+            owner = a.base is None
+            for j in self.arrays:
+                b = leaves[j]
+                if j != i and (b is a or not (owner and b.base is None) and
+                               np.may_share_memory(a, b)):
+                    return False
+        return True
 
     def _finish(self, leaves, result):
         """``_write_back`` then ``_unflatten``, where the values of arguments

@@ -607,6 +607,8 @@ class _FastPath:
         outputs = [((o,), _BYTE) if isinstance(o, int) else (o[1], o[0]) for o in self.outputs]
         empty = np.empty
         pick = _picker(self.result)
+        # The common result: one array in the one output allocation.
+        single = len(outputs) == 1 and self.result == 0
 
         def call(args):
             if exe.execute_hooks or profiler._active is not None or profiler._process is not None:
@@ -615,7 +617,12 @@ class _FastPath:
                 if not args[n].flags.writeable:
                     return None
             try:
-                buffers = [empty(shape, dtype) for shape, dtype in outputs]
+                if single:
+                    shape, dtype = outputs[0]
+                    out = empty(shape, dtype)
+                    run(args, (out,))
+                    return out
+                buffers = tuple([empty(shape, dtype) for shape, dtype in outputs])
                 run(args, buffers)
             except (MemoryError, ValueError):
                 return None   # execute reports it, or copies a misaligned argument
@@ -629,6 +636,9 @@ _BYTE = np.dtype(np.uint8)
 def _picker(result):
     """``_pick`` for one ``_FastPath.result``, resolved once."""
     if isinstance(result, tuple):
+        if all(isinstance(r, int) for r in result):
+            return lambda buffers, args: tuple([buffers[r] if r >= 0 else args[-1 - r]
+                                                for r in result])
         parts = [_picker(r) for r in result]
         return lambda buffers, args: tuple([p(buffers, args) for p in parts])
     if result >= 0:
