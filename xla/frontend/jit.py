@@ -11,7 +11,10 @@ leaf's shape, dtype and weak-typedness, the values of static arguments, the
 backend and options) traces ``model_fn`` on Tracers (``xla.frontend.tracing``),
 builds an HLO module, compiles it and runs it; later calls with the same
 signature reuse the executable. ``cache_info()`` counts hits, misses and
-compilations, so a new shape recompiling is observable.
+compilations, so a new shape recompiling is observable. A repeated call of
+positional arrays, Python scalars and static arguments skips the pytree and
+key work: its short key (``_fast_key``) finds a ``_CallPlan`` made when the
+signature compiled, which runs the executable's ``prepared_call``.
 
 Must-compile: the whole function compiles or the call raises (TracingError
 and ShapeError name the user's file and line); nothing falls back to NumPy.

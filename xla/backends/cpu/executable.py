@@ -197,6 +197,15 @@ class CpuExecutable(Executable):
         on a worker thread while this one waits, and the timeout (or
         Ctrl-C) sets the flag, then DeadlineExceededError (or
         KeyboardInterrupt) is raised. Other modules always finish."""
+        fast = self._fast
+        if fast is not None and timeout is None and not self._loops and \
+                self.dynamic_binding is None and not self.execute_hooks and \
+                profiler._active is None and profiler._process is None and \
+                fast.accepts(args, donated):
+            # What the calls below come to for such arguments, without them.
+            result = fast.run(args)
+            if result is not None:
+                return result
         if timeout is not None:
             return self._execute_interruptibly(args, donated, timeout)
         if self._loops and threading.current_thread() is threading.main_thread():
@@ -516,6 +525,7 @@ class _FastPath:
         # index into outputs (or -1 - parameter number), or a nested tuple of them
         self.result = result
         self.aliased = aliased  # parameter numbers whose allocation holds a result
+        self.run = self._runner()
 
     @staticmethod
     def build(exe):
@@ -577,38 +587,51 @@ class _FastPath:
         return _FastPath(state, signature, outputs, result, tuple(aliased))
 
     def accepts(self, args, donated=()):
+        """The arguments are NumPy arrays of the parameters' dtypes and
+        shapes, the aliased ones donated and writeable (contiguity and
+        alignment: ``run``'s C++ call checks them)."""
         if len(args) != len(self.signature):
             return False
         for a, (dtype, dims) in zip(args, self.signature):
-            if type(a) is not np.ndarray or a.shape != dims or a.dtype != dtype \
-                    or not a.flags.c_contiguous:
+            if type(a) is not np.ndarray or a.shape != dims or a.dtype != dtype:
                 return False
         for n in self.aliased:
             if n not in donated or not args[n].flags.writeable:
                 return False
         return True
 
-    def run(self, args):
-        try:
-            buffers = tuple(np.empty(o, np.uint8) if isinstance(o, int) else np.empty(o[1], o[0])
-                            for o in self.outputs)
-        except MemoryError:
-            return None   # the general path reports it
-        try:
-            self.state.run(args, buffers)
-        except ValueError:
-            return None  # e.g. an argument NumPy did not align to 16 bytes
-        return _pick(self.result, buffers, args)
-
-
-    def prepared(self, exe):
-        """``CpuExecutable.prepared_call``'s callable (see there)."""
-        run, aliased = self.state.run, self.aliased
+    def _runner(self):
+        """``run(args)``: the result, or None where the general path must
+        run (an argument not C-contiguous or aligned, which the C++ call
+        refuses before running anything; no memory for an output)."""
+        state_run = self.state.run
         outputs = [((o,), _BYTE) if isinstance(o, int) else (o[1], o[0]) for o in self.outputs]
         empty = np.empty
         pick = _picker(self.result)
-        # The common result: one array in the one output allocation.
-        single = len(outputs) == 1 and self.result == 0
+        if len(outputs) == 1 and self.result == 0:   # one array in the one output allocation
+            (shape, dtype), = outputs
+
+            def run(args):
+                try:
+                    out = empty(shape, dtype)
+                    state_run(args, (out,))
+                except (MemoryError, ValueError):
+                    return None
+                return out
+            return run
+
+        def run(args):
+            try:
+                buffers = tuple([empty(shape, dtype) for shape, dtype in outputs])
+                state_run(args, buffers)
+            except (MemoryError, ValueError):
+                return None
+            return pick(buffers, args)
+        return run
+
+    def prepared(self, exe):
+        """``CpuExecutable.prepared_call``'s callable (see there)."""
+        run, aliased = self.run, self.aliased
 
         def call(args):
             if exe.execute_hooks or profiler._active is not None or profiler._process is not None:
@@ -616,17 +639,7 @@ class _FastPath:
             for n in aliased:
                 if not args[n].flags.writeable:
                     return None
-            try:
-                if single:
-                    shape, dtype = outputs[0]
-                    out = empty(shape, dtype)
-                    run(args, (out,))
-                    return out
-                buffers = tuple([empty(shape, dtype) for shape, dtype in outputs])
-                run(args, buffers)
-            except (MemoryError, ValueError):
-                return None   # execute reports it, or copies a misaligned argument
-            return pick(buffers, args)
+            return run(args)
         return call
 
 
@@ -634,7 +647,9 @@ _BYTE = np.dtype(np.uint8)
 
 
 def _picker(result):
-    """``_pick`` for one ``_FastPath.result``, resolved once."""
+    """A function of (buffers, args) that picks ``_FastPath.result`` out of
+    them: an index into the output buffers, or -1 - parameter number (its
+    argument), or a nested tuple of those."""
     if isinstance(result, tuple):
         if all(isinstance(r, int) for r in result):
             return lambda buffers, args: tuple([buffers[r] if r >= 0 else args[-1 - r]
@@ -645,9 +660,3 @@ def _picker(result):
         return lambda buffers, args: buffers[result]
     number = -1 - result
     return lambda buffers, args: args[number]
-
-
-def _pick(result, buffers, args):
-    if isinstance(result, tuple):
-        return tuple(_pick(r, buffers, args) for r in result)
-    return buffers[result] if result >= 0 else args[-1 - result]
