@@ -513,9 +513,12 @@ class _FastPath:
     arguments are C-contiguous NumPy arrays of exactly the parameter dtypes
     and shapes, the aliased ones donated and writeable, then costs a few
     checks, one ``np.empty`` per result and one C++ call
-    (``ExecutableState.run``: table, arena and constants prepared once,
-    GIL released); an aliased parameter's array is that result. Anything
-    else takes the general path.
+    (``ExecutableState.try_run``: table, arena and constants prepared once,
+    GIL released; contiguity and 16-byte alignment checked there, and an
+    array that fails them declined without an exception); an aliased
+    parameter's array is that result. Anything else takes the general path.
+    ``prepared`` is the same call for a caller that checked the arguments'
+    types itself (``CpuExecutable.prepared_call``).
     """
 
     def __init__(self, state, signature, outputs, result, aliased=()):
@@ -603,8 +606,17 @@ class _FastPath:
     def _runner(self):
         """``run(args)``: the result, or None where the general path must
         run (an argument not C-contiguous or aligned, which the C++ call
-        refuses before running anything; no memory for an output)."""
-        state_run = self.state.run
+        declines before running anything; no memory for an output)."""
+        try_run = getattr(self.state, "try_run", None)
+        if try_run is None:    # an extension built before try_run: its errors are slower
+            state_run = self.state.run
+
+            def try_run(args, buffers):
+                try:
+                    state_run(args, buffers)
+                except ValueError:
+                    return False
+                return True
         outputs = [((o,), _BYTE) if isinstance(o, int) else (o[1], o[0]) for o in self.outputs]
         empty = np.empty
         pick = _picker(self.result)
@@ -614,19 +626,17 @@ class _FastPath:
             def run(args):
                 try:
                     out = empty(shape, dtype)
-                    state_run(args, (out,))
-                except (MemoryError, ValueError):
+                except MemoryError:
                     return None
-                return out
+                return out if try_run(args, (out,)) else None
             return run
 
         def run(args):
             try:
                 buffers = tuple([empty(shape, dtype) for shape, dtype in outputs])
-                state_run(args, buffers)
-            except (MemoryError, ValueError):
+            except MemoryError:
                 return None
-            return pick(buffers, args)
+            return pick(buffers, args) if try_run(args, buffers) else None
         return run
 
     def prepared(self, exe):
