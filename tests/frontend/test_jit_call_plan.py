@@ -1,5 +1,5 @@
-"""The per-signature call plan of ``xla.jit`` (xla/frontend/jit.py
-``_CallPlan``, the CPU executable's ``prepared_call``): a repeated call
+"""The per-signature call plan of ``xla.jit`` (xla/frontend/call_plan.py
+``CallPlan``, the CPU executable's ``prepared_call``): a repeated call
 trusts its key (each array's shape and dtype, each scalar's type, each
 static argument's type and value) and checks nothing else, so what the key
 leaves out (strides, alignment, writeability, memory shared

@@ -13,7 +13,7 @@ builds an HLO module, compiles it and runs it; later calls with the same
 signature reuse the executable. ``cache_info()`` counts hits, misses and
 compilations, so a new shape recompiling is observable. A repeated call of
 positional arrays, Python scalars and static arguments skips the pytree and
-key work: its short key (``_fast_key``) finds a ``_CallPlan`` made when the
+key work: its short key (``call_plan.fast_key``) finds a ``CallPlan`` made when the
 signature compiled, which runs the executable's ``prepared_call``.
 
 Must-compile: the whole function compiles or the call raises (TracingError
@@ -52,6 +52,7 @@ from xla.hlo.ir import HloInstruction
 from xla.frontend import indexing, masked_slice, ufuncs  # noqa: F401
 from xla.frontend import numpy as numpy_functions  # noqa: F401  (np stays NumPy)
 from xla.frontend import pytree, tracing
+from xla.frontend.call_plan import CallPlan, fast_key, fast_key_static
 from xla.frontend.signature import arg_spec
 from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape
 
@@ -179,12 +180,12 @@ class JitFunction:
         if (in_shardings is not None or out_shardings is not None) and self.donate_argnums:
             raise InvalidArgumentError("donate_argnums with shardings is not supported yet")
         self._cache = {}
-        # _fast_key of positional arguments -> _CallPlan, for calls with
+        # fast_key of positional arguments -> CallPlan, for calls with
         # positional NumPy arrays, Python scalars and static arguments only,
         # no donated ones, on a host platform.
         self._fast = {}
-        self._fast_key = _fast_key if not self.static_argnums else \
-            functools.partial(_fast_key_static, self.static_argnums)
+        self._fast_key = fast_key if not self.static_argnums else \
+            functools.partial(fast_key_static, self.static_argnums)
         self._fast_options = None   # the debug options in force for _fast's entries
         self._lock = threading.Lock()
         self._hits = self._misses = self._compilations = self._disk_hits = 0
@@ -312,7 +313,7 @@ class JitFunction:
                 options = _options_in_force()
                 if self._fast_options is not options:    # entries of other flags
                     self._fast, self._fast_options = {}, options
-                self._fast[fast] = _CallPlan(self, entry, key[1], args)
+                self._fast[fast] = CallPlan(self, entry, key[1], args)
         return self._run(entry, key[1], leaves)
 
     def lower(self, *args, **kwargs):
@@ -567,102 +568,6 @@ class JitFunction:
         return entry.out_treedef.unflatten(list(result))
 
 
-class _CallPlan:
-    """How a repeated call of one fast-path signature runs (``_fast_key``:
-    positional NumPy arrays of given shapes and dtypes, Python scalars of
-    given types, static arguments of given values), worked out once, when
-    the signature is first compiled: the argument leaves (the non-static
-    arguments), the scalars to convert to their parameter dtypes, the
-    arguments updated in place, and the executable's ``prepared_call``,
-    which trusts the key for the arguments' dtypes and shapes. A call then
-    does only what depends on the arguments' values: the scalars'
-    conversion, ``_writable``'s aliasing check for the arguments written in
-    place (when one fails, ``_run`` copies as before), the C++ call (which
-    checks contiguity and alignment) and the write-back; anything the
-    prepared call declines (a non-contiguous array, hooks or a profile)
-    goes through ``_run``, the general path."""
-
-    __slots__ = ("jit", "entry", "specs", "dynamic", "scalars", "arrays", "in_place", "run",
-                 "written", "n_outputs", "out_kind", "out_treedef")
-
-    def __init__(self, jit, entry, specs, args):
-        self.jit, self.entry, self.specs = jit, entry, specs
-        static = jit.static_argnums
-        # Positions of the leaves in args (None: every argument is one).
-        self.dynamic = [i for i in range(len(args)) if i not in static] if static else None
-        leaves = args if self.dynamic is None else [args[i] for i in self.dynamic]
-        self.scalars = tuple((k, specs[k].dtype) for k, a in enumerate(leaves)
-                             if type(a) is not np.ndarray)
-        self.arrays = tuple(k for k, a in enumerate(leaves) if type(a) is np.ndarray)
-        self.in_place = entry.written_in_place
-        # The key stands for the dtypes and shapes the executable checks no
-        # more only where they are its parameters' (a big-endian array's
-        # key is not: _run converts it).
-        params = entry.executable.parameter_shapes
-        exact = len(params) == len(specs) and all(
-            p.is_array and p.dtype == s.dtype and tuple(p.dimensions) == tuple(s.shape)
-            for p, s in zip(params, specs))
-        # A scalar updated in place (s += 1) is never written into: _run.
-        exact = exact and all(i in self.arrays for i in self.in_place)
-        self.run = entry.executable.prepared_call(self.in_place) if exact else None
-        self.written, self.n_outputs = entry.written, entry.n_outputs
-        self.out_treedef = out = entry.out_treedef
-        # How the user's outputs are rebuilt: one array, None, a flat tuple
-        # of arrays, or the tree's unflatten.
-        self.out_kind = "leaf" if out == pytree.LEAF else "none" if out.kind == "none" else \
-            "flat" if out.kind == "tuple" and all(c == pytree.LEAF for c in out.children) else \
-            "tree"
-
-    def __call__(self, args):
-        leaves = args if self.dynamic is None else [args[i] for i in self.dynamic]
-        run = self.run
-        if run is not None:
-            arrays = leaves
-            if self.scalars:
-                arrays = list(leaves)
-                for k, dtype in self.scalars:
-                    arrays[k] = np.array(arrays[k], dtype)
-            if not self.in_place or self._writable(leaves):
-                result = run(arrays)
-                if result is not None:
-                    return self._finish(leaves, result)
-        return self.jit._run(self.entry, self.specs, leaves)
-
-    def _writable(self, leaves):
-        """``_writable`` holds every argument written in place, where the
-        key says which leaves are arrays."""
-        for i in self.in_place:
-            a = leaves[i]
-            if not a.flags.writeable:
-                return False
-            owner = a.base is None
-            for j in self.arrays:
-                b = leaves[j]
-                if j != i and (b is a or not (owner and b.base is None) and
-                               np.may_share_memory(a, b)):
-                    return False
-        return True
-
-    def _finish(self, leaves, result):
-        """``_write_back`` then ``_unflatten``, where the values of arguments
-        updated in place were written into the caller's arrays."""
-        n, kind = self.n_outputs, self.out_kind
-        if self.written:
-            values = list(result) if isinstance(result, (tuple, list)) else [result]
-            for index, value in zip(self.written, values[n:]):
-                if value is not leaves[index]:
-                    jit = self.jit
-                    return jit._unflatten(self.entry, jit._write_back(self.entry, leaves, result))
-            result = values[0] if kind == "leaf" else values[:n]
-        if kind == "leaf":
-            return result
-        if kind == "none":
-            return None
-        if kind == "flat":
-            return tuple(result)
-        return self.out_treedef.unflatten([] if n == 0 else list(result))
-
-
 def _writable(written, leaves, arrays):
     """The leaves of ``written`` whose caller's array the executable may
     write its new value into: the NumPy array itself was passed (not a
@@ -715,9 +620,6 @@ def _output_aliases(ops, params, donated, single):
     return aliases
 
 
-_SCALAR_TYPES = (float, bool, complex)
-
-
 def _options_in_force():
     """``xla.debug_options.debug_options()`` (imported at the first call: a
     function's first trace, not ``import xla``)."""
@@ -725,47 +627,6 @@ def _options_in_force():
     from xla.debug_options import debug_options
     _options_in_force = debug_options
     return debug_options()
-
-
-def _fast_key(args):
-    """The fast path's key of positional arguments: (shape, dtype) of each
-    NumPy array, the type of each Python scalar (a weak float64, int64,
-    complex128 or bool parameter, whatever its value); None when another
-    kind of argument needs the full key. Strides are not part of it: the
-    executable's prepared call declines an array that is not C-contiguous,
-    and the general path copies it."""
-    key = []
-    for a in args:
-        t = type(a)
-        if t is np.ndarray:
-            key.append((a.shape, a.dtype))
-        elif t in _SCALAR_TYPES or t is int and -(1 << 63) <= a < (1 << 63):
-            key.append(t)
-        else:
-            return None
-    return tuple(key)
-
-
-def _fast_key_static(static, args):
-    """``_fast_key`` of a function with static arguments: those contribute
-    (type, value), so values equal across types (1, 1.0, True) do not
-    share a plan; None when one is unhashable (the full path reports it)."""
-    key = []
-    for i, a in enumerate(args):
-        t = type(a)
-        if i in static:
-            try:
-                hash(a)
-            except TypeError:
-                return None
-            key.append((t, a))
-        elif t is np.ndarray:
-            key.append((a.shape, a.dtype))
-        elif t in _SCALAR_TYPES or t is int and -(1 << 63) <= a < (1 << 63):
-            key.append(t)
-        else:
-            return None
-    return tuple(key)
 
 
 def _as_tuple(x):
