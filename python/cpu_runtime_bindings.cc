@@ -84,6 +84,30 @@ void* BufferAddress(py::handle value, const char* what, size_t index, Access acc
   return address;
 }
 
+// BufferAddress's checks of an array, answered instead of raised: the
+// array's data, or nullptr where `value` is not a NumPy array, or is not
+// C-contiguous, aligned (to its dtype and to `alignment`), writable where
+// written, or of `expected_nbytes` bytes (when >= 0).
+void* UsableArrayData(PyObject* obj, Access access, uintptr_t alignment, int64_t expected_nbytes) {
+  const auto& api = py::detail::npy_api::get();
+  if (!api.PyArray_Check_(obj)) return nullptr;
+  const auto* proxy = py::detail::array_proxy(obj);
+  const int flags = proxy->flags;
+  if ((flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) == 0 ||
+      (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) == 0) {
+    return nullptr;
+  }
+  if (access == Access::kWrite && (flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) == 0) {
+    return nullptr;
+  }
+  if (expected_nbytes >= 0 &&
+      static_cast<int64_t>(py::reinterpret_borrow<py::array>(obj).nbytes()) != expected_nbytes) {
+    return nullptr;
+  }
+  if (alignment > 1 && reinterpret_cast<uintptr_t>(proxy->data) % alignment != 0) return nullptr;
+  return proxy->data;
+}
+
 // A new reference to `value` as a tuple (the same object for a tuple): its
 // items stay alive while the GIL is released, whatever happens to a list.
 py::tuple AsTuple(py::handle value, const char* name) {
@@ -175,6 +199,49 @@ class ExecutableState {
     }
     py::gil_scoped_release release;
     call.Run();   // releases the executor's table before the GIL is taken back
+  }
+
+  // Run for NumPy arrays only, where a caller expects some to be unusable
+  // (a strided view, an offset slice): false, having run nothing, where one
+  // fails BufferAddress's checks, instead of raising (a raised error costs
+  // microseconds). Wrong counts still raise.
+  bool TryRun(py::handle args_arg, py::handle outputs_arg) {
+    py::tuple args = AsTuple(args_arg, "args");
+    py::tuple outputs = AsTuple(outputs_arg, "outputs");
+    const size_t num_args = PyTuple_GET_SIZE(args.ptr());
+    const size_t num_outputs = PyTuple_GET_SIZE(outputs.ptr());
+    if (num_args != executor_.num_args() || num_outputs != executor_.num_outputs()) {
+      throw py::value_error("expected " + std::to_string(executor_.num_args()) + " args and " +
+                            std::to_string(executor_.num_outputs()) + " outputs; got " +
+                            std::to_string(num_args) + " and " + std::to_string(num_outputs));
+    }
+    constexpr size_t kInline = 16;
+    void* inline_addresses[kInline];
+    std::vector<void*> heap_addresses;
+    void** addresses = inline_addresses;
+    if (num_args + num_outputs > kInline) {
+      heap_addresses.resize(num_args + num_outputs);
+      addresses = heap_addresses.data();
+    }
+    for (size_t i = 0; i < num_args; ++i) {
+      addresses[i] = UsableArrayData(PyTuple_GET_ITEM(args.ptr(), i), Access::kRead, alignment_,
+                                     arg_nbytes_.empty() ? -1 : arg_nbytes_[i]);
+      if (addresses[i] == nullptr) return false;
+    }
+    for (size_t i = 0; i < num_outputs; ++i) {
+      void* address = UsableArrayData(PyTuple_GET_ITEM(outputs.ptr(), i), Access::kWrite,
+                                      alignment_, output_nbytes_.empty() ? -1 : output_nbytes_[i]);
+      if (address == nullptr) return false;
+      addresses[num_args + i] = address;
+    }
+    xla_cpu_runtime::Executor::Call call(executor_);
+    for (size_t i = 0; i < num_args; ++i) call.SetArg(i, addresses[i]);
+    for (size_t i = 0; i < num_outputs; ++i) call.SetOutput(i, addresses[num_args + i]);
+    {
+      py::gil_scoped_release release;
+      call.Run();
+    }
+    return true;
   }
 
   uintptr_t arena_address() const { return executor_.arena_address(); }
@@ -270,6 +337,10 @@ void RegisterCpuRuntime(py::module_& m) {
       .def("run", &ExecutableState::Run, py::arg("args"), py::arg("outputs"),
            "Calls the function with args and outputs (lists or tuples of arrays or int\n"
            "addresses) in their slots. The GIL is released during the call.")
+      .def("try_run", &ExecutableState::TryRun, py::arg("args"), py::arg("outputs"),
+           "run for NumPy arrays only that returns False, having run nothing, where an array\n"
+           "fails run's checks (layout, alignment, writability, size) instead of raising;\n"
+           "True once the function ran.")
       .def("set_slot", &ExecutableState::SetSlot, py::arg("slot"), py::arg("buffer"),
            "Fixes a slot that is not an argument, output or arena slot (e.g. a constant).")
       .def_property_readonly("arena_address", &ExecutableState::arena_address)

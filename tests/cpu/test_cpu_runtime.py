@@ -303,6 +303,32 @@ def test_executable_state_errors(jit):
         state.set_slot(3, a)
 
 
+def test_executable_state_try_run_declines_instead_of_raising(jit):
+    # run's checks, answered: False and nothing run where run would raise.
+    state = _core.ExecutableState(jit["add_f32"], 4, [0, 1], [2], arena_size=8,
+                                  arena_slots=[(3, 0)], output_nbytes=[16], alignment=16)
+    ctypes.c_int64.from_address(state.arena_address).value = 4  # n, in the arena
+    a, b = np.arange(4, dtype=np.float32), np.full(4, 10, np.float32)
+    out = np.full(4, np.nan, np.float32)
+    assert state.try_run([a, b], (out,)) is True
+    np.testing.assert_array_equal(out, a + b)
+    readonly = np.full(4, np.nan, np.float32)
+    readonly.flags.writeable = False
+    declined = {
+        "strided": ([np.zeros(8, np.float32)[::2], b], None),
+        "not aligned to 16": ([np.zeros(5, np.float32)[1:], b], None),
+        "not an array": ([[0.0] * 4, b], None),
+        "read-only output": ([a, b], readonly),
+        "output of 32 bytes": ([a, b], np.full(8, np.nan, np.float32)),
+    }
+    for what, (args, output) in declined.items():
+        output = np.full(4, np.nan, np.float32) if output is None else output
+        assert state.try_run(args, [output]) is False, what
+        assert np.isnan(output).all(), what    # nothing ran
+    with pytest.raises(ValueError, match="expected 2 args and 1 outputs; got 1 and 1"):
+        state.try_run([a], [out])
+
+
 def test_executable_state_concurrent_runs(jit):
     # n lives in the arena; concurrent runs that find the state busy use a
     # private table and arena, so every result must be right.

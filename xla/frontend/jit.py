@@ -11,7 +11,10 @@ leaf's shape, dtype and weak-typedness, the values of static arguments, the
 backend and options) traces ``model_fn`` on Tracers (``xla.frontend.tracing``),
 builds an HLO module, compiles it and runs it; later calls with the same
 signature reuse the executable. ``cache_info()`` counts hits, misses and
-compilations, so a new shape recompiling is observable.
+compilations, so a new shape recompiling is observable. A repeated call of
+positional arrays, Python scalars and static arguments skips the pytree and
+key work: its short key (``call_plan.fast_key``) finds a ``CallPlan`` made when the
+signature compiled, which runs the executable's ``prepared_call``.
 
 Must-compile: the whole function compiles or the call raises (TracingError
 and ShapeError name the user's file and line); nothing falls back to NumPy.
@@ -49,6 +52,7 @@ from xla.hlo.ir import HloInstruction
 from xla.frontend import indexing, masked_slice, ufuncs  # noqa: F401
 from xla.frontend import numpy as numpy_functions  # noqa: F401  (np stays NumPy)
 from xla.frontend import pytree, tracing
+from xla.frontend.call_plan import CallPlan, fast_key, fast_key_static
 from xla.frontend.signature import arg_spec
 from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape
 
@@ -176,9 +180,12 @@ class JitFunction:
         if (in_shardings is not None or out_shardings is not None) and self.donate_argnums:
             raise InvalidArgumentError("donate_argnums with shardings is not supported yet")
         self._cache = {}
-        # (shape, dtype) of each positional array -> (entry, argument count),
-        # for calls with NumPy arrays only and no static or donated arguments.
+        # fast_key of positional arguments -> CallPlan, for calls with
+        # positional NumPy arrays, Python scalars and static arguments only,
+        # no donated ones, on a host platform.
         self._fast = {}
+        self._fast_key = fast_key if not self.static_argnums else \
+            functools.partial(fast_key_static, self.static_argnums)
         self._fast_options = None   # the debug options in force for _fast's entries
         self._lock = threading.Lock()
         self._hits = self._misses = self._compilations = self._disk_hits = 0
@@ -267,13 +274,13 @@ class JitFunction:
 
     def __call__(self, *args, **kwargs):
         if not kwargs and self._fast:
-            # The common call: positional NumPy arrays and Python scalars
-            # only, seen before.
-            entry = self._fast.get(_fast_key(args))
-            if entry is not None and tracing.current_context(required=False) is None and \
-                    self._fast_options is _options_in_force():
+            # The common call: positional NumPy arrays, Python scalars and
+            # static arguments only, of a signature seen before.
+            plan = self._fast.get(self._fast_key(args))
+            if plan is not None and self._fast_options is _options_in_force() and \
+                    not tracing.tracing_active():
                 self._hits += 1
-                return self._run(entry, None, args)
+                return plan(args)
         if tracing.current_context(required=False) is not None:
             return self.fn(*args, **kwargs)   # inlined into the enclosing trace
         args, kwargs = self._normalize(args, kwargs)
@@ -300,14 +307,13 @@ class JitFunction:
             self._hits += 1
         if not isinstance(entry, _Entry):
             return entry(*args, **kwargs)
-        if self._host and not kwargs and not self.static_argnums and not entry.donated and \
-                entry.sharded is None:
-            fast = _fast_key(args)
+        if self._host and not kwargs and not entry.donated and entry.sharded is None:
+            fast = self._fast_key(args)
             if fast is not None:
                 options = _options_in_force()
                 if self._fast_options is not options:    # entries of other flags
                     self._fast, self._fast_options = {}, options
-                self._fast[fast] = entry
+                self._fast[fast] = CallPlan(self, entry, key[1], args)
         return self._run(entry, key[1], leaves)
 
     def lower(self, *args, **kwargs):
@@ -477,19 +483,16 @@ class JitFunction:
         if not self._host:
             return self._run_on_device(entry, specs, leaves)
         given_up = ()
-        if specs is None:   # the fast path: arrays of the signature's dtypes, Python scalars
-            arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in leaves]
-        else:
-            arrays = []
-            for x, s in zip(leaves, specs):
-                if isinstance(x, np.ndarray) and x.dtype == s.dtype:
-                    arrays.append(x)
-                elif isinstance(x, runtime.HostBuffer) and x.device.platform is self.platform \
-                        and x.dtype == s.dtype:
-                    x.check_live("argument")
-                    arrays.append(x.array)   # host memory: read in place
-                else:
-                    arrays.append(np.asarray(x, dtype=s.dtype))
+        arrays = []
+        for x, s in zip(leaves, specs):
+            if isinstance(x, np.ndarray) and x.dtype == s.dtype:
+                arrays.append(x)
+            elif isinstance(x, runtime.HostBuffer) and x.device.platform is self.platform \
+                    and x.dtype == s.dtype:
+                x.check_live("argument")
+                arrays.append(x.array)   # host memory: read in place
+            else:
+                arrays.append(np.asarray(x, dtype=s.dtype))
         if entry.donated:
             # An array passed twice (or a view of another argument) is read
             # while the output is written: it is copied, not given up.
@@ -617,9 +620,6 @@ def _output_aliases(ops, params, donated, single):
     return aliases
 
 
-_SCALAR_TYPES = (float, bool, complex)
-
-
 def _options_in_force():
     """``xla.debug_options.debug_options()`` (imported at the first call: a
     function's first trace, not ``import xla``)."""
@@ -627,23 +627,6 @@ def _options_in_force():
     from xla.debug_options import debug_options
     _options_in_force = debug_options
     return debug_options()
-
-
-def _fast_key(args):
-    """The fast path's key of positional arguments: (shape, dtype) of each
-    NumPy array, the type of each Python scalar (a weak float64, int64,
-    complex128 or bool parameter, whatever its value); None when another
-    kind of argument needs the full key."""
-    key = []
-    for a in args:
-        t = type(a)
-        if t is np.ndarray:
-            key.append((a.shape, a.dtype))
-        elif t in _SCALAR_TYPES or t is int and -(1 << 63) <= a < (1 << 63):
-            key.append(t)
-        else:
-            return None
-    return tuple(key)
 
 
 def _as_tuple(x):

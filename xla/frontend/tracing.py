@@ -170,6 +170,12 @@ def current_context(required=True):
     return stack[-1]
 
 
+def tracing_active():
+    """Whether a trace is active on this thread (``current_context`` is not
+    None), without building the stack: jit's per-call check."""
+    return bool(getattr(_local, "stack", None))
+
+
 def current_builder():
     return current_context().builder
 

@@ -98,6 +98,20 @@ class Executable:
         """``hook(args, result)`` runs after each ``execute``."""
         self.execute_hooks.append(hook)
 
+    def prepared_call(self, donated=()):
+        """A lean callable for the repeated calls of a caller that has checked
+        the arguments' types itself (``xla.jit``'s per-signature call plan),
+        or None where this executable has none (the default).
+
+        ``call(args)`` takes a sequence of NumPy arrays that the caller
+        guarantees are of exactly the parameters' dtypes and shapes (the
+        arrays of ``donated``, parameter numbers given up as in ``execute``,
+        included) and returns what ``execute(*args, donated=donated)``
+        would, or None, having run nothing, where this call must go through
+        ``execute`` instead (an array that is not C-contiguous or aligned,
+        a donated one that is read-only, hooks or a profile active)."""
+        return None
+
     # ----- running: a backend implements execute or execute_buffers --------------
     def execute(self, *args, donated=()):
         """Runs on NumPy arrays (or buffers), returns NumPy arrays; a tuple

@@ -197,6 +197,15 @@ class CpuExecutable(Executable):
         on a worker thread while this one waits, and the timeout (or
         Ctrl-C) sets the flag, then DeadlineExceededError (or
         KeyboardInterrupt) is raised. Other modules always finish."""
+        fast = self._fast
+        if fast is not None and timeout is None and not self._loops and \
+                self.dynamic_binding is None and not self.execute_hooks and \
+                profiler._active is None and profiler._process is None and \
+                fast.accepts(args, donated):
+            # What the calls below come to for such arguments, without them.
+            result = fast.run(args)
+            if result is not None:
+                return result
         if timeout is not None:
             return self._execute_interruptibly(args, donated, timeout)
         if self._loops and threading.current_thread() is threading.main_thread():
@@ -208,6 +217,19 @@ class CpuExecutable(Executable):
                 return self._execute_watched(args, donated, watch)
             return self._execute_interruptibly(args, donated, timeout)
         return self._execute_hooked(args, donated)
+
+    def prepared_call(self, donated=()):
+        """``Executable.prepared_call``: ``_FastPath``'s run without its
+        per-call checks of the arguments' types, dtypes and shapes (the
+        caller's guarantee); contiguity and alignment are still checked by
+        the C++ call. None for what ``execute`` runs otherwise: modules with
+        while loops (Ctrl-C stops them), dynamic shapes, collectives, or
+        an aliased parameter that is not donated (it would be copied)."""
+        fast = self._fast
+        if fast is None or self._loops or self.dynamic_binding is not None or \
+                not set(fast.aliased) <= set(donated):
+            return None
+        return fast.prepared(self)
 
     def _execute_watched(self, args, donated, watch):
         """Runs on this (the main) thread while ``watch`` turns a Ctrl-C into
@@ -491,9 +513,12 @@ class _FastPath:
     arguments are C-contiguous NumPy arrays of exactly the parameter dtypes
     and shapes, the aliased ones donated and writeable, then costs a few
     checks, one ``np.empty`` per result and one C++ call
-    (``ExecutableState.run``: table, arena and constants prepared once,
-    GIL released); an aliased parameter's array is that result. Anything
-    else takes the general path.
+    (``ExecutableState.try_run``: table, arena and constants prepared once,
+    GIL released; contiguity and 16-byte alignment checked there, and an
+    array that fails them declined without an exception); an aliased
+    parameter's array is that result. Anything else takes the general path.
+    ``prepared`` is the same call for a caller that checked the arguments'
+    types itself (``CpuExecutable.prepared_call``).
     """
 
     def __init__(self, state, signature, outputs, result, aliased=()):
@@ -503,6 +528,7 @@ class _FastPath:
         # index into outputs (or -1 - parameter number), or a nested tuple of them
         self.result = result
         self.aliased = aliased  # parameter numbers whose allocation holds a result
+        self.run = self._runner()
 
     @staticmethod
     def build(exe):
@@ -564,31 +590,83 @@ class _FastPath:
         return _FastPath(state, signature, outputs, result, tuple(aliased))
 
     def accepts(self, args, donated=()):
+        """The arguments are NumPy arrays of the parameters' dtypes and
+        shapes, the aliased ones donated and writeable (contiguity and
+        alignment: ``run``'s C++ call checks them)."""
         if len(args) != len(self.signature):
             return False
         for a, (dtype, dims) in zip(args, self.signature):
-            if type(a) is not np.ndarray or a.shape != dims or a.dtype != dtype \
-                    or not a.flags.c_contiguous:
+            if type(a) is not np.ndarray or a.shape != dims or a.dtype != dtype:
                 return False
         for n in self.aliased:
             if n not in donated or not args[n].flags.writeable:
                 return False
         return True
 
-    def run(self, args):
-        try:
-            buffers = tuple(np.empty(o, np.uint8) if isinstance(o, int) else np.empty(o[1], o[0])
-                            for o in self.outputs)
-        except MemoryError:
-            return None   # the general path reports it
-        try:
-            self.state.run(args, buffers)
-        except ValueError:
-            return None  # e.g. an argument NumPy did not align to 16 bytes
-        return _pick(self.result, buffers, args)
+    def _runner(self):
+        """``run(args)``: the result, or None where the general path must
+        run (an argument not C-contiguous or aligned, which the C++ call
+        declines before running anything; no memory for an output)."""
+        try_run = getattr(self.state, "try_run", None)
+        if try_run is None:    # an extension built before try_run: its errors are slower
+            state_run = self.state.run
+
+            def try_run(args, buffers):
+                try:
+                    state_run(args, buffers)
+                except ValueError:
+                    return False
+                return True
+        outputs = [((o,), _BYTE) if isinstance(o, int) else (o[1], o[0]) for o in self.outputs]
+        empty = np.empty
+        pick = _picker(self.result)
+        if len(outputs) == 1 and self.result == 0:   # one array in the one output allocation
+            (shape, dtype), = outputs
+
+            def run(args):
+                try:
+                    out = empty(shape, dtype)
+                except MemoryError:
+                    return None
+                return out if try_run(args, (out,)) else None
+            return run
+
+        def run(args):
+            try:
+                buffers = tuple([empty(shape, dtype) for shape, dtype in outputs])
+            except MemoryError:
+                return None
+            return pick(buffers, args) if try_run(args, buffers) else None
+        return run
+
+    def prepared(self, exe):
+        """``CpuExecutable.prepared_call``'s callable (see there)."""
+        run, aliased = self.run, self.aliased
+
+        def call(args):
+            if exe.execute_hooks or profiler._active is not None or profiler._process is not None:
+                return None
+            for n in aliased:
+                if not args[n].flags.writeable:
+                    return None
+            return run(args)
+        return call
 
 
-def _pick(result, buffers, args):
+_BYTE = np.dtype(np.uint8)
+
+
+def _picker(result):
+    """A function of (buffers, args) that picks ``_FastPath.result`` out of
+    them: an index into the output buffers, or -1 - parameter number (its
+    argument), or a nested tuple of those."""
     if isinstance(result, tuple):
-        return tuple(_pick(r, buffers, args) for r in result)
-    return buffers[result] if result >= 0 else args[-1 - result]
+        if all(isinstance(r, int) for r in result):
+            return lambda buffers, args: tuple([buffers[r] if r >= 0 else args[-1 - r]
+                                                for r in result])
+        parts = [_picker(r) for r in result]
+        return lambda buffers, args: tuple([p(buffers, args) for p in parts])
+    if result >= 0:
+        return lambda buffers, args: buffers[result]
+    number = -1 - result
+    return lambda buffers, args: args[number]

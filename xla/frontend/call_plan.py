@@ -1,0 +1,146 @@
+"""The repeated call of an ``xla.jit`` function (xla/frontend/jit.py): a
+short key of the positional arguments (``fast_key``) and the per-signature
+call plan it finds (``CallPlan``), which runs the executable's
+``prepared_call`` (docs/frontend.md, "Caching and the signature")."""
+import numpy as np
+
+from xla.frontend import pytree
+
+_SCALAR_TYPES = (float, bool, complex)
+
+
+class CallPlan:
+    """How a repeated call of one fast-path signature runs (``fast_key``:
+    positional NumPy arrays of given shapes and dtypes, Python scalars of
+    given types, static arguments of given values), worked out once, when
+    the signature is first compiled: the argument leaves (the non-static
+    arguments), the scalars to convert to their parameter dtypes, the
+    arguments updated in place, and the executable's ``prepared_call``,
+    which trusts the key for the arguments' dtypes and shapes. A call then
+    does only what depends on the arguments' values: the scalars'
+    conversion, jit's ``_writable`` aliasing check for the arguments
+    written in place (when one fails, ``_run`` copies as before), the C++
+    call (which checks contiguity and alignment) and the write-back;
+    anything the prepared call declines (a non-contiguous array, hooks or
+    a profile) goes through ``_run``, the general path."""
+
+    __slots__ = ("jit", "entry", "specs", "dynamic", "scalars", "arrays", "in_place", "run",
+                 "written", "n_outputs", "out_kind", "out_treedef")
+
+    def __init__(self, jit, entry, specs, args):
+        self.jit, self.entry, self.specs = jit, entry, specs
+        static = jit.static_argnums
+        # Positions of the leaves in args (None: every argument is one).
+        self.dynamic = [i for i in range(len(args)) if i not in static] if static else None
+        leaves = args if self.dynamic is None else [args[i] for i in self.dynamic]
+        self.scalars = tuple((k, specs[k].dtype) for k, a in enumerate(leaves)
+                             if type(a) is not np.ndarray)
+        self.arrays = tuple(k for k, a in enumerate(leaves) if type(a) is np.ndarray)
+        self.in_place = entry.written_in_place
+        # The key stands for the dtypes and shapes the executable checks no
+        # more only where they are its parameters' (a big-endian array's
+        # key is not: _run converts it).
+        params = entry.executable.parameter_shapes
+        exact = len(params) == len(specs) and all(
+            p.is_array and p.dtype == s.dtype and tuple(p.dimensions) == tuple(s.shape)
+            for p, s in zip(params, specs))
+        # A scalar updated in place (s += 1) is never written into: _run.
+        exact = exact and all(i in self.arrays for i in self.in_place)
+        self.run = entry.executable.prepared_call(self.in_place) if exact else None
+        self.written, self.n_outputs = entry.written, entry.n_outputs
+        self.out_treedef = out = entry.out_treedef
+        # How the user's outputs are rebuilt: one array, None, a flat tuple
+        # of arrays, or the tree's unflatten.
+        self.out_kind = "leaf" if out == pytree.LEAF else "none" if out.kind == "none" else \
+            "flat" if out.kind == "tuple" and all(c == pytree.LEAF for c in out.children) else \
+            "tree"
+
+    def __call__(self, args):
+        leaves = args if self.dynamic is None else [args[i] for i in self.dynamic]
+        run = self.run
+        if run is not None:
+            arrays = leaves
+            if self.scalars:
+                arrays = list(leaves)
+                for k, dtype in self.scalars:
+                    arrays[k] = np.array(arrays[k], dtype)
+            if not self.in_place or self._writable(leaves):
+                result = run(arrays)
+                if result is not None:
+                    return self._finish(leaves, result)
+        return self.jit._run(self.entry, self.specs, leaves)
+
+    def _writable(self, leaves):
+        """jit's ``_writable`` holds every argument written in place, where the
+        key says which leaves are arrays."""
+        for i in self.in_place:
+            a = leaves[i]
+            if not a.flags.writeable:
+                return False
+            owner = a.base is None
+            for j in self.arrays:
+                b = leaves[j]
+                if j != i and (b is a or not (owner and b.base is None) and
+                               np.may_share_memory(a, b)):
+                    return False
+        return True
+
+    def _finish(self, leaves, result):
+        """``_write_back`` then ``_unflatten``, where the values of arguments
+        updated in place were written into the caller's arrays."""
+        n, kind = self.n_outputs, self.out_kind
+        if self.written:
+            values = list(result) if isinstance(result, (tuple, list)) else [result]
+            for index, value in zip(self.written, values[n:]):
+                if value is not leaves[index]:
+                    jit = self.jit
+                    return jit._unflatten(self.entry, jit._write_back(self.entry, leaves, result))
+            result = values[0] if kind == "leaf" else values[:n]
+        if kind == "leaf":
+            return result
+        if kind == "none":
+            return None
+        if kind == "flat":
+            return tuple(result)
+        return self.out_treedef.unflatten([] if n == 0 else list(result))
+
+
+def fast_key(args):
+    """The fast path's key of positional arguments: (shape, dtype) of each
+    NumPy array, the type of each Python scalar (a weak float64, int64,
+    complex128 or bool parameter, whatever its value); None when another
+    kind of argument needs the full key. Strides are not part of it: the
+    executable's prepared call declines an array that is not C-contiguous,
+    and the general path copies it."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t in _SCALAR_TYPES or t is int and -(1 << 63) <= a < (1 << 63):
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
+
+
+def fast_key_static(static, args):
+    """``fast_key`` of a function with static arguments: those contribute
+    (type, value), so values equal across types (1, 1.0, True) do not
+    share a plan; None when one is unhashable (the full path reports it)."""
+    key = []
+    for i, a in enumerate(args):
+        t = type(a)
+        if i in static:
+            try:
+                hash(a)
+            except TypeError:
+                return None
+            key.append((t, a))
+        elif t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t in _SCALAR_TYPES or t is int and -(1 << 63) <= a < (1 << 63):
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
