@@ -3,8 +3,8 @@
 // vectors), for spectral.cc's small matrices: Eigen's tridiagonal QR
 // applies each rotation to the vectors through a loop that peels to 64-byte
 // alignment (at n = 100 most of it scalar), and its BDCSVD spends most of a
-// 40 x 40 bidiagonal in the secular equation; LAPACK, too, takes QR
-// iterations for blocks this small (dsteqr, dbdsqr through dlasdq).
+// 40 x 40 bidiagonal in the secular equation. (LAPACK's divide and
+// conquer hands blocks of up to 25 to QR iterations: dsteqr, dlasdq.)
 //
 // The algorithms are Golub and Van Loan's (Matrix Computations, 4th ed.):
 // the symmetric QR step with Wilkinson's shift (8.3.5) and the Golub-Kahan

@@ -162,8 +162,9 @@ struct GesddContext {
 // Up to this many columns (of a matrix at least as tall as wide, after the
 // QR below), Golub-Kahan QR iterations on the bidiagonal matrix, above it
 // BDCSVD, whose divide and conquer spends most of a small matrix's time in
-// its secular equation (one thread, AMD EPYC: 40 x 40 0.50 -> 0.15 ms,
-// 150 x 150 8.7 -> 4.0 ms, values only 0.42 -> 0.09 and 5.9 -> 1.7 ms).
+// its secular equation (one thread, AMD EPYC, thin U and V of 1.5 n x n:
+// n = 40 0.50 -> 0.15 ms, 150 8.7 -> 4.0 ms, 300 37 -> 25 ms; values only
+// 0.42 -> 0.09, 5.9 -> 1.7 and 27 -> 10 ms).
 constexpr int64_t kGivensSvdMax = 256;
 
 // a = U diag(s) V^T for m >= n <= kGivensSvdMax: Householder
