@@ -209,3 +209,35 @@ def test_row_major_getrf_matches_the_interpreter(shape):
     for i, p in enumerate(ipiv - 1):
         perm[[i, p]] = perm[[p, i]]
     np.testing.assert_allclose((low @ up), a[perm], atol=1e-12)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(100, 60), (40, 70), (2, 50, 50), (33, 17)])
+def test_row_major_geqrf_and_orgqr_match_numpy_at_blocked_sizes(dt, shape):
+    """Past the runtime's 16-reflector blocks: the packed factorization is
+    LAPACK's (NumPy's mode 'raw', its transpose), Q is NumPy's."""
+    *batch, m, n = shape
+    k = min(m, n)
+    et = {np.float32: "f32", np.float64: "f64"}[dt]
+    p = {np.float32: "s", np.float64: "d"}[dt]
+    dims = ",".join(map(str, shape))
+    tdims = ",".join(map(str, (*batch, k)))
+    qdims = ",".join(map(str, (*batch, m, k)))
+    a = np.random.default_rng(m * n).standard_normal(shape).astype(dt)
+    geqrf = _module(et, f"[{dims}]", f"({et}[{dims}], {et}[{tdims}])", f"lapack_{p}geqrf_ffi", "{}")
+    packed, tau = _run(geqrf, [a], "cpu")
+    tol = 50 * max(m, n) * np.finfo(dt).eps
+    for i in np.ndindex(*batch):
+        h_ref, tau_ref = np.linalg.qr(a[i].astype(np.float64), mode="raw")
+        np.testing.assert_allclose(packed[i], h_ref.T, atol=tol * np.abs(a[i]).max())
+        np.testing.assert_allclose(tau[i], tau_ref, atol=tol)
+    orgqr = f"""HloModule m
+ENTRY e {{
+  a = {et}[{qdims}] parameter(0)
+  t = {et}[{tdims}] parameter(1)
+  ROOT q = {et}[{qdims}] custom-call(a, t), custom_call_target="lapack_{p}orgqr_ffi"
+}}"""
+    (q,) = _run(orgqr, [np.ascontiguousarray(packed[..., :k]), tau], "cpu")
+    for i in np.ndindex(*batch):
+        q_ref = np.linalg.qr(a[i].astype(np.float64))[0]
+        np.testing.assert_allclose(q[i], q_ref, atol=tol)

@@ -1,8 +1,9 @@
 """jaxlib's LAPACK eigendecomposition, SVD, LU and QR custom calls
 (``lapack_{s,d}syevd_ffi``, ``gesdd_ffi``, ``getrf_ffi``, ``geqrf_ffi``,
 ``orgqr_ffi``, and the names without ``_ffi``) as one call each to the
-runtime's ``__xla_cpu_<routine>_{f32,f64}`` (Eigen's SelfAdjointEigenSolver,
-BDCSVD, partial-pivoting LU and HouseholderQR, ``xla/backends/cpu/runtime/spectral.cc``), with LAPACK's results (the
+runtime's ``__xla_cpu_<routine>_{f32,f64}`` (Eigen's tridiagonalization and
+bidiagonalization then QR iterations, ``givens_qr.h``; Eigen's
+partial-pivoting LU and Householder QR, ``xla/backends/cpu/runtime/spectral.cc``), with LAPACK's results (the
 signatures are in ``xla/hlo/custom_call_signatures.py``):
 
 * syevd ``a -> (v, w[, info])``: eigenvalues ``w`` ascending, eigenvectors

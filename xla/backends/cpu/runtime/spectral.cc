@@ -1,10 +1,14 @@
 // The CPU runtime's symmetric eigendecomposition, singular value
-// decomposition, LU and QR factorizations (see cpu_runtime.h): Eigen's SelfAdjointEigenSolver
-// (Householder tridiagonalization, then implicit symmetric QR) and BDCSVD
-// (bidiagonalization, then divide and conquer; Jacobi below 16 columns;
-// after a Householder QR for matrices twice as tall as wide), on a
-// working copy of each matrix, batches over the pool. An ISA variant unit
-// (kernels.h, isa_variant.h); the C entry points are in isa.cc.
+// decomposition, LU and QR factorizations (see cpu_runtime.h). Eigen's
+// Householder tridiagonalization and bidiagonalization, then implicit-shift
+// QR iterations (givens_qr.h; LAPACK's dsteqr and dbdsqr): for the
+// eigenvectors always (Eigen's own tridiagonal QR rotates them through a
+// mostly scalar loop: 1.1 -> 0.6 ms at n = 100), for singular values and
+// vectors up to kGivensSvdMax columns, Eigen's BDCSVD (divide and conquer)
+// above it. A matrix at least twice as tall as wide is first factored a =
+// QR, a wide one done transposed. On a working copy of each matrix,
+// batches over the pool. An ISA variant unit (kernels.h, isa_variant.h);
+// the C entry points are in isa.cc.
 #include "xla/backends/cpu/runtime/isa_variant.h"
 
 #include <algorithm>
@@ -17,6 +21,7 @@
 #include <Eigen/SVD>
 
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
+#include "xla/backends/cpu/runtime/givens_qr.h"
 
 namespace xla_cpu_runtime {
 namespace XLA_CPU_ISA_NAMESPACE {
@@ -64,34 +69,64 @@ struct SyevdContext {
 };
 
 template <typename T>
+using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+// w, and v's columns where `vectors`, from the lower triangle of `work`
+// (which is scaled in place). False where the QR iterations did not converge
+// or the matrix is not finite.
+template <typename T>
+bool SymmetricEigen(ColMajorMatrix<T>& work, bool vectors,
+                    Eigen::Tridiagonalization<ColMajorMatrix<T>>& tri, Vector<T>& w,
+                    ColMajorMatrix<T>& v) {
+  const int64_t n = work.rows();
+  // Scaled to a largest entry of one, as Eigen's solver does: the shifts
+  // square entries.
+  T scale = T(0);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = j; i < n; ++i) scale = std::max(scale, std::abs(work(i, j)));
+  }
+  if (!std::isfinite(scale)) return false;
+  if (scale == T(0)) scale = T(1);
+  work.template triangularView<Eigen::Lower>() /= scale;
+  tri.compute(work);
+  w = tri.diagonal();
+  Vector<T> e = tri.subDiagonal();
+  if (vectors) v = tri.matrixQ();
+  const givens_qr::Columns<T> q{vectors ? v.data() : nullptr, n, n};
+  if (!givens_qr::TridiagonalQr<T>(w.data(), e.data(), n, q)) return false;
+  w *= scale;
+  return true;
+}
+
+template <typename T>
 void SyevdBatch(void* raw, int64_t begin, int64_t end) {
   const auto& c = *static_cast<const SyevdContext<T>*>(raw);
   const int64_t n = c.n;
-  ColMajorMatrix<T> work(n, n);
-  Eigen::SelfAdjointEigenSolver<ColMajorMatrix<T>> solver(n);
+  ColMajorMatrix<T> work(n, n), vectors;
+  Vector<T> values;
+  Eigen::Tridiagonalization<ColMajorMatrix<T>> tri(n);
   for (int64_t b = begin; b < end; ++b) {
     const T* a = c.a + b * n * n;
     T* v = c.v + b * n * n;
     T* w = c.w + b * n;
-    // The solver reads the lower triangle: the upper one is its transpose.
-    // A column-major matrix is the row-major map of its transpose.
+    // The lower triangle is read: the upper one is its transpose. A
+    // column-major matrix is the row-major map of its transpose.
     const bool read_lower = c.lower != c.col_major;
     if (read_lower) {
       work.template triangularView<Eigen::Lower>() = ConstRowMap<T>(a, n, n);
     } else {
       work.template triangularView<Eigen::Lower>() = ConstRowMap<T>(a, n, n).transpose();
     }
-    solver.compute(work, c.vectors ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
-    const bool ok = solver.info() == Eigen::Success;
+    const bool ok = SymmetricEigen<T>(work, c.vectors, tri, values, vectors);
     if (c.info != nullptr) c.info[b] = ok ? 0 : 1;
     if (!ok) {
       Fill(w, n, kNaN<T>);
       Fill(v, n * n, kNaN<T>);
       continue;
     }
-    Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(w, n) = solver.eigenvalues();
+    Eigen::Map<Vector<T>>(w, n) = values;
     if (c.vectors) {
-      Store(v, n, n, c.col_major, solver.eigenvectors());
+      Store(v, n, n, c.col_major, vectors);
     } else if (v != a) {
       std::copy(a, a + n * n, v);
     }
@@ -124,36 +159,65 @@ struct GesddContext {
   bool vectors, full, col_major;
 };
 
+// Up to this many columns (of a matrix at least as tall as wide, after the
+// QR below), Golub-Kahan QR iterations on the bidiagonal matrix, above it
+// BDCSVD, whose divide and conquer spends most of a small matrix's time in
+// its secular equation (one thread, AMD EPYC, thin U and V of 1.5 n x n:
+// n = 40 0.50 -> 0.15 ms, 150 8.7 -> 4.0 ms, 300 37 -> 25 ms; values only
+// 0.42 -> 0.09, 5.9 -> 1.7 and 27 -> 10 ms).
+constexpr int64_t kGivensSvdMax = 256;
+
+// a = U diag(s) V^T for m >= n <= kGivensSvdMax: Householder
+// bidiagonalization of a scaled copy, then QR iterations (givens_qr.h).
 template <typename T>
-using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+bool BidiagonalSvd(const ColMajorMatrix<T>& a, bool vectors, bool full, Vector<T>& s,
+                   ColMajorMatrix<T>& u, ColMajorMatrix<T>& v) {
+  using Mat = ColMajorMatrix<T>;
+  const int64_t m = a.rows(), n = a.cols();
+  T scale = a.cwiseAbs().maxCoeff();
+  if (scale == T(0)) scale = T(1);
+  Eigen::internal::UpperBidiagonalization<Mat> bidiagonal(a / scale);
+  auto band = bidiagonal.bidiagonal();
+  s = band.diagonal();
+  Vector<T> e = band.template diagonal<1>();
+  if (vectors) {
+    u = Mat::Identity(m, full ? m : n);
+    u.applyOnTheLeft(bidiagonal.householderU());
+    v = bidiagonal.householderV();
+  }
+  const givens_qr::Columns<T> cu{vectors ? u.data() : nullptr, m, m};
+  const givens_qr::Columns<T> cv{vectors ? v.data() : nullptr, n, n};
+  if (!givens_qr::BidiagonalQr<T>(s.data(), e.data(), n, cu, cv)) return false;
+  s *= scale;
+  return true;
+}
 
 // a = U diag(s) V^T; U m x m (full) or m x min(m, n), V likewise. A matrix
 // at least twice as tall as wide is first factored a = QR (Householder), R's
-// SVD taken and U = Q [U_R, 0; 0, I]: Eigen's BDCSVD bidiagonalizes the
-// whole matrix otherwise (polyfit's 2000 x 6 Vandermonde: 150 -> 60 us). A
-// wide one is done transposed. False where the solver did not converge.
+// SVD taken and U = Q [U_R, 0; 0, I] (polyfit's 2000 x 6 Vandermonde: 150
+// -> 60 us with BDCSVD). A wide one is done transposed. False where the
+// solver did not converge. `a` is finite.
 template <typename T>
 bool Svd(const ColMajorMatrix<T>& a, bool vectors, bool full, Vector<T>& s, ColMajorMatrix<T>& u,
          ColMajorMatrix<T>& v) {
   using Mat = ColMajorMatrix<T>;
   const int64_t m = a.rows(), n = a.cols();
-  if (n > 0 && m >= 2 * n) {
+  if (m < n) {
+    return Svd<T>(a.transpose(), vectors, full, s, v, u);
+  }
+  if (m >= 2 * n) {
     Eigen::HouseholderQR<Mat> qr(a);
     Mat r = qr.matrixQR().topRows(n).template triangularView<Eigen::Upper>();
-    Eigen::BDCSVD<Mat> svd(r, vectors ? Eigen::ComputeFullU | Eigen::ComputeFullV : 0);
-    if (svd.info() != Eigen::Success) return false;
-    s = svd.singularValues();
+    Mat ur;
+    if (!Svd<T>(r, vectors, true, s, ur, v)) return false;
     if (vectors) {
       u = Mat::Identity(m, full ? m : n);
-      u.topLeftCorner(n, n) = svd.matrixU();
+      u.topLeftCorner(n, n) = ur;
       u.applyOnTheLeft(qr.householderQ());
-      v = svd.matrixV();
     }
     return true;
   }
-  if (m > 0 && n >= 2 * m) {
-    return Svd<T>(a.transpose(), vectors, full, s, v, u);
-  }
+  if (n <= kGivensSvdMax) return BidiagonalSvd<T>(a, vectors, full, s, u, v);
   unsigned int options = 0;
   if (vectors) {
     options = full ? (Eigen::ComputeFullU | Eigen::ComputeFullV)
@@ -286,21 +350,52 @@ struct QrContext {
   bool col_major;
 };
 
+// Reflectors per block: HouseholderQR's 48 leave most of a 100 x 60
+// matrix to the unblocked panel (one thread, AMD EPYC: geqrf 71 -> 47 us,
+// orgqr 57 -> 39 us).
+constexpr int64_t kQrBlock = 16;
+
 template <typename T>
 void GeqrfBatch(void* raw, int64_t begin, int64_t end) {
   const auto& c = *static_cast<const QrContext<T>*>(raw);
   const int64_t m = c.m, n = c.n, k = std::min(m, n);
   ColMajorMatrix<T> work(m, n);
-  Eigen::HouseholderQR<ColMajorMatrix<T>> qr(m, n);
+  Vector<T> tau(k), temp(n);
+  using Impl = Eigen::internal::householder_qr_inplace_blocked<ColMajorMatrix<T>, Vector<T>>;
   for (int64_t b = begin; b < end; ++b) {
     if (c.col_major) {
       work = ConstColMap<T>(c.a + b * m * n, m, n);
     } else {
       work = ConstRowMap<T>(c.a + b * m * n, m, n);
     }
-    qr.compute(work);
-    Store(c.out + b * m * n, m, n, c.col_major, qr.matrixQR());
-    Eigen::Map<Vector<T>>(c.tau + b * k, k) = qr.hCoeffs();
+    Impl::run(work, tau, kQrBlock, temp.data());
+    Store(c.out + b * m * n, m, n, c.col_major, work);
+    Eigen::Map<Vector<T>>(c.tau + b * k, k) = tau;
+  }
+}
+
+// q = H_0 ... H_{k-1} I (m x n), the reflectors' blocks applied last first:
+// each acts on rows from its first on, and the columns left of that are
+// still the identity's, which it leaves alone, so only the trailing
+// columns are touched (as LAPACK's dorgqr).
+template <typename T>
+void HouseholderProduct(const ColMajorMatrix<T>& v, const Vector<T>& tau, ColMajorMatrix<T>& q,
+                        Vector<T>& workspace) {
+  const int64_t m = q.rows(), n = q.cols(), k = tau.size();
+  q.setIdentity();
+  const int64_t block = k > kQrBlock ? kQrBlock : 1;
+  for (int64_t stop = k; stop > 0;) {
+    const int64_t start = std::max<int64_t>(0, stop - block);
+    auto trailing = q.block(start, start, m - start, n - start);
+    if (stop - start == 1) {
+      trailing.applyHouseholderOnTheLeft(v.col(start).tail(m - start - 1), tau(start),
+                                         workspace.data());
+    } else {
+      Eigen::internal::apply_block_householder_on_the_left(
+          trailing, v.block(start, start, m - start, stop - start), tau.segment(start, stop - start),
+          true);
+    }
+    stop = start;
   }
 }
 
@@ -309,7 +404,7 @@ void OrgqrBatch(void* raw, int64_t begin, int64_t end) {
   const auto& c = *static_cast<const QrContext<T>*>(raw);
   const int64_t m = c.m, n = c.n, k = c.k;
   ColMajorMatrix<T> v(m, n), q(m, n);
-  Vector<T> tau(k);
+  Vector<T> tau(k), workspace(n);
   for (int64_t b = begin; b < end; ++b) {
     if (c.col_major) {
       v = ConstColMap<T>(c.a + b * m * n, m, n);
@@ -317,8 +412,7 @@ void OrgqrBatch(void* raw, int64_t begin, int64_t end) {
       v = ConstRowMap<T>(c.a + b * m * n, m, n);
     }
     tau = Eigen::Map<const Vector<T>>(c.tau_in + b * k, k);
-    q.setIdentity();
-    q.applyOnTheLeft(Eigen::householderSequence(v.leftCols(k), tau).setLength(k));
+    HouseholderProduct<T>(v, tau, q, workspace);
     Store(c.out + b * m * n, m, n, c.col_major, q);
   }
 }
