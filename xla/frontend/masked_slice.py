@@ -107,14 +107,40 @@ class MaskedSlice:
     of ``data``; ``lo``: the window's first position in the array;
     ``start``/``stop``: the slice's bounds (array positions)."""
 
-    __slots__ = ("data", "axis", "lo", "start", "stop", "base", "index", "window", "written")
+    __slots__ = ("_data", "_read", "axis", "lo", "start", "stop", "base", "index", "window",
+                 "written")
     _xla_masked = True     # Tracers' operators and NumPy protocols defer to it
 
     def __init__(self, data, axis, lo, start, stop, base=None, index=None, window=None):
-        self.data, self.axis, self.lo, self.start, self.stop = data, axis, lo, start, stop
         self.base, self.index = base, index    # where it came from (in-place updates go there)
         self.window = window                   # the static index of the window in ``base``
         self.written = None                    # ``base``'s op right after an in-place update wrote it
+        self.data, self.axis, self.lo, self.start, self.stop = data, axis, lo, start, stop
+
+    # -- a view: its values are its array's, as they are when it is used ---------------
+    @property
+    def data(self):
+        """The window's values. A slice taken from an array (``base``) is a
+        NumPy view: when the array was written after its values were read
+        (``x[0] = 5`` after ``v = x[k:]``; ``base.op`` is then another op),
+        they are read again from the array, so ``v`` sees the write as in
+        NumPy. A read in another trace (a nested loop's body) than the
+        array's is not kept: the next use reads again."""
+        base = self.base
+        if base is None or base.op is self._read:
+            return self._data
+        from xla.frontend import indexing
+        data = indexing.getitem(base, tuple(self.window))
+        if base.op.builder is current_builder():
+            self._data, self._read = data, base.op
+        return data
+
+    @data.setter
+    def data(self, value):
+        # Values of the array as it is now (the slice's own in-place update
+        # writes them there first).
+        self._data = value
+        self._read = None if self.base is None else self.base.op
 
     # -- what it is ---------------------------------------------------------------------
     def mask(self):
