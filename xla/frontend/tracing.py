@@ -124,6 +124,12 @@ class TraceContext:
         self.parent = parent
         self._capture = capture
         self.captured = {}   # id(outer XlaOp instr) -> (outer Tracer, inner Tracer)
+        # id(outer Tracer) -> (outer Tracer, inner Tracer): the loop or branch
+        # operands and the parameters that stand for them here (see
+        # ``current_array``); ``view_reads``: the ids of those parameters
+        # a view read through them.
+        self.aliases = {}
+        self.view_reads = set()
 
     def capture(self, tracer):
         """The value of ``tracer`` (from an enclosing trace) inside this one."""
@@ -143,6 +149,30 @@ class TraceContext:
             inner._residue = tracer._residue
         self.captured[key] = (tracer, inner)
         return inner
+
+    def current_array(self, tracer):
+        """The array that stands for ``tracer`` (an array of this trace or of
+        an enclosing one) here: inside a loop or branch body an operand is a
+        parameter, which the body updates in place (``x[0] = 5`` in the body
+        writes the parameter, not the outer array). ``tracer`` itself when it
+        is not an operand of the bodies in between (an enclosing value the
+        body reads, captured when used). A view taken outside the body (a
+        masked slice, masked_slice.py) reads its array through this, so it
+        sees the body's updates as NumPy's view would; each parameter read
+        so is recorded in ``view_reads``."""
+        chain, ctx = [], self
+        while ctx is not None and ctx.builder is not tracer.op.builder:
+            chain.append(ctx)
+            ctx = ctx.parent
+        if ctx is None:
+            return tracer
+        for c in reversed(chain):
+            hit = c.aliases.get(id(tracer))
+            if hit is None or hit[0] is not tracer:
+                return tracer
+            tracer = hit[1]
+            c.view_reads.add(id(tracer))
+        return tracer
 
     def __enter__(self):
         stack = _stack()
