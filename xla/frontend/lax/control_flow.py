@@ -39,14 +39,6 @@ def _set_trip_count(op, n):
 
 # ----- loops ------------------------------------------------------------------------------
 
-def _alias(sub_ctx, operands, params, rebound=()):
-    """Records that ``params`` stand for ``operands`` in the body traced in
-    ``sub_ctx`` (TraceContext.current_array), except the ``rebound`` ones."""
-    for k, (o, p) in enumerate(zip(operands, params)):
-        if isinstance(o, Tracer) and k not in rebound:
-            sub_ctx.aliases[id(o)] = (o, p)
-
-
 class _Rebound(Exception):
     """Carry leaves ``indices`` of the loop over ``owner`` (its init leaves)
     were read by a view through their parameters and are rebound by the
@@ -105,7 +97,7 @@ def _while(ctx, cond_fun, body_fun, init, treedef, trip_count, rebound):
 
     def carry(sub, param, sub_ctx):
         leaves = [Tracer(sub.get_tuple_element(param, i), weak=t.weak) for i, t in enumerate(init)]
-        _alias(sub_ctx, init, leaves, rebound)
+        sub_ctx.alias(init, leaves, rebound)
         return leaves
 
     with TraceContext(cond_b, ctx, shared.capture_into(cond_b, cond_p)) as cond_ctx:
@@ -258,7 +250,7 @@ def _branches(index_op, branch_funs, operands, what):
     for k, (fn, sub, p) in enumerate(zip(branch_funs, subs, params)):
         with TraceContext(sub, ctx, shared.capture_into(sub, p)) as sub_ctx:
             leaves = [Tracer(sub.get_tuple_element(p, i), weak=t.weak) for i, t in enumerate(ops)]
-            _alias(sub_ctx, ops, leaves)
+            sub_ctx.alias(ops, leaves)
             args = op_treedef.unflatten(leaves)
             results.append(flatten_values(fn(*args), f"{what} branch {k} output"))
     first, first_treedef = results[0]
