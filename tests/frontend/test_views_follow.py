@@ -76,16 +76,38 @@ def written_in_a_branch(A, b):
     return b
 
 
+def a_slice_of_a_row(A, b):
+    for i in range(A.shape[0]):
+        row = A[i]
+        head = row[:3]         # a view of A[i, :3]
+        A[i, 5] = 0.0
+        A[i, 1] = 7.0          # seen by head and row
+        b[i] = head.sum() + row.sum()
+    return b
+
+
+def a_pivot_row(A, b):
+    # Gauss-Jordan's scaling of the pivot row through a view of it.
+    n = A.shape[0]
+    for k in range(n):
+        p = A[k]
+        p /= p[k] + 3.0
+        for i in range(n):
+            A[i] -= b[i] * A[i, k] * p
+    return A
+
+
 @pytest.mark.parametrize("fn", [updated_through_a_row, read_after_a_write, a_column,
-                                written_by_a_nested_loop, written_in_a_branch],
+                                written_by_a_nested_loop, written_in_a_branch,
+                                a_slice_of_a_row, a_pivot_row],
                          ids=lambda f: f.__name__)
 def test_a_row_view_follows_its_array(fn):
     rng = np.random.default_rng(11)
     for n in (1, 4, 9):
-        same_as_numpy(fn, rng.random((n, 9)) if fn is not a_column else rng.random((9, n)),
-                      rng.random(9))
+        shape = (9, n) if fn is a_column else (9, 9) if fn is a_pivot_row else (n, 9)
+        same_as_numpy(fn, rng.random(shape), 0.1 * rng.random(9))
     # Still while loops (none unrolled or refused).
-    expected = 2 if fn is written_by_a_nested_loop else 1
+    expected = 2 if fn in (written_by_a_nested_loop, a_pivot_row) else 1
     assert whiles(fn, np.ones((9, 9)), np.ones(9)) == expected
 
 
@@ -119,3 +141,16 @@ def test_an_augmented_row_assignment_writes_the_array_once():
     same_as_numpy(kernel, rng.random((9, 5)), rng.random(9))
     text = xla.jit(kernel, unroll=False).lower(np.ones((9, 5)), np.ones(9)).as_hlo_text()
     assert len(re.findall(r"= [^=]* dynamic-update-slice\(", text)) == 1
+
+
+def test_a_reshaped_row_that_cannot_follow_raises_naming_the_line():
+    def kernel(A, b):
+        for i in range(A.shape[0]):
+            row = A[i].reshape(2, 3)
+            A[i, 1] = 7.0                # the line named: NumPy's row would see it
+            b[i] = row[0].sum()
+        return b
+
+    line = kernel.__code__.co_firstlineno + 3
+    with pytest.raises(xla.errors.TracingError, match=rf"test_views_follow.py:{line}: .*live views"):
+        xla.jit(kernel, unroll=False)(np.ones((9, 6)), np.ones(9))

@@ -461,19 +461,29 @@ class Tracer:
 
     def _refresh_followers(self, what, keep=None):
         """After an update in place: the views that follow this array
-        (``v = x[i]``) read it again, so they see the update as NumPy's
-        views do (those of another trace, a body's, cannot be used here)."""
+        (``v = x[i]``) read it again, and so do their views by basic
+        indexing (``v[:3]``), so they see the update as NumPy's views do.
+        Their other views (a reshape) cannot, and raise as views of an
+        updated array do. Views of another trace (a body's) cannot be used
+        here and are left alone."""
         if not self._followers:
             return
+        getitem = table("indexing").getitem
         alive = [r for r in self._followers if r() is not None]
         self._followers = alive
         for r in alive:
             view = r()
-            if view is not None and view is not keep and view.op.builder is self.op.builder:
-                view._check_no_live_views(f"{what} (through a row x[i] of the array)")
-                view.op = table("indexing").getitem(self, view._follow[1]).op
-                view._follow[2] = self.op
-                view._refresh_followers(what)
+            if view is None or view is keep or view.op.builder is not self.op.builder:
+                continue
+            views = [w for w in (x() for x in (view._views or ())) if w is not None]
+            if any(w._view_index is None for w in views):
+                view._check_no_live_views(what)
+            view.op = getitem(self, view._follow[1]).op
+            view._follow[2] = self.op
+            for w in views:
+                if w.op.builder is view.op.builder:
+                    w.op = getitem(view, w._view_index).op
+            view._refresh_followers(what)
 
     def _inplace(name, symbol):
         def op(self, other):
