@@ -154,3 +154,32 @@ def test_a_reshaped_row_that_cannot_follow_raises_naming_the_line():
     line = kernel.__code__.co_firstlineno + 3
     with pytest.raises(xla.errors.TracingError, match=rf"test_views_follow.py:{line}: .*live views"):
         xla.jit(kernel, unroll=False)(np.ones((9, 6)), np.ones(9))
+
+
+def a_copied_index_incremented(A, b):
+    for i in range(A.shape[0]):
+        j = i
+        j += 1
+        b[i] = i * 10 + j
+    return b
+
+
+def a_scalar_argument_scaled(A, b, alpha):
+    beta = alpha
+    beta *= 2.0
+    for i in range(A.shape[0]):
+        b[i] = alpha + beta * A[i, 0]
+    return b
+
+
+@pytest.mark.parametrize("fn", [a_copied_index_incremented, a_scalar_argument_scaled])
+def test_augmented_assignment_to_a_python_scalar_rebinds_the_name(fn):
+    # The loop index and a scalar argument stand for Python numbers, which
+    # are immutable: ``j += 1`` after ``j = i`` rebinds j and leaves i (it
+    # changed i, whose uses then read i + 1).
+    rng = np.random.default_rng(3)
+    A, b = rng.random((12, 3)), rng.random(12)
+    extra = (0.5,) if fn is a_scalar_argument_scaled else ()
+    want = fn(A.copy(), b.copy(), *extra)
+    got = xla.jit(fn, unroll=False)(A.copy(), b.copy(), *extra)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

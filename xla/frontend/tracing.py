@@ -488,6 +488,12 @@ class Tracer:
     def _inplace(name, symbol):
         def op(self, other):
             value = table("ufuncs").dispatch(getattr(np, name), "__call__", (self, other), {})
+            if self.weak and self.shape == ():
+                # A weak scalar stands for a Python int or float (a loop
+                # index, a scalar argument), which is immutable: ``j += 1``
+                # rebinds ``j`` and leaves every other name (``i`` after
+                # ``j = i``) as it was.
+                return value
             return self._assign(value, f"x {symbol}= ...")
         op.__name__ = f"__i{name}__"
         return op
