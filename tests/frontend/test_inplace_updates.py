@@ -126,3 +126,24 @@ def test_ufunc_at_counts_into_an_array_made_inside():
     n = np.array([1, 2, 3, 5, 9, 2, 2])
     np.testing.assert_array_equal(xla.jit(counts)(n), counts(n))
     np.testing.assert_array_equal(counts(n), [0, 3, 3, 1])
+
+
+def test_a_slice_read_after_its_array_was_written_raises_naming_the_line():
+    # Straight-line code (static bounds): v is an ordinary view; the write
+    # through another index, which NumPy's v would see, raises at its line.
+    def write_back(A):
+        v = A[0, 0:]
+        v -= 1
+        A[0, 0] = 5                      # the line named
+        A[0, 0:] = v
+        return A
+
+    def read(A):
+        v = A[0, 1:]
+        A[0, 1] = 5                      # the line named
+        return v.sum()
+
+    for fn, offset in ((write_back, 3), (read, 2)):
+        line = fn.__code__.co_firstlineno + offset
+        with pytest.raises(TracingError, match=rf"test_inplace_updates.py:{line}: .*has live views"):
+            xla.jit(fn)(np.arange(12.0).reshape(3, 4))

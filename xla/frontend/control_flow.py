@@ -611,6 +611,9 @@ def _snapshot(values):
     for v in values:
         while isinstance(v, Tracer):
             saved.append((v, v.op))
+            # The views that follow it (v = x[i]): an update of x gives
+            # them new values too (Tracer._mark_follower).
+            saved.extend((f, f.op) for f in (r() for r in (v._followers or ())) if f is not None)
             v = v._base
     return saved
 

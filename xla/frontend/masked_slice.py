@@ -31,8 +31,8 @@ import sys
 import numpy as np
 
 from xla.errors import TracingError
-from xla.frontend.tracing import (Tracer, as_tracer, current_builder, install_table,
-                                  tracing_error)
+from xla.frontend.tracing import (Tracer, as_tracer, current_builder, current_context,
+                                  install_table, tracing_error)
 
 
 def _bound_range(v, size):
@@ -107,14 +107,49 @@ class MaskedSlice:
     of ``data``; ``lo``: the window's first position in the array;
     ``start``/``stop``: the slice's bounds (array positions)."""
 
-    __slots__ = ("data", "axis", "lo", "start", "stop", "base", "index", "window", "written")
+    __slots__ = ("_data", "_read", "axis", "lo", "start", "stop", "base", "index", "window",
+                 "written")
     _xla_masked = True     # Tracers' operators and NumPy protocols defer to it
 
     def __init__(self, data, axis, lo, start, stop, base=None, index=None, window=None):
-        self.data, self.axis, self.lo, self.start, self.stop = data, axis, lo, start, stop
         self.base, self.index = base, index    # where it came from (in-place updates go there)
         self.window = window                   # the static index of the window in ``base``
         self.written = None                    # ``base``'s op right after an in-place update wrote it
+        self.data, self.axis, self.lo, self.start, self.stop = data, axis, lo, start, stop
+
+    # -- a view: its values are its array's, as they are when it is used ---------------
+    def array(self):
+        """The array the slice views, as it is in the current trace: ``base``,
+        or the parameter standing for it in a loop or branch body traced
+        since (TraceContext.current_array)."""
+        return current_context().current_array(self.base)
+
+    @property
+    def data(self):
+        """The window's values. A slice taken from an array (``base``) is a
+        NumPy view: when the array was written after its values were read
+        (``x[0] = 5`` after ``v = x[k:]``: the array's op is then another
+        one), they are read again from the array, so ``v`` sees the write as
+        in NumPy; in a nested loop or branch body, from the parameter that
+        stands for the array there. A read of an array of an enclosing
+        trace is not kept: the next use reads again."""
+        if self.base is None:
+            return self._data
+        array = self.array()
+        if array.op is self._read:
+            return self._data
+        from xla.frontend import indexing
+        data = indexing.getitem(array, tuple(self.window))
+        if array.op.builder is current_builder():
+            self._data, self._read = data, array.op
+        return data
+
+    @data.setter
+    def data(self, value):
+        # Values of the array as it is now (the slice's own in-place update
+        # writes them there first).
+        self._data = value
+        self._read = None if self.base is None else self.array().op
 
     # -- what it is ---------------------------------------------------------------------
     def mask(self):
@@ -224,9 +259,10 @@ class MaskedSlice:
             result = getattr(self, f"__{name}__")(other)
             if self.base is None:
                 raise _refuse("updating in place")
-            self.base[self.index] = result
+            array = self.array()
+            array[self.index] = result
             self.data = result.data
-            self.written = self.base.op
+            self.written = array.op
             return self
         return op
 
@@ -364,8 +400,8 @@ def masked_update(t, idx, values, how):
     target = masked_getitem(t, idx)
     if target is None:
         return None
-    if (how == "set" and isinstance(values, MaskedSlice) and values.base is t
-            and values.written is not None and values.written is t.op
+    if (how == "set" and isinstance(values, MaskedSlice) and values.base is not None
+            and values.array() is t and values.written is t.op
             and _same_index(values.index, target.index)):
         # ``x[:i] op= v``'s assignment of the view its in-place update has
         # just written into ``t`` (unchanged since): the values are there.

@@ -124,6 +124,12 @@ class TraceContext:
         self.parent = parent
         self._capture = capture
         self.captured = {}   # id(outer XlaOp instr) -> (outer Tracer, inner Tracer)
+        # id(outer Tracer) -> (outer Tracer, inner Tracer): the loop or branch
+        # operands and the parameters that stand for them here (see
+        # ``current_array``); ``view_reads``: the ids of those parameters
+        # a view read through them.
+        self.aliases = {}
+        self.view_reads = set()
 
     def capture(self, tracer):
         """The value of ``tracer`` (from an enclosing trace) inside this one."""
@@ -137,12 +143,61 @@ class TraceContext:
                 "xla.jit trace or from a loop or branch body; return it instead of storing it)")
         if tracer.op.builder is not self.parent.builder:
             tracer = self.parent.capture(tracer)
+        follow = tracer._follow
+        hit = None if follow is None else self.aliases.get(id(follow[0]))
+        if hit is not None and hit[0] is follow[0]:
+            # A row x[i] of an array this body has as a parameter: the same
+            # row of the parameter, which follows the body's updates of it.
+            self.view_reads.add(id(hit[1]))
+            with self:
+                inner = hit[1][follow[1]]
+            self.captured[key] = (tracer, inner)
+            return inner
         inner = self._capture(tracer)
         if tracer._affine is not None and inner._affine is None:
             inner._affine = tracer._affine   # an outer loop index keeps its range inside
             inner._residue = tracer._residue
         self.captured[key] = (tracer, inner)
         return inner
+
+    def alias(self, operands, params, rebound=()):
+        """Records that ``params`` stand for ``operands`` (a loop's or
+        branch's, traced in this context), except the ``rebound`` ones
+        (see ``current_array``). An operand that follows another one
+        (``v = x[i]``, Tracer._mark_follower) gets a parameter that follows
+        the other's: the body's updates of ``x`` reach ``v``."""
+        for k, (o, p) in enumerate(zip(operands, params)):
+            if isinstance(o, Tracer) and k not in rebound:
+                self.aliases[id(o)] = (o, p)
+        for o, p in zip(operands, params):
+            if isinstance(o, Tracer) and o._follow is not None:
+                hit = self.aliases.get(id(o._follow[0]))
+                if hit is not None and hit[0] is o._follow[0]:
+                    hit[1]._mark_follower(p, o._follow[1])
+
+    def current_array(self, tracer):
+        """The array that stands for ``tracer`` (an array of this trace or of
+        an enclosing one) here: inside a loop or branch body an operand is a
+        parameter, which the body updates in place (``x[0] = 5`` in the body
+        writes the parameter, not the outer array). ``tracer`` itself when it
+        is not an operand of the bodies in between (an enclosing value the
+        body reads, captured when used). A view taken outside the body (a
+        masked slice, masked_slice.py) reads its array through this, so it
+        sees the body's updates as NumPy's view would; each parameter read
+        so is recorded in ``view_reads``."""
+        chain, ctx = [], self
+        while ctx is not None and ctx.builder is not tracer.op.builder:
+            chain.append(ctx)
+            ctx = ctx.parent
+        if ctx is None:
+            return tracer
+        for c in reversed(chain):
+            hit = c.aliases.get(id(tracer))
+            if hit is None or hit[0] is not tracer:
+                return tracer
+            tracer = hit[1]
+            c.view_reads.add(id(tracer))
+        return tracer
 
     def __enter__(self):
         stack = _stack()
@@ -206,8 +261,8 @@ _MODULAR = {
 class Tracer:
     """An array being traced: static shape and dtype, value unknown."""
 
-    __slots__ = ("op", "weak", "_base", "_view_index", "_views", "_affine", "_residue",
-                 "_moduli", "__weakref__")
+    __slots__ = ("op", "weak", "_base", "_view_index", "_views", "_follow", "_followers",
+                 "_affine", "_residue", "_moduli", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, op, weak=False):
@@ -217,6 +272,11 @@ class Tracer:
         self._base = None         # the array this one is a NumPy view of (see _mark_view)
         self._view_index = None   # the basic index it views ``_base`` through, if it does
         self._views = None        # weak references to this array's views
+        # [array, index, array's op when this was last read from it or
+        # written into it]: a view taken with a traced integer index
+        # (``x[i]``) that follows its array (see _mark_follower).
+        self._follow = None
+        self._followers = None    # weak references to the views that follow this array
         # (base, offset, lo, hi): this integer scalar is base + offset, where
         # base is a loop index known to lie in [lo, hi] (control_flow.py), so
         # x[i:i + w] has a static size and stays inside x (indexing.py).
@@ -373,6 +433,14 @@ class Tracer:
                 raise tracing_error(f"{what}: cannot cast the result from {value.dtype} to "
                                     f"{self.dtype} with casting rule 'same_kind' (as NumPy)")
             value = convert(value, self.dtype)
+        if self._follow is not None:
+            self._check_no_live_views(what, keep)
+            array, index = self._follow[0], self._follow[1]
+            array._assign(table("indexing").AtIndexer(array)[index].set(value), what, keep=self)
+            self.op = value.op
+            self._follow[2] = array.op
+            self._refresh_followers(what)
+            return self
         if self._base is not None:
             if self._view_index is None:
                 raise tracing_error(f"{what}: updates a view of another traced array (a reshape, "
@@ -382,19 +450,56 @@ class Tracer:
             base = self._base
             base._assign(table("indexing").AtIndexer(base)[self._view_index].set(value), what, keep=self)
             self.op = value.op
+            self._refresh_followers(what, keep)
             return self
+        self._check_no_live_views(what, keep)
+        self.op = value.op
+        self._refresh_followers(what, keep)
+        return self
+
+    def _check_no_live_views(self, what, keep=None):
         live = [r() for r in (self._views or ()) if r() is not None and r() is not keep]
         if live:
             raise tracing_error(f"{what}: updates in place an array that has live views (slices, "
                                 "reshapes or transposes of it), which NumPy would update too; "
                                 "this is not supported here: take the views after the update, or "
                                 "copy them")
-        self.op = value.op
-        return self
+
+    def _refresh_followers(self, what, keep=None):
+        """After an update in place: the views that follow this array
+        (``v = x[i]``) read it again, and so do their views by basic
+        indexing (``v[:3]``), so they see the update as NumPy's views do.
+        Their other views (a reshape) cannot, and raise as views of an
+        updated array do. Views of another trace (a body's) cannot be used
+        here and are left alone."""
+        if not self._followers:
+            return
+        getitem = table("indexing").getitem
+        alive = [r for r in self._followers if r() is not None]
+        self._followers = alive
+        for r in alive:
+            view = r()
+            if view is None or view is keep or view.op.builder is not self.op.builder:
+                continue
+            views = [w for w in (x() for x in (view._views or ())) if w is not None]
+            if any(w._view_index is None for w in views):
+                view._check_no_live_views(what)
+            view.op = getitem(self, view._follow[1]).op
+            view._follow[2] = self.op
+            for w in views:
+                if w.op.builder is view.op.builder:
+                    w.op = getitem(view, w._view_index).op
+            view._refresh_followers(what)
 
     def _inplace(name, symbol):
         def op(self, other):
             value = table("ufuncs").dispatch(getattr(np, name), "__call__", (self, other), {})
+            if self.weak and self.shape == ():
+                # A weak scalar stands for a Python int or float (a loop
+                # index, a scalar argument), which is immutable: ``j += 1``
+                # rebinds ``j`` and leaves every other name (``i`` after
+                # ``j = i``) as it was.
+                return value
             return self._assign(value, f"x {symbol}= ...")
         op.__name__ = f"__i{name}__"
         return op
@@ -427,10 +532,31 @@ class Tracer:
             base._views.append(weakref.ref(view))
         return view
 
+    def _mark_follower(self, view, index):
+        """Records that ``view`` is this array viewed through ``index``, a
+        basic index with a traced integer (``x[i]``, ``x[i, 2:5]``), which
+        NumPy's view would follow: updating ``view`` in place updates this
+        array, and updating this array makes ``view`` read it again (where
+        a view with a static index raises: see _assign). Its own views then
+        cannot follow, and raise as the views of any array do."""
+        if isinstance(view, Tracer) and view is not self:
+            import weakref
+            view._follow = [self, index, self.op]
+            if self._followers is None:
+                self._followers = []
+            self._followers.append(weakref.ref(view))
+        return view
+
     def __setitem__(self, index, value):
         """``x[idx] = v`` as in NumPy: the array is updated (functionally, a
         dynamic-update-slice or scatter, through ``x.at[idx].set(v)``)."""
         indexing = table("indexing")
+        follow = value._follow if isinstance(value, Tracer) else None
+        if follow is not None and follow[0] is self and follow[2] is self.op and \
+                _same_index(follow[1], index):
+            # ``x[i] op= v``'s assignment of the row its in-place update has
+            # just written into x (unchanged since): the values are there.
+            return
         masked = _mask_assignment(self, index, value)
         if masked is not None:
             self._assign(masked, "x[mask] = v")
@@ -562,7 +688,11 @@ class Tracer:
         session = self._session()
         if session is None:
             result = indexing.getitem(self, index)
-            return self._mark_view(result, index) if _basic_index(index, self.ndim) else result
+            if _basic_index(index, self.ndim):
+                return self._mark_view(result, index)
+            if _traced_basic_index(index, self.ndim):
+                return self._mark_follower(result, index)
+            return result
         try:
             return indexing.getitem(self, index)
         except TracingError as e:
@@ -601,7 +731,7 @@ class Tracer:
 
 def _same_index(a, b):
     try:
-        return a is not None and bool(a == b)
+        return a is not None and (a is b or bool(a == b))
     except Exception:   # noqa: BLE001 - indices that do not compare are not the same
         return False
 
@@ -633,6 +763,22 @@ def _basic_index(index, ndim=None):
         return False
     return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer))
                and not isinstance(p, bool) for p in parts)
+
+
+def _traced_basic_index(index, ndim):
+    """Whether ``index`` is a basic index but for traced integer scalars
+    (``x[i]``, ``x[i, 2:5]`` with a loop index ``i``): a view in NumPy
+    (an integer for every dimension gives a scalar, a copy)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    traced = [isinstance(p, Tracer) and p.ndim == 0 and p.dtype.kind in "iu" for p in parts]
+    if not any(traced):
+        return False
+    if len(parts) == ndim and all(t or isinstance(p, (int, np.integer)) and not isinstance(p, bool)
+                                  for p, t in zip(parts, traced)):
+        return False
+    return all(t or p is None or p is Ellipsis or isinstance(p, slice) or
+               isinstance(p, (int, np.integer)) and not isinstance(p, bool)
+               for p, t in zip(parts, traced))
 
 
 # NumPy functions whose result is a view of their first argument.

@@ -39,41 +39,77 @@ def _set_trip_count(op, n):
 
 # ----- loops ------------------------------------------------------------------------------
 
+class _Rebound(Exception):
+    """Carry leaves ``indices`` of the loop over ``owner`` (its init leaves)
+    were read by a view through their parameters and are rebound by the
+    body: the loop is traced again without that (``_views_follow``)."""
+
+    def __init__(self, owner, indices):
+        super().__init__(f"views read rebound carry leaves {sorted(indices)}")
+        self.owner, self.indices = owner, indices
+
+
+def _views_follow(body_ctx, init, params, out):
+    """A view taken before the loop and read in its body through a carried
+    array's parameter (TraceContext.current_array) sees that array as the
+    previous iteration left it: right when the body returns the parameter
+    itself (updated in place, or not at all), but not when it returns a new
+    array in its place (``x = x + 1``: NumPy's view keeps the array the loop
+    started from, which the loop does not change). Those leaves raise
+    ``_Rebound``: traced again, the view reads the array from before the
+    loop."""
+    if not body_ctx.view_reads:
+        return
+    rebound = {k for k, (p, o) in enumerate(zip(params, pytree.tree_leaves(out)))
+               if id(p) in body_ctx.view_reads and o is not p}
+    if rebound:
+        raise _Rebound(init, rebound)
+
+
 @eager
 def while_loop(cond_fun, body_fun, init_val, *, _trip_count=None):
     """``while cond_fun(val): val = body_fun(val)``; ``val`` a pytree of arrays
     whose structure, shapes and dtypes the body keeps."""
     ctx = current_context()
     init, treedef = flatten_values(init_val, "while_loop init_val")
-    # Each retry fixes one weak leaf's dtype, so len(init) retries suffice.
-    for _ in range(len(init) + 1):
+    rebound = set()
+    # Each retry fixes one weak leaf's dtype or stops a view from following
+    # one leaf, so 2 * len(init) retries suffice.
+    for _ in range(2 * len(init) + 1):
         try:
-            return _while(ctx, cond_fun, body_fun, init, treedef, _trip_count)
+            return _while(ctx, cond_fun, body_fun, init, treedef, _trip_count, rebound)
         except Promote as p:
             if p.owner is not init:
                 raise
             init[p.index] = retyped(init[p.index], p.dtype, p.weak)
+        except _Rebound as r:
+            if r.owner is not init:
+                raise
+            rebound |= r.indices
     raise AssertionError("while_loop: carry dtypes did not settle")
 
 
-def _while(ctx, cond_fun, body_fun, init, treedef, trip_count):
+def _while(ctx, cond_fun, body_fun, init, treedef, trip_count, rebound):
     b = ctx.builder
     shared = SharedState(ctx, [t.op.shape for t in init])
     cond_b, body_b = b.sub_builder("while_cond"), b.sub_builder("while_body")
     cond_p, body_p = shared.new_param(cond_b), shared.new_param(body_b)
 
-    def carry(sub, param):
-        return treedef.unflatten([Tracer(sub.get_tuple_element(param, i), weak=t.weak)
-                                  for i, t in enumerate(init)])
+    def carry(sub, param, sub_ctx):
+        leaves = [Tracer(sub.get_tuple_element(param, i), weak=t.weak) for i, t in enumerate(init)]
+        sub_ctx.alias(init, leaves, rebound)
+        return leaves
 
-    with TraceContext(cond_b, ctx, shared.capture_into(cond_b, cond_p)):
-        pred = as_tracer(cond_fun(carry(cond_b, cond_p)))
+    with TraceContext(cond_b, ctx, shared.capture_into(cond_b, cond_p)) as cond_ctx:
+        pred = as_tracer(cond_fun(treedef.unflatten(carry(cond_b, cond_p, cond_ctx))))
         if pred.shape != () or pred.dtype != np.bool_:
             raise ShapeError((
                 f"while_loop cond_fun must return a boolean scalar, got {pred.dtype}{list(pred.shape)}"))
-    with TraceContext(body_b, ctx, shared.capture_into(body_b, body_p)):
-        out = body_fun(carry(body_b, body_p))
+    with TraceContext(body_b, ctx, shared.capture_into(body_b, body_p)) as body_ctx:
+        params = carry(body_b, body_p, body_ctx)
+        out = body_fun(treedef.unflatten(params))
         new = match("while_loop body_fun output", treedef, init, out, promote=True)
+        _views_follow(body_ctx, init, params, out)
         weak = [t.weak and n.weak for t, n in zip(init, new)]
         passthrough = [body_b.get_tuple_element(body_p, i)
                        for i in range(shared.n_fixed, len(shared.shapes))]
@@ -212,9 +248,10 @@ def _branches(index_op, branch_funs, operands, what):
     params = [shared.new_param(s) for s in subs]
     results = []
     for k, (fn, sub, p) in enumerate(zip(branch_funs, subs, params)):
-        with TraceContext(sub, ctx, shared.capture_into(sub, p)):
-            args = op_treedef.unflatten([Tracer(sub.get_tuple_element(p, i), weak=t.weak)
-                                         for i, t in enumerate(ops)])
+        with TraceContext(sub, ctx, shared.capture_into(sub, p)) as sub_ctx:
+            leaves = [Tracer(sub.get_tuple_element(p, i), weak=t.weak) for i, t in enumerate(ops)]
+            sub_ctx.alias(ops, leaves)
+            args = op_treedef.unflatten(leaves)
             results.append(flatten_values(fn(*args), f"{what} branch {k} output"))
     first, first_treedef = results[0]
     for k, (leaves, treedef) in enumerate(results[1:], 1):
