@@ -19,7 +19,7 @@ from llvmlite import ir
 from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.elemental_ir_emitter import emit_elementwise
-from xla.backends.cpu.kernels import I8, Slice
+from xla.backends.cpu.kernels import I8, Kernel, Slice
 from xla.backends.cpu.llvm_types import (from_bits, is_supported, load_element, register_type,
                                          round_to_type, to_bits)
 from xla.backends.cpu.loop_emitter import I64, i64
@@ -103,6 +103,9 @@ class ElementGenerator:
         self.kernel = kernel
         self.fusion = fusion
         self.memo = {}
+        # A shape-generic kernel's sizes are values (shape_generic.py); the
+        # GPU backend's kernels, which use these generators too, are never.
+        self.generic = isinstance(kernel, Kernel) and kernel.generic
 
     @property
     def b(self):
@@ -149,7 +152,7 @@ class ElementGenerator:
         return load_element(self.b, self.element_pointer(ptr, shape, index), shape.element_type)
 
     def element_pointer(self, base, shape, index):
-        strides = self.kernel.strides(shape) if self.kernel.generic else None
+        strides = self.kernel.strides(shape) if self.generic else None
         linear = le.linear_index(self.b, shape, index, strides)
         size = shape.element_type.byte_size
         offset = linear if size == 1 else self.b.mul(linear, i64(size), flags=("nsw", "nuw"))
@@ -207,7 +210,7 @@ def _gen_bitcast(g, h, index):
     if src is not dst and (src.byte_size != dst.byte_size or {src.kind, dst.kind} & {"c", "pred"}
                            or src.bits != dst.bits):
         raise unsupported(h, "changing the element size inside a fusion")
-    relabeled = _relabel(h.shape, op.shape) if g.kernel.generic else None
+    relabeled = _relabel(h.shape, op.shape) if g.generic else None
     if relabeled is not None:
         # The same sizes in the same storage order: no index arithmetic.
         value = g.value(op, [index[d] if d is not None else i64(0) for d in relabeled])

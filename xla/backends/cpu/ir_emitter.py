@@ -471,8 +471,22 @@ class ModuleEmitter:
         the work."""
         tiny = loop_shape.num_elements() <= TINY_KERNEL_ELEMENTS and side == [] and \
             root.opcode != "reduce"
-        kernel = Kernel(self, name, slices, in_driver=tiny,
-                        generic=shape_generic.is_generic(self, slices))
+        # A shape-generic kernel whose code asked for no size (a 1-D loop
+        # runs from begin to end) is emitted again as it was before, with
+        # no sizes argument.
+        generic = not tiny and shape_generic.is_generic(self, slices)
+        kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
+                                        loop_shape, elementwise, tile_dim, tiny, generic)
+        if generic and not kernel.dim_sizes:
+            kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
+                                            loop_shape, elementwise, tile_dim, tiny, False)
+        kernel.finish()
+        return kernel
+
+    def _loop_kernel_code(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
+                          elementwise, tile_dim, tiny, generic):
+        """``emit_loop_kernel``'s kernel with its code, not yet finished."""
+        kernel = Kernel(self, name, slices, in_driver=tiny, generic=generic)
         kernel.root = h
         g = ElementGenerator(self, kernel, fusion)
         g.reduce_side_outputs = {}
@@ -496,7 +510,6 @@ class ModuleEmitter:
             le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
                          interleave=LOOP_INTERLEAVE if elementwise and long_chain else None,
                          dims=dims)
-        kernel.finish()
         return kernel
 
     def reduce_riders(self, h, root, fusion):
