@@ -183,3 +183,33 @@ def test_large_kernels_keep_constant_sizes():
     assert "dim0" not in kernel and re.search(r"\b96\b", kernel)
     _assert_bit_identical(exe.execute(*args),
                           [np.maximum(args[0] + args[1], np.float32(0))])
+
+
+def test_parallel_transposes_share_one_kernel():
+    # Over 64K elements: split across threads through the table wrapper,
+    # which passes the sizes too. Over SMALL_KERNEL_BYTES, under
+    # RUNTIME_BOUNDS_MAX_BYTES: tiled kernels stay generic.
+    params, body, roots = [], ["lr = f32[] constant(0.25)"], []
+    for n in (300, 310):
+        params += [(f"g{n}", f"f32[{n + 1},{n}]"), (f"w{n}", f"f32[{n},{n + 1}]")]
+        body += [f"t{n} = f32[{n},{n + 1}] transpose(g{n}), dimensions={{1,0}}",
+                 f"l{n} = f32[{n},{n + 1}] broadcast(lr), dimensions={{}}",
+                 f"u{n} = f32[{n},{n + 1}] multiply(t{n}, l{n})",
+                 f"r{n} = f32[{n},{n + 1}] subtract(w{n}, u{n})"]
+        roots.append((f"r{n}", f"f32[{n},{n + 1}]"))
+    text = _module("sgd", params, body, roots)
+    args = _random_args(text)
+    exe = _compile(text)
+    assert "__xla_cpu_parallel_for" in exe.ir_text
+    assert exe.compile_timings["kernels_distinct"] == 1, exe.compile_timings
+    _assert_bit_identical(exe.execute(*args),
+                          [w - g.T * np.float32(0.25) for g, w in zip(args[0::2], args[1::2])])
+
+
+def test_large_untiled_loops_keep_constant_sizes_and_tiled_ones_too_past_the_bound(monkeypatch):
+    monkeypatch.setattr(shape_generic, "RUNTIME_BOUNDS_MAX_BYTES", 1 << 16)
+    text = _module("t", [("g", "f32[301,300]")], ["t = f32[300,301] transpose(g), dimensions={1,0}",
+                                                  "n = f32[300,301] negate(t)"],
+                   [("n", "f32[300,301]")])
+    exe = _compile(text)
+    assert "dim0" not in exe.ir_text and ".tile" in exe.ir_text

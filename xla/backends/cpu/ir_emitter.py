@@ -474,7 +474,7 @@ class ModuleEmitter:
         # A shape-generic kernel whose code asked for no size (a 1-D loop
         # runs from begin to end) is emitted again as it was before, with
         # no sizes argument.
-        generic = not tiny and shape_generic.is_generic(self, slices)
+        generic = not tiny and shape_generic.is_generic(slices, runtime_bounds=tile_dim is not None)
         kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
                                         loop_shape, elementwise, tile_dim, tiny, generic)
         if generic and not kernel.dim_sizes:

@@ -8,7 +8,9 @@ kernel function is ``@"xla.kernel"`` until it is named, its constants are
 instruction it came from or on the buffers it will run on (the driver's
 wrapper loads those from the buffer table and passes them in). Two kernels
 that compute the same function of their arguments, with the same shapes,
-layouts and argument alignments, therefore print to the same text. The
+layouts and argument alignments, therefore print to the same text (and
+shape-generic kernels, whose sizes are an argument, with any sizes:
+``shape_generic.py``). The
 fingerprint is the SHA-256 of that text, and the kernel's symbol is
 ``xla_k_<first 24 hex digits>``: an unrolled 100-layer network has the
 kernels of one layer, not 100 copies, and the fingerprint is the key of the
@@ -113,7 +115,7 @@ class Kernel:
     and the memo table of the generators.
 
     The kernel's code is a function ``void (ptr noalias align(A) x N, [ptr
-    scratch,] i64 begin, i64 end)`` in an LLVM module of its own
+    scratch,] [ptr sizes,] i64 begin, i64 end)`` in an LLVM module of its own
     (``module``), where every name is local to the kernel, so two kernels
     that compute the same thing over buffers of the same alignment print to
     the same text (``KernelSet``: they compile once). At ``finish`` the
@@ -122,6 +124,10 @@ class Kernel:
     table, i64 begin, i64 end)`` (``function``, made on first use) that
     loads the buffer pointers from the table, which is what the thread pool
     runs.
+
+    ``generic=True`` makes a shape-generic kernel (``shape_generic.py``):
+    its code reads the dimension sizes it asks for (``dim``, ``dims``,
+    ``strides``) from the ``sizes`` array, which the driver passes.
 
     ``in_driver=True`` emits the code into the driver module instead (an
     internal, always-inline function): for kernels that use driver-module
@@ -267,7 +273,9 @@ class Kernel:
         if not self.in_driver:
             self.impl = self.emitter.kernels.add(self)
 
-    def _extra_args(self):
+    def extra_arguments(self):
+        """What a call passes after the buffer (and scratch) pointers and
+        before ``begin, end``: a shape-generic kernel's sizes array."""
         return [self.dims_global] if self.generic else []
 
     @property
@@ -284,7 +292,7 @@ class Kernel:
     def call_in_driver(self, b, table, begin, end):
         """Calls the kernel from the driver function being built with ``b``."""
         args = [self.emitter.slice_pointer(b, table, key) for key in self.keys]
-        return b.call(self.impl, args + self._extra_args() + [begin, end])
+        return b.call(self.impl, args + self.extra_arguments() + [begin, end])
 
     def _emit_wrapper(self):
         emitter = self.emitter
@@ -298,7 +306,7 @@ class Kernel:
             table = wb.load(ctx, typ=PTR)
             extra = [wb.load(wb.gep(ctx, [i64(1)], inbounds=True, source_etype=PTR), typ=PTR)]
         args = [emitter.slice_pointer(wb, table, key) for key in self.keys] + extra
-        wb.call(self.impl, args + self._extra_args() + [begin, end])
+        wb.call(self.impl, args + self.extra_arguments() + [begin, end])
         wb.ret_void()
         self._function = wrapper
 

@@ -1,4 +1,4 @@
-"""Shape-generic kernels: small kernels whose dimension sizes are arguments.
+"""Shape-generic kernels: kernels whose dimension sizes are an argument.
 
 Kernels are deduplicated by their IR text (``kernels.KernelSet``), and a
 kernel's loop bounds and strides are constants, so the same fused
@@ -28,20 +28,47 @@ and its arguments only, and each call passes the sizes its own emission
 asked for, so two calls sharing a text compute what each one's constant
 version would (a size that stays a constant only keeps kernels apart).
 
-Which kernels: loop kernels (elementwise, broadcast, transpose, reduce
-inside the loop) and column reductions whose buffers hold at most
-``kernels.SMALL_KERNEL_BYTES`` together, and which are not inlined into
-the driver. Larger kernels keep constant sizes: their loops run long,
-where constant trip counts and strides let LLVM drop remainder loops and
-checks, and their code stays byte for byte what it was
-(docs/compiler.md, "Shape-generic kernels").
+Which kernels (``is_generic``): loop kernels (elementwise, broadcast,
+reduce inside the loop) whose buffers hold at most ``MAX_BYTES`` together
+(``kernels.SMALL_KERNEL_BYTES``), and kernels whose inner loops already run
+to bounds computed at run time, up to ``RUNTIME_BOUNDS_MAX_BYTES``:
+transposes walked in tiles, column reductions, the small GEMM. Kernels
+inlined into the driver never are, and a loop kernel whose code asked for
+no size (a 1-D loop runs from begin to end) is emitted again with constant
+sizes, exactly as before. Larger loop kernels keep constant sizes: their
+loops run long, where constant trip counts and strides let LLVM drop
+remainder loops and checks, and their code stays byte for byte what it
+was (every kernel of benchmarks/cpu_workloads.py is unchanged;
+docs/compiler.md, "Shape-generic kernels").
+
+Not generic yet: row reductions inside loop kernels (``reduction_emitter``
+loops to constant bounds; correct, just not shared), reshapes and bitcasts
+that move elements between dimensions, and the other emitters (sort,
+convolution, gather, scatter, windows, in-place updates), which keep
+constant sizes.
 """
 from xla.backends.cpu.kernels import SMALL_KERNEL_BYTES, footprint
 
 # Off switch, for measuring (docs/compiler.md) and for bisecting.
 ENABLED = True
+# Loop kernels whose buffers hold more bytes together keep constant sizes:
+# their innermost loop's trip count would become a value.
+MAX_BYTES = SMALL_KERNEL_BYTES
+# Kernels whose inner loops already run to bounds computed at run time (a
+# transpose's tiles, clipped to the array; a column reduction's run of
+# columns, from begin to end; the small GEMM's blocks, clamped to the
+# matrix) trade only constant strides for values: generic up to this many
+# bytes (None: any size). Measured the same run time both ways up to the
+# varied MLP's largest weight update (f32[556,557] transposed, 3.7 MB);
+# larger ones were not measured reliably on the loaded 2-core machine.
+RUNTIME_BOUNDS_MAX_BYTES = 4 << 20
 
 
-def is_generic(emitter, slices):
-    """Whether a kernel over buffer ``slices`` is emitted shape-generic."""
-    return ENABLED and footprint(slices) <= SMALL_KERNEL_BYTES
+def is_generic(slices, runtime_bounds=False):
+    """Whether a kernel over buffer ``slices`` is emitted shape-generic;
+    ``runtime_bounds``: its inner loops' bounds are already values (see
+    ``RUNTIME_BOUNDS_MAX_BYTES``)."""
+    if not ENABLED:
+        return False
+    bound = RUNTIME_BOUNDS_MAX_BYTES if runtime_bounds else MAX_BYTES
+    return bound is None or footprint(slices) <= bound
