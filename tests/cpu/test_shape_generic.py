@@ -109,13 +109,13 @@ def test_equal_sizes_make_another_kernel():
     for i, dims in enumerate(shapes):
         s = f"f32[{','.join(map(str, dims))}]"
         params += [(f"x{i}", s), (f"y{i}", s)]
-        body.append(f"m{i} = {s} multiply(x{i}, y{i})")
-        roots.append((f"m{i}", s))
+        body += [f"m{i} = {s} multiply(x{i}, y{i})", f"a{i} = {s} add(m{i}, x{i})"]
+        roots.append((f"a{i}", s))
     text = _module("equal_sizes", params, body, roots)
-    args = _random_args(text)
+    args = _random_args(text, integers=True)   # exact whether or not the add fuses into an fma
     exe = _compile(text)
     assert exe.compile_timings["kernels_distinct"] == 2, exe.compile_timings
-    _assert_bit_identical(exe.execute(*args), [x * y for x, y in zip(args[0::2], args[1::2])])
+    _assert_bit_identical(exe.execute(*args), [x * y + x for x, y in zip(args[0::2], args[1::2])])
 
 
 def test_column_sums_at_three_widths_share_one_kernel():
@@ -213,3 +213,14 @@ def test_large_untiled_loops_keep_constant_sizes_and_tiled_ones_too_past_the_bou
                    [("n", "f32[300,301]")])
     exe = _compile(text)
     assert "dim0" not in exe.ir_text and ".tile" in exe.ir_text
+
+
+def test_kernels_without_size_variants_keep_constant_sizes():
+    # One width only (twice: the same kernel): nothing to share with
+    # another size, so the kernel keeps its constant sizes (LLVM compiles
+    # loops of constant trip counts faster).
+    text = _bias_relu((25,))
+    exe = _compile(text)
+    assert "dim0" not in exe.ir_text
+    text = _bias_relu((25, 31))
+    assert "dim0" in _compile(text).ir_text

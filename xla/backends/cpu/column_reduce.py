@@ -92,7 +92,7 @@ def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept):
     out_minor, reduced_order = dims
     in_shape = root.operands[0].shape
     out_shape = h.shape
-    kernel = Kernel(emitter, name, slices, generic=is_generic(slices, runtime_bounds=True))
+    kernel = Kernel(emitter, name, slices, generic=is_generic(emitter, h, slices, runtime_bounds=True))
     kernel.root = h
     g = ElementGenerator(emitter, kernel, fusion)
     kb = kernel.b

@@ -90,7 +90,7 @@ def emit_small_gemm(me, h):
     lhs, rhs = h.operands
     slices = [Slice(me.assignment.buffer(x)) for x in (lhs, rhs, h)]
     kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemm"), slices,
-                    generic=is_generic(slices, runtime_bounds=True))
+                    generic=is_generic(me, h, slices, runtime_bounds=True))
     kernel.root = h
     b = kernel.b
     ab = kernel.alloca_builder

@@ -158,6 +158,7 @@ class ModuleEmitter:
         # (sort, linear algebra: they read the buffer table themselves).
         self.library = None
         self.fingerprints = HloFingerprints()
+        self._size_variants = None
         # (fingerprint, output group, slice pattern, tiling) -> (impl, dims_global)
         self.loop_kernels = {}
 
@@ -179,6 +180,12 @@ class ModuleEmitter:
                 ab.load(ab.gep(table, [i64(alloc)], inbounds=True, source_etype=PTR), typ=PTR)
             ptr = self._segment_pointers[key] = _address(ab, base, offset)
         return ptr
+
+    def size_variants(self):
+        """The module's ``shape_generic.SizeVariants``, made on first use."""
+        if self._size_variants is None:
+            self._size_variants = shape_generic.SizeVariants(self.module, self.assignment)
+        return self._size_variants
 
     def dims_global(self, sizes):
         """The driver's constant ``[n x i64]`` array of ``sizes`` (a
@@ -474,7 +481,8 @@ class ModuleEmitter:
         # A shape-generic kernel whose code asked for no size (a 1-D loop
         # runs from begin to end) is emitted again as it was before, with
         # no sizes argument.
-        generic = not tiny and shape_generic.is_generic(slices, runtime_bounds=tile_dim is not None)
+        generic = not tiny and shape_generic.is_generic(self, h, slices,
+                                                        runtime_bounds=tile_dim is not None)
         kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
                                         loop_shape, elementwise, tile_dim, tiny, generic)
         if generic and not kernel.dim_sizes:

@@ -407,12 +407,14 @@ class HloFingerprints:
     computations, reducers), the same fingerprint of every instruction in
     the same order. Names never matter."""
 
-    def __init__(self):
+    def __init__(self, shape_text=shape_to_text):
         self._computations = {}
+        self._shape_text = shape_text   # how shapes enter the fingerprint
 
     def instruction(self, h):
         """The fingerprint of ``h`` and what it calls, with its operands'
         shapes (not their values)."""
+        shape_to_text = self._shape_text
         ops = "|".join(shape_to_text(o.shape) for o in h.operands)
         return self._line(h, ops) + "#" + ops
 
@@ -429,7 +431,7 @@ class HloFingerprints:
         return entry[0]
 
     def _line(self, x, operands):
-        parts = [x.opcode, shape_to_text(x.shape), operands]
+        parts = [x.opcode, self._shape_text(x.shape), operands]
         if x.opcode == "parameter":
             parts.append(str(x.parameter_number))
         elif x.opcode == "constant":
