@@ -72,12 +72,12 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
     name = emitter.unique(f"kernel.{h.name}.columns")
     slices = in_slices + [out_slice]
     memo_key = (emitter.fingerprints.instruction(h), "columns", slice_pattern(slices))
-    impl = emitter.loop_kernels.get(memo_key)
-    if impl is not None:
-        kernel = Kernel.reuse(emitter, name, slices, impl, h)
+    memo = emitter.loop_kernels.get(memo_key)
+    if memo is not None:
+        kernel = Kernel.reuse(emitter, name, slices, memo[0], h, memo[1])
     else:
         kernel = _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept)
-        emitter.loop_kernels[memo_key] = kernel.impl
+        emitter.loop_kernels[memo_key] = (kernel.impl, kernel.dims_global)
     emitter.call_kernel(kernel, out_shape, work=in_shape.num_elements(),
                         extent=out_shape.dimensions[out_minor], min_chunk=MIN_CHUNK_COLUMNS)
     return True
@@ -88,10 +88,11 @@ def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept):
     from xla.backends.cpu.element_generator import ElementGenerator
     from xla.backends.cpu.kernels import Kernel
     from xla.backends.cpu.llvm_types import load_element, store_element
+    from xla.backends.cpu.shape_generic import is_generic
     out_minor, reduced_order = dims
     in_shape = root.operands[0].shape
     out_shape = h.shape
-    kernel = Kernel(emitter, name, slices)
+    kernel = Kernel(emitter, name, slices, generic=is_generic(emitter, h, slices, runtime_bounds=True))
     kernel.root = h
     g = ElementGenerator(emitter, kernel, fusion)
     kb = kernel.b
@@ -120,7 +121,7 @@ def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept):
                 g.pop_scope(saved)
             return
         d = reduced_order[level]
-        with le.for_loop(kb, 0, in_shape.dimensions[d], name=f"r{d}") as iv:
+        with le.for_loop(kb, 0, kernel.dim(in_shape.dimensions[d]), name=f"r{d}") as iv:
             in_index[d] = iv
             rows(level + 1)
 
@@ -133,7 +134,7 @@ def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept):
             rows(0)
             return
         d = outer[level]
-        with le.for_loop(kb, 0, out_shape.dimensions[d], name=f"o{d}") as iv:
+        with le.for_loop(kb, 0, kernel.dim(out_shape.dimensions[d]), name=f"o{d}") as iv:
             index[d] = iv
             outputs(level + 1)
 

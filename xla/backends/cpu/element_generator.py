@@ -19,7 +19,7 @@ from llvmlite import ir
 from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.elemental_ir_emitter import emit_elementwise
-from xla.backends.cpu.kernels import I8, Slice
+from xla.backends.cpu.kernels import I8, Kernel, Slice
 from xla.backends.cpu.llvm_types import (from_bits, is_supported, load_element, register_type,
                                          round_to_type, to_bits)
 from xla.backends.cpu.loop_emitter import I64, i64
@@ -103,6 +103,9 @@ class ElementGenerator:
         self.kernel = kernel
         self.fusion = fusion
         self.memo = {}
+        # A shape-generic kernel's sizes are values (shape_generic.py); the
+        # GPU backend's kernels, which use these generators too, are never.
+        self.generic = isinstance(kernel, Kernel) and kernel.generic
 
     @property
     def b(self):
@@ -149,7 +152,8 @@ class ElementGenerator:
         return load_element(self.b, self.element_pointer(ptr, shape, index), shape.element_type)
 
     def element_pointer(self, base, shape, index):
-        linear = le.linear_index(self.b, shape, index)
+        strides = self.kernel.strides(shape) if self.generic else None
+        linear = le.linear_index(self.b, shape, index, strides)
         size = shape.element_type.byte_size
         offset = linear if size == 1 else self.b.mul(linear, i64(size), flags=("nsw", "nuw"))
         return self.b.gep(base, [offset], inbounds=True, source_etype=I8)
@@ -206,12 +210,33 @@ def _gen_bitcast(g, h, index):
     if src is not dst and (src.byte_size != dst.byte_size or {src.kind, dst.kind} & {"c", "pred"}
                            or src.bits != dst.bits):
         raise unsupported(h, "changing the element size inside a fusion")
-    linear = le.linear_index(g.b, h.shape, index)
-    value = g.value(op, le.delinearize(g.b, linear, op.shape.dimensions, le.major_to_minor(op.shape)))
+    relabeled = _relabel(h.shape, op.shape) if g.generic else None
+    if relabeled is not None:
+        # The same sizes in the same storage order: no index arithmetic.
+        value = g.value(op, [index[d] if d is not None else i64(0) for d in relabeled])
+    else:
+        linear = le.linear_index(g.b, h.shape, index)
+        value = g.value(op, le.delinearize(g.b, linear, op.shape.dimensions,
+                                           le.major_to_minor(op.shape)))
     if src is dst:
         return value
     # Same size, another type: the element's bits, reinterpreted.
     return from_bits(g.b, to_bits(g.b, value, src), dst)
+
+
+def _relabel(shape, op_shape):
+    """For a bitcast from ``op_shape`` to ``shape`` whose dimensions other
+    than size 1, in storage order, have the same sizes: for each dimension
+    of ``op_shape``, the dimension of ``shape`` that indexes it (None for
+    size 1). None when the bitcast moves elements between dimensions."""
+    mine = [d for d in le.major_to_minor(shape) if shape.dimensions[d] != 1]
+    theirs = [d for d in le.major_to_minor(op_shape) if op_shape.dimensions[d] != 1]
+    if [shape.dimensions[d] for d in mine] != [op_shape.dimensions[d] for d in theirs]:
+        return None
+    mapping = [None] * op_shape.rank
+    for d, e in zip(theirs, mine):
+        mapping[d] = e
+    return mapping
 
 
 def _gen_slice(g, h, index):

@@ -28,6 +28,9 @@ The row blocks are the kernel's range (``begin``/``end``), called from the
 driver on the calling thread. Columns past the last whole block of ``NR``
 take a block of as many vectors as they need, placed at N minus that width
 (it overlaps the block before by less than a vector, with the same values).
+A shape-generic kernel (``shape_generic``: one kernel for the products of
+one module that differ in sizes only) reads M, K and N at run time and
+places a whole last block at N - NR instead.
 
 Products of ``MAX_MACS`` up to ``MAX_TILED_MACS`` multiply-adds, which the
 runtime may spread over threads, run this kernel only when the runtime's
@@ -44,6 +47,7 @@ from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transpo
 from xla.backends.cpu.kernels import Kernel
 from xla.backends.cpu.ir_emitter import Slice, register_instruction
 from xla.backends.cpu.llvm_types import F32, F64, I32, vector_lanes
+from xla.backends.cpu.shape_generic import is_generic
 from xla.backends.cpu.loop_emitter import i64
 
 # A block of MR rows and NV 256-bit vectors per row: 12 accumulators, which
@@ -119,9 +123,19 @@ def emit_small_gemm(me, h):
     nr = NV * lanes
     lhs, rhs = h.operands
     slices = [Slice(me.assignment.buffer(x)) for x in (lhs, rhs, h)]
-    kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemm"), slices)
+    kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemm"), slices,
+                    generic=is_generic(me, h, slices, runtime_bounds=True))
     kernel.root = h
     b = kernel.b
+    ab = kernel.alloca_builder
+    # The sizes and what the loops derive from them: constants, or in a
+    # shape-generic kernel values computed once in the first block.
+    m_v, k_v, n_v = kernel.dim(m), kernel.dim(k), kernel.dim(n)
+    if kernel.generic:
+        last_row, last_col = ab.sub(m_v, i64(MR)), ab.sub(n_v, i64(nr))
+        col_blocks = ab.udiv(ab.add(n_v, i64(nr - 1)), i64(nr))
+    else:
+        last_row, last_col, col_blocks = i64(m - MR), i64(n - nr), math.ceil(n / nr)
     a_ptr, b_ptr, c_ptr = (kernel.pointer(s) for s in slices)
     fmuladd = _declare(kernel.module, f"llvm.fmuladd.v{lanes}{et}", vec, [vec, vec, vec])
     zero = ir.Constant(vec, [ir.Constant(scalar, 0.0)] * lanes)
@@ -129,7 +143,7 @@ def emit_small_gemm(me, h):
     accs = [[kernel.alloca(vec, name=f"acc.{r}.{v}") for v in range(NV)] for r in range(MR)]
 
     def element(base, row, col, width):
-        return b.gep(base, [b.add(b.mul(row, i64(width)), col)], inbounds=True,
+        return b.gep(base, [b.add(b.mul(row, width), col)], inbounds=True,
                      source_etype=scalar)
 
     def block(i0, j0, nv):
@@ -137,11 +151,11 @@ def emit_small_gemm(me, h):
         for row in accs:
             for acc in row[:nv]:
                 b.store(zero, acc)
-        with le.for_loop(b, 0, k, name="p") as p:
-            bs = [b.load(element(b_ptr, p, b.add(j0, i64(v * lanes)), n), typ=vec,
+        with le.for_loop(b, 0, k_v, name="p") as p:
+            bs = [b.load(element(b_ptr, p, b.add(j0, i64(v * lanes)), n_v), typ=vec,
                          align=align) for v in range(nv)]
             for r in range(MR):
-                a = b.load(element(a_ptr, b.add(i0, i64(r)), p, k), typ=scalar)
+                a = b.load(element(a_ptr, b.add(i0, i64(r)), p, k_v), typ=scalar)
                 a = b.shuffle_vector(b.insert_element(ir.Constant(vec, ir.Undefined), a,
                                                       ir.Constant(I32, 0)),
                                      ir.Constant(vec, ir.Undefined), splat_mask)
@@ -150,19 +164,27 @@ def emit_small_gemm(me, h):
                     b.store(b.call(fmuladd, [a, bs[v], b.load(acc, typ=vec)]), acc)
         for r in range(MR):
             for v in range(nv):
-                ptr = element(c_ptr, b.add(i0, i64(r)), b.add(j0, i64(v * lanes)), n)
+                ptr = element(c_ptr, b.add(i0, i64(r)), b.add(j0, i64(v * lanes)), n_v)
                 b.store(b.load(accs[r][v], typ=vec), ptr, align=align)
 
-    full_blocks, rest = divmod(n, nr)
-    rest_vectors = math.ceil(rest / lanes)
     row_blocks = math.ceil(m / MR)
     with le.for_loop(b, kernel.begin, kernel.end, name="ib") as ib:
-        i0 = b.select(b.icmp_signed("<", b.mul(ib, i64(MR)), i64(m - MR)),
-                      b.mul(ib, i64(MR)), i64(m - MR))
-        with le.for_loop(b, 0, full_blocks, name="jb") as jb:
-            block(i0, b.mul(jb, i64(nr)), NV)
-        if rest_vectors:
-            block(i0, i64(n - rest_vectors * lanes), rest_vectors)
+        i0 = b.select(b.icmp_signed("<", b.mul(ib, i64(MR)), last_row),
+                      b.mul(ib, i64(MR)), last_row)
+        if kernel.generic:
+            # N known at run time only: whole blocks, the last one placed at
+            # N - NR (overlapping the one before, with the same values).
+            with le.for_loop(b, 0, col_blocks, name="jb") as jb:
+                j0 = b.select(b.icmp_signed("<", b.mul(jb, i64(nr)), last_col),
+                              b.mul(jb, i64(nr)), last_col)
+                block(i0, j0, NV)
+        else:
+            full_blocks, rest = divmod(n, nr)
+            rest_vectors = math.ceil(rest / lanes)
+            with le.for_loop(b, 0, full_blocks, name="jb") as jb:
+                block(i0, b.mul(jb, i64(nr)), NV)
+            if rest_vectors:
+                block(i0, i64(n - rest_vectors * lanes), rest_vectors)
     kernel.finish()
     if m * k * n < MAX_MACS:
         kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))

@@ -49,7 +49,7 @@ from llvmlite import ir
 
 from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, tiling
+from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, shape_generic, tiling
 from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, PTR, VOID,  # noqa: F401
                                       EmittedModule, HloFingerprints, Kernel, KernelSet, Slice,
                                       slice_pattern)
@@ -158,7 +158,9 @@ class ModuleEmitter:
         # (sort, linear algebra: they read the buffer table themselves).
         self.library = None
         self.fingerprints = HloFingerprints()
-        self.loop_kernels = {}   # (fingerprint, output group, slice pattern, tiling) -> impl
+        self._size_variants = None
+        # (fingerprint, output group, slice pattern, tiling) -> (impl, dims_global)
+        self.loop_kernels = {}
 
     # ----- helpers ----------------------------------------------------------
     def slice_pointer(self, b, table, key):
@@ -178,6 +180,27 @@ class ModuleEmitter:
                 ab.load(ab.gep(table, [i64(alloc)], inbounds=True, source_etype=PTR), typ=PTR)
             ptr = self._segment_pointers[key] = _address(ab, base, offset)
         return ptr
+
+    def size_variants(self):
+        """The module's ``shape_generic.SizeVariants``, made on first use."""
+        if self._size_variants is None:
+            self._size_variants = shape_generic.SizeVariants(self.module, self.assignment)
+        return self._size_variants
+
+    def dims_global(self, sizes):
+        """The driver's constant ``[n x i64]`` array of ``sizes`` (a
+        shape-generic kernel's argument), one per distinct list."""
+        key = ("dims",) + tuple(sizes)
+        gv = self._globals.get(key)
+        if gv is None:
+            typ = ir.ArrayType(I64, max(1, len(sizes)))
+            gv = ir.GlobalVariable(self.llmod, typ, name=self.unique("dims"))
+            gv.initializer = ir.Constant(typ, [int(n) for n in sizes] or [0])
+            gv.global_constant = True
+            gv.linkage = "internal"
+            gv.align = 8
+            self._globals[key] = gv
+        return gv
 
     def library_module(self):
         """The library module (code with loops of its own that the driver
@@ -429,13 +452,13 @@ class ModuleEmitter:
                 tile_dim = tiling.transposed_dimension(self.assignment, leaf, fusion, out[0][1])
             memo_key = (self.fingerprints.instruction(h), group_number, slice_pattern(slices),
                         tile_dim)
-            impl = self.loop_kernels.get(memo_key)
-            if impl is not None:
-                kernel = Kernel.reuse(self, name, slices, impl, h)
+            memo = self.loop_kernels.get(memo_key)
+            if memo is not None:
+                kernel = Kernel.reuse(self, name, slices, memo[0], h, memo[1])
             else:
                 kernel = self.emit_loop_kernel(h, root, fusion, name, slices, out, side, side_slices,
                                                loop_shape, elementwise, tile_dim)
-                self.loop_kernels[memo_key] = kernel.impl
+                self.loop_kernels[memo_key] = (kernel.impl, kernel.dims_global)
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs
                 work *= max(1, root.operands[0].shape.num_elements() // max(1, work))
@@ -455,7 +478,23 @@ class ModuleEmitter:
         the work."""
         tiny = loop_shape.num_elements() <= TINY_KERNEL_ELEMENTS and side == [] and \
             root.opcode != "reduce"
-        kernel = Kernel(self, name, slices, in_driver=tiny)
+        # A shape-generic kernel whose code asked for no size (a 1-D loop
+        # runs from begin to end) is emitted again as it was before, with
+        # no sizes argument.
+        generic = not tiny and shape_generic.is_generic(self, h, slices,
+                                                        runtime_bounds=tile_dim is not None)
+        kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
+                                        loop_shape, elementwise, tile_dim, tiny, generic)
+        if generic and not kernel.dim_sizes:
+            kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
+                                            loop_shape, elementwise, tile_dim, tiny, False)
+        kernel.finish()
+        return kernel
+
+    def _loop_kernel_code(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
+                          elementwise, tile_dim, tiny, generic):
+        """``emit_loop_kernel``'s kernel with its code, not yet finished."""
+        kernel = Kernel(self, name, slices, in_driver=tiny, generic=generic)
         kernel.root = h
         g = ElementGenerator(self, kernel, fusion)
         g.reduce_side_outputs = {}
@@ -469,15 +508,16 @@ class ModuleEmitter:
                 ptr = g.element_pointer(kernel.pointer(s), shape, index)
                 store_element(kernel.b, v, ptr, shape.element_type)
 
+        dims = kernel.dims(loop_shape, outer=False)
         if tile_dim is not None:
             le.tiled_loop_nest(kernel.b, loop_shape, body, tile_dim, kernel.begin, kernel.end,
-                               tile=tiling.TILE)
+                               tile=tiling.TILE, dims=dims)
         else:
             long_chain = any(x.opcode in LONG_CHAIN_OPS for x in (
                 fusion.attr("calls").instructions if fusion is not None else [h]))
             le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
-                         interleave=LOOP_INTERLEAVE if elementwise and long_chain else None)
-        kernel.finish()
+                         interleave=LOOP_INTERLEAVE if elementwise and long_chain else None,
+                         dims=dims)
         return kernel
 
     def reduce_riders(self, h, root, fusion):

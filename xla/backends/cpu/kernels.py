@@ -8,7 +8,9 @@ kernel function is ``@"xla.kernel"`` until it is named, its constants are
 instruction it came from or on the buffers it will run on (the driver's
 wrapper loads those from the buffer table and passes them in). Two kernels
 that compute the same function of their arguments, with the same shapes,
-layouts and argument alignments, therefore print to the same text. The
+layouts and argument alignments, therefore print to the same text (and
+shape-generic kernels, whose sizes are an argument, with any sizes:
+``shape_generic.py``). The
 fingerprint is the SHA-256 of that text, and the kernel's symbol is
 ``xla_k_<first 24 hex digits>``: an unrolled 100-layer network has the
 kernels of one layer, not 100 copies, and the fingerprint is the key of the
@@ -25,6 +27,7 @@ import math
 import numpy as np
 from llvmlite import ir
 
+from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.hlo.attributes import kind_of
 from xla.hlo.printer import attr_to_text, shape_to_text
@@ -92,6 +95,14 @@ def _distinct_keys(slices):
     return keys
 
 
+def footprint(slices):
+    """Bytes of the distinct buffer slices a kernel reads and writes."""
+    sizes = {}
+    for s in slices:
+        sizes[s.key] = max(sizes.get(s.key, 0), s.size)
+    return sum(sizes.values())
+
+
 def slice_pattern(slices):
     """What a kernel's code depends on in its buffer slices: which of them
     are the same buffer, and each one's alignment."""
@@ -104,7 +115,7 @@ class Kernel:
     and the memo table of the generators.
 
     The kernel's code is a function ``void (ptr noalias align(A) x N, [ptr
-    scratch,] i64 begin, i64 end)`` in an LLVM module of its own
+    scratch,] [ptr sizes,] i64 begin, i64 end)`` in an LLVM module of its own
     (``module``), where every name is local to the kernel, so two kernels
     that compute the same thing over buffers of the same alignment print to
     the same text (``KernelSet``: they compile once). At ``finish`` the
@@ -114,24 +125,33 @@ class Kernel:
     loads the buffer pointers from the table, which is what the thread pool
     runs.
 
+    ``generic=True`` makes a shape-generic kernel (``shape_generic.py``):
+    its code reads the dimension sizes it asks for (``dim``, ``dims``,
+    ``strides``) from the ``sizes`` array, which the driver passes.
+
     ``in_driver=True`` emits the code into the driver module instead (an
     internal, always-inline function): for kernels that use driver-module
     state such as the rng counter."""
 
-    def __init__(self, emitter, name, slices, scratch=False, in_driver=False):
+    def __init__(self, emitter, name, slices, scratch=False, in_driver=False, generic=False):
         self.emitter = emitter
         self.root = None   # the instruction whose buffer it defines, set by the caller
         self.name = name
         keys = self.keys = _distinct_keys(slices)
         aligns = {}
-        sizes = {}
         for s in slices:
             aligns[s.key] = min(aligns.get(s.key, 64), s.align)
-            sizes[s.key] = max(sizes.get(s.key, 0), s.size)
         # Bytes of the buffers it reads and writes (SMALL_KERNEL_BYTES).
-        self.footprint = sum(sizes.values())
+        self.footprint = footprint(slices)
         self.has_scratch = scratch
-        n_ptrs = len(keys) + (1 if scratch else 0)
+        # A shape-generic kernel (shape_generic.py) reads its dimension
+        # sizes from an argument array, the last pointer argument.
+        self.generic = generic and not in_driver
+        self.dim_sizes = []        # the size each slot of that array holds, in slot order
+        self._dim_values = {}      # size -> its loaded value
+        self._strides = {}
+        self.dims_global = None    # the driver's array of dim_sizes, after finish()
+        n_ptrs = len(keys) + (1 if scratch else 0) + (1 if self.generic else 0)
         self.impl_type = ir.FunctionType(VOID, [PTR] * n_ptrs + [I64, I64])
         self.in_driver = in_driver
         if in_driver:
@@ -153,6 +173,11 @@ class Kernel:
         self.scratch = impl.args[len(keys)] if scratch else None
         if scratch:
             self.scratch.add_attribute("noalias")
+        self.dims_arg = impl.args[n_ptrs - 1] if self.generic else None
+        if self.generic:
+            for attr in ("noalias", "nonnull"):
+                self.dims_arg.add_attribute(attr)
+            self.dims_arg.attributes.align = 8
         self.begin, self.end = impl.args[n_ptrs], impl.args[n_ptrs + 1]
         self.alloca_block = impl.append_basic_block("allocas")
         self.alloca_builder = ir.IRBuilder(self.alloca_block)
@@ -160,9 +185,10 @@ class Kernel:
         self.b = ir.IRBuilder(self.start_block)
 
     @classmethod
-    def reuse(cls, emitter, name, slices, impl, root):
+    def reuse(cls, emitter, name, slices, impl, root, dims_global=None):
         """A finished kernel for instruction ``root`` running the already
-        emitted kernel ``impl`` (its driver declaration) over ``slices``:
+        emitted kernel ``impl`` (its driver declaration) over ``slices``
+        (and, for a shape-generic kernel, the sizes in ``dims_global``):
         only the driver's call (and table wrapper) is new."""
         self = cls.__new__(cls)
         self.emitter = emitter
@@ -171,10 +197,67 @@ class Kernel:
         self.keys = _distinct_keys(slices)
         self.has_scratch = False
         self.in_driver = False
+        self.generic = dims_global is not None
+        self.dims_global = dims_global
         self.impl = impl
         self._function = None
         emitter.kernels.emitted += 1
         return self
+
+    # ----- dimension sizes ------------------------------------------------------
+    def dim(self, n):
+        """Dimension size ``n`` as an i64 value of the kernel's code: the
+        constant, or in a shape-generic kernel the slot of the sizes array
+        that holds ``n`` (one slot per distinct size, numbered in the
+        order the code first asks for them; loaded once, in the first
+        block). A size of 1 stays a constant: the emitters drop size-1
+        dimensions from loops and index arithmetic, so the code already
+        differs where a size is 1."""
+        if not self.generic or n == 1:
+            return i64(n)
+        v = self._dim_values.get(n)
+        if v is None:
+            slot = len(self.dim_sizes)
+            self.dim_sizes.append(n)
+            ab = self.alloca_builder
+            v = self._dim_values[n] = ab.load(
+                ab.gep(self.dims_arg, [i64(slot)], inbounds=True, source_etype=I64), typ=I64,
+                name=f"dim{slot}")
+        return v
+
+    def dims(self, shape, outer=True):
+        """``shape``'s dimension sizes: Python ints, or in a shape-generic
+        kernel i64 values (``dim``). ``outer=False``: the most major
+        dimension's stays an int (a loop nest over ``begin``-``end`` never
+        reads it)."""
+        if not self.generic:
+            return list(shape.dimensions)
+        order = le.major_to_minor(shape)
+        return [n if n == 1 or (not outer and d == order[0]) else self.dim(n)
+                for d, n in enumerate(shape.dimensions)]
+
+    def strides(self, shape):
+        """Element stride of each logical dimension of ``shape`` in its
+        layout (``loop_emitter.physical_strides``): ints, or in a
+        shape-generic kernel products of ``dim`` values computed in the
+        first block (a stride of 1 stays the int 1)."""
+        if not self.generic:
+            return le.physical_strides(shape)
+        strides = [1] * shape.rank
+        acc, sizes = 1, ()
+        order = le.major_to_minor(shape)
+        for d in reversed(order):
+            strides[d] = acc
+            n = shape.dimensions[d]
+            if n != 1 and d != order[0]:   # the most major size is no stride
+                sizes += (n,)
+                prod = self._strides.get(sizes)
+                if prod is None:
+                    prod = self.dim(n) if acc == 1 else self.alloca_builder.mul(
+                        acc, self.dim(n), flags=("nsw", "nuw"))
+                    self._strides[sizes] = prod
+                acc = prod
+        return strides
 
     def alloca(self, typ, name=""):
         return self.alloca_builder.alloca(typ, name=name)
@@ -185,8 +268,15 @@ class Kernel:
     def finish(self):
         self.alloca_builder.branch(self.start_block)
         self.b.ret_void()
+        if self.generic:
+            self.dims_global = self.emitter.dims_global(self.dim_sizes)
         if not self.in_driver:
             self.impl = self.emitter.kernels.add(self)
+
+    def extra_arguments(self):
+        """What a call passes after the buffer (and scratch) pointers and
+        before ``begin, end``: a shape-generic kernel's sizes array."""
+        return [self.dims_global] if self.generic else []
 
     @property
     def function(self):
@@ -202,7 +292,7 @@ class Kernel:
     def call_in_driver(self, b, table, begin, end):
         """Calls the kernel from the driver function being built with ``b``."""
         args = [self.emitter.slice_pointer(b, table, key) for key in self.keys]
-        return b.call(self.impl, args + [begin, end])
+        return b.call(self.impl, args + self.extra_arguments() + [begin, end])
 
     def _emit_wrapper(self):
         emitter = self.emitter
@@ -216,7 +306,7 @@ class Kernel:
             table = wb.load(ctx, typ=PTR)
             extra = [wb.load(wb.gep(ctx, [i64(1)], inbounds=True, source_etype=PTR), typ=PTR)]
         args = [emitter.slice_pointer(wb, table, key) for key in self.keys] + extra
-        wb.call(self.impl, args + [begin, end])
+        wb.call(self.impl, args + self.extra_arguments() + [begin, end])
         wb.ret_void()
         self._function = wrapper
 
@@ -317,12 +407,14 @@ class HloFingerprints:
     computations, reducers), the same fingerprint of every instruction in
     the same order. Names never matter."""
 
-    def __init__(self):
+    def __init__(self, shape_text=shape_to_text):
         self._computations = {}
+        self._shape_text = shape_text   # how shapes enter the fingerprint
 
     def instruction(self, h):
         """The fingerprint of ``h`` and what it calls, with its operands'
         shapes (not their values)."""
+        shape_to_text = self._shape_text
         ops = "|".join(shape_to_text(o.shape) for o in h.operands)
         return self._line(h, ops) + "#" + ops
 
@@ -339,7 +431,7 @@ class HloFingerprints:
         return entry[0]
 
     def _line(self, x, operands):
-        parts = [x.opcode, shape_to_text(x.shape), operands]
+        parts = [x.opcode, self._shape_text(x.shape), operands]
         if x.opcode == "parameter":
             parts.append(str(x.parameter_number))
         elif x.opcode == "constant":

@@ -89,14 +89,19 @@ def physical_strides(shape):
     return strides
 
 
-def linear_index(b, shape, index):
+def linear_index(b, shape, index, strides=None):
     """The element offset of ``index`` (i64 values, logical dims) in a buffer
-    stored with ``shape``'s layout."""
+    stored with ``shape``'s layout; ``strides`` (default
+    ``physical_strides(shape)``) may hold i64 values (a shape-generic
+    kernel's, ``kernels.Kernel.strides``)."""
     acc = None
-    for d, s in enumerate(physical_strides(shape)):
+    for d, s in enumerate(physical_strides(shape) if strides is None else strides):
         if shape.dimensions[d] == 1:
             continue
-        term = index[d] if s == 1 else b.mul(index[d], i64(s), flags=("nsw", "nuw"))
+        if isinstance(s, int):
+            term = index[d] if s == 1 else b.mul(index[d], i64(s), flags=("nsw", "nuw"))
+        else:
+            term = b.mul(index[d], s, flags=("nsw", "nuw"))
         acc = term if acc is None else b.add(acc, term, flags=("nsw", "nuw"))
     return acc if acc is not None else i64(0)
 
@@ -135,10 +140,13 @@ def clamp(b, v, lo, hi):
     return b.select(b.icmp_signed(">", v, hi), hi, v)
 
 
-def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None):
+def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None, dims=None):
     """Emits loops over every index of ``shape`` (layout order, the most
     major loop optionally restricted to ``[begin, end)``) and calls
-    ``body(index)`` in the innermost one (with the ``interleave`` hint)."""
+    ``body(index)`` in the innermost one (with the ``interleave`` hint).
+    ``dims``: the loops' trip counts (default ``shape.dimensions``; i64
+    values in a shape-generic kernel)."""
+    dims = shape.dimensions if dims is None else dims
     order = [d for d in major_to_minor(shape)]
     index = [i64(0)] * shape.rank
 
@@ -147,7 +155,7 @@ def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None):
             body(list(index))
             return
         d = order[level]
-        lo, hi = (begin, end) if level == 0 and begin is not None else (0, shape.dimensions[d])
+        lo, hi = (begin, end) if level == 0 and begin is not None else (0, dims[d])
         if level != 0 and shape.dimensions[d] == 1:
             index[d] = i64(0)
             emit(level + 1)
@@ -166,14 +174,16 @@ def outer_extent(shape):
     return shape.dimensions[order[0]] if order else 1
 
 
-def tiled_loop_nest(b, shape, body, tile_dim, begin=None, end=None, tile=32, name="t"):
+def tiled_loop_nest(b, shape, body, tile_dim, begin=None, end=None, tile=32, name="t", dims=None):
     """Like ``loop_nest``, but the layout-minor dimension of ``shape`` and
     ``tile_dim`` (another dimension) are walked in ``tile`` x ``tile``
     tiles: a transpose then reads whole cache lines of its operand along
     ``tile_dim`` while it writes whole lines of the output along the minor
     dimension, and the tile's lines stay in L1 between the two (without
     tiling, each output row touches a line and a page of the operand per
-    element). Every index is still visited exactly once."""
+    element). Every index is still visited exactly once. ``dims`` as in
+    ``loop_nest``."""
+    dims = shape.dimensions if dims is None else dims
     order = major_to_minor(shape)
     minor = order[-1]
     index = [i64(0)] * shape.rank
@@ -197,10 +207,10 @@ def tiled_loop_nest(b, shape, body, tile_dim, begin=None, end=None, tile=32, nam
                     with for_loop(b, a0, a1, name=f"{name}{minor}") as ai:
                         index[minor] = ai
                         body(list(index))
-            tile_loop(0, shape.dimensions[minor], f"{name}{minor}.tile", minor_tiles)
+            tile_loop(0, dims[minor], f"{name}{minor}.tile", minor_tiles)
             return
         d = order[level]
-        lo, hi = (begin, end) if level == 0 and begin is not None else (0, shape.dimensions[d])
+        lo, hi = (begin, end) if level == 0 and begin is not None else (0, dims[d])
         if d == tile_dim:
             def keep(t0, t1):
                 tiles[d] = (t0, t1)

@@ -309,6 +309,6 @@ def group_function(emitter, group, kernel_type):
                 shift = b.mul(lo, i64(row_bytes), flags=("nsw", "nuw"))
                 base = b.sub(b.ptrtoint(buf, ir.IntType(64)), b.and_(shift, i64(~63)))
                 ptrs.append(b.inttoptr(base, ir.PointerType()))
-            b.call(kernel.impl, ptrs + [lo, hi])
+            b.call(kernel.impl, ptrs + kernel.extra_arguments() + [lo, hi])
     b.ret_void()
     return fn

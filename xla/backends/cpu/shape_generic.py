@@ -1,0 +1,137 @@
+"""Shape-generic kernels: kernels whose dimension sizes are an argument.
+
+Kernels are deduplicated by their IR text (``kernels.KernelSet``), and a
+kernel's loop bounds and strides are constants, so the same fused
+computation over f32[8,25] and f32[8,31] compiles twice. A network whose
+layers all differ in width (the varied MLP of benchmarks/compile_time.py)
+then compiles every layer's kernels, and LLVM is most of its compile time.
+
+A shape-generic kernel takes one more pointer argument, after its buffers
+(and scratch): an array of i64 dimension sizes. Its code asks the kernel
+for each size it uses (``Kernel.dim``, ``Kernel.dims``, ``Kernel.strides``)
+and gets a value loaded from that array, one slot per distinct size in the
+order the code first asks for it; the driver passes a constant array of
+the sizes, in slot order, for that call (``ModuleEmitter.dims_global``).
+So the text, and with it the fingerprint, holds no size, and kernels that
+differ only in sizes compile once. What stays in the text, so in the key:
+
+- a size of 1 (emitters drop such dimensions from loops and indexing),
+  and which slots are equal (two dimensions of the same size share one);
+- every decision the emitter makes from sizes: a transposed kernel's
+  tiling, a reshape or bitcast's index arithmetic (a bitcast that keeps
+  the sizes in storage order maps the index directly; any other still
+  divides by constant sizes), pad and slice offsets, constants' values;
+- anything an emitter still computes from ``shape.dimensions`` directly.
+
+None of these can make a wrong kernel: the code is a function of its text
+and its arguments only, and each call passes the sizes its own emission
+asked for, so two calls sharing a text compute what each one's constant
+version would (a size that stays a constant only keeps kernels apart).
+
+Which kernels (``is_generic``): only kernels with size variants in the
+module (``SizeVariants``), and of those, loop kernels (elementwise, broadcast,
+reduce inside the loop) whose buffers hold at most ``MAX_BYTES`` together
+(``kernels.SMALL_KERNEL_BYTES``), and kernels whose inner loops already run
+to bounds computed at run time, up to ``RUNTIME_BOUNDS_MAX_BYTES``:
+transposes walked in tiles, column reductions, the small GEMM. Kernels
+inlined into the driver never are, and a loop kernel whose code asked for
+no size (a 1-D loop runs from begin to end) is emitted again with constant
+sizes, exactly as before. Larger loop kernels keep constant sizes: their
+loops run long, where constant trip counts and strides let LLVM drop
+remainder loops and checks, and their code stays byte for byte what it
+was (every kernel of benchmarks/cpu_workloads.py is unchanged;
+docs/compiler.md, "Shape-generic kernels").
+
+Not generic yet: row reductions inside loop kernels (``reduction_emitter``
+loops to constant bounds; correct, just not shared), reshapes and bitcasts
+that move elements between dimensions, and the other emitters (sort,
+convolution, gather, scatter, windows, in-place updates), which keep
+constant sizes, as do the kernels of unfused elementwise ops
+(``SizeVariants`` looks at fusions, dots and reduces only).
+"""
+import re
+
+from xla.backends.cpu.kernels import SMALL_KERNEL_BYTES, HloFingerprints, footprint
+from xla.hlo.printer import shape_to_text
+
+# Off switch, for measuring (docs/compiler.md) and for bisecting.
+ENABLED = True
+# Loop kernels whose buffers hold more bytes together keep constant sizes:
+# their innermost loop's trip count would become a value.
+MAX_BYTES = SMALL_KERNEL_BYTES
+# Kernels whose inner loops already run to bounds computed at run time (a
+# transpose's tiles, clipped to the array; a column reduction's run of
+# columns, from begin to end; the small GEMM's blocks, clamped to the
+# matrix) trade only constant strides for values: generic up to this many
+# bytes (None: any size). Measured the same run time both ways up to the
+# varied MLP's largest weight update (f32[556,557] transposed, 3.7 MB);
+# larger ones were not measured reliably on the loaded 2-core machine.
+RUNTIME_BOUNDS_MAX_BYTES = 4 << 20
+
+
+_DIMENSIONS = re.compile(r"\[([0-9,]*)\]")
+
+
+def _size_free(text):
+    """A shape's text with every dimension size other than 1 left out."""
+    return _DIMENSIONS.sub(lambda m: "[" + ",".join(
+        "1" if d == "1" else "n" for d in m.group(1).split(",") if d) + "]", text)
+
+
+def _dimensions(shape):
+    if shape.is_tuple:
+        return tuple(_dimensions(s) for s in shape.tuple_shapes)
+    return tuple(shape.dimensions) if shape.is_array else ()
+
+
+class SizeVariants:
+    """Which instructions of a module have size variants: other
+    instructions with the same fingerprint once dimension sizes (other than
+    1) are left out, but other sizes (of the instruction or its operands).
+    Only their kernels are emitted shape-generic: a kernel without variants
+    has nothing to share its code with, and LLVM takes longer over loops
+    whose trip counts are values (measured: 5-30% more compile CPU time on
+    the uniform MLP's and the transformer's kernels), so it keeps its
+    constant sizes and its code. A heuristic: either answer makes correct
+    kernels."""
+
+    def __init__(self, module, assignment):
+        self._texts = {}         # id(shape) -> (shape, size-free text)
+        self._free = HloFingerprints(self._shape_text)
+        self._variants = {}      # size-free fingerprint -> sizes seen
+        for comp in module.computations:
+            for h in comp.instructions:
+                if h.opcode not in _CANDIDATES or not assignment.has_buffers(h):
+                    continue
+                self._variants.setdefault(self._free.instruction(h), set()).add(self._sizes(h))
+
+    def _shape_text(self, shape):
+        entry = self._texts.get(id(shape))
+        if entry is None:   # the shape is kept alive with its text, so its id is not reused
+            entry = self._texts[id(shape)] = (shape, _size_free(shape_to_text(shape)))
+        return entry[1]
+
+    @staticmethod
+    def _sizes(h):
+        return (_dimensions(h.shape),) + tuple(_dimensions(o.shape) for o in h.operands)
+
+    def has_variants(self, h):
+        return len(self._variants.get(self._free.instruction(h), ())) > 1
+
+
+# The instructions whose kernels may be generic: after fusion, loop kernels
+# are fusions (a standalone op's kernel keeps constant sizes), the small
+# GEMM is a dot, a column reduction a fusion or a reduce.
+_CANDIDATES = frozenset(["fusion", "dot", "reduce"])
+
+
+def is_generic(emitter, h, slices, runtime_bounds=False):
+    """Whether the kernel of instruction ``h`` over buffer ``slices`` is
+    emitted shape-generic; ``runtime_bounds``: its inner loops' bounds are
+    already values (see ``RUNTIME_BOUNDS_MAX_BYTES``)."""
+    if not ENABLED:
+        return False
+    bound = RUNTIME_BOUNDS_MAX_BYTES if runtime_bounds else MAX_BYTES
+    if bound is not None and footprint(slices) > bound:
+        return False
+    return emitter.size_variants().has_variants(h)
