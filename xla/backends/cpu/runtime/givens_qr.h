@@ -35,7 +35,7 @@ namespace givens_qr {
 template <typename T>
 inline void Rotate(T* __restrict x, T* __restrict y, int64_t n, T c, T s) {
   using Packet = typename Eigen::internal::packet_traits<T>::type;
-  constexpr int64_t kWidth = Eigen::internal::unpacket_traits<Packet>::size;
+  constexpr int64_t kWidth = Eigen::internal::packet_traits<T>::size;
   const Packet pc = Eigen::internal::pset1<Packet>(c);
   const Packet ps = Eigen::internal::pset1<Packet>(s);
   int64_t i = 0;
