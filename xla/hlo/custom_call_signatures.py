@@ -179,6 +179,16 @@ def _matrices(shape, what, et, square=False):
     return None
 
 
+def _matrix_operand(instr, et, square=False):
+    """The shape of ``instr``'s one operand, a batch of ``et`` matrices
+    (``square``: square ones), and None; or None and a message."""
+    problem = _operands(instr, (1,), "one operand (the matrix)")
+    if problem:
+        return None, problem
+    a = instr.operands[0].shape
+    return a, _matrices(a, "the operand", et, square)
+
+
 def _lapack(check):
     """``check(instr, et)`` after the checks every LAPACK target shares."""
     def checker(instr):
@@ -188,11 +198,7 @@ def _lapack(check):
 
 @_lapack
 def _potrf(instr, et):
-    problem = _operands(instr, (1,), "one operand (the matrix)")
-    if problem:
-        return problem
-    a = instr.operands[0].shape
-    problem = _matrices(a, "the operand", et, square=True)
+    a, problem = _matrix_operand(instr, et, square=True)
     if problem:
         return problem
     results, problem = _results(instr, (1, 2), "the factor, or (factor, info)")
@@ -230,11 +236,7 @@ def _trsm(instr, et):
 
 @_lapack
 def _getrf(instr, et):
-    problem = _operands(instr, (1,), "one operand (the matrix)")
-    if problem:
-        return problem
-    a = instr.operands[0].shape
-    problem = _matrices(a, "the operand", et)
+    a, problem = _matrix_operand(instr, et)
     if problem:
         return problem
     results, problem = _results(instr, (2, 3), "(lu, ipiv) or (lu, ipiv, info)")
@@ -248,11 +250,7 @@ def _getrf(instr, et):
 
 @_lapack
 def _geqrf(instr, et):
-    problem = _operands(instr, (1,), "one operand (the matrix)")
-    if problem:
-        return problem
-    a = instr.operands[0].shape
-    problem = _matrices(a, "the operand", et)
+    a, problem = _matrix_operand(instr, et)
     if problem:
         return problem
     results, problem = _results(instr, (2,), "(a, tau)")
@@ -283,11 +281,7 @@ def _orgqr(instr, et):
 
 @_lapack
 def _syevd(instr, et):
-    problem = _operands(instr, (1,), "one operand (the matrix)")
-    if problem:
-        return problem
-    a = instr.operands[0].shape
-    problem = _matrices(a, "the operand", et, square=True)
+    a, problem = _matrix_operand(instr, et, square=True)
     if problem:
         return problem
     if lapack_letter(instr, "mode", "V") not in "VN":
@@ -303,11 +297,7 @@ def _syevd(instr, et):
 
 @_lapack
 def _gesdd(instr, et):
-    problem = _operands(instr, (1,), "one operand (the matrix)")
-    if problem:
-        return problem
-    a = instr.operands[0].shape
-    problem = _matrices(a, "the operand", et)
+    a, problem = _matrix_operand(instr, et)
     if problem:
         return problem
     mode = lapack_letter(instr, "mode", "A")
