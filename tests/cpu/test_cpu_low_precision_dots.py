@@ -202,3 +202,19 @@ def test_bf16_matrix_vector_product_with_a_denormal_vector_is_widened():
     exe = compile_dot((rows, k), (k,), (rows,), PLAIN, "bf16", "f32")
     np.testing.assert_array_equal(np.asarray(exe.execute(a, x)),
                                   np.full(rows, k * 2.0 ** -30, np.float32))
+
+
+def test_bf16_dot_finds_a_denormal_in_the_operands_last_partial_vector():
+    # The scan for values the dot-product instruction would flush reads 32
+    # bf16 at a time; 9 x 40 = 360 elements leave 8 past the last whole
+    # vector, and the only denormal is the very last element.
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((9, 40)).astype(BF16)
+    a[8] = 0
+    a[8, 39] = 2.0 ** -130
+    b = (rng.standard_normal((40, 33)) * 1024).astype(BF16)
+    exe = compile_dot((9, 40), (40, 33), (9, 33), PLAIN, "bf16", "f32")
+    got = np.asarray(exe.execute(a, b))
+    want, bound = bf16_reference(a, b)
+    assert np.all(want[8] != 0)
+    assert np.all(np.abs(got - want) <= bound)

@@ -566,20 +566,12 @@ bool RunGemv(const typename Kind::In* lhs, const typename Kind::In* rhs, typenam
 // Whether a bf16 array has a nonzero element of magnitude below 2^-56
 // (biased exponent below 71), which the dot-product GEMM could flush.
 bool HasTinyBf16(const uint16_t* x, int64_t count) {
-  const __m512i sign = _mm512_set1_epi16(0x7FFF), limit = _mm512_set1_epi16(71 << 7);
-  __mmask32 tiny = 0;
-  int64_t i = 0;
-  for (; i + 32 <= count; i += 32) {
-    const __m512i magnitude = _mm512_and_si512(_mm512_loadu_si512(x + i), sign);
-    tiny |= _mm512_test_epi16_mask(magnitude, magnitude) &
-            _mm512_cmplt_epu16_mask(magnitude, limit);
+  uint64_t tiny = 0;
+  for (int64_t i = 0; i < count; i += Bf16Kind::kVector) {
+    const int width = static_cast<int>(std::min<int64_t>(Bf16Kind::kVector, count - i));
+    tiny |= Bf16Kind::Tiny(Bf16Kind::LoadTail(x + i, width));  // zeros past the end: not tiny
   }
-  bool any = tiny != 0;
-  for (; i < count; ++i) {
-    const uint16_t magnitude = x[i] & 0x7FFF;
-    any |= magnitude != 0 && magnitude < (71 << 7);
-  }
-  return any;
+  return tiny != 0;
 }
 
 #endif  // XLA_CPU_BF16_GEMM
