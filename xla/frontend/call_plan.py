@@ -128,19 +128,14 @@ def fast_key_static(static, args):
     """``fast_key`` of a function with static arguments: those contribute
     (type, value), so values equal across types (1, 1.0, True) do not
     share a plan; None when one is unhashable (the full path reports it)."""
-    key = []
-    for i, a in enumerate(args):
-        t = type(a)
-        if i in static:
+    statics = []
+    for i in sorted(static):
+        if i < len(args):
+            a = args[i]
             try:
                 hash(a)
             except TypeError:
                 return None
-            key.append((t, a))
-        elif t is np.ndarray:
-            key.append((a.shape, a.dtype))
-        elif t in _SCALAR_TYPES or t is int and -(1 << 63) <= a < (1 << 63):
-            key.append(t)
-        else:
-            return None
-    return tuple(key)
+            statics.append((type(a), a))
+    rest = fast_key([a for i, a in enumerate(args) if i not in static])
+    return None if rest is None else (len(args), tuple(statics), rest)
