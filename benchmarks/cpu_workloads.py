@@ -273,6 +273,17 @@ ENTRY %main (x: {s}) -> {s} {{
 """
 
 
+def concatenate(r, c, k):
+    """k f32[r,c] arrays side by side (along the minor dimension)."""
+    params = "\n".join(f"  %p{i} = f32[{r},{c}] parameter({i})" for i in range(k))
+    names = ", ".join(f"%p{i}" for i in range(k))
+    return f"""HloModule concatenate
+ENTRY %main {{
+{params}
+  ROOT %c = f32[{r},{k * c}] concatenate({names}), dimensions={{1}}
+}}"""
+
+
 def matmul(n, operand="f32", result="f32"):
     return f"""HloModule matmul
 
@@ -405,6 +416,9 @@ def workloads(quick):
          lambda jnp: (lambda x: 0.5 * x * (1 + jnp.tanh(np.float32(np.sqrt(2 / np.pi)) *
                                                        (x + 0.044715 * x ** 3)))), 2 * g * 4, None,
          "--xla_cpu_enable_fast_math=true"),
+        ("concatenate 4 x f32[%d,%d] minor" % (r, c // 4), concatenate(r, c // 4, 4),
+         [f(r, c // 4) for _ in range(4)], lambda *a: np.concatenate(a, axis=1),
+         lambda jnp: (lambda *a: jnp.concatenate(a, axis=1)), 2 * r * c * 4, None),
         *[row for t in HALF_NP for row in half_workloads(t, f, n, r, c, g)],
         ("matmul f32[%d]^3" % m, matmul(m), [f(m, m), f(m, m)], lambda a, b_: a @ b_,
          lambda jnp: (lambda a, b_: a @ b_), None, 2 * m ** 3),

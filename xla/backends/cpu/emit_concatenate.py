@@ -1,0 +1,90 @@
+"""concatenate (or a fusion whose root is one) as one loop per operand.
+
+As an element generator (element_generator.py) a concatenate computes
+every operand's value at each output index, clamped into that operand, and
+selects one: a concatenate along the minor dimension of four f32[1024,1024]
+arrays streamed at 3.8 GB/s where NumPy copies at 22 GB/s, and a fused
+producer of each piece ran for every piece. Here each operand (with its
+fused producers) gets a kernel of its own over its own shape that stores
+at the operand's offset along the concatenated dimension: each element is
+computed and written once, and the inner loop is a plain vectorizable
+copy (XLA:CPU also emits a concatenate operand by operand). Kernels of a
+few elements stay one generator loop (a kernel call per piece costs more),
+and so does a concatenate of contiguous blocks (along the layout's major
+dimension, or one with only size-1 dimensions above it): there the
+operand a row reads is the same for the whole row, the select is hoisted
+out of the inner loop, and one kernel streams as fast as several.
+"""
+from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, register_fusion_root,
+                                         register_instruction, slice_pattern)
+from xla.backends.cpu.llvm_types import store_element
+from xla.backends.cpu.loop_emitter import i64
+
+# A concatenate with fewer output elements than this is one generator loop.
+PER_OPERAND_MIN_ELEMENTS = 1 << 12
+
+
+def per_operand(h, root):
+    """Whether concatenate ``root`` (``h`` itself or the root of fusion ``h``)
+    is emitted operand by operand."""
+    if not (h.shape.is_array and root.shape.num_elements() >= PER_OPERAND_MIN_ELEMENTS
+            and len(root.operands) > 1):
+        return False
+    (axis,) = root.attr("dimensions")
+    shape = root.shape
+    order = shape.layout.minor_to_major if shape.layout is not None else range(shape.rank)[::-1]
+    major = list(order)[list(order).index(axis) + 1:]
+    return any(shape.dimensions[d] > 1 for d in major)
+
+
+def emit_per_operand(me, h, root, fusion=None):
+    """One kernel per non-empty operand ``op``: out[..., offset + j, ...] =
+    op[..., j, ...]."""
+    (axis,) = root.attr("dimensions")
+    in_slices = me.operand_slices(h)
+    out_slice = Slice(me.assignment.buffer(h, ()))
+    slices = in_slices + [out_slice]
+    offset = 0
+    for k, op in enumerate(root.operands):
+        start, offset = offset, offset + op.shape.dimensions[axis]
+        if op.shape.num_elements() == 0:
+            continue
+        memo_key = (me.fingerprints.instruction(h), "concatenate", k, slice_pattern(slices))
+        name = me.unique(f"kernel.{h.name}.{k}")
+        impl = me.loop_kernels.get(memo_key)
+        if impl is not None:
+            kernel = Kernel.reuse(me, name, slices, impl, h)
+        else:
+            kernel = Kernel(me, name, slices)
+            kernel.root = h
+            g = ElementGenerator(me, kernel, fusion)
+
+            def body(index, g=g, kernel=kernel, op=op, start=start):
+                value = g.value(op, index)
+                target = list(index)
+                if start:
+                    target[axis] = g.b.add(index[axis], i64(start), flags=("nsw", "nuw"))
+                ptr = g.element_pointer(kernel.pointer(out_slice), h.shape, target)
+                store_element(kernel.b, value, ptr, h.shape.element_type)
+
+            le.loop_nest(kernel.b, op.shape, body, kernel.begin, kernel.end)
+            kernel.finish()
+            me.loop_kernels[memo_key] = kernel.impl
+        me.call_kernel(kernel, op.shape)
+
+
+@register_instruction("concatenate")
+def emit_concatenate(me, h):
+    if per_operand(h, h):
+        emit_per_operand(me, h, h)
+    else:
+        me.emit_loops(h, h)
+
+
+@register_fusion_root("concatenate")
+def emit_concatenate_fusion(me, h, root):
+    if not per_operand(h, root):
+        return False
+    emit_per_operand(me, h, root, fusion=h)
+    return True
