@@ -136,7 +136,10 @@ class Profile:
         lane = {(t, c): 2 * i + (0 if c == "execution" else 1)
                 for i, t in enumerate(threads) for c in ("execution", "instruction")}
         rows = 2 * len(threads)
-        svg = [f"<svg width='{width}' height='{24 * rows + 30}' xmlns='http://www.w3.org/2000/svg'>",
+        # crispEdges: a bar a pixel or two wide (a short instruction in a long
+        # trace) is drawn in its own color, not anti-aliased into a blend.
+        svg = [f"<svg width='{width}' height='{24 * rows + 30}' shape-rendering='crispEdges' "
+               "xmlns='http://www.w3.org/2000/svg'>",
                f"<rect x='0' y='0' width='{width}' height='{24 * rows + 30}' fill='#fafafa'/>"]
         for name, category, start, end, tid, args in self.events:
             x = (start - t0) / span * (width - 20) + 10
