@@ -15,7 +15,7 @@ import pytest
 from xla.errors import HloParseError, ShapeError, VerifierError
 from xla.hlo.evaluator import evaluate
 from xla.hlo.parser import parse_hlo_module
-from xla.hlo.shape_inference import infer_ragged_dot_shape
+from xla.hlo.shape_functions_compute import infer_ragged_dot_shape
 from xla.hlo.shape import Shape
 from xla.hlo.types import PrimitiveType
 from xla.hlo.verifier import verify_module

@@ -16,7 +16,7 @@ from xla.errors import HloParseError, ShapeError, VerifierError
 from xla.hlo.evaluator import evaluate
 from xla.hlo.parser import parse_hlo_module
 from xla.hlo.shape import Shape
-from xla.hlo.shape_inference import infer_scaled_dot_shape
+from xla.hlo.shape_functions_compute import infer_scaled_dot_shape
 from xla.hlo.verifier import verify_module
 
 FIXTURE = np.load(os.path.join(os.path.dirname(__file__), "service", "fixtures",

@@ -12,7 +12,6 @@ from xla.hlo.attributes import (ConvDimensionNumbers, PaddingDim, RawAttr, Slice
                                 WindowDimension)
 from xla.hlo.ir import HloComputation, HloInstruction
 from xla.hlo.shape import Layout, Shape
-from xla.hlo.types import PrimitiveType as P
 
 
 # ----- tiny helpers: shapes from text, instructions over parameters ------------

@@ -17,7 +17,7 @@ import pytest
 
 import xla
 from xla.errors import ShapeError, VerifierError
-from xla.hlo import shape_inference
+from xla.hlo import shape_functions, shape_inference
 from xla.hlo.shape import Shape
 
 AFTER_ALL_ON_ARRAYS = """HloModule m
@@ -129,7 +129,7 @@ def test_mixed_precision_runs(case, platform):
 def test_higher_precision_is_xlas_order():
     # primitive_util::HigherPrecisionType: exponent range, then significand.
     from xla.hlo.types import PrimitiveType as P
-    hp = shape_inference.higher_precision_type
+    hp = shape_functions.higher_precision_type
     assert hp(P.F16, P.BF16) is P.BF16 and hp(P.BF16, P.F16) is P.BF16   # range wins
     assert hp(P.F8E5M2, P.F16) is P.F16       # same range, more significand
     assert hp(P.BF16, P.F32) is P.F32 and hp(P.F64, P.F32) is P.F64

@@ -51,7 +51,7 @@ sharding, backend configs, or that custom-call targets exist.
 import numpy as np
 
 from xla.errors import ShapeError, VerifierError
-from xla.hlo import shape_inference
+from xla.hlo import shape_functions, shape_inference
 
 
 def _core():
@@ -96,8 +96,8 @@ def mixed_precision_problem(instr):
     if instr.opcode in ("reduce", "reduce-window") and instr.attr("to_apply") is not None:
         n = len(instr.operands) // 2
         try:
-            shape_inference.check_reducer(
-                shape_inference.program_shape(instr.attr("to_apply")),
+            shape_functions.check_reducer(
+                shape_functions.program_shape(instr.attr("to_apply")),
                 [o.shape.element_type for o in instr.operands[n:]],
                 [o.shape.element_type for o in instr.operands[:n]], instr.opcode)
         except ShapeError as e:
@@ -292,9 +292,9 @@ class _Verifier:
             problem = mixed_precision_problem(instr)
             if problem:
                 _fail(comp, instr, problem)
-        match = (shape_inference.shapes_match_ignoring_fp_precision
+        match = (shape_functions.shapes_match_ignoring_fp_precision
                  if self.allow_mixed_precision and instr.opcode not in EXACT_SHAPE_OPCODES
-                 else shape_inference.shapes_match)
+                 else shape_functions.shapes_match)
         if not match(instr.shape, inferred):
             _fail(comp, instr, f"declared shape {instr.shape.to_text(False)} does not match the "
                                f"shape inferred for {instr.opcode}, {inferred.to_text(False)}")
@@ -313,11 +313,11 @@ class _Verifier:
             _fail(entry, None, f"has {entry.num_parameters} parameters but entry_computation_layout "
                                f"lists {len(param_shapes)}")
         for p, want in zip(entry.parameters, param_shapes):
-            if not shape_inference.shapes_match(p.shape, want):
+            if not shape_functions.shapes_match(p.shape, want):
                 _fail(entry, p, f"parameter {p.parameter_number} has shape {p.shape.to_text(False)} "
                                 f"but entry_computation_layout says {want.to_text(False)}")
         root = entry.root_instruction
-        if not shape_inference.shapes_match(root.shape, result):
+        if not shape_functions.shapes_match(root.shape, result):
             _fail(entry, root, f"root shape {root.shape.to_text(False)} does not match the result "
                                f"{result.to_text(False)} in entry_computation_layout")
 

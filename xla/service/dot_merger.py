@@ -62,7 +62,7 @@ import numpy as np
 from xla.hlo.attributes import SliceDim
 from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Shape
-from xla.hlo.shape_inference import infer_dot_shape
+from xla.hlo.shape_functions_compute import infer_dot_shape
 from xla.service.hlo_pass import HloPass
 from xla.service.pass_utils import fusion_computations
 

@@ -33,7 +33,8 @@ anything).
 from xla.errors import UnimplementedError
 from xla.hlo import opcodes
 from xla.hlo.ir import HloInstruction
-from xla.hlo.shape_inference import higher_precision_type, infer_shape, program_shape, shapes_match
+from xla.hlo.shape_functions import higher_precision_type, program_shape, shapes_match
+from xla.hlo.shape_inference import infer_shape
 from xla.hlo.verifier import EXACT_SHAPE_OPCODES, MIXED_PRECISION_EXEMPT
 from xla.service.hlo_pass import HloPass
 

@@ -24,7 +24,7 @@ right answer, not a fast ragged kernel.
 """
 from xla.hlo.attributes import SliceDim
 from xla.hlo.shape import Shape
-from xla.hlo.shape_inference import ragged_dot_mode
+from xla.hlo.shape_functions_compute import ragged_dot_mode
 from xla.hlo.types import PrimitiveType
 from xla.service.pass_utils import OpExpanderPass
 

@@ -94,7 +94,7 @@ def ragged_dot(instr, operands, ctx):
     Entries outside a group are selected out, never multiplied by zero, so
     an inf or NaN there does not reach the result.
     """
-    from xla.hlo.shape_inference import ragged_dot_mode
+    from xla.hlo.shape_functions_compute import ragged_dot_mode
     lhs, rhs, group_sizes = operands
     lb, rb, lc, rc = _dot_dims(instr)
     mode = ragged_dot_mode(lhs.ndim, lc, lb, tuple(instr.attr("lhs_ragged_dims", ())),
