@@ -16,8 +16,8 @@ operand a row reads is the same for the whole row, the select is hoisted
 out of the inner loop, and one kernel streams as fast as several.
 """
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, register_fusion_root,
-                                         register_instruction, slice_pattern)
+from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, register_root_kernel,
+                                         slice_pattern)
 from xla.backends.cpu.llvm_types import store_element
 from xla.backends.cpu.loop_emitter import i64
 
@@ -74,17 +74,4 @@ def emit_per_operand(me, h, root, fusion=None):
         me.call_kernel(kernel, op.shape)
 
 
-@register_instruction("concatenate")
-def emit_concatenate(me, h):
-    if per_operand(h, h):
-        emit_per_operand(me, h, h)
-    else:
-        me.emit_loops(h, h)
-
-
-@register_fusion_root("concatenate")
-def emit_concatenate_fusion(me, h, root):
-    if not per_operand(h, root):
-        return False
-    emit_per_operand(me, h, root, fusion=h)
-    return True
+register_root_kernel("concatenate", lambda me, h, root: per_operand(h, root), emit_per_operand)

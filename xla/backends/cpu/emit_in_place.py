@@ -10,7 +10,7 @@ element selects the update or the operand.
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.element_generator import _dynamic_starts
 from xla.backends.cpu.ir_emitter import (TINY_KERNEL_ELEMENTS, ElementGenerator, Kernel, Slice,
-                                         register_fusion_root, register_instruction, slice_pattern)
+                                         register_root_kernel, slice_pattern)
 from xla.backends.cpu.llvm_types import store_element
 from xla.service.buffer_assignment import in_place_update_operand
 
@@ -69,17 +69,5 @@ def emit_update_in_place(me, h, root, fusion=None):
     me.call_kernel(kernel, loop_shape)
 
 
-@register_instruction("dynamic-update-slice")
-def emit_dynamic_update_slice(me, h):
-    if in_place(me, h):
-        emit_update_in_place(me, h, h)
-    else:
-        me.emit_loops(h, h)
-
-
-@register_fusion_root("dynamic-update-slice")
-def emit_fusion_in_place(me, h, root):
-    if not in_place(me, h):
-        return False
-    emit_update_in_place(me, h, root, fusion=h)
-    return True
+register_root_kernel("dynamic-update-slice", lambda me, h, root: in_place(me, h),
+                     emit_update_in_place)

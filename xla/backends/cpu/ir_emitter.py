@@ -119,6 +119,27 @@ def register_fusion_root(opcode):
     return register
 
 
+def register_root_kernel(opcode, applies, emit):
+    """An opcode whose kernel has a shape of its own where ``applies(me, h,
+    root)`` holds (``root``: ``h`` itself, or the root of fusion ``h``):
+    then ``emit(me, h, root, fusion)`` emits it, for the instruction and for
+    fusions rooted at it (``fusion``: None or ``h``); elsewhere it gets the
+    usual loops."""
+    @register_instruction(opcode)
+    def emit_instruction(me, h):
+        if applies(me, h, h):
+            emit(me, h, h, None)
+        else:
+            me.emit_loops(h, h)
+
+    @register_fusion_root(opcode)
+    def emit_fusion(me, h, root):
+        if not applies(me, h, root):
+            return False
+        emit(me, h, root, h)
+        return True
+
+
 _extensions_loaded = False
 
 
