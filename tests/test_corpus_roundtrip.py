@@ -6,7 +6,6 @@ quickly, print back to exactly the same text, and print/parse/print must be
 a fixed point. An empty corpus is a failure, not a silent pass.
 """
 import difflib
-import time
 from pathlib import Path
 
 import pytest
@@ -40,12 +39,11 @@ def test_corpus_is_not_empty():
 
 
 @pytest.mark.parametrize("path", FILES, ids=_ids)
-def test_parses_fast_and_prints_back_exactly(path):
+def test_parses_and_prints_back_exactly(path):
+    # (The parser's speed is not asserted here: a time depends on the
+    # machine's load. test_parser checks that its work grows linearly.)
     text = path.read_text(encoding="utf-8")
-    start = time.perf_counter()
     module = parse_hlo_module(text, filename=str(path))
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"parsing {path.name} ({len(text)} chars) took {elapsed:.2f}s"
     assert module.entry is not None and module.entry.root_instruction is not None
     for comp in module.computations:
         members = set(map(id, comp.instructions))
