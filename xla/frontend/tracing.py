@@ -130,6 +130,12 @@ class TraceContext:
         # a view read through them.
         self.aliases = {}
         self.view_reads = set()
+        # Errors on values (lax/checks.py): whether error_if registers here,
+        # the int32 code of the first that failed (None: none registered),
+        # and, on a top-level trace, the (class, message) each code stands for.
+        self.checked = False
+        self.error = None
+        self.error_kinds = None
 
     def capture(self, tracer):
         """The value of ``tracer`` (from an enclosing trace) inside this one."""
