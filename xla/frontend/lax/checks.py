@@ -80,12 +80,13 @@ def merge(ctx, code):
 
 
 def checked_outputs(kinds, outputs):
-    """The list of a module's ``outputs`` less its hidden error code (the
-    last); raises the error the code stands for among ``kinds`` (the
+    """A module's ``outputs`` (a tuple or list) less its hidden error code
+    (the last); raises the error the code stands for among ``kinds`` (the
     top-level trace's ``error_kinds``) where it is not 0."""
-    *outputs, code = outputs
-    code = int(np.asarray(code))
+    code = outputs[-1]
+    if type(code) is not np.ndarray:
+        code = np.asarray(code)          # a device's buffer
     if code:
-        error_class, message = kinds[code - 1]
+        error_class, message = kinds[int(code) - 1]
         raise error_class(message)
-    return outputs
+    return outputs[:-1]
