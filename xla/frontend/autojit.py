@@ -28,10 +28,11 @@ import weakref
 import numpy as np
 
 from xla.errors import InvalidArgumentError
-from xla.frontend import pytree, tracing
+from xla.frontend import pytree, trace_context, tracing
 from xla.frontend.builder import XlaBuilder
 from xla.frontend.signature import arg_spec
-from xla.frontend.tracing import Tracer, TraceContext, to_shape
+from xla.frontend.trace_context import TraceContext
+from xla.frontend.tracing import Tracer, to_shape
 
 
 class ClusterRecord:
@@ -109,9 +110,9 @@ class _Session:
             if id(t) not in values:
                 values[id(t)] = results[order[id(t.op.instr)]]
         self.records.append(ClusterRecord(len(self.records), n_instr, len(self.values), len(computed),
-                                          reason, tracing.user_location(), compiled))
+                                          reason, trace_context.user_location(), compiled))
         # Rebase the live values onto the next cluster.
-        stack = tracing._stack()
+        stack = trace_context._stack()
         old_ctx = self.ctx
         self._new_cluster()
         index = stack.index(old_ctx)
@@ -137,14 +138,14 @@ class _Session:
         reason = f"{what} runs eagerly"
         if why is not None:
             text = str(why)
-            where = tracing.user_location()
+            where = trace_context.user_location()
             if where and text.startswith(where + ": "):
                 text = text[len(where) + 2:]
             reason += f" ({text.split(';')[0]})"
         values = self.cut(reason, extra=tracers)
         concrete = [values[id(x)] if isinstance(x, Tracer) else x for x in leaves]
         cargs, ckwargs = treedef.unflatten(concrete)
-        self.eager_ops.append((what, tracing.user_location()))
+        self.eager_ops.append((what, trace_context.user_location()))
         result = func(*cargs, **ckwargs)
         out_leaves, out_treedef = pytree.flatten(result)
         wrapped = [self.parameter(v) if isinstance(v, (np.ndarray, np.generic)) else v for v in out_leaves]
@@ -189,7 +190,7 @@ class AutoJitFunction:
                 inputs.append(session.parameter(np.asarray(x, spec.dtype), spec.weak))
             else:
                 inputs.append(x)   # not an array: passed through unchanged
-        stack = tracing._stack()
+        stack = trace_context._stack()
         stack.append(session.ctx)
         try:
             call_args, call_kwargs = treedef.unflatten(inputs)

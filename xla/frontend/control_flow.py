@@ -57,7 +57,7 @@ import warnings
 import numpy as np
 
 from xla.errors import TracingError, XlaError
-from xla.frontend import tracing
+from xla.frontend import trace_context, tracing
 from xla.frontend.control_flow_rewrite import RUNTIME, rewritten_code
 from xla.frontend.traced_creation import stand_in_globals
 from xla.frontend.tracing import Tracer
@@ -682,7 +682,7 @@ def _user_function(code):
     if user is None:
         filename = code.co_filename
         user = _user_code[code] = not (
-            tracing._is_internal(filename) or os.path.abspath(filename).startswith(_LIBRARY_DIRS)
+            trace_context._is_internal(filename) or os.path.abspath(filename).startswith(_LIBRARY_DIRS)
             or any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code)))
     return user
 

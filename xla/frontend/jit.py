@@ -51,11 +51,12 @@ from xla.hlo.ir import HloInstruction
 # The tables a Tracer dispatches to install themselves in tracing when imported.
 from xla.frontend import indexing, masked_slice, ufuncs  # noqa: F401
 from xla.frontend import numpy as numpy_functions  # noqa: F401  (np stays NumPy)
-from xla.frontend import pytree, tracing
-from xla.frontend.lax import checks
+from xla.frontend import pytree, trace_context, tracing
 from xla.frontend.call_plan import CallPlan, fast_key, fast_key_static
+from xla.frontend.lax import checks
 from xla.frontend.signature import arg_spec
-from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape
+from xla.frontend.trace_context import new_trace
+from xla.frontend.tracing import Tracer, as_tracer, to_shape
 
 # jit's keyword options (beyond backend, static and donated arguments).
 OPTIONS = {"disk_cache": "True/None: the persistent cache's default directory, False: off, "
@@ -76,7 +77,7 @@ def _locate(error):
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         import os
-        if not os.path.abspath(filename).startswith(tracing._INTERNAL_DIRS):
+        if not os.path.abspath(filename).startswith(trace_context._INTERNAL_DIRS):
             where = f"{filename}:{tb.tb_lineno}"
         tb = tb.tb_next
     return where
@@ -282,7 +283,7 @@ class JitFunction:
             # static arguments only, of a signature seen before.
             plan = self._fast.get(self._fast_key(args))
             if plan is not None and self._fast_options is _options_in_force() and \
-                    not tracing.tracing_active():
+                    not trace_context.tracing_active():
                 self._hits += 1
                 return plan(args)
         if tracing.current_context(required=False) is not None:

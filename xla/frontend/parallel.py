@@ -33,7 +33,8 @@ from xla.runtime import distributed
 from xla.errors import InvalidArgumentError
 from xla.frontend import pytree
 from xla.frontend.signature import arg_spec
-from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape, tracing_error
+from xla.frontend.trace_context import new_trace, tracing_error
+from xla.frontend.tracing import Tracer, as_tracer, to_shape
 from xla.hlo.attributes import RawAttr
 
 _local = threading.local()

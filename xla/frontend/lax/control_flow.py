@@ -28,8 +28,8 @@ from xla.frontend.lax.eager import eager
 from xla.frontend.lax.slicing import dynamic_index_in_dim, dynamic_update_index_in_dim
 from xla.frontend.lax.subcomputation import (Promote, SharedState, Spec, flatten_values, leaf_name,
                                              match, retyped, type_text)
-from xla.frontend.tracing import (Tracer, TraceContext, as_tracer, convert, current_context,
-                                  tracing_error)
+from xla.frontend.trace_context import TraceContext, current_context, tracing_error
+from xla.frontend.tracing import Tracer, alias, as_tracer, convert
 from xla.hlo.attributes import RawAttr
 from xla.hlo.shape import Shape
 
@@ -98,7 +98,7 @@ def _while(ctx, cond_fun, body_fun, init, treedef, trip_count, rebound):
 
     def carry(sub, param, sub_ctx):
         leaves = [Tracer(sub.get_tuple_element(param, i), weak=t.weak) for i, t in enumerate(init)]
-        sub_ctx.alias(init, leaves, rebound)
+        alias(sub_ctx, init, leaves, rebound)
         return leaves
 
     with checks.inherit(TraceContext(cond_b, ctx, shared.capture_into(cond_b, cond_p))) as cond_ctx:
@@ -277,7 +277,7 @@ def _branches(index_op, branch_funs, operands, what):
     for k, (fn, sub, p) in enumerate(zip(branch_funs, subs, params)):
         with checks.inherit(TraceContext(sub, ctx, shared.capture_into(sub, p))) as sub_ctx:
             leaves = [Tracer(sub.get_tuple_element(p, i), weak=t.weak) for i, t in enumerate(ops)]
-            sub_ctx.alias(ops, leaves)
+            alias(sub_ctx, ops, leaves)
             args = op_treedef.unflatten(leaves)
             results.append(flatten_values(fn(*args), f"{what} branch {k} output"))
         errors.append(sub_ctx.error)
