@@ -30,6 +30,7 @@ import numpy as np
 from xla.errors import InvalidArgumentError
 from xla.frontend import pytree, trace_context, tracing
 from xla.frontend.builder import XlaBuilder
+from xla.frontend.lax import checks
 from xla.frontend.signature import arg_spec
 from xla.frontend.trace_context import TraceContext
 from xla.frontend.tracing import Tracer, to_shape
@@ -67,6 +68,7 @@ class _Session:
         builder.live_tracers = weakref.WeakValueDictionary()
         self.ctx = TraceContext(builder)
         self.ctx.autojit = self
+        checks.start(self.ctx)     # errors on values: raised at the cluster's cut
         self.values = []   # concrete value of parameter k
 
     def parameter(self, value, weak=False):
@@ -82,7 +84,10 @@ class _Session:
         ``extra``) gets its concrete value, then becomes a parameter of a new
         cluster. Returns {id(tracer): value}."""
         b = self.ctx.builder
-        live = [t for t in list(b.live_tracers.values()) if t.op.builder is b]
+        # The cluster's error code (lax/checks.py) is computed with it and
+        # read at once, not carried into the next cluster.
+        error = self.ctx.error
+        live = [t for t in list(b.live_tracers.values()) if t.op.builder is b and t is not error]
         seen = {id(t) for t in live}
         for t in extra:
             if id(t) not in seen:
@@ -100,12 +105,14 @@ class _Session:
         results = []
         compiled = False
         n_instr = 0
-        if computed:
-            root = b.tuple([t.op for t in computed])
-            module = b.build_module(root)
+        if computed or error is not None:
+            ops = [t.op for t in computed] + ([error.op] if error is not None else [])
+            module = b.build_module(b.tuple(ops))
             n_instr = sum(len(c.instructions) for c in module.computations)
             exe, compiled = self.owner._executable(module)
             results = list(exe.execute(*self.values))
+            if error is not None:
+                results = list(checks.checked_outputs(self.ctx.error_kinds, results))
         for t in live:
             if id(t) not in values:
                 values[id(t)] = results[order[id(t.op.instr)]]

@@ -15,14 +15,14 @@ Loops and branches (``control_flow.py``) carry their bodies' codes out: a
 hidden int32 element of the loop state (a ``while`` whose trip count is not
 known also stops once it is nonzero, as NumPy would have; a loop of known
 trip count runs on), and a hidden last result of a ``conditional``. At the
-end of an ``xla.jit`` (or ``xla.pmap``) trace the code is a hidden last
-output of the module, and the wrapper raises ``error_kinds[code - 1]``
-after the call, before writing arguments updated in place back
-(docs/frontend.md, "Errors on values").
+end of an ``xla.jit`` or ``xla.pmap`` trace (or of an ``xla.autojit``
+cluster) the code is a hidden last output of the module, and the wrapper
+raises ``error_kinds[code - 1]`` after the call, before writing arguments
+updated in place back (docs/frontend.md, "Errors on values").
 
-Only contexts that carry codes out check (``checked``): an ``xla.jit`` or
-``xla.pmap`` trace and the loops and branches in it. Elsewhere (autojit
-clusters, composite decompositions, reducers, ``scan``'s probe traces)
+Only contexts that carry codes out check (``checked``): those traces and
+the loops and branches in them. Elsewhere (composite decompositions,
+reducers, ``scan``'s probe traces)
 ``error_if`` registers nothing and the values are what the operation
 computes (NaN, infinities). A function that registers nothing gets no
 extra output, state element or instruction.
