@@ -48,6 +48,21 @@ def test_singular_solve_and_inv_raise_as_numpy_and_regular_ones_match(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_matrices_raise_nothing(backend):
+    # NumPy: 0 x 0 matrices solve, invert and factor to empty arrays.
+    # (The check of cholesky's diagonal made a 0 x 0 one fail to compile;
+    # solve / inv of one did not compile before, nor cholesky on the
+    # interpreter.)
+    for fn, args in ((np.linalg.solve, (np.zeros((0, 0)), np.zeros(0))),
+                     (np.linalg.solve, (np.zeros((2, 0, 0)), np.zeros((2, 0, 3)))),
+                     (np.linalg.inv, (np.zeros((2, 0, 0)),)),
+                     (np.linalg.cholesky, (np.zeros((0, 0)),))):
+        got = xla.jit(fn, backend=backend)(*args)
+        want = fn(*args)
+        assert got.shape == want.shape and got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_one_singular_matrix_of_a_stack_raises(backend):
     stack = np.stack([GOOD, SINGULAR, 2 * GOOD])
     rhs = np.ones((3, 3, 2))

@@ -104,6 +104,8 @@ def cholesky(a, /, *, upper=False):
         raise ShapeError(f"Last 2 dimensions of the array must be square, got {a.shape}")
     if a.dtype.kind not in "fc":
         a = convert(a, np.float64)
+    if a.shape[-1] == 0:     # no pivot to fail (nor to compute: the interpreter's cholesky refuses)
+        return np.zeros(a.shape, a.dtype)
     low = lax.linalg.cholesky(a, symmetrize_input=False)
     failed = np.any(np.isnan(np.diagonal(low, axis1=-2, axis2=-1)), axis=-1) & \
         np.all(np.isfinite(np.tril(a)), axis=(-2, -1))
@@ -149,7 +151,10 @@ def _solve(a, b):
 
 def _solved(a, b):
     """``xla.solve`` of ``a`` and ``b``, raising NumPy's error after the
-    call where ``a`` is singular."""
+    call where ``a`` is singular; 0 x 0 matrices solve to an empty ``x``
+    (as NumPy's), without a call."""
+    if a.shape[-1] == 0:
+        return np.zeros(b.shape, b.dtype)
     x, info = lax.composite(_solve, "xla.solve")(a, b)
     checks.error_if(info != 0, np.linalg.LinAlgError, "Singular matrix")
     return x
