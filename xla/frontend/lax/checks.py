@@ -29,7 +29,8 @@ extra output, state element or instruction.
 """
 import numpy as np
 
-from xla.frontend.tracing import as_tracer, current_context
+from xla.frontend.trace_context import current_context
+from xla.frontend.tracing import as_tracer
 
 
 def _root(ctx):
