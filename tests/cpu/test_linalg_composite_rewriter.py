@@ -119,13 +119,15 @@ SOLVE = """HloModule m
 
 decomposition {
   p = f64[2,3,3] parameter(0)
-  ROOT q = f64[2,3,2] parameter(1)
+  q = f64[2,3,2] parameter(1)
+  i = s32[2] constant({0, 0})
+  ROOT t = (f64[2,3,2], s32[2]) tuple(q, i)
 }
 
 ENTRY e {
   a = f64[2,3,3] parameter(0)
   b = f64[2,3,2] parameter(1)
-  ROOT c = f64[2,3,2] call(a, b), to_apply=decomposition, is_composite=true, frontend_attributes={composite.attributes={},composite.name="xla.solve",composite.version="0"}
+  ROOT c = (f64[2,3,2], s32[2]) call(a, b), to_apply=decomposition, is_composite=true, frontend_attributes={composite.attributes={},composite.name="xla.solve",composite.version="0"}
 }
 """
 
@@ -143,14 +145,30 @@ ENTRY e {
   get-tuple-element.3 = f64[2,3,5]{2,1,0} get-tuple-element(custom-call.2), index=0
   slice.4 = f64[2,3,3]{2,1,0} slice(get-tuple-element.3), slice={[0:2], [0:3], [0:3]}
   slice.5 = f64[2,3,2]{2,1,0} slice(get-tuple-element.3), slice={[0:2], [0:3], [3:5]}
-  ROOT triangular-solve.6 = f64[2,3,2]{2,1,0} triangular-solve(slice.4, slice.5), left_side=true, lower=false, unit_diagonal=false, transpose_a=NO_TRANSPOSE
+  triangular-solve.6 = f64[2,3,2]{2,1,0} triangular-solve(slice.4, slice.5), left_side=true, lower=false, unit_diagonal=false, transpose_a=NO_TRANSPOSE
+  get-tuple-element.7 = s32[2]{0} get-tuple-element(custom-call.2), index=2
+  ROOT tuple.8 = (f64[2,3,2]{2,1,0}, s32[2]{0}) tuple(triangular-solve.6, get-tuple-element.7)
 }
 """
     assert [c.name for c in module.computations] == ["e"]
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 3, 2))
-    (x,) = flatten_result(Evaluator().evaluate(module, [a, b]))
+    x, info = flatten_result(Evaluator().evaluate(module, [a, b]))
     np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(info, [0, 0])
+    # getrf's info: the 1-based column of the first zero pivot (LAPACK's).
+    a[1] = [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 0.0, 1.0]]
+    _, info = flatten_result(Evaluator().evaluate(module, [a, b]))
+    np.testing.assert_array_equal(info, [0, 2])
+
+
+def test_a_solve_of_one_result_is_left_to_its_decomposition():
+    # The contract is (x, info): a call of x alone is not what the name
+    # promises, and its decomposition stays.
+    text = SOLVE.replace("ROOT c = (f64[2,3,2], s32[2]) call", "ROOT c = f64[2,3,2] call").replace(
+        "  i = s32[2] constant({0, 0})\n  ROOT t = (f64[2,3,2], s32[2]) tuple(q, i)", "  ROOT t = f64[2,3,2] copy(q)")
+    module = parse_hlo_module(text)
+    assert not LinalgCompositeRewriter().run(module)
 
 
 def test_solve_of_another_batch_or_type_is_left_alone():

@@ -65,3 +65,16 @@ def test_errors_name_the_problem():
         xla.pmap(lambda x: lax.ppermute(x, "i", [(0, 1), (1, 1)]), axis_name="i")(np.ones((2, 3)))
     with pytest.raises(InvalidArgumentError, match="does not split into 3"):
         xla.pmap(lambda x: lax.psum_scatter(x, "i", tiled=True), axis_name="i")(np.ones((3, 4)))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_a_singular_matrix_on_one_device_raises_numpys_error(backend):
+    # np.linalg.inv's check (xla/frontend/lax/checks.py): each device's
+    # code comes back with its results; NumPy's loop over the matrices raises.
+    f = xla.pmap(lambda a: np.linalg.inv(a) @ a[0], backend=backend)
+    a = np.stack([np.eye(3) * (k + 2) + 0.5 for k in range(3)])
+    np.testing.assert_allclose(f(a), [np.linalg.inv(m) @ m[0] for m in a], atol=1e-12)
+    a[2] = np.outer([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])          # rank 1
+    with pytest.raises(np.linalg.LinAlgError, match="^Singular matrix$"):
+        f(a)
+    np.testing.assert_array_equal(xla.pmap(lambda x: x + 1, backend=backend)(a), a + 1)

@@ -106,3 +106,24 @@ def test_a_data_dependent_shape_cut_says_so_in_the_report():
     assert "indexing runs eagerly (boolean mask indexing selects a number of elements that " \
            "depends on the data" in report
     assert "np.unique runs eagerly (np.unique has an output shape that depends on the data" in report
+
+
+def test_a_singular_matrix_raises_numpys_error_at_the_clusters_cut():
+    # np.linalg.solve's check (xla/frontend/lax/checks.py): the cluster's
+    # error code is read when it runs, before the Python branch that cut it.
+    def f(a, b):
+        x = np.linalg.solve(a, b)
+        if x[0] > 0:
+            x = x * 2
+        return np.linalg.cholesky(a) @ x
+
+    g = xla.autojit(f)
+    a = np.array([[4.0, 1.0], [1.0, 3.0]])
+    np.testing.assert_allclose(g(a, np.ones(2)), f(a, np.ones(2)), rtol=1e-12)
+    for bad, message in ((np.ones((2, 2)), "Singular matrix"),
+                         (-a, "Matrix is not positive definite")):
+        with pytest.raises(np.linalg.LinAlgError) as numpy_error:
+            f(bad, np.ones(2))
+        assert str(numpy_error.value) == message
+        with pytest.raises(np.linalg.LinAlgError, match=f"^{message}$"):
+            g(bad, np.ones(2))

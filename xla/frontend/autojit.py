@@ -28,10 +28,12 @@ import weakref
 import numpy as np
 
 from xla.errors import InvalidArgumentError
-from xla.frontend import pytree, tracing
+from xla.frontend import pytree, trace_context, tracing
 from xla.frontend.builder import XlaBuilder
+from xla.frontend.lax import checks
 from xla.frontend.signature import arg_spec
-from xla.frontend.tracing import Tracer, TraceContext, to_shape
+from xla.frontend.trace_context import TraceContext
+from xla.frontend.tracing import Tracer, to_shape
 
 
 class ClusterRecord:
@@ -66,6 +68,7 @@ class _Session:
         builder.live_tracers = weakref.WeakValueDictionary()
         self.ctx = TraceContext(builder)
         self.ctx.autojit = self
+        checks.start(self.ctx)     # errors on values: raised at the cluster's cut
         self.values = []   # concrete value of parameter k
 
     def parameter(self, value, weak=False):
@@ -81,7 +84,10 @@ class _Session:
         ``extra``) gets its concrete value, then becomes a parameter of a new
         cluster. Returns {id(tracer): value}."""
         b = self.ctx.builder
-        live = [t for t in list(b.live_tracers.values()) if t.op.builder is b]
+        # The cluster's error code (lax/checks.py) is computed with it and
+        # read at once, not carried into the next cluster.
+        error = self.ctx.error
+        live = [t for t in list(b.live_tracers.values()) if t.op.builder is b and t is not error]
         seen = {id(t) for t in live}
         for t in extra:
             if id(t) not in seen:
@@ -99,19 +105,21 @@ class _Session:
         results = []
         compiled = False
         n_instr = 0
-        if computed:
-            root = b.tuple([t.op for t in computed])
-            module = b.build_module(root)
+        if computed or error is not None:
+            ops = [t.op for t in computed] + ([error.op] if error is not None else [])
+            module = b.build_module(b.tuple(ops))
             n_instr = sum(len(c.instructions) for c in module.computations)
             exe, compiled = self.owner._executable(module)
             results = list(exe.execute(*self.values))
+            if error is not None:
+                results = list(checks.checked_outputs(self.ctx.error_kinds, results))
         for t in live:
             if id(t) not in values:
                 values[id(t)] = results[order[id(t.op.instr)]]
         self.records.append(ClusterRecord(len(self.records), n_instr, len(self.values), len(computed),
-                                          reason, tracing.user_location(), compiled))
+                                          reason, trace_context.user_location(), compiled))
         # Rebase the live values onto the next cluster.
-        stack = tracing._stack()
+        stack = trace_context._stack()
         old_ctx = self.ctx
         self._new_cluster()
         index = stack.index(old_ctx)
@@ -137,14 +145,14 @@ class _Session:
         reason = f"{what} runs eagerly"
         if why is not None:
             text = str(why)
-            where = tracing.user_location()
+            where = trace_context.user_location()
             if where and text.startswith(where + ": "):
                 text = text[len(where) + 2:]
             reason += f" ({text.split(';')[0]})"
         values = self.cut(reason, extra=tracers)
         concrete = [values[id(x)] if isinstance(x, Tracer) else x for x in leaves]
         cargs, ckwargs = treedef.unflatten(concrete)
-        self.eager_ops.append((what, tracing.user_location()))
+        self.eager_ops.append((what, trace_context.user_location()))
         result = func(*cargs, **ckwargs)
         out_leaves, out_treedef = pytree.flatten(result)
         wrapped = [self.parameter(v) if isinstance(v, (np.ndarray, np.generic)) else v for v in out_leaves]
@@ -189,7 +197,7 @@ class AutoJitFunction:
                 inputs.append(session.parameter(np.asarray(x, spec.dtype), spec.weak))
             else:
                 inputs.append(x)   # not an array: passed through unchanged
-        stack = tracing._stack()
+        stack = trace_context._stack()
         stack.append(session.ctx)
         try:
             call_args, call_kwargs = treedef.unflatten(inputs)

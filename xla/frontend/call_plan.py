@@ -5,6 +5,7 @@ call plan it finds (``CallPlan``), which runs the executable's
 import numpy as np
 
 from xla.frontend import pytree
+from xla.frontend.lax import checks
 
 _SCALAR_TYPES = (float, bool, complex)
 
@@ -25,7 +26,7 @@ class CallPlan:
     a profile) goes through ``_run``, the general path."""
 
     __slots__ = ("jit", "entry", "specs", "dynamic", "scalars", "arrays", "in_place", "run",
-                 "written", "n_outputs", "out_kind", "out_treedef")
+                 "written", "n_outputs", "out_kind", "out_treedef", "errors")
 
     def __init__(self, jit, entry, specs, args):
         self.jit, self.entry, self.specs = jit, entry, specs
@@ -48,6 +49,7 @@ class CallPlan:
         exact = exact and all(i in self.arrays for i in self.in_place)
         self.run = entry.executable.prepared_call(self.in_place) if exact else None
         self.written, self.n_outputs = entry.written, entry.n_outputs
+        self.errors = entry.errors
         self.out_treedef = out = entry.out_treedef
         # How the user's outputs are rebuilt: one array, None, a flat tuple
         # of arrays, or the tree's unflatten.
@@ -89,6 +91,10 @@ class CallPlan:
         """``_write_back`` then ``_unflatten``, where the values of arguments
         updated in place were written into the caller's arrays."""
         n, kind = self.n_outputs, self.out_kind
+        if self.errors:
+            result = checks.checked_outputs(self.errors, result)
+            if len(result) == 1 and kind == "leaf":
+                result = result[0]
         if self.written:
             values = list(result) if isinstance(result, (tuple, list)) else [result]
             for index, value in zip(self.written, values[n:]):

@@ -57,7 +57,7 @@ import warnings
 import numpy as np
 
 from xla.errors import TracingError, XlaError
-from xla.frontend import tracing
+from xla.frontend import trace_context, tracing
 from xla.frontend.control_flow_rewrite import RUNTIME, rewritten_code
 from xla.frontend.traced_creation import stand_in_globals
 from xla.frontend.tracing import Tracer
@@ -290,14 +290,18 @@ class _Runtime:
                     not any(isinstance(v, Tracer) for v in values) and not _reads_traced(body):
                 return self._python_for(r, body, state)
             saved = _snapshot(values)
+            ctx = tracing.current_context()
+            error = ctx.error
             try:
                 return self._converted_for(r, body, state, names, live, lineno)
             except _RETRIED as e:
                 # Unrolled from the start: the arrays get back the values the
                 # loop started from (a peeled first iteration, or the while
                 # loop written back before a failing Python tail, may have
-                # updated them in place, and would otherwise run twice).
+                # updated them in place, and would otherwise run twice), and
+                # so does the error code (lax/checks.py).
                 _restore(saved)
+                ctx.error = error
                 reason = str(e).splitlines()[0]
             if len(r) > _WARN_UNROLLED:
                 _warn_at(lineno, f"the loop of {len(r)} iterations is unrolled, not compiled as "
@@ -399,6 +403,8 @@ class _Runtime:
         body, in which ``i % c`` is a Python int; the last ``len(r) % c``
         iterations run in Python."""
         moduli, by = set(), 1
+        ctx = tracing.current_context()
+        error = ctx.error
         while True:
             head = r[:len(r) - len(r) % by]
             try:
@@ -408,6 +414,7 @@ class _Runtime:
             except UnboundLocalError:
                 raise
             except _RETRIED:
+                ctx.error = error      # the abandoned loop's code (lax/checks.py) is not kept
                 wider = math.lcm(by, *moduli)
                 if wider == by or wider > _UNROLL_BY_MODULUS or len(r) < 2 * wider:
                     raise
@@ -675,7 +682,7 @@ def _user_function(code):
     if user is None:
         filename = code.co_filename
         user = _user_code[code] = not (
-            tracing._is_internal(filename) or os.path.abspath(filename).startswith(_LIBRARY_DIRS)
+            trace_context._is_internal(filename) or os.path.abspath(filename).startswith(_LIBRARY_DIRS)
             or any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code)))
     return user
 

@@ -51,10 +51,12 @@ from xla.hlo.ir import HloInstruction
 # The tables a Tracer dispatches to install themselves in tracing when imported.
 from xla.frontend import indexing, masked_slice, ufuncs  # noqa: F401
 from xla.frontend import numpy as numpy_functions  # noqa: F401  (np stays NumPy)
-from xla.frontend import pytree, tracing
+from xla.frontend import pytree, trace_context, tracing
 from xla.frontend.call_plan import CallPlan, fast_key, fast_key_static
+from xla.frontend.lax import checks
 from xla.frontend.signature import arg_spec
-from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape
+from xla.frontend.trace_context import new_trace
+from xla.frontend.tracing import Tracer, as_tracer, to_shape
 
 # jit's keyword options (beyond backend, static and donated arguments).
 OPTIONS = {"disk_cache": "True/None: the persistent cache's default directory, False: off, "
@@ -75,7 +77,7 @@ def _locate(error):
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         import os
-        if not os.path.abspath(filename).startswith(tracing._INTERNAL_DIRS):
+        if not os.path.abspath(filename).startswith(trace_context._INTERNAL_DIRS):
             where = f"{filename}:{tb.tb_lineno}"
         tb = tb.tb_next
     return where
@@ -112,6 +114,9 @@ class _Entry(NamedTuple):
     # (input_output_alias): the caller's array is donated for it when it can
     # be written (the executable then writes the result into it).
     written_in_place: tuple = ()
+    # Errors on values (lax/checks.py): the (class, message) each nonzero
+    # code of the module's hidden last output stands for; () when it has none.
+    errors: tuple = ()
 
 
 class JitFunction:
@@ -278,7 +283,7 @@ class JitFunction:
             # static arguments only, of a signature seen before.
             plan = self._fast.get(self._fast_key(args))
             if plan is not None and self._fast_options is _options_in_force() and \
-                    not tracing.tracing_active():
+                    not trace_context.tracing_active():
                 self._hits += 1
                 return plan(args)
         if tracing.current_context(required=False) is not None:
@@ -320,10 +325,10 @@ class JitFunction:
         """Traces without compiling; ``.as_hlo_text()`` shows the module."""
         args, kwargs = self._normalize(args, kwargs)
         key, _ = self._key(args, kwargs)
-        module, out_treedef, _, _ = self._trace(args, kwargs, key)
+        module, out_treedef, _, _, _ = self._trace(args, kwargs, key)
 
         def partitioned():
-            again, treedef, n, _ = self._trace(args, kwargs, key)
+            again, treedef, n, _, _ = self._trace(args, kwargs, key)
             return self._partition(again, treedef, n, key)[0]
         sharded = self.in_shardings is not None or self.out_shardings is not None or \
             module.constraint_mesh_sizes
@@ -334,6 +339,7 @@ class JitFunction:
         name = getattr(self.fn, "__name__", "jit_fn")
         name = "jit_" + "".join(c if c.isalnum() or c == "_" else "_" for c in name)
         ctx = new_trace(name)
+        checks.start(ctx)
         b = ctx.builder
         from xla.frontend import sharding as shd
         try:
@@ -381,31 +387,40 @@ class JitFunction:
         written = tuple(i for i, p in enumerate(params) if p.op is not originals[i])
         n_outputs = len(ops)
         ops += [params[i].op for i in written]
-        single = len(ops) == 1 and out_treedef == pytree.LEAF
-        root = ops[0] if single else b.tuple(ops)
+        # Checks registered (np.linalg.solve of a singular matrix...): their
+        # code is a hidden last output (lax/checks.py).
+        errors = tuple(ctx.error_kinds) if ctx.error is not None else ()
+        single = len(ops) == 1 and out_treedef == pytree.LEAF and not errors
+        root = ops[0] if single else b.tuple(ops + ([ctx.error.op] if errors else []))
         module = b.build_module(root)
         # with_sharding_constraint's meshes: the module is partitioned over them.
         module.constraint_mesh_sizes = list(shd.constraint_mesh_sizes(b))
         aliases = _output_aliases(ops, params, key[5], single)
-        if self._host and self.platform.capabilities.donation:
+        if self._host and self.platform.capabilities.donation and not errors:
             # An argument updated in place gets its new value in its own
             # memory where buffer assignment finds that safe (may-alias), so
             # no copy back is needed (_run donates it when it may be written).
+            # Not where a check may fail: the caller's arrays then stay as
+            # they were (_write_back runs after the check).
             taken = {p for _, p in aliases}
             aliases += [("" if single else str(n_outputs + k), i)
                         for k, i in enumerate(written) if i not in taken]
         if aliases:
             module.header_attrs["input_output_alias"] = RawAttr(
                 "{ " + ", ".join(f"{{{out}}}: ({p}, {{}}, may-alias)" for out, p in aliases) + " }")
-        return module, out_treedef, n_outputs, written
+        return module, out_treedef, n_outputs, written, errors
 
     def _compile(self, args, kwargs, key):
-        module, out_treedef, n, written = self._trace(args, kwargs, key)
+        module, out_treedef, n, written, errors = self._trace(args, kwargs, key)
         if self.in_shardings is not None or self.out_shardings is not None or \
                 module.constraint_mesh_sizes:
             if written:
                 raise tracing.tracing_error("in-place updates of arguments (x += ...) under "
                                             "in_shardings/out_shardings are not supported yet")
+            if errors:
+                raise tracing.tracing_error(
+                    "operations that raise on values (np.linalg.solve, inv, cholesky: "
+                    f"{errors[0][1]!r}) under shardings are not supported yet")
             return self._compile_sharded(module, out_treedef, n, key)
         from xla.frontend.compilation import compile_module
         executable = compile_module(module, self.platform, self.options)
@@ -416,7 +431,7 @@ class JitFunction:
             self.platform.capabilities.donation
         donated = tuple(key[5]) if aliased else ()
         in_place = tuple(i for i in written if i not in donated) if aliased and self._host else ()
-        return _Entry(executable, out_treedef, n, donated, None, written, in_place)
+        return _Entry(executable, out_treedef, n, donated, None, written, in_place, errors)
 
     def _compile_sharded(self, module, out_treedef, n, key):
         """SPMD: the module annotated with the shardings, partitioned, and
@@ -507,6 +522,8 @@ class JitFunction:
                                                                          leaves, arrays))
         else:
             result = entry.executable.execute(*arrays)
+        if entry.errors:
+            result = _checked(entry, result)
         if entry.written:
             result = self._write_back(entry, leaves, result)
         return self._unflatten(entry, result)
@@ -529,6 +546,8 @@ class JitFunction:
             donated = tuple(i for i in entry.donated if isinstance(leaves[i], runtime.Buffer)
                             and sum(b is buffers[i] for b in buffers) == 1)
         outs = executable.execute_buffers(buffers, donated=donated)
+        if entry.errors:
+            outs = checks.checked_outputs(entry.errors, outs)
         if entry.written:
             outs = list(self._write_back(entry, leaves, outs)) if entry.n_outputs != 1 or \
                 entry.out_treedef != pytree.LEAF else [self._write_back(entry, leaves, outs)]
@@ -566,6 +585,16 @@ class JitFunction:
         if entry.n_outputs == 0:
             return entry.out_treedef.unflatten([])
         return entry.out_treedef.unflatten(list(result))
+
+
+def _checked(entry, result):
+    """``result`` without the module's hidden error code, as the module
+    would return it without one; raises the error the code stands for
+    (lax/checks.py)."""
+    result = checks.checked_outputs(entry.errors, result)
+    if len(result) == 1 and entry.out_treedef == pytree.LEAF:
+        return result[0]
+    return tuple(result)
 
 
 def _writable(written, leaves, arrays):

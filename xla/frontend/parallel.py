@@ -32,8 +32,10 @@ from xla import runtime
 from xla.runtime import distributed
 from xla.errors import InvalidArgumentError
 from xla.frontend import pytree
+from xla.frontend.lax import checks
 from xla.frontend.signature import arg_spec
-from xla.frontend.tracing import Tracer, as_tracer, new_trace, to_shape, tracing_error
+from xla.frontend.trace_context import new_trace, tracing_error
+from xla.frontend.tracing import Tracer, as_tracer, to_shape
 from xla.hlo.attributes import RawAttr
 
 _local = threading.local()
@@ -216,9 +218,13 @@ class PmapFunction:
             if entry is None:
                 entry = self._cache[key] = self._compile(treedef, specs, devices)
                 self.compilations += 1
-        exe, out_treedef = entry
+        exe, out_treedef, errors = entry
         results = exe.execute([[a[d] for a in arrays] for d in range(n)])
         per_device = [list(r) if isinstance(r, tuple) else [r] for r in results]
+        if errors:
+            # Each device's hidden error code (lax/checks.py): the first
+            # device whose check failed raises, as a loop over them would.
+            per_device = [list(checks.checked_outputs(errors, r)) for r in per_device]
         stacked = [np.stack([np.asarray(per_device[d][k]) for d in range(n)])
                    for k in range(len(per_device[0]))]
         return out_treedef.unflatten(stacked)
@@ -227,6 +233,7 @@ class PmapFunction:
         name = "pmap_" + "".join(c if c.isalnum() or c == "_" else "_"
                                  for c in getattr(self.fn, "__name__", "fn"))
         ctx = new_trace(name)
+        checks.start(ctx)
         b = ctx.builder
         _axis_stack().append((self.axis_name, n))
         try:
@@ -238,9 +245,10 @@ class PmapFunction:
                 ops = [as_tracer(leaf).op for leaf in out_leaves]
         finally:
             _axis_stack().pop()
-        module = b.build_module(b.tuple(ops))
+        errors = tuple(ctx.error_kinds) if ctx.error is not None else ()
+        module = b.build_module(b.tuple(ops + ([ctx.error.op] if errors else [])))
         exe = runtime.compile(module, self.platform.name, num_replicas=n)
-        return exe, out_treedef
+        return exe, out_treedef, errors
 
 
 def pmap(fn=None, *, axis_name=None, backend=None):

@@ -13,226 +13,24 @@ Dtypes follow NumPy 2 exactly: ufunc loops are chosen with
 Python scalar is *weak* (NEP 50): ``float32_array * 2.0`` stays float32. A
 Tracer made from a Python scalar argument is weak too.
 
-Traces nest (loop bodies, branches): ``TraceContext`` keeps a stack, and a
-Tracer of an enclosing trace used inside a nested one is *captured*: the
-nested context's ``capture`` turns it into a value of the inner computation
-(``xla.frontend.lax`` threads captures through as extra operands).
+Traces nest (loop bodies, branches): their contexts, the user's file and
+line in errors and the dispatch tables are ``xla.frontend.trace_context``'s.
 """
 import operator
-import os
-import sys
-import threading
 
 import numpy as np
 
-from xla.errors import InternalError, InvalidArgumentError, ShapeError, TracingError
-from xla.frontend.builder import XlaBuilder, XlaOp, element_type
+from xla.errors import ShapeError, TracingError
+from xla.frontend.builder import XlaOp, element_type
+# install_table: for the modules that may import only this one (the numpy
+# package, ufuncs and indexing: tests/frontend/test_numpy_on_lax.py).
+from xla.frontend.trace_context import (current_builder, current_context,  # noqa: F401
+                                        install_table, table, tracing_error)
 from xla.hlo.shape import Shape
-
-
-# The modules built on this one that a Tracer dispatches to (ufuncs:
-# __array_ufunc__; numpy: __array_function__; indexing: __getitem__ and
-# .at), and those they reach back into (masked_slice, jit), install
-# themselves here when imported (xla.frontend.jit imports them all, and
-# ``table`` imports it the first time a table is missing), so that no
-# frontend module imports one that imports it back.
-_TABLES = {}
-
-
-def install_table(name, value):
-    """Makes ``value`` (a module or function) what ``table(name)`` returns."""
-    _TABLES[name] = value
-
-
-def table(name):
-    """The installed ``name`` (see ``install_table``)."""
-    try:
-        return _TABLES[name]
-    except KeyError:
-        pass
-    # A program that imported one frontend module directly (``from
-    # xla.frontend.autojit import autojit``) has not loaded the others yet:
-    # the jit module imports every module that installs a table.
-    import importlib
-    importlib.import_module("xla.frontend.jit")
-    try:
-        return _TABLES[name]
-    except KeyError:
-        raise InternalError(f"xla.frontend.{name} is not installed") from None
-
-_local = threading.local()
 
 # Python scalars are weakly typed (NEP 50); NumPy scalars (np.float64 is a
 # float subclass) are not.
 PYTHON_SCALARS = (bool, int, float, complex)
-
-# Files of these packages are not "the user's line" in error messages.
-_INTERNAL_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                       for m in (sys.modules["xla"], np))
-
-
-_internal_files = {}   # co_filename -> whether it is inside xla/ or numpy/ (or frozen)
-
-
-def _is_internal(filename):
-    internal = _internal_files.get(filename)
-    if internal is None:
-        internal = _internal_files[filename] = (
-            os.path.abspath(filename).startswith(_INTERNAL_DIRS) or filename.startswith("<frozen"))
-    return internal
-
-
-def user_location(skip_internal=True):
-    """``file:line`` of the innermost frame outside xla/ and numpy/, or None."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith("<frozen") and not (skip_internal and _is_internal(filename)):
-            return f"{filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return None
-
-
-def user_frame():
-    """``(file, line)`` of the innermost frame outside xla/ and numpy/, or None."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not _is_internal(filename):
-            return filename, frame.f_lineno
-        frame = frame.f_back
-    return None
-
-
-def located(message):
-    """``message`` prefixed with the user's file and line."""
-    where = user_location()
-    return f"{where}: {message}" if where else message
-
-
-def tracing_error(message):
-    return TracingError(located(message))
-
-
-# ----- trace contexts ------------------------------------------------------------
-
-class TraceContext:
-    """One level of tracing: the builder ops go to, and how outer values enter."""
-
-    def __init__(self, builder, parent=None, capture=None):
-        self.builder = builder
-        self.parent = parent
-        self._capture = capture
-        self.captured = {}   # id(outer XlaOp instr) -> (outer Tracer, inner Tracer)
-        # id(outer Tracer) -> (outer Tracer, inner Tracer): the loop or branch
-        # operands and the parameters that stand for them here (see
-        # ``current_array``); ``view_reads``: the ids of those parameters
-        # a view read through them.
-        self.aliases = {}
-        self.view_reads = set()
-
-    def capture(self, tracer):
-        """The value of ``tracer`` (from an enclosing trace) inside this one."""
-        key = id(tracer.op.instr)
-        hit = self.captured.get(key)
-        if hit is not None:
-            return hit[1]
-        if self._capture is None:
-            raise tracing_error(
-                "a traced value from another trace is used here (it escaped from an earlier "
-                "xla.jit trace or from a loop or branch body; return it instead of storing it)")
-        if tracer.op.builder is not self.parent.builder:
-            tracer = self.parent.capture(tracer)
-        follow = tracer._follow
-        hit = None if follow is None else self.aliases.get(id(follow[0]))
-        if hit is not None and hit[0] is follow[0]:
-            # A row x[i] of an array this body has as a parameter: the same
-            # row of the parameter, which follows the body's updates of it.
-            self.view_reads.add(id(hit[1]))
-            with self:
-                inner = hit[1][follow[1]]
-            self.captured[key] = (tracer, inner)
-            return inner
-        inner = self._capture(tracer)
-        if tracer._affine is not None and inner._affine is None:
-            inner._affine = tracer._affine   # an outer loop index keeps its range inside
-            inner._residue = tracer._residue
-        self.captured[key] = (tracer, inner)
-        return inner
-
-    def alias(self, operands, params, rebound=()):
-        """Records that ``params`` stand for ``operands`` (a loop's or
-        branch's, traced in this context), except the ``rebound`` ones
-        (see ``current_array``). An operand that follows another one
-        (``v = x[i]``, Tracer._mark_follower) gets a parameter that follows
-        the other's: the body's updates of ``x`` reach ``v``."""
-        for k, (o, p) in enumerate(zip(operands, params)):
-            if isinstance(o, Tracer) and k not in rebound:
-                self.aliases[id(o)] = (o, p)
-        for o, p in zip(operands, params):
-            if isinstance(o, Tracer) and o._follow is not None:
-                hit = self.aliases.get(id(o._follow[0]))
-                if hit is not None and hit[0] is o._follow[0]:
-                    hit[1]._mark_follower(p, o._follow[1])
-
-    def current_array(self, tracer):
-        """The array that stands for ``tracer`` (an array of this trace or of
-        an enclosing one) here: inside a loop or branch body an operand is a
-        parameter, which the body updates in place (``x[0] = 5`` in the body
-        writes the parameter, not the outer array). ``tracer`` itself when it
-        is not an operand of the bodies in between (an enclosing value the
-        body reads, captured when used). A view taken outside the body (a
-        masked slice, masked_slice.py) reads its array through this, so it
-        sees the body's updates as NumPy's view would; each parameter read
-        so is recorded in ``view_reads``."""
-        chain, ctx = [], self
-        while ctx is not None and ctx.builder is not tracer.op.builder:
-            chain.append(ctx)
-            ctx = ctx.parent
-        if ctx is None:
-            return tracer
-        for c in reversed(chain):
-            hit = c.aliases.get(id(tracer))
-            if hit is None or hit[0] is not tracer:
-                return tracer
-            tracer = hit[1]
-            c.view_reads.add(id(tracer))
-        return tracer
-
-    def __enter__(self):
-        stack = _stack()
-        stack.append(self)
-        return self
-
-    def __exit__(self, *exc):
-        _stack().pop()
-        return False
-
-
-def _stack():
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    return stack
-
-
-def current_context(required=True):
-    stack = _stack()
-    if not stack:
-        if required:
-            raise InvalidArgumentError("no trace is active: call this inside a function under xla.jit")
-        return None
-    return stack[-1]
-
-
-def tracing_active():
-    """Whether a trace is active on this thread (``current_context`` is not
-    None), without building the stack: jit's per-call check."""
-    return bool(getattr(_local, "stack", None))
-
-
-def current_builder():
-    return current_context().builder
 
 
 # ----- values --------------------------------------------------------------------
@@ -901,8 +699,18 @@ def to_shape(dtype, dims):
     return Shape.array(element_type(np.dtype(dtype)), tuple(dims))
 
 
-def new_trace(name):
-    """A fresh top-level trace context with a new builder."""
-    b = XlaBuilder(name)
-    b._state.locate = user_frame
-    return TraceContext(b)
+def alias(ctx, operands, params, rebound=()):
+    """Records in ``ctx`` (a TraceContext) that ``params`` stand for
+    ``operands`` (a loop's or branch's, traced in ``ctx``), except the
+    ``rebound`` ones (see ``TraceContext.current_array``). An operand that
+    follows another one (``v = x[i]``, Tracer._mark_follower) gets a
+    parameter that follows the other's: the body's updates of ``x`` reach
+    ``v``."""
+    for k, (o, p) in enumerate(zip(operands, params)):
+        if isinstance(o, Tracer) and k not in rebound:
+            ctx.aliases[id(o)] = (o, p)
+    for o, p in zip(operands, params):
+        if isinstance(o, Tracer) and o._follow is not None:
+            hit = ctx.aliases.get(id(o._follow[0]))
+            if hit is not None and hit[0] is o._follow[0]:
+                hit[1]._mark_follower(p, o._follow[1])

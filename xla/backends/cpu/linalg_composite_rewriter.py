@@ -17,12 +17,13 @@ dimension:
   s, u, vt, info)`` (mode 'A', 'S' or 'N'), and ``tuple(u, s, vt)`` or
   ``s``.
 
-* ``xla.solve``, ``(a[..., n, n], b[..., n, k]) -> x`` with ``a x == b``:
-  a ``lapack_{s,d}getrf_ffi`` custom call on ``concatenate(a, b)`` (n rows,
-  n + k columns: pivots from a's columns only, so b's columns come out as
-  ``L^-1 P b``, as LAPACK's gesv forward-substitutes them), then an upper
-  ``triangular-solve`` of U with them. A singular ``a`` gives infinities
-  or NaNs (a zero on U's diagonal), as the decomposition does.
+* ``xla.solve``, ``(a[..., n, n], b[..., n, k]) -> (x, info)`` with ``a x
+  == b``: a ``lapack_{s,d}getrf_ffi`` custom call on ``concatenate(a, b)``
+  (n rows, n + k columns: pivots from a's columns only, so b's columns come
+  out as ``L^-1 P b``, as LAPACK's gesv forward-substitutes them), then an
+  upper ``triangular-solve`` of U with them, and getrf's ``info`` (0, or
+  the first zero on U's diagonal, 1-based). A singular ``a`` gives
+  infinities or NaNs, as the decomposition does.
 
 * ``xla.lu``, ``a[..., n, n] -> (lu, pivots)`` (``jax.lax.linalg.lu``'s
   first two results, 0-based pivots): a ``lapack_{s,d}getrf_ffi`` custom
@@ -133,8 +134,10 @@ def _solve(b, instr, attrs):
     u = b.add("slice", Shape.array(et, a.dimensions), [lu], slice=keep + (SliceDim(0, n, 1), SliceDim(0, n, 1)))
     y = b.add("slice", Shape.array(et, rhs.dimensions), [lu],
               slice=keep + (SliceDim(0, n, 1), SliceDim(n, n + k, 1)))
-    return b.add("triangular-solve", Shape.array(et, rhs.dimensions), [u, y], left_side=True, lower=False,
-                 unit_diagonal=False, transpose_a=RawAttr("NO_TRANSPOSE"))
+    x = b.add("triangular-solve", Shape.array(et, rhs.dimensions), [u, y], left_side=True,
+              lower=False, unit_diagonal=False, transpose_a=RawAttr("NO_TRANSPOSE"))
+    info = _gte(b, cc, 2)
+    return b.add("tuple", Shape.tuple([x.shape, info.shape]), [x, info])
 
 
 def _lu(b, instr, attrs):

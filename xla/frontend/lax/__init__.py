@@ -17,6 +17,8 @@ One module per topic, each importing only from those before it:
 - ``eager``: outside a trace, every function runs as a small ``xla.jit``
   program
 - ``subcomputation``: tracing Python functions into sub-computations
+- ``checks``: errors on values (``error_if``: NumPy's ``LinAlgError`` of a
+  singular matrix), raised after the compiled call
 - ``primitives``: elementwise arithmetic, compares, shape and type primitives
 - ``math``: elementwise math (exp, log, trigonometry, rounding, div, rem,
   pow, shifts, bit counts, bitcasts)

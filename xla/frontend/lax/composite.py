@@ -25,7 +25,8 @@ MLIR dictionary (``true``, ``3 : i64``, ``"text"``).
 import numpy as np
 
 from xla.frontend.lax.subcomputation import flatten_values, no_capture
-from xla.frontend.tracing import Tracer, TraceContext, as_tracer, current_context, tracing_error
+from xla.frontend.trace_context import TraceContext, current_context, tracing_error
+from xla.frontend.tracing import Tracer, as_tracer
 from xla.hlo.attributes import RawAttr
 
 

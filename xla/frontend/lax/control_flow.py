@@ -23,12 +23,13 @@ import numpy as np
 
 from xla.errors import InvalidArgumentError, ShapeError
 from xla.frontend import pytree, tracing
+from xla.frontend.lax import checks
 from xla.frontend.lax.eager import eager
 from xla.frontend.lax.slicing import dynamic_index_in_dim, dynamic_update_index_in_dim
 from xla.frontend.lax.subcomputation import (Promote, SharedState, Spec, flatten_values, leaf_name,
                                              match, retyped, type_text)
-from xla.frontend.tracing import (Tracer, TraceContext, as_tracer, convert, current_context,
-                                  tracing_error)
+from xla.frontend.trace_context import TraceContext, current_context, tracing_error
+from xla.frontend.tracing import Tracer, alias, as_tracer, convert
 from xla.hlo.attributes import RawAttr
 from xla.hlo.shape import Shape
 
@@ -97,31 +98,57 @@ def _while(ctx, cond_fun, body_fun, init, treedef, trip_count, rebound):
 
     def carry(sub, param, sub_ctx):
         leaves = [Tracer(sub.get_tuple_element(param, i), weak=t.weak) for i, t in enumerate(init)]
-        sub_ctx.alias(init, leaves, rebound)
+        alias(sub_ctx, init, leaves, rebound)
         return leaves
 
-    with TraceContext(cond_b, ctx, shared.capture_into(cond_b, cond_p)) as cond_ctx:
+    with checks.inherit(TraceContext(cond_b, ctx, shared.capture_into(cond_b, cond_p))) as cond_ctx:
         pred = as_tracer(cond_fun(treedef.unflatten(carry(cond_b, cond_p, cond_ctx))))
         if pred.shape != () or pred.dtype != np.bool_:
             raise ShapeError((
                 f"while_loop cond_fun must return a boolean scalar, got {pred.dtype}{list(pred.shape)}"))
-    with TraceContext(body_b, ctx, shared.capture_into(body_b, body_p)) as body_ctx:
+    if cond_ctx.error is not None:
+        raise tracing_error("an operation that raises on values (np.linalg.solve, inv, cholesky) "
+                            "in a while loop's condition is not supported: compute it in the "
+                            "body (or before the loop) and test the result")
+    with checks.inherit(TraceContext(body_b, ctx, shared.capture_into(body_b, body_p))) as body_ctx:
         params = carry(body_b, body_p, body_ctx)
         out = body_fun(treedef.unflatten(params))
         new = match("while_loop body_fun output", treedef, init, out, promote=True)
         _views_follow(body_ctx, init, params, out)
         weak = [t.weak and n.weak for t, n in zip(init, new)]
-        passthrough = [body_b.get_tuple_element(body_p, i)
+        error = _carry_error(ctx, body_ctx, shared, body_b, body_p)
+        passthrough = [error[1].op if error is not None and i == error[0] else
+                       body_b.get_tuple_element(body_p, i)
                        for i in range(shared.n_fixed, len(shared.shapes))]
         body_root = body_b.tuple([t.op for t in new] + passthrough)
+    if error is not None and trip_count is None:
+        # Stop once a check failed, as NumPy would have raised there (a loop
+        # of known trip count ends anyway, and keeps its trip count).
+        with TraceContext(cond_b, ctx):
+            pred = pred & (Tracer(cond_b.get_tuple_element(cond_p, error[0])) == 0)
     cond_comp = cond_b.build(pred.op)
     body_comp = body_b.build(body_root)
     operands = [t.op for t in init] + [as_tracer(c).op for c in shared.captured]
     loop = b.while_loop(cond_comp, body_comp, b.tuple(operands))
     if trip_count is not None:
         _set_trip_count(loop, trip_count)
+    if error is not None:
+        ctx.error = Tracer(b.get_tuple_element(loop, error[0]))
     return treedef.unflatten([Tracer(b.get_tuple_element(loop, i), weak=w)
                               for i, w in enumerate(weak)])
+
+
+def _carry_error(ctx, body_ctx, shared, body_b, body_p):
+    """Where the body registered checks (lax/checks.py): (state index, the
+    body's code) of a new int32 state element that starts as ``ctx``'s
+    code and keeps the first nonzero one; None where it registered none."""
+    if body_ctx.error is None:
+        return None
+    start = ctx.error if ctx.error is not None else \
+        Tracer(ctx.builder.constant(np.zeros((), np.int32)))
+    carried = shared.capture_into(body_b, body_p)(start)
+    index = shared.index_of[id(start.op.instr)]
+    return index, np.where(carried != 0, carried, body_ctx.error)
 
 
 @eager
@@ -246,13 +273,17 @@ def _branches(index_op, branch_funs, operands, what):
     shared = SharedState(ctx, [t.op.shape for t in ops])
     subs = [b.sub_builder(f"{what}_branch{k}") for k in range(len(branch_funs))]
     params = [shared.new_param(s) for s in subs]
-    results = []
+    results, errors = [], []
     for k, (fn, sub, p) in enumerate(zip(branch_funs, subs, params)):
-        with TraceContext(sub, ctx, shared.capture_into(sub, p)) as sub_ctx:
+        with checks.inherit(TraceContext(sub, ctx, shared.capture_into(sub, p))) as sub_ctx:
             leaves = [Tracer(sub.get_tuple_element(p, i), weak=t.weak) for i, t in enumerate(ops)]
-            sub_ctx.alias(ops, leaves)
+            alias(sub_ctx, ops, leaves)
             args = op_treedef.unflatten(leaves)
             results.append(flatten_values(fn(*args), f"{what} branch {k} output"))
+        errors.append(sub_ctx.error)
+    # Where a branch registered checks (lax/checks.py), each branch's code
+    # is a hidden last result (0 in those that registered none).
+    checked = any(e is not None for e in errors)
     first, first_treedef = results[0]
     for k, (leaves, treedef) in enumerate(results[1:], 1):
         if treedef != first_treedef:
@@ -267,12 +298,16 @@ def _branches(index_op, branch_funs, operands, what):
     targets = [_join_types(what, first_treedef, i, [r[0][i] for r in results])
                for i in range(len(first))]
     built = []
-    for sub, p, (leaves, _) in zip(subs, params, results):
+    for sub, p, (leaves, _), error in zip(subs, params, results, errors):
         with TraceContext(sub, ctx, shared.capture_into(sub, p)):
             outs = [t if t.dtype == dt else convert(t, dt) for t, (dt, _) in zip(leaves, targets)]
+            if checked:
+                outs.append(error if error is not None else as_tracer(np.int32(0)))
         built.append(sub.build(sub.tuple([t.op for t in outs])))
     operand = b.tuple([t.op for t in ops] + [as_tracer(c).op for c in shared.captured])
     out = b.conditional(index_op, built, [operand] * len(built))
+    if checked:
+        checks.merge(ctx, Tracer(b.get_tuple_element(out, len(first))))
     return first_treedef.unflatten([Tracer(b.get_tuple_element(out, i), weak=w)
                                     for i, (_, w) in enumerate(targets)])
 

@@ -16,7 +16,8 @@ from xla.frontend.lax.eager import eager
 from xla.frontend.lax import primitives
 from xla.frontend.lax.primitives import broadcasted_iota
 from xla.frontend.lax.subcomputation import flatten_values, match, no_capture
-from xla.frontend.tracing import Tracer, TraceContext, as_tracer, convert, current_context
+from xla.frontend.trace_context import TraceContext, current_context
+from xla.frontend.tracing import Tracer, as_tracer, convert
 from xla.hlo.attributes import Window, WindowDimension
 from xla.hlo.shape import Shape
 

@@ -6,10 +6,11 @@ while loops (qr and eigh: their own docstrings). Registration only: NumPy keeps 
 ``np.linalg``, so ``xla.numpy`` does not export them.
 
 ``solve`` and ``inv`` (``solve`` with the identity) are a composite call
-``xla.solve`` (``xla.lax.composite``) whose decomposition is the loops
-below: backends that implement it call their solver (the CPU's runtime:
-LAPACK's getrf of ``[a | b]``, then a triangular solve), the others inline
-it. ``det`` and ``slogdet`` read U's diagonal and the pivots of a
+``xla.solve`` (``xla.lax.composite``), ``(a, b) -> (x, info)``, whose
+decomposition is the loops below: backends that implement it call their
+solver (the CPU's runtime: LAPACK's getrf of ``[a | b]``, then a
+triangular solve), the others inline it. ``info`` is getrf's: per matrix,
+0, or the 1-based index of the first exact zero on U's diagonal. ``det`` and ``slogdet`` read U's diagonal and the pivots of a
 composite ``xla.lu`` (``jax.lax.linalg.lu``'s ``(lu, pivots)``; the CPU:
 getrf), decomposed by ``_lu``.
 
@@ -24,10 +25,11 @@ the rows below subtract ``a[i, k] / a[k, k]`` times row ``k``. The right
 hand sides ride along as extra columns. Every step is written with selects
 over the whole (batched) matrix, so stacks ``(..., n, n)`` work as NumPy's
 do. Results agree with NumPy's to rounding (LAPACK blocks the same
-operations differently). A singular matrix gives infinities or NaNs where
-NumPy raises ``LinAlgError`` (``solve``, ``inv``): compiled code cannot
-raise on a value; ``det`` is then 0 and ``slogdet`` (0, -inf), as NumPy's
-(``_lu`` divides by no zero pivot, as getrf). The determinant is the
+operations differently). A singular matrix (``info`` not 0, as NumPy's
+gesv reports it) makes ``solve`` and ``inv`` raise NumPy's
+``LinAlgError("Singular matrix")`` after the call (``xla.lax.checks``;
+the values are infinities or NaNs); ``det`` is then 0 and ``slogdet``
+(0, -inf), as NumPy's (``_lu`` divides by no zero pivot, as getrf). The determinant is the
 product of U's diagonal, negated once per row swap.
 """
 import builtins  # sum, max and min are NumPy's here (from reductions)
@@ -36,6 +38,7 @@ import numpy as np
 
 from xla.errors import ShapeError
 from xla.frontend import lax
+from xla.frontend.lax import checks
 from xla.frontend.numpy._common import implements, normalize_axis
 from xla.frontend.numpy.manipulation import squeeze, swapaxes
 from xla.frontend.numpy.reductions import max, min, sum
@@ -91,13 +94,22 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 @implements(np.linalg.cholesky)
 def cholesky(a, /, *, upper=False):
-    """HLO cholesky; a matrix that is not positive definite gives NaNs (NumPy raises)."""
+    """HLO cholesky. A matrix that is not positive definite (a pivot that
+    is not > 0) makes the call raise NumPy's ``LinAlgError("Matrix is not
+    positive definite")`` (``xla.lax.checks``): HLO's cholesky leaves that
+    matrix all NaN, and its lower triangle, which is what is read, was
+    finite (NumPy's factorization lets a NaN through without raising)."""
     a = as_tracer(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"Last 2 dimensions of the array must be square, got {a.shape}")
     if a.dtype.kind not in "fc":
         a = convert(a, np.float64)
+    if a.shape[-1] == 0:     # no pivot to fail (nor to compute: the interpreter's cholesky refuses)
+        return np.zeros(a.shape, a.dtype)
     low = lax.linalg.cholesky(a, symmetrize_input=False)
+    failed = np.any(np.isnan(np.diagonal(low, axis1=-2, axis2=-1)), axis=-1) & \
+        np.all(np.isfinite(np.tril(a)), axis=(-2, -1))
+    checks.error_if(failed, np.linalg.LinAlgError, "Matrix is not positive definite")
     return np.conjugate(swapaxes(low, -1, -2)) if upper else low
 
 
@@ -113,8 +125,9 @@ def _check_square(a, what):
 
 
 def _solve(a, b):
-    """The decomposition of ``xla.solve``: ``x`` with ``a @ x == b``, ``a``
-    (..., n, n), ``b`` (..., n, k) of one float dtype and batch."""
+    """The decomposition of ``xla.solve``: ``(x, info)``, ``x`` with ``a @ x
+    == b``, ``a`` (..., n, n), ``b`` (..., n, k) of one float dtype and
+    batch, ``info`` int32 (...) getrf's (module docstring)."""
     n = a.shape[-1]
     # Eliminating a's columns of [a | b] carries b along: U and L^-1 P b.
     m, _ = _lu(np.concatenate([a, b], axis=-1))            # (..., n, n + k)
@@ -131,7 +144,20 @@ def _solve(a, b):
         s = _pick_row(y, is_i) - upper @ x                # (..., 1, k)
         return np.where(is_i, s / diag, x)
 
-    return lax.fori_loop(0, n, substitute, np.zeros_like(y))
+    zero = np.diagonal(u, axis1=-2, axis2=-1) == 0
+    info = np.where(np.any(zero, axis=-1), np.argmax(zero, axis=-1).astype(np.int32) + 1, 0)
+    return lax.fori_loop(0, n, substitute, np.zeros_like(y)), info
+
+
+def _solved(a, b):
+    """``xla.solve`` of ``a`` and ``b``, raising NumPy's error after the
+    call where ``a`` is singular; 0 x 0 matrices solve to an empty ``x``
+    (as NumPy's), without a call."""
+    if a.shape[-1] == 0:
+        return np.zeros(b.shape, b.dtype)
+    x, info = lax.composite(_solve, "xla.solve")(a, b)
+    checks.error_if(info != 0, np.linalg.LinAlgError, "Singular matrix")
+    return x
 
 
 @implements(np.linalg.solve)
@@ -151,7 +177,7 @@ def solve(a, b):
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = np.broadcast_to(a.astype(dt), batch + a.shape[-2:])
     b = np.broadcast_to(b.astype(dt), batch + b.shape[-2:])
-    x = lax.composite(_solve, "xla.solve")(a, b)
+    x = _solved(a, b)
     return x[..., 0] if vector else x
 
 
@@ -161,7 +187,7 @@ def inv(a):
     _check_square(a, "np.linalg.inv")
     n = a.shape[-1]
     eye = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape)
-    return lax.composite(_solve, "xla.solve")(a, eye)
+    return _solved(a, eye)
 
 
 def _pick_row(x, index_mask):
