@@ -104,14 +104,15 @@ def is_supported(element_type):
 def f32_to_bf16_bits(b, value):
     """The bf16 bits (i16) of f32 ``value``: round to nearest even; NaN ->
     0x7fc0 / 0xffc0 (quiet, sign kept), as ml_dtypes does."""
+    # The NaN select is on the 32-bit words and one shift and truncation
+    # follow it: vectorized, that is one vpsrld + vpmovdw per 16 lanes
+    # where selecting the two 16-bit candidates needed two of each.
     bits = b.bitcast(value, I32)
     lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
     rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb))
-    out = b.trunc(b.lshr(rounded, ir.Constant(I32, 16)), I16)
     is_nan = b.fcmp_unordered("uno", value, value)
-    sign = b.trunc(b.lshr(bits, ir.Constant(I32, 16)), I16)
-    qnan = b.or_(b.and_(sign, ir.Constant(I16, 0x8000)), ir.Constant(I16, 0x7FC0))
-    return b.select(is_nan, qnan, out)
+    qnan = b.or_(b.and_(bits, ir.Constant(I32, 0x80000000)), ir.Constant(I32, 0x7FC00000))
+    return b.trunc(b.lshr(b.select(is_nan, qnan, rounded), ir.Constant(I32, 16)), I16)
 
 
 def bf16_bits_to_f32(b, bits16):
@@ -175,6 +176,12 @@ def vector_width(bits):
         yield
     finally:
         _vector_bits.reset(token)
+
+
+def has_avx512():
+    """Whether the target has AVX-512F (the only targets compiled 512 bits
+    wide): instructions such as vscalefps may be asked of LLVM."""
+    return _vector_bits.get() >= 512
 
 
 def vector_lanes(element_bits):
