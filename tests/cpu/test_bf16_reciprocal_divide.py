@@ -100,3 +100,16 @@ ENTRY %main (x: bf16[{rows},{cols}], y: bf16[{rows}]) -> f32[{rows},{cols}] {{
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(got), nan)
     assert np.array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+
+
+def test_gpu_kernels_keep_the_division():
+    """The GPU backend shares the element generators but not the rewrite
+    (its grid-stride loops are not unswitched: both paths would run)."""
+    text = _module("  ROOT %q = bf16[2,64] divide(%x, %yb)", 2, 64)
+    x = np.arange(128, dtype=np.uint16).reshape(2, 64).view(BF16)
+    y = np.array([3.0, 0.7], np.float32).astype(BF16)
+    exe = xla.compile(text, backend="gpu_emulator")
+    assert "fdiv" in exe.ir_text and "fmul" not in exe.ir_text
+    with np.errstate(all="ignore"):
+        want = (x.astype(np.float32) / y.astype(np.float32)[:, None]).astype(BF16)
+    _same(exe.execute(x, y), want)

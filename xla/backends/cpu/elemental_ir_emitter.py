@@ -623,6 +623,8 @@ def _divide(b, instr, x, y):
 # from memory, constants and converts (through data movement) are exact,
 # and an array root of a computation (a fusion's output, or one element
 # of its root tuple) is stored. f16 has no such margin (11-bit operands).
+# CPU compiles only: the GPU's kernels (grid-stride loops, not unswitched)
+# would compute both the product and the quotient.
 _EXACT_NARROW_SOURCES = frozenset(("parameter", "constant", "convert", "reduce-precision"))
 _DATA_MOVEMENT = frozenset(("broadcast", "reshape", "bitcast", "transpose", "slice", "copy",
                             "reverse"))
@@ -635,7 +637,7 @@ def _holds_bf16_exactly(instr):
 
 
 def _reciprocal_divide_is_exact(instr):
-    if _result_type(instr) is not PT.BF16 or any(
+    if not llvm_types.cpu_target() or _result_type(instr) is not PT.BF16 or any(
             op.shape.element_type is not PT.BF16 for op in instr.operands):
         return False
     if not llvm_types.excess_precision_allowed():

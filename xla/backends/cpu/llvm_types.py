@@ -161,9 +161,10 @@ def excess_precision_allowed():
 
 
 # The width of the target's vector registers, in bits: 512 where the CPU
-# has AVX-512 (jit.host_vector_bits), 256 otherwise and outside a compile
-# (AOT objects for a baseline CPU, the GPU backend's shared generators).
-_vector_bits = contextvars.ContextVar("xla_cpu_vector_bits", default=256)
+# has AVX-512 (jit.host_vector_bits), 256 otherwise (AOT objects for a
+# baseline CPU); None outside a CPU compile (the GPU backend's shared
+# generators, kernels emitted by tests), which vector_lanes takes as 256.
+_vector_bits = contextvars.ContextVar("xla_cpu_vector_bits", default=None)
 
 
 @contextlib.contextmanager
@@ -181,13 +182,20 @@ def vector_width(bits):
 def has_avx512():
     """Whether the target has AVX-512F (the only targets compiled 512 bits
     wide): instructions such as vscalefps may be asked of LLVM."""
-    return _vector_bits.get() >= 512
+    return (_vector_bits.get() or 0) >= 512
+
+
+def cpu_target():
+    """Whether a CPU compile (JIT or AOT: x86-64 or AArch64, IEEE f32
+    arithmetic with denormals) is emitting; the GPU backend, which shares
+    the element generators, never enters ``vector_width``."""
+    return _vector_bits.get() is not None
 
 
 def vector_lanes(element_bits):
     """How many ``element_bits``-wide lanes one of the target's vector
     registers holds."""
-    return max(1, _vector_bits.get() // element_bits)
+    return max(1, (_vector_bits.get() or 256) // element_bits)
 
 
 def round_result(b, value, element_type):
