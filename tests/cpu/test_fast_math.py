@@ -316,3 +316,43 @@ def test_exp_underflow_is_exactly_plus_zero():
     want = np.exp(near.astype(np.float64)).astype(np.float32)
     got = run("exp", near)
     assert (np.abs(got.view(np.int32) - want.view(np.int32)) <= 1).all(), (got, want)
+
+
+_SCALEF_JIT = {}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("func", ["exp", "expm1", "logistic"])
+def test_avx512_scalef_path_is_bit_identical(func, dtype):
+    """With AVX-512F the final p * 2^n is llvm.ldexp (one vscalefps): the
+    same single rounding as the two multiplications it replaces, so the
+    results are the same bits, denormal results included (every f32 in
+    [-104, -87], where exp's result is denormal)."""
+    from xla.backends.cpu import jit, llvm_types
+    if jit.host_vector_bits() < 512:
+        pytest.skip("the host has no AVX-512F")
+    key = np.dtype(dtype).name
+    if key not in _SCALEF_JIT:
+        module = ir.Module(name=f"fast_math_scalef_{key}")
+        with llvm_types.vector_width(512):
+            for f in ("exp", "expm1", "logistic"):
+                _add_loop(module, f"{f}_{key}", getattr(fast_math, f), _llvm_type(dtype))
+        assert "llvm.ldexp" in str(module)
+        plain = ir.Module(name="plain")
+        _add_loop(plain, "f", getattr(fast_math, func), _llvm_type(dtype))
+        assert "llvm.ldexp" not in str(plain)   # 256 bits wide: no AVX-512 assumed
+        _SCALEF_JIT[key] = JitModule(module)
+    x = inputs(dtype)
+    if dtype == np.float32:
+        lo, hi = np.float32(-87.0).view(np.uint32), np.float32(-104.0).view(np.uint32)
+        x = np.concatenate([x, np.arange(lo, hi + 1, dtype=np.uint32).view(np.float32)])
+    else:
+        x = np.concatenate([x, np.linspace(-745.2, -708.0, 1 << 20)])
+    fn = _SCALEF_JIT[key].function(f"{func}_{key}", None, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_int64)
+    got = np.empty_like(x)
+    fn(got.ctypes.data, x.ctypes.data, x.size)
+    want = run(func, x)   # emitted outside a compile: 256 bits wide, two multiplications
+    u = f"u{x.dtype.itemsize}"
+    diff = np.nonzero(got.view(u) != want.view(u))[0]
+    assert diff.size == 0, (x[diff[:5]], got[diff[:5]], want[diff[:5]])

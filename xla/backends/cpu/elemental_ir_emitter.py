@@ -599,10 +599,61 @@ def _divide(b, instr, x, y):
         safe = b.select(zero, _iconst(typ, 1), y)
         return b.select(zero, _iconst(typ, -1), b.udiv(x, safe))
     if kind == "f":
+        if _reciprocal_divide_is_exact(instr):
+            return _divide_by_reciprocal(b, x, y)
         return b.fdiv(x, y)
     if kind == "c":
         return _complex_div(b, x, y)
     raise _unimplemented(instr)
+
+
+# A bf16 quotient x / y of bf16 values x and y, rounded to bf16, is the same
+# as x * (1 / y) rounded to bf16 (both through f32) whenever 1 / y is a
+# normal f32 (2^-126 <= |y| <= 2^126): x / y is never a bf16 rounding
+# midpoint, and is at least 2^-17 relatively away from one, where the
+# reciprocal's product is within 2^-23 of x / y. Checked for every bf16 x
+# and every such y (tests/cpu/test_bf16_reciprocal_divide.py). A divide by
+# a broadcast row value (softmax's normalization) then multiplies: the
+# reciprocal and the range test are loop-invariant, LLVM unswitches the
+# loop on the test, and one vdivps per 16 lanes becomes a vmulps. The
+# rewrite needs the operands to hold bf16 values exactly and the quotient
+# to be rounded before any use (where excess precision would keep x / y in
+# f32 for other ops of the kernel, x * (1 / y) could differ in its last f32
+# bits): without excess precision every op rounds; with it, operands read
+# from memory, constants and converts (through data movement) are exact,
+# and an array root of a computation (a fusion's output, or one element
+# of its root tuple) is stored. f16 has no such margin (11-bit operands).
+# CPU compiles only: the GPU's kernels (grid-stride loops, not unswitched)
+# would compute both the product and the quotient.
+_EXACT_NARROW_SOURCES = frozenset(("parameter", "constant", "convert", "reduce-precision"))
+_DATA_MOVEMENT = frozenset(("broadcast", "reshape", "bitcast", "transpose", "slice", "copy",
+                            "reverse"))
+
+
+def _holds_bf16_exactly(instr):
+    while instr.opcode in _DATA_MOVEMENT:
+        instr = instr.operands[0]
+    return instr.opcode in _EXACT_NARROW_SOURCES
+
+
+def _reciprocal_divide_is_exact(instr):
+    if not llvm_types.cpu_target() or _result_type(instr) is not PT.BF16 or any(
+            op.shape.element_type is not PT.BF16 for op in instr.operands):
+        return False
+    if not llvm_types.excess_precision_allowed():
+        return True
+    if not all(_holds_bf16_exactly(op) for op in instr.operands) or not instr.shape.dimensions:
+        return False
+    root = instr.parent.root_instruction if instr.parent is not None else None
+    return instr is root or (root is not None and root.opcode == "tuple" and instr.users
+                             and all(u is root for u in instr.users))
+
+
+def _divide_by_reciprocal(b, x, y):
+    ay = _intrinsic(b, "fabs", [y])
+    normal = b.and_(b.fcmp_ordered(">=", ay, _fconst(y.type, 2.0 ** -126)),
+                    b.fcmp_ordered("<=", ay, _fconst(y.type, 2.0 ** 126)))
+    return b.select(normal, b.fmul(x, b.fdiv(_fconst(y.type, 1.0), y)), b.fdiv(x, y))
 
 
 def _remainder(b, instr, x, y):

@@ -25,7 +25,9 @@ near-minimax fit for f32 exp; nothing is copied from a libm):
   approximation error <= 0.04 ulp; f64: Taylor to r^13, error <= 0.13 ulp);
   result (1 + (e^r - 1)) * 2^n1 * 2^n2 with n1 = n >> 1, n2 = n - n1, so
   that 2^n1 and 2^n2 are normal and the only rounding into a denormal
-  result is the last multiplication. Overflow to inf, underflow to 0 and
+  result is the last multiplication (with AVX-512F, llvm.ldexp: one
+  vscalefps for the nine vector operations, the same single rounding, so
+  the same bits). Overflow to inf, underflow to 0 and
   exp(-inf) = 0 fall out of the clamp; NaN propagates through every step.
 * log(x): denormals scaled by 2^p first; exponent k and mantissa m in
   [sqrt(1/2), sqrt 2) from the bits (subtracting the bits of sqrt(1/2)
@@ -60,6 +62,8 @@ import math
 
 import numpy as np
 from llvmlite import ir
+
+from xla.backends.cpu import llvm_types
 
 F32 = ir.FloatType()
 F64 = ir.DoubleType()
@@ -198,6 +202,17 @@ def _reduce(b, x, c):
 
 def _scale(b, p, ni, c):
     """p * 2^n for n in the clamped range, rounded once."""
+    if llvm_types.has_avx512():
+        # One vscalefps/vscalefpd (what llvm.ldexp becomes with AVX-512F)
+        # where the two multiplications below are nine vector operations:
+        # the same value, p * 2^n rounded once (both are exact but for the
+        # rounding into a denormal result). Elsewhere ldexp would be a
+        # libm call, opaque to the loop vectorizer.
+        n32 = ni if ni.type.width == 32 else b.trunc(ni, I32)
+        name = f"llvm.ldexp.{'f64' if isinstance(p.type, ir.DoubleType) else 'f32'}.i32"
+        fn = b.module.globals.get(name) or ir.Function(
+            b.module, ir.FunctionType(p.type, [p.type, I32]), name)
+        return b.call(fn, [p, n32])
     n1 = b.ashr(ni, _i(c.ityp, 1))
     n2 = b.sub(ni, n1)
     return b.fmul(b.fmul(p, _pow2(b, n1, c)), _pow2(b, n2, c))

@@ -104,14 +104,15 @@ def is_supported(element_type):
 def f32_to_bf16_bits(b, value):
     """The bf16 bits (i16) of f32 ``value``: round to nearest even; NaN ->
     0x7fc0 / 0xffc0 (quiet, sign kept), as ml_dtypes does."""
+    # The NaN select is on the 32-bit words and one shift and truncation
+    # follow it: vectorized, that is one vpsrld + vpmovdw per 16 lanes
+    # where selecting the two 16-bit candidates needed two of each.
     bits = b.bitcast(value, I32)
     lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
     rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb))
-    out = b.trunc(b.lshr(rounded, ir.Constant(I32, 16)), I16)
     is_nan = b.fcmp_unordered("uno", value, value)
-    sign = b.trunc(b.lshr(bits, ir.Constant(I32, 16)), I16)
-    qnan = b.or_(b.and_(sign, ir.Constant(I16, 0x8000)), ir.Constant(I16, 0x7FC0))
-    return b.select(is_nan, qnan, out)
+    qnan = b.or_(b.and_(bits, ir.Constant(I32, 0x80000000)), ir.Constant(I32, 0x7FC00000))
+    return b.trunc(b.lshr(b.select(is_nan, qnan, rounded), ir.Constant(I32, 16)), I16)
 
 
 def bf16_bits_to_f32(b, bits16):
@@ -160,9 +161,10 @@ def excess_precision_allowed():
 
 
 # The width of the target's vector registers, in bits: 512 where the CPU
-# has AVX-512 (jit.host_vector_bits), 256 otherwise and outside a compile
-# (AOT objects for a baseline CPU, the GPU backend's shared generators).
-_vector_bits = contextvars.ContextVar("xla_cpu_vector_bits", default=256)
+# has AVX-512 (jit.host_vector_bits), 256 otherwise (AOT objects for a
+# baseline CPU); None outside a CPU compile (the GPU backend's shared
+# generators, kernels emitted by tests), which vector_lanes takes as 256.
+_vector_bits = contextvars.ContextVar("xla_cpu_vector_bits", default=None)
 
 
 @contextlib.contextmanager
@@ -177,10 +179,23 @@ def vector_width(bits):
         _vector_bits.reset(token)
 
 
+def has_avx512():
+    """Whether the target has AVX-512F (the only targets compiled 512 bits
+    wide): instructions such as vscalefps may be asked of LLVM."""
+    return (_vector_bits.get() or 0) >= 512
+
+
+def cpu_target():
+    """Whether a CPU compile (JIT or AOT: x86-64 or AArch64, IEEE f32
+    arithmetic with denormals) is emitting; the GPU backend, which shares
+    the element generators, never enters ``vector_width``."""
+    return _vector_bits.get() is not None
+
+
 def vector_lanes(element_bits):
     """How many ``element_bits``-wide lanes one of the target's vector
     registers holds."""
-    return max(1, _vector_bits.get() // element_bits)
+    return max(1, (_vector_bits.get() or 256) // element_bits)
 
 
 def round_result(b, value, element_type):
