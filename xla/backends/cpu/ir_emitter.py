@@ -121,8 +121,30 @@ def register_fusion_root(opcode):
 
 _extensions_loaded = False
 
+# Every opcode for which an emit_*.py file registers a row (an instruction
+# emitter, an element generator or a fusion-root emitter): a module with
+# none of them is emitted without importing those files (5 ms of a fresh
+# process's first compile). tests/cpu/test_ir_emitter_extensions.py checks
+# this list against the rows the files register.
+EXTENSION_OPCODES = frozenset("""
+all-gather all-gather-done all-gather-start all-reduce all-reduce-done all-reduce-start
+all-to-all call cholesky collective-broadcast collective-permute collective-permute-done
+collective-permute-start conditional convolution custom-call dot dynamic-update-slice fft
+gather partition-id reduce-scatter reduce-window replica-id rng rng-bit-generator
+rng-get-and-update-state scatter select-and-scatter sort topk triangular-solve tuple while
+""".split())
+
+
+def load_extensions_for(module):
+    """Loads the emit_*.py files unless no instruction of ``module`` has an
+    opcode in EXTENSION_OPCODES."""
+    if not _extensions_loaded and any(i.opcode in EXTENSION_OPCODES
+                                      for i in module.all_instructions()):
+        load_extensions()
+
 
 def load_extensions():
+    """Imports every emit_*.py file of this folder (once)."""
     global _extensions_loaded
     if _extensions_loaded:
         return
@@ -707,7 +729,7 @@ def emit_module(module, assignment, runtime_symbols=(), on_kernel=None, profile=
     with row groups off so that every kernel is timed on its own.
     ``cancellable``: the buffer table has one more entry, a pointer to the
     executable's cancel flag, which while loops check every iteration."""
-    load_extensions()
+    load_extensions_for(module)
     emitter = ModuleEmitter(module, assignment, runtime_symbols, row_groups_enabled=not profile)
     emitter.profile = profile
     if cancellable:
