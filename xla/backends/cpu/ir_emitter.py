@@ -45,6 +45,8 @@ clamp their start indices as XLA specifies.
 """
 import math
 
+import re
+
 from llvmlite import ir
 
 from xla.hlo.opcodes import OpcodeTable
@@ -363,6 +365,7 @@ class ModuleEmitter:
         self.builder.ret_void()
         if self.builder is not self.entry_builder:
             self.entry_builder.ret_void()
+        drop_unused_functions(self.llmod)
         return EmittedModule(self.llmod, self.kernels, self.library)
 
     def write_tuple_table(self, h):
@@ -717,6 +720,33 @@ class ModuleEmitter:
 def _address(b, base, offset):
     """``base`` plus ``offset`` bytes."""
     return b.gep(base, [i64(offset)], inbounds=True, source_etype=I8) if offset else base
+
+
+def drop_unused_functions(llmod):
+    """Removes the internal functions of ``llmod`` that nothing calls or
+    takes the address of (an instruction operand, or a global's initializer
+    of a type that holds pointers), until none is left: a row group that
+    grows replaces its function by a new one, and a kernel wrapper its group
+    no longer calls stays behind (a third of softmax's driver, 0.8 ms of its
+    O0 machine code generation)."""
+    while True:
+        used = set()
+        for g in llmod.globals.values():
+            if isinstance(g, ir.Function):
+                for block in g.blocks:
+                    for instr in block.instructions:
+                        for op in instr.operands:
+                            if isinstance(op, ir.Function):
+                                used.add(op.name)
+            elif getattr(g, "initializer", None) is not None and "ptr" in str(g.value_type):
+                used.update(re.findall(r'@"?([-\w.$]+)', str(g.initializer)))
+        dead = [name for name, g in llmod.globals.items()
+                if isinstance(g, ir.Function) and g.linkage == "internal" and g.blocks
+                and name not in used]
+        if not dead:
+            return
+        for name in dead:
+            del llmod.globals[name]
 
 
 def emit_module(module, assignment, runtime_symbols=(), on_kernel=None, profile=False,
