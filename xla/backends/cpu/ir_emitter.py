@@ -177,6 +177,7 @@ class ModuleEmitter:
         self.kernel_count = 0
         self.row_group = None  # the pending row_groups.Group
         self.row_groups_enabled = row_groups_enabled
+        self.groups_grown = False
         self.kernels = KernelSet(self.llmod)
         # Functions compiled at the kernels' opt level but not fingerprinted
         # (sort, linear algebra: they read the buffer table themselves).
@@ -365,7 +366,8 @@ class ModuleEmitter:
         self.builder.ret_void()
         if self.builder is not self.entry_builder:
             self.entry_builder.ret_void()
-        drop_unused_functions(self.llmod)
+        if self.groups_grown:
+            drop_unused_functions(self.llmod)
         return EmittedModule(self.llmod, self.kernels, self.library)
 
     def write_tuple_table(self, h):
@@ -679,6 +681,7 @@ class ModuleEmitter:
                     and group.admits(access)):
                 b.block.instructions.pop()
                 group.add(fn, access, min_chunk)
+                self.groups_grown = True   # the group's function is replaced (emit)
                 fn = row_groups.group_function(self, group, KERNEL_TYPE)
                 group.call = b.call(pf, [fn, self.table, i64(n), i64(group.min_chunk)])
                 return
