@@ -418,3 +418,14 @@ def test_reused_kernels_join_row_groups():
     # parallel call, of a group function.
     calls = re.findall(r'call void @"__xla_cpu_parallel_for"\([^@]*@"([^"]+)"', exe.ir_text)
     assert len(calls) == 1 and calls[0].startswith("row_group"), calls
+
+
+def test_sha256_hex_is_sha256_on_both_sides_of_the_hashlib_threshold():
+    import hashlib
+    from xla.backends.cpu import kernels
+    for n in (0, 3, kernels._HASHLIB_MIN_BYTES - 1, kernels._HASHLIB_MIN_BYTES, 1 << 20):
+        data = bytes(range(256)) * (n // 256) + bytes(n % 256)
+        assert kernels.sha256_hex(data) == hashlib.sha256(data).hexdigest(), n
+    # A known digest (FIPS 180-2's "abc" example).
+    assert kernels.sha256_hex(b"abc") == \
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

@@ -195,3 +195,19 @@ def test_block_rows_fit_the_block_budget():
     group = row_groups.Group(None, None, a, 1)
     rows = group.block_rows()
     assert rows >= 1 and rows * 8000 <= max(row_groups.BLOCK_BYTES, 8000)
+
+
+@pytest.mark.parametrize("text", [SOFTMAX, LAYERNORM])
+def test_the_driver_defines_no_function_it_never_uses(text, monkeypatch):
+    # A group that grows replaces its function; the functions it replaced,
+    # and kernel wrappers the group calls past, are left out of the driver
+    # (ir_emitter.drop_unused_functions).
+    args = args_for(text)
+    exe, got = run(text, args)
+    driver = exe.ir_text.split("; ----- ", 1)[0]
+    defined = re.findall(r'^define internal void @"?([\w.]+)"?\(', driver, re.M)
+    assert defined, "the driver has no internal function: the test no longer sees row groups"
+    for name in defined:
+        assert len(re.findall(rf'@"?{re.escape(name)}"?\b', driver)) > 1, name
+    _, expected = ungrouped(text, args, monkeypatch)
+    np.testing.assert_array_equal(got, expected)

@@ -28,7 +28,6 @@ import threading
 import numpy as np
 
 from xla.errors import InvalidArgumentError, XlaError
-from xla.hlo.evaluator.ops_collectives import DeviceContext
 
 _local = threading.local()
 
@@ -164,6 +163,7 @@ class ReplicatedExecutable:
             raise InvalidArgumentError(f"{n} devices ({self.num_replicas} replicas x "
                                        f"{self.num_partitions} partitions) need {n} argument "
                                        f"lists, got {len(per_device_args)}")
+        from xla.hlo.evaluator.ops_collectives import DeviceContext
         comm = InProcessCommunicator(n, self.timeout)
         results, errors = [None] * n, [None] * n
 
@@ -207,6 +207,7 @@ class ReplicatedExecutable:
             raise InvalidArgumentError(f"in a job of {processes} processes, execute takes the "
                                        f"arguments of this process's device only ([args]), got "
                                        f"{len(per_device_args)} lists")
+        from xla.hlo.evaluator.ops_collectives import DeviceContext
         d = distributed.process_index()
         replica, partition = divmod(d, self.num_partitions)
         mpi = distributed.MpiExchange(self.num_partitions)

@@ -85,7 +85,7 @@ class WhileLoopSimplifier(HloPass):
     name = "simplify-while-loops"
 
     def run(self, module):
-        evaluator = Evaluator()
+        evaluator = None   # made for the first loop (it imports the interpreter's handlers)
         side_effects = SideEffects()
         changed = False
         dropped = []
@@ -96,6 +96,7 @@ class WhileLoopSimplifier(HloPass):
             loops = [i for i in comp.instructions
                      if i.opcode == "while" and not has_control_dependencies(i, successors)]
             for loop in loops:
+                evaluator = evaluator or Evaluator()
                 trips = self._trip_count(loop, evaluator, side_effects)
                 if trips is None:
                     continue

@@ -31,7 +31,6 @@ replaces it.
 """
 import atexit
 import collections
-import hashlib
 import os
 import sys
 import threading
@@ -40,7 +39,7 @@ import warnings
 import llvmlite
 
 from xla.backends.cpu import jit
-from xla.backends.cpu.kernels import is_small_kernel
+from xla.backends.cpu.kernels import is_small_kernel, sha256_hex
 from xla.backends.cpu.llvm_worker import BATCH_SEPARATOR, REPLY, REQUEST, read_exact
 from xla.errors import InternalError
 
@@ -71,7 +70,7 @@ def buffer_layout_fingerprint(assignment):
     the offset of each value in it): part of a driver's persistent-cache
     key, so a driver's code is only ever loaded for the buffer layout it
     was compiled for."""
-    return hashlib.sha256(assignment.to_text().encode()).hexdigest()
+    return sha256_hex(assignment.to_text().encode())
 
 
 class _MemoryCache:
@@ -302,7 +301,7 @@ class KernelCompiler:
     def _key(self, kind, name):
         text = "\0".join(["xla-cpu-" + kind, name, str(self.opt_level), self.options,
                           self.target, llvmlite.__version__])
-        return kind + "-" + hashlib.sha256(text.encode()).hexdigest()
+        return kind + "-" + sha256_hex(text.encode())
 
     def submit(self, symbol, text):
         """Takes one kernel (``text`` None: only look it up in the caches)."""

@@ -45,7 +45,6 @@ repeated values' spaces), as LAPACK's differ from Jacobi's.
 import re
 
 from xla.hlo.attributes import RawAttr, SliceDim
-from xla.hlo.sdy import attribute_dict
 from xla.hlo.shape import Shape
 from xla.hlo.types import PrimitiveType as PT
 from xla.service.algebraic_simplifier import remove_unused
@@ -62,6 +61,7 @@ def _composite(instr):
     flag = instr.attr("is_composite")
     if str(getattr(flag, "text", flag)).strip().lower() != "true":
         return None
+    from xla.hlo.sdy import attribute_dict   # here: sdy (and shardings) only for a composite
     attrs = attribute_dict(instr.attr("frontend_attributes"))
     if attrs.get("composite.version", "0") != "0":
         return None

@@ -10,7 +10,6 @@ or map function) on whole same-shaped arrays at once: every instruction of
 the computation sees arrays where its shape says scalar, so elementwise
 handlers broadcast and shape-only ops on scalars pass values through.
 """
-import glob
 import importlib
 import os
 
@@ -31,7 +30,7 @@ def load_handlers():
     package = __name__.rsplit(".", 1)[0]
     names = list(_CORE_MODULES)
     here = os.path.dirname(os.path.abspath(__file__))
-    names += sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(here, "ops_*.py")))
+    names += sorted(f[:-3] for f in os.listdir(here) if f.startswith("ops_") and f.endswith(".py"))
     for name in names:
         importlib.import_module(f"{package}.{name}")
     _loaded = True
