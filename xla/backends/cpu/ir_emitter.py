@@ -161,6 +161,8 @@ class ModuleEmitter:
         self._size_variants = None
         # (fingerprint, output group, slice pattern, tiling) -> (impl, dims_global)
         self.loop_kernels = {}
+        # Shape-generic kernels by their size-free key.
+        self.size_free_kernels = shape_generic.SizeFreeKernels(self)
 
     # ----- helpers ----------------------------------------------------------
     def slice_pointer(self, b, table, key):
@@ -457,7 +459,7 @@ class ModuleEmitter:
                 kernel = Kernel.reuse(self, name, slices, memo[0], h, memo[1])
             else:
                 kernel = self.emit_loop_kernel(h, root, fusion, name, slices, out, side, side_slices,
-                                               loop_shape, elementwise, tile_dim)
+                                               loop_shape, elementwise, tile_dim, group_number)
                 self.loop_kernels[memo_key] = (kernel.impl, kernel.dims_global)
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs
@@ -470,26 +472,39 @@ class ModuleEmitter:
             self.call_kernel(kernel, loop_shape, work, access)
 
     def emit_loop_kernel(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
-                         elementwise, tile_dim):
-        """The kernel of one output group of ``emit_loops``, emitted and finished.
-        A kernel of a few elements (a loop counter, an index, a scalar of a
-        while body) is emitted into the driver module, where it is inlined
-        into its caller: a call and its buffer-table loads cost more than
-        the work."""
+                         elementwise, tile_dim, group_number=0):
+        """The kernel of output group ``group_number`` of ``emit_loops``,
+        emitted and finished (or, shape-generic, reused:
+        ``shape_generic.SizeFreeKernels``). A kernel of a few elements (a
+        loop counter, an index, a scalar of a while body) is emitted into
+        the driver module, where it is inlined into its caller: a call and
+        its buffer-table loads cost more than the work."""
         tiny = loop_shape.num_elements() <= TINY_KERNEL_ELEMENTS and side == [] and \
             root.opcode != "reduce"
-        # A shape-generic kernel whose code asked for no size (a 1-D loop
-        # runs from begin to end) is emitted again as it was before, with
-        # no sizes argument.
         generic = not tiny and shape_generic.is_generic(self, h, slices,
                                                         runtime_bounds=tile_dim is not None)
-        kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
-                                        loop_shape, elementwise, tile_dim, tiny, generic)
-        if generic and not kernel.dim_sizes:
+
+        def emit():
             kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
-                                            loop_shape, elementwise, tile_dim, tiny, False)
-        kernel.finish()
-        return kernel
+                                            loop_shape, elementwise, tile_dim, tiny, generic)
+            if generic and not kernel.dim_sizes:
+                # A shape-generic kernel whose code asked for no size (a 1-D
+                # loop runs from begin to end) is emitted again as it was
+                # before, with no sizes argument; its text holds no size
+                # unless the generic one's did.
+                sizes_in_code = kernel.sizes_in_code
+                kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side,
+                                                side_slices, loop_shape, elementwise, tile_dim,
+                                                tiny, False)
+                kernel.sizes_in_code = sizes_in_code
+            kernel.finish()
+            return kernel
+
+        if not generic:
+            return emit()
+        return self.size_free_kernels.emit(h, name, slices,
+                                           ("loop", group_number, slice_pattern(slices), tile_dim),
+                                           emit)
 
     def _loop_kernel_code(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
                           elementwise, tile_dim, tiny, generic):
