@@ -404,10 +404,13 @@ class HloComputation:
         a valid order is kept as it is, dead instructions are included, and
         the root comes last.
         """
+        instructions = self.instructions
+        root = self.root_instruction
+        if _is_post_order(instructions, root):
+            return list(instructions)   # what the walk below returns, found in one pass
         visited = set()
         order = []
-        root = self.root_instruction
-        for start in [i for i in self.instructions if i is not root] + [root]:
+        for start in [i for i in instructions if i is not root] + [root]:
             if start is None or id(start) in visited:
                 continue
             stack = [(start, False)]
@@ -503,6 +506,27 @@ class HloComputation:
 
     def __repr__(self):
         return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
+
+
+def _is_post_order(instructions, root):
+    """Whether ``instructions`` lists each instruction once, after its
+    operands and control predecessors, with ``root`` (if any) last: then
+    ``post_order`` would return the list as it is (passes that changed
+    nothing in a computation leave it so)."""
+    seen = set()
+    for x in instructions:
+        for o in x._operands:
+            if id(o) not in seen:
+                return False
+        preds = x.attrs.get("control-predecessors")
+        if preds:
+            for p in preds:
+                if id(p) not in seen:
+                    return False
+        if id(x) in seen:
+            return False
+        seen.add(id(x))
+    return root is None or (bool(instructions) and instructions[-1] is root)
 
 
 class HloModule:

@@ -71,7 +71,7 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
     out_slice = Slice(emitter.assignment.buffer(h, ()))
     name = emitter.unique(f"kernel.{h.name}.columns")
     slices = in_slices + [out_slice]
-    memo_key = (emitter.fingerprints.instruction(h), "columns", slice_pattern(slices))
+    memo_key = (emitter.fingerprints.key(h), "columns", slice_pattern(slices))
     memo = emitter.loop_kernels.get(memo_key)
     if memo is not None:
         kernel = Kernel.reuse(emitter, name, slices, memo[0], h, memo[1])

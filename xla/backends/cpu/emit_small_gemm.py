@@ -128,7 +128,7 @@ def emit_small_gemm(me, h):
         kernel = me.size_free_kernels.emit(h, name, slices, ("gemm", slice_pattern(slices), lanes),
                                            emit)
     else:
-        memo_key = (me.fingerprints.instruction(h), "gemm", slice_pattern(slices))
+        memo_key = (me.fingerprints.key(h), "gemm", slice_pattern(slices))
         impl = me.loop_kernels.get(memo_key)
         if impl is not None:
             kernel = Kernel.reuse(me, name, slices, impl[0], h)

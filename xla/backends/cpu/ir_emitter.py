@@ -51,7 +51,7 @@ from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, shape_generic, tiling
 from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, PTR, VOID,  # noqa: F401
-                                      EmittedModule, HloFingerprints, Kernel, KernelSet, Slice,
+                                      EmittedModule, Kernel, KernelSet, Slice,
                                       slice_pattern)
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import I64, i64
@@ -150,6 +150,7 @@ class ModuleEmitter:
         self._globals = {}
         self._declared = {}
         self._names = set()
+        self._name_counts = {}   # base -> the N unique() tries first
         self.kernel_count = 0
         self.row_group = None  # the pending row_groups.Group
         self.row_groups_enabled = row_groups_enabled
@@ -157,7 +158,9 @@ class ModuleEmitter:
         # Functions compiled at the kernels' opt level but not fingerprinted
         # (sort, linear algebra: they read the buffer table themselves).
         self.library = None
-        self.fingerprints = HloFingerprints()
+        # Instructions' fingerprints, with sizes apart (``key``: the memos'
+        # keys; ``fingerprint``: the size-free one).
+        self.fingerprints = shape_generic.SizeFreeFingerprints()
         self._size_variants = None
         # (fingerprint, output group, slice pattern, tiling) -> (impl, dims_global)
         self.loop_kernels = {}
@@ -186,7 +189,8 @@ class ModuleEmitter:
     def size_variants(self):
         """The module's ``shape_generic.SizeVariants``, made on first use."""
         if self._size_variants is None:
-            self._size_variants = shape_generic.SizeVariants(self.module, self.assignment)
+            self._size_variants = shape_generic.SizeVariants(self.module, self.assignment,
+                                                             self.fingerprints)
         return self._size_variants
 
     def dims_global(self, sizes):
@@ -251,12 +255,19 @@ class ModuleEmitter:
         return gv
 
     def unique(self, base):
+        """``base`` (other characters than letters, digits, '.' and '_' made
+        '_'), or the first ``base.N`` not yet taken. Counting on from the
+        last N given for ``base`` keeps thousands of names of one base
+        (``dims``) linear."""
         base = "".join(c if c.isalnum() or c in "._" else "_" for c in base)
-        name, n = base, 0
+        name, n = base, self._name_counts.get(base, 0)
+        if n:
+            name = f"{base}.{n}"
         while name in self._names:
             n += 1
             name = f"{base}.{n}"
         self._names.add(name)
+        self._name_counts[base] = n + 1
         return name
 
     def emit_scalar_computation(self, b, comp, args):
@@ -452,7 +463,7 @@ class ModuleEmitter:
             if elementwise and len(outputs) == 1:
                 leaf = root.operands[outputs[0][0][0]] if root.opcode == "tuple" else root
                 tile_dim = tiling.transposed_dimension(self.assignment, leaf, fusion, out[0][1])
-            memo_key = (self.fingerprints.instruction(h), group_number, slice_pattern(slices),
+            memo_key = (self.fingerprints.key(h), group_number, slice_pattern(slices),
                         tile_dim)
             memo = self.loop_kernels.get(memo_key)
             if memo is not None:

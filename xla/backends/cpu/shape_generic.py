@@ -106,34 +106,19 @@ def _dimensions(shape):
     return tuple(shape.dimensions) if shape.is_array else ()
 
 
-class SizeVariants:
-    """Which instructions of a module have size variants: other
-    instructions with the same fingerprint once dimension sizes (other than
-    1) are left out, but other sizes (of the instruction or its operands).
-    Only their kernels are emitted shape-generic: a kernel without variants
-    has nothing to share its code with, and LLVM takes longer over loops
-    whose trip counts are values (measured: 5-30% more compile CPU time on
-    the uniform MLP's and the transformer's kernels), so it keeps its
-    constant sizes and its code. A heuristic: either answer makes correct
-    kernels."""
+class SizeFreeFingerprints:
+    """Instructions' fingerprints (``kernels.HloFingerprints``) with every
+    dimension size other than 1 left out, and their sizes: every dimension
+    size of the shapes such a fingerprint holds, in one fixed order (the
+    instruction's shape, its operands', then those of the instructions of
+    the computations it calls). ``key`` (both) tells instructions apart
+    exactly as their full fingerprints do, without computing those."""
 
-    def __init__(self, module, assignment):
-        self._texts = {}         # id(shape) -> (shape, size-free text)
+    def __init__(self):
+        self._texts = {}          # id(shape) -> (shape, size-free text)
         self._free = HloFingerprints(self._shape_text)
-        self._fingerprints = {}  # id(h) -> (h, size-free fingerprint)
-        self._variants = {}      # size-free fingerprint -> sizes seen
-        for comp in module.computations:
-            for h in comp.instructions:
-                if h.opcode not in _CANDIDATES or not assignment.has_buffers(h):
-                    continue
-                self._variants.setdefault(self.fingerprint(h), set()).add(self._sizes(h))
-
-    def fingerprint(self, h):
-        """``h``'s fingerprint with every dimension size other than 1 left out."""
-        entry = self._fingerprints.get(id(h))
-        if entry is None:   # h is kept alive with its fingerprint, so its id is not reused
-            entry = self._fingerprints[id(h)] = (h, self._free.instruction(h))
-        return entry[1]
+        self._instructions = {}   # id(h) -> (h, size-free fingerprint, sizes)
+        self._computations = {}   # id(comp) -> (comp, sizes of its instructions)
 
     def _shape_text(self, shape):
         entry = self._texts.get(id(shape))
@@ -141,32 +126,23 @@ class SizeVariants:
             entry = self._texts[id(shape)] = (shape, _size_free(shape_to_text(shape)))
         return entry[1]
 
-    @staticmethod
-    def _sizes(h):
-        return (_dimensions(h.shape),) + tuple(_dimensions(o.shape) for o in h.operands)
+    def _entry(self, h):
+        entry = self._instructions.get(id(h))
+        if entry is None:   # h is kept alive with its entry, so its id is not reused
+            sizes = []
+            self._instruction_sizes(h, sizes)
+            entry = self._instructions[id(h)] = (h, self._free.instruction(h), tuple(sizes))
+        return entry
 
-    def has_variants(self, h):
-        return len(self._variants.get(self.fingerprint(h), ())) > 1
+    def fingerprint(self, h):
+        """``h``'s fingerprint with every dimension size other than 1 left out."""
+        return self._entry(h)[1]
 
-
-def _shape_sizes(shape, out):
-    if shape.is_tuple:
-        for s in shape.tuple_shapes:
-            _shape_sizes(s, out)
-    elif shape.is_array:
-        out.extend(shape.dimensions)
-
-
-class SizeFreeKernels:
-    """Kernels emitted once per size-free key (module docstring): for one
-    module's ``IrEmitter``, the emitted kernel of each key and the positions
-    of its sizes slots among the instruction's sizes."""
-
-    def __init__(self, emitter):
-        self._emitter = emitter
-        self._kernels = {}        # key -> (impl, slot positions or None)
-        self._computations = {}   # id(comp) -> (comp, sizes of its instructions)
-        self.reused = 0
+    def key(self, h):
+        """(size-free fingerprint, sizes): equal for two instructions
+        exactly when their full fingerprints are."""
+        entry = self._entry(h)
+        return entry[1], entry[2]
 
     def _computation_sizes(self, comp):
         entry = self._computations.get(id(comp))
@@ -178,9 +154,6 @@ class SizeFreeKernels:
         return entry[1]
 
     def _instruction_sizes(self, h, out, operands=True):
-        """Every dimension size of the shapes ``h``'s fingerprint holds, in
-        one fixed order: its shape, its operands' (``operands``) and those
-        of the computations it calls."""
         _shape_sizes(h.shape, out)
         if operands:
             for o in h.operands:
@@ -193,18 +166,64 @@ class SizeFreeKernels:
                 for c in value:
                     out.extend(self._computation_sizes(c))
 
+
+def _shape_sizes(shape, out):
+    if shape.is_tuple:
+        for s in shape.tuple_shapes:
+            _shape_sizes(s, out)
+    elif shape.is_array:
+        out.extend(shape.dimensions)
+
+
+class SizeVariants:
+    """Which instructions of a module have size variants: other
+    instructions with the same fingerprint once dimension sizes (other than
+    1) are left out, but other sizes (of the instruction or its operands).
+    Only their kernels are emitted shape-generic: a kernel without variants
+    has nothing to share its code with, and LLVM takes longer over loops
+    whose trip counts are values (measured: 5-30% more compile CPU time on
+    the uniform MLP's and the transformer's kernels), so it keeps its
+    constant sizes and its code. A heuristic: either answer makes correct
+    kernels."""
+
+    def __init__(self, module, assignment, fingerprints):
+        self._fingerprints = fingerprints   # SizeFreeFingerprints
+        self._variants = {}      # size-free fingerprint -> sizes seen
+        for comp in module.computations:
+            for h in comp.instructions:
+                if h.opcode not in _CANDIDATES or not assignment.has_buffers(h):
+                    continue
+                self._variants.setdefault(fingerprints.fingerprint(h), set()).add(self._sizes(h))
+
+    @staticmethod
+    def _sizes(h):
+        return (_dimensions(h.shape),) + tuple(_dimensions(o.shape) for o in h.operands)
+
+    def has_variants(self, h):
+        return len(self._variants.get(self._fingerprints.fingerprint(h), ())) > 1
+
+
+class SizeFreeKernels:
+    """Kernels emitted once per size-free key (module docstring): for one
+    module's ``ModuleEmitter``, the emitted kernel of each key and the
+    positions of its sizes slots among the instruction's sizes
+    (``SizeFreeFingerprints.key``)."""
+
+    def __init__(self, emitter):
+        self._emitter = emitter
+        self._kernels = {}        # key -> (impl, slot positions or None)
+        self.reused = 0
+
     def emit(self, h, name, slices, choices, emit):
         """The kernel of ``h`` over ``slices``: one already emitted for the
         same size-free key, reused with ``h``'s sizes, or ``emit()``'s (a
         finished ``Kernel``). ``choices``: whatever else the emitter's text
         depends on (hashable)."""
         emitter = self._emitter
-        sizes = []
-        self._instruction_sizes(h, sizes)
+        fingerprint, sizes = emitter.fingerprints.key(h)
         first = {}
         pattern = tuple(first.setdefault(n, len(first)) if n != 1 else -1 for n in sizes)
-        key = (emitter.size_variants().fingerprint(h), pattern,
-               footprint(slices) <= SMALL_KERNEL_BYTES, choices)
+        key = (fingerprint, pattern, footprint(slices) <= SMALL_KERNEL_BYTES, choices)
         entry = self._kernels.get(key)
         if entry is not None:
             impl, slots = entry
