@@ -10,7 +10,10 @@ import weakref
 
 import numpy as np
 
-from xla.hlo.attributes import kind_of
+from xla.hlo.attributes import ATTRIBUTE_KINDS
+
+# kind_of without its default: None for a name with no registered kind.
+_attribute_kind = ATTRIBUTE_KINDS.get
 from xla.hlo.shape import Shape
 
 _ids = itertools.count()
@@ -197,7 +200,9 @@ class HloInstruction:
         """Computations this instruction calls, in attribute order."""
         out = []
         for name, value in self.attrs.items():
-            kind = kind_of(name)
+            kind = _attribute_kind(name)
+            if kind is None:
+                continue
             if kind == "computation":
                 out.append(value)
             elif kind == "computations":
