@@ -205,7 +205,7 @@ class Kernel:
         self.in_driver = False
         self.generic = dims_global is not None
         self.dims_global = dims_global
-        self.sizes_in_code = False
+        self.sizes_in_code = not self.generic
         self.impl = impl
         self._function = None
         emitter.kernels.emitted += 1
