@@ -518,6 +518,8 @@ def _is_post_order(instructions, root):
     operands and control predecessors, with ``root`` (if any) last: then
     ``post_order`` would return the list as it is (passes that changed
     nothing in a computation leave it so)."""
+    if root is not None and (not instructions or instructions[-1] is not root):
+        return False   # a pass appended instructions after the root: no scan needed
     seen = set()
     for x in instructions:
         for o in x._operands:
@@ -531,7 +533,7 @@ def _is_post_order(instructions, root):
         if id(x) in seen:
             return False
         seen.add(id(x))
-    return root is None or (bool(instructions) and instructions[-1] is root)
+    return True
 
 
 class HloModule:
