@@ -85,3 +85,30 @@ def test_unique_name_sees_instructions_added_later():
         name = module.unique_name("sine")
         assert name not in taken and name not in {"sine.2", "sine.3"}
         taken.add(name)
+
+
+# post_order: a list already in post order comes back as it is (found in one
+# pass); any other is walked depth first. Expected orders written by hand.
+def test_post_order_keeps_a_list_in_post_order():
+    comp = parse_hlo_module(TEXT).entry
+    order = comp.post_order()
+    assert [i.name for i in order] == ["p", "a", "b", "c"]
+    assert order is not comp.instructions
+
+
+def test_post_order_moves_an_operand_before_its_user_and_the_root_last():
+    comp = parse_hlo_module(TEXT).entry
+    p, a, b, c = comp.instructions
+    comp.instructions = [c, b, a, p]
+    assert [i.name for i in comp.post_order()] == ["p", "a", "b", "c"]
+    comp.instructions = [p, a, c, b]   # operands first, but the root is not last
+    assert [i.name for i in comp.post_order()] == ["p", "a", "b", "c"]
+
+
+def test_post_order_puts_control_predecessors_first():
+    comp = parse_hlo_module(TEXT).entry
+    p, a, b, c = comp.instructions
+    d = new("negate", [p], "d")
+    comp.add_instruction(d)   # listed after the root...
+    b.attrs["control-predecessors"] = [d]   # ...and b must follow it
+    assert [i.name for i in comp.post_order()] == ["p", "a", "d", "b", "c"]

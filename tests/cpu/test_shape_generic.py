@@ -16,6 +16,12 @@ WIDTHS = (25, 31, 43)
 BATCH = 8
 
 
+@pytest.fixture(autouse=True)
+def _check_size_free_reuse(monkeypatch):
+    # Every kernel reused for other sizes is emitted as well and compared.
+    monkeypatch.setattr(shape_generic, "CHECK_SIZE_FREE_REUSE", True)
+
+
 def _compile(text):
     kernel_compiler.memory_cache.clear()
     return xla.compile(xla.parse_hlo_module(text), "cpu")

@@ -10,7 +10,10 @@ import weakref
 
 import numpy as np
 
-from xla.hlo.attributes import kind_of
+from xla.hlo.attributes import ATTRIBUTE_KINDS
+
+# kind_of without its default: None for a name with no registered kind.
+_attribute_kind = ATTRIBUTE_KINDS.get
 from xla.hlo.shape import Shape
 
 _ids = itertools.count()
@@ -197,7 +200,9 @@ class HloInstruction:
         """Computations this instruction calls, in attribute order."""
         out = []
         for name, value in self.attrs.items():
-            kind = kind_of(name)
+            kind = _attribute_kind(name)
+            if kind is None:
+                continue
             if kind == "computation":
                 out.append(value)
             elif kind == "computations":
@@ -404,10 +409,13 @@ class HloComputation:
         a valid order is kept as it is, dead instructions are included, and
         the root comes last.
         """
+        instructions = self.instructions
+        root = self.root_instruction
+        if _is_post_order(instructions, root):
+            return list(instructions)   # what the walk below returns, found in one pass
         visited = set()
         order = []
-        root = self.root_instruction
-        for start in [i for i in self.instructions if i is not root] + [root]:
+        for start in [i for i in instructions if i is not root] + [root]:
             if start is None or id(start) in visited:
                 continue
             stack = [(start, False)]
@@ -503,6 +511,29 @@ class HloComputation:
 
     def __repr__(self):
         return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
+
+
+def _is_post_order(instructions, root):
+    """Whether ``instructions`` lists each instruction once, after its
+    operands and control predecessors, with ``root`` (if any) last: then
+    ``post_order`` would return the list as it is (passes that changed
+    nothing in a computation leave it so)."""
+    if root is not None and (not instructions or instructions[-1] is not root):
+        return False   # a pass appended instructions after the root: no scan needed
+    seen = set()
+    for x in instructions:
+        for o in x._operands:
+            if id(o) not in seen:
+                return False
+        preds = x.attrs.get("control-predecessors")
+        if preds:
+            for p in preds:
+                if id(p) not in seen:
+                    return False
+        if id(x) in seen:
+            return False
+        seen.add(id(x))
+    return True
 
 
 class HloModule:

@@ -71,28 +71,34 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
     out_slice = Slice(emitter.assignment.buffer(h, ()))
     name = emitter.unique(f"kernel.{h.name}.columns")
     slices = in_slices + [out_slice]
-    memo_key = (emitter.fingerprints.instruction(h), "columns", slice_pattern(slices))
+    memo_key = (emitter.fingerprints.key(h), "columns", slice_pattern(slices))
     memo = emitter.loop_kernels.get(memo_key)
     if memo is not None:
         kernel = Kernel.reuse(emitter, name, slices, memo[0], h, memo[1])
     else:
-        kernel = _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept)
+        from xla.backends.cpu.shape_generic import is_generic
+        generic = is_generic(emitter, h, slices, runtime_bounds=True)
+
+        def emit():
+            return _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept,
+                                generic)
+        kernel = emitter.size_free_kernels.emit(
+            h, name, slices, ("columns", slice_pattern(slices)), emit) if generic else emit()
         emitter.loop_kernels[memo_key] = (kernel.impl, kernel.dims_global)
     emitter.call_kernel(kernel, out_shape, work=in_shape.num_elements(),
                         extent=out_shape.dimensions[out_minor], min_chunk=MIN_CHUNK_COLUMNS)
     return True
 
 
-def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept):
+def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept, generic):
     """The column-reduction kernel of ``h``, emitted and finished."""
     from xla.backends.cpu.element_generator import ElementGenerator
     from xla.backends.cpu.kernels import Kernel
     from xla.backends.cpu.llvm_types import load_element, store_element
-    from xla.backends.cpu.shape_generic import is_generic
     out_minor, reduced_order = dims
     in_shape = root.operands[0].shape
     out_shape = h.shape
-    kernel = Kernel(emitter, name, slices, generic=is_generic(emitter, h, slices, runtime_bounds=True))
+    kernel = Kernel(emitter, name, slices, generic=generic)
     kernel.root = h
     g = ElementGenerator(emitter, kernel, fusion)
     kb = kernel.b

@@ -137,12 +137,22 @@ class ElementGenerator:
             return self.load(h, index)
         if h.opcode == "parameter" and self.fusion is not None:
             return self.value(self.fusion.operands[h.parameter_number], index)
+        if self.generic and h.opcode not in SIZE_FREE_GENERATORS:
+            self.kernel.sizes_in_code = True
         gen = GENERATORS.get(h.opcode)
         if gen is None:
             if h.opcode in ELEMENTWISE:
                 return self.elementwise(h, index)
             raise unsupported(h)
         return gen(self, h, index)
+
+    def constant_sizes(self):
+        """Called by a generator whose code holds dimension sizes as
+        constants, or chose between codes by a size other than by which
+        sizes are equal: the kernel's text then depends on more than its
+        size-free key (``shape_generic.SizeFreeKernels``)."""
+        if self.generic:
+            self.kernel.sizes_in_code = True
 
     def load(self, h, index, shape_index=()):
         """The element of materialized instruction ``h`` at ``index``."""
@@ -200,6 +210,7 @@ def _gen_reshape(g, h, index):
         real = [v for v, d in zip(index, out_dims) if d != 1]
         it = iter(real)
         return g.value(op, [next(it) if d != 1 else i64(0) for d in in_dims])
+    g.constant_sizes()
     linear = le.row_major_linear(g.b, out_dims, index)
     return g.value(op, le.delinearize(g.b, linear, in_dims))
 
@@ -215,6 +226,7 @@ def _gen_bitcast(g, h, index):
         # The same sizes in the same storage order: no index arithmetic.
         value = g.value(op, [index[d] if d is not None else i64(0) for d in relabeled])
     else:
+        g.constant_sizes()
         linear = le.linear_index(g.b, h.shape, index)
         value = g.value(op, le.delinearize(g.b, linear, op.shape.dimensions,
                                            le.major_to_minor(op.shape)))
@@ -411,6 +423,19 @@ GENERATORS = OpcodeTable("cpu element generators", {
     "get-tuple-element": _gen_get_tuple_element,
     "tuple": _gen_tuple,
 })
+
+
+# The generators whose code in a shape-generic kernel asks for every size it
+# uses (``Kernel.dim``, ``dims``, ``strides``) and makes no decision from a
+# size other than which sizes are equal or 1, unless they call
+# ``ElementGenerator.constant_sizes`` (reshape and bitcast do, when they
+# divide by constant sizes). Every other generator (pad, concatenate,
+# reverse, dynamic slices, reductions, dots, ...) marks its kernel as
+# holding sizes (``shape_generic.SizeFreeKernels`` then never reuses it for
+# other sizes); elementwise ops never look at sizes.
+SIZE_FREE_GENERATORS = ELEMENTWISE | frozenset([
+    "parameter", "constant", "copy", "broadcast", "transpose", "reshape", "bitcast", "slice",
+    "iota", "get-tuple-element", "tuple"])
 
 
 def register_generator(*opcodes):

@@ -44,7 +44,7 @@ def emit_update_in_place(me, h, root, fusion=None):
     in_slices = me.operand_slices(h)
     out_slice = Slice(me.assignment.buffer(h, ()))
     slices = in_slices + [out_slice]
-    memo_key = (me.fingerprints.instruction(h), "in-place", slice_pattern(slices))
+    memo_key = (me.fingerprints.key(h), "in-place", slice_pattern(slices))
     name = me.unique(f"kernel.{h.name}")
     impl = me.loop_kernels.get(memo_key)
     if impl is not None:

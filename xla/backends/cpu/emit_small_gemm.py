@@ -44,7 +44,7 @@ from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
-from xla.backends.cpu.kernels import Kernel
+from xla.backends.cpu.kernels import Kernel, slice_pattern
 from xla.backends.cpu.ir_emitter import Slice, register_instruction
 from xla.backends.cpu.llvm_types import F32, F64, I32, vector_lanes
 from xla.backends.cpu.shape_generic import is_generic
@@ -116,15 +116,52 @@ def emit_small_gemm(me, h):
     if shape is None:
         return False
     m, k, n = shape
+    lanes = _lanes(h.shape.element_type.text, n)
+    slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
+    name = me.unique(f"kernel.{h.name}.gemm")
+    generic = is_generic(me, h, slices, runtime_bounds=True)
+
+    def emit():
+        return _emit_kernel(me, h, name, slices, shape, lanes, generic)
+
+    if generic:   # the vector width is the one choice made from a size
+        kernel = me.size_free_kernels.emit(h, name, slices, ("gemm", slice_pattern(slices), lanes),
+                                           emit)
+    else:
+        memo_key = (me.fingerprints.key(h), "gemm", slice_pattern(slices))
+        impl = me.loop_kernels.get(memo_key)
+        if impl is not None:
+            kernel = Kernel.reuse(me, name, slices, impl[0], h)
+        else:
+            kernel = emit()
+            me.loop_kernels[memo_key] = (kernel.impl, None)
+    row_blocks = math.ceil(m / MR)
+    if m * k * n < MAX_MACS:
+        kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
+        return True
+    # A product the runtime would spread over threads: this kernel where the
+    # pool has one thread (it computes the product serially there too), the
+    # runtime's matmul otherwise.
+    d = me.builder
+    threads = d.call(me.declare(_NUM_THREADS, ir.FunctionType(I32, [])), [])
+    with d.if_else(d.icmp_signed("<=", threads, ir.Constant(I32, 1))) as (serial, parallel):
+        with serial:
+            kernel.call_in_driver(d, me.table, i64(0), i64(row_blocks))
+        with parallel:
+            emitted = me.emit_runtime_matmul(h)
+    assert emitted, h
+    return True
+
+
+def _emit_kernel(me, h, name, slices, shape, lanes, generic):
+    """The tiled kernel of dot ``h`` (``shape``: M, K, N), emitted and finished."""
+    m, k, n = shape
     et = h.shape.element_type.text
-    lanes, scalar = _lanes(et, n), _TYPES[et]
+    scalar = _TYPES[et]
     align = 4 if et == "f32" else 8
     vec = ir.VectorType(scalar, lanes)
     nr = NV * lanes
-    lhs, rhs = h.operands
-    slices = [Slice(me.assignment.buffer(x)) for x in (lhs, rhs, h)]
-    kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemm"), slices,
-                    generic=is_generic(me, h, slices, runtime_bounds=True))
+    kernel = Kernel(me, name, slices, generic=generic)
     kernel.root = h
     b = kernel.b
     ab = kernel.alloca_builder
@@ -167,7 +204,6 @@ def emit_small_gemm(me, h):
                 ptr = element(c_ptr, b.add(i0, i64(r)), b.add(j0, i64(v * lanes)), n_v)
                 b.store(b.load(accs[r][v], typ=vec), ptr, align=align)
 
-    row_blocks = math.ceil(m / MR)
     with le.for_loop(b, kernel.begin, kernel.end, name="ib") as ib:
         i0 = b.select(b.icmp_signed("<", b.mul(ib, i64(MR)), last_row),
                       b.mul(ib, i64(MR)), last_row)
@@ -186,21 +222,7 @@ def emit_small_gemm(me, h):
             if rest_vectors:
                 block(i0, i64(n - rest_vectors * lanes), rest_vectors)
     kernel.finish()
-    if m * k * n < MAX_MACS:
-        kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
-        return True
-    # A product the runtime would spread over threads: this kernel where the
-    # pool has one thread (it computes the product serially there too), the
-    # runtime's matmul otherwise.
-    d = me.builder
-    threads = d.call(me.declare(_NUM_THREADS, ir.FunctionType(I32, [])), [])
-    with d.if_else(d.icmp_signed("<=", threads, ir.Constant(I32, 1))) as (serial, parallel):
-        with serial:
-            kernel.call_in_driver(d, me.table, i64(0), i64(row_blocks))
-        with parallel:
-            emitted = me.emit_runtime_matmul(h)
-    assert emitted, h
-    return True
+    return kernel
 
 
 def _declare(module, name, ret, args):

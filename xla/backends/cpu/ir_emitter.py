@@ -53,7 +53,7 @@ from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu import column_reduce, reduction_emitter, row_groups, shape_generic, tiling
 from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, PTR, VOID,  # noqa: F401
-                                      EmittedModule, HloFingerprints, Kernel, KernelSet, Slice,
+                                      EmittedModule, Kernel, KernelSet, Slice,
                                       slice_pattern)
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import I64, i64
@@ -195,6 +195,7 @@ class ModuleEmitter:
         self._globals = {}
         self._declared = {}
         self._names = set()
+        self._name_counts = {}   # base -> the N unique() tries first
         self.kernel_count = 0
         self.row_group = None  # the pending row_groups.Group
         self.row_groups_enabled = row_groups_enabled
@@ -203,10 +204,14 @@ class ModuleEmitter:
         # Functions compiled at the kernels' opt level but not fingerprinted
         # (sort, linear algebra: they read the buffer table themselves).
         self.library = None
-        self.fingerprints = HloFingerprints()
+        # Instructions' fingerprints, with sizes apart (``key``: the memos'
+        # keys; ``fingerprint``: the size-free one).
+        self.fingerprints = shape_generic.SizeFreeFingerprints()
         self._size_variants = None
         # (fingerprint, output group, slice pattern, tiling) -> (impl, dims_global)
         self.loop_kernels = {}
+        # Shape-generic kernels by their size-free key.
+        self.size_free_kernels = shape_generic.SizeFreeKernels(self)
 
     # ----- helpers ----------------------------------------------------------
     def slice_pointer(self, b, table, key):
@@ -230,7 +235,8 @@ class ModuleEmitter:
     def size_variants(self):
         """The module's ``shape_generic.SizeVariants``, made on first use."""
         if self._size_variants is None:
-            self._size_variants = shape_generic.SizeVariants(self.module, self.assignment)
+            self._size_variants = shape_generic.SizeVariants(self.module, self.assignment,
+                                                             self.fingerprints)
         return self._size_variants
 
     def dims_global(self, sizes):
@@ -295,12 +301,19 @@ class ModuleEmitter:
         return gv
 
     def unique(self, base):
+        """``base`` (other characters than letters, digits, '.' and '_' made
+        '_'), or the first ``base.N`` not yet taken. Counting on from the
+        last N given for ``base`` keeps thousands of names of one base
+        (``dims``) linear."""
         base = "".join(c if c.isalnum() or c in "._" else "_" for c in base)
-        name, n = base, 0
+        name, n = base, self._name_counts.get(base, 0)
+        if n:
+            name = f"{base}.{n}"
         while name in self._names:
             n += 1
             name = f"{base}.{n}"
         self._names.add(name)
+        self._name_counts[base] = n + 1
         return name
 
     def emit_scalar_computation(self, b, comp, args):
@@ -498,14 +511,14 @@ class ModuleEmitter:
             if elementwise and len(outputs) == 1:
                 leaf = root.operands[outputs[0][0][0]] if root.opcode == "tuple" else root
                 tile_dim = tiling.transposed_dimension(self.assignment, leaf, fusion, out[0][1])
-            memo_key = (self.fingerprints.instruction(h), group_number, slice_pattern(slices),
+            memo_key = (self.fingerprints.key(h), group_number, slice_pattern(slices),
                         tile_dim)
             memo = self.loop_kernels.get(memo_key)
             if memo is not None:
                 kernel = Kernel.reuse(self, name, slices, memo[0], h, memo[1])
             else:
                 kernel = self.emit_loop_kernel(h, root, fusion, name, slices, out, side, side_slices,
-                                               loop_shape, elementwise, tile_dim)
+                                               loop_shape, elementwise, tile_dim, group_number)
                 self.loop_kernels[memo_key] = (kernel.impl, kernel.dims_global)
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs
@@ -518,26 +531,39 @@ class ModuleEmitter:
             self.call_kernel(kernel, loop_shape, work, access)
 
     def emit_loop_kernel(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
-                         elementwise, tile_dim):
-        """The kernel of one output group of ``emit_loops``, emitted and finished.
-        A kernel of a few elements (a loop counter, an index, a scalar of a
-        while body) is emitted into the driver module, where it is inlined
-        into its caller: a call and its buffer-table loads cost more than
-        the work."""
+                         elementwise, tile_dim, group_number=0):
+        """The kernel of output group ``group_number`` of ``emit_loops``,
+        emitted and finished (or, shape-generic, reused:
+        ``shape_generic.SizeFreeKernels``). A kernel of a few elements (a
+        loop counter, an index, a scalar of a while body) is emitted into
+        the driver module, where it is inlined into its caller: a call and
+        its buffer-table loads cost more than the work."""
         tiny = loop_shape.num_elements() <= TINY_KERNEL_ELEMENTS and side == [] and \
             root.opcode != "reduce"
-        # A shape-generic kernel whose code asked for no size (a 1-D loop
-        # runs from begin to end) is emitted again as it was before, with
-        # no sizes argument.
         generic = not tiny and shape_generic.is_generic(self, h, slices,
                                                         runtime_bounds=tile_dim is not None)
-        kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
-                                        loop_shape, elementwise, tile_dim, tiny, generic)
-        if generic and not kernel.dim_sizes:
+
+        def emit():
             kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
-                                            loop_shape, elementwise, tile_dim, tiny, False)
-        kernel.finish()
-        return kernel
+                                            loop_shape, elementwise, tile_dim, tiny, generic)
+            if generic and not kernel.dim_sizes:
+                # A shape-generic kernel whose code asked for no size (a 1-D
+                # loop runs from begin to end) is emitted again as it was
+                # before, with no sizes argument; its text holds no size
+                # unless the generic one's did.
+                sizes_in_code = kernel.sizes_in_code
+                kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side,
+                                                side_slices, loop_shape, elementwise, tile_dim,
+                                                tiny, False)
+                kernel.sizes_in_code = sizes_in_code
+            kernel.finish()
+            return kernel
+
+        if not generic:
+            return emit()
+        return self.size_free_kernels.emit(h, name, slices,
+                                           ("loop", group_number, slice_pattern(slices), tile_dim),
+                                           emit)
 
     def _loop_kernel_code(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
                           elementwise, tile_dim, tiny, generic):

@@ -174,6 +174,12 @@ class Kernel:
         self._dim_values = {}      # size -> its loaded value
         self._strides = {}
         self.dims_global = None    # the driver's array of dim_sizes, after finish()
+        # Whether the code depends on sizes other than through ``dim``: a
+        # kernel of constant sizes does, and a shape-generic one where an
+        # emitter held a size as a constant or chose its code by one
+        # (``ElementGenerator.constant_sizes``). Such a kernel serves no
+        # other sizes (``shape_generic.SizeFreeKernels``).
+        self.sizes_in_code = not self.generic
         n_ptrs = len(keys) + (1 if scratch else 0) + (1 if self.generic else 0)
         self.impl_type = ir.FunctionType(VOID, [PTR] * n_ptrs + [I64, I64])
         self.in_driver = in_driver
@@ -222,6 +228,7 @@ class Kernel:
         self.in_driver = False
         self.generic = dims_global is not None
         self.dims_global = dims_global
+        self.sizes_in_code = not self.generic
         self.impl = impl
         self._function = None
         emitter.kernels.emitted += 1

@@ -42,6 +42,23 @@ remainder loops and checks, and their code stays byte for byte what it
 was (every kernel of benchmarks/cpu_workloads.py is unchanged;
 docs/compiler.md, "Shape-generic kernels").
 
+Emitted once per size-free key (``SizeFreeKernels``): kernels with the
+same text would still each be emitted and printed, then found to be the
+same by their fingerprint, which was most of the varied MLP's compile time
+once LLVM compiled each text once. So a kernel is emitted once per
+size-free key: the instruction's fingerprint without sizes, which of its
+sizes are equal (and which are 1), and each emitter's own choices (output
+group, slice pattern, tiling, vector width, small-kernel line); an
+instruction with the same key reuses the emitted kernel with its own
+sizes in the slots. That is exact only where the emitted text depends on
+sizes through ``Kernel.dim`` alone: a generator that holds a size as a
+constant or chooses its code by one marks the kernel
+(``Kernel.sizes_in_code``; every generator not in
+``element_generator.SIZE_FREE_GENERATORS`` does), and a marked kernel is
+never reused for other sizes (identical texts still compile once).
+``CHECK_SIZE_FREE_REUSE`` emits each reused kernel anyway and raises if its
+symbol or sizes differ (the tests run with it).
+
 Not generic yet: row reductions inside loop kernels (``reduction_emitter``
 loops to constant bounds; correct, just not shared), reshapes and bitcasts
 that move elements between dimensions, and the other emitters (sort,
@@ -51,7 +68,8 @@ constant sizes, as do the kernels of unfused elementwise ops
 """
 import re
 
-from xla.backends.cpu.kernels import SMALL_KERNEL_BYTES, HloFingerprints, footprint
+from xla.backends.cpu.kernels import SMALL_KERNEL_BYTES, HloFingerprints, Kernel, footprint
+from xla.hlo.attributes import kind_of
 from xla.hlo.printer import shape_to_text
 
 # Off switch, for measuring (docs/compiler.md) and for bisecting.
@@ -67,6 +85,10 @@ MAX_BYTES = SMALL_KERNEL_BYTES
 # varied MLP's largest weight update (f32[556,557] transposed, 3.7 MB);
 # larger ones were not measured reliably on the loaded 2-core machine.
 RUNTIME_BOUNDS_MAX_BYTES = 4 << 20
+# Emit every kernel that SizeFreeKernels reuses as well, and raise if it
+# is not the kernel reused with the same sizes (for tests; costs what the
+# memo saves).
+CHECK_SIZE_FREE_REUSE = False
 
 
 _DIMENSIONS = re.compile(r"\[([0-9,]*)\]")
@@ -84,6 +106,75 @@ def _dimensions(shape):
     return tuple(shape.dimensions) if shape.is_array else ()
 
 
+class SizeFreeFingerprints:
+    """Instructions' fingerprints (``kernels.HloFingerprints``) with every
+    dimension size other than 1 left out, and their sizes: every dimension
+    size of the shapes such a fingerprint holds, in one fixed order (the
+    instruction's shape, its operands', then those of the instructions of
+    the computations it calls). ``key`` (both) tells instructions apart
+    exactly as their full fingerprints do, without computing those."""
+
+    def __init__(self):
+        self._texts = {}          # id(shape) -> (shape, size-free text)
+        self._free = HloFingerprints(self._shape_text)
+        self._instructions = {}   # id(h) -> (h, size-free fingerprint, sizes)
+        self._computations = {}   # id(comp) -> (comp, sizes of its instructions)
+
+    def _shape_text(self, shape):
+        entry = self._texts.get(id(shape))
+        if entry is None:   # the shape is kept alive with its text, so its id is not reused
+            entry = self._texts[id(shape)] = (shape, _size_free(shape_to_text(shape)))
+        return entry[1]
+
+    def _entry(self, h):
+        entry = self._instructions.get(id(h))
+        if entry is None:   # h is kept alive with its entry, so its id is not reused
+            sizes = []
+            self._instruction_sizes(h, sizes)
+            entry = self._instructions[id(h)] = (h, self._free.instruction(h), tuple(sizes))
+        return entry
+
+    def fingerprint(self, h):
+        """``h``'s fingerprint with every dimension size other than 1 left out."""
+        return self._entry(h)[1]
+
+    def key(self, h):
+        """(size-free fingerprint, sizes): equal for two instructions
+        exactly when their full fingerprints are."""
+        entry = self._entry(h)
+        return entry[1], entry[2]
+
+    def _computation_sizes(self, comp):
+        entry = self._computations.get(id(comp))
+        if entry is None:   # comp is kept alive with its sizes, so its id is not reused
+            sizes = []
+            for x in comp.instructions:
+                self._instruction_sizes(x, sizes, operands=False)
+            entry = self._computations[id(comp)] = (comp, tuple(sizes))
+        return entry[1]
+
+    def _instruction_sizes(self, h, out, operands=True):
+        _shape_sizes(h.shape, out)
+        if operands:
+            for o in h.operands:
+                _shape_sizes(o.shape, out)
+        for name, value in h.attrs.items():
+            kind = kind_of(name)
+            if kind == "computation":
+                out.extend(self._computation_sizes(value))
+            elif kind == "computations":
+                for c in value:
+                    out.extend(self._computation_sizes(c))
+
+
+def _shape_sizes(shape, out):
+    if shape.is_tuple:
+        for s in shape.tuple_shapes:
+            _shape_sizes(s, out)
+    elif shape.is_array:
+        out.extend(shape.dimensions)
+
+
 class SizeVariants:
     """Which instructions of a module have size variants: other
     instructions with the same fingerprint once dimension sizes (other than
@@ -95,28 +186,70 @@ class SizeVariants:
     constant sizes and its code. A heuristic: either answer makes correct
     kernels."""
 
-    def __init__(self, module, assignment):
-        self._texts = {}         # id(shape) -> (shape, size-free text)
-        self._free = HloFingerprints(self._shape_text)
+    def __init__(self, module, assignment, fingerprints):
+        self._fingerprints = fingerprints   # SizeFreeFingerprints
         self._variants = {}      # size-free fingerprint -> sizes seen
         for comp in module.computations:
             for h in comp.instructions:
                 if h.opcode not in _CANDIDATES or not assignment.has_buffers(h):
                     continue
-                self._variants.setdefault(self._free.instruction(h), set()).add(self._sizes(h))
-
-    def _shape_text(self, shape):
-        entry = self._texts.get(id(shape))
-        if entry is None:   # the shape is kept alive with its text, so its id is not reused
-            entry = self._texts[id(shape)] = (shape, _size_free(shape_to_text(shape)))
-        return entry[1]
+                self._variants.setdefault(fingerprints.fingerprint(h), set()).add(self._sizes(h))
 
     @staticmethod
     def _sizes(h):
         return (_dimensions(h.shape),) + tuple(_dimensions(o.shape) for o in h.operands)
 
     def has_variants(self, h):
-        return len(self._variants.get(self._free.instruction(h), ())) > 1
+        return len(self._variants.get(self._fingerprints.fingerprint(h), ())) > 1
+
+
+class SizeFreeKernels:
+    """Kernels emitted once per size-free key (module docstring): for one
+    module's ``ModuleEmitter``, the emitted kernel of each key and the
+    positions of its sizes slots among the instruction's sizes
+    (``SizeFreeFingerprints.key``)."""
+
+    def __init__(self, emitter):
+        self._emitter = emitter
+        self._kernels = {}        # key -> (impl, slot positions or None)
+        self.reused = 0
+
+    def emit(self, h, name, slices, choices, emit):
+        """The kernel of ``h`` over ``slices``: one already emitted for the
+        same size-free key, reused with ``h``'s sizes, or ``emit()``'s (a
+        finished ``Kernel``). ``choices``: whatever else the emitter's text
+        depends on (hashable)."""
+        emitter = self._emitter
+        fingerprint, sizes = emitter.fingerprints.key(h)
+        first = {}
+        pattern = tuple(first.setdefault(n, len(first)) if n != 1 else -1 for n in sizes)
+        key = (fingerprint, pattern, footprint(slices) <= SMALL_KERNEL_BYTES, choices)
+        entry = self._kernels.get(key)
+        if entry is not None:
+            impl, slots = entry
+            dims = None if slots is None else emitter.dims_global([sizes[p] for p in slots])
+            kernel = Kernel.reuse(emitter, name, slices, impl, h, dims)
+            self.reused += 1
+            if CHECK_SIZE_FREE_REUSE:
+                emitted = emit()
+                emitter.kernels.emitted -= 1
+                if emitted.impl is not impl or emitted.dims_global is not dims:
+                    raise AssertionError(
+                        f"size-free reuse of a kernel for {h.name}: emitted "
+                        f"{emitted.impl.name} {emitted.dim_sizes}, reused {impl.name} "
+                        f"{[sizes[p] for p in slots or ()]}")
+            return kernel
+        kernel = emit()
+        if not kernel.sizes_in_code and not kernel.in_driver:
+            if not kernel.generic:      # a text that holds no size at all
+                self._kernels[key] = (kernel.impl, None)
+            else:
+                position = {}
+                for i, n in enumerate(sizes):
+                    position.setdefault(n, i)
+                if all(n in position for n in kernel.dim_sizes):
+                    self._kernels[key] = (kernel.impl, [position[n] for n in kernel.dim_sizes])
+        return kernel
 
 
 # The instructions whose kernels may be generic: after fusion, loop kernels
