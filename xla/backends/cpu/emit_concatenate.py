@@ -50,7 +50,7 @@ def emit_per_operand(me, h, root, fusion=None):
         start, offset = offset, offset + op.shape.dimensions[axis]
         if op.shape.num_elements() == 0:
             continue
-        memo_key = (me.fingerprints.instruction(h), "concatenate", k, slice_pattern(slices))
+        memo_key = (me.fingerprints.key(h), "concatenate", k, slice_pattern(slices))
         name = me.unique(f"kernel.{h.name}.{k}")
         impl = me.loop_kernels.get(memo_key)
         if impl is not None:
