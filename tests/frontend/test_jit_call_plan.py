@@ -303,11 +303,14 @@ def test_an_argument_written_in_place_that_is_shared_in_cpp():
         x += y
 
     f = xla.jit(add_into)
-    f(np.zeros(8), np.ones(8))
-    for make in [lambda a: (a, a), lambda a: (a[:8], a[:8]), lambda a: (a[8:16], a[:8]),
-                 lambda a: (a[:8], a[8:16])]:
-        ref = np.arange(16.0)
-        ours = np.arange(16.0)
+    f(np.zeros(64), np.ones(64))
+    # the same array, equal views, disjoint views (the plan may run them),
+    # views that overlap in part (NumPy reads y before writing x: copied)
+    for make in [lambda a: (a, a), lambda a: (a[:64], a[:64]), lambda a: (a[64:], a[:64]),
+                 lambda a: (a[:64], a[64:]), lambda a: (a[2:66], a[:64]),
+                 lambda a: (a[:64], a[2:66])] * 2:
+        ref = np.arange(128.0)
+        ours = np.arange(128.0)
         add_into(*make(ref))
         f(*make(ours))
         np.testing.assert_array_equal(ours, ref)
