@@ -30,7 +30,12 @@ class CallPlan:
     written in place (when one fails, ``_run`` copies as before), the C++
     call (which checks contiguity and alignment) and the write-back;
     anything the prepared call declines (a non-contiguous array, hooks or
-    a profile) goes through ``_run``, the general path."""
+    a profile) goes through ``_run``, the general path.
+
+    Where the prepared call is a C++ one (the CPU's), ``native`` is this
+    plan for jit's ``JitDispatch`` (python/jit_call_bindings.cc), which
+    does all of the above in one C++ call (matching the arguments against
+    the key instead of building it); what it declines comes here."""
 
     __slots__ = ("jit", "entry", "specs", "dynamic", "scalars", "arrays", "in_place", "run",
                  "written", "n_outputs", "out_kind", "out_treedef", "native")

@@ -14,7 +14,9 @@ signature reuse the executable. ``cache_info()`` counts hits, misses and
 compilations, so a new shape recompiling is observable. A repeated call of
 positional arrays, Python scalars and static arguments skips the pytree and
 key work: its short key (``call_plan.fast_key``) finds a ``CallPlan`` made when the
-signature compiled, which runs the executable's ``prepared_call``.
+signature compiled, which runs the executable's ``prepared_call``; where that
+is a C++ one, the plans are tried first in C++ (``JitDispatch``), which
+matches the arguments against each signature instead of building the key.
 
 Must-compile: the whole function compiles or the call raises (TracingError
 and ShapeError name the user's file and line); nothing falls back to NumPy.
@@ -197,6 +199,7 @@ class JitFunction:
         # _fast's plans in C++ (CallPlan.native), tried first; _MISS where
         # none runs the call.
         self._native = JitDispatch(_MISS) if JitDispatch is not None else None
+        self._native_call = self._native.caller if self._native is not None else None
         self._lock = threading.Lock()
         self._hits = self._misses = self._compilations = self._disk_hits = 0
         functools.update_wrapper(self, fn)
@@ -285,21 +288,23 @@ class JitFunction:
         return tuple(donated)
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and self._fast and self._fast_options is _options_in_force() and \
-                not tracing.tracing_active():
+        if not kwargs:
             # The common call: positional NumPy arrays, Python scalars and
             # static arguments only, of a signature seen before: its plan
-            # in C++, else (declined, or none there) in Python.
-            native = self._native
+            # in C++ (which checks the trace and options state below
+            # itself), else (declined, or none there) in Python.
+            native = self._native_call
             if native is not None:
                 result = native(args)
                 if result is not _MISS:
                     self._hits += 1
                     return result
-            plan = self._fast.get(self._fast_key(args))
-            if plan is not None:
-                self._hits += 1
-                return plan(args)
+            if self._fast and self._fast_options is _options_in_force() and \
+                    not tracing.tracing_active():
+                plan = self._fast.get(self._fast_key(args))
+                if plan is not None:
+                    self._hits += 1
+                    return plan(args)
         if tracing.current_context(required=False) is not None:
             return self.fn(*args, **kwargs)   # inlined into the enclosing trace
         args, kwargs = self._normalize(args, kwargs)
@@ -337,6 +342,9 @@ class JitFunction:
                 plan = self._fast[fast] = CallPlan(self, entry, key[1], args)
                 if plan.native is not None and self._native is not None and \
                         len(self._native) < _MAX_NATIVE_PLANS:
+                    from xla import debug_options
+                    falsy, identical = debug_options.in_force_checks(options)
+                    self._native.set_guards(falsy + tracing.inactive_checks(), identical)
                     self._native.add(*plan.native)
         return self._run(entry, key[1], leaves)
 

@@ -523,7 +523,9 @@ class _FastPath:
     array that fails them declined without an exception); an aliased
     parameter's array is that result. Anything else takes the general path.
     ``prepared`` is the same call for a caller that checked the arguments'
-    types itself (``CpuExecutable.prepared_call``).
+    types itself (``CpuExecutable.prepared_call``), in C++
+    (``PreparedCpuCall``: outputs allocated, checked and picked there; what
+    xla.jit's ``JitDispatch`` runs).
     """
 
     def __init__(self, state, signature, outputs, result, aliased=()):
