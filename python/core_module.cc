@@ -27,6 +27,8 @@ void RegisterFusion(py::module_& m);
 void RegisterCpuRuntime(py::module_& m);
 // The GPU emulator's block scheduler, in python/gpu_emulator_bindings.cc.
 void RegisterGpuEmulator(py::module_& m);
+// xla.jit's native call plans, in python/jit_call_bindings.cc.
+void RegisterJitCall(py::module_& m);
 
 namespace {
 
@@ -122,4 +124,5 @@ PYBIND11_MODULE(_core, m) {
   RegisterFusion(m);
   RegisterCpuRuntime(m);
   RegisterGpuEmulator(m);
+  RegisterJitCall(m);
 }

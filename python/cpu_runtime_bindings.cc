@@ -25,6 +25,7 @@
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
 #include "xla/backends/cpu/runtime/executor.h"
 #include "xla/backends/cpu/runtime/kernels.h"
+#include "python/prepared_call.h"
 
 namespace py = pybind11;
 
@@ -244,6 +245,18 @@ class ExecutableState {
     return true;
   }
 
+  // Runs on addresses the caller checked (PreparedCpuCall), GIL released.
+  void RunChecked(void* const* args, void* const* outputs) {
+    xla_cpu_runtime::Executor::Call call(executor_);
+    for (size_t i = 0; i < executor_.num_args(); ++i) call.SetArg(i, args[i]);
+    for (size_t i = 0; i < executor_.num_outputs(); ++i) call.SetOutput(i, outputs[i]);
+    py::gil_scoped_release release;
+    call.Run();
+  }
+
+  size_t num_args() const { return executor_.num_args(); }
+  size_t num_outputs() const { return executor_.num_outputs(); }
+  uintptr_t alignment() const { return alignment_; }
   uintptr_t arena_address() const { return executor_.arena_address(); }
   int64_t arena_size() const { return executor_.arena_size(); }
   int64_t num_slots() const { return executor_.num_slots(); }
@@ -260,6 +273,154 @@ class ExecutableState {
   std::vector<int64_t> output_nbytes_;
   uintptr_t alignment_;
   std::vector<py::object> constants_;
+};
+
+// CpuExecutable.prepared_call's call (xla/backends/cpu/executable.py,
+// _FastPath): one output array per output allocation (shape, dtype), the
+// executable's result picked from them and the arguments (`result`: an
+// index into the outputs, or -1 - parameter number, or a nested tuple of
+// those), the `aliased` parameters' arrays written (so checked writable),
+// and `guards`: (object, attribute) pairs that must be falsy at each call
+// (execute hooks, an active profile), else the call is declined.
+class PreparedCpuCall : public xla_python::PreparedCall {
+ public:
+  PreparedCpuCall(py::object state, std::vector<std::pair<std::vector<ssize_t>, py::dtype>> outputs,
+                  py::object result, std::vector<int64_t> aliased,
+                  std::vector<std::pair<py::object, std::string>> guards)
+      : state_object_(std::move(state)), outputs_(std::move(outputs)) {
+    state_ = state_object_.cast<ExecutableState*>();
+    if (outputs_.size() != state_->num_outputs()) {
+      throw py::value_error("PreparedCpuCall: expected " + std::to_string(state_->num_outputs()) +
+                            " outputs; got " + std::to_string(outputs_.size()));
+    }
+    writes_.assign(state_->num_args(), false);
+    for (int64_t n : aliased) {
+      if (n < 0 || static_cast<size_t>(n) >= writes_.size()) {
+        throw py::value_error("PreparedCpuCall: aliased parameter out of range");
+      }
+      writes_[n] = true;
+    }
+    result_ = Parse(result);
+    for (auto& [object, name] : guards) guards_.emplace_back(std::move(object), py::str(name));
+  }
+
+  py::object Call(const xla_python::CallArg* args, size_t count) override {
+    for (const auto& [object, name] : guards_) {
+      PyObject* value = PyObject_GetAttr(object.ptr(), name.ptr());
+      if (value == nullptr) throw py::error_already_set();
+      const int truth = PyObject_IsTrue(value);
+      Py_DECREF(value);
+      if (truth < 0) throw py::error_already_set();
+      if (truth) return py::object();
+    }
+    const size_t num_args = state_->num_args();
+    if (count != num_args) {
+      throw py::value_error("prepared call: expected " + std::to_string(num_args) +
+                            " arguments; got " + std::to_string(count));
+    }
+    const uintptr_t alignment = state_->alignment();
+    constexpr size_t kInline = 16;
+    void* inline_addresses[kInline];
+    std::vector<void*> heap_addresses;
+    void** addresses = inline_addresses;
+    if (num_args + outputs_.size() > kInline) {
+      heap_addresses.resize(num_args + outputs_.size());
+      addresses = heap_addresses.data();
+    }
+    for (size_t i = 0; i < num_args; ++i) {
+      if (args[i].array != nullptr) {
+        addresses[i] = UsableArrayData(args[i].array, writes_[i] ? Access::kWrite : Access::kRead,
+                                       alignment, -1);
+      } else {
+        addresses[i] = writes_[i] || reinterpret_cast<uintptr_t>(args[i].data) % alignment != 0
+                           ? nullptr
+                           : const_cast<void*>(args[i].data);
+      }
+      if (addresses[i] == nullptr) return py::object();
+    }
+    const auto& api = py::detail::npy_api::get();
+    std::vector<py::object> outs;
+    outs.reserve(outputs_.size());
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      const auto& [dims, dtype] = outputs_[k];
+      PyObject* out = api.PyArray_NewFromDescr_(api.PyArray_Type_, dtype.inc_ref().ptr(),
+                                                static_cast<int>(dims.size()), dims.data(),
+                                                nullptr, nullptr, 0, nullptr);
+      if (out == nullptr) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+          PyErr_Clear();
+          return py::object();
+        }
+        throw py::error_already_set();
+      }
+      outs.push_back(py::reinterpret_steal<py::object>(out));
+      addresses[num_args + k] = UsableArrayData(out, Access::kWrite, alignment, -1);
+      if (addresses[num_args + k] == nullptr) return py::object();
+    }
+    state_->RunChecked(addresses, addresses + num_args);
+    return Pick(result_, outs, args);
+  }
+
+  // For Python callers (jit's CallPlan): a sequence of NumPy arrays; None
+  // where declined (or an item is not a NumPy array).
+  py::object CallArrays(py::handle arrays_arg) {
+    py::tuple arrays = AsTuple(arrays_arg, "args");
+    const size_t count = PyTuple_GET_SIZE(arrays.ptr());
+    const auto& api = py::detail::npy_api::get();
+    std::vector<xla_python::CallArg> args(count);
+    for (size_t i = 0; i < count; ++i) {
+      PyObject* item = PyTuple_GET_ITEM(arrays.ptr(), i);
+      if (!api.PyArray_Check_(item)) return py::none();
+      args[i] = {item, nullptr};
+    }
+    py::object result = Call(args.data(), count);
+    if (!result) return py::none();
+    return result;
+  }
+
+ private:
+  struct Node {
+    int64_t index = 0;           // a leaf's output index, or -1 - parameter number
+    std::vector<Node> children;  // a tuple's
+    bool tuple = false;
+  };
+
+  Node Parse(py::handle value) {
+    Node node;
+    if (PyTuple_Check(value.ptr())) {
+      node.tuple = true;
+      for (py::handle item : value) node.children.push_back(Parse(item));
+      return node;
+    }
+    node.index = value.cast<int64_t>();
+    if (node.index >= 0 ? static_cast<size_t>(node.index) >= outputs_.size()
+                        : static_cast<size_t>(-1 - node.index) >= writes_.size()) {
+      throw py::value_error("PreparedCpuCall: result index out of range");
+    }
+    return node;
+  }
+
+  static py::object Pick(const Node& node, const std::vector<py::object>& outs,
+                         const xla_python::CallArg* args) {
+    if (!node.tuple) {
+      if (node.index >= 0) return outs[node.index];
+      PyObject* array = args[-1 - node.index].array;
+      if (array == nullptr) throw py::value_error("prepared call: an aliased argument is no array");
+      return py::reinterpret_borrow<py::object>(array);
+    }
+    py::tuple tuple(node.children.size());
+    for (size_t i = 0; i < node.children.size(); ++i) {
+      PyTuple_SET_ITEM(tuple.ptr(), i, Pick(node.children[i], outs, args).release().ptr());
+    }
+    return tuple;
+  }
+
+  py::object state_object_;
+  ExecutableState* state_;
+  std::vector<std::pair<std::vector<ssize_t>, py::dtype>> outputs_;
+  std::vector<bool> writes_;
+  Node result_;
+  std::vector<std::pair<py::object, py::str>> guards_;
 };
 
 py::dict CpuRuntimeSymbols() {
@@ -346,4 +507,27 @@ void RegisterCpuRuntime(py::module_& m) {
       .def_property_readonly("arena_address", &ExecutableState::arena_address)
       .def_property_readonly("arena_size", &ExecutableState::arena_size)
       .def_property_readonly("num_slots", &ExecutableState::num_slots);
+
+  py::class_<xla_python::PreparedCall>(
+      m, "PreparedCall",
+      "An executable's prepared call (python/prepared_call.h): what xla.jit's native call\n"
+      "plan (JitDispatch) runs.");
+  py::class_<PreparedCpuCall, xla_python::PreparedCall>(
+      m, "PreparedCpuCall",
+      "CpuExecutable.prepared_call's call over an ExecutableState: outputs, a list of\n"
+      "(shape, dtype), one new array per output allocation and call; result, the\n"
+      "executable's result (an output index, -1 - parameter number for an aliased\n"
+      "parameter's array, or a nested tuple of those); aliased, the parameters written\n"
+      "(their arrays must be writable); guards, (object, attribute) pairs that must be\n"
+      "falsy at each call, else the call is declined.")
+      .def(py::init<py::object, std::vector<std::pair<std::vector<ssize_t>, py::dtype>>,
+                    py::object, std::vector<int64_t>,
+                    std::vector<std::pair<py::object, std::string>>>(),
+           py::arg("state"), py::arg("outputs"), py::arg("result"), py::arg("aliased"),
+           py::arg("guards"))
+      .def("__call__", &PreparedCpuCall::CallArrays, py::arg("args"),
+           "Runs on a sequence of NumPy arrays of exactly the parameters' dtypes and shapes\n"
+           "(the caller's guarantee): the result, or None, having run nothing, where one is\n"
+           "not C-contiguous or aligned, an aliased one not writable, a guard is set or an\n"
+           "output cannot be allocated.");
 }

@@ -22,6 +22,7 @@ import dataclasses
 import os
 import re
 import shlex
+import sys
 import threading
 
 from xla.errors import InvalidArgumentError
@@ -298,6 +299,15 @@ def debug_options():
         if _from_environment is None:
             _from_environment = options
         return _from_environment
+
+
+def in_force_checks(options):
+    """Attribute checks that hold only while ``debug_options()`` returns
+    ``options`` as read from ``XLA_FLAGS`` (no ``override`` block of this
+    thread active): ([(object, attribute) that must be falsy], [(object,
+    attribute, value) that must be that value]), for a per-call check made
+    in C++ (xla.jit's JitDispatch). Keep in step with ``debug_options``."""
+    return [(_overrides, "stack")], [(sys.modules[__name__], "_from_environment", options)]
 
 
 def reset():

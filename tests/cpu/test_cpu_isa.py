@@ -83,7 +83,10 @@ VARIANT_CHECK = """
     args = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 4 + [ctypes.c_int32] * 2
     rng = np.random.default_rng(0)
     shapes = [(1, 1, 1, 1), (1, 3, 5, 7), (2, 17, 33, 9), (1, 1, 300, 70), (1, 300, 64, 1),
-              (1, 130, 70, 150), (1, 256, 256, 256), (1, 96, 64, 512), (6, 40, 24, 40)]
+              (1, 130, 70, 150), (1, 256, 256, 256), (1, 96, 64, 512), (6, 40, 24, 40),
+              # matrix-vector products of few columns (row dots): rows past a
+              # multiple of four, 16 columns, and 17 (Eigen's GEMV)
+              (1, 2003, 6, 1), (1, 9, 16, 1), (1, 6, 17, 1)]
     tolerance = {"f32": 2e-5, "f64": 1e-12, "c64": 3e-5, "c128": 1e-12}
     for name, dtype in [("f32", np.float32), ("f64", np.float64), ("s32", np.int32),
                         ("c64", np.complex64), ("c128", np.complex128)]:

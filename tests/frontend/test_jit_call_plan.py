@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import xla
+from xla import _core
 from xla.errors import InvalidArgumentError
 
 
@@ -192,3 +193,153 @@ def test_overlapping_arguments_after_distinct_ones_keep_numpys_values():
     add_into(ref[2:], ref[:-2])              # NumPy reads y before writing x
     f(ours[2:], ours[:-2])
     np.testing.assert_array_equal(ours, ref)
+
+
+# ----- the plans in C++ (JitDispatch, python/jit_call_bindings.cc) ---------------
+native = pytest.mark.skipif(getattr(_core, "JitDispatch", None) is None,
+                            reason="an extension built before JitDispatch")
+
+
+def _python_plans_refused(f, monkeypatch):
+    """The Python plans of ``f`` fail if called: what runs is the C++ plan."""
+    def refuse(self, args):
+        raise AssertionError("the Python plan ran")
+    monkeypatch.setattr(type(_plan(f)), "__call__", refuse)
+
+
+@native
+def test_the_repeated_call_runs_in_cpp(monkeypatch):
+    f = xla.jit(gemm)
+    rng = np.random.default_rng(2)
+    C, A, B = rng.random((6, 7)), rng.random((6, 5)), rng.random((5, 7))
+    f(1.5, 1.2, C.copy(), A, B)
+    assert len(f._native) == 1
+    _python_plans_refused(f, monkeypatch)
+    ours, ref = C.copy(), C.copy()
+    assert f(1.5, 1.2, ours, A, B) is None
+    gemm(1.5, 1.2, ref, A, B)
+    np.testing.assert_allclose(ours, ref, rtol=1e-12)
+    assert f.cache_info().hits == 1
+
+
+@native
+@pytest.mark.parametrize("kind", ["leaf", "none", "flat", "tree", "flat+written", "leaf+written"])
+def test_each_kind_of_result_in_cpp(kind, monkeypatch):
+    def fn(x, y):
+        if kind == "leaf":
+            return x * y
+        if kind == "none":
+            return None
+        if kind == "flat":
+            return x + y, x - y
+        if kind == "tree":
+            return {"sum": x + y, "pair": [x * y, (x - y,)]}
+        x += y
+        return (x * 2, y + 1) if kind == "flat+written" else x * 2
+
+    f = xla.jit(fn)
+    rng = np.random.default_rng(3)
+    x, y = rng.random(5), rng.random(5)
+    f(x.copy(), y)
+    _python_plans_refused(f, monkeypatch)
+    for _ in range(2):
+        ours, ref = x.copy(), x.copy()
+        got, want = f(ours, y), fn(ref, y)
+        np.testing.assert_array_equal(ours, ref)
+        assert type(got) is type(want)
+        if kind == "tree":
+            assert got.keys() == want.keys() and type(got["pair"]) is list
+            got = [got["sum"], got["pair"][0], got["pair"][1][0]]
+            want = [want["sum"], want["pair"][0], want["pair"][1][0]]
+        for g, w in zip(got if isinstance(got, (tuple, list)) else [got],
+                        want if isinstance(want, (tuple, list)) else [want]):
+            if w is None:
+                assert g is None
+            else:
+                np.testing.assert_array_equal(g, w)
+                assert not np.shares_memory(g, ours) and not np.shares_memory(g, y)
+
+
+@native
+def test_scalars_and_statics_in_cpp_match_their_own_signature():
+    f = xla.jit(lambda x, s, n: x * s + n, static_argnums=(2,))
+    x = np.arange(4, dtype=np.float32)
+    for s, n in [(2.5, 1), (3, 1), (True, 1), (1 + 2j, 1), (2.5, 2), (2.5, 1.0), (-(2 ** 63), 1),
+                 (2 ** 63 - 1, 1), (False, 1), (2.5, True)]:
+        for _ in range(2):
+            want = x * s + n
+            got = f(x, s, n)
+            assert got.dtype == want.dtype, (s, n)
+            np.testing.assert_array_equal(got, want)
+    # compiled per scalar type and static value; the statics 1, 1.0 and True
+    # share one (equal, of equal hash: one full key), each its own plan
+    assert f.cache_info().compilations == 5
+    assert len(f._native) == 7
+    with pytest.raises(InvalidArgumentError, match="does not fit in int64"):
+        f(x, 2 ** 63, 1)
+    with pytest.raises(InvalidArgumentError, match="not hashable"):
+        f(x, 2.5, {1})
+
+
+@native
+def test_what_the_key_leaves_out_takes_the_python_path():
+    f = xla.jit(add)
+    x = np.arange(6, dtype=np.float64)
+    f(x, x)
+
+    class Sub(np.ndarray):
+        pass
+
+    sub = x.view(Sub)
+    np.testing.assert_array_equal(f(sub, x), 2 * x)
+    np.testing.assert_array_equal(f(np.float64(2.0), x), 2 + x)
+    # the plan of (f8, f8) only: a subclass and a NumPy scalar have no short key
+    assert len(f._native) == 1
+
+
+@native
+def test_an_argument_written_in_place_that_is_shared_in_cpp():
+    def add_into(x, y):
+        x += y
+
+    f = xla.jit(add_into)
+    f(np.zeros(64), np.ones(64))
+    # the same array, equal views, disjoint views (the plan may run them),
+    # views that overlap in part (NumPy reads y before writing x: copied)
+    for make in [lambda a: (a, a), lambda a: (a[:64], a[:64]), lambda a: (a[64:], a[:64]),
+                 lambda a: (a[:64], a[64:]), lambda a: (a[2:66], a[:64]),
+                 lambda a: (a[:64], a[2:66])] * 2:
+        ref = np.arange(128.0)
+        ours = np.arange(128.0)
+        add_into(*make(ref))
+        f(*make(ours))
+        np.testing.assert_array_equal(ours, ref)
+
+
+@native
+def test_calls_from_several_threads():
+    import threading
+    f = xla.jit(gemm)
+    rng = np.random.default_rng(4)
+    A, B = rng.random((6, 5)), rng.random((5, 7))
+    f(1.0, 1.0, np.zeros((6, 7)), A, B)
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(200):
+                ours, ref = np.full((6, 7), float(k)), np.full((6, 7), float(k))
+                f(1.0 + i, 0.5, ours, A, B)
+                gemm(1.0 + i, 0.5, ref, A, B)
+                np.testing.assert_allclose(ours, ref, rtol=1e-12)
+                if i == 100 and k == 0:
+                    f.clear_cache()
+        except Exception as e:   # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]

@@ -4,10 +4,18 @@ call plan it finds (``CallPlan``), which runs the executable's
 ``prepared_call`` (docs/frontend.md, "Caching and the signature")."""
 import numpy as np
 
+from xla import _core
 from xla.frontend import pytree
 from xla.frontend.lax import checks
 
 _SCALAR_TYPES = (float, bool, complex)
+# The parameter dtype of each Python scalar type in a fast key (signature.arg_spec's).
+_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64),
+                  float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
+# xla.jit's call plans in C++ (python/jit_call_bindings.cc); None where the
+# extension predates them.
+JitDispatch = getattr(_core, "JitDispatch", None)
+_PreparedCall = getattr(_core, "PreparedCall", None)
 
 
 class CallPlan:
@@ -23,10 +31,15 @@ class CallPlan:
     written in place (when one fails, ``_run`` copies as before), the C++
     call (which checks contiguity and alignment) and the write-back;
     anything the prepared call declines (a non-contiguous array, hooks or
-    a profile) goes through ``_run``, the general path."""
+    a profile) goes through ``_run``, the general path.
+
+    Where the prepared call is a C++ one (the CPU's), ``native`` is this
+    plan for jit's ``JitDispatch`` (python/jit_call_bindings.cc), which
+    does all of the above in one C++ call (matching the arguments against
+    the key instead of building it); what it declines comes here."""
 
     __slots__ = ("jit", "entry", "specs", "dynamic", "scalars", "arrays", "in_place", "run",
-                 "written", "n_outputs", "out_kind", "out_treedef", "errors")
+                 "written", "n_outputs", "out_kind", "out_treedef", "errors", "native")
 
     def __init__(self, jit, entry, specs, args):
         self.jit, self.entry, self.specs = jit, entry, specs
@@ -56,6 +69,33 @@ class CallPlan:
         self.out_kind = "leaf" if out == pytree.LEAF else "none" if out.kind == "none" else \
             "flat" if out.kind == "tuple" and all(c == pytree.LEAF for c in out.children) else \
             "tree"
+        self.native = self._native(args)
+
+    def _native(self, args):
+        """``JitDispatch.add``'s arguments for this plan: the same call in
+        C++, which declines (to this plan's ``__call__``) whatever it does
+        not do as this plan would; None where the executable's prepared
+        call is not a C++ one, or a scalar's dtype or an argument written in
+        place is not what the C++ plan handles, or the module has an error
+        code to check (``lax/checks.py``: its hidden last output is read
+        here, in ``_finish``)."""
+        if JitDispatch is None or not isinstance(self.run, _PreparedCall) or self.errors:
+            return None
+        position = range(len(args)) if self.dynamic is None else self.dynamic
+        params = [("static", type(a), a) for a in args]
+        for k, i in enumerate(position):
+            a, spec = args[i], self.specs[k]
+            if type(a) is np.ndarray:
+                params[i] = ("array", a.dtype, a.shape, a.nbytes)
+            elif _SCALAR_DTYPES.get(type(a)) == spec.dtype:
+                params[i] = ("scalar", type(a))
+            else:
+                return None
+        if not all(k in self.arrays for k in self.written):
+            return None
+        return (self.run, params, [position[k] for k in self.in_place],
+                [position[k] for k in self.written], self.n_outputs,
+                ("leaf", "none", "flat", "tree").index(self.out_kind), self._finish)
 
     def __call__(self, args):
         leaves = args if self.dynamic is None else [args[i] for i in self.dynamic]

@@ -14,7 +14,9 @@ signature reuse the executable. ``cache_info()`` counts hits, misses and
 compilations, so a new shape recompiling is observable. A repeated call of
 positional arrays, Python scalars and static arguments skips the pytree and
 key work: its short key (``call_plan.fast_key``) finds a ``CallPlan`` made when the
-signature compiled, which runs the executable's ``prepared_call``.
+signature compiled, which runs the executable's ``prepared_call``; where that
+is a C++ one, the plans are tried first in C++ (``JitDispatch``), which
+matches the arguments against each signature instead of building the key.
 
 Must-compile: the whole function compiles or the call raises (TracingError
 and ShapeError name the user's file and line); nothing falls back to NumPy.
@@ -52,7 +54,7 @@ from xla.hlo.ir import HloInstruction
 from xla.frontend import indexing, masked_slice, ufuncs  # noqa: F401
 from xla.frontend import numpy as numpy_functions  # noqa: F401  (np stays NumPy)
 from xla.frontend import pytree, trace_context, tracing
-from xla.frontend.call_plan import CallPlan, fast_key, fast_key_static
+from xla.frontend.call_plan import CallPlan, JitDispatch, fast_key, fast_key_static
 from xla.frontend.lax import checks
 from xla.frontend.signature import arg_spec
 from xla.frontend.trace_context import new_trace
@@ -61,6 +63,13 @@ from xla.frontend.tracing import Tracer, as_tracer, to_shape
 # jit's keyword options (beyond backend, static and donated arguments).
 OPTIONS = {"disk_cache": "True/None: the persistent cache's default directory, False: off, "
                          "a path: that directory"}
+
+# JitDispatch's answer where it ran nothing.
+_MISS = object()
+# Signatures a function's JitDispatch tries in turn (each rejected at its
+# first differing argument); more take the Python plans' dict.
+_MAX_NATIVE_PLANS = 8
+
 
 class CacheInfo(NamedTuple):
     hits: int            # calls served by the in-memory cache
@@ -192,6 +201,10 @@ class JitFunction:
         self._fast_key = fast_key if not self.static_argnums else \
             functools.partial(fast_key_static, self.static_argnums)
         self._fast_options = None   # the debug options in force for _fast's entries
+        # _fast's plans in C++ (CallPlan.native), tried first; _MISS where
+        # none runs the call.
+        self._native = JitDispatch(_MISS) if JitDispatch is not None else None
+        self._native_call = self._native.caller if self._native is not None else None
         self._lock = threading.Lock()
         self._hits = self._misses = self._compilations = self._disk_hits = 0
         functools.update_wrapper(self, fn)
@@ -205,6 +218,8 @@ class JitFunction:
         with self._lock:
             self._cache.clear()
             self._fast.clear()
+            if self._native is not None:
+                self._native.clear()
 
     # ----- calling ----------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -278,14 +293,23 @@ class JitFunction:
         return tuple(donated)
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and self._fast:
+        if not kwargs:
             # The common call: positional NumPy arrays, Python scalars and
-            # static arguments only, of a signature seen before.
-            plan = self._fast.get(self._fast_key(args))
-            if plan is not None and self._fast_options is _options_in_force() and \
+            # static arguments only, of a signature seen before: its plan
+            # in C++ (which checks the trace and options state below
+            # itself), else (declined, or none there) in Python.
+            native = self._native_call
+            if native is not None:
+                result = native(args)
+                if result is not _MISS:
+                    self._hits += 1
+                    return result
+            if self._fast and self._fast_options is _options_in_force() and \
                     not trace_context.tracing_active():
-                self._hits += 1
-                return plan(args)
+                plan = self._fast.get(self._fast_key(args))
+                if plan is not None:
+                    self._hits += 1
+                    return plan(args)
         if tracing.current_context(required=False) is not None:
             return self.fn(*args, **kwargs)   # inlined into the enclosing trace
         args, kwargs = self._normalize(args, kwargs)
@@ -318,7 +342,15 @@ class JitFunction:
                 options = _options_in_force()
                 if self._fast_options is not options:    # entries of other flags
                     self._fast, self._fast_options = {}, options
-                self._fast[fast] = CallPlan(self, entry, key[1], args)
+                    if self._native is not None:
+                        self._native.clear()
+                plan = self._fast[fast] = CallPlan(self, entry, key[1], args)
+                if plan.native is not None and self._native is not None and \
+                        len(self._native) < _MAX_NATIVE_PLANS:
+                    from xla import debug_options
+                    falsy, identical = debug_options.in_force_checks(options)
+                    self._native.set_guards(falsy + trace_context.inactive_checks(), identical)
+                    self._native.add(*plan.native)
         return self._run(entry, key[1], leaves)
 
     def lower(self, *args, **kwargs):

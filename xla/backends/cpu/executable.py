@@ -25,6 +25,11 @@ from xla.runtime.compile import copy_args
 
 from xla._core import ExecutableState, cpu_execute
 
+try:
+    from xla._core import PreparedCpuCall
+except ImportError:   # an extension built before it: prepared_call's call is Python
+    PreparedCpuCall = None
+
 ALIGN = 64
 
 
@@ -518,7 +523,9 @@ class _FastPath:
     array that fails them declined without an exception); an aliased
     parameter's array is that result. Anything else takes the general path.
     ``prepared`` is the same call for a caller that checked the arguments'
-    types itself (``CpuExecutable.prepared_call``).
+    types itself (``CpuExecutable.prepared_call``), in C++
+    (``PreparedCpuCall``: outputs allocated, checked and picked there; what
+    xla.jit's ``JitDispatch`` runs).
     """
 
     def __init__(self, state, signature, outputs, result, aliased=()):
@@ -640,7 +647,16 @@ class _FastPath:
         return run
 
     def prepared(self, exe):
-        """``CpuExecutable.prepared_call``'s callable (see there)."""
+        """``CpuExecutable.prepared_call``'s callable (see there): a
+        ``PreparedCpuCall`` (python/cpu_runtime_bindings.cc: this run in
+        C++, which xla.jit's ``JitDispatch`` calls without Python), or
+        where the extension predates it, the same in Python."""
+        if PreparedCpuCall is not None:
+            outputs = [((o,), _BYTE) if isinstance(o, int) else (tuple(o[1]), o[0])
+                       for o in self.outputs]
+            return PreparedCpuCall(self.state, outputs, self.result, list(self.aliased),
+                                   [(exe, "execute_hooks"), (profiler, "_active"),
+                                    (profiler, "_process")])
         run, aliased = self.run, self.aliased
 
         def call(args):
