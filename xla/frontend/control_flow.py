@@ -615,13 +615,19 @@ def _snapshot(values):
     """The traced arrays among ``values`` and the arrays they view, with their
     current values (an update in place replaces ``op``; see ``_restore``)."""
     saved = []
+
+    def followers(v):
+        # The views that follow it (v = x[1:], x[i]) and theirs: an update
+        # of x gives them new values too (Tracer._mark_follower).
+        for f in (r() for r in (v._followers or ())):
+            if f is not None:
+                saved.append((f, f.op))
+                followers(f)
     for v in values:
         while isinstance(v, Tracer):
             saved.append((v, v.op))
-            # The views that follow it (v = x[i]): an update of x gives
-            # them new values too (Tracer._mark_follower).
-            saved.extend((f, f.op) for f in (r() for r in (v._followers or ())) if f is not None)
-            v = v._base
+            followers(v)
+            v = v._base if v._follow is None else v._follow[0]
     return saved
 
 

@@ -144,14 +144,8 @@ class TraceContext:
                 "xla.jit trace or from a loop or branch body; return it instead of storing it)")
         if tracer.op.builder is not self.parent.builder:
             tracer = self.parent.capture(tracer)
-        follow = tracer._follow
-        hit = None if follow is None else self.aliases.get(id(follow[0]))
-        if hit is not None and hit[0] is follow[0]:
-            # A row x[i] of an array this body has as a parameter: the same
-            # row of the parameter, which follows the body's updates of it.
-            self.view_reads.add(id(hit[1]))
-            with self:
-                inner = hit[1][follow[1]]
+        inner = self._through_operand(tracer)
+        if inner is not None:
             self.captured[key] = (tracer, inner)
             return inner
         inner = self._capture(tracer)
@@ -160,6 +154,24 @@ class TraceContext:
             inner._residue = tracer._residue
         self.captured[key] = (tracer, inner)
         return inner
+
+    def _through_operand(self, tracer):
+        """A view (x[1:], x[i], or a view of one: x[1:][::2]) of an array
+        this body has as an operand: the same view of the body's parameter,
+        which follows the body's updates of it (None for other values)."""
+        follow = tracer._follow
+        if follow is None:
+            return None
+        hit = self.aliases.get(id(follow[0]))
+        if hit is not None and hit[0] is follow[0]:
+            self.view_reads.add(id(hit[1]))
+            array = hit[1]
+        else:
+            array = self._through_operand(follow[0])
+            if array is None:
+                return None
+        with self:
+            return array[follow[1]]
 
     def current_array(self, tracer):
         """The array that stands for ``tracer`` (an array of this trace or of

@@ -59,7 +59,7 @@ _MODULAR = {
 class Tracer:
     """An array being traced: static shape and dtype, value unknown."""
 
-    __slots__ = ("op", "weak", "_base", "_view_index", "_views", "_follow", "_followers",
+    __slots__ = ("op", "weak", "_base", "_views", "_follow", "_followers",
                  "_affine", "_residue", "_moduli", "__weakref__")
     __array_priority__ = 1000
 
@@ -67,12 +67,14 @@ class Tracer:
         assert isinstance(op, XlaOp)
         self.op = op
         self.weak = weak
-        self._base = None         # the array this one is a NumPy view of (see _mark_view)
-        self._view_index = None   # the basic index it views ``_base`` through, if it does
-        self._views = None        # weak references to this array's views
+        # The array this one is a view of that cannot follow it (a reshape,
+        # a transpose: see _mark_view), and such views of this array.
+        self._base = None
+        self._views = None        # weak references
         # [array, index, array's op when this was last read from it or
-        # written into it]: a view taken with a traced integer index
-        # (``x[i]``) that follows its array (see _mark_follower).
+        # written into it]: a view taken by basic indexing (``x[1:]``,
+        # ``x[i]`` with a traced ``i``) that follows its array (see
+        # _mark_follower).
         self._follow = None
         self._followers = None    # weak references to the views that follow this array
         # (base, offset, lo, hi): this integer scalar is base + offset, where
@@ -212,12 +214,14 @@ class Tracer:
         rule. Every name bound to this array sees the update (it is the same
         object); a jitted function's argument updated this way is written
         back into the caller's array. A view taken by basic indexing
-        (``v = x[1:]``) passes its update on to the array it views, as in
-        NumPy; other views (a reshape, a transpose, a view of a view) cannot
-        follow updates here, so updating them in place, or updating an
-        array that has other live views, raises instead of computing
-        something NumPy would not. ``keep``: a view that stays consistent
-        with this update (``x[idx] += v`` assigns its own view back)."""
+        (``v = x[1:]``, ``x[i]``; a view of one, ``v[::2]``) follows its
+        array both ways, as in NumPy: its update is passed on to the array,
+        and an update of the array makes it read the array again
+        (_mark_follower). Other views (a reshape, a transpose) cannot, so
+        updating them in place, or updating an array while such views of it
+        are alive, raises instead of computing something NumPy would not.
+        ``keep``: a view that stays consistent with this update (the view
+        whose own update this is)."""
         value = as_tracer(value)
         ctx = current_context()
         if self.op.builder is not ctx.builder:
@@ -237,19 +241,13 @@ class Tracer:
             array._assign(table("indexing").AtIndexer(array)[index].set(value), what, keep=self)
             self.op = value.op
             self._follow[2] = array.op
-            self._refresh_followers(what)
-            return self
-        if self._base is not None:
-            if self._view_index is None:
-                raise tracing_error(f"{what}: updates a view of another traced array (a reshape, "
-                                    "transpose or view of a view) in place; NumPy would update the "
-                                    "original too, which is not supported for such views here: "
-                                    "update the original (x[idx] += v) or copy the view first")
-            base = self._base
-            base._assign(table("indexing").AtIndexer(base)[self._view_index].set(value), what, keep=self)
-            self.op = value.op
             self._refresh_followers(what, keep)
             return self
+        if self._base is not None:
+            raise tracing_error(f"{what}: updates a view of another traced array (a reshape or "
+                                "transpose) in place; NumPy would update the original too, which "
+                                "is not supported for such views here: update the original "
+                                "(x[idx] += v) or copy the view first")
         self._check_no_live_views(what, keep)
         self.op = value.op
         self._refresh_followers(what, keep)
@@ -265,11 +263,11 @@ class Tracer:
 
     def _refresh_followers(self, what, keep=None):
         """After an update in place: the views that follow this array
-        (``v = x[i]``) read it again, and so do their views by basic
-        indexing (``v[:3]``), so they see the update as NumPy's views do.
-        Their other views (a reshape) cannot, and raise as views of an
-        updated array do. Views of another trace (a body's) cannot be used
-        here and are left alone."""
+        (``v = x[1:]``, ``x[i]``) read it again, and so do the views that
+        follow them (``v[:3]``), so they see the update as NumPy's views do
+        (a slice each, only for views still alive). Their other views (a
+        reshape) cannot, and raise as views of an updated array do. Views of
+        another trace (a body's) cannot be used here and are left alone."""
         if not self._followers:
             return
         getitem = table("indexing").getitem
@@ -279,14 +277,9 @@ class Tracer:
             view = r()
             if view is None or view is keep or view.op.builder is not self.op.builder:
                 continue
-            views = [w for w in (x() for x in (view._views or ())) if w is not None]
-            if any(w._view_index is None for w in views):
-                view._check_no_live_views(what)
+            view._check_no_live_views(what)
             view.op = getitem(self, view._follow[1]).op
             view._follow[2] = self.op
-            for w in views:
-                if w.op.builder is view.op.builder:
-                    w.op = getitem(view, w._view_index).op
             view._refresh_followers(what)
 
     def _inplace(name, symbol):
@@ -317,13 +310,13 @@ class Tracer:
     __imatmul__ = _inplace("matmul", "@")
     del _inplace
 
-    def _mark_view(self, view, index=None):
-        """Records that ``view`` is a NumPy view of this array (through the
-        basic ``index``, when it is one)."""
+    def _mark_view(self, view):
+        """Records that ``view`` is a NumPy view of this array that cannot
+        follow its updates (a reshape, a transpose): updating either while
+        the view is alive raises (_assign)."""
         if isinstance(view, Tracer) and view is not self:
             base = self._base if self._base is not None else self
             view._base = base
-            view._view_index = index if self._base is None else None
             if base._views is None:
                 base._views = []
             import weakref
@@ -332,11 +325,12 @@ class Tracer:
 
     def _mark_follower(self, view, index):
         """Records that ``view`` is this array viewed through ``index``, a
-        basic index with a traced integer (``x[i]``, ``x[i, 2:5]``), which
-        NumPy's view would follow: updating ``view`` in place updates this
-        array, and updating this array makes ``view`` read it again (where
-        a view with a static index raises: see _assign). Its own views then
-        cannot follow, and raise as the views of any array do."""
+        basic index (``x[1:]``, ``x[:, 3]``, ``x[..., ::2]``, or with a
+        traced integer: ``x[i]``, ``x[i, 2:5]``), which NumPy's view would
+        follow: updating ``view`` in place updates this array, and updating
+        this array makes ``view`` read it again. Its views by basic
+        indexing follow it in turn; its other views (a reshape) cannot, and
+        raise as the views of any array do."""
         if isinstance(view, Tracer) and view is not self:
             import weakref
             view._follow = [self, index, self.op]
@@ -360,9 +354,7 @@ class Tracer:
             self._assign(masked, "x[mask] = v")
             return
         new = indexing.AtIndexer(self)[index].set(value)
-        keep = value if isinstance(value, Tracer) and value._base is self and \
-            _same_index(value._view_index, index) else None
-        self._assign(new, "x[idx] = v", keep=keep)
+        self._assign(new, "x[idx] = v")
 
     # ----- NumPy dispatch -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -486,9 +478,7 @@ class Tracer:
         session = self._session()
         if session is None:
             result = indexing.getitem(self, index)
-            if _basic_index(index, self.ndim):
-                return self._mark_view(result, index)
-            if _traced_basic_index(index, self.ndim):
+            if _basic_index(index, self.ndim) or _traced_basic_index(index, self.ndim):
                 return self._mark_follower(result, index)
             return result
         try:
@@ -703,14 +693,26 @@ def alias(ctx, operands, params, rebound=()):
     """Records in ``ctx`` (a TraceContext) that ``params`` stand for
     ``operands`` (a loop's or branch's, traced in ``ctx``), except the
     ``rebound`` ones (see ``TraceContext.current_array``). An operand that
-    follows another one (``v = x[i]``, Tracer._mark_follower) gets a
-    parameter that follows the other's: the body's updates of ``x`` reach
-    ``v``."""
+    follows an array (``v = x[1:]``, ``x[i]``: Tracer._mark_follower) gets a
+    parameter that follows the body's value of that array: the body's
+    parameter for it, or, when the body does not carry it, the captured
+    array with the view's carried value written in (which an earlier
+    iteration may have updated), so the body's updates of either reach the
+    other. Such parameters count as read through a view: a loop whose body
+    rebinds one (``v = v + 1``, no longer a view) is traced again without
+    this (lax/control_flow.py, _views_follow)."""
     for k, (o, p) in enumerate(zip(operands, params)):
         if isinstance(o, Tracer) and k not in rebound:
             ctx.aliases[id(o)] = (o, p)
-    for o, p in zip(operands, params):
-        if isinstance(o, Tracer) and o._follow is not None:
-            hit = ctx.aliases.get(id(o._follow[0]))
-            if hit is not None and hit[0] is o._follow[0]:
-                hit[1]._mark_follower(p, o._follow[1])
+    for k, (o, p) in enumerate(zip(operands, params)):
+        if not isinstance(o, Tracer) or o._follow is None or k in rebound:
+            continue
+        array, index = o._follow[0], o._follow[1]
+        hit = ctx.aliases.get(id(array))
+        if hit is not None and hit[0] is array:
+            inner = hit[1]
+        else:
+            inner = ctx.capture(array)
+            inner._assign(table("indexing").AtIndexer(inner)[index].set(p), "a loop's view")
+        inner._mark_follower(p, index)
+        ctx.view_reads.add(id(p))
