@@ -228,3 +228,65 @@ def test_a_reshaped_view_of_a_written_array_raises_naming_the_line():
     line = kernel.__code__.co_firstlineno + 2
     with pytest.raises(TracingError, match=rf"test_static_views.py:{line}: .*live views"):
         xla.jit(kernel)(np.ones(7))
+
+
+def a_view_rebound_in_a_loop(x, b):
+    v = x[1:4]
+    for i in range(b.shape[0]):
+        v = v + b[i]           # a new array, no longer a view: x keeps its values
+        b[i] = x.sum() + v[0]
+    return v.sum() + x.sum()
+
+
+def two_carried_views(x, b):
+    a = x[:4]
+    c = x[2:]                  # overlaps a at x[2:4]
+    for i in range(b.shape[0]):
+        a[i % 4] += b[i]       # seen by c and x
+        c[i % 4] *= 0.5        # seen by a and x
+        b[i] = x.sum() + a[2] - c[0]
+    return x * 1.0
+
+
+def a_view_of_a_view_in_nested_loops(x, b):
+    v = x[1:]
+    w = v[::2]                 # x[1::2]
+    for i in range(b.shape[0]):
+        x[0] += 1.0
+        s = b[i] * 0.0
+        for j in range(5):
+            x[(i + j) % 6] += 0.25
+            s = s + w.sum() + v[0]
+        b[i] = s
+    return w * 1.0
+
+
+def a_row_written_by_an_inner_loop(A, b):
+    # A traced-index view updated in a nested loop that does not carry A:
+    # A's reads there see the update.
+    for i in range(A.shape[0]):
+        A[i, -1] += b[i]       # (A carried by the outer loop)
+        v = A[i]
+        s = b[i] * 0.0
+        for j in range(5):
+            v[j % 3] += 1.0
+            s = s + A[i].sum()
+        b[i] = s
+    return b
+
+
+@pytest.mark.parametrize("fn", [a_view_rebound_in_a_loop, two_carried_views,
+                                a_view_of_a_view_in_nested_loops],
+                         ids=lambda f: f.__name__)
+def test_views_carried_through_converted_loops(fn):
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        same_as_numpy(fn, rng.random(6), rng.random(12), unroll=False)
+
+
+def test_a_row_view_updated_by_an_inner_loop_is_seen_by_its_array():
+    rng = np.random.default_rng(9)
+    same_as_numpy(a_row_written_by_an_inner_loop, rng.random((6, 4)), rng.random(6), unroll=False)
+    text = xla.jit(a_row_written_by_an_inner_loop, unroll=False).lower(
+        np.ones((6, 4)), np.ones(6)).as_hlo_text()
+    assert len(re.findall(r" while\(", text)) == 2
