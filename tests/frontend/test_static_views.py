@@ -290,3 +290,21 @@ def test_a_row_view_updated_by_an_inner_loop_is_seen_by_its_array():
     text = xla.jit(a_row_written_by_an_inner_loop, unroll=False).lower(
         np.ones((6, 4)), np.ones(6)).as_hlo_text()
     assert len(re.findall(r" while\(", text)) == 2
+
+
+def a_view_updated_in_a_branch(x, y):
+    v = x[1:3]
+    if y[0] > 0.5:             # a conditional: the branch carries v, not x
+        v += 1.0
+        s = x.sum()            # sees v's update
+    else:
+        v *= 2.0
+        s = x[1] * 1.0
+    return s + v.sum()
+
+
+def test_a_view_updated_in_a_branch_is_seen_by_its_array():
+    for y0 in (0.2, 0.8):
+        same_as_numpy(a_view_updated_in_a_branch, np.arange(5.0), np.array([y0]))
+    text = xla.jit(a_view_updated_in_a_branch).lower(np.ones(5), np.ones(1)).as_hlo_text()
+    assert " conditional(" in text

@@ -689,16 +689,16 @@ def to_shape(dtype, dims):
     return Shape.array(element_type(np.dtype(dtype)), tuple(dims))
 
 
-def alias(ctx, operands, params, rebound=()):
+def alias(ctx, operands, params, rebound=(), carried=False):
     """Records in ``ctx`` (a TraceContext) that ``params`` stand for
     ``operands`` (a loop's or branch's, traced in ``ctx``), except the
     ``rebound`` ones (see ``TraceContext.current_array``). An operand that
     follows an array (``v = x[1:]``, ``x[i]``: Tracer._mark_follower) gets a
     parameter that follows the body's value of that array: the body's
-    parameter for it, or, when the body does not carry it, the captured
-    array with the view's carried value written in (which an earlier
-    iteration may have updated), so the body's updates of either reach the
-    other. Such parameters count as read through a view: a loop whose body
+    parameter for it, or, when it is not an operand, the captured array,
+    with the view's value written in for a loop's (``carried``: an earlier
+    iteration may have updated it), so the body's updates of either reach
+    the other. Such parameters count as read through a view: a loop whose body
     rebinds one (``v = v + 1``, no longer a view) is traced again without
     this (lax/control_flow.py, _views_follow)."""
     for k, (o, p) in enumerate(zip(operands, params)):
@@ -713,6 +713,7 @@ def alias(ctx, operands, params, rebound=()):
             inner = hit[1]
         else:
             inner = ctx.capture(array)
-            inner._assign(table("indexing").AtIndexer(inner)[index].set(p), "a loop's view")
+            if carried:
+                inner._assign(table("indexing").AtIndexer(inner)[index].set(p), "a loop's view")
         inner._mark_follower(p, index)
         ctx.view_reads.add(id(p))

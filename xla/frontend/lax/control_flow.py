@@ -98,7 +98,7 @@ def _while(ctx, cond_fun, body_fun, init, treedef, trip_count, rebound):
 
     def carry(sub, param, sub_ctx):
         leaves = [Tracer(sub.get_tuple_element(param, i), weak=t.weak) for i, t in enumerate(init)]
-        alias(sub_ctx, init, leaves, rebound)
+        alias(sub_ctx, init, leaves, rebound, carried=True)
         return leaves
 
     with checks.inherit(TraceContext(cond_b, ctx, shared.capture_into(cond_b, cond_p))) as cond_ctx:
