@@ -256,10 +256,10 @@ class Tracer:
     def _check_no_live_views(self, what, keep=None):
         live = [r() for r in (self._views or ()) if r() is not None and r() is not keep]
         if live:
-            raise tracing_error(f"{what}: updates in place an array that has live views (slices, "
-                                "reshapes or transposes of it), which NumPy would update too; "
-                                "this is not supported here: take the views after the update, or "
-                                "copy them")
+            raise tracing_error(f"{what}: updates in place an array that has live views that "
+                                "cannot follow it (reshapes or transposes of it or of a slice of "
+                                "it), which NumPy would update too; this is not supported here: "
+                                "take the views after the update, or copy them")
 
     def _refresh_followers(self, what, keep=None):
         """After an update in place: the views that follow this array
