@@ -308,3 +308,89 @@ def test_a_view_updated_in_a_branch_is_seen_by_its_array():
         same_as_numpy(a_view_updated_in_a_branch, np.arange(5.0), np.array([y0]))
     text = xla.jit(a_view_updated_in_a_branch).lower(np.ones(5), np.ones(1)).as_hlo_text()
     assert " conditional(" in text
+
+
+# ----- more combinations ---------------------------------------------------------------
+
+def a_chained_view(x):
+    w = x[1:][::2]             # the middle view is a temporary
+    x[3] = 9.0
+    return w * 1.0
+
+
+def written_by_out(x):
+    v = x[2:]
+    np.add(v, 1.0, out=v)
+    np.multiply(x[:3], 2.0, out=x[:3])     # seen by v[0]
+    return v * 1.0
+
+
+def a_shift_through_a_view(x):
+    v = x[1:]
+    x[:-1] = v                 # overlapping: NumPy copies first
+    return v * 1.0
+
+
+def a_reversed_view(x):
+    v = x[::-1]
+    v += x                     # x[k] + x[n-1-k], both through x
+    return v * 1.0
+
+
+def with_a_new_axis(x):
+    v = x[None, 1:]
+    x[1] = 7.0
+    v += 1.0
+    return v * 1.0
+
+
+def a_column_and_a_row(A):
+    c = A[:, 1]
+    r = A[2]                   # crosses c at A[2, 1]
+    c += r[1]
+    r[0] = c[0]
+    return c * 1.0 + A.sum()
+
+
+def a_view_then_the_name_rebound(x):
+    v = x[1:]
+    x = x + 1.0                # a new array: v keeps the argument
+    x[0] = 5.0
+    return v * 1.0
+
+
+@pytest.mark.parametrize("fn", [a_chained_view, written_by_out, a_shift_through_a_view,
+                                a_reversed_view, with_a_new_axis, a_view_then_the_name_rebound],
+                         ids=lambda f: f.__name__)
+def test_combinations_match_numpy(fn):
+    same_as_numpy(fn, np.random.default_rng(10).random(6))
+
+
+def test_a_column_and_a_row_match_numpy():
+    same_as_numpy(a_column_and_a_row, np.random.default_rng(11).random((4, 3)))
+
+
+def a_row_view_carried_by_a_loop(A, b):
+    top = A[0]
+    for i in range(1, A.shape[0]):
+        A[i] += top
+        top += b[i]            # A[0], read by the next iteration's A[i] += top
+    return A * 1.0
+
+
+def a_view_in_a_while_condition(x):
+    v = x[2:]
+    while x[0] < 5.0:
+        x[0] += v[0]
+        v[0] += 0.5
+    return v * 1.0
+
+
+def test_views_carried_by_while_loops():
+    rng = np.random.default_rng(12)
+    same_as_numpy(a_row_view_carried_by_a_loop, rng.random((12, 2)), rng.random(12), unroll=False)
+    same_as_numpy(a_view_in_a_while_condition, np.array([0.0, 1.0, 0.3, 1.0]))
+    for fn, args in ((a_row_view_carried_by_a_loop, (np.ones((12, 2)), np.ones(12))),
+                     (a_view_in_a_while_condition, (np.ones(4),))):
+        text = xla.jit(fn, unroll=False).lower(*args).as_hlo_text()
+        assert len(re.findall(r" while\(", text)) == 1
