@@ -17,7 +17,9 @@ import xla
 from xla.backends.cpu import element_generator, ir_emitter, kernel_compiler, shape_generic
 
 WIDTHS = (25, 31, 43)
-MODULES = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "modules")
+# benchmarks/modules/mlp_varied_train_L27.hlo.gz (JAX-lowered, gen_compile_modules.py), copied
+# here: Bazel's test sandbox has tests/ only.
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
 
 @pytest.fixture(autouse=True)
@@ -185,7 +187,7 @@ def test_small_gemms_across_vector_widths(memos, n):
 def test_varied_mlp_step_reuses_its_kernels_exactly(memos):
     # The 1,007-instruction training step of benchmarks/compile_time.py
     # whose layers all differ in width: every reuse checked.
-    with gzip.open(os.path.join(MODULES, "mlp_varied_train_L27.hlo.gz"), "rt") as f:
+    with gzip.open(os.path.join(FIXTURES, "mlp_varied_train_L27.hlo.gz"), "rt") as f:
         text = f.read()
     exe = _compile(text)
     (memo,) = memos
