@@ -8,8 +8,17 @@ vectorizer reassociates those sums, asked by an explicit vector width, as
 the row reductions do) and ``(y A)[j] += y[i] * A[i, j]`` over the block's
 rows in order (the axpy form). x and ``y A`` stay in the cache; A is read
 once.
-It runs on the calling thread. A fusion of another form with a tuple root
-is left to the general loop emitter.
+
+The chain ``(t, t A)`` with ``t = A x`` (the pass's second form) reads A
+once too: it zeroes ``t A``, then for each block of ``CHAIN_ROWS`` rows
+(then each remaining row) runs one loop over their K columns for their
+``t[i]`` (the row sums above), stores them, then a second loop over the
+same columns, the block still in the cache, adds ``t[i] * A[i, j]`` to
+``(t A)[j]`` over the block's rows in order.
+
+Both run on the calling thread, so the order of every sum is fixed (the
+same results at any thread count). A fusion of another form with a tuple
+root is left to the general loop emitter.
 """
 from llvmlite import ir
 
@@ -18,10 +27,11 @@ from xla.backends.cpu.ir_emitter import Slice, register_fusion_root
 from xla.backends.cpu.kernels import Kernel
 from xla.backends.cpu.llvm_types import F32, F64
 from xla.backends.cpu.loop_emitter import i64
-from xla.backends.cpu.matrix_vector_pairs import pair_role
+from xla.backends.cpu.matrix_vector_pairs import chain_dot, pair_role
 
 _TYPES = {"f32": (F32, 8), "f64": (F64, 4)}   # register type, lanes of a 256-bit vector
 ROWS = 8      # rows of A per pass over y A (1200x1000 f64 here, AVX-512: 4 rows 185-214 us, 8 rows 162-172)
+CHAIN_ROWS = 4   # rows of A per block of the chain: read twice, from the cache the second time
 
 
 def _pair(fusion, root):
@@ -40,8 +50,29 @@ def _pair(fusion, root):
     return rows, cols
 
 
+def _chain(fusion, root):
+    """Whether ``root`` is the chain's tuple ``(A x, dot(reshape(A x), A))``
+    (the reshape a bitcast after ``reshape-to-bitcast``)."""
+    comp = fusion.attr("calls")
+    if len(root.operands) != 2 or len(fusion.operands) != 2 or len(comp.instructions) != 6:
+        return False
+    rows, second = root.operands
+    params = {i.parameter_number: i for i in comp.instructions if i.opcode == "parameter"}
+    matrix = params.get(0)
+    if matrix is None or rows.opcode != "dot" or pair_role(rows, matrix) != "rows" or \
+            rows.operands[1] is not params.get(1):
+        return False
+    t = second.operands[0] if second.operands else None
+    return t is not None and t.opcode in ("reshape", "bitcast") and t.operands[0] is rows and \
+        tuple(second.shape.dimensions) == (1, matrix.shape.dimensions[1]) and \
+        chain_dot(second, matrix, t) and second.operands[1] is matrix
+
+
 @register_fusion_root("tuple")
 def emit_matrix_vector_pair(me, h, root):
+    if _chain(h, root):
+        emit_matrix_vector_chain(me, h)
+        return True
     if _pair(h, root) is None:
         return False
     a_op, x_op, y_op = h.operands
@@ -86,3 +117,50 @@ def emit_matrix_vector_pair(me, h, root):
     kernel.finish()
     kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
     return True
+
+
+def emit_matrix_vector_chain(me, h):
+    a_op, x_op = h.operands
+    m, k = a_op.shape.dimensions
+    scalar, lanes = _TYPES[a_op.shape.element_type.text]
+    slices = [Slice(me.assignment.buffer(o)) for o in (a_op, x_op)] + \
+        [Slice(me.assignment.buffer(h, (i,))) for i in range(2)]
+    kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemv_chain"), slices)
+    kernel.root = h
+    b = kernel.b
+    a, x, t_out, y_out = (kernel.pointer(s) for s in slices)
+    zero = ir.Constant(scalar, 0.0)
+
+    def at(base, index):
+        return b.gep(base, [index], inbounds=True, source_etype=scalar)
+
+    with le.for_loop(b, 0, k, name="z") as j:
+        b.store(zero, at(y_out, j))
+    accs = [kernel.alloca(scalar, name=f"acc.{r}") for r in range(CHAIN_ROWS)]
+
+    def rows_from(i, n):
+        """Rows i..i+n-1: their t, then their part of t A."""
+        starts = [b.mul(b.add(i, i64(r)), i64(k)) for r in range(n)]
+        for acc in accs[:n]:
+            b.store(zero, acc)
+        with le.for_loop(b, 0, k, name="j", vectorize=lanes, interleave=2) as j:
+            xj = b.load(at(x, j), typ=scalar)
+            for r in range(n):
+                aij = b.load(at(a, b.add(starts[r], j)), typ=scalar)
+                b.store(b.fadd(b.load(accs[r], typ=scalar), b.fmul(aij, xj)), accs[r])
+        ts = [b.load(accs[r], typ=scalar) for r in range(n)]
+        for r in range(n):
+            b.store(ts[r], at(t_out, b.add(i, i64(r))))
+        with le.for_loop(b, 0, k, name="c", vectorize=lanes, interleave=2) as j:
+            out = at(y_out, j)
+            total = b.load(out, typ=scalar)
+            for r in range(n):
+                total = b.fadd(total, b.fmul(ts[r], b.load(at(a, b.add(starts[r], j)), typ=scalar)))
+            b.store(total, out)
+
+    with le.for_loop(b, 0, m - m % CHAIN_ROWS, name="i", step=CHAIN_ROWS) as i:
+        rows_from(i, CHAIN_ROWS)
+    with le.for_loop(b, m - m % CHAIN_ROWS, m, name="t") as i:
+        rows_from(i, 1)
+    kernel.finish()
+    kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
