@@ -31,7 +31,14 @@ from xla.backends.cpu.matrix_vector_pairs import chain_dot, pair_role
 
 _TYPES = {"f32": (F32, 8), "f64": (F64, 4)}   # register type, lanes of a 256-bit vector
 ROWS = 8      # rows of A per pass over y A (1200x1000 f64 here, AVX-512: 4 rows 185-214 us, 8 rows 162-172)
-CHAIN_ROWS = 4   # rows of A per block of the chain: read twice, from the cache the second time
+_CONTRACT = ("contract",)   # the chain's multiply and add as one FMA (as elemental_ir_emitter allows)
+# Rows of A per block of the chain, read from memory for t, then from the
+# cache for t A. 1200x1000 f64, one thread, kernel alone (medians of 5
+# rounds, loaded 2-core AVX-512 machine): 2 rows 262 us, 4 241-247, 8
+# 218-226, 16 215-218, 32 248 (NumPy's two GEMVs 266); one loop over
+# both blocks (t of the next block, t A of the one before) 221-242,
+# 512-bit vectors 219-256, two partial sums in t A 213-219: no better.
+CHAIN_ROWS = 8
 
 
 def _pair(fusion, root):
@@ -134,6 +141,9 @@ def emit_matrix_vector_chain(me, h):
     def at(base, index):
         return b.gep(base, [index], inbounds=True, source_etype=scalar)
 
+    def multiply_add(acc, u, v):
+        return b.fadd(acc, b.fmul(u, v, flags=_CONTRACT), flags=_CONTRACT)
+
     with le.for_loop(b, 0, k, name="z") as j:
         b.store(zero, at(y_out, j))
     accs = [kernel.alloca(scalar, name=f"acc.{r}") for r in range(CHAIN_ROWS)]
@@ -147,7 +157,7 @@ def emit_matrix_vector_chain(me, h):
             xj = b.load(at(x, j), typ=scalar)
             for r in range(n):
                 aij = b.load(at(a, b.add(starts[r], j)), typ=scalar)
-                b.store(b.fadd(b.load(accs[r], typ=scalar), b.fmul(aij, xj)), accs[r])
+                b.store(multiply_add(b.load(accs[r], typ=scalar), aij, xj), accs[r])
         ts = [b.load(accs[r], typ=scalar) for r in range(n)]
         for r in range(n):
             b.store(ts[r], at(t_out, b.add(i, i64(r))))
@@ -155,7 +165,7 @@ def emit_matrix_vector_chain(me, h):
             out = at(y_out, j)
             total = b.load(out, typ=scalar)
             for r in range(n):
-                total = b.fadd(total, b.fmul(ts[r], b.load(at(a, b.add(starts[r], j)), typ=scalar)))
+                total = multiply_add(total, ts[r], b.load(at(a, b.add(starts[r], j)), typ=scalar))
             b.store(total, out)
 
     with le.for_loop(b, 0, m - m % CHAIN_ROWS, name="i", step=CHAIN_ROWS) as i:
