@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import xla
+from xla import _core
 from xla.backends.cpu.matrix_vector_pairs import MatrixVectorPairFusion
 from xla.hlo.parser import parse_hlo_module
 
@@ -239,3 +240,17 @@ def test_atax_under_jit_matches_numpy():
     exe = xla.compile(parse_hlo_module(f.lower(A, x).as_hlo_text()), "cpu")
     assert any(c.name.startswith("fused_matrix_vector_chain") for c in exe.module.computations)
     np.testing.assert_allclose(f(A, x), atax(A, x), rtol=1e-12)
+
+
+def test_the_chains_bits_do_not_depend_on_the_thread_count():
+    exe = xla.compile(parse_hlo_module(chain_text(1001, 300, "f32", t_out=True)), "cpu")
+    rng = np.random.default_rng(5)
+    A, x = rng.standard_normal((1001, 300)).astype(np.float32), rng.standard_normal(300).astype(np.float32)
+    results = []
+    try:
+        for threads in (1, 2, 3, 7):
+            _core.set_cpu_runtime_num_threads(threads)
+            results.append(b"".join(np.asarray(o).tobytes() for o in exe.execute(A, x)))
+    finally:
+        _core.set_cpu_runtime_num_threads(0)
+    assert len(set(results)) == 1
