@@ -206,8 +206,9 @@ ENTRY main {
                                   (90, 1000), (70001, 1), (1, 70000)])
 def test_the_chain_gives_numpys_values(m, k, et):
     """Sizes of whole blocks of rows and not (1001 = 125 * 8 + 1, 9 = 8 +
-    1), wide and tall; one column or one row, which the simplifier turns
-    into other ops before the pass runs (values only)."""
+    1), wide and tall, split into chunks of rows over threads (128 rows or
+    more) or not; one column or one row, which the simplifier turns into
+    other ops before the pass runs (values only)."""
     for form, t_out in (("t A", True), ("A^T t", False)):
         exe = xla.compile(parse_hlo_module(chain_text(m, k, et, form=form, t_out=t_out)), "cpu")
         if m > 1 and k > 1:
