@@ -201,13 +201,21 @@ ENTRY main {
     assert not MatrixVectorPairFusion().run(parse_hlo_module(text))
 
 
+@pytest.fixture(params=[1, 8], ids=["serial", "chunks"])
+def chain_chunks(request, monkeypatch):
+    """The chain serial (the default) and split into up to 8 chunks of rows."""
+    import xla.backends.cpu.emit_matrix_vector_pair as emitter
+    monkeypatch.setattr(emitter, "CHAIN_CHUNKS", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("et", ["f32", "f64"])
 @pytest.mark.parametrize("m, k", [(300, 256), (1001, 77), (259, 300), (2, 40000), (9, 8000),
                                   (90, 1000), (70001, 1), (1, 70000)])
-def test_the_chain_gives_numpys_values(m, k, et):
+def test_the_chain_gives_numpys_values(m, k, et, chain_chunks):
     """Sizes of whole blocks of rows and not (1001 = 125 * 8 + 1, 9 = 8 +
-    1), wide and tall, split into chunks of rows over threads (128 rows or
-    more) or not; one column or one row, which the simplifier turns into
+    1), wide and tall, serial or split into chunks of rows over threads
+    (128 rows or more); one column or one row, which the simplifier turns into
     other ops before the pass runs (values only)."""
     for form, t_out in (("t A", True), ("A^T t", False)):
         exe = xla.compile(parse_hlo_module(chain_text(m, k, et, form=form, t_out=t_out)), "cpu")
@@ -243,7 +251,7 @@ def test_atax_under_jit_matches_numpy():
     np.testing.assert_allclose(f(A, x), atax(A, x), rtol=1e-12)
 
 
-def test_the_chains_bits_do_not_depend_on_the_thread_count():
+def test_the_chains_bits_do_not_depend_on_the_thread_count(chain_chunks):
     exe = xla.compile(parse_hlo_module(chain_text(1001, 300, "f32", t_out=True)), "cpu")
     rng = np.random.default_rng(5)
     A, x = rng.standard_normal((1001, 300)).astype(np.float32), rng.standard_normal(300).astype(np.float32)
