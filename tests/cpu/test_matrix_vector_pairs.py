@@ -222,6 +222,9 @@ def test_the_chain_gives_numpys_values(m, k, et, chain_chunks):
         if m > 1 and k > 1:
             assert "__xla_cpu_matmul" not in exe.ir_text
             assert any(c.name.startswith("fused_matrix_vector_chain") for c in exe.module.computations)
+            # The chain's kernel, not the general loops (which recompute t
+            # for each element of t A).
+            assert "chain_zero" in exe.ir_text
         dt = np.float32 if et == "f32" else np.float64
         rng = np.random.default_rng(m + k)
         A, x = (rng.standard_normal(s).astype(dt) for s in ((m, k), k))
@@ -248,6 +251,7 @@ def test_atax_under_jit_matches_numpy():
     f = xla.jit(atax)
     exe = xla.compile(parse_hlo_module(f.lower(A, x).as_hlo_text()), "cpu")
     assert any(c.name.startswith("fused_matrix_vector_chain") for c in exe.module.computations)
+    assert "chain_zero" in exe.ir_text
     np.testing.assert_allclose(f(A, x), atax(A, x), rtol=1e-12)
 
 

@@ -224,7 +224,8 @@ def _chain_rows(kernel, scalar, lanes, k, a, x, t_out, y_out, lo, hi):
     def multiply_add(acc, u, v):
         return b.fadd(acc, b.fmul(u, v, flags=_CONTRACT), flags=_CONTRACT)
 
-    with le.for_loop(b, 0, k, name="z") as j:
+    # (The loop's name tells tests this kernel ran, not the general loops.)
+    with le.for_loop(b, 0, k, name="chain_zero") as j:
         b.store(zero, at(y_out, j))
     accs = [kernel.alloca(scalar, name=f"acc.{r}") for r in range(CHAIN_ROWS)]
 
