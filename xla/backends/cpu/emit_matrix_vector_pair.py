@@ -8,20 +8,56 @@ vectorizer reassociates those sums, asked by an explicit vector width, as
 the row reductions do) and ``(y A)[j] += y[i] * A[i, j]`` over the block's
 rows in order (the axpy form). x and ``y A`` stay in the cache; A is read
 once.
-It runs on the calling thread. A fusion of another form with a tuple root
-is left to the general loop emitter.
+
+The chain ``(t, t A)`` with ``t = A x`` (the pass's second form) reads A
+once too: it zeroes ``t A``, then for each block of ``CHAIN_ROWS`` rows
+(then each remaining row) runs one loop over their K columns for their
+``t[i]`` (the row sums above), stores them, then a second loop over the
+same columns, the block still in the cache, adds ``t[i] * A[i, j]`` to
+``(t A)[j]`` over the block's rows in order.
+
+Both run on the calling thread. The chain can split its rows into up to
+``CHAIN_CHUNKS`` chunks, by the shape alone, over the thread pool, each
+chunk's part of ``t A`` in a scratch row, summed in chunk order after; it
+is off (measurements at the constant). Either way the order of every sum
+is fixed by the shape (the same bits at any thread count). A fusion of another form with a tuple root is left to the general
+loop emitter.
 """
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.ir_emitter import Slice, register_fusion_root
-from xla.backends.cpu.kernels import Kernel
+from xla.backends.cpu.kernels import PTR, VOID, Kernel
 from xla.backends.cpu.llvm_types import F32, F64
-from xla.backends.cpu.loop_emitter import i64
-from xla.backends.cpu.matrix_vector_pairs import pair_role
+from xla.backends.cpu.loop_emitter import I64, i64
+from xla.backends.cpu.matrix_vector_pairs import chain_dot, pair_role
 
 _TYPES = {"f32": (F32, 8), "f64": (F64, 4)}   # register type, lanes of a 256-bit vector
 ROWS = 8      # rows of A per pass over y A (1200x1000 f64 here, AVX-512: 4 rows 185-214 us, 8 rows 162-172)
+_CONTRACT = ("contract",)   # the chain's multiply and add as one FMA (as elemental_ir_emitter allows)
+# Rows of A per block of the chain, read from memory for t, then from the
+# cache for t A. 1200x1000 f64, one thread, kernel alone (medians of 5
+# rounds, loaded 2-core AVX-512 machine): 2 rows 262 us, 4 241-247, 8
+# 218-226, 16 215-218, 32 248 (NumPy's two GEMVs 266); one loop over
+# both blocks (t of the next block, t A of the one before) 221-242,
+# 512-bit vectors 219-256, two partial sums in t A 213-219: no better.
+CHAIN_ROWS = 8
+# With CHAIN_CHUNKS > 1, the chain's rows split into at most CHAIN_CHUNKS
+# chunks of at least CHAIN_MIN_CHUNK_ROWS rows, run over the thread pool,
+# each adding into its own row of a [chunks, K] scratch (at most
+# CHAIN_MAX_SCRATCH_BYTES, on the entry function's stack), summed in chunk
+# order after: the split depends on the shape only. Off (1: serial) on
+# this loaded 2-core machine. 1200x1000 f64, kernel alone, medians of 5-9
+# rounds: one thread, 1 chunk 221-224 us, 8 chunks 220-228, 16 228; two
+# threads, 1 chunk 221-224, 2 chunks 234, 4 245, 8 148-255 (rounds
+# 141-272: the second core is busy), 16 175 (149-307), NumPy's threaded
+# OpenBLAS 141-175; numpy_programs' atax at the default thread counts
+# (load 3.1-3.2), 8 chunks 0.75-2.6 ms (median 2.5: a worker descheduled
+# while it holds a chunk), serial 0.43-0.51 ms (load 2.6), the runtime's
+# two GEMVs 0.59-2.8.
+CHAIN_CHUNKS = 1
+CHAIN_MIN_CHUNK_ROWS = 64
+CHAIN_MAX_SCRATCH_BYTES = 1 << 18
 
 
 def _pair(fusion, root):
@@ -40,8 +76,29 @@ def _pair(fusion, root):
     return rows, cols
 
 
+def _chain(fusion, root):
+    """Whether ``root`` is the chain's tuple ``(A x, dot(reshape(A x), A))``
+    (the reshape a bitcast after ``reshape-to-bitcast``)."""
+    comp = fusion.attr("calls")
+    if len(root.operands) != 2 or len(fusion.operands) != 2 or len(comp.instructions) != 6:
+        return False
+    rows, second = root.operands
+    params = {i.parameter_number: i for i in comp.instructions if i.opcode == "parameter"}
+    matrix = params.get(0)
+    if matrix is None or rows.opcode != "dot" or pair_role(rows, matrix) != "rows" or \
+            rows.operands[1] is not params.get(1):
+        return False
+    t = second.operands[0] if second.operands else None
+    return t is not None and t.opcode in ("reshape", "bitcast") and t.operands[0] is rows and \
+        tuple(second.shape.dimensions) == (1, matrix.shape.dimensions[1]) and \
+        chain_dot(second, matrix, t) and second.operands[1] is matrix
+
+
 @register_fusion_root("tuple")
 def emit_matrix_vector_pair(me, h, root):
+    if _chain(h, root):
+        emit_matrix_vector_chain(me, h)
+        return True
     if _pair(h, root) is None:
         return False
     a_op, x_op, y_op = h.operands
@@ -86,3 +143,114 @@ def emit_matrix_vector_pair(me, h, root):
     kernel.finish()
     kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
     return True
+
+
+def _chain_chunks(me, m, k, itemsize):
+    """How many chunks of rows the chain splits into (by the shape only, so
+    the bits do not depend on the thread count); 1: serial."""
+    if "__xla_cpu_parallel_for" not in me.runtime_symbols:
+        return 1
+    return max(1, min(CHAIN_CHUNKS, m // CHAIN_MIN_CHUNK_ROWS,
+                      CHAIN_MAX_SCRATCH_BYTES // max(1, k * itemsize)))
+
+
+def emit_matrix_vector_chain(me, h):
+    a_op, x_op = h.operands
+    m, k = a_op.shape.dimensions
+    scalar, lanes = _TYPES[a_op.shape.element_type.text]
+    itemsize = 8 if a_op.shape.element_type.text == "f64" else 4
+    a_slice, x_slice = (Slice(me.assignment.buffer(o)) for o in (a_op, x_op))
+    t_slice, y_slice = (Slice(me.assignment.buffer(h, (i,))) for i in range(2))
+    chunks = _chain_chunks(me, m, k, itemsize)
+    if chunks == 1:
+        kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemv_chain"),
+                        [a_slice, x_slice, t_slice, y_slice])
+        kernel.root = h
+        _chain_rows(kernel, scalar, lanes, k, kernel.pointer(a_slice), kernel.pointer(x_slice),
+                    kernel.pointer(t_slice), kernel.pointer(y_slice), i64(0), i64(m))
+        kernel.finish()
+        kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
+        return
+
+    # Chunk c: rows [c m / chunks, (c + 1) m / chunks), its part of t A in
+    # row c of a [chunks, K] scratch on the entry function's stack; then
+    # t A is the sum of those rows in chunk order.
+    ab = me.alloca_builder
+    scratch = ab.alloca(scalar, size=i64(chunks * k), name=me.unique(f"chunks.{h.name}"))
+    scratch.align = 64
+    ctx = ab.alloca(PTR, size=i64(2), name=me.unique(f"ctx.{h.name}"))
+    b = me.builder
+    b.store(me.table, ctx)
+    b.store(b.bitcast(scratch, PTR), b.gep(ctx, [i64(1)], inbounds=True, source_etype=PTR))
+    ctx = b.bitcast(ctx, PTR)
+
+    kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemv_chain_chunks"),
+                    [a_slice, x_slice, t_slice], scratch=True)
+    kernel.root = h
+    kb = kernel.b
+    with le.for_loop(kb, kernel.begin, kernel.end, name="chunk") as c:
+        lo = kb.udiv(kb.mul(c, i64(m)), i64(chunks))
+        hi = kb.udiv(kb.mul(kb.add(c, i64(1)), i64(m)), i64(chunks))
+        part = kb.gep(kernel.scratch, [kb.mul(c, i64(k))], inbounds=True, source_etype=scalar)
+        _chain_rows(kernel, scalar, lanes, k, kernel.pointer(a_slice), kernel.pointer(x_slice),
+                    kernel.pointer(t_slice), part, lo, hi)
+    kernel.finish()
+    pf = me.declare("__xla_cpu_parallel_for", ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
+    b.call(pf, [kernel.function, ctx, i64(chunks), i64(1)])
+
+    kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemv_chain_combine"), [y_slice], scratch=True)
+    kernel.root = h
+    kb = kernel.b
+    y = kernel.pointer(y_slice)
+    with le.for_loop(kb, 0, k, name="j", vectorize=lanes) as j:
+        total = kb.load(kb.gep(kernel.scratch, [j], inbounds=True, source_etype=scalar), typ=scalar)
+        for c in range(1, chunks):
+            total = kb.fadd(total, kb.load(kb.gep(kernel.scratch, [kb.add(j, i64(c * k))], inbounds=True,
+                                                  source_etype=scalar), typ=scalar))
+        kb.store(total, kb.gep(y, [j], inbounds=True, source_etype=scalar))
+    kernel.finish()
+    b.call(kernel.function, [ctx, i64(0), i64(1)])
+
+
+def _chain_rows(kernel, scalar, lanes, k, a, x, t_out, y_out, lo, hi):
+    """The chain over rows [lo, hi) of A: their t into ``t_out``, their part
+    of t A into ``y_out`` (zeroed first)."""
+    b = kernel.b
+    zero = ir.Constant(scalar, 0.0)
+
+    def at(base, index):
+        return b.gep(base, [index], inbounds=True, source_etype=scalar)
+
+    def multiply_add(acc, u, v):
+        return b.fadd(acc, b.fmul(u, v, flags=_CONTRACT), flags=_CONTRACT)
+
+    # (The loop's name tells tests this kernel ran, not the general loops.)
+    with le.for_loop(b, 0, k, name="chain_zero") as j:
+        b.store(zero, at(y_out, j))
+    accs = [kernel.alloca(scalar, name=f"acc.{r}") for r in range(CHAIN_ROWS)]
+
+    def rows_from(i, n):
+        """Rows i..i+n-1: their t, then their part of t A."""
+        starts = [b.mul(b.add(i, i64(r)), i64(k)) for r in range(n)]
+        for acc in accs[:n]:
+            b.store(zero, acc)
+        with le.for_loop(b, 0, k, name="j", vectorize=lanes, interleave=2) as j:
+            xj = b.load(at(x, j), typ=scalar)
+            for r in range(n):
+                aij = b.load(at(a, b.add(starts[r], j)), typ=scalar)
+                b.store(multiply_add(b.load(accs[r], typ=scalar), aij, xj), accs[r])
+        ts = [b.load(accs[r], typ=scalar) for r in range(n)]
+        for r in range(n):
+            b.store(ts[r], at(t_out, b.add(i, i64(r))))
+        with le.for_loop(b, 0, k, name="c", vectorize=lanes, interleave=2) as j:
+            out = at(y_out, j)
+            total = b.load(out, typ=scalar)
+            for r in range(n):
+                total = multiply_add(total, ts[r], b.load(at(a, b.add(starts[r], j)), typ=scalar))
+            b.store(total, out)
+
+    blocks_end = b.sub(hi, b.urem(b.sub(hi, lo), i64(CHAIN_ROWS)))
+    with le.for_loop(b, lo, blocks_end, name="i", step=CHAIN_ROWS) as i:
+        rows_from(i, CHAIN_ROWS)
+    with le.for_loop(b, blocks_end, hi, name="t") as i:
+        rows_from(i, 1)

@@ -1,9 +1,14 @@
-"""matrix-vector-pair-fusion: two independent matrix-vector products of one
-matrix, ``A x`` and ``y A`` (BiCG's ``A p`` and ``r A``, mvt's two
-updates), become one kLoop fusion whose root is the tuple of the two dots;
-the CPU emitter computes it in one pass over A (``emit_matrix_vector_pair.py``),
+"""matrix-vector-pair-fusion: two matrix-vector products of one matrix
+become one kLoop fusion whose root is the tuple of the two dots; the CPU
+emitter computes it in one pass over A (``emit_matrix_vector_pair.py``),
 where the runtime's matmul reads A twice. Such products are bound by
 reading A (1200x1000 f64: 9.6 MB), so one pass takes about half the time.
+Two forms:
+
+* the independent pair ``A x`` and ``y A`` (BiCG's ``A p`` and ``r A``,
+  mvt's two updates);
+* the dependent chain ``t = A x`` then ``t A`` (``A.T @ (A @ x)``: atax),
+  described below.
 
 Runs after ``fusion`` (the dots stay library calls until then, and no
 consumer is fused into the pair). A pair is fused when: both dots read the
@@ -16,6 +21,20 @@ row-major; and neither dot depends on the other. Each matrix takes at most
 one pair (the first such dots in instruction order). Nothing else changes:
 the fused computation holds the two dots as they were, and each dot's
 users read its get-tuple-element.
+
+The chain: ``A x`` as above (the first such dot of A) and a dot reading
+it, after any reshapes and bitcasts between (no other op: a convert, a
+scale or an add stops it), as ``dot(t, A)`` of the pair's form, or as
+``dot(A^T, t)`` with ``A^T`` a bitcast of A to ``[K, M]{0,1}`` (what
+``dot-operand-layouts`` makes of ``transpose(A)``) or a ``transpose(A)``,
+contracting ``A^T``'s dimension 1 with t ``[M]`` or ``[M, 1]``; the same
+type, layout and size conditions, and only when A has no independent pair.
+Its fusion reads A and x; its computation is ``tuple(A x, dot(reshape(A x)
+to [1, M], A))`` (the second product ``f[1, K]``, reshaped after the fusion
+to the shape the replaced dot had); ``A x``'s users read the first
+element, so ``t`` is stored whether or not anything else reads it (M
+elements), and the reshapes and the view of A that nothing reads any more
+are removed.
 """
 from xla.hlo.ir import HloComputation, HloInstruction
 from xla.hlo.shape import Shape
@@ -60,6 +79,60 @@ def pair_role(dot, matrix):
     return None
 
 
+def _transposed_view(view, matrix):
+    """Whether ``view`` is ``transpose(matrix)`` or a bitcast of it to the
+    same bytes read as ``[K, M]{0,1}``."""
+    m, k = matrix.shape.dimensions
+    if len(view.operands) != 1 or view.operands[0] is not matrix or \
+            tuple(view.shape.dimensions) != (k, m):
+        return False
+    if view.opcode == "transpose":
+        return tuple(view.attr("dimensions", ()) or ()) == (1, 0)
+    layout = view.shape.layout
+    return view.opcode == "bitcast" and layout is not None and \
+        tuple(layout.minor_to_major) == (0, 1)
+
+
+def chain_dot(dot, matrix, t):
+    """Whether ``dot`` is ``t A`` (``dot(t, A)``) or ``A^T t`` (``dot(A^T,
+    t)``) of the chain (module docstring)."""
+    if dot.opcode != "dot" or len(dot.operands) != 2 or dot.attr("lhs_batch_dims", ()) or \
+            dot.attr("rhs_batch_dims", ()):
+        return False
+    lhs, rhs = dot.operands
+    if lhs is t and rhs is matrix:
+        return pair_role(dot, matrix) == "cols"
+    if rhs is not t or not _transposed_view(lhs, matrix):
+        return False
+    lc = tuple(dot.attr("lhs_contracting_dims", ()) or ())
+    rc = tuple(dot.attr("rhs_contracting_dims", ()) or ())
+    m, k = matrix.shape.dimensions
+    et = matrix.shape.element_type.text
+    return lc == (1,) and rc == (0,) and _vector_like(t.shape, m, leading_one=False) and \
+        all(s.element_type.text == et for s in (t.shape, dot.shape)) and \
+        _row_major(t.shape) and _row_major(dot.shape) and tuple(dot.shape.dimensions) in ((k,), (k, 1))
+
+
+def _chain(rows, matrix):
+    """(the dot reading ``rows`` as the chain's second product, the reshapes
+    and bitcasts between them) for the first such dot, else None."""
+    comp, m = rows.parent, matrix.shape.dimensions[0]
+    et = matrix.shape.element_type.text
+    stack = [(rows, ())]
+    while stack:
+        t, between = stack.pop(0)
+        for user in t.users:
+            if user.parent is not comp:
+                continue
+            if user.opcode in ("reshape", "bitcast") and user.shape.is_array and \
+                    user.shape.num_elements() == m and user.shape.element_type.text == et and \
+                    _row_major(user.shape):
+                stack.append((user, between + (user,)))
+            elif chain_dot(user, matrix, t):
+                return user, between
+    return None
+
+
 def _reaches(start, target):
     """Whether ``target`` is ``start`` or one of its transitive operands."""
     seen, stack = set(), [start]
@@ -91,9 +164,16 @@ class MatrixVectorPairFusion(HloPass):
                 users = [u for u in matrix.users if u.parent is comp]
                 rows = next((u for u in users if pair_role(u, matrix) == "rows"), None)
                 cols = next((u for u in users if pair_role(u, matrix) == "cols"), None)
-                if rows is None or cols is None or _reaches(rows, cols) or _reaches(cols, rows):
+                if rows is None:
                     continue
-                new.setdefault(id(comp), []).append(self._fuse(module, comp, matrix, rows, cols))
+                if cols is not None and not _reaches(rows, cols) and not _reaches(cols, rows):
+                    fused_comp = self._fuse(module, comp, matrix, rows, cols)
+                else:
+                    chain = _chain(rows, matrix)
+                    if chain is None:
+                        continue
+                    fused_comp = self._fuse_chain(module, comp, matrix, rows, *chain)
+                new.setdefault(id(comp), []).append(fused_comp)
                 changed = True
         if changed:
             add_before_callers(module, new)
@@ -127,5 +207,51 @@ class MatrixVectorPairFusion(HloPass):
         for dot, part in zip((rows, cols), parts):
             comp.replace_all_uses(dot, part)
             comp.remove_instruction(dot)
+        comp.sort_post_order()
+        return fused
+
+    @staticmethod
+    def _fuse_chain(module, comp, matrix, rows, second, between):
+        m, k = matrix.shape.dimensions
+        et = matrix.shape.element_type
+        x = rows.operands[1]
+        a, p_x = [HloInstruction.create_parameter(i, o.shape, name=module.unique_name(f"param_{i}"))
+                  for i, o in enumerate((matrix, x))]
+        d_rows = HloInstruction("dot", rows.shape, [a, p_x], name=module.unique_name(rows.name),
+                                attrs=dict(rows.attrs))
+        t = HloInstruction("reshape", Shape.array(et, (1, m)), [d_rows],
+                           name=module.unique_name("reshape"))
+        attrs = {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (0,)}
+        if "metadata" in second.attrs:
+            attrs["metadata"] = second.attrs["metadata"]
+        d_second = HloInstruction("dot", Shape.array(et, (1, k)), [t, a],
+                                  name=module.unique_name(second.name), attrs=attrs)
+        root = HloInstruction("tuple", Shape.tuple([rows.shape, d_second.shape]), [d_rows, d_second],
+                              name=module.unique_name("tuple"))
+        fused = HloComputation(module.unique_name("fused_matrix_vector_chain"),
+                               [a, p_x, d_rows, t, d_second, root], root=root)
+        fusion = HloInstruction("fusion", root.shape, [matrix, x],
+                                name=module.unique_name("fusion"),
+                                attrs={"kind": "kLoop", "calls": fused})
+        parts = [HloInstruction("get-tuple-element", d.shape, [fusion],
+                                name=module.unique_name("get-tuple-element"), attrs={"index": i})
+                 for i, d in enumerate((d_rows, d_second))]
+        view = second.operands[0] if _transposed_view(second.operands[0], matrix) else None
+        comp.insert_before(rows, fusion)
+        for part in parts:
+            comp.insert_before(rows, part)
+        result = parts[1]
+        if tuple(second.shape.dimensions) != (1, k):
+            result = HloInstruction("reshape", second.shape, [parts[1]],
+                                    name=module.unique_name("reshape"))
+            comp.insert_before(rows, result)
+        comp.replace_all_uses(rows, parts[0])
+        comp.replace_all_uses(second, result)
+        comp.remove_instruction(rows)
+        comp.remove_instruction(second)
+        # The reshapes between (last first) and A's view, where nothing reads them now.
+        for instr in reversed(between + ((view,) if view is not None else ())):
+            if not instr.users and instr is not comp.root_instruction:
+                comp.remove_instruction(instr)
         comp.sort_post_order()
         return fused
