@@ -203,7 +203,7 @@ ENTRY main {
 
 @pytest.fixture(params=[1, 8], ids=["serial", "chunks"])
 def chain_chunks(request, monkeypatch):
-    """The chain serial (the default) and split into up to 8 chunks of rows."""
+    """The chain serial and split into up to 8 chunks of rows (the default)."""
     import xla.backends.cpu.emit_matrix_vector_pair as emitter
     monkeypatch.setattr(emitter, "CHAIN_CHUNKS", request.param)
     return request.param

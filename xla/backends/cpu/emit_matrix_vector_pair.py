@@ -18,8 +18,8 @@ same columns, the block still in the cache, adds ``t[i] * A[i, j]`` to
 
 Both run on the calling thread. The chain can split its rows into up to
 ``CHAIN_CHUNKS`` chunks, by the shape alone, over the thread pool, each
-chunk's part of ``t A`` in a scratch row, summed in chunk order after; it
-is off (measurements at the constant). Either way the order of every sum
+chunk's part of ``t A`` in a scratch row, summed in chunk order after
+(measurements at the constant). Either way the order of every sum
 is fixed by the shape (the same bits at any thread count). A fusion of another form with a tuple root is left to the general
 loop emitter.
 """
@@ -46,16 +46,19 @@ CHAIN_ROWS = 8
 # chunks of at least CHAIN_MIN_CHUNK_ROWS rows, run over the thread pool,
 # each adding into its own row of a [chunks, K] scratch (at most
 # CHAIN_MAX_SCRATCH_BYTES, on the entry function's stack), summed in chunk
-# order after: the split depends on the shape only. Off (1: serial) on
-# this loaded 2-core machine. 1200x1000 f64, kernel alone, medians of 5-9
+# order after: the split depends on the shape only. 1200x1000 f64, kernel alone, medians of 5-9
 # rounds: one thread, 1 chunk 221-224 us, 8 chunks 220-228, 16 228; two
 # threads, 1 chunk 221-224, 2 chunks 234, 4 245, 8 148-255 (rounds
 # 141-272: the second core is busy), 16 175 (149-307), NumPy's threaded
 # OpenBLAS 141-175; numpy_programs' atax at the default thread counts
 # (load 3.1-3.2), 8 chunks 0.75-2.6 ms (median 2.5: a worker descheduled
 # while it holds a chunk), serial 0.43-0.51 ms (load 2.6), the runtime's
-# two GEMVs 0.59-2.8.
-CHAIN_CHUNKS = 1
+# two GEMVs 0.59-2.8. With nothing else running (2026-11-27 00:57 UTC,
+# default threads, two runs each, alternating): serial 0.475 / 0.517 ms
+# (0.99x / 0.77x NumPy's threaded OpenBLAS), 8 chunks 0.369 / 0.361 ms
+# (1.17x / 1.21x). On: a loaded machine stalls every kernel the pool
+# splits, this one no more than the others.
+CHAIN_CHUNKS = 8
 CHAIN_MIN_CHUNK_ROWS = 64
 CHAIN_MAX_SCRATCH_BYTES = 1 << 18
 
