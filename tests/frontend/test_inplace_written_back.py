@@ -3,7 +3,7 @@ own memory: the module aliases the written output to the parameter
 (``input_output_alias``, may-alias) and, on the CPU, the caller's array is
 donated for it when it may be written (it is the array itself, writeable,
 and shares no memory with another argument), so no copy back is made
-(xla/frontend/jit.py ``_writable``; xla/backends/cpu/executable.py
+(xla/frontend/call_plan.py ``writable``; xla/backends/cpu/executable.py
 ``_FastPath``). Otherwise the value is copied back as before. Expected
 values: NumPy's, on copies of the same arguments."""
 import numpy as np

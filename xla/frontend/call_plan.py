@@ -27,7 +27,7 @@ class CallPlan:
     arguments updated in place, and the executable's ``prepared_call``,
     which trusts the key for the arguments' dtypes and shapes. A call then
     does only what depends on the arguments' values: the scalars'
-    conversion, jit's ``_writable`` aliasing check for the arguments
+    conversion, the aliasing check ``writable`` for the arguments
     written in place (when one fails, ``_run`` copies as before), the C++
     call (which checks contiguity and alignment) and the write-back;
     anything the prepared call declines (a non-contiguous array, hooks or
@@ -106,26 +106,13 @@ class CallPlan:
                 arrays = list(leaves)
                 for k, dtype in self.scalars:
                     arrays[k] = np.array(arrays[k], dtype)
-            if not self.in_place or self._writable(leaves):
+            if not self.in_place or \
+                    len(writable(self.in_place, leaves, leaves)) == len(self.in_place):
                 result = run(arrays)
                 if result is not None:
                     return self._finish(leaves, result)
         return self.jit._run(self.entry, self.specs, leaves)
 
-    def _writable(self, leaves):
-        """jit's ``_writable`` holds every argument written in place, where the
-        key says which leaves are arrays."""
-        for i in self.in_place:
-            a = leaves[i]
-            if not a.flags.writeable:
-                return False
-            owner = a.base is None
-            for j in self.arrays:
-                b = leaves[j]
-                if j != i and (b is a or not (owner and b.base is None) and
-                               np.may_share_memory(a, b)):
-                    return False
-        return True
 
     def _finish(self, leaves, result):
         """``_write_back`` then ``_unflatten``, where the values of arguments
@@ -149,6 +136,29 @@ class CallPlan:
         if kind == "flat":
             return tuple(result)
         return self.out_treedef.unflatten([] if n == 0 else list(result))
+
+
+def writable(written, leaves, arrays):
+    """The leaves of ``written`` (xla.jit's arguments updated in place)
+    whose caller's array the executable may write its new value into: the
+    NumPy array itself was passed (not a conversion), writeable, and
+    sharing no memory with another argument
+    (which the computation may still read). Arrays that own their memory
+    (no ``base``) and are distinct objects share none; views are checked
+    with ``np.may_share_memory``."""
+    out = []
+    for i in written:
+        a = leaves[i]
+        if arrays[i] is not a or type(a) is not np.ndarray or not a.flags.writeable:
+            continue
+        owner = a.base is None
+        for j, b in enumerate(leaves):
+            if j != i and type(b) is np.ndarray and (
+                    b is a or not (owner and b.base is None) and np.may_share_memory(a, b)):
+                break
+        else:
+            out.append(i)
+    return tuple(out)
 
 
 def fast_key(args):

@@ -54,7 +54,7 @@ from xla.hlo.ir import HloInstruction
 from xla.frontend import indexing, masked_slice, ufuncs  # noqa: F401
 from xla.frontend import numpy as numpy_functions  # noqa: F401  (np stays NumPy)
 from xla.frontend import pytree, trace_context, tracing
-from xla.frontend.call_plan import CallPlan, JitDispatch, fast_key, fast_key_static
+from xla.frontend.call_plan import CallPlan, JitDispatch, fast_key, fast_key_static, writable
 from xla.frontend.lax import checks
 from xla.frontend.signature import arg_spec
 from xla.frontend.trace_context import new_trace
@@ -550,8 +550,8 @@ class JitFunction:
             for b in given_up:
                 b.mark_donated()
         elif entry.written_in_place:
-            result = entry.executable.execute(*arrays, donated=_writable(entry.written_in_place,
-                                                                         leaves, arrays))
+            result = entry.executable.execute(*arrays, donated=writable(entry.written_in_place,
+                                                                        leaves, arrays))
         else:
             result = entry.executable.execute(*arrays)
         if entry.errors:
@@ -627,28 +627,6 @@ def _checked(entry, result):
     if len(result) == 1 and entry.out_treedef == pytree.LEAF:
         return result[0]
     return tuple(result)
-
-
-def _writable(written, leaves, arrays):
-    """The leaves of ``written`` whose caller's array the executable may
-    write its new value into: the NumPy array itself was passed (not a
-    conversion), writeable, and sharing no memory with another argument
-    (which the computation may still read). Arrays that own their memory
-    (no ``base``) and are distinct objects share none; views are checked
-    with ``np.may_share_memory``."""
-    out = []
-    for i in written:
-        a = leaves[i]
-        if arrays[i] is not a or type(a) is not np.ndarray or not a.flags.writeable:
-            continue
-        owner = a.base is None
-        for j, b in enumerate(leaves):
-            if j != i and type(b) is np.ndarray and (
-                    b is a or not (owner and b.base is None) and np.may_share_memory(a, b)):
-                break
-        else:
-            out.append(i)
-    return tuple(out)
 
 
 def _output_aliases(ops, params, donated, single):
