@@ -1,11 +1,15 @@
 """CPU runtime benchmark: __xla_cpu_matmul_f32/f64 against NumPy's matmul, and
 the cost of calling compiled code through xla._core.cpu_execute and
-ExecutableState.run.
+ExecutableState.run; with --lowp, the low-precision products instead
+(__xla_cpu_matmul_s8_s32 and __xla_cpu_matmul_bf16_f32) against NumPy's f32
+matmul of the same operands widened (NumPy has no s8 or bf16 GEMM).
 
-    .venv/bin/python benchmarks/cpu_runtime_matmul.py [--repeats N] [--threads N]
+    .venv/bin/python benchmarks/cpu_runtime_matmul.py [--repeats N] [--threads N] [--lowp]
 
 The runtime's kernels are the ISA variant the CPU supports best, or the one
-XLA_CPU_RUNTIME_ISA names (baseline, avx2, avx512): the first line says which.
+XLA_CPU_RUNTIME_ISA names (baseline, avx2, avx512, avx512_vnni,
+avx512_vnni_bf16, amx): the first line says which; compare variants by
+running the script once per XLA_CPU_RUNTIME_ISA value.
 
 The runtime's matmul is called directly through ctypes at the address from
 cpu_runtime_symbols() (a few microseconds of ctypes overhead, nothing next to
@@ -84,6 +88,56 @@ def matmul_rows(dtype, shapes, repeats):
               f" GFLOP/s   ratio {theirs / ours:5.2f}")
 
 
+# (batch, m, k, n, transpose_lhs, transpose_rhs) of the low-precision products.
+LOWP_SHAPES = [
+    (1, 512, 512, 512, 0, 0),
+    (1, 1024, 1024, 1024, 0, 0),
+    (1, 1024, 1024, 1024, 1, 0),
+    (1, 1024, 1024, 1024, 0, 1),
+    (1, 2048, 2048, 2048, 0, 0),
+    (1, 4096, 256, 1024, 0, 0),
+    (16, 128, 128, 128, 0, 0),
+    (1, 32, 4096, 4096, 0, 0),
+]
+
+
+def lowp_rows(shapes, repeats):
+    """s8 x s8 -> s32 and bf16 x bf16 -> f32 products, checked (s8 exactly,
+    through f64, exact for these sizes; bf16 against f32) and timed beside
+    NumPy's f32 matmul of the widened operands."""
+    import ml_dtypes
+    symbols = _core.cpu_runtime_symbols()
+    rng = np.random.default_rng(0)
+    for name, out_dtype in (("s8_s32", np.int32), ("bf16_f32", np.float32)):
+        matmul = ctypes.CFUNCTYPE(None, *MATMUL_ARGTYPES)(symbols["__xla_cpu_matmul_" + name])
+        for batch, m, k, n, tl, tr in shapes:
+            def make(shape):
+                if name == "s8_s32":
+                    return rng.integers(-128, 128, shape).astype(np.int8)
+                return rng.standard_normal(shape).astype(ml_dtypes.bfloat16)
+            lhs = make((batch, k, m) if tl else (batch, m, k))
+            rhs = make((batch, n, k) if tr else (batch, k, n))
+            out = np.empty((batch, m, n), out_dtype)
+            a = (lhs.transpose(0, 2, 1) if tl else lhs).astype(np.float32)
+            b = (rhs.transpose(0, 2, 1) if tr else rhs).astype(np.float32)
+            np_out = np.empty((batch, m, n), np.float32)
+            ours, theirs = best_times(
+                [lambda: matmul(lhs.ctypes.data, rhs.ctypes.data, out.ctypes.data, batch, m, k, n,
+                                tl, tr),
+                 lambda: np.matmul(a, b, out=np_out)], repeats)
+            if name == "s8_s32":
+                want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+                assert np.array_equal(out, want.astype(np.int64).astype(np.int32)), "s8 result"
+            else:
+                tol = 1e-4 * np.sqrt(k)
+                assert np.allclose(out, np_out, rtol=tol, atol=tol), "bf16 result"
+            flops = 2.0 * batch * m * k * n
+            label = f"{name} {batch}x{m}x{k}x{n}" + (" lhsT" if tl else "") + (
+                " rhsT" if tr else "")
+            print(f"{label:34s} xla {flops / ours / 1e9:7.1f} GOP/s   numpy f32 "
+                  f"{flops / theirs / 1e9:7.1f} GFLOP/s   ratio {theirs / ours:5.2f}", flush=True)
+
+
 NOOP_IR = "define void @noop(ptr %table) {\nentry:\n  ret void\n}\n"
 
 
@@ -114,12 +168,17 @@ def main():
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=0,
                         help="runtime threads (default: XLA_CPU_NUM_THREADS or all CPUs)")
+    parser.add_argument("--lowp", action="store_true",
+                        help="the s8 and bf16 products instead of f32/f64 and dispatch")
     args = parser.parse_args()
     if args.threads:
         _core.set_cpu_runtime_num_threads(args.threads)
     isa = getattr(_core, "cpu_runtime_isa", lambda: "(one, built for the build machine)")()
     print(f"runtime threads: {_core.cpu_runtime_num_threads()}, CPUs: {os.cpu_count()}, "
           f"kernels: {isa}")
+    if args.lowp:
+        lowp_rows(LOWP_SHAPES, args.repeats)
+        return
     matmul_rows(np.float32, SHAPES, args.repeats)
     matmul_rows(np.float64, SHAPES[:1], args.repeats)
     dispatch_overhead()

@@ -3,8 +3,11 @@
 # (docs/gpu_backend.md, "What was verified"): builds xla._core for that
 # machine's Python with g++ (no Bazel needed there; EIGEN names Eigen's
 # headers), runs the GPU tests on the device and the GPU benchmark (and,
-# with SCALING_TIMEOUT=seconds, benchmarks/thread_scaling.py), and
-# leaves logs in $OUT (default /tmp/gpu_check).
+# with SCALING_TIMEOUT=seconds, benchmarks/thread_scaling.py; with
+# LOWP_TIMEOUT=seconds, the runtime ISA variants' tests and the s8/bf16
+# matmul benchmark under each of the widest variants, at all threads and
+# one; GPU=0 skips the GPU's tests and benchmark), and leaves logs in $OUT
+# (default /tmp/gpu_check).
 #
 #   EIGEN=/usr/include/eigen3 tools/gpu_device_check.sh [PYTHON]
 set -u
@@ -30,7 +33,8 @@ if [ ! -f "xla/_core$suffix" ]; then
   avx512="-mavx2 -mfma -mavx512f -mavx512bw -mavx512dq -mavx512vl"
   variants=(baseline "")
   [ "$(uname -m)" = x86_64 ] && variants+=(avx2 "-mavx2 -mfma" avx512 "$avx512" \
-      avx512_vnni "$avx512 -mavx512vnni" avx512_vnni_bf16 "$avx512 -mavx512vnni -mavx512bf16")
+      avx512_vnni "$avx512 -mavx512vnni" avx512_vnni_bf16 "$avx512 -mavx512vnni -mavx512bf16" \
+      amx "$avx512 -mavx512vnni -mavx512bf16 -mamx-tile -mamx-int8 -mamx-bf16")
   for f in csrc/buffer_assignment.cc csrc/fusion.cc csrc/graph.cc csrc/scheduler.cc \
            $(ls xla/backends/cpu/runtime/*.cc xla/backends/gpu/runtime/*.cc | \
              grep -v -e _test.cc -e /matmul.cc -e /convolution.cc -e /linalg.cc \
@@ -53,6 +57,21 @@ if [ ! -f "xla/_core$suffix" ]; then
   g++ -shared -o "xla/_core$suffix" "$obj"/*.o -lpthread || exit 1
   echo "built xla/_core$suffix in $(( $(date +%s) - t )) s"
 fi
+"$PY" -c "from xla import _core; print('cpu runtime variants:', _core.cpu_runtime_isas())"
+# The low-precision matmuls on the widest runtime variants (AMX tiles where
+# the CPU has them), when asked: their tests, then the benchmark per variant.
+if [ -n "${LOWP_TIMEOUT:-}" ]; then
+  timeout "$LOWP_TIMEOUT" "$PY" -m pytest -q -p no:cacheprovider -rs tests/cpu/test_cpu_isa.py \
+      tests/cpu/test_cpu_low_precision_dots.py 2>&1 | tee "$OUT/lowp_tests.log" | tail -15
+  for isa in $("$PY" -c "from xla import _core; print(*_core.cpu_runtime_isas()[-2:])"); do
+    for threads in 0 1; do
+      echo "== XLA_CPU_RUNTIME_ISA=$isa threads=${threads/#0/all}"
+      PYTHONPATH=$PWD XLA_CPU_RUNTIME_ISA=$isa timeout "$LOWP_TIMEOUT" "$PY" \
+          benchmarks/cpu_runtime_matmul.py --lowp --repeats=5 --threads=$threads 2>&1
+    done
+  done | tee "$OUT/lowp_bench.txt"
+fi
+if [ "${GPU:-1}" = 0 ]; then exit 0; fi
 "$PY" -c "import xla; print('platform gpu:', xla.devices('gpu'))" || exit 1
 
 "$PY" -m pip show cuda-bindings nvidia-cublas nvidia-cufft 2>/dev/null | grep -E "^(Name|Version)"

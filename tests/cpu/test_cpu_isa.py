@@ -52,8 +52,9 @@ def test_variants_follow_the_cpu_flags():
     avx512 = avx2 and {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
     vnni = avx512 and "avx512_vnni" in flags
     bf16 = vnni and "avx512_bf16" in flags
+    amx = bf16 and {"amx_tile", "amx_int8", "amx_bf16"} <= flags
     assert isas == (["baseline"] + ["avx2"] * avx2 + ["avx512"] * avx512 + ["avx512_vnni"] * vnni
-                    + ["avx512_vnni_bf16"] * bf16)
+                    + ["avx512_vnni_bf16"] * bf16 + ["amx"] * amx)
 
 
 def test_default_is_the_widest_variant_and_the_device_kind_says_so():
@@ -166,7 +167,8 @@ VARIANT_CHECK = """
 """
 
 
-@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16"])
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16",
+                                 "amx"])
 def test_variant_agrees_with_numpy(isa):
     if isa not in _core.cpu_runtime_isas():
         pytest.skip(f"this CPU or build has no {isa} variant")
@@ -196,7 +198,7 @@ def test_unknown_variant_is_a_clear_error():
 
 
 def test_unsupported_variant_is_a_clear_error():
-    built = (["baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16"] if X86_64
+    built = (["baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16", "amx"] if X86_64
              else ["baseline"])
     unsupported = [isa for isa in built if isa not in _core.cpu_runtime_isas()]
     if not unsupported:
@@ -217,6 +219,8 @@ def test_unsupported_variant_is_a_clear_error():
 _MNEMONIC_AVX = re.compile(r"^(?:(?:lock|rep\w*|notrack|bnd|data16|addr32)\s+)*v(?!err|erw)[a-z]")
 _REGISTER_AVX = re.compile(r"%(?:[yz]mm\d+|k[0-7])\b")
 _FUNCTION = re.compile(r"^[0-9a-f]+ <(.+)>:$")
+# AMX instructions (legacy-looking mnemonics: ldtilecfg, tileloadd, tdpbsud, ...).
+_MNEMONIC_AMX = re.compile(r"^(?:ldtilecfg|sttilecfg|tile[a-z0-9]+|tdp[a-z0-9]+)\b")
 
 
 def uses_avx(line):
@@ -227,7 +231,13 @@ def uses_avx(line):
     return bool(_MNEMONIC_AVX.match(instruction) or _REGISTER_AVX.search(instruction))
 
 
-_VARIANT_MARKERS = ("isa_avx2", "isa_avx512", "xla_eigen_avx2", "xla_eigen_avx512")
+def uses_amx(line):
+    parts = line.split("\t", 1)
+    return len(parts) == 2 and bool(_MNEMONIC_AMX.match(parts[1].strip()))
+
+
+_VARIANT_MARKERS = ("isa_avx2", "isa_avx512", "isa_amx", "xla_eigen_avx2", "xla_eigen_avx512",
+                    "xla_eigen_amx")
 
 
 def test_only_the_variant_units_use_avx():
@@ -236,7 +246,7 @@ def test_only_the_variant_units_use_avx():
     included, names one of their namespaces). Anything else (the bindings,
     the C++ core, the runtime's other files, the baseline variant, and any
     inline library function the linker kept one copy of) must run on any
-    x86-64 CPU."""
+    x86-64 CPU. AMX tile instructions only in the amx variant's functions."""
     if not X86_64:
         pytest.skip("x86-64 only")
     objdump = shutil.which("objdump")
@@ -255,7 +265,11 @@ def test_only_the_variant_units_use_avx():
         if m:
             function = m.group(1)
             continue
-        if function is None or not line.startswith(" ") or not uses_avx(line):
+        if function is None or not line.startswith(" "):
+            continue
+        if uses_amx(line) and "isa_amx" not in function:
+            offenders.setdefault(function, line.strip())
+        if not uses_avx(line):
             continue
         if any(marker in function for marker in _VARIANT_MARKERS):
             wide.add(function)

@@ -39,8 +39,8 @@ void __xla_cpu_runtime_set_num_threads(int32_t num_threads);
 
 // The ISA variant of the matmul and convolution kernels this process uses:
 // "baseline" (the target's default ISA), "avx2" (AVX2 + FMA), "avx512"
-// (AVX-512 F/BW/DQ/VL), "avx512_vnni" (with VNNI) or "avx512_vnni_bf16" (with
-// VNNI and BF16), the widest the CPU supports unless the environment
+// (AVX-512 F/BW/DQ/VL), "avx512_vnni" (with VNNI), "avx512_vnni_bf16" (with
+// VNNI and BF16) or "amx" (and AMX tiles), the widest the CPU supports unless the environment
 // variable XLA_CPU_RUNTIME_ISA names one (see kernels.h). Chosen once, on
 // first use. Null, with *error (when error is not null) set to why, when
 // XLA_CPU_RUNTIME_ISA names a variant that is unknown, not in this build or

@@ -10,7 +10,8 @@ load("@rules_cc//cc:defs.bzl", "cc_library")
 # checks (isa.cc) name the same features.
 # avx512_vnni and avx512_vnni_bf16 add the dot-product instructions
 # (VPDPBUSD; VDPBF16PS) that only the low-precision matmuls use
-# (matmul_lowp.cc); their other kernels are avx512's (isa.cc), so only
+# (matmul_lowp.cc), and amx the AMX tiles (TDPBSUD, TDPBF16PS: Sapphire
+# Rapids and later); their other kernels are avx512's (isa.cc), so only
 # those units are built for them.
 _AVX512 = ["-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl"]
 ISA_VARIANTS = [
@@ -19,7 +20,11 @@ ISA_VARIANTS = [
     ("avx512", _AVX512),
     ("avx512_vnni", _AVX512 + ["-mavx512vnni"]),
     ("avx512_vnni_bf16", _AVX512 + ["-mavx512vnni", "-mavx512bf16"]),
+    ("amx", _AVX512 + ["-mavx512vnni", "-mavx512bf16", "-mamx-tile", "-mamx-int8", "-mamx-bf16"]),
 ]
+
+# Each variant's flags by name (None: the baseline's).
+ISA_FLAGS = dict(ISA_VARIANTS)
 
 def isa_variant_libraries(name, srcs, hdrs, copts = [], deps = [], isas = None):
     """One cc_library `<name>_<isa>` per ISA variant of `srcs` (those named

@@ -4,6 +4,10 @@
 // Compiled for the baseline ISA like everything outside the variant units.
 #include <cstdio>
 #include <cstdlib>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <cstring>
 #include <string>
 #include <vector>
@@ -33,6 +37,7 @@ const IsaKernels kAvx512 = XLA_CPU_ISA_KERNELS(isa_avx512, isa_avx512, "avx512")
 const IsaKernels kAvx512Vnni = XLA_CPU_ISA_KERNELS(isa_avx512, isa_avx512_vnni, "avx512_vnni");
 const IsaKernels kAvx512VnniBf16 =
     XLA_CPU_ISA_KERNELS(isa_avx512, isa_avx512_vnni_bf16, "avx512_vnni_bf16");
+const IsaKernels kAmx = XLA_CPU_ISA_KERNELS(isa_avx512, isa_amx, "amx");
 #endif
 #undef XLA_CPU_ISA_KERNELS
 
@@ -42,13 +47,33 @@ const char kEnvVar[] = "XLA_CPU_RUNTIME_ISA";
 
 const std::vector<const IsaKernels*>& AllIsaKernels() {
 #if defined(__x86_64__)
-  static const std::vector<const IsaKernels*> all = {&kBaseline, &kAvx2, &kAvx512,
-                                                      &kAvx512Vnni, &kAvx512VnniBf16};
+  static const std::vector<const IsaKernels*> all = {
+      &kBaseline, &kAvx2, &kAvx512, &kAvx512Vnni, &kAvx512VnniBf16, &kAmx};
 #else
   static const std::vector<const IsaKernels*> all = {&kBaseline};
 #endif
   return all;
 }
+
+#if defined(__x86_64__)
+namespace {
+// Linux (5.16 and later) gives a process the AMX tile state only when it
+// asks (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); until then
+// a tile instruction faults. Asked once; the grant is the whole process's.
+bool AmxPermitted() {
+#if defined(__linux__)
+  static const bool permitted = [] {
+    constexpr long kArchReqXcompPerm = 0x1023;
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return permitted;
+#else
+  return false;
+#endif
+}
+}  // namespace
+#endif
 
 std::vector<std::string> MissingCpuFeatures(const IsaKernels& variant) {
   std::vector<std::string> missing;
@@ -58,7 +83,9 @@ std::vector<std::string> MissingCpuFeatures(const IsaKernels& variant) {
     if (!has) missing.push_back(feature);
   };
   // The same flags the variant is compiled with (isa.bzl).
-  const bool vnni = &variant == &kAvx512Vnni || &variant == &kAvx512VnniBf16;
+  const bool amx = &variant == &kAmx;
+  const bool bf16 = &variant == &kAvx512VnniBf16 || amx;
+  const bool vnni = &variant == &kAvx512Vnni || bf16;
   const bool avx512 = &variant == &kAvx512 || vnni;
   if (&variant == &kAvx2 || avx512) {
     need(__builtin_cpu_supports("avx2"), "avx2");
@@ -71,7 +98,13 @@ std::vector<std::string> MissingCpuFeatures(const IsaKernels& variant) {
     need(__builtin_cpu_supports("avx512vl"), "avx512vl");
   }
   if (vnni) need(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
-  if (&variant == &kAvx512VnniBf16) need(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
+  if (bf16) need(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
+  if (amx) {
+    need(__builtin_cpu_supports("amx-tile"), "amx-tile");
+    need(__builtin_cpu_supports("amx-int8"), "amx-int8");
+    need(__builtin_cpu_supports("amx-bf16"), "amx-bf16");
+    if (missing.empty()) need(AmxPermitted(), "the OS's permission for AMX tile data");
+  }
 #else
   (void)variant;
 #endif

@@ -279,11 +279,12 @@ TEST(IsaDispatch, VariantsAreNarrowestFirstAndTheBaselineRunsAnywhere) {
   EXPECT_STREQ(all[0]->name, "baseline");
   EXPECT_TRUE(MissingCpuFeatures(*all[0]).empty());
 #if defined(__x86_64__)
-  ASSERT_EQ(all.size(), 5u);
+  ASSERT_EQ(all.size(), 6u);
   EXPECT_STREQ(all[1]->name, "avx2");
   EXPECT_STREQ(all[2]->name, "avx512");
   EXPECT_STREQ(all[3]->name, "avx512_vnni");
   EXPECT_STREQ(all[4]->name, "avx512_vnni_bf16");
+  EXPECT_STREQ(all[5]->name, "amx");
 #endif
 }
 
@@ -300,6 +301,11 @@ TEST(IsaDispatch, FeaturesMatchProcCpuinfo) {
   EXPECT_EQ(MissingCpuFeatures(*all[3]).empty(), avx512 && has("avx512_vnni"));
   EXPECT_EQ(MissingCpuFeatures(*all[4]).empty(),
             avx512 && has("avx512_vnni") && has("avx512_bf16"));
+  // amx also needs the OS's grant of the tile state, which a Linux kernel
+  // that lists the amx flags gives (5.16 and later).
+  EXPECT_EQ(MissingCpuFeatures(*all[5]).empty(), avx512 && has("avx512_vnni") &&
+                                                     has("avx512_bf16") && has("amx_tile") &&
+                                                     has("amx_int8") && has("amx_bf16"));
 #else
   GTEST_SKIP() << "only the baseline on this architecture";
 #endif

@@ -14,16 +14,18 @@
 //   avx512    AVX-512 F, BW, DQ, VL + AVX2/FMA  (x86-64 only)
 //   avx512_vnni       avx512 + AVX512_VNNI (x86-64 only)
 //   avx512_vnni_bf16  avx512 + AVX512_VNNI + AVX512_BF16 (x86-64 only)
+//   amx       avx512_vnni_bf16 + AMX-TILE, AMX-INT8, AMX-BF16 (x86-64 only;
+//             the OS must grant the process the tile state)
 //             avx512's kernels but the low-precision matmuls
-//             (matmul_lowp.cc), s8 on VPDPBUSD (both) and bf16 on
-//             VDPBF16PS (the latter); the other variants compute those by
-//             widening to f32/f64/s32
+//             (matmul_lowp.cc), s8 on VPDPBUSD (all three) and bf16 on
+//             VDPBF16PS (the last two), both on AMX tiles (amx); the other
+//             variants compute those by widening to f32/f64/s32
 //
 // Everything else in the extension is compiled for the baseline. The
 // dispatcher (isa.cc) picks, once per process, the widest variant the
 // running CPU supports (__builtin_cpu_supports, which also checks that the
 // OS saves the wider registers), or the one XLA_CPU_RUNTIME_ISA names
-// (baseline, avx2, avx512, avx512_vnni or avx512_vnni_bf16: for testing and
+// (baseline, avx2, avx512, avx512_vnni, avx512_vnni_bf16 or amx: for testing and
 // comparisons; a name that is unknown, not built, or not supported by this
 // CPU is an error, never a fallback). This header has no Eigen: variant
 // units and the rest of the runtime see each other only through it.
@@ -139,11 +141,12 @@ XLA_CPU_DECLARE_ISA_KERNELS(isa_avx512)
 XLA_CPU_DECLARE_DOT_KERNELS(isa_avx512)
 XLA_CPU_DECLARE_DOT_KERNELS(isa_avx512_vnni)
 XLA_CPU_DECLARE_DOT_KERNELS(isa_avx512_vnni_bf16)
+XLA_CPU_DECLARE_DOT_KERNELS(isa_amx)
 #endif
 
 // One ISA variant's kernels.
 struct IsaKernels {
-  const char* name;  // "baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16"
+  const char* name;  // "baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16", "amx"
   decltype(&isa_baseline::MatmulF32) matmul_f32;
   decltype(&isa_baseline::MatmulF64) matmul_f64;
   decltype(&isa_baseline::MatmulS32) matmul_s32;

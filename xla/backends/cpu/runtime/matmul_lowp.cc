@@ -18,6 +18,18 @@
 //   that every product of two elements is a multiple of 2^-126, so is
 //   every partial sum, and no denormal ever arises (the result is f32
 //   GEMM's, up to summation order).
+// * The amx variant runs the same GEMM on AMX tiles where the product has
+//   at least 16 rows (TDPBSUD: s8 x u8, the same + 128 on the rhs and the
+//   same correction; TDPBF16PS, which flushes denormals as VDPBF16PS does,
+//   so the same check for tiny elements applies): per 32 x 32 block of the
+//   output, four accumulator tiles of 16 x 16, two lhs tiles of 16 rows
+//   and two rhs tiles, 16 k groups per step (64 bytes of k). The rhs is
+//   packed exactly as above (a strip's 32 columns are two rhs tiles of
+//   16, 128 bytes apart), with k groups padded with zeros to a multiple of
+//   16; the lhs rows are copied row-major with zeros past m and k. Built
+//   with XLA_CPU_AMX_EMULATE (amx_emulated_test only) the tile
+//   instructions are computed in software, so the tiling is tested on any
+//   CPU with avx512_vnni_bf16.
 // * Otherwise the operands are widened (s8 to f32 while k <= 1024, where
 //   every partial sum is an integer below 2^24, to f64 while they stay
 //   below 2^31, else to s32; bf16 to f32) and the process's GEMM of that
@@ -39,6 +51,10 @@
 #define XLA_CPU_DOT_PRODUCT_GEMM 1  // the s8 GEMM (avx512_vnni and wider)
 #if defined(__AVX512BF16__)
 #define XLA_CPU_BF16_GEMM 1  // and the bf16 one (avx512_vnni_bf16)
+#if (defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AMX_BF16__)) || \
+    defined(XLA_CPU_AMX_EMULATE)
+#define XLA_CPU_TILE_GEMM 1  // both on AMX tiles (amx)
+#endif
 #endif
 #endif
 
@@ -173,6 +189,111 @@ struct Bf16Kind {
 };
 #endif  // XLA_CPU_BF16_GEMM
 
+#if defined(XLA_CPU_TILE_GEMM)
+// AMX tiles: eight registers of up to 16 rows x 64 bytes, configured
+// (LDTILECFG) all alike here, 16 x 64. Tiles 0-3 accumulate a 32 x 32
+// block of the output ([rows 0-15, 16-31] x [columns 0-15, 16-31]), 4 and
+// 5 hold 16 lhs rows each, 6 and 7 16 columns of the rhs strip each.
+constexpr int kTileRows = 16;
+constexpr int kTileBytes = 64;
+constexpr int64_t kTileGroups = 16;  // k groups per tile step
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+#if defined(XLA_CPU_AMX_EMULATE)
+// The tile instructions in software (their documented semantics), for
+// testing the tiling on CPUs without AMX.
+namespace emulated_tiles {
+thread_local uint8_t tile[8][kTileRows][kTileBytes];
+inline void Load(int t, const void* base, int64_t stride) {
+  for (int r = 0; r < kTileRows; ++r) {
+    std::memcpy(tile[t][r], static_cast<const char*>(base) + r * stride, kTileBytes);
+  }
+}
+inline void Store(int t, void* base, int64_t stride) {
+  for (int r = 0; r < kTileRows; ++r) {
+    std::memcpy(static_cast<char*>(base) + r * stride, tile[t][r], kTileBytes);
+  }
+}
+inline void Zero(int t) { std::memset(tile[t], 0, sizeof tile[t]); }
+// TDPBSUD: c[i][j] += sum over 4-byte groups g of a.s8[i][4g + t] * b.u8[g][4j + t].
+inline void DotS8U8(int c, int a, int b) {
+  for (int i = 0; i < kTileRows; ++i) {
+    for (int j = 0; j < kTileBytes / 4; ++j) {
+      uint32_t acc;
+      std::memcpy(&acc, &tile[c][i][4 * j], 4);
+      for (int g = 0; g < kTileRows; ++g) {
+        for (int t = 0; t < 4; ++t) {
+          acc += static_cast<uint32_t>(static_cast<int8_t>(tile[a][i][4 * g + t]) *
+                                       static_cast<int32_t>(tile[b][g][4 * j + t]));
+        }
+      }
+      std::memcpy(&tile[c][i][4 * j], &acc, 4);
+    }
+  }
+}
+// TDPBF16PS: c.f32[i][j] += sum over pairs g of a.bf16[i][2g + t] * b.bf16[g][2j + t].
+inline void DotBf16(int c, int a, int b) {
+  auto bf16 = [](const uint8_t* p) {
+    uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return Bf16ToF32(bits);
+  };
+  for (int i = 0; i < kTileRows; ++i) {
+    for (int j = 0; j < kTileBytes / 4; ++j) {
+      float acc;
+      std::memcpy(&acc, &tile[c][i][4 * j], 4);
+      for (int g = 0; g < kTileRows; ++g) {
+        for (int t = 0; t < 2; ++t) {
+          acc += bf16(&tile[a][i][4 * g + 2 * t]) * bf16(&tile[b][g][4 * j + 2 * t]);
+        }
+      }
+      std::memcpy(&tile[c][i][4 * j], &acc, 4);
+    }
+  }
+}
+}  // namespace emulated_tiles
+#define XLA_CPU_TILE_CONFIGURE(config) (void)(config)
+#define XLA_CPU_TILE_RELEASE() (void)0
+#define XLA_CPU_TILE_ZERO(t) emulated_tiles::Zero(t)
+#define XLA_CPU_TILE_LOAD(t, base, stride) emulated_tiles::Load(t, base, stride)
+#define XLA_CPU_TILE_STORE(t, base, stride) emulated_tiles::Store(t, base, stride)
+#define XLA_CPU_TILE_DPBSUD(c, a, b) emulated_tiles::DotS8U8(c, a, b)
+#define XLA_CPU_TILE_DPBF16PS(c, a, b) emulated_tiles::DotBf16(c, a, b)
+#else
+// The intrinsics are asm statements that name only registers: the barrier
+// makes the compiler complete the stores of the configuration and of the
+// packed operands before the instructions that read them.
+#define XLA_CPU_TILE_CONFIGURE(config)  \
+  do {                                  \
+    __asm__ volatile("" ::: "memory");  \
+    _tile_loadconfig(config);           \
+  } while (0)
+#define XLA_CPU_TILE_RELEASE() _tile_release()
+#define XLA_CPU_TILE_ZERO(t) _tile_zero(t)
+#define XLA_CPU_TILE_LOAD(t, base, stride) _tile_loadd(t, base, stride)
+#define XLA_CPU_TILE_STORE(t, base, stride) _tile_stored(t, base, stride)
+#define XLA_CPU_TILE_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
+#define XLA_CPU_TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
+#endif
+
+// Loads the configuration above into this thread's tile registers.
+void ConfigureTiles() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.colsb[t] = kTileBytes;
+    config.rows[t] = kTileRows;
+  }
+  XLA_CPU_TILE_CONFIGURE(&config);
+}
+#endif  // XLA_CPU_TILE_GEMM
+
 template <typename Kind>
 struct Gemm {
   using In = typename Kind::In;
@@ -185,7 +306,8 @@ struct Gemm {
   Out* out;
   int64_t batch, m, k, n;
   bool transpose_lhs, transpose_rhs;
-  int64_t groups;      // k groups, k rounded up to G
+  bool tiles;          // on AMX tiles (amx only)
+  int64_t groups;      // k groups, k rounded up to G (and to kTileGroups on tiles)
   int64_t strips;      // column strips of kNr
   int64_t row_blocks;  // blocks of kMc rows
   int64_t col_blocks;  // blocks of strips_per_task strips
@@ -362,28 +484,124 @@ struct Gemm {
     }
     const Acc acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                              {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
+    for (int r = 0; r < rows; ++r) StoreRow(acc[r], c + r * ldc, cols, accumulate, sums[r]);
+  }
+
+  // Stores (or adds) 32 accumulated columns of one output row, the first
+  // `cols` of them, less 128 * sum (s8).
+  static inline __attribute__((always_inline)) void StoreRow(const typename Kind::Acc acc[2],
+                                                             Out* row, int cols, bool accumulate,
+                                                             int32_t sum) {
     const __mmask16 mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
     const __mmask16 mask1 =
         cols >= 32 ? __mmask16(0xFFFF)
                    : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
-    for (int r = 0; r < rows; ++r) {
-      Out* row = c + r * ldc;
-      for (int h = 0; h < 2; ++h) {
-        const __mmask16 mask = h == 0 ? mask0 : mask1;
-        if (mask == 0) continue;
-        if constexpr (G == 4) {
-          __m512i v = _mm512_sub_epi32(acc[r][h], _mm512_set1_epi32(static_cast<int32_t>(
-                                                      static_cast<uint32_t>(sums[r]) << 7)));
-          if (accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, row + 16 * h));
-          _mm512_mask_storeu_epi32(row + 16 * h, mask, v);
-        } else {
-          __m512 v = acc[r][h];
-          if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, row + 16 * h));
-          _mm512_mask_storeu_ps(row + 16 * h, mask, v);
-        }
+    for (int h = 0; h < 2; ++h) {
+      const __mmask16 mask = h == 0 ? mask0 : mask1;
+      if (mask == 0) continue;
+      if constexpr (G == 4) {
+        __m512i v = _mm512_sub_epi32(
+            acc[h], _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(sum) << 7)));
+        if (accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, row + 16 * h));
+        _mm512_mask_storeu_epi32(row + 16 * h, mask, v);
+      } else {
+        __m512 v = acc[h];
+        if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, row + 16 * h));
+        _mm512_mask_storeu_ps(row + 16 * h, mask, v);
       }
     }
   }
+
+#if defined(XLA_CPU_TILE_GEMM)
+  // The lhs for tiles: rows [i_begin, i_end) and k groups [g0, g1) of
+  // product b's lhs row-major into dst (row r at dst + r * (g1 - g0) * G),
+  // zeros past k and in the rows up to the next multiple of 32; sums[r] =
+  // the sum of row r's elements there (used by s8 only).
+  void PackLhsRows(const In* a, int64_t i_begin, int64_t i_end, int64_t g0, int64_t g1,
+                   Packed* dst, int32_t* sums) const {
+    const int64_t width = (g1 - g0) * G;
+    const int64_t p0 = g0 * G, p1 = std::min(k, g1 * G);  // p0 < k: g0 is a real group
+    const int64_t rows = i_end - i_begin;
+    const int64_t padded = (rows + 2 * kTileRows - 1) / (2 * kTileRows) * (2 * kTileRows);
+    if (!transpose_lhs) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const In* row = a + (i_begin + r) * k;
+        std::memcpy(dst + r * width, row + p0, static_cast<size_t>(p1 - p0) * sizeof(Packed));
+      }
+    } else {
+      for (int64_t p = p0; p < p1; ++p) {
+        const In* column = a + p * m + i_begin;
+        for (int64_t r = 0; r < rows; ++r) dst[r * width + (p - p0)] = Kind::Lhs(column[r]);
+      }
+    }
+    for (int64_t r = 0; r < padded; ++r) {
+      Packed* d = dst + r * width;
+      if (r >= rows) {
+        std::fill(d, d + width, Packed(0));
+        sums[r] = 0;
+        continue;
+      }
+      std::fill(d + (p1 - p0), d + width, Packed(0));
+      int32_t sum = 0;
+      if constexpr (G == 4) {
+        for (int64_t p = 0; p < p1 - p0; ++p) sum += static_cast<int8_t>(d[p]);
+      }
+      sums[r] = sum;
+    }
+  }
+
+  // out[i0.., j0..] (rows <= 32, cols <= 32 valid) = or += the product of
+  // 32 rows of lhs packed by PackLhsRows (row stride lda bytes, k groups
+  // from its start) and an rhs strip over `count` k groups (a multiple of
+  // kTileGroups), less 128 * sums (s8). Tiles must be configured.
+  static void TileKernel(const Packed* a, int64_t lda, const Packed* b, int64_t count, Out* c,
+                         int64_t ldc, int rows, int cols, bool accumulate, const int32_t* sums) {
+    constexpr int64_t kStrip = kNr * G * sizeof(Packed);  // bytes per k group of a strip
+    const char* a_bytes = reinterpret_cast<const char*>(a);
+    const char* b_bytes = reinterpret_cast<const char*>(b);
+    XLA_CPU_TILE_ZERO(0);
+    XLA_CPU_TILE_ZERO(1);
+    XLA_CPU_TILE_ZERO(2);
+    XLA_CPU_TILE_ZERO(3);
+    __asm__ volatile("" ::: "memory");  // the packed operands are stored
+    for (int64_t g = 0; g < count; g += kTileGroups) {
+      const char* at = a_bytes + g * G * sizeof(Packed);
+      const char* bt = b_bytes + g * kStrip;
+      XLA_CPU_TILE_LOAD(4, at, lda);
+      XLA_CPU_TILE_LOAD(5, at + kTileRows * lda, lda);
+      XLA_CPU_TILE_LOAD(6, bt, kStrip);
+      XLA_CPU_TILE_LOAD(7, bt + kTileBytes, kStrip);
+      if constexpr (G == 4) {
+        XLA_CPU_TILE_DPBSUD(0, 4, 6);
+        XLA_CPU_TILE_DPBSUD(1, 4, 7);
+        XLA_CPU_TILE_DPBSUD(2, 5, 6);
+        XLA_CPU_TILE_DPBSUD(3, 5, 7);
+      } else {
+        XLA_CPU_TILE_DPBF16PS(0, 4, 6);
+        XLA_CPU_TILE_DPBF16PS(1, 4, 7);
+        XLA_CPU_TILE_DPBF16PS(2, 5, 6);
+        XLA_CPU_TILE_DPBF16PS(3, 5, 7);
+      }
+    }
+    alignas(64) Out block[2 * kTileRows][kNr];
+    constexpr int64_t kBlockRow = kNr * sizeof(Out);
+    XLA_CPU_TILE_STORE(0, &block[0][0], kBlockRow);
+    XLA_CPU_TILE_STORE(1, &block[0][16], kBlockRow);
+    XLA_CPU_TILE_STORE(2, &block[kTileRows][0], kBlockRow);
+    XLA_CPU_TILE_STORE(3, &block[kTileRows][16], kBlockRow);
+    for (int r = 0; r < rows; ++r) {
+      typename Kind::Acc acc[2];
+      for (int h = 0; h < 2; ++h) {
+        if constexpr (G == 4) {
+          acc[h] = _mm512_load_si512(&block[r][16 * h]);
+        } else {
+          acc[h] = _mm512_load_ps(&block[r][16 * h]);
+        }
+      }
+      StoreRow(acc, c + r * ldc, cols, accumulate, sums[r]);
+    }
+  }
+#endif  // XLA_CPU_TILE_GEMM
 
   // One task: rows [rb * kMc, +kMc) and strips [cb * strips_per_task, ...)
   // of product b.
@@ -398,9 +616,16 @@ struct Gemm {
     for (int64_t g0 = 0; g0 < groups; g0 += block_groups) {
       const int64_t g1 = std::min(groups, g0 + block_groups);
       const int64_t count = g1 - g0;
-      int64_t panels = 0;
-      for (int64_t i0 = i_begin; i0 < i_end; i0 += kMr, ++panels) {
-        PackLhsPanel(a, i0, g0, g1, panel + panels * count * kMr * G, sums + panels * kMr);
+#if defined(XLA_CPU_TILE_GEMM)
+      if (tiles) {
+        PackLhsRows(a, i_begin, i_end, g0, g1, panel, sums);
+      } else
+#endif
+      {
+        int64_t panels = 0;
+        for (int64_t i0 = i_begin; i0 < i_end; i0 += kMr, ++panels) {
+          PackLhsPanel(a, i0, g0, g1, panel + panels * count * kMr * G, sums + panels * kMr);
+        }
       }
       for (int64_t s = s_begin; s < s_end; ++s) {
         const Packed* strip;
@@ -417,6 +642,17 @@ struct Gemm {
         }
         const int64_t j0 = s * kNr;
         const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
+#if defined(XLA_CPU_TILE_GEMM)
+        if (tiles) {
+          const int64_t lda = count * G * static_cast<int64_t>(sizeof(Packed));
+          for (int64_t i0 = i_begin; i0 < i_end; i0 += 2 * kTileRows) {
+            TileKernel(panel + (i0 - i_begin) * count * G, lda, strip, count, c + i0 * n + j0, n,
+                       static_cast<int>(std::min<int64_t>(2 * kTileRows, i_end - i0)), cols,
+                       g0 > 0, sums + (i0 - i_begin));
+          }
+          continue;
+        }
+#endif
         int64_t p = 0;
         for (int64_t i0 = i_begin; i0 < i_end; i0 += kMr, ++p) {
           (m == 1 ? MicroKernel<1> : MicroKernel<kMr>)(
@@ -429,6 +665,9 @@ struct Gemm {
 
   void Run() {
     groups = (k + G - 1) / G;
+#if defined(XLA_CPU_TILE_GEMM)
+    if (tiles) groups = (groups + kTileGroups - 1) / kTileGroups * kTileGroups;
+#endif
     strips = (n + kNr - 1) / kNr;
     row_blocks = (m + kMc - 1) / kMc;
     // Enough tasks for every thread to get several where the rows alone
@@ -472,12 +711,18 @@ struct Gemm {
       std::vector<int32_t> sums(kMc);
       std::vector<Packed> strip(self.packed_rhs == nullptr ? kPackStrips * block_groups * kNr * G
                                                            : 0);
+#if defined(XLA_CPU_TILE_GEMM)
+      if (self.tiles) ConfigureTiles();
+#endif
       for (int64_t t = begin; t < end; ++t) {
         const int64_t cb = t % self.col_blocks;
         const int64_t rb = (t / self.col_blocks) % self.row_blocks;
         const int64_t b = t / (self.col_blocks * self.row_blocks);
         self.Task(b, rb, cb, panel.data(), sums.data(), strip.data());
       }
+#if defined(XLA_CPU_TILE_GEMM)
+      if (self.tiles) XLA_CPU_TILE_RELEASE();
+#endif
     };
     const int64_t tasks = batch * row_blocks * col_blocks;
     if (parallel) {
@@ -562,6 +807,17 @@ bool RunGemv(const typename Kind::In* lhs, const typename Kind::In* rhs, typenam
   return true;
 }
 
+// Whether a product of m rows runs on tiles: on AMX (amx) with at least 16
+// rows (a tile's); fewer use the vector kernels.
+[[maybe_unused]] bool OnTiles(int64_t m) {
+#if defined(XLA_CPU_TILE_GEMM)
+  return m >= kTileRows;
+#else
+  (void)m;
+  return false;
+#endif
+}
+
 #if defined(XLA_CPU_BF16_GEMM)
 // Whether a bf16 array has a nonzero element of magnitude below 2^-56
 // (biased exponent below 71), which the dot-product GEMM could flush.
@@ -596,7 +852,7 @@ void MatmulS8S32(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t bat
     transpose_rhs = !tl;
   }
   if (RunGemv<S8Kind>(lhs, rhs, out, batch, m, k, n, transpose_rhs)) return;
-  Gemm<S8Kind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs}.Run();
+  Gemm<S8Kind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs, OnTiles(m)}.Run();
 #else
   WidenedS8(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
 #endif
@@ -631,7 +887,7 @@ void MatmulBf16F32(const void* lhs_bits, const void* rhs_bits, float* out, int64
         return;
       }
     } else if (!HasTinyBf16(lhs, batch * m * k) && !HasTinyBf16(rhs, batch * k * n)) {
-      Gemm<Bf16Kind>{a, b, out, batch, rows, k, cols, ta, tb}.Run();
+      Gemm<Bf16Kind>{a, b, out, batch, rows, k, cols, ta, tb, OnTiles(rows)}.Run();
       return;
     }
   }
