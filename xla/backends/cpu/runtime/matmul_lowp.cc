@@ -149,6 +149,7 @@ struct S8Kind {
   static uint64_t Tiny(__m512i) { return 0; }
   static Out ExactRow(const In*, const In*, int64_t) { return 0; }
   static Packed Lhs(In x) { return static_cast<Packed>(x); }
+  static constexpr bool kTiles = false;
 };
 
 #if defined(XLA_CPU_BF16_GEMM)
@@ -186,6 +187,7 @@ struct Bf16Kind {
     return sum;
   }
   static Packed Lhs(In x) { return x; }
+  static constexpr bool kTiles = false;
 };
 #endif  // XLA_CPU_BF16_GEMM
 
@@ -222,8 +224,8 @@ inline void Store(int t, void* base, int64_t stride) {
   }
 }
 inline void Zero(int t) { std::memset(tile[t], 0, sizeof tile[t]); }
-// TDPBSUD: c[i][j] += sum over 4-byte groups g of a.s8[i][4g + t] * b.u8[g][4j + t].
-inline void DotS8U8(int c, int a, int b) {
+// TDPBSSD: c[i][j] += sum over 4-byte groups g of a.s8[i][4g + t] * b.s8[g][4j + t].
+inline void DotS8S8(int c, int a, int b) {
   for (int i = 0; i < kTileRows; ++i) {
     for (int j = 0; j < kTileBytes / 4; ++j) {
       uint32_t acc;
@@ -231,7 +233,7 @@ inline void DotS8U8(int c, int a, int b) {
       for (int g = 0; g < kTileRows; ++g) {
         for (int t = 0; t < 4; ++t) {
           acc += static_cast<uint32_t>(static_cast<int8_t>(tile[a][i][4 * g + t]) *
-                                       static_cast<int32_t>(tile[b][g][4 * j + t]));
+                                       static_cast<int8_t>(tile[b][g][4 * j + t]));
         }
       }
       std::memcpy(&tile[c][i][4 * j], &acc, 4);
@@ -264,7 +266,7 @@ inline void DotBf16(int c, int a, int b) {
 #define XLA_CPU_TILE_ZERO(t) emulated_tiles::Zero(t)
 #define XLA_CPU_TILE_LOAD(t, base, stride) emulated_tiles::Load(t, base, stride)
 #define XLA_CPU_TILE_STORE(t, base, stride) emulated_tiles::Store(t, base, stride)
-#define XLA_CPU_TILE_DPBSUD(c, a, b) emulated_tiles::DotS8U8(c, a, b)
+#define XLA_CPU_TILE_DPBSSD(c, a, b) emulated_tiles::DotS8S8(c, a, b)
 #define XLA_CPU_TILE_DPBF16PS(c, a, b) emulated_tiles::DotBf16(c, a, b)
 #else
 // The intrinsics are asm statements that name only registers: the barrier
@@ -279,7 +281,7 @@ inline void DotBf16(int c, int a, int b) {
 #define XLA_CPU_TILE_ZERO(t) _tile_zero(t)
 #define XLA_CPU_TILE_LOAD(t, base, stride) _tile_loadd(t, base, stride)
 #define XLA_CPU_TILE_STORE(t, base, stride) _tile_stored(t, base, stride)
-#define XLA_CPU_TILE_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
+#define XLA_CPU_TILE_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
 #define XLA_CPU_TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
 #endif
 
@@ -292,6 +294,17 @@ void ConfigureTiles() {
   }
   XLA_CPU_TILE_CONFIGURE(&config);
 }
+
+// The products on tiles. s8 runs on TDPBSSD (s8 x s8), so its rhs is
+// packed as it is (no + 128, no correction); bf16 as the vector GEMM's.
+struct S8TileKind : S8Kind {
+  static Packed Rhs(In x) { return static_cast<Packed>(x); }
+  static constexpr uint32_t kRhsFlip = 0;
+  static constexpr bool kTiles = true;
+};
+struct Bf16TileKind : Bf16Kind {
+  static constexpr bool kTiles = true;
+};
 #endif  // XLA_CPU_TILE_GEMM
 
 template <typename Kind>
@@ -306,7 +319,6 @@ struct Gemm {
   Out* out;
   int64_t batch, m, k, n;
   bool transpose_lhs, transpose_rhs;
-  bool tiles;          // on AMX tiles (amx only)
   int64_t groups;      // k groups, k rounded up to G (and to kTileGroups on tiles)
   int64_t strips;      // column strips of kNr
   int64_t row_blocks;  // blocks of kMc rows
@@ -333,7 +345,7 @@ struct Gemm {
     for (int64_t g = g0; g < g1; ++g, dst += kNr * G) {
       const int64_t p0 = g * G;
       if (!transpose_rhs && cols == kNr && p0 + G <= k) {
-        PackRowMajorGroup(src + p0 * n + j0, dst);
+        Interleave<Kind::kRhsFlip != 0>(src + p0 * n + j0, n, dst);
         continue;
       }
       if (transpose_rhs && p0 + G <= k) {  // each column's G values: one 32-bit word
@@ -366,20 +378,22 @@ struct Gemm {
     const In* src = rhs + b * k * n;
     for (int64_t g = g0; g < g1; ++g) {
       for (int64_t s = s0; s < s1; ++s) {
-        PackRowMajorGroup(src + g * G * n + s * kNr, dst + (s - s0) * block + (g - g0) * kNr * G);
+        Interleave<Kind::kRhsFlip != 0>(src + g * G * n + s * kNr, n,
+                                        dst + (s - s0) * block + (g - g0) * kNr * G);
       }
     }
   }
 
-  // G rows of 32 columns of a row-major rhs (row stride n) interleaved into
-  // [32 columns][G].
-  void PackRowMajorGroup(const In* src, Packed* dst) const {
+  // G rows of 32 columns (row stride `stride`) interleaved into [32
+  // columns][G], + 128 on each byte where kFlip (s8's rhs).
+  template <bool kFlip>
+  static void Interleave(const In* src, int64_t stride, Packed* dst) {
     if constexpr (G == 4) {
-      const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+      const __m128i flip = _mm_set1_epi8(static_cast<char>(kFlip ? 0x80 : 0));
       for (int h = 0; h < 2; ++h) {
         auto row = [&](int t) {
           return _mm_xor_si128(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t * n + 16 * h)), flip);
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t * stride + 16 * h)), flip);
         };
         const __m128i x0 = row(0), x1 = row(1), x2 = row(2), x3 = row(3);
         const __m128i t01l = _mm_unpacklo_epi8(x0, x1), t01h = _mm_unpackhi_epi8(x0, x1);
@@ -393,7 +407,8 @@ struct Gemm {
     } else {
       for (int c = 0; c < 4; ++c) {
         const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 8 * c));
-        const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + n + 8 * c));
+        const __m128i x1 =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + stride + 8 * c));
         __m128i* d = reinterpret_cast<__m128i*>(dst + 16 * c);
         _mm_storeu_si128(d + 0, _mm_unpacklo_epi16(x0, x1));
         _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(x0, x1));
@@ -513,57 +528,71 @@ struct Gemm {
   }
 
 #if defined(XLA_CPU_TILE_GEMM)
-  // The lhs for tiles: rows [i_begin, i_end) and k groups [g0, g1) of
-  // product b's lhs row-major into dst (row r at dst + r * (g1 - g0) * G),
-  // zeros past k and in the rows up to the next multiple of 32; sums[r] =
-  // the sum of row r's elements there (used by s8 only).
+  // The lhs for tiles: rows [i_begin, i_end) and k groups [g0, g1) of the
+  // lhs `a` row-major into dst (row r at dst + r * (g1 - g0) * G), zeros
+  // past k and in the rows up to the next multiple of 32. A transposed lhs
+  // ([k][m]) is interleaved 32 rows by G k at a time as the rhs is.
   void PackLhsRows(const In* a, int64_t i_begin, int64_t i_end, int64_t g0, int64_t g1,
-                   Packed* dst, int32_t* sums) const {
+                   Packed* dst) const {
     const int64_t width = (g1 - g0) * G;
     const int64_t p0 = g0 * G, p1 = std::min(k, g1 * G);  // p0 < k: g0 is a real group
     const int64_t rows = i_end - i_begin;
     const int64_t padded = (rows + 2 * kTileRows - 1) / (2 * kTileRows) * (2 * kTileRows);
     if (!transpose_lhs) {
       for (int64_t r = 0; r < rows; ++r) {
-        const In* row = a + (i_begin + r) * k;
-        std::memcpy(dst + r * width, row + p0, static_cast<size_t>(p1 - p0) * sizeof(Packed));
+        std::memcpy(dst + r * width, a + (i_begin + r) * k + p0,
+                    static_cast<size_t>(p1 - p0) * sizeof(Packed));
       }
     } else {
-      for (int64_t p = p0; p < p1; ++p) {
+      const int64_t full_groups = (p1 - p0) / G;  // groups with all G of their k
+      int64_t r = 0;
+      for (; r + kNr <= rows; r += kNr) {
+        Packed words[kNr * G];
+        for (int64_t g = 0; g < full_groups; ++g) {
+          Interleave<false>(a + (p0 + g * G) * m + i_begin + r, m, words);
+          for (int j = 0; j < kNr; ++j) {
+            std::memcpy(dst + (r + j) * width + g * G, words + j * G, G * sizeof(Packed));
+          }
+        }
+      }
+      for (int64_t p = p0; p < p1; ++p) {  // the rest: rows past the last 32, k past the groups
         const In* column = a + p * m + i_begin;
-        for (int64_t r = 0; r < rows; ++r) dst[r * width + (p - p0)] = Kind::Lhs(column[r]);
+        const int64_t first = p < p0 + full_groups * G ? r : 0;
+        for (int64_t q = first; q < rows; ++q) dst[q * width + (p - p0)] = Kind::Lhs(column[q]);
       }
     }
-    for (int64_t r = 0; r < padded; ++r) {
-      Packed* d = dst + r * width;
-      if (r >= rows) {
-        std::fill(d, d + width, Packed(0));
-        sums[r] = 0;
-        continue;
-      }
-      std::fill(d + (p1 - p0), d + width, Packed(0));
-      int32_t sum = 0;
-      if constexpr (G == 4) {
-        for (int64_t p = 0; p < p1 - p0; ++p) sum += static_cast<int8_t>(d[p]);
-      }
-      sums[r] = sum;
+    for (int64_t q = 0; q < padded; ++q) {
+      Packed* d = dst + q * width;
+      std::fill(d + (q < rows ? p1 - p0 : 0), d + width, Packed(0));
     }
   }
 
   // out[i0.., j0..] (rows <= 32, cols <= 32 valid) = or += the product of
   // 32 rows of lhs packed by PackLhsRows (row stride lda bytes, k groups
   // from its start) and an rhs strip over `count` k groups (a multiple of
-  // kTileGroups), less 128 * sums (s8). Tiles must be configured.
+  // kTileGroups). A whole 32 x 32 block accumulates in the output (its
+  // tiles loaded from it, or zeroed, and stored back); a block at an edge
+  // goes through a buffer. Tiles must be configured.
   static void TileKernel(const Packed* a, int64_t lda, const Packed* b, int64_t count, Out* c,
-                         int64_t ldc, int rows, int cols, bool accumulate, const int32_t* sums) {
+                         int64_t ldc, int rows, int cols, bool accumulate) {
+    static_assert(Kind::kRhsFlip == 0, "tiles multiply s8 by s8: no correction");
     constexpr int64_t kStrip = kNr * G * sizeof(Packed);  // bytes per k group of a strip
     const char* a_bytes = reinterpret_cast<const char*>(a);
     const char* b_bytes = reinterpret_cast<const char*>(b);
-    XLA_CPU_TILE_ZERO(0);
-    XLA_CPU_TILE_ZERO(1);
-    XLA_CPU_TILE_ZERO(2);
-    XLA_CPU_TILE_ZERO(3);
-    __asm__ volatile("" ::: "memory");  // the packed operands are stored
+    const bool whole = rows == 2 * kTileRows && cols == kNr;
+    const int64_t ldc_bytes = ldc * static_cast<int64_t>(sizeof(Out));
+    __asm__ volatile("" ::: "memory");  // the packed operands and c are stored
+    if (whole && accumulate) {
+      XLA_CPU_TILE_LOAD(0, c, ldc_bytes);
+      XLA_CPU_TILE_LOAD(1, c + 16, ldc_bytes);
+      XLA_CPU_TILE_LOAD(2, c + kTileRows * ldc, ldc_bytes);
+      XLA_CPU_TILE_LOAD(3, c + kTileRows * ldc + 16, ldc_bytes);
+    } else {
+      XLA_CPU_TILE_ZERO(0);
+      XLA_CPU_TILE_ZERO(1);
+      XLA_CPU_TILE_ZERO(2);
+      XLA_CPU_TILE_ZERO(3);
+    }
     for (int64_t g = 0; g < count; g += kTileGroups) {
       const char* at = a_bytes + g * G * sizeof(Packed);
       const char* bt = b_bytes + g * kStrip;
@@ -572,16 +601,23 @@ struct Gemm {
       XLA_CPU_TILE_LOAD(6, bt, kStrip);
       XLA_CPU_TILE_LOAD(7, bt + kTileBytes, kStrip);
       if constexpr (G == 4) {
-        XLA_CPU_TILE_DPBSUD(0, 4, 6);
-        XLA_CPU_TILE_DPBSUD(1, 4, 7);
-        XLA_CPU_TILE_DPBSUD(2, 5, 6);
-        XLA_CPU_TILE_DPBSUD(3, 5, 7);
+        XLA_CPU_TILE_DPBSSD(0, 4, 6);
+        XLA_CPU_TILE_DPBSSD(1, 4, 7);
+        XLA_CPU_TILE_DPBSSD(2, 5, 6);
+        XLA_CPU_TILE_DPBSSD(3, 5, 7);
       } else {
         XLA_CPU_TILE_DPBF16PS(0, 4, 6);
         XLA_CPU_TILE_DPBF16PS(1, 4, 7);
         XLA_CPU_TILE_DPBF16PS(2, 5, 6);
         XLA_CPU_TILE_DPBF16PS(3, 5, 7);
       }
+    }
+    if (whole) {
+      XLA_CPU_TILE_STORE(0, c, ldc_bytes);
+      XLA_CPU_TILE_STORE(1, c + 16, ldc_bytes);
+      XLA_CPU_TILE_STORE(2, c + kTileRows * ldc, ldc_bytes);
+      XLA_CPU_TILE_STORE(3, c + kTileRows * ldc + 16, ldc_bytes);
+      return;
     }
     alignas(64) Out block[2 * kTileRows][kNr];
     constexpr int64_t kBlockRow = kNr * sizeof(Out);
@@ -598,7 +634,7 @@ struct Gemm {
           acc[h] = _mm512_load_ps(&block[r][16 * h]);
         }
       }
-      StoreRow(acc, c + r * ldc, cols, accumulate, sums[r]);
+      StoreRow(acc, c + r * ldc, cols, accumulate, 0);
     }
   }
 #endif  // XLA_CPU_TILE_GEMM
@@ -617,8 +653,8 @@ struct Gemm {
       const int64_t g1 = std::min(groups, g0 + block_groups);
       const int64_t count = g1 - g0;
 #if defined(XLA_CPU_TILE_GEMM)
-      if (tiles) {
-        PackLhsRows(a, i_begin, i_end, g0, g1, panel, sums);
+      if constexpr (Kind::kTiles) {
+        PackLhsRows(a, i_begin, i_end, g0, g1, panel);
       } else
 #endif
       {
@@ -643,12 +679,12 @@ struct Gemm {
         const int64_t j0 = s * kNr;
         const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j0));
 #if defined(XLA_CPU_TILE_GEMM)
-        if (tiles) {
+        if constexpr (Kind::kTiles) {
           const int64_t lda = count * G * static_cast<int64_t>(sizeof(Packed));
           for (int64_t i0 = i_begin; i0 < i_end; i0 += 2 * kTileRows) {
             TileKernel(panel + (i0 - i_begin) * count * G, lda, strip, count, c + i0 * n + j0, n,
                        static_cast<int>(std::min<int64_t>(2 * kTileRows, i_end - i0)), cols,
-                       g0 > 0, sums + (i0 - i_begin));
+                       g0 > 0);
           }
           continue;
         }
@@ -666,7 +702,7 @@ struct Gemm {
   void Run() {
     groups = (k + G - 1) / G;
 #if defined(XLA_CPU_TILE_GEMM)
-    if (tiles) groups = (groups + kTileGroups - 1) / kTileGroups * kTileGroups;
+    if constexpr (Kind::kTiles) groups = (groups + kTileGroups - 1) / kTileGroups * kTileGroups;
 #endif
     strips = (n + kNr - 1) / kNr;
     row_blocks = (m + kMc - 1) / kMc;
@@ -712,7 +748,7 @@ struct Gemm {
       std::vector<Packed> strip(self.packed_rhs == nullptr ? kPackStrips * block_groups * kNr * G
                                                            : 0);
 #if defined(XLA_CPU_TILE_GEMM)
-      if (self.tiles) ConfigureTiles();
+      if constexpr (Kind::kTiles) ConfigureTiles();
 #endif
       for (int64_t t = begin; t < end; ++t) {
         const int64_t cb = t % self.col_blocks;
@@ -721,7 +757,7 @@ struct Gemm {
         self.Task(b, rb, cb, panel.data(), sums.data(), strip.data());
       }
 #if defined(XLA_CPU_TILE_GEMM)
-      if (self.tiles) XLA_CPU_TILE_RELEASE();
+      if constexpr (Kind::kTiles) XLA_CPU_TILE_RELEASE();
 #endif
     };
     const int64_t tasks = batch * row_blocks * col_blocks;
@@ -807,17 +843,6 @@ bool RunGemv(const typename Kind::In* lhs, const typename Kind::In* rhs, typenam
   return true;
 }
 
-// Whether a product of m rows runs on tiles: on AMX (amx) with at least 16
-// rows (a tile's); fewer use the vector kernels.
-[[maybe_unused]] bool OnTiles(int64_t m) {
-#if defined(XLA_CPU_TILE_GEMM)
-  return m >= kTileRows;
-#else
-  (void)m;
-  return false;
-#endif
-}
-
 #if defined(XLA_CPU_BF16_GEMM)
 // Whether a bf16 array has a nonzero element of magnitude below 2^-56
 // (biased exponent below 71), which the dot-product GEMM could flush.
@@ -852,7 +877,13 @@ void MatmulS8S32(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t bat
     transpose_rhs = !tl;
   }
   if (RunGemv<S8Kind>(lhs, rhs, out, batch, m, k, n, transpose_rhs)) return;
-  Gemm<S8Kind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs, OnTiles(m)}.Run();
+#if defined(XLA_CPU_TILE_GEMM)
+  if (m >= kTileRows) {
+    Gemm<S8TileKind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs}.Run();
+    return;
+  }
+#endif
+  Gemm<S8Kind>{lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs}.Run();
 #else
   WidenedS8(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
 #endif
@@ -887,7 +918,13 @@ void MatmulBf16F32(const void* lhs_bits, const void* rhs_bits, float* out, int64
         return;
       }
     } else if (!HasTinyBf16(lhs, batch * m * k) && !HasTinyBf16(rhs, batch * k * n)) {
-      Gemm<Bf16Kind>{a, b, out, batch, rows, k, cols, ta, tb, OnTiles(rows)}.Run();
+#if defined(XLA_CPU_TILE_GEMM)
+      if (rows >= kTileRows) {
+        Gemm<Bf16TileKind>{a, b, out, batch, rows, k, cols, ta, tb}.Run();
+        return;
+      }
+#endif
+      Gemm<Bf16Kind>{a, b, out, batch, rows, k, cols, ta, tb}.Run();
       return;
     }
   }
