@@ -5,8 +5,8 @@
 # headers), runs the GPU tests on the device and the GPU benchmark (and,
 # with SCALING_TIMEOUT=seconds, benchmarks/thread_scaling.py; with
 # LOWP_TIMEOUT=seconds, the runtime ISA variants' tests and the s8/bf16
-# matmul benchmark under each of the widest variants, at all threads and
-# one; GPU=0 skips the GPU's tests and benchmark), and leaves logs in $OUT
+# matmul benchmark under each of the two widest variants (or those
+# LOWP_ISAS names), at all threads and one; GPU=0 skips the GPU's tests and benchmark), and leaves logs in $OUT
 # (default /tmp/gpu_check).
 #
 #   EIGEN=/usr/include/eigen3 tools/gpu_device_check.sh [PYTHON]
@@ -63,7 +63,7 @@ fi
 if [ -n "${LOWP_TIMEOUT:-}" ]; then
   timeout "$LOWP_TIMEOUT" "$PY" -m pytest -q -p no:cacheprovider -rs tests/cpu/test_cpu_isa.py \
       tests/cpu/test_cpu_low_precision_dots.py 2>&1 | tee "$OUT/lowp_tests.log" | tail -15
-  for isa in $("$PY" -c "from xla import _core; print(*_core.cpu_runtime_isas()[-2:])"); do
+  for isa in ${LOWP_ISAS:-$("$PY" -c "from xla import _core; print(*_core.cpu_runtime_isas()[-2:])")}; do
     for threads in 0 1; do
       echo "== XLA_CPU_RUNTIME_ISA=$isa threads=${threads/#0/all}"
       PYTHONPATH=$PWD XLA_CPU_RUNTIME_ISA=$isa timeout "$LOWP_TIMEOUT" "$PY" \
