@@ -132,7 +132,7 @@ def _while(ctx, cond_fun, body_fun, init, treedef, trip_count, rebound):
         body_root = body_b.tuple([t.op for t in new] + passthrough)
     if checked_cond:
         # A condition that reads the predicate the body computed (the one
-        # traced above, which raised nothing, is dropped).
+        # traced first, whose code had nowhere to go, is dropped).
         cond_b = b.sub_builder("while_cond")
         cond_p = shared.new_param(cond_b)
         pred = Tracer(cond_b.get_tuple_element(cond_p, carried_pred))
