@@ -60,8 +60,9 @@ class CallPlan:
             p.is_array and p.dtype == s.dtype and tuple(p.dimensions) == tuple(s.shape)
             for p, s in zip(params, specs))
         exact = exact and all(leaves[k].dtype == specs[k].dtype for k in self.arrays)
-        # A scalar updated in place (s += 1) is never written into: _run.
-        exact = exact and all(i in self.arrays for i in self.in_place)
+        # A scalar updated in place (s += 1) is never written into, and an
+        # output that is a view of an argument is made by _run.
+        exact = exact and all(i in self.arrays for i in self.in_place) and not entry.views
         self.run = entry.executable.prepared_call(self.in_place) if exact else None
         self.written, self.n_outputs = entry.written, entry.n_outputs
         self.errors = entry.errors
