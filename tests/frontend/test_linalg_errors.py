@@ -289,6 +289,32 @@ def test_a_while_condition_that_raises_on_values_raises_as_numpy(backend):
         np.testing.assert_array_equal(got, want)
 
 
+def while_in_a_branch_in_a_loop(xs, t, c):
+    out = np.zeros(3)
+    for k in range(xs.shape[0]):
+        x = xs[k]
+        m = np.diag([3.0, 2.0, 1.0])
+        if c > 0:
+            while np.linalg.solve(m, x)[0] > t:
+                x = x / 4
+                m = m - np.diag([1.0, 0.0, 0.0])
+        out = out + x
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_while_condition_check_in_a_branch_in_a_converted_loop(backend):
+    f = xla.jit(while_in_a_branch_in_a_loop, backend=backend, unroll=False)
+    xs = np.ones((12, 3))
+    xs[7] = 0.1             # row 7 ends before its singular test; the others do not
+    assert "conditional(" in f.lower(xs, 0.1, 1.0).as_hlo_text()
+    raises_as_numpy(f, while_in_a_branch_in_a_loop, xs, 0.01, 1.0)
+    for t, c in ((0.1, 1.0), (0.01, -1.0)):
+        np.testing.assert_array_equal(f(xs, t, c), while_in_a_branch_in_a_loop(xs, t, c))
+    xs[:] = 0.1             # every row ends in time at t = 0.01
+    np.testing.assert_array_equal(f(xs, 0.01, 1.0), while_in_a_branch_in_a_loop(xs, 0.01, 1.0))
+
+
 def cholesky_in_body_solve_in_test(x, t, c):
     # NumPy runs the test, then the body, then the test again: which of
     # the two raises first depends on where each fails.
