@@ -104,6 +104,44 @@ ENTRY %main (a: {et}[3,{n},{n}]) -> ({et}[3,{n},{n}], s32[3]) {{
     _check(text, a, rtol=1e-3 if t == "s" else 1e-9, atol=1e-4)
 
 
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("t,dtype,dims", [("f64", np.float64, (0, 0)), ("f32", np.float32, (0, 0)),
+                                          ("f64", np.float64, (2, 0, 0)),
+                                          ("c64", np.complex64, (0, 0))])
+def test_cholesky_of_empty_matrices(lower, t, dtype, dims):
+    # NumPy: np.linalg.cholesky(np.zeros((0, 0))) is a 0 x 0 array (and a
+    # stack of them a stack). The interpreter failed to reshape them.
+    s = ",".join(map(str, dims))
+    text = f"""HloModule m
+ENTRY %main (a: {t}[{s}]) -> {t}[{s}] {{
+  %a = {t}[{s}] parameter(0)
+  ROOT %c = {t}[{s}] cholesky(%a), lower={str(lower).lower()}
+}}
+"""
+    a = np.zeros(dims, dtype)
+    want = np.linalg.cholesky(a)
+    for got in (runtime.compile(parse_hlo_module(text), "cpu").execute(a),
+                Evaluator().evaluate(parse_hlo_module(text), [a])):
+        got = np.asarray(got)
+        assert got.shape == want.shape == dims and got.dtype == dtype
+
+
+@pytest.mark.parametrize("routine,result", [("potrf", "(f64[0,0], s32[])"),
+                                            ("getrf", "(f64[0,0], s32[0], s32[])")])
+def test_lapack_custom_calls_of_an_empty_matrix_on_the_interpreter(routine, result):
+    # LAPACK factors a 0 x 0 matrix with info 0 (NumPy's cholesky and
+    # solve of one succeed); the interpreter failed to reshape it.
+    text = f"""HloModule m
+ENTRY %main (a: f64[0,0]) -> {result} {{
+  %a = f64[0,0] parameter(0)
+  ROOT %c = {result} custom-call(%a), custom_call_target="lapack_d{routine}_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={{uplo = 76 : ui8}}
+}}
+"""
+    out = Evaluator().evaluate(parse_hlo_module(text), [np.zeros((0, 0))])
+    assert np.asarray(out[0]).shape == (0, 0)
+    assert int(np.asarray(out[-1])) == 0
+
+
 @pytest.mark.parametrize("left,lower,unit,trans", list(itertools.product(
     [True, False], [True, False], [True, False], ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"])))
 def test_triangular_solve(left, lower, unit, trans):

@@ -4,11 +4,12 @@ definite (xla/frontend/lax/checks.py): in straight-line code, in converted
 loops and branches, in lax's loops; on every host backend. Expected
 values are NumPy's on the same inputs; the exceptions are NumPy's own
 (type and message, read from NumPy here)."""
+import re
+
 import numpy as np
 import pytest
 
 import xla
-from xla.errors import TracingError
 
 BACKENDS = ["cpu", "interpreter"]
 SINGULAR = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 1.0]])   # row 1 = 2 * row 0
@@ -252,14 +253,134 @@ def test_lax_loops_and_branches_carry_the_error_out(backend):
             jitted(*bad)
 
 
-def test_an_error_check_in_a_while_condition_is_named():
-    def f(a, b):
-        x = b
-        while np.linalg.solve(a, x)[0] > 1.0:
-            x = x / 2
-        return x
-    with pytest.raises(TracingError, match="while loop's condition"):
-        xla.jit(f)(GOOD, B)
+def shrink_while_solvable(x, t):
+    # m's first pivot is 3, 2, 1, then 0 (singular) at the fourth test.
+    m = np.diag([3.0, 2.0, 1.0])
+    while np.linalg.solve(m, x)[0] > t:
+        x = x / 4
+        m = m - np.diag([1.0, 0.0, 0.0])
+    return x, m
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_while_condition_that_raises_on_values_raises_as_numpy(backend):
+    f = xla.jit(shrink_while_solvable, backend=backend)
+    ones = np.ones(3)
+    # The loop state carries the test's outcome, computed before the loop
+    # and at the end of the body: the condition only reads it (and the code).
+    text = f.lower(ones, 0.1).as_hlo_text()
+    entry = text[text.index("\nENTRY"):]
+    (cond,) = re.findall(r" while\(.*condition=(%[\w.]+)", entry)
+    body = text[text.index(f"\n{cond} "):].split("\n}")[0]
+    assert " while(" not in body and "custom-call" not in body
+    assert body.count(" get-tuple-element(") == 2
+    assert re.search(r"ROOT %\S+ = pred\[\] and\(", body)
+    # Tests 1/3, 1/8, 1/16: two iterations, no error.
+    for got, want in zip(f(ones, 0.1), shrink_while_solvable(ones, 0.1)):
+        np.testing.assert_array_equal(got, want)
+    # The first test fails: no iteration.
+    for got, want in zip(f(ones, 0.5), shrink_while_solvable(ones, 0.5)):
+        np.testing.assert_array_equal(got, want)
+    # Three iterations, then the fourth test solves a singular matrix.
+    raises_as_numpy(f, shrink_while_solvable, ones, 0.01)
+    # Singular at the first test (m's pivot is 3: x = 0 keeps it solvable,
+    # and a NaN threshold ends it: no error where NumPy has none).
+    for got, want in zip(f(np.zeros(3), np.nan), shrink_while_solvable(np.zeros(3), np.nan)):
+        np.testing.assert_array_equal(got, want)
+
+
+def while_in_a_branch_in_a_loop(xs, t, c):
+    out = np.zeros(3)
+    for k in range(xs.shape[0]):
+        x = xs[k]
+        m = np.diag([3.0, 2.0, 1.0])
+        if c > 0:
+            while np.linalg.solve(m, x)[0] > t:
+                x = x / 4
+                m = m - np.diag([1.0, 0.0, 0.0])
+        out = out + x
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_while_condition_check_in_a_branch_in_a_converted_loop(backend):
+    f = xla.jit(while_in_a_branch_in_a_loop, backend=backend, unroll=False)
+    xs = np.ones((12, 3))
+    xs[7] = 0.1             # row 7 ends before its singular test; the others do not
+    assert "conditional(" in f.lower(xs, 0.1, 1.0).as_hlo_text()
+    raises_as_numpy(f, while_in_a_branch_in_a_loop, xs, 0.01, 1.0)
+    for t, c in ((0.1, 1.0), (0.01, -1.0)):
+        np.testing.assert_array_equal(f(xs, t, c), while_in_a_branch_in_a_loop(xs, t, c))
+    xs[:] = 0.1             # every row ends in time at t = 0.01
+    np.testing.assert_array_equal(f(xs, 0.01, 1.0), while_in_a_branch_in_a_loop(xs, 0.01, 1.0))
+
+
+def cholesky_in_body_solve_in_test(x, t, c):
+    # NumPy runs the test, then the body, then the test again: which of
+    # the two raises first depends on where each fails.
+    m = np.diag([3.0, 2.0, 1.0])
+    k = 0.0
+    while np.linalg.solve(m, x)[0] > t:
+        x = x / 4 + np.linalg.cholesky(c - k * np.eye(3))[0, 1]    # 0: L is lower
+        m = m - np.diag([1.0, 0.0, 0.0])
+        k += 1.0
+    return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_checks_in_a_while_body_and_its_condition_raise_in_numpys_order(backend):
+    f = xla.jit(cholesky_in_body_solve_in_test, backend=backend)
+    ones = np.ones(3)
+    spd = np.diag([10.0, 10.0, 10.0])
+    # The body's factor fails at its second iteration (k = 1), before the
+    # condition's singular test (the fourth).
+    assert raises_as_numpy(f, cholesky_in_body_solve_in_test, ones, -1e9,
+                           np.diag([10.0, 10.0, 0.5])) == "Matrix is not positive definite"
+    # The body's factor would fail at k = 5, after the singular test.
+    assert raises_as_numpy(f, cholesky_in_body_solve_in_test, ones, -1e9,
+                           np.diag([10.0, 10.0, 4.5])) == "Singular matrix"
+    np.testing.assert_allclose(f(ones, 0.1, spd), cholesky_in_body_solve_in_test(ones, 0.1, spd),
+                               rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_check_in_lax_while_loops_cond_fun(backend):
+    def f(m, x):
+        return xla.lax.while_loop(lambda s: np.linalg.solve(s[0], s[1])[0] > 0.01,
+                                  lambda s: (s[0] - np.diag([1.0, 0.0, 0.0]), s[1] / 4),
+                                  (m, x))
+
+    def numpy_f(m, x):
+        while np.linalg.solve(m, x)[0] > 0.01:
+            m, x = m - np.diag([1.0, 0.0, 0.0]), x / 4
+        return m, x
+
+    jitted = xla.jit(f, backend=backend)
+    raises_as_numpy(jitted, numpy_f, np.diag([3.0, 2.0, 1.0]), np.ones(3))
+    m = np.diag([9.0, 2.0, 1.0])
+    for got, want in zip(jitted(m, np.ones(3)), numpy_f(m, np.ones(3))):
+        np.testing.assert_array_equal(got, want)
+
+
+def branch_on_solve(a, b, t):
+    if t > 5.0:
+        y = b
+    elif np.linalg.solve(a, b)[0] < t:
+        y = b * 2.0
+    else:
+        y = b - 1.0
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_check_in_an_if_or_elif_condition_raises_when_numpy_evaluates_it(backend):
+    f = xla.jit(branch_on_solve, backend=backend)
+    assert "conditional(" in f.lower(GOOD, B, 1.0).as_hlo_text()
+    raises_as_numpy(f, branch_on_solve, SINGULAR, B, 1.0)
+    # t > 5: NumPy never tests the elif, so a singular matrix raises nothing.
+    np.testing.assert_array_equal(f(SINGULAR, B, 6.0), branch_on_solve(SINGULAR, B, 6.0))
+    for t in (1.0, -1.0):
+        np.testing.assert_array_equal(f(GOOD, B, t), branch_on_solve(GOOD, B, t))
 
 
 def double_then_solve(x, a):

@@ -53,13 +53,16 @@ class CallPlan:
         self.in_place = entry.written_in_place
         # The key stands for the dtypes and shapes the executable checks no
         # more only where they are its parameters' (a big-endian array's
-        # key is not: _run converts it).
+        # is not, though its spec is: _run converts it to a native copy,
+        # and writes an update in place back into it).
         params = entry.executable.parameter_shapes
         exact = len(params) == len(specs) and all(
             p.is_array and p.dtype == s.dtype and tuple(p.dimensions) == tuple(s.shape)
             for p, s in zip(params, specs))
-        # A scalar updated in place (s += 1) is never written into: _run.
-        exact = exact and all(i in self.arrays for i in self.in_place)
+        exact = exact and all(leaves[k].dtype == specs[k].dtype for k in self.arrays)
+        # A scalar updated in place (s += 1) is never written into, and an
+        # output that is a view of an argument is made by _run.
+        exact = exact and all(i in self.arrays for i in self.in_place) and not entry.views
         self.run = entry.executable.prepared_call(self.in_place) if exact else None
         self.written, self.n_outputs = entry.written, entry.n_outputs
         self.errors = entry.errors

@@ -126,6 +126,10 @@ class _Entry(NamedTuple):
     # Errors on values (lax/checks.py): the (class, message) each nonzero
     # code of the module's hidden last output stands for; () when it has none.
     errors: tuple = ()
+    # User outputs that are views of an argument by static basic indexing
+    # (``return x[1:]``): (output, argument leaf, indices); the call returns
+    # that view of the caller's array, as NumPy does (_with_views).
+    views: tuple = ()
 
 
 class JitFunction:
@@ -357,10 +361,10 @@ class JitFunction:
         """Traces without compiling; ``.as_hlo_text()`` shows the module."""
         args, kwargs = self._normalize(args, kwargs)
         key, _ = self._key(args, kwargs)
-        module, out_treedef, _, _, _ = self._trace(args, kwargs, key)
+        module, out_treedef, _, _, _, _ = self._trace(args, kwargs, key)
 
         def partitioned():
-            again, treedef, n, _, _ = self._trace(args, kwargs, key)
+            again, treedef, n, _, _, _ = self._trace(args, kwargs, key)
             return self._partition(again, treedef, n, key)[0]
         sharded = self.in_shardings is not None or self.out_shardings is not None or \
             module.constraint_mesh_sizes
@@ -440,10 +444,17 @@ class JitFunction:
         if aliases:
             module.header_attrs["input_output_alias"] = RawAttr(
                 "{ " + ", ".join(f"{{{out}}}: ({p}, {{}}, may-alias)" for out, p in aliases) + " }")
-        return module, out_treedef, n_outputs, written, errors
+        views = []
+        for j, leaf in enumerate(out_leaves):
+            view = leaf.static_view_of() if isinstance(leaf, Tracer) else None
+            if view is not None:
+                k = next((i for i, p in enumerate(params) if p is view[0]), None)
+                if k is not None:
+                    views.append((j, k, view[1]))
+        return module, out_treedef, n_outputs, written, errors, tuple(views)
 
     def _compile(self, args, kwargs, key):
-        module, out_treedef, n, written, errors = self._trace(args, kwargs, key)
+        module, out_treedef, n, written, errors, views = self._trace(args, kwargs, key)
         if self.in_shardings is not None or self.out_shardings is not None or \
                 module.constraint_mesh_sizes:
             if written:
@@ -463,7 +474,9 @@ class JitFunction:
             self.platform.capabilities.donation
         donated = tuple(key[5]) if aliased else ()
         in_place = tuple(i for i in written if i not in donated) if aliased and self._host else ()
-        return _Entry(executable, out_treedef, n, donated, None, written, in_place, errors)
+        # A donated argument's memory may hold an output: no views of it.
+        views = tuple(v for v in views if v[1] not in donated) if self._host else ()
+        return _Entry(executable, out_treedef, n, donated, None, written, in_place, errors, views)
 
     def _compile_sharded(self, module, out_treedef, n, key):
         """SPMD: the module annotated with the shardings, partitioned, and
@@ -558,6 +571,8 @@ class JitFunction:
             result = _checked(entry, result)
         if entry.written:
             result = self._write_back(entry, leaves, result)
+        if entry.views:
+            result = _with_views(entry, leaves, result)
         return self._unflatten(entry, result)
 
     def _run_on_device(self, entry, specs, leaves):
@@ -627,6 +642,26 @@ def _checked(entry, result):
     if len(result) == 1 and entry.out_treedef == pytree.LEAF:
         return result[0]
     return tuple(result)
+
+
+def _with_views(entry, leaves, result):
+    """``result`` (the user's outputs) with each output that is a view of an
+    argument by static basic indexing replaced by that view of the caller's
+    array (after its update in place, if any, was written into it), as
+    NumPy returns it: a later write into either shows in the other. Where
+    the argument was no NumPy array (a list, a scalar, a subclass) or the
+    view would be a scalar, the computed output stays."""
+    single = entry.out_treedef == pytree.LEAF
+    values = [result] if single else list(result)
+    for j, i, indices in entry.views:
+        view = leaves[i]
+        if type(view) is not np.ndarray:      # a subclass (np.matrix) indexes its own way
+            continue
+        for index in indices:
+            view = view[index]
+        if type(view) is np.ndarray and view.shape == np.shape(values[j]):
+            values[j] = view
+    return values[0] if single else tuple(values)
 
 
 def _output_aliases(ops, params, donated, single):

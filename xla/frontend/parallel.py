@@ -33,7 +33,7 @@ from xla.runtime import distributed
 from xla.errors import InvalidArgumentError
 from xla.frontend import pytree
 from xla.frontend.lax import checks
-from xla.frontend.signature import arg_spec
+from xla.frontend.signature import arg_spec, native_array
 from xla.frontend.trace_context import new_trace, tracing_error
 from xla.frontend.tracing import Tracer, as_tracer, to_shape
 from xla.hlo.attributes import RawAttr
@@ -194,7 +194,7 @@ class PmapFunction:
     def __call__(self, *args):
         leaves, treedef = pytree.flatten(args)
         name = getattr(self.fn, "__name__", "fn")
-        arrays = [np.asarray(x) for x in leaves]
+        arrays = [native_array(np.asarray(x)) for x in leaves]
         if not arrays:
             raise InvalidArgumentError(f"xla.pmap({name}): no array arguments to map over")
         sizes = {a.shape[0] if a.ndim else None for a in arrays}

@@ -339,6 +339,23 @@ class Tracer:
             self._followers.append(weakref.ref(view))
         return view
 
+    def static_view_of(self):
+        """(array, indices) where this array is ``array[indices[0]][indices[1]]...``
+        by basic indexing with Python ints and slices only (``x[1:]``,
+        ``x[1:][::2]``), each view reading the current value of the array
+        it follows (_mark_follower): NumPy's view of ``array`` through the
+        same indices has this array's values. None otherwise."""
+        if self._follow is None:
+            return None
+        indices, t = [], self
+        while t._follow is not None:
+            base, index, base_op = t._follow
+            if base_op is not base.op or not _static_basic_index(index):
+                return None
+            indices.append(index)
+            t = base
+        return t, tuple(reversed(indices))
+
     def __setitem__(self, index, value):
         """``x[idx] = v`` as in NumPy: the array is updated (functionally, a
         dynamic-update-slice or scatter, through ``x.at[idx].set(v)``)."""
@@ -551,6 +568,16 @@ def _basic_index(index, ndim=None):
         return False
     return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer))
                and not isinstance(p, bool) for p in parts)
+
+
+def _static_basic_index(index):
+    """Whether ``index`` is a basic index of Python (or NumPy) ints, slices
+    of them, None and Ellipsis only: one a NumPy array can be indexed with."""
+    def integer(p):
+        return isinstance(p, (int, np.integer)) and not isinstance(p, bool)
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(p is None or p is Ellipsis or integer(p) or isinstance(p, slice) and all(
+        v is None or integer(v) for v in (p.start, p.stop, p.step)) for p in parts)
 
 
 def _traced_basic_index(index, ndim):

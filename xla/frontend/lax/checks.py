@@ -14,7 +14,10 @@ depend on what else the process traced.
 Loops and branches (``control_flow.py``) carry their bodies' codes out: a
 hidden int32 element of the loop state (a ``while`` whose trip count is not
 known also stops once it is nonzero, as NumPy would have; a loop of known
-trip count runs on), and a hidden last result of a ``conditional``. At the
+trip count runs on), and a hidden last result of a ``conditional``. A
+``while`` condition has no result to carry a code in: where it registers,
+it is evaluated before the loop and at the end of the body instead, and the
+loop state carries its outcome (``control_flow.while_loop``). At the
 end of an ``xla.jit`` or ``xla.pmap`` trace (or of an ``xla.autojit``
 cluster) the code is a hidden last output of the module, and the wrapper
 raises ``error_kinds[code - 1]`` after the call, before writing arguments

@@ -74,6 +74,7 @@ def while_loop(cond_fun, body_fun, init_val, *, _trip_count=None):
     ctx = current_context()
     init, treedef = flatten_values(init_val, "while_loop init_val")
     rebound = set()
+    error = ctx.error
     # Each retry fixes one weak leaf's dtype or stops a view from following
     # one leaf, so 2 * len(init) retries suffice.
     for _ in range(2 * len(init) + 1):
@@ -87,6 +88,7 @@ def while_loop(cond_fun, body_fun, init_val, *, _trip_count=None):
             if r.owner is not init:
                 raise
             rebound |= r.indices
+        ctx.error = error       # the abandoned trace's check of the condition (_checked_cond)
     raise AssertionError("while_loop: carry dtypes did not settle")
 
 
@@ -102,25 +104,38 @@ def _while(ctx, cond_fun, body_fun, init, treedef, trip_count, rebound):
         return leaves
 
     with checks.inherit(TraceContext(cond_b, ctx, shared.capture_into(cond_b, cond_p))) as cond_ctx:
-        pred = as_tracer(cond_fun(treedef.unflatten(carry(cond_b, cond_p, cond_ctx))))
-        if pred.shape != () or pred.dtype != np.bool_:
-            raise ShapeError((
-                f"while_loop cond_fun must return a boolean scalar, got {pred.dtype}{list(pred.shape)}"))
-    if cond_ctx.error is not None:
-        raise tracing_error("an operation that raises on values (np.linalg.solve, inv, cholesky) "
-                            "in a while loop's condition is not supported: compute it in the "
-                            "body (or before the loop) and test the result")
+        pred = _predicate(cond_fun(treedef.unflatten(carry(cond_b, cond_p, cond_ctx))))
+    checked_cond = cond_ctx.error is not None
+    if checked_cond:
+        # The condition raises on values (lax/checks.py), and a condition
+        # computation has no result to carry a code out in: it is evaluated
+        # where its code can be kept, on ``init`` before the loop and at the
+        # end of the body on the new state, and the loop state carries the
+        # predicate (its element ``carried_pred``) to a condition that only
+        # reads it. NumPy raises there, at the test, after the body ran.
+        pred = _predicate(cond_fun(treedef.unflatten(init)))
+        carried_pred = shared.append(pred)
     with checks.inherit(TraceContext(body_b, ctx, shared.capture_into(body_b, body_p))) as body_ctx:
         params = carry(body_b, body_p, body_ctx)
         out = body_fun(treedef.unflatten(params))
         new = match("while_loop body_fun output", treedef, init, out, promote=True)
         _views_follow(body_ctx, init, params, out)
         weak = [t.weak and n.weak for t, n in zip(init, new)]
+        replaced = {}
+        if checked_cond:
+            replaced[carried_pred] = _predicate(cond_fun(treedef.unflatten(new))).op
         error = _carry_error(ctx, body_ctx, shared, body_b, body_p)
-        passthrough = [error[1].op if error is not None and i == error[0] else
-                       body_b.get_tuple_element(body_p, i)
+        if error is not None:
+            replaced[error[0]] = error[1].op
+        passthrough = [replaced[i] if i in replaced else body_b.get_tuple_element(body_p, i)
                        for i in range(shared.n_fixed, len(shared.shapes))]
         body_root = body_b.tuple([t.op for t in new] + passthrough)
+    if checked_cond:
+        # A condition that reads the predicate the body computed (the one
+        # traced first, whose code had nowhere to go, is dropped).
+        cond_b = b.sub_builder("while_cond")
+        cond_p = shared.new_param(cond_b)
+        pred = Tracer(cond_b.get_tuple_element(cond_p, carried_pred))
     if error is not None and trip_count is None:
         # Stop once a check failed, as NumPy would have raised there (a loop
         # of known trip count ends anyway, and keeps its trip count).
@@ -136,6 +151,14 @@ def _while(ctx, cond_fun, body_fun, init, treedef, trip_count, rebound):
         ctx.error = Tracer(b.get_tuple_element(loop, error[0]))
     return treedef.unflatten([Tracer(b.get_tuple_element(loop, i), weak=w)
                               for i, w in enumerate(weak)])
+
+
+def _predicate(value):
+    pred = as_tracer(value)
+    if pred.shape != () or pred.dtype != np.bool_:
+        raise ShapeError((
+            f"while_loop cond_fun must return a boolean scalar, got {pred.dtype}{list(pred.shape)}"))
+    return pred
 
 
 def _carry_error(ctx, body_ctx, shared, body_b, body_p):

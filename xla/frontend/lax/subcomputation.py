@@ -32,6 +32,15 @@ class SharedState:
         self.params.append(p)
         return p
 
+    def append(self, outer):
+        """A new element of the state, initially ``outer`` (a Tracer of the
+        enclosing trace) and never shared with a capture: its index."""
+        self.shapes.append(outer.op.shape)
+        self.captured.append(outer)
+        for p in self.params:
+            p.instr.shape = self.tuple_shape()
+        return len(self.shapes) - 1
+
     def capture_into(self, sub, param):
         def capture(outer):
             key = id(outer.op.instr)

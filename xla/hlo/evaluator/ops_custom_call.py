@@ -6,6 +6,8 @@ registry.py. The targets are those XLA:CPU dumps of JAX programs contain;
 an unknown target raises UnimplementedError naming it.
 """
 
+import math
+
 import numpy as np
 
 from xla.hlo.custom_call_signatures import backend_config_attrs
@@ -98,6 +100,12 @@ def _leading_minor_failure(m):
     return n
 
 
+def _matrices(x):
+    """``x`` as one batch dimension of matrices (its size computed, as
+    NumPy cannot infer a -1 where a matrix has no elements)."""
+    return x.reshape((math.prod(x.shape[:-2]),) + x.shape[-2:])
+
+
 @custom_call_target(*_lapack_targets("potrf"))
 def _potrf(instr, operands, ctx):
     a = np.asarray(operands[0])
@@ -108,8 +116,8 @@ def _potrf(instr, operands, ctx):
     x = a.astype(ops_linalg._linalg_dtype(a.dtype))
     tri = np.tril(x) if lower else np.triu(x)
     strict = np.tril(x, -1) if lower else np.triu(x, 1)
-    herm = (tri + np.conj(np.swapaxes(strict, -1, -2))).reshape((-1, n, n))
-    fac = np.array(x.reshape((-1, n, n)), copy=True)
+    herm = _matrices(tri + np.conj(np.swapaxes(strict, -1, -2)))
+    fac = np.array(_matrices(x), copy=True)
     info = np.zeros(herm.shape[0], np.int32)
     mask = np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool))
     for i in range(herm.shape[0]):
@@ -149,7 +157,7 @@ def _getrf(instr, operands, ctx):
     a = np.asarray(operands[0])
     shapes = _results(instr)
     m, n = a.shape[-2:]
-    x = np.array(a.astype(ops_linalg._linalg_dtype(a.dtype)).reshape((-1, m, n)), copy=True)
+    x = np.array(_matrices(a.astype(ops_linalg._linalg_dtype(a.dtype))), copy=True)
     B = x.shape[0]
     k = min(m, n)
     ipiv = np.zeros((B, k), np.int32)

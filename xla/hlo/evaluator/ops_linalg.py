@@ -8,6 +8,8 @@ XLA:CPU does after its float-normalization passes. The result element type
 is the preferred element type (mixed dots such as s8 x s8 -> s32 or
 bf16 x bf16 -> f32). ``operand_precision`` and ``algorithm`` are ignored.
 """
+import math
+
 import numpy as np
 
 from xla.hlo.evaluator.ops_common import compute_dtype, from_compute, to_compute
@@ -306,7 +308,8 @@ def cholesky(instr, operands, ctx):
     tri = np.tril(x) if lower else np.triu(x)
     strict = np.tril(x, -1) if lower else np.triu(x, 1)
     herm = tri + np.conj(np.swapaxes(strict, -1, -2))
-    flat = herm.reshape((-1, n, n))
+    # (the batch size, not -1: NumPy cannot infer it where n is 0)
+    flat = herm.reshape((math.prod(x.shape[:-2]), n, n))
     out = np.empty_like(flat)
     try:
         with np.errstate(all="ignore"):
