@@ -50,12 +50,13 @@ struct Shape {
   int64_t batch, m, k, n;
 };
 
-// Rows around one and two tiles and a 64-row block, columns around a
-// strip, k around a 16-group tile step and a 128-group block (s8: 512).
+// Rows around one and two tiles and a 128-row task, columns around a
+// strip, k around a 16-group tile step and a 512-group block (s8: 2,048,
+// bf16: 1,024).
 const Shape kShapes[] = {
     {1, 16, 1, 1},   {1, 16, 64, 32},  {1, 17, 65, 33},   {1, 31, 63, 31},  {1, 32, 64, 32},
     {1, 33, 130, 70}, {1, 64, 512, 64}, {1, 65, 513, 95}, {2, 40, 24, 40},  {3, 100, 200, 50},
-    {1, 130, 1030, 150}, {1, 256, 256, 256}, {1, 16, 2, 1000},
+    {1, 130, 1030, 150}, {1, 256, 256, 256}, {1, 16, 2, 1000}, {1, 150, 2100, 40},
 };
 
 class AmxEmulatedTest : public ::testing::TestWithParam<int> {

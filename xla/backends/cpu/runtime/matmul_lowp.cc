@@ -115,8 +115,9 @@ void WidenedBf16(const uint16_t* lhs, const uint16_t* rhs, float* out, int64_t b
 // lhs / not stored; k past the end is zero in both.
 constexpr int kMr = 8;
 constexpr int kNr = 32;
-// Rows of the lhs per task (a multiple of kMr).
-constexpr int64_t kMc = 64;
+// Rows of the lhs per task (a multiple of kMr) of the vector kernels
+// (their Kind::kMc).
+constexpr int64_t kVectorMc = 64;
 // Strips packed together when a task packs its own (one row block).
 constexpr int64_t kPackStrips = 8;
 
@@ -150,6 +151,7 @@ struct S8Kind {
   static Out ExactRow(const In*, const In*, int64_t) { return 0; }
   static Packed Lhs(In x) { return static_cast<Packed>(x); }
   static constexpr bool kTiles = false;
+  static constexpr int64_t kMc = kVectorMc;
 };
 
 #if defined(XLA_CPU_BF16_GEMM)
@@ -188,6 +190,7 @@ struct Bf16Kind {
   }
   static Packed Lhs(In x) { return x; }
   static constexpr bool kTiles = false;
+  static constexpr int64_t kMc = kVectorMc;
 };
 #endif  // XLA_CPU_BF16_GEMM
 
@@ -297,13 +300,21 @@ void ConfigureTiles() {
 
 // The products on tiles. s8 runs on TDPBSSD (s8 x s8), so its rhs is
 // packed as it is (no + 128, no correction); bf16 as the vector GEMM's.
+// Blocks are larger than the vector GEMM's: a task's 128 rows halve how
+// often the packed rhs is streamed, and k blocks of 512 groups (2,048 s8,
+// 1,024 bf16; the lhs panel 256 KB, a strip's block 64 KB: L2) store each
+// output block's accumulators less often.
 struct S8TileKind : S8Kind {
   static Packed Rhs(In x) { return static_cast<Packed>(x); }
   static constexpr uint32_t kRhsFlip = 0;
   static constexpr bool kTiles = true;
+  static constexpr int64_t kMc = 128;
+  static constexpr int64_t kKc = 2048;
 };
 struct Bf16TileKind : Bf16Kind {
   static constexpr bool kTiles = true;
+  static constexpr int64_t kMc = 128;
+  static constexpr int64_t kKc = 1024;
 };
 #endif  // XLA_CPU_TILE_GEMM
 
@@ -321,7 +332,7 @@ struct Gemm {
   bool transpose_lhs, transpose_rhs;
   int64_t groups;      // k groups, k rounded up to G (and to kTileGroups on tiles)
   int64_t strips;      // column strips of kNr
-  int64_t row_blocks;  // blocks of kMc rows
+  int64_t row_blocks;  // blocks of Kind::kMc rows
   int64_t col_blocks;  // blocks of strips_per_task strips
   int64_t strips_per_task;
   Packed* packed_rhs;  // batch x strips x groups x kNr x G
@@ -639,13 +650,13 @@ struct Gemm {
   }
 #endif  // XLA_CPU_TILE_GEMM
 
-  // One task: rows [rb * kMc, +kMc) and strips [cb * strips_per_task, ...)
+  // One task: rows [rb * Kind::kMc, +Kind::kMc) and strips [cb * strips_per_task, ...)
   // of product b.
   void Task(int64_t b, int64_t rb, int64_t cb, Packed* panel, int32_t* sums,
             Packed* strip_buffer) const {
     const In* a = lhs + b * m * k;
     Out* c = out + b * m * n;
-    const int64_t i_begin = rb * kMc, i_end = std::min(m, i_begin + kMc);
+    const int64_t i_begin = rb * Kind::kMc, i_end = std::min(m, i_begin + Kind::kMc);
     const int64_t s_begin = cb * strips_per_task;
     const int64_t s_end = std::min(strips, s_begin + strips_per_task);
     const int64_t block_groups = Kind::kKc / G;
@@ -705,7 +716,7 @@ struct Gemm {
     if constexpr (Kind::kTiles) groups = (groups + kTileGroups - 1) / kTileGroups * kTileGroups;
 #endif
     strips = (n + kNr - 1) / kNr;
-    row_blocks = (m + kMc - 1) / kMc;
+    row_blocks = (m + Kind::kMc - 1) / Kind::kMc;
     // Enough tasks for every thread to get several where the rows alone
     // give too few; at least two strips (64 columns) each.
     const int64_t threads = ThreadsForCaller();
@@ -743,8 +754,8 @@ struct Gemm {
     auto body = [](void* ctx, int64_t begin, int64_t end) {
       const auto& self = *static_cast<const Gemm*>(ctx);
       const int64_t block_groups = std::min(self.groups, Kind::kKc / G);
-      std::vector<Packed> panel(static_cast<size_t>(kMc * block_groups * G));
-      std::vector<int32_t> sums(kMc);
+      std::vector<Packed> panel(static_cast<size_t>(Kind::kMc * block_groups * G));
+      std::vector<int32_t> sums(Kind::kMc);
       std::vector<Packed> strip(self.packed_rhs == nullptr ? kPackStrips * block_groups * kNr * G
                                                            : 0);
 #if defined(XLA_CPU_TILE_GEMM)
