@@ -6,8 +6,8 @@
 # with SCALING_TIMEOUT=seconds, benchmarks/thread_scaling.py; with
 # LOWP_TIMEOUT=seconds, the runtime ISA variants' tests and the s8/bf16
 # matmul benchmark under each of the two widest variants (or those
-# LOWP_ISAS names), at all threads and one; GPU=0 skips the GPU's tests and benchmark), and leaves logs in $OUT
-# (default /tmp/gpu_check).
+# LOWP_ISAS names), at all threads and one; GPU=0 skips the GPU's tests
+# and benchmark), and leaves logs in $OUT (default /tmp/gpu_check).
 #
 #   EIGEN=/usr/include/eigen3 tools/gpu_device_check.sh [PYTHON]
 set -u
