@@ -352,3 +352,30 @@ ENTRY %main (a: c128[{n},{n}], b: c128[{n},5]) -> c128[{n},5] {{
     out = np.asarray(runtime.compile(parse_hlo_module(text), "cpu").execute(u, b))
     np.testing.assert_allclose(out, np.linalg.solve(np.conj(u.T), b), rtol=1e-10, atol=1e-12)
     _check(text, u, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("m,n", [(0, 3), (3, 0), (0, 0)])
+def test_qr_and_svd_custom_calls_of_empty_matrices_on_the_interpreter(m, n):
+    # NumPy factors matrices with no elements (np.linalg.qr(x, mode="raw"),
+    # np.linalg.svd); the interpreter failed to reshape them into a batch.
+    k = min(m, n)
+    text = f"""HloModule m
+ENTRY %main (a: f64[{m},{n}]) -> ((f64[{m},{n}], f64[{k}]), f64[{m},{n}], (f64[{m},{n}], f64[{k}], f64[{m},{m}], f64[{n},{n}], s32[])) {{
+  %a = f64[{m},{n}] parameter(0)
+  %qr = (f64[{m},{n}], f64[{k}]) custom-call(%a), custom_call_target="lapack_dgeqrf_ffi", api_version=API_VERSION_TYPED_FFI
+  %h = f64[{m},{n}] get-tuple-element(%qr), index=0
+  %tau = f64[{k}] get-tuple-element(%qr), index=1
+  %q = f64[{m},{n}] custom-call(%h, %tau), custom_call_target="lapack_dorgqr_ffi", api_version=API_VERSION_TYPED_FFI
+  %svd = (f64[{m},{n}], f64[{k}], f64[{m},{m}], f64[{n},{n}], s32[]) custom-call(%a), custom_call_target="lapack_dgesdd_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={{mode = 65 : ui8}}
+  ROOT %t = ((f64[{m},{n}], f64[{k}]), f64[{m},{n}], (f64[{m},{n}], f64[{k}], f64[{m},{m}], f64[{n},{n}], s32[])) tuple(%qr, %q, %svd)
+}}
+"""
+    a = np.zeros((m, n))
+    (h, tau), q, (_, s, u, vt, info) = Evaluator().evaluate(parse_hlo_module(text), [a])
+    want_u, want_s, want_vt = np.linalg.svd(a)
+    assert np.asarray(h).shape == (m, n) and np.asarray(tau).shape == (k,)
+    assert np.asarray(q).shape == (m, n)
+    assert np.asarray(s).shape == want_s.shape == (k,)
+    np.testing.assert_array_equal(np.abs(np.asarray(u)), np.abs(want_u))
+    np.testing.assert_array_equal(np.abs(np.asarray(vt)), np.abs(want_vt))
+    assert int(np.asarray(info)) == 0

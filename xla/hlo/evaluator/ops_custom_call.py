@@ -190,7 +190,7 @@ def _geqrf(instr, operands, ctx):
     a = np.asarray(operands[0])
     shapes = _results(instr)
     m, n = a.shape[-2:]
-    x = a.astype(ops_linalg._linalg_dtype(a.dtype)).reshape((-1, m, n))
+    x = _matrices(a.astype(ops_linalg._linalg_dtype(a.dtype)))
     hs, taus = [], []
     for i in range(x.shape[0]):
         h, tau = np.linalg.qr(x[i], mode="raw")
@@ -210,10 +210,10 @@ def _orgqr(instr, operands, ctx):
     m, n = a.shape[-2:]
     k = tau.shape[-1]
     dt = ops_linalg._linalg_dtype(a.dtype)
-    v = np.tril(a.astype(dt).reshape((-1, m, n))[..., :k], -1)
+    v = np.tril(_matrices(a.astype(dt))[..., :k], -1)
     idx = np.arange(min(m, k))
     v[:, idx, idx] = 1
-    t = tau.astype(dt).reshape((-1, k))
+    t = tau.astype(dt).reshape((v.shape[0], k))
     q = np.broadcast_to(np.eye(m, n, dtype=dt), v.shape[:1] + (m, n)).copy()
     for j in range(k - 1, -1, -1):
         vj = v[:, :, j]                                          # (B, m)
@@ -253,7 +253,7 @@ def _gesdd(instr, operands, ctx):
     mode = _char(attrs, "mode", "A")
     m, n = a.shape[-2:]
     k = min(m, n)
-    x = a.astype(ops_linalg._linalg_dtype(a.dtype)).reshape((-1, m, n))
+    x = _matrices(a.astype(ops_linalg._linalg_dtype(a.dtype)))
     s = np.full((x.shape[0], k), np.nan, _real_dtype(x.dtype))
     u = np.full((x.shape[0],) + shapes[2].dimensions[-2:], np.nan, x.dtype)
     vt = np.full((x.shape[0],) + shapes[3].dimensions[-2:], np.nan, x.dtype)
