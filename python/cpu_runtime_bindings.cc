@@ -301,18 +301,11 @@ class PreparedCpuCall : public xla_python::PreparedCall {
       writes_[n] = true;
     }
     result_ = Parse(result);
-    for (auto& [object, name] : guards) guards_.emplace_back(std::move(object), py::str(name));
+    guards_ = xla_python::MakeFalsyGuards(std::move(guards));
   }
 
   py::object Call(const xla_python::CallArg* args, size_t count) override {
-    for (const auto& [object, name] : guards_) {
-      PyObject* value = PyObject_GetAttr(object.ptr(), name.ptr());
-      if (value == nullptr) throw py::error_already_set();
-      const int truth = PyObject_IsTrue(value);
-      Py_DECREF(value);
-      if (truth < 0) throw py::error_already_set();
-      if (truth) return py::object();
-    }
+    if (xla_python::AnyGuardSet(guards_)) return py::object();
     const size_t num_args = state_->num_args();
     if (count != num_args) {
       throw py::value_error("prepared call: expected " + std::to_string(num_args) +
@@ -420,7 +413,7 @@ class PreparedCpuCall : public xla_python::PreparedCall {
   std::vector<std::pair<std::vector<ssize_t>, py::dtype>> outputs_;
   std::vector<bool> writes_;
   Node result_;
-  std::vector<std::pair<py::object, py::str>> guards_;
+  xla_python::FalsyGuards guards_;
 };
 
 py::dict CpuRuntimeSymbols() {

@@ -121,9 +121,8 @@ class JitDispatch {
   // value) of `identical` is that very value.
   void SetGuards(std::vector<std::pair<py::object, std::string>> falsy,
                  std::vector<std::tuple<py::object, std::string, py::object>> identical) {
-    falsy_.clear();
+    falsy_ = xla_python::MakeFalsyGuards(std::move(falsy));
     identical_.clear();
-    for (auto& [object, name] : falsy) falsy_.emplace_back(std::move(object), py::str(name));
     for (auto& [object, name, value] : identical) {
       identical_.emplace_back(std::move(object), py::str(name), std::move(value));
     }
@@ -131,14 +130,7 @@ class JitDispatch {
 
   py::object Call(py::handle args) {
     if (!PyTuple_Check(args.ptr()) || plans_.empty()) return miss_;
-    for (const auto& [object, name] : falsy_) {
-      PyObject* value = PyObject_GetAttr(object.ptr(), name.ptr());
-      if (value == nullptr) throw py::error_already_set();
-      const int truth = PyObject_IsTrue(value);
-      Py_DECREF(value);
-      if (truth < 0) throw py::error_already_set();
-      if (truth) return miss_;
-    }
+    if (xla_python::AnyGuardSet(falsy_)) return miss_;
     for (const auto& [object, name, expected] : identical_) {
       PyObject* value = PyObject_GetAttr(object.ptr(), name.ptr());
       if (value == nullptr) throw py::error_already_set();
@@ -343,7 +335,7 @@ class JitDispatch {
 
   py::object miss_;
   std::vector<std::shared_ptr<const Plan>> plans_;
-  std::vector<std::pair<py::object, py::str>> falsy_;
+  xla_python::FalsyGuards falsy_;
   std::vector<std::tuple<py::object, py::str, py::object>> identical_;
 };
 

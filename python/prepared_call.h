@@ -9,6 +9,9 @@
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace xla_python {
 
@@ -30,6 +33,30 @@ class PreparedCall {
   // profile active, no memory for an output).
   virtual pybind11::object Call(const CallArg* args, size_t count) = 0;
 };
+
+// A guard on the native call paths: an (object, attribute name) pair
+// whose value must be falsy for the call to go on (a trace active, hooks
+// set, ...).
+using FalsyGuards = std::vector<std::pair<pybind11::object, pybind11::str>>;
+
+inline FalsyGuards MakeFalsyGuards(std::vector<std::pair<pybind11::object, std::string>> pairs) {
+  FalsyGuards guards;
+  for (auto& [object, name] : pairs) guards.emplace_back(std::move(object), pybind11::str(name));
+  return guards;
+}
+
+// Whether any guard's attribute is truthy now (a Python error propagates).
+inline bool AnyGuardSet(const FalsyGuards& guards) {
+  for (const auto& [object, name] : guards) {
+    PyObject* value = PyObject_GetAttr(object.ptr(), name.ptr());
+    if (value == nullptr) throw pybind11::error_already_set();
+    const int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    if (truth < 0) throw pybind11::error_already_set();
+    if (truth) return true;
+  }
+  return false;
+}
 
 }  // namespace xla_python
 
