@@ -68,13 +68,18 @@ def test_ctrl_c_stops_a_loop_that_never_ends():
             "    sys.exit(3)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert proc.stdout.readline().strip() == "running"
-    time.sleep(0.5)
-    start = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 3 and "interrupted" in out
-    assert time.monotonic() - start < 2.0
+    try:
+        assert proc.stdout.readline().strip() == "running"
+        time.sleep(0.5)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 3 and "interrupted" in out
+        assert time.monotonic() - start < 2.0
+    finally:  # a child that ignored the signal would spin on after the test
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_a_loop_on_the_main_thread_leaves_the_wakeup_fd_as_it_was():
