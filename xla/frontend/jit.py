@@ -393,7 +393,7 @@ class JitFunction:
                 from xla.frontend.control_flow import convert
                 out = for_tracing(convert(self.fn, self.unroll))(*call_args, **call_kwargs)
                 out_leaves, out_treedef = pytree.flatten(out)
-                ops, constants = [], []
+                ops = []
                 for i, leaf in enumerate(out_leaves):
                     if isinstance(leaf, Tracer):
                         if leaf.op.builder is not b:

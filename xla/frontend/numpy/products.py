@@ -165,9 +165,8 @@ def einsum(*operands, out=None, optimize=False, dtype=None, **kwargs):
     spec, arrays = operands[0].replace(" ", ""), [as_tracer(a) for a in operands[1:]]
     if "->" in spec:
         inputs, output = spec.split("->")
-        explicit = True
     else:
-        inputs, output, explicit = spec, None, False
+        inputs, output = spec, None
     in_specs = inputs.split(",")
     if len(in_specs) != len(arrays):
         raise ValueError("more operands provided to einstein sum function than specified in the "
