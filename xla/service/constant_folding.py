@@ -73,12 +73,14 @@ class HloConstantFolding(HloPass):
         return changed
 
     def _foldable(self, instr, successors, side_effects):
-        if instr.opcode in _NOT_FOLDED or not instr.operands:
+        operands = instr.operands
+        if not operands or instr.opcode in _NOT_FOLDED:
             return False
+        for o in operands:
+            if o.opcode != "constant" or o.literal is None:
+                return False
         shape = instr.shape
         if not shape.is_array or shape.is_dynamic:
-            return False
-        if not all(o.opcode == "constant" and o.literal is not None for o in instr.operands):
             return False
         if has_control_dependencies(instr, successors) or side_effects.has_side_effect(instr):
             return False
@@ -92,7 +94,7 @@ class HloConstantFolding(HloPass):
         replacements = {}
         operands = []
         for instr in instruction_order(comp):
-            if any(id(o) in replacements for o in instr.operands):
+            if replacements and any(id(o) in replacements for o in instr.operands):
                 instr.operands = [replacements.get(id(o), o) for o in instr.operands]
             if not self._foldable(instr, successors, side_effects):
                 continue

@@ -124,7 +124,7 @@ class HloCSE(HloPass):
         replacements = {}
         table = {}
         for instr in instruction_order(comp):
-            if any(id(o) in replacements for o in instr.operands):
+            if replacements and any(id(o) in replacements for o in instr.operands):
                 instr.operands = [replacements.get(id(o), o) for o in instr.operands]
             if (instr.opcode == "parameter" or has_control_dependencies(instr, successors)
                     or side_effects.has_side_effect(instr)):
