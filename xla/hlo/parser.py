@@ -74,6 +74,7 @@ dynamic-reshape""".split())
 _REQUIRED_ATTRS = {"scan": ("dimensions", "num_carries", "to_apply")}
 # At most 40 digits: a longer integer fits no HLO type (and Python refuses to
 # convert more than 4,300 digits).
+_PLAIN_INT_LIST_RE = re.compile(r'\{[ \t]*(\d{1,40}(?:[ \t]*,[ \t]*\d{1,40})*)?[ \t]*\}\Z')
 _INT_RE = re.compile(r'[-+]?(?:0[xX][0-9a-fA-F]{1,32}|\d{1,40})\Z')
 
 
@@ -121,26 +122,29 @@ class _Parser:
         self.parent = parent
         end = len(text) if end is None else end
         kinds, vals, starts, ends, nls = [], [], [], [], []
+        add_kind, add_val, add_start, add_end, add_nl = (
+            kinds.append, vals.append, starts.append, ends.append, nls.append)
         pos = start
         regex = _TOKEN_RE if parent is None else _FINE_TOKEN_RE
         for m in regex.finditer(text, start, end):
-            ws_start = m.start()
+            ws_start, pos_end = m.span()
             if ws_start != pos:  # cannot happen: every non-space char is a token
                 self.error_at(pos, "unexpected character")
             kind = m.lastindex
             if kind == 1 or kind is None:  # only whitespace and comments left
                 break
-            tok_start = m.end(1)
-            if text.startswith("/*", tok_start) and m.group(kind) == "/":
+            space, val = m.group(1, kind)
+            tok_start = ws_start + len(space)
+            if val == "/" and text.startswith("/*", tok_start):
                 # The comment regex found no '*/' after it; stopping here keeps
                 # the lexer linear (every later '/*' would scan to the end again).
                 self.error_at(tok_start, "unterminated comment: '/*' without a closing '*/'")
-            kinds.append(kind)
-            vals.append(m.group(kind))
-            starts.append(tok_start)
-            ends.append(m.end())
-            nls.append("\n" in m.group(1) or tok_start == 0)
-            pos = m.end()
+            add_kind(kind)
+            add_val(val)
+            add_start(tok_start)
+            add_end(pos_end)
+            add_nl("\n" in space or tok_start == 0)
+            pos = pos_end
         kinds.append(_EOF)
         vals.append("")
         starts.append(end)
@@ -946,9 +950,11 @@ class _Parser:
             # (collective-permute's in-place form has one list per pair.)
             value = RawAttr(self.skip_balanced_value())
         elif kind == "dims":
-            p = self.enter_group()
-            value = p.parse_int_list("{", "}")
-            self.leave_group(p)
+            value = self.plain_int_list()
+            if value is None:
+                p = self.enter_group()
+                value = p.parse_int_list("{", "}")
+                self.leave_group(p)
         elif kind == "int":
             value = self.expect_int(f"an integer value for '{name}'")
         elif kind == "bool":
@@ -1015,6 +1021,20 @@ class _Parser:
         else:  # a kind this parser does not know: keep the text
             value = RawAttr(self.skip_balanced_value())
         instr.attrs[name] = value
+
+    def plain_int_list(self):
+        """The value of a brace token holding only non-negative decimal
+        integers ('{}', '{1,0}'), as ``parse_int_list`` reads it, without a
+        child parser; None for any other text (comments, signs, hex, ...)."""
+        i = self.pos
+        if self.kinds[i] != _GROUP and self.kinds[i] != _ROW:
+            return None
+        m = _PLAIN_INT_LIST_RE.match(self.vals[i])
+        if m is None:
+            return None
+        self.pos += 1
+        body = m.group(1)
+        return tuple(map(int, body.split(","))) if body else ()
 
     def parse_int_list(self, open_, close):
         self.expect(open_)
