@@ -78,6 +78,31 @@ _PLAIN_INT_LIST_RE = re.compile(r'\{[ \t]*(\d{1,40}(?:[ \t]*,[ \t]*\d{1,40})*)?[
 _INT_RE = re.compile(r'[-+]?(?:0[xX][0-9a-fA-F]{1,32}|\d{1,40})\Z')
 
 
+# An array shape of static sizes with a plain layout ('f32[8,17]{1,0}'), as
+# ``parse_shape`` reads it; anything else (dynamic sizes, spaces, layout
+# extras, errors) goes through the parser.
+_PLAIN_ARRAY_SHAPE_RE = re.compile(
+    r'([a-z][a-z0-9]*)\[(\d{1,18}(?:,\d{1,18})*)?\](?:\{(\d{1,18}(?:,\d{1,18})*)?\})?\Z')
+
+
+def _plain_array_shape(text):
+    m = _PLAIN_ARRAY_SHAPE_RE.match(text)
+    if m is None:
+        return None
+    type_text, dims_text, layout_text = m.groups()
+    et = _type_from_text(type_text)
+    if et is None or not et.is_array_type:
+        return None
+    dims = tuple(map(int, dims_text.split(","))) if dims_text else ()
+    layout = None
+    if layout_text is not None or text.endswith("{}"):
+        minor_to_major = tuple(map(int, layout_text.split(","))) if layout_text else ()
+        if minor_to_major and sorted(minor_to_major) != list(range(len(dims))):
+            return None   # the parser reports it
+        layout = Layout(minor_to_major)
+    return Shape(et, dims, layout, (False,) * len(dims))
+
+
 def _unescape_c(body):
     """Undoes C escaping (XLA's CEscape) of the inside of a string literal."""
     if "\\" not in body:
@@ -341,6 +366,8 @@ class _Parser:
         if self.kinds[i] == _SHAPE:
             text = self.vals[i]
             shape = _SHAPE_CACHE.get(text)
+            if shape is None:
+                shape = _plain_array_shape(text)
             if shape is None:
                 child = _Parser(self.text, self.filename, self.starts[i], self.ends[i], parent=self)
                 shape = child.parse_shape()
