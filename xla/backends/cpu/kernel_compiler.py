@@ -458,11 +458,14 @@ class KernelCompiler:
 
 
 def _idle_cpus():
-    """The CPUs this process may run on less those other work keeps busy
-    (the 1-minute load average, rounded), at least 1. Threads beyond that
-    gain no time and cost CPU: on the shared 2-core machine two threads
-    took 7-26% more CPU than one, for no less wall time at a load of 4 and
-    4-12% less at a load of 0.6-1.3 (docs/compiler.md, compile time)."""
+    """The CPUs this process may run on less those other work keeps busy, at
+    least 1: the 1-minute load average, rounded, or where it is lower the
+    tasks other than this thread runnable right now (``_other_runnable``;
+    the load average also counts this process's own work of the last
+    minute, such as the compiles before this one). Threads beyond that gain
+    no time and cost CPU: on the shared 2-core machine two threads took
+    7-26% more CPU than one, for no less wall time at a load of 4 and 4-12%
+    less at a load of 0.6-1.3 (docs/compiler.md, compile time)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -471,7 +474,20 @@ def _idle_cpus():
         busy = os.getloadavg()[0]
     except (AttributeError, OSError):
         return cpus
+    others = _other_runnable()
+    if others is not None:
+        busy = min(busy, others)
     return max(1, min(cpus, int(cpus - busy + 0.5)))
+
+
+def _other_runnable():
+    """Tasks runnable now other than the calling thread (Linux:
+    ``/proc/loadavg``), or None where that cannot be read."""
+    try:
+        with open("/proc/loadavg") as f:
+            return max(0, int(f.read().split()[3].split("/")[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _valid_object(code, symbol):
