@@ -254,6 +254,8 @@ def remove_unreferenced(module, candidates):
 
     Counts the instructions calling each computation once, so a chain of
     computations each called by the one before goes in linear time."""
+    if not candidates:
+        return False
     callers = {}
     for comp in module.computations:
         for instr in comp.instructions:
