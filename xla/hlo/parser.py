@@ -368,11 +368,12 @@ class _Parser:
             shape = _SHAPE_CACHE.get(text)
             if shape is None:
                 shape = _plain_array_shape(text)
-            if shape is None:
-                child = _Parser(self.text, self.filename, self.starts[i], self.ends[i], parent=self)
-                shape = child.parse_shape()
-                if child.kinds[child.pos] != _EOF:
-                    child.expected("the end of the shape")
+                if shape is None:
+                    child = _Parser(self.text, self.filename, self.starts[i], self.ends[i],
+                                    parent=self)
+                    shape = child.parse_shape()
+                    if child.kinds[child.pos] != _EOF:
+                        child.expected("the end of the shape")
                 if len(_SHAPE_CACHE) > 100000:
                     _SHAPE_CACHE.clear()
                 _SHAPE_CACHE[text] = shape
