@@ -132,6 +132,8 @@ class _LazyEvaluator:
 
 def _remove_unused_constants(comp, candidates, successors):
     """Removes the constants among ``candidates`` that nothing uses any more."""
+    if not candidates:
+        return
     used = {id(o) for i in comp.instructions for o in i.operands}
     used.add(id(comp.root_instruction))
     dead = {id(c) for c in candidates
