@@ -21,8 +21,9 @@ Each kernel is looked up, in order, in
    its own); otherwise by a pool of worker processes (``llvm_worker.py``,
    one per core, ~0.2 s to start). Workers live as long as the process;
    they compile while the emitter goes on emitting. The compiler starts the
-   pool ahead (``prestart``) for a large module, so that the workers' start
-   overlaps the HLO passes.
+   pool ahead (``prestart``) for a very large module
+   (``compiler.PRESTART_WORKERS_MIN_INSTRUCTIONS``), so that the workers'
+   start overlaps the HLO passes. A thread per idle CPU: ``_idle_cpus``.
 
 ``--xla_cpu_compile_workers=N`` sets the pool's size and the threads' count
 (-1, the default: one per CPU, at most 16; 0: always compile in this
