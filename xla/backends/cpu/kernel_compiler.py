@@ -460,13 +460,13 @@ class KernelCompiler:
 
 def _idle_cpus():
     """The CPUs this process may run on less those other work keeps busy, at
-    least 1: the 1-minute load average, rounded, or where it is lower the
-    tasks other than this thread runnable right now (``_other_runnable``;
-    the load average also counts this process's own work of the last
-    minute, such as the compiles before this one). Threads beyond that gain
-    no time and cost CPU: on the shared 2-core machine two threads took
-    7-26% more CPU than one, for no less wall time at a load of 4 and 4-12%
-    less at a load of 0.6-1.3 (docs/compiler.md, compile time)."""
+    least 1: less the 1-minute load average, rounded, which also counts this
+    process's own work of the last minute (such as the compiles before this
+    one), so less one CPU of it for that where nothing else runs now
+    (``_other_runnable``), and never less than what runs now. Threads beyond
+    that gain no time and cost CPU: on the shared 2-core machine two threads
+    took 7-26% more CPU than one, for no less wall time at a load of 4 and
+    4-12% less at a load of 0.6-1.3 (docs/compiler.md, compile time)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -477,7 +477,7 @@ def _idle_cpus():
         return cpus
     others = _other_runnable()
     if others is not None:
-        busy = min(busy, others)
+        busy = min(busy, max(others, busy - 1))
     return max(1, min(cpus, int(cpus - busy + 0.5)))
 
 
