@@ -49,7 +49,7 @@ class HloDCE(HloPass):
             if instr in live:
                 continue
             add(instr)
-            extend(instr._operands)
+            extend(instr.operands)
             if instr.attrs.get("control-predecessors"):
                 extend(instr.control_predecessors)
         if len(live) == len(comp.instructions):
