@@ -867,3 +867,27 @@ def test_parse_errors_are_three_lines_whatever_the_text_holds():
         parse_hlo_module(text)
     lines = str(e.value).splitlines()
     assert len(lines) == 3 and lines[2].strip() == "^"
+
+
+@pytest.mark.parametrize("text", [
+    "f32[8,17]{1,0}", "f32[]", "f32[]{}", "pred[3]{0}", "s4[2]{0}", "bf16[1,2,3]{2,1,0}",
+    "f32[2,3]{0,1}", "f32[2,3]{0,0}", "f32[2,3]{0}", "f32[01]{0}", "u8[0]{0}", "f32[4]",
+    "f32[2]{0:T(128)}", "f32[<=3]{0}", "f32[?,2]{1,0}", "token[]", "f32[2, 3]{1,0}"])
+def test_plain_array_shapes_read_as_the_parser_reads_them(monkeypatch, text):
+    # The lexer's shape tokens of static sizes and plain layouts skip the
+    # child parser (parser._plain_array_shape); every other text, errors
+    # included, goes through it. Both ways give equal shapes, or the same error.
+    from xla.hlo import parser as hlo_parser
+
+    def read():
+        hlo_parser._SHAPE_CACHE.clear()   # noqa: SLF001
+        try:
+            shape = parse_shape(text)
+        except HloParseError as e:
+            return None, str(e)
+        return shape, (shape.to_text(), shape.layout, shape.dynamic)
+
+    fast = read()
+    monkeypatch.setattr(hlo_parser, "_plain_array_shape", lambda text: None)
+    slow = read()
+    assert fast == slow

@@ -137,7 +137,24 @@ def test_in_process_kernels_compile_on_threads(monkeypatch, idle, workers, objec
 def test_idle_cpus_leave_out_what_the_load_keeps_busy(monkeypatch, cpus, load, idle):
     monkeypatch.setattr(kernel_compiler.os, "sched_getaffinity", lambda pid: set(range(cpus)))
     monkeypatch.setattr(kernel_compiler.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(kernel_compiler, "_other_runnable", lambda: None)
     assert kernel_compiler._idle_cpus() == idle   # noqa: SLF001
+
+
+@pytest.mark.parametrize("load, others, idle", [(1.0, 0, 2), (1.4, 0, 2), (1.0, 1, 1),
+                                                (4.0, 3, 1), (0.2, 1, 2), (3.0, 0, 1)])
+def test_idle_cpus_discount_this_process_from_the_load_average(monkeypatch, load, others, idle):
+    # The load average also counts this process's own compiles of the last
+    # minute: one CPU of it is discounted where nothing else runs now.
+    monkeypatch.setattr(kernel_compiler.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(kernel_compiler.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(kernel_compiler, "_other_runnable", lambda: others)
+    assert kernel_compiler._idle_cpus() == idle   # noqa: SLF001
+
+
+def test_other_runnable_reads_this_machine():
+    others = kernel_compiler._other_runnable()   # noqa: SLF001
+    assert others is None or others >= 0
 
 
 def test_dead_workers_are_replaced():

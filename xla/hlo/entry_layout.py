@@ -13,6 +13,22 @@ def entry_computation_layout(module):
     if value is None:
         return None
     text = getattr(value, "text", str(value)).strip()
+    cached = _last.get(text)
+    if cached is None:
+        cached = _parse(text)
+        _last.clear()
+        _last[text] = cached
+    params, result = cached
+    return list(params), result
+
+
+# The last text read and its shapes (immutable): the verifier and layout
+# assignment both read the header of the module being compiled, which for a
+# training step lists thousands of parameters.
+_last = {}
+
+
+def _parse(text):
     if text.startswith("{") and text.endswith("}"):
         text = text[1:-1].strip()
     depth = 0
@@ -24,5 +40,5 @@ def entry_computation_layout(module):
         elif depth == 0 and text.startswith("->", i):
             params = parse_shape(text[:i].strip())
             result = parse_shape(text[i + 2:].strip())
-            return list(params.tuple_shapes) if params.is_tuple else [params], result
+            return tuple(params.tuple_shapes) if params.is_tuple else (params,), result
     raise ValueError(f"entry_computation_layout {text!r} is not of the form {{(params)->result}}")

@@ -12,9 +12,11 @@ import numpy as np
 
 from xla.hlo.attributes import ATTRIBUTE_KINDS
 
-# kind_of without its default: None for a name with no registered kind.
-_attribute_kind = ATTRIBUTE_KINDS.get
 from xla.hlo.shape import Shape
+
+# Attribute names that hold one computation (True) or a list of them (False).
+_CALLED = {name: kind == "computation" for name, kind in ATTRIBUTE_KINDS.items()
+           if kind in ("computation", "computations")}
 
 _ids = itertools.count()
 
@@ -134,6 +136,12 @@ _with_control_predecessors = weakref.WeakSet()
 _control_dependencies_seen = [False]
 
 
+def control_dependencies_seen():
+    """Whether any instruction in this process has had control predecessors
+    (while none has, passes may skip looking for them)."""
+    return _control_dependencies_seen[0]
+
+
 class HloInstruction:
     """One HLO instruction.
 
@@ -199,19 +207,22 @@ class HloInstruction:
     def called_computations(self):
         """Computations this instruction calls, in attribute order."""
         out = []
-        for name, value in self.attrs.items():
-            kind = _attribute_kind(name)
-            if kind is None:
-                continue
-            if kind == "computation":
-                out.append(value)
-            elif kind == "computations":
-                out.extend(value)
+        attrs = self.attrs
+        if attrs:
+            called = _CALLED
+            for name in attrs:
+                single = called.get(name)
+                if single is not None:
+                    if single:
+                        out.append(attrs[name])
+                    else:
+                        out.extend(attrs[name])
         return out
 
     @property
     def control_predecessors(self):
-        return tuple(self.attrs.get("control-predecessors", ()))
+        preds = self.attrs.get("control-predecessors")
+        return tuple(preds) if preds else ()
 
     @property
     def is_root(self):
@@ -500,7 +511,8 @@ class HloComputation:
 
     def sort_post_order(self):
         """Puts ``instructions`` in post order (after passes appended new ones)."""
-        self.instructions = self.post_order()
+        if not _is_post_order(self.instructions, self.root_instruction):
+            self.instructions = self.post_order()
 
     def to_text(self):
         from xla.hlo.printer import computation_to_text
@@ -520,19 +532,30 @@ def _is_post_order(instructions, root):
     nothing in a computation leave it so)."""
     if root is not None and (not instructions or instructions[-1] is not root):
         return False   # a pass appended instructions after the root: no scan needed
+    # Instructions hash by identity (HloInstruction defines no __eq__).
     seen = set()
+    add = seen.add
+    if not _control_dependencies_seen[0]:
+        for x in instructions:
+            for o in x._operands:
+                if o not in seen:
+                    return False
+            if x in seen:
+                return False
+            add(x)
+        return True
     for x in instructions:
         for o in x._operands:
-            if id(o) not in seen:
+            if o not in seen:
                 return False
         preds = x.attrs.get("control-predecessors")
         if preds:
             for p in preds:
-                if id(p) not in seen:
+                if p not in seen:
                     return False
-        if id(x) in seen:
+        if x in seen:
             return False
-        seen.add(id(x))
+        add(x)
     return True
 
 

@@ -74,7 +74,33 @@ dynamic-reshape""".split())
 _REQUIRED_ATTRS = {"scan": ("dimensions", "num_carries", "to_apply")}
 # At most 40 digits: a longer integer fits no HLO type (and Python refuses to
 # convert more than 4,300 digits).
+_PLAIN_INT_LIST_RE = re.compile(r'\{[ \t]*(\d{1,40}(?:[ \t]*,[ \t]*\d{1,40})*)?[ \t]*\}\Z')
 _INT_RE = re.compile(r'[-+]?(?:0[xX][0-9a-fA-F]{1,32}|\d{1,40})\Z')
+
+
+# An array shape of static sizes with a plain layout ('f32[8,17]{1,0}'), as
+# ``parse_shape`` reads it; anything else (dynamic sizes, spaces, layout
+# extras, errors) goes through the parser.
+_PLAIN_ARRAY_SHAPE_RE = re.compile(
+    r'([a-z][a-z0-9]*)\[(\d{1,18}(?:,\d{1,18})*)?\](?:\{(\d{1,18}(?:,\d{1,18})*)?\})?\Z')
+
+
+def _plain_array_shape(text):
+    m = _PLAIN_ARRAY_SHAPE_RE.match(text)
+    if m is None:
+        return None
+    type_text, dims_text, layout_text = m.groups()
+    et = _type_from_text(type_text)
+    if et is None or not et.is_array_type:
+        return None
+    dims = tuple(map(int, dims_text.split(","))) if dims_text else ()
+    layout = None
+    if layout_text is not None or text.endswith("{}"):
+        minor_to_major = tuple(map(int, layout_text.split(","))) if layout_text else ()
+        if minor_to_major and sorted(minor_to_major) != list(range(len(dims))):
+            return None   # the parser reports it
+        layout = Layout(minor_to_major)
+    return Shape(et, dims, layout, (False,) * len(dims))
 
 
 def _unescape_c(body):
@@ -121,26 +147,29 @@ class _Parser:
         self.parent = parent
         end = len(text) if end is None else end
         kinds, vals, starts, ends, nls = [], [], [], [], []
+        add_kind, add_val, add_start, add_end, add_nl = (
+            kinds.append, vals.append, starts.append, ends.append, nls.append)
         pos = start
         regex = _TOKEN_RE if parent is None else _FINE_TOKEN_RE
         for m in regex.finditer(text, start, end):
-            ws_start = m.start()
+            ws_start, pos_end = m.span()
             if ws_start != pos:  # cannot happen: every non-space char is a token
                 self.error_at(pos, "unexpected character")
             kind = m.lastindex
             if kind == 1 or kind is None:  # only whitespace and comments left
                 break
-            tok_start = m.end(1)
-            if text.startswith("/*", tok_start) and m.group(kind) == "/":
+            space, val = m.group(1, kind)
+            tok_start = ws_start + len(space)
+            if val == "/" and text.startswith("/*", tok_start):
                 # The comment regex found no '*/' after it; stopping here keeps
                 # the lexer linear (every later '/*' would scan to the end again).
                 self.error_at(tok_start, "unterminated comment: '/*' without a closing '*/'")
-            kinds.append(kind)
-            vals.append(m.group(kind))
-            starts.append(tok_start)
-            ends.append(m.end())
-            nls.append("\n" in m.group(1) or tok_start == 0)
-            pos = m.end()
+            add_kind(kind)
+            add_val(val)
+            add_start(tok_start)
+            add_end(pos_end)
+            add_nl("\n" in space or tok_start == 0)
+            pos = pos_end
         kinds.append(_EOF)
         vals.append("")
         starts.append(end)
@@ -338,10 +367,13 @@ class _Parser:
             text = self.vals[i]
             shape = _SHAPE_CACHE.get(text)
             if shape is None:
-                child = _Parser(self.text, self.filename, self.starts[i], self.ends[i], parent=self)
-                shape = child.parse_shape()
-                if child.kinds[child.pos] != _EOF:
-                    child.expected("the end of the shape")
+                shape = _plain_array_shape(text)
+                if shape is None:
+                    child = _Parser(self.text, self.filename, self.starts[i], self.ends[i],
+                                    parent=self)
+                    shape = child.parse_shape()
+                    if child.kinds[child.pos] != _EOF:
+                        child.expected("the end of the shape")
                 if len(_SHAPE_CACHE) > 100000:
                     _SHAPE_CACHE.clear()
                 _SHAPE_CACHE[text] = shape
@@ -946,9 +978,11 @@ class _Parser:
             # (collective-permute's in-place form has one list per pair.)
             value = RawAttr(self.skip_balanced_value())
         elif kind == "dims":
-            p = self.enter_group()
-            value = p.parse_int_list("{", "}")
-            self.leave_group(p)
+            value = self.plain_int_list()
+            if value is None:
+                p = self.enter_group()
+                value = p.parse_int_list("{", "}")
+                self.leave_group(p)
         elif kind == "int":
             value = self.expect_int(f"an integer value for '{name}'")
         elif kind == "bool":
@@ -1015,6 +1049,20 @@ class _Parser:
         else:  # a kind this parser does not know: keep the text
             value = RawAttr(self.skip_balanced_value())
         instr.attrs[name] = value
+
+    def plain_int_list(self):
+        """The value of a brace token holding only non-negative decimal
+        integers ('{}', '{1,0}'), as ``parse_int_list`` reads it, without a
+        child parser; None for any other text (comments, signs, hex, ...)."""
+        i = self.pos
+        if self.kinds[i] != _GROUP and self.kinds[i] != _ROW:
+            return None
+        m = _PLAIN_INT_LIST_RE.match(self.vals[i])
+        if m is None:
+            return None
+        self.pos += 1
+        body = m.group(1)
+        return tuple(map(int, body.split(","))) if body else ()
 
     def parse_int_list(self, open_, close):
         self.expect(open_)

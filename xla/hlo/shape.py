@@ -71,7 +71,7 @@ class Shape:
     nor a tuple, and a leaf of a tuple.
     """
 
-    __slots__ = ("element_type", "dimensions", "dynamic", "layout", "tuple_shapes")
+    __slots__ = ("element_type", "dimensions", "dynamic", "layout", "tuple_shapes", "_hash")
 
     def __init__(self, element_type, dimensions=(), layout=None, dynamic=None, tuple_shapes=()):
         if isinstance(element_type, str):
@@ -87,6 +87,7 @@ class Shape:
             raise ValueError("dynamic flags must match dimensions")
         self.layout = layout
         self.tuple_shapes = tuple(tuple_shapes)
+        self._hash = None   # computed on first use (passes hash shapes in their keys)
 
     # ----- constructors -------------------------------------------------
     @staticmethod
@@ -245,8 +246,21 @@ class Shape:
                 and self.dynamic == other.dynamic and self.layout == other.layout
                 and self.tuple_shapes == other.tuple_shapes)
 
+    def __getstate__(self):
+        # The cached hash stays behind: string hashes differ between processes.
+        return {k: getattr(self, k) for k in self.__slots__ if k != "_hash"}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
+        self._hash = None
+
     def __hash__(self):
-        return hash((self.element_type, self.dimensions, self.dynamic, self.layout, self.tuple_shapes))
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.element_type, self.dimensions, self.dynamic, self.layout,
+                                   self.tuple_shapes))
+        return h
 
     # ----- text -----------------------------------------------------------
     def to_text(self, print_layout=True):

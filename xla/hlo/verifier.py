@@ -163,6 +163,7 @@ class _Verifier:
         self.module = module
         self.allow_mixed_precision = allow_mixed_precision
         self.module_comps = {id(c) for c in module.computations}
+        self.shapes_checked = {}   # id(shape) -> (shape, message or None)
 
     def run(self):
         module = self.module
@@ -220,6 +221,7 @@ class _Verifier:
             _fail(comp, numbers[max(numbers)],
                   f"parameters must be numbered 0..{len(numbers) - 1}; parameter {missing[0]} is missing")
         module_comps = self.module_comps
+        shapes_checked = self.shapes_checked
         for instr in comp.instructions:
             for i, op in enumerate(instr.operands):
                 if id(op) not in members:
@@ -233,9 +235,12 @@ class _Verifier:
                 if id(callee) not in module_comps:
                     _fail(comp, instr, f"calls computation %{callee.name}, which does not belong "
                                        f"to module {self.module.name}")
-            msg = _check_layout(instr.shape) or _check_size(instr.shape)
-            if msg:
-                _fail(comp, instr, msg)
+            shape = instr.shape
+            checked = shapes_checked.get(id(shape))
+            if checked is None:   # shapes are immutable; the parser shares equal ones
+                checked = shapes_checked[id(shape)] = (shape, _check_layout(shape) or _check_size(shape))
+            if checked[1]:
+                _fail(comp, instr, checked[1])
 
     def verify_acyclic(self, comp):
         instrs = comp.instructions

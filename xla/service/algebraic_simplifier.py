@@ -84,6 +84,7 @@ from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Layout, Shape
 from xla.hlo.types import PrimitiveType
 from xla.service.hlo_pass import HloPass
+from xla.service.pass_utils import control_successor_ids
 
 _MAX_ROUNDS = 16
 _EXACT_RECIPROCAL_TYPES = frozenset([PrimitiveType.F16, PrimitiveType.BF16, PrimitiveType.F32,
@@ -625,12 +626,12 @@ class AlgebraicSimplifier(HloPass):
     def _sweep(module, comp):
         rw = _Rewriter(module, comp)
         changed = False
-        ordered = {id(p) for i in comp.instructions for p in i.control_predecessors}
+        ordered = control_successor_ids(comp)
         for instr in list(comp.instructions):
             rule = _RULES.get(instr.opcode)
             if rule is None or instr.parent is not comp:
                 continue
-            if instr.control_predecessors or id(instr) in ordered:
+            if ordered and id(instr) in ordered or instr.attrs.get("control-predecessors"):
                 continue
             rw.anchor = instr
             before = rw.created

@@ -73,12 +73,14 @@ class HloConstantFolding(HloPass):
         return changed
 
     def _foldable(self, instr, successors, side_effects):
-        if instr.opcode in _NOT_FOLDED or not instr.operands:
+        operands = instr.operands
+        if not operands or instr.opcode in _NOT_FOLDED:
             return False
+        for o in operands:
+            if o.opcode != "constant" or o.literal is None:
+                return False
         shape = instr.shape
         if not shape.is_array or shape.is_dynamic:
-            return False
-        if not all(o.opcode == "constant" and o.literal is not None for o in instr.operands):
             return False
         if has_control_dependencies(instr, successors) or side_effects.has_side_effect(instr):
             return False
@@ -92,7 +94,7 @@ class HloConstantFolding(HloPass):
         replacements = {}
         operands = []
         for instr in instruction_order(comp):
-            if any(id(o) in replacements for o in instr.operands):
+            if replacements and any(id(o) in replacements for o in instr.operands):
                 instr.operands = [replacements.get(id(o), o) for o in instr.operands]
             if not self._foldable(instr, successors, side_effects):
                 continue
@@ -130,6 +132,8 @@ class _LazyEvaluator:
 
 def _remove_unused_constants(comp, candidates, successors):
     """Removes the constants among ``candidates`` that nothing uses any more."""
+    if not candidates:
+        return
     used = {id(o) for i in comp.instructions for o in i.operands}
     used.add(id(comp.root_instruction))
     dead = {id(c) for c in candidates

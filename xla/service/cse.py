@@ -95,12 +95,14 @@ class _Keys:
         return value
 
     def attrs_key(self, instr):
+        if not instr.attrs:
+            return ()
         return tuple(sorted((name, self.freeze(value)) for name, value in instr.attrs.items()
                             if name not in _IGNORED_ATTRS))
 
 
 def _operands_key(instr):
-    ids = tuple(id(o) for o in instr.operands)
+    ids = tuple(map(id, instr.operands))
     if len(ids) == 2 and (instr.opcode in COMMUTATIVE or
                           (instr.opcode == "compare" and instr.attr("direction") in ("EQ", "NE"))):
         ids = tuple(sorted(ids))
@@ -124,9 +126,10 @@ class HloCSE(HloPass):
         replacements = {}
         table = {}
         for instr in instruction_order(comp):
-            if any(id(o) in replacements for o in instr.operands):
+            if replacements and any(id(o) in replacements for o in instr.operands):
                 instr.operands = [replacements.get(id(o), o) for o in instr.operands]
-            if (instr.opcode == "parameter" or has_control_dependencies(instr, successors)
+            if (instr.opcode == "parameter"
+                    or (successors or instr.attrs) and has_control_dependencies(instr, successors)
                     or side_effects.has_side_effect(instr)):
                 continue
             literal = None

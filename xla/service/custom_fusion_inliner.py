@@ -31,6 +31,8 @@ class CustomFusionInliner(HloPass):
 
     def run(self, module):
         inlined = []
+        if not any(is_custom_fusion(i) for c in module.computations for i in c.instructions):
+            return False
         for comp in module.computations_post_order():
             successors = control_successor_ids(comp)
             fusions = [i for i in comp.instructions

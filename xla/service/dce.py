@@ -42,19 +42,21 @@ class HloDCE(HloPass):
         stack = [comp.root_instruction]
         stack += [i for i in comp.instructions
                   if i.opcode == "parameter" or side_effects.has_side_effect(i)]
-        live = set()
+        live = set()   # instructions hash by identity
+        add, pop, extend = live.add, stack.pop, stack.extend
         while stack:
-            instr = stack.pop()
-            if id(instr) in live:
+            instr = pop()
+            if instr in live:
                 continue
-            live.add(id(instr))
-            stack.extend(instr.operands)
-            stack.extend(instr.control_predecessors)
+            add(instr)
+            extend(instr.operands)
+            if instr.attrs.get("control-predecessors"):
+                extend(instr.control_predecessors)
         if len(live) == len(comp.instructions):
             return False
         kept = []
         for instr in comp.instructions:
-            if id(instr) in live:
+            if instr in live:
                 kept.append(instr)
             else:
                 instr.parent = None

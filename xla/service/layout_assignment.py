@@ -177,7 +177,7 @@ class _Assigner:
     def _set(self, instr, shape):
         # A scalar's layout is always {}: filling it in is not a change
         # anyone can observe (nor does it print), so it is not reported.
-        if shape.to_text() != instr.shape.to_text():
+        if shape is not instr.shape and shape.to_text() != instr.shape.to_text():
             self.changed = True
         instr.shape = shape
 

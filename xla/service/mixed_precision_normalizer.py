@@ -62,10 +62,20 @@ def _candidate(instr):
     """Cheap: may ``instr`` mix precisions (operands, or result vs operands)?"""
     if instr.opcode in EXACT_SHAPE_OPCODES:
         return False
+    shape = instr.shape
+    if shape.is_array:
+        # The usual case, and no candidate: every operand an array of the
+        # result's element type.
+        et = shape.element_type
+        for op in instr.operands:
+            s = op.shape
+            if not s.is_array or s.element_type is not et:
+                break
+        else:
+            return False
     types = _float_types(instr)
     if len(types) > 1 and instr.opcode not in _NO_CONVERT:
         return True
-    shape = instr.shape
     return shape.is_tuple or (shape.is_array and shape.element_type.is_float and bool(types)
                               and shape.element_type not in types)
 

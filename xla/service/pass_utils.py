@@ -21,7 +21,7 @@ simplifier, constant folding, call inlining, while-loop passes).
 import numpy as np
 
 from xla.hlo import opcodes
-from xla.hlo.ir import HloInstruction
+from xla.hlo.ir import HloInstruction, control_dependencies_seen
 from xla.hlo.shape import Shape
 from xla.service.hlo_pass import HloPass
 
@@ -48,7 +48,10 @@ class SideEffects:
             return True
         if instr.opcode == "custom-call" and _is_true(instr.attr("custom_call_has_side_effect")):
             return True
-        return any(self.computation_has_side_effect(c) for c in instr.called_computations)
+        called = instr.called_computations
+        if not called:
+            return False
+        return any(self.computation_has_side_effect(c) for c in called)
 
     def computation_has_side_effect(self, comp):
         cached = self._computations.get(id(comp))
@@ -62,6 +65,8 @@ class SideEffects:
 def control_successor_ids(comp):
     """ids of the instructions of ``comp`` that are some instruction's control predecessor."""
     out = set()
+    if not control_dependencies_seen():
+        return out   # no instruction in this process has had control predecessors
     for instr in comp.instructions:
         for pred in instr.control_predecessors:
             out.add(id(pred))
@@ -249,6 +254,8 @@ def remove_unreferenced(module, candidates):
 
     Counts the instructions calling each computation once, so a chain of
     computations each called by the one before goes in linear time."""
+    if not candidates:
+        return False
     callers = {}
     for comp in module.computations:
         for instr in comp.instructions:

@@ -26,6 +26,9 @@ _ELEMENT_SIZE = re.compile(r"(?<![A-Za-z])E\(\d+\)")
 
 
 def _is_packed(shape):
+    if shape.is_array:   # the usual case, without walking leaves
+        layout = shape.layout
+        return layout is not None and bool(layout.extra) and bool(layout.element_size_in_bits)
     return any(leaf.is_array and leaf.layout is not None and leaf.layout.element_size_in_bits
                for _, leaf in shape.leaves())
 

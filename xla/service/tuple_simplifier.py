@@ -33,6 +33,9 @@ def shapes_equivalent(a, b):
     return a.layout is None or b.layout is None or not a.is_array or a.layout == b.layout
 
 
+_TUPLE_OPCODES = frozenset(["tuple", "get-tuple-element"])
+
+
 class TupleSimplifier(HloPass):
     name = "tuple-simplifier"
 
@@ -44,10 +47,12 @@ class TupleSimplifier(HloPass):
 
     @staticmethod
     def _run_on_computation(comp):
+        if not any(i.opcode in _TUPLE_OPCODES for i in comp.instructions):
+            return False   # nothing to simplify
         successors = control_successor_ids(comp)
         replacements = {}
         for instr in instruction_order(comp):
-            if any(id(o) in replacements for o in instr.operands):
+            if replacements and any(id(o) in replacements for o in instr.operands):
                 instr.operands = [replacements.get(id(o), o) for o in instr.operands]
             if has_control_dependencies(instr, successors):
                 continue

@@ -85,6 +85,8 @@ class WhileLoopSimplifier(HloPass):
     name = "simplify-while-loops"
 
     def run(self, module):
+        if not any(i.opcode == "while" for c in module.computations for i in c.instructions):
+            return False
         evaluator = None   # made for the first loop (it imports the interpreter's handlers)
         side_effects = SideEffects()
         changed = False
@@ -92,9 +94,11 @@ class WhileLoopSimplifier(HloPass):
         for comp in module.computations_post_order():
             if comp.parent is not module:
                 continue
+            loops = [i for i in comp.instructions if i.opcode == "while"]
+            if not loops:
+                continue
             successors = control_successor_ids(comp)
-            loops = [i for i in comp.instructions
-                     if i.opcode == "while" and not has_control_dependencies(i, successors)]
+            loops = [i for i in loops if not has_control_dependencies(i, successors)]
             for loop in loops:
                 evaluator = evaluator or Evaluator()
                 trips = self._trip_count(loop, evaluator, side_effects)

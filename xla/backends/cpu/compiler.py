@@ -26,8 +26,18 @@ from xla.service.buffer_assignment import assign_buffers
 _runtime = None
 
 # Modules at least this large start the kernel compiler's worker processes
-# before the HLO passes run (they will have enough kernels to compile).
-PRESTART_WORKERS_MIN_INSTRUCTIONS = 1000
+# before the HLO passes run, so that the workers' start (~0.2 s of CPU each)
+# overlaps the passes. Smaller ones start the pool only once emission has
+# queued enough kernels (kernel_compiler.POOL_START_MIN_KERNELS), else
+# compile in this process. On the 2-core machine the workers' start slowed
+# the passes more than it saved on every training step of 1,000-20,000
+# instructions measured (varied-width MLP, uniform MLP, transformer; 15-80
+# distinct kernels; 2026-11-27, docs/compiler.md): the 1,007-instruction
+# varied MLP 0.70 -> 0.39 s of CPU and 1.43 -> 0.77 s wall at a load of 4,
+# the 19,988-instruction one 5.1-5.3 -> 4.3-4.6 s of CPU for the same or
+# less wall time at a load of 1, the 10,002- and 19,977-instruction
+# transformer steps within the noise. Larger modules were not measured.
+PRESTART_WORKERS_MIN_INSTRUCTIONS = 25000
 
 # Modules that run at most this many kernels compile as one LLVM module with
 # the kernels inlined into the driver (no call per kernel at run time);
@@ -210,6 +220,13 @@ class CpuCompiler(Compiler):
         The executable's ``compile_timings`` has the seconds of each stage
         (passes, buffer_assignment, codegen, llvm) and kernel counts.
         ``allow_mixed_precision``: the verifier's option (see ``optimize``)."""
+        # The collector stays paused from the verifier to the executable, not
+        # only within each stage: re-enabled between stages it walked the
+        # whole module (0.1-0.2 s at 20,000 instructions).
+        with paused_gc():
+            return self._compile(module, hooks, cache, allow_mixed_precision)
+
+    def _compile(self, module, hooks, cache, allow_mixed_precision):
         self.configure()
         started = time.perf_counter()
         timings = {}

@@ -21,8 +21,9 @@ Each kernel is looked up, in order, in
    its own); otherwise by a pool of worker processes (``llvm_worker.py``,
    one per core, ~0.2 s to start). Workers live as long as the process;
    they compile while the emitter goes on emitting. The compiler starts the
-   pool ahead (``prestart``) for a large module, so that the workers' start
-   overlaps the HLO passes.
+   pool ahead (``prestart``) for a very large module
+   (``compiler.PRESTART_WORKERS_MIN_INSTRUCTIONS``), so that the workers'
+   start overlaps the HLO passes. A thread per idle CPU: ``_idle_cpus``.
 
 ``--xla_cpu_compile_workers=N`` sets the pool's size and the threads' count
 (-1, the default: one per CPU, at most 16; 0: always compile in this
@@ -458,9 +459,12 @@ class KernelCompiler:
 
 
 def _idle_cpus():
-    """The CPUs this process may run on less those other work keeps busy
-    (the 1-minute load average, rounded), at least 1. Threads beyond that
-    gain no time and cost CPU: on the shared 2-core machine two threads
+    """The CPUs this process may run on less those other work keeps busy, at
+    least 1: less the 1-minute load average, rounded, which also counts this
+    process's own work of the last minute (such as the compiles before this
+    one), so less one CPU of it for that where nothing else runs now
+    (``_other_runnable``), and never less than what runs now. Threads beyond
+    that gain no time and cost CPU: on the shared 2-core machine two threads
     took 7-26% more CPU than one, for no less wall time at a load of 4 and
     4-12% less at a load of 0.6-1.3 (docs/compiler.md, compile time)."""
     try:
@@ -471,7 +475,20 @@ def _idle_cpus():
         busy = os.getloadavg()[0]
     except (AttributeError, OSError):
         return cpus
+    others = _other_runnable()
+    if others is not None:
+        busy = min(busy, max(others, busy - 1))
     return max(1, min(cpus, int(cpus - busy + 0.5)))
+
+
+def _other_runnable():
+    """Tasks runnable now other than the calling thread (Linux:
+    ``/proc/loadavg``), or None where that cannot be read."""
+    try:
+        with open("/proc/loadavg") as f:
+            return max(0, int(f.read().split()[3].split("/")[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _valid_object(code, symbol):

@@ -115,16 +115,16 @@ class SizeFreeFingerprints:
     exactly as their full fingerprints do, without computing those."""
 
     def __init__(self):
-        self._texts = {}          # id(shape) -> (shape, size-free text)
+        self._texts = {}          # shape (by value: equal shapes print alike) -> size-free text
         self._free = HloFingerprints(self._shape_text)
         self._instructions = {}   # id(h) -> (h, size-free fingerprint, sizes)
         self._computations = {}   # id(comp) -> (comp, sizes of its instructions)
 
     def _shape_text(self, shape):
-        entry = self._texts.get(id(shape))
-        if entry is None:   # the shape is kept alive with its text, so its id is not reused
-            entry = self._texts[id(shape)] = (shape, _size_free(shape_to_text(shape)))
-        return entry[1]
+        text = self._texts.get(shape)
+        if text is None:
+            text = self._texts[shape] = _size_free(shape_to_text(shape))
+        return text
 
     def _entry(self, h):
         entry = self._instructions.get(id(h))
