@@ -7,9 +7,10 @@ Applies to an f32/f64 ``dot`` the runtime's matmul would compute
 row-major and not transposed (lhs ``[M, K]``, rhs ``[K, N]``), at least
 ``MR`` rows and ``NR`` columns, and fewer than ``MAX_MACS`` multiply-adds
 (below the runtime's threshold for using threads, so the product was
-serial anyway). For such sizes Eigen's blocked GEMM spends much of its
-time packing both operands into panels (60x50 by 50x70 in f64: 12 us here,
-OpenBLAS 8 us); this kernel reads them in place.
+serial anyway), or more with a small rhs (see the end). For such sizes
+Eigen's blocked GEMM spends much of its time packing both operands into
+panels (60x50 by 50x70 in f64: 12 us here, OpenBLAS 8 us); this kernel
+reads them in place.
 
 The kernel: for each block of ``MR`` rows and ``NR`` columns of the
 result, ``MR x NV`` vector accumulators (NV vectors of 256 bits per row)
@@ -32,11 +33,20 @@ A shape-generic kernel (``shape_generic``: one kernel for the products of
 one module that differ in sizes only) reads M, K and N at run time and
 places a whole last block at N - NR instead.
 
-Products of ``MAX_MACS`` up to ``MAX_TILED_MACS`` multiply-adds, which the
-runtime may spread over threads, run this kernel only when the runtime's
-pool has one thread (the runtime would compute them serially too, with
-Eigen's packing): the driver branches on ``__xla_cpu_runtime_num_threads``
-between the kernel and the runtime's matmul.
+Products of ``MAX_MACS`` multiply-adds or more, which the runtime may
+spread over threads, whose rhs takes at most ``MAX_SPLIT_RHS_BYTES`` (it
+stays in the core's L2 cache while every row block reads it), run this
+kernel at any size and thread count, their row blocks spread over the
+thread pool through ``__xla_cpu_parallel_for`` (chunks claimed as threads
+come free, each of at least ``MIN_CHUNK_MACS``): each element is computed
+by the same instructions whichever thread runs its block, so the bits do
+not depend on the thread count. With one thread the pool runs all the
+blocks on the calling thread: the serial kernel. Other products of
+``MAX_MACS`` up to ``MAX_TILED_MACS`` multiply-adds run this kernel only
+when the runtime's pool has one thread (the runtime would compute them
+serially too, with Eigen's packing): the driver branches on
+``__xla_cpu_runtime_num_threads`` between the kernel and the runtime's
+matmul.
 """
 import math
 
@@ -44,11 +54,11 @@ from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
-from xla.backends.cpu.kernels import Kernel, slice_pattern
+from xla.backends.cpu.kernels import PTR, VOID, Kernel, slice_pattern
 from xla.backends.cpu.ir_emitter import Slice, register_instruction
 from xla.backends.cpu.llvm_types import F32, F64, I32, vector_lanes
 from xla.backends.cpu.shape_generic import is_generic
-from xla.backends.cpu.loop_emitter import i64
+from xla.backends.cpu.loop_emitter import I64, i64
 
 # A block of MR rows and NV 256-bit vectors per row: 12 accumulators, which
 # with the NV loaded vectors and a broadcast fit AVX2's 16 registers (tiles
@@ -57,9 +67,21 @@ from xla.backends.cpu.loop_emitter import i64
 MR, NV = 4, 3
 MAX_MACS = 64 * 64 * 64   # the runtime's kMinParallelMacs: larger products may use threads
 # Up to this many multiply-adds the kernel computes products of at least
-# MAX_MACS too, its row blocks spread over the thread pool (100x100x100 f64,
-# one thread, this host: ~37 us where Eigen's packed GEMM took ~42).
+# MAX_MACS with a larger rhs than MAX_SPLIT_RHS_BYTES too, where the pool
+# has one thread (100x100x100 f64, one thread, this host: ~37 us where
+# Eigen's packed GEMM took ~42).
 MAX_TILED_MACS = 128 * 128 * 128
+# A product of MAX_MACS or more whose rhs takes at most this many bytes runs
+# the kernel at any size, split over the pool (module docstring). One
+# thread, this host (Zen 4, loaded; medians of 5 rounds, f64 M x K x N):
+# kernel / Eigen 512x256x128 (rhs 256 KB) 0.86, 2048x64x64 0.83, 1024x256x128
+# 0.96; with larger rhs 256x256x256 0.95, 128x512x128 1.03, 200x300x400
+# 1.09, 512x512x512 1.24 (Eigen's packed panels win once the rhs leaves L2).
+MAX_SPLIT_RHS_BYTES = 256 << 10
+# The least work one chunk of row blocks gets (the runtime's split uses the
+# same half of its parallel threshold).
+MIN_CHUNK_MACS = MAX_MACS // 2
+_PARALLEL_FOR = "__xla_cpu_parallel_for"
 _LANES = {"f32": 8, "f64": 4}          # 256-bit vectors
 _WIDE_LANES = {"f32": 16, "f64": 8}    # 512-bit vectors, on a host with AVX-512
 _TYPES = {"f32": F32, "f64": F64}
@@ -95,11 +117,21 @@ def small_gemm_shape(h, runtime_symbols=()):
         return None
     m, k = lhs.shape.dimensions
     n = rhs.shape.dimensions[1]
-    if m < MR or n < NV * _LANES[et] or k < 1 or m * k * n > MAX_TILED_MACS:
+    if m < MR or n < NV * _LANES[et] or k < 1:
         return None
-    if m * k * n >= MAX_MACS and not ({_NUM_THREADS, matmul_function(h)} <= set(runtime_symbols)):
+    if m * k * n < MAX_MACS or _split(m, k, n, et, runtime_symbols):
+        return m, k, n
+    if m * k * n > MAX_TILED_MACS or \
+            not ({_NUM_THREADS, matmul_function(h)} <= set(runtime_symbols)):
         return None
     return m, k, n
+
+
+def _split(m, k, n, et, runtime_symbols):
+    """Whether a product of MAX_MACS or more runs the kernel split over the
+    pool (module docstring)."""
+    return m * k * n >= MAX_MACS and k * n * (4 if et == "f32" else 8) <= MAX_SPLIT_RHS_BYTES \
+        and _PARALLEL_FOR in runtime_symbols
 
 
 @register_instruction("dot")
@@ -138,6 +170,11 @@ def emit_small_gemm(me, h):
     row_blocks = math.ceil(m / MR)
     if m * k * n < MAX_MACS:
         kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
+        return True
+    if _split(m, k, n, h.shape.element_type.text, me.runtime_symbols):
+        pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
+        min_chunk = max(1, -(-MIN_CHUNK_MACS // (MR * k * n)))
+        me.builder.call(pf, [kernel.function, me.table, i64(row_blocks), i64(min_chunk)])
         return True
     # A product the runtime would spread over threads: this kernel where the
     # pool has one thread (it computes the product serially there too), the
