@@ -5,7 +5,7 @@ matmul.
 Applies to an f32/f64 ``dot`` the runtime's matmul would compute
 (``runtime_dot``) with no batch dimensions, both operands and the result
 row-major and not transposed (lhs ``[M, K]``, rhs ``[K, N]``), at least
-``MR`` rows and ``NR`` columns, and fewer than ``MAX_MACS`` multiply-adds
+``MR`` rows and ``MIN_COLUMNS`` columns, and fewer than ``MAX_MACS`` multiply-adds
 (below the runtime's threshold for using threads, so the product was
 serial anyway), or more with a small rhs (see the end). For such sizes
 Eigen's blocked GEMM spends much of its time packing both operands into
@@ -28,7 +28,10 @@ in the last bits, as two BLAS libraries differ.
 The row blocks are the kernel's range (``begin``/``end``), called from the
 driver on the calling thread. Columns past the last whole block of ``NR``
 take a block of as many vectors as they need, placed at N minus that width
-(it overlaps the block before by less than a vector, with the same values).
+(it overlaps the block before by less than a vector, with the same values);
+a product of fewer than ``NR`` columns takes one block of as many vectors
+as it needs, the last one loaded and stored masked to the columns that
+exist (not shape-generic).
 A shape-generic kernel (``shape_generic``: one kernel for the products of
 one module that differ in sizes only) reads M, K and N at run time and
 places a whole last block at N - NR instead.
@@ -83,6 +86,9 @@ MAX_SPLIT_RHS_BYTES = 256 << 10
 MIN_CHUNK_MACS = MAX_MACS // 2
 _PARALLEL_FOR = "__xla_cpu_parallel_for"
 _LANES = {"f32": 8, "f64": 4}          # 256-bit vectors
+# Narrower products (matrix-vector-like) are left to the runtime, whose
+# GEMV and row dot products suit them; from 4 columns a masked vector does.
+MIN_COLUMNS = 4
 _WIDE_LANES = {"f32": 16, "f64": 8}    # 512-bit vectors, on a host with AVX-512
 _TYPES = {"f32": F32, "f64": F64}
 def _lanes(et, n):
@@ -117,7 +123,7 @@ def small_gemm_shape(h, runtime_symbols=()):
         return None
     m, k = lhs.shape.dimensions
     n = rhs.shape.dimensions[1]
-    if m < MR or n < NV * _LANES[et] or k < 1:
+    if m < MR or n < MIN_COLUMNS or k < 1:
         return None
     if m * k * n < MAX_MACS or _split(m, k, n, et, runtime_symbols):
         return m, k, n
@@ -152,6 +158,8 @@ def emit_small_gemm(me, h):
     slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
     name = me.unique(f"kernel.{h.name}.gemm")
     generic = is_generic(me, h, slices, runtime_bounds=True)
+    if generic and n < NV * lanes:
+        return False    # the generic kernel's blocks are whole (NR columns)
 
     def emit():
         return _emit_kernel(me, h, name, slices, shape, lanes, generic)
@@ -220,14 +228,35 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
         return b.gep(base, [b.add(b.mul(row, width), col)], inbounds=True,
                      source_etype=scalar)
 
-    def block(i0, j0, nv):
-        """Rows i0..i0+MR-1, columns j0..j0+nv*lanes-1 of the result."""
+    def load(ptr, masked):
+        if masked is None:
+            return b.load(ptr, typ=vec, align=align)
+        return b.call(masked[0], [ptr, ir.Constant(I32, align), masked[2], zero])
+
+    def store(value, ptr, masked):
+        if masked is None:
+            b.store(value, ptr, align=align)
+        else:
+            b.call(masked[1], [value, ptr, ir.Constant(I32, align), masked[2]])
+
+    def block(i0, j0, nv, tail=None):
+        """Rows i0..i0+MR-1, columns j0..j0+nv*lanes-1 of the result; with
+        ``tail``, only the first ``tail`` lanes of the last vector exist
+        (masked loads and stores)."""
+        masked = [None] * nv
+        if tail is not None:
+            mask = ir.Constant(ir.VectorType(ir.IntType(1), lanes),
+                               [ir.Constant(ir.IntType(1), int(i < tail)) for i in range(lanes)])
+            masked[-1] = (_declare(kernel.module, f"llvm.masked.load.v{lanes}{et}.p0", vec,
+                                   [PTR, I32, mask.type, vec]),
+                          _declare(kernel.module, f"llvm.masked.store.v{lanes}{et}.p0", VOID,
+                                   [vec, PTR, I32, mask.type]), mask)
         for row in accs:
             for acc in row[:nv]:
                 b.store(zero, acc)
         with le.for_loop(b, 0, k_v, name="p") as p:
-            bs = [b.load(element(b_ptr, p, b.add(j0, i64(v * lanes)), n_v), typ=vec,
-                         align=align) for v in range(nv)]
+            bs = [load(element(b_ptr, p, b.add(j0, i64(v * lanes)), n_v), masked[v])
+                  for v in range(nv)]
             for r in range(MR):
                 a = b.load(element(a_ptr, b.add(i0, i64(r)), p, k_v), typ=scalar)
                 a = b.shuffle_vector(b.insert_element(ir.Constant(vec, ir.Undefined), a,
@@ -239,7 +268,7 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
         for r in range(MR):
             for v in range(nv):
                 ptr = element(c_ptr, b.add(i0, i64(r)), b.add(j0, i64(v * lanes)), n_v)
-                b.store(b.load(accs[r][v], typ=vec), ptr, align=align)
+                store(b.load(accs[r][v], typ=vec), ptr, masked[v])
 
     with le.for_loop(b, kernel.begin, kernel.end, name="ib") as ib:
         i0 = b.select(b.icmp_signed("<", b.mul(ib, i64(MR)), last_row),
@@ -256,7 +285,11 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
             rest_vectors = math.ceil(rest / lanes)
             with le.for_loop(b, 0, full_blocks, name="jb") as jb:
                 block(i0, b.mul(jb, i64(nr)), NV)
-            if rest_vectors:
+            if full_blocks == 0:
+                # Fewer columns than a block: one block, its last vector
+                # masked to the columns that exist.
+                block(i0, i64(0), rest_vectors, tail=(n % lanes) or None)
+            elif rest_vectors:
                 block(i0, i64(n - rest_vectors * lanes), rest_vectors)
     kernel.finish()
     return kernel
