@@ -91,16 +91,17 @@ def test_products_the_runtime_may_thread_are_tiled_on_one_thread(m, k, n, et):
 
 @pytest.mark.parametrize("et", ["f32", "f64"])
 @pytest.mark.parametrize("m, k, n", [(64, 64, 64), (100, 100, 100), (128, 128, 128), (90, 70, 66),
-                                     (512, 256, 128), (1001, 64, 30)])
-def test_products_with_a_small_rhs_split_their_row_blocks_over_the_pool(m, k, n, et):
+                                     (512, 128, 10), (512, 256, 128), (2001, 64, 40)])
+def test_products_with_a_small_rhs_are_tiled_at_every_thread_count(m, k, n, et):
     # At least 64^3 multiply-adds and an rhs of at most 256 KB (f64
-    # 256x128 is 256 KB): the tiled kernel at every thread count, its row
-    # blocks through the pool's parallel_for; each element is computed by
-    # the same instructions on whichever thread, so the bits are the same
-    # at 1, 2 and 3 threads, and NumPy's values.
+    # 256x128 is 256 KB): the tiled kernel at every thread count, from 2^22
+    # multiply-adds (512x256x128, 2001x64x40) its row blocks through the
+    # pool's parallel_for; each element is computed by the same
+    # instructions on whichever thread, so the bits are the same at 1, 2
+    # and 3 threads, and NumPy's values.
     exe = compile_dot(m, k, n, et)
     assert not uses_runtime_matmul(exe, et)
-    assert "__xla_cpu_parallel_for" in exe.ir_text
+    assert ("__xla_cpu_parallel_for" in exe.ir_text) == (m * k * n >= 1 << 22)
     rng = np.random.default_rng(m + k + n)
     a, b = rng.standard_normal((m, k)).astype(NP[et]), rng.standard_normal((k, n)).astype(NP[et])
     want = a.astype(np.float64) @ b.astype(np.float64)
@@ -134,3 +135,17 @@ def test_the_vector_width_follows_the_targets(monkeypatch, bits, width):
 
     assert kernel_vectors(40) == {width}
     assert kernel_vectors(20) == {4}
+
+
+def test_a_narrow_product_next_to_a_wide_one_is_tiled_too():
+    """Two products of one module that differ in sizes only share a
+    shape-generic kernel where they can; one of fewer columns than a block
+    (x @ W1 then h @ W2, an MLP's layers) gets a kernel of its own."""
+    text = (f"HloModule m\nENTRY e {{\n  x = f64[512,256] parameter(0)\n"
+            f"  w1 = f64[256,128] parameter(1)\n  w2 = f64[128,10] parameter(2)\n"
+            f"  h = f64[512,128] dot(x, w1), {DIMS}\n  ROOT z = f64[512,10] dot(h, w2), {DIMS}\n}}\n")
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    assert not uses_runtime_matmul(exe, "f64")
+    rng = np.random.default_rng(7)
+    x, w1, w2 = (rng.standard_normal(s) for s in ((512, 256), (256, 128), (128, 10)))
+    np.testing.assert_allclose(exe.execute(x, w1, w2), (x @ w1) @ w2, rtol=1e-12, atol=1e-10)

@@ -39,11 +39,12 @@ places a whole last block at N - NR instead.
 Products of ``MAX_MACS`` multiply-adds or more, which the runtime may
 spread over threads, whose rhs takes at most ``MAX_SPLIT_RHS_BYTES`` (it
 stays in the core's L2 cache while every row block reads it), run this
-kernel at any size and thread count, their row blocks spread over the
-thread pool through ``__xla_cpu_parallel_for`` (chunks claimed as threads
-come free, each of at least ``MIN_CHUNK_MACS``): each element is computed
-by the same instructions whichever thread runs its block, so the bits do
-not depend on the thread count. With one thread the pool runs all the
+kernel at any size and thread count: from ``MIN_SPLIT_MACS`` their row
+blocks spread over the thread pool through ``__xla_cpu_parallel_for``
+(chunks claimed as threads come free, each of at least
+``MIN_CHUNK_MACS``), smaller ones on the calling thread. Each element is
+computed by the same instructions whichever thread runs its block, so the
+bits do not depend on the thread count. With one thread the pool runs all the
 blocks on the calling thread: the serial kernel. Other products of
 ``MAX_MACS`` up to ``MAX_TILED_MACS`` multiply-adds run this kernel only
 when the runtime's pool has one thread (the runtime would compute them
@@ -81,9 +82,14 @@ MAX_TILED_MACS = 128 * 128 * 128
 # 0.96; with larger rhs 256x256x256 0.95, 128x512x128 1.03, 200x300x400
 # 1.09, 512x512x512 1.24 (Eigen's packed panels win once the rhs leaves L2).
 MAX_SPLIT_RHS_BYTES = 256 << 10
-# The least work one chunk of row blocks gets (the runtime's split uses the
-# same half of its parallel threshold).
-MIN_CHUNK_MACS = MAX_MACS // 2
+# Such products of at least MIN_SPLIT_MACS spread their row blocks over the
+# pool, in chunks of at least MIN_CHUNK_MACS; smaller ones run on the
+# calling thread. Waking the pool's sleeping worker costs tens to hundreds
+# of microseconds on this VM, and the caller then waits for the chunk it
+# took: 512x128 @ 128x10 f64 (655K multiply-adds, ~30 us serial) took ~140
+# us at two threads split into chunks of 131K.
+MIN_SPLIT_MACS = 1 << 22
+MIN_CHUNK_MACS = 1 << 20
 _PARALLEL_FOR = "__xla_cpu_parallel_for"
 _LANES = {"f32": 8, "f64": 4}          # 256-bit vectors
 # Narrower products (matrix-vector-like) are left to the runtime, whose
@@ -158,8 +164,8 @@ def emit_small_gemm(me, h):
     slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
     name = me.unique(f"kernel.{h.name}.gemm")
     generic = is_generic(me, h, slices, runtime_bounds=True)
-    if generic and n < NV * lanes:
-        return False    # the generic kernel's blocks are whole (NR columns)
+    if n < NV * lanes:
+        generic = False     # the generic kernel's blocks are whole (NR columns)
 
     def emit():
         return _emit_kernel(me, h, name, slices, shape, lanes, generic)
@@ -180,6 +186,9 @@ def emit_small_gemm(me, h):
         kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
         return True
     if _split(m, k, n, h.shape.element_type.text, me.runtime_symbols):
+        if m * k * n < MIN_SPLIT_MACS:
+            kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
+            return True
         pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
         min_chunk = max(1, -(-MIN_CHUNK_MACS // (MR * k * n)))
         me.builder.call(pf, [kernel.function, me.table, i64(row_blocks), i64(min_chunk)])
