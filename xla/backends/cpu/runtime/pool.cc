@@ -215,7 +215,11 @@ void Help(std::shared_ptr<ParallelForState> state) {
       deadline = std::chrono::steady_clock::now() + spin;
       continue;
     }
-    if ((i & 63) == 0 && std::chrono::steady_clock::now() >= deadline) break;
+    if ((i & 63) == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      // Lets a thread waiting for this CPU run (returns at once when none is).
+      std::this_thread::yield();
+    }
     CpuRelax();
   }
   latest.spinning.fetch_sub(1, std::memory_order_seq_cst);
