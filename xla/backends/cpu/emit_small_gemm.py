@@ -31,10 +31,11 @@ take a block of as many vectors as they need, placed at N minus that width
 (it overlaps the block before by less than a vector, with the same values);
 a product of fewer than ``NR`` columns takes one block of as many vectors
 as it needs, the last one loaded and stored masked to the columns that
-exist (not shape-generic).
+exist.
 A shape-generic kernel (``shape_generic``: one kernel for the products of
 one module that differ in sizes only) reads M, K and N at run time and
-places a whole last block at N - NR instead.
+places a whole last block at N - NR instead, or, for N under NR, runs one
+block whose vectors are all masked (masks computed from N).
 
 Products of ``MAX_MACS`` multiply-adds or more, which the runtime may
 spread over threads, whose rhs takes at most ``MAX_SPLIT_RHS_BYTES`` (it
@@ -164,8 +165,6 @@ def emit_small_gemm(me, h):
     slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
     name = me.unique(f"kernel.{h.name}.gemm")
     generic = is_generic(me, h, slices, runtime_bounds=True)
-    if n < NV * lanes:
-        generic = False     # the generic kernel's blocks are whole (NR columns)
 
     def emit():
         return _emit_kernel(me, h, name, slices, shape, lanes, generic)
@@ -225,6 +224,17 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
     if kernel.generic:
         last_row, last_col = ab.sub(m_v, i64(MR)), ab.sub(n_v, i64(nr))
         col_blocks = ab.udiv(ab.add(n_v, i64(nr - 1)), i64(nr))
+        narrow = ab.icmp_signed("<", n_v, i64(nr))
+        # Vector v's lanes j < N - v * lanes (the narrow case's masks).
+        lane = ir.Constant(ir.VectorType(I64, lanes), [i64(i) for i in range(lanes)])
+        masks = []
+        for v in range(NV):
+            left = ab.sub(n_v, i64(v * lanes))
+            left = ab.shuffle_vector(ab.insert_element(ir.Constant(ir.VectorType(I64, lanes), ir.Undefined),
+                                                       left, ir.Constant(I32, 0)),
+                                     ir.Constant(ir.VectorType(I64, lanes), ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, lanes), [ir.Constant(I32, 0)] * lanes))
+            masks.append(ab.icmp_signed("<", lane, left))
     else:
         last_row, last_col, col_blocks = i64(m - MR), i64(n - nr), math.ceil(n / nr)
     a_ptr, b_ptr, c_ptr = (kernel.pointer(s) for s in slices)
@@ -248,18 +258,25 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
         else:
             b.call(masked[1], [value, ptr, ir.Constant(I32, align), masked[2]])
 
-    def block(i0, j0, nv, tail=None):
+    mask_type = ir.VectorType(ir.IntType(1), lanes)
+
+    def masked_ops(mask):
+        return (_declare(kernel.module, f"llvm.masked.load.v{lanes}{et}.p0", vec,
+                         [PTR, I32, mask_type, vec]),
+                _declare(kernel.module, f"llvm.masked.store.v{lanes}{et}.p0", VOID,
+                         [vec, PTR, I32, mask_type]), mask)
+
+    def block(i0, j0, nv, tail=None, masks=None):
         """Rows i0..i0+MR-1, columns j0..j0+nv*lanes-1 of the result; with
-        ``tail``, only the first ``tail`` lanes of the last vector exist
+        ``tail``, only the first ``tail`` lanes of the last vector exist,
+        with ``masks`` (run-time values), those of each vector's mask
         (masked loads and stores)."""
         masked = [None] * nv
         if tail is not None:
-            mask = ir.Constant(ir.VectorType(ir.IntType(1), lanes),
-                               [ir.Constant(ir.IntType(1), int(i < tail)) for i in range(lanes)])
-            masked[-1] = (_declare(kernel.module, f"llvm.masked.load.v{lanes}{et}.p0", vec,
-                                   [PTR, I32, mask.type, vec]),
-                          _declare(kernel.module, f"llvm.masked.store.v{lanes}{et}.p0", VOID,
-                                   [vec, PTR, I32, mask.type]), mask)
+            masked[-1] = masked_ops(ir.Constant(mask_type, [ir.Constant(ir.IntType(1), int(i < tail))
+                                                            for i in range(lanes)]))
+        if masks is not None:
+            masked = [masked_ops(mask) for mask in masks[:nv]]
         for row in accs:
             for acc in row[:nv]:
                 b.store(zero, acc)
@@ -284,11 +301,17 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
                       b.mul(ib, i64(MR)), last_row)
         if kernel.generic:
             # N known at run time only: whole blocks, the last one placed at
-            # N - NR (overlapping the one before, with the same values).
-            with le.for_loop(b, 0, col_blocks, name="jb") as jb:
-                j0 = b.select(b.icmp_signed("<", b.mul(jb, i64(nr)), last_col),
-                              b.mul(jb, i64(nr)), last_col)
-                block(i0, j0, NV)
+            # N - NR (overlapping the one before, with the same values); N
+            # under NR: one block, each vector masked to the columns that
+            # exist.
+            with b.if_else(narrow) as (then, otherwise):
+                with then:
+                    block(i0, i64(0), NV, masks=masks)
+                with otherwise:
+                    with le.for_loop(b, 0, col_blocks, name="jb") as jb:
+                        j0 = b.select(b.icmp_signed("<", b.mul(jb, i64(nr)), last_col),
+                                      b.mul(jb, i64(nr)), last_col)
+                        block(i0, j0, NV)
         else:
             full_blocks, rest = divmod(n, nr)
             rest_vectors = math.ceil(rest / lanes)
