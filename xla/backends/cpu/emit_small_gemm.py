@@ -164,7 +164,10 @@ def emit_small_gemm(me, h):
     lanes = _lanes(h.shape.element_type.text, n)
     slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
     name = me.unique(f"kernel.{h.name}.gemm")
-    generic = is_generic(me, h, slices, runtime_bounds=True)
+    # Products split over the pool keep constant sizes: mlp_forward's
+    # 512x256x128 and 512x128x10 (size variants of each other), one thread,
+    # 646-690 us a call with constant sizes, 720-775 us shape-generic.
+    generic = m * k * n < MIN_SPLIT_MACS and is_generic(me, h, slices, runtime_bounds=True)
 
     def emit():
         return _emit_kernel(me, h, name, slices, shape, lanes, generic)
