@@ -1,7 +1,7 @@
 """The NumPy kernel suite (tests/frontend/numpy_programs.py) at benchmark
 sizes: each kernel run by NumPy and, unmodified, under xla.jit.
 
-    .venv/bin/python benchmarks/numpy_programs.py [--repeats=N] [--rounds=R] [--only=a,b]
+    .venv/bin/python benchmarks/numpy_programs.py [--repeats=N] [--rounds=R] [--only=a,b] [--settle=S]
 
 For each kernel: the first call under xla.jit (trace and compile, then
 run), the median of ``--repeats`` calls after it (on fresh copies of the
@@ -10,7 +10,13 @@ place) against NumPy's median on the same copies, and their ratio
 numpy/ours (above 1: this project is faster); with ``--rounds=R`` the two
 are timed alternately R times and the medians over the rounds are
 reported (the ratio: the median of the rounds' ratios), which a shared,
-noisy machine needs; the last line is the
+noisy machine needs. Each block of calls starts ``--settle`` seconds after
+the other side's: both keep threads busy after a call (NumPy's OpenBLAS
+spins its workers for about 2^28 cycles, ~0.1 s; the CPU runtime's pool
+helpers 2 ms), and on a 2-core machine one side's spinning worker took the
+second core from the other's block (at two threads each, xla.jit's
+mlp_forward 0.72-0.86 ms after NumPy's block, 0.46-0.59 ms with OpenBLAS
+at one thread). The last line is the
 geometric mean of the ratios. How each loop was compiled is reported (one
 HLO while, or unrolled, and why). Where ``import jax`` works, the kernels
 that benchmarks/numpy_programs_jax.py writes as JAX asks (``.at[]``,
@@ -56,6 +62,9 @@ def main():
     p.add_argument("--rounds", type=int, default=1,
                    help="NumPy and xla.jit timed alternately this many times; medians reported")
     p.add_argument("--only", default="", help="comma-separated kernel names")
+    p.add_argument("--settle", type=float, default=0.2,
+                   help="seconds between one side's block of calls and the other's, for the "
+                        "threads each keeps spinning after its calls to stop")
     opts = p.parse_args()
     names = [n for n in KERNELS if not opts.only or n in opts.only.split(",")]
     try:
@@ -85,7 +94,9 @@ def main():
         # and the figures are the medians over the rounds.
         ours_t, ref_t = [], []
         for _ in range(opts.rounds):
+            time.sleep(opts.settle)
             ref_t.append(median_time(fn, args, opts.repeats))
+            time.sleep(opts.settle)
             ours_t.append(median_time(jitted, args, opts.repeats))
         ours, ref = statistics.median(ours_t), statistics.median(ref_t)
         ratios.append(statistics.median(r / o for r, o in zip(ref_t, ours_t)))
@@ -99,6 +110,7 @@ def main():
 
                 def run(*a, jj=jj):
                     jax.block_until_ready(jj(*a))
+                time.sleep(opts.settle)
                 tj = median_time(run, args, opts.repeats)
                 jax_ratios.append(tj / ours)
                 jax_text = f" {tj * 1e3:8.3f} ms {tj / ours:7.2f}x"

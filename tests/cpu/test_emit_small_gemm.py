@@ -28,7 +28,10 @@ def uses_runtime_matmul(exe, et):
 @pytest.mark.parametrize("et", ["f32", "f64"])
 @pytest.mark.parametrize("m, k, n", [
     (4, 1, 24), (60, 50, 70), (5, 7, 25), (63, 63, 63), (17, 2, 31), (4, 100, 24),
-    (9, 3, 30), (6, 5, 100), (5, 4, 52)])
+    (9, 3, 30), (6, 5, 100), (5, 4, 52),
+    # fewer columns than a block: the last vector masked (or whole: 8, 16;
+    # f32 4 and 7, f64 7: fewer columns than a vector)
+    (8, 5, 11), (9, 300, 7), (5, 4, 8), (6, 3, 9), (7, 2, 16), (512, 128, 10), (4, 6, 4)])
 def test_small_products_are_tiled_kernels_with_numpys_values(m, k, n, et):
     exe = compile_dot(m, k, n, et)
     assert not uses_runtime_matmul(exe, et)
@@ -43,8 +46,8 @@ def test_small_products_are_tiled_kernels_with_numpys_values(m, k, n, et):
 
 @pytest.mark.parametrize("m, k, n, why", [
     (3, 5, 40, "fewer rows than a block"),
-    (8, 5, 11, "fewer columns than a block"),
-    (129, 128, 128, "more multiply-adds than the tiled kernel takes"),
+    (8, 5, 3, "fewer than 4 columns"),
+    (129, 400, 300, "more multiply-adds than the tiled kernel takes, its rhs over 256 KB"),
 ])
 def test_other_products_call_the_runtime(m, k, n, why):
     exe = compile_dot(m, k, n, "f64")
@@ -62,12 +65,13 @@ def test_a_transposed_operand_calls_the_runtime():
 
 
 @pytest.mark.parametrize("et", ["f32", "f64"])
-@pytest.mark.parametrize("m, k, n", [(64, 64, 64), (100, 100, 100), (128, 128, 128), (90, 70, 66)])
+@pytest.mark.parametrize("m, k, n", [(8, 300, 300), (20, 256, 400), (16, 256, 300)])
 def test_products_the_runtime_may_thread_are_tiled_on_one_thread(m, k, n, et):
-    # At least 64^3 multiply-adds: the driver asks the pool for its thread
-    # count; with one thread (where the runtime computes the product serially
-    # too) it runs the tiled kernel, with more the runtime's matmul. Both give
-    # NumPy's values.
+    # At least 64^3 multiply-adds and an rhs over MAX_SPLIT_RHS_BYTES (256
+    # KB: f64 300x300 720 KB, f32 256x300 307 KB): the driver asks the pool
+    # for its thread count; with one thread (where the runtime computes the
+    # product serially too) it runs the tiled kernel, with more the
+    # runtime's matmul. Both give NumPy's values.
     exe = compile_dot(m, k, n, et)
     assert uses_runtime_matmul(exe, et) and "__xla_cpu_runtime_num_threads" in exe.ir_text
     rng = np.random.default_rng(m + k + n)
@@ -83,6 +87,35 @@ def test_products_the_runtime_may_thread_are_tiled_on_one_thread(m, k, n, et):
     finally:
         _core.set_cpu_runtime_num_threads(0)
     assert _core.cpu_runtime_num_threads() == default
+
+
+@pytest.mark.parametrize("et", ["f32", "f64"])
+@pytest.mark.parametrize("m, k, n", [(64, 64, 64), (100, 100, 100), (128, 128, 128), (90, 70, 66),
+                                     (512, 128, 10), (512, 256, 128), (2001, 64, 40)])
+def test_products_with_a_small_rhs_are_tiled_at_every_thread_count(m, k, n, et):
+    # At least 64^3 multiply-adds and an rhs of at most 256 KB (f64
+    # 256x128 is 256 KB): the tiled kernel at every thread count, from 2^22
+    # multiply-adds (512x256x128, 2001x64x40) its row blocks through the
+    # pool's parallel_for; each element is computed by the same
+    # instructions on whichever thread, so the bits are the same at 1, 2
+    # and 3 threads, and NumPy's values.
+    exe = compile_dot(m, k, n, et)
+    assert not uses_runtime_matmul(exe, et)
+    assert ("__xla_cpu_parallel_for" in exe.ir_text) == (m * k * n >= 1 << 22)
+    rng = np.random.default_rng(m + k + n)
+    a, b = rng.standard_normal((m, k)).astype(NP[et]), rng.standard_normal((k, n)).astype(NP[et])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 1e-12 if et == "f64" else 1e-5
+    results = []
+    try:
+        for threads in (1, 2, 3):
+            _core.set_cpu_runtime_num_threads(threads)
+            got = exe.execute(a, b)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
+            results.append(np.asarray(got).tobytes())
+    finally:
+        _core.set_cpu_runtime_num_threads(0)
+    assert len(set(results)) == 1
 
 
 @pytest.mark.parametrize("bits, width", [(512, 8), (256, 4)])
@@ -102,3 +135,17 @@ def test_the_vector_width_follows_the_targets(monkeypatch, bits, width):
 
     assert kernel_vectors(40) == {width}
     assert kernel_vectors(20) == {4}
+
+
+def test_a_narrow_product_next_to_a_wide_one_is_tiled_too():
+    """Two products of one module that differ in sizes only share a
+    shape-generic kernel where they can; one of fewer columns than a block
+    (x @ W1 then h @ W2, an MLP's layers) gets a kernel of its own."""
+    text = (f"HloModule m\nENTRY e {{\n  x = f64[512,256] parameter(0)\n"
+            f"  w1 = f64[256,128] parameter(1)\n  w2 = f64[128,10] parameter(2)\n"
+            f"  h = f64[512,128] dot(x, w1), {DIMS}\n  ROOT z = f64[512,10] dot(h, w2), {DIMS}\n}}\n")
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    assert not uses_runtime_matmul(exe, "f64")
+    rng = np.random.default_rng(7)
+    x, w1, w2 = (rng.standard_normal(s) for s in ((512, 256), (256, 128), (128, 10)))
+    np.testing.assert_allclose(exe.execute(x, w1, w2), (x @ w1) @ w2, rtol=1e-12, atol=1e-10)

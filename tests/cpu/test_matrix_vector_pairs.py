@@ -60,11 +60,25 @@ def test_other_pairs_are_left_alone(text, why):
     assert not MatrixVectorPairFusion().run(parse_hlo_module(text)), why
 
 
+@pytest.fixture(params=[1, 8], ids=["serial", "chunks"])
+def pair_chunks(request, monkeypatch):
+    """The independent pair serial and split into up to 8 chunks of rows
+    (the default)."""
+    import xla.backends.cpu.emit_matrix_vector_pair as emitter
+    monkeypatch.setattr(emitter, "PAIR_CHUNKS", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("et", ["f32", "f64"])
-@pytest.mark.parametrize("m, k", [(300, 256), (1001, 77), (259, 300)])
-def test_one_pass_gives_numpys_values(m, k, et):
+@pytest.mark.parametrize("m, k", [(300, 256), (1001, 77), (259, 300), (1200, 1000), (9, 8000)])
+def test_one_pass_gives_numpys_values(m, k, et, pair_chunks):
+    """Whole blocks of rows and not (1001 = 125 * 8 + 1), chunks of 64
+    rows or more (1200: 8 chunks of 150 = 18 * 8 + 6; 259: 4 chunks),
+    too few rows to split (9)."""
     exe = xla.compile(parse_hlo_module(bicg_text(m, k, et)), "cpu")
     assert "__xla_cpu_matmul" not in exe.ir_text
+    split = pair_chunks > 1 and m >= 128
+    assert ("gemv_pair_chunks" in exe.ir_text) == split
     dt = np.float32 if et == "f32" else np.float64
     rng = np.random.default_rng(m + k)
     A, p, r = (rng.standard_normal(s).astype(dt) for s in ((m, k), k, m))
@@ -264,6 +278,21 @@ def test_the_chains_bits_do_not_depend_on_the_thread_count(chain_chunks):
         for threads in (1, 2, 3, 7):
             _core.set_cpu_runtime_num_threads(threads)
             results.append(b"".join(np.asarray(o).tobytes() for o in exe.execute(A, x)))
+    finally:
+        _core.set_cpu_runtime_num_threads(0)
+    assert len(set(results)) == 1
+
+
+def test_the_pairs_bits_do_not_depend_on_the_thread_count(pair_chunks):
+    exe = xla.compile(parse_hlo_module(bicg_text(1001, 300, "f32")), "cpu")
+    rng = np.random.default_rng(6)
+    A = rng.standard_normal((1001, 300)).astype(np.float32)
+    p, r = rng.standard_normal(300).astype(np.float32), rng.standard_normal(1001).astype(np.float32)
+    results = []
+    try:
+        for threads in (1, 2, 3, 7):
+            _core.set_cpu_runtime_num_threads(threads)
+            results.append(b"".join(np.asarray(o).tobytes() for o in exe.execute(A, p, r)))
     finally:
         _core.set_cpu_runtime_num_threads(0)
     assert len(set(results)) == 1

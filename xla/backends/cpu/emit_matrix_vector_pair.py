@@ -16,10 +16,10 @@ once too: it zeroes ``t A``, then for each block of ``CHAIN_ROWS`` rows
 same columns, the block still in the cache, adds ``t[i] * A[i, j]`` to
 ``(t A)[j]`` over the block's rows in order.
 
-Both run on the calling thread. The chain can split its rows into up to
-``CHAIN_CHUNKS`` chunks, by the shape alone, over the thread pool, each
-chunk's part of ``t A`` in a scratch row, summed in chunk order after
-(measurements at the constant). Either way the order of every sum
+Each splits its rows into up to ``PAIR_CHUNKS`` / ``CHAIN_CHUNKS`` chunks,
+by the shape alone, over the thread pool (1: on the calling thread), each
+chunk's part of ``y A`` / ``t A`` in a scratch row, summed in chunk order
+after (measurements at the constants). Either way the order of every sum
 is fixed by the shape (the same bits at any thread count). A fusion of another form with a tuple root is left to the general
 loop emitter.
 """
@@ -59,6 +59,13 @@ CHAIN_ROWS = 8
 # (1.17x / 1.21x). On: a loaded machine stalls every kernel the pool
 # splits, this one no more than the others.
 CHAIN_CHUNKS = 8
+# The independent pair splits the same way (up to PAIR_CHUNKS chunks, the
+# same minimum rows and scratch bound), its y A summed in chunk order.
+# bicg's 1200x1000 f64 through xla.jit, two threads, quiet, calls back to
+# back (2026-11-27 02:19 UTC): serial 196 us, 8 chunks 111 us; mvt's
+# 1000x1000 139 -> 99 us. One thread: level (the combine adds one pass
+# over 8 x K).
+PAIR_CHUNKS = 8
 CHAIN_MIN_CHUNK_ROWS = 64
 CHAIN_MAX_SCRATCH_BYTES = 1 << 18
 
@@ -100,84 +107,55 @@ def _chain(fusion, root):
 @register_fusion_root("tuple")
 def emit_matrix_vector_pair(me, h, root):
     if _chain(h, root):
-        emit_matrix_vector_chain(me, h)
+        a_op, x_op = h.operands
+        _emit_split(me, h, "gemv_chain", a_op, [x_op], 2, "chain", _chain_rows)
         return True
     if _pair(h, root) is None:
         return False
     a_op, x_op, y_op = h.operands
-    m, k = a_op.shape.dimensions
-    scalar, lanes = _TYPES[a_op.shape.element_type.text]
-    slices = [Slice(me.assignment.buffer(o)) for o in (a_op, x_op, y_op)] + \
-        [Slice(me.assignment.buffer(h, (i,))) for i in range(2)]
-    kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemv_pair"), slices)
-    kernel.root = h
-    b = kernel.b
-    a, x, y, rows_out, cols_out = (kernel.pointer(s) for s in slices)
-    zero = ir.Constant(scalar, 0.0)
-
-    def at(base, index):
-        return b.gep(base, [index], inbounds=True, source_etype=scalar)
-
-    with le.for_loop(b, 0, k, name="z") as j:
-        b.store(zero, at(cols_out, j))
-    accs = [kernel.alloca(scalar, name=f"acc.{r}") for r in range(ROWS)]
-
-    def rows_from(i, n):
-        """Rows i..i+n-1: one loop over their K columns."""
-        ys = [b.load(at(y, b.add(i, i64(r))), typ=scalar) for r in range(n)]
-        for acc in accs[:n]:
-            b.store(zero, acc)
-        with le.for_loop(b, 0, k, name="j", vectorize=lanes, interleave=2) as j:
-            xj = b.load(at(x, j), typ=scalar)
-            out = at(cols_out, j)
-            total = b.load(out, typ=scalar)
-            for r in range(n):
-                aij = b.load(at(a, b.add(b.mul(b.add(i, i64(r)), i64(k)), j)), typ=scalar)
-                b.store(b.fadd(b.load(accs[r], typ=scalar), b.fmul(aij, xj)), accs[r])
-                total = b.fadd(total, b.fmul(ys[r], aij))
-            b.store(total, out)
-        for r in range(n):
-            b.store(b.load(accs[r], typ=scalar), at(rows_out, b.add(i, i64(r))))
-
-    with le.for_loop(b, 0, m - m % ROWS, name="i", step=ROWS) as i:
-        rows_from(i, ROWS)
-    with le.for_loop(b, m - m % ROWS, m, name="t") as i:
-        rows_from(i, 1)
-    kernel.finish()
-    kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
+    _emit_split(me, h, "gemv_pair", a_op, [x_op, y_op], 2, "pair", _pair_rows)
     return True
 
 
-def _chain_chunks(me, m, k, itemsize):
-    """How many chunks of rows the chain splits into (by the shape only, so
-    the bits do not depend on the thread count); 1: serial."""
+def _chunks(me, kind, m, k, itemsize):
+    """How many chunks of rows ``kind`` ("pair" or "chain") splits into (by
+    the shape only, so the bits do not depend on the thread count); 1:
+    serial."""
     if "__xla_cpu_parallel_for" not in me.runtime_symbols:
         return 1
-    return max(1, min(CHAIN_CHUNKS, m // CHAIN_MIN_CHUNK_ROWS,
+    limit = PAIR_CHUNKS if kind == "pair" else CHAIN_CHUNKS
+    return max(1, min(limit, m // CHAIN_MIN_CHUNK_ROWS,
                       CHAIN_MAX_SCRATCH_BYTES // max(1, k * itemsize)))
 
 
-def emit_matrix_vector_chain(me, h):
-    a_op, x_op = h.operands
+def _emit_split(me, h, label, a_op, vector_ops, n_outs, kind, rows):
+    """The fusion ``h``'s kernel(s): ``rows(kernel, scalar, lanes, k, a,
+    vectors, outs, y_out, lo, hi)`` emits rows [lo, hi) of A, writing the
+    row outputs ``outs`` (their elements lo..hi-1) and its part of the
+    column output (zeroed first) into ``y_out``. The fusion's last output
+    is the column output: serial, ``rows`` over all of A writes it in
+    place; split, each chunk writes a row of a scratch, summed in chunk
+    order after."""
     m, k = a_op.shape.dimensions
-    scalar, lanes = _TYPES[a_op.shape.element_type.text]
-    itemsize = 8 if a_op.shape.element_type.text == "f64" else 4
-    a_slice, x_slice = (Slice(me.assignment.buffer(o)) for o in (a_op, x_op))
-    t_slice, y_slice = (Slice(me.assignment.buffer(h, (i,))) for i in range(2))
-    chunks = _chain_chunks(me, m, k, itemsize)
+    et = a_op.shape.element_type.text
+    scalar, lanes = _TYPES[et]
+    in_slices = [Slice(me.assignment.buffer(o)) for o in [a_op] + vector_ops]
+    out_slices = [Slice(me.assignment.buffer(h, (i,))) for i in range(n_outs)]
+    chunks = _chunks(me, kind, m, k, 8 if et == "f64" else 4)
     if chunks == 1:
-        kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemv_chain"),
-                        [a_slice, x_slice, t_slice, y_slice])
+        kernel = Kernel(me, me.unique(f"kernel.{h.name}.{label}"), in_slices + out_slices)
         kernel.root = h
-        _chain_rows(kernel, scalar, lanes, k, kernel.pointer(a_slice), kernel.pointer(x_slice),
-                    kernel.pointer(t_slice), kernel.pointer(y_slice), i64(0), i64(m))
+        ptrs = [kernel.pointer(s) for s in in_slices + out_slices]
+        rows(kernel, scalar, lanes, k, ptrs[0], ptrs[1:len(in_slices)],
+             ptrs[len(in_slices):-1], ptrs[-1], i64(0), i64(m))
         kernel.finish()
         kernel.call_in_driver(me.builder, me.table, i64(0), i64(1))
         return
 
-    # Chunk c: rows [c m / chunks, (c + 1) m / chunks), its part of t A in
-    # row c of a [chunks, K] scratch on the entry function's stack; then
-    # t A is the sum of those rows in chunk order.
+    # Chunk c: rows [c m / chunks, (c + 1) m / chunks), its part of the
+    # column output in row c of a [chunks, K] scratch on the entry
+    # function's stack; then the output is the sum of those rows in chunk
+    # order.
     ab = me.alloca_builder
     scratch = ab.alloca(scalar, size=i64(chunks * k), name=me.unique(f"chunks.{h.name}"))
     scratch.align = 64
@@ -187,24 +165,25 @@ def emit_matrix_vector_chain(me, h):
     b.store(b.bitcast(scratch, PTR), b.gep(ctx, [i64(1)], inbounds=True, source_etype=PTR))
     ctx = b.bitcast(ctx, PTR)
 
-    kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemv_chain_chunks"),
-                    [a_slice, x_slice, t_slice], scratch=True)
+    kernel = Kernel(me, me.unique(f"kernel.{h.name}.{label}_chunks"),
+                    in_slices + out_slices[:-1], scratch=True)
     kernel.root = h
     kb = kernel.b
+    ptrs = [kernel.pointer(s) for s in in_slices + out_slices[:-1]]
     with le.for_loop(kb, kernel.begin, kernel.end, name="chunk") as c:
         lo = kb.udiv(kb.mul(c, i64(m)), i64(chunks))
         hi = kb.udiv(kb.mul(kb.add(c, i64(1)), i64(m)), i64(chunks))
         part = kb.gep(kernel.scratch, [kb.mul(c, i64(k))], inbounds=True, source_etype=scalar)
-        _chain_rows(kernel, scalar, lanes, k, kernel.pointer(a_slice), kernel.pointer(x_slice),
-                    kernel.pointer(t_slice), part, lo, hi)
+        rows(kernel, scalar, lanes, k, ptrs[0], ptrs[1:len(in_slices)], ptrs[len(in_slices):],
+             part, lo, hi)
     kernel.finish()
     pf = me.declare("__xla_cpu_parallel_for", ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
     b.call(pf, [kernel.function, ctx, i64(chunks), i64(1)])
 
-    kernel = Kernel(me, me.unique(f"kernel.{h.name}.gemv_chain_combine"), [y_slice], scratch=True)
+    kernel = Kernel(me, me.unique(f"kernel.{h.name}.{label}_combine"), out_slices[-1:], scratch=True)
     kernel.root = h
     kb = kernel.b
-    y = kernel.pointer(y_slice)
+    y = kernel.pointer(out_slices[-1])
     with le.for_loop(kb, 0, k, name="j", vectorize=lanes) as j:
         total = kb.load(kb.gep(kernel.scratch, [j], inbounds=True, source_etype=scalar), typ=scalar)
         for c in range(1, chunks):
@@ -215,9 +194,48 @@ def emit_matrix_vector_chain(me, h):
     b.call(kernel.function, [ctx, i64(0), i64(1)])
 
 
-def _chain_rows(kernel, scalar, lanes, k, a, x, t_out, y_out, lo, hi):
-    """The chain over rows [lo, hi) of A: their t into ``t_out``, their part
-    of t A into ``y_out`` (zeroed first)."""
+def _pair_rows(kernel, scalar, lanes, k, a, vectors, outs, y_out, lo, hi):
+    """The pair over rows [lo, hi) of A: their ``A x`` into ``outs[0]``,
+    their part of ``y A`` into ``y_out`` (zeroed first)."""
+    (x, y), (rows_out,) = vectors, outs
+    b = kernel.b
+    zero = ir.Constant(scalar, 0.0)
+
+    def at(base, index):
+        return b.gep(base, [index], inbounds=True, source_etype=scalar)
+
+    with le.for_loop(b, 0, k, name="z") as j:
+        b.store(zero, at(y_out, j))
+    accs = [kernel.alloca(scalar, name=f"acc.{r}") for r in range(ROWS)]
+
+    def rows_from(i, n):
+        """Rows i..i+n-1: one loop over their K columns."""
+        ys = [b.load(at(y, b.add(i, i64(r))), typ=scalar) for r in range(n)]
+        for acc in accs[:n]:
+            b.store(zero, acc)
+        with le.for_loop(b, 0, k, name="j", vectorize=lanes, interleave=2) as j:
+            xj = b.load(at(x, j), typ=scalar)
+            out = at(y_out, j)
+            total = b.load(out, typ=scalar)
+            for r in range(n):
+                aij = b.load(at(a, b.add(b.mul(b.add(i, i64(r)), i64(k)), j)), typ=scalar)
+                b.store(b.fadd(b.load(accs[r], typ=scalar), b.fmul(aij, xj)), accs[r])
+                total = b.fadd(total, b.fmul(ys[r], aij))
+            b.store(total, out)
+        for r in range(n):
+            b.store(b.load(accs[r], typ=scalar), at(rows_out, b.add(i, i64(r))))
+
+    blocks_end = b.sub(hi, b.urem(b.sub(hi, lo), i64(ROWS)))
+    with le.for_loop(b, lo, blocks_end, name="i", step=ROWS) as i:
+        rows_from(i, ROWS)
+    with le.for_loop(b, blocks_end, hi, name="t") as i:
+        rows_from(i, 1)
+
+
+def _chain_rows(kernel, scalar, lanes, k, a, vectors, outs, y_out, lo, hi):
+    """The chain over rows [lo, hi) of A: their t into ``outs[0]``, their
+    part of t A into ``y_out`` (zeroed first)."""
+    (x,), (t_out,) = vectors, outs
     b = kernel.b
     zero = ir.Constant(scalar, 0.0)
 

@@ -5,11 +5,12 @@ matmul.
 Applies to an f32/f64 ``dot`` the runtime's matmul would compute
 (``runtime_dot``) with no batch dimensions, both operands and the result
 row-major and not transposed (lhs ``[M, K]``, rhs ``[K, N]``), at least
-``MR`` rows and ``NR`` columns, and fewer than ``MAX_MACS`` multiply-adds
+``MR`` rows and ``MIN_COLUMNS`` columns, and fewer than ``MAX_MACS`` multiply-adds
 (below the runtime's threshold for using threads, so the product was
-serial anyway). For such sizes Eigen's blocked GEMM spends much of its
-time packing both operands into panels (60x50 by 50x70 in f64: 12 us here,
-OpenBLAS 8 us); this kernel reads them in place.
+serial anyway), or more with a small rhs (see the end). For such sizes
+Eigen's blocked GEMM spends much of its time packing both operands into
+panels (60x50 by 50x70 in f64: 12 us here, OpenBLAS 8 us); this kernel
+reads them in place.
 
 The kernel: for each block of ``MR`` rows and ``NR`` columns of the
 result, ``MR x NV`` vector accumulators (NV vectors of 256 bits per row)
@@ -27,16 +28,30 @@ in the last bits, as two BLAS libraries differ.
 The row blocks are the kernel's range (``begin``/``end``), called from the
 driver on the calling thread. Columns past the last whole block of ``NR``
 take a block of as many vectors as they need, placed at N minus that width
-(it overlaps the block before by less than a vector, with the same values).
+(it overlaps the block before by less than a vector, with the same values);
+a product of fewer than ``NR`` columns takes one block of as many vectors
+as it needs, the last one loaded and stored masked to the columns that
+exist.
 A shape-generic kernel (``shape_generic``: one kernel for the products of
 one module that differ in sizes only) reads M, K and N at run time and
-places a whole last block at N - NR instead.
+places a whole last block at N - NR instead, or, for N under NR, runs one
+block whose vectors are all masked (masks computed from N).
 
-Products of ``MAX_MACS`` up to ``MAX_TILED_MACS`` multiply-adds, which the
-runtime may spread over threads, run this kernel only when the runtime's
-pool has one thread (the runtime would compute them serially too, with
-Eigen's packing): the driver branches on ``__xla_cpu_runtime_num_threads``
-between the kernel and the runtime's matmul.
+Products of ``MAX_MACS`` multiply-adds or more, which the runtime may
+spread over threads, whose rhs takes at most ``MAX_SPLIT_RHS_BYTES`` (it
+stays in the core's L2 cache while every row block reads it), run this
+kernel at any size and thread count: from ``MIN_SPLIT_MACS`` their row
+blocks spread over the thread pool through ``__xla_cpu_parallel_for``
+(chunks claimed as threads come free, each of at least
+``MIN_CHUNK_MACS``), smaller ones on the calling thread. Each element is
+computed by the same instructions whichever thread runs its block, so the
+bits do not depend on the thread count. With one thread the pool runs all the
+blocks on the calling thread: the serial kernel. Other products of
+``MAX_MACS`` up to ``MAX_TILED_MACS`` multiply-adds run this kernel only
+when the runtime's pool has one thread (the runtime would compute them
+serially too, with Eigen's packing): the driver branches on
+``__xla_cpu_runtime_num_threads`` between the kernel and the runtime's
+matmul.
 """
 import math
 
@@ -44,11 +59,11 @@ from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
-from xla.backends.cpu.kernels import Kernel, slice_pattern
+from xla.backends.cpu.kernels import PTR, VOID, Kernel, slice_pattern
 from xla.backends.cpu.ir_emitter import Slice, register_instruction
 from xla.backends.cpu.llvm_types import F32, F64, I32, vector_lanes
 from xla.backends.cpu.shape_generic import is_generic
-from xla.backends.cpu.loop_emitter import i64
+from xla.backends.cpu.loop_emitter import I64, i64
 
 # A block of MR rows and NV 256-bit vectors per row: 12 accumulators, which
 # with the NV loaded vectors and a broadcast fit AVX2's 16 registers (tiles
@@ -57,10 +72,30 @@ from xla.backends.cpu.loop_emitter import i64
 MR, NV = 4, 3
 MAX_MACS = 64 * 64 * 64   # the runtime's kMinParallelMacs: larger products may use threads
 # Up to this many multiply-adds the kernel computes products of at least
-# MAX_MACS too, its row blocks spread over the thread pool (100x100x100 f64,
-# one thread, this host: ~37 us where Eigen's packed GEMM took ~42).
+# MAX_MACS with a larger rhs than MAX_SPLIT_RHS_BYTES too, where the pool
+# has one thread (100x100x100 f64, one thread, this host: ~37 us where
+# Eigen's packed GEMM took ~42).
 MAX_TILED_MACS = 128 * 128 * 128
+# A product of MAX_MACS or more whose rhs takes at most this many bytes runs
+# the kernel at any size, split over the pool (module docstring). One
+# thread, this host (Zen 4, loaded; medians of 5 rounds, f64 M x K x N):
+# kernel / Eigen 512x256x128 (rhs 256 KB) 0.86, 2048x64x64 0.83, 1024x256x128
+# 0.96; with larger rhs 256x256x256 0.95, 128x512x128 1.03, 200x300x400
+# 1.09, 512x512x512 1.24 (Eigen's packed panels win once the rhs leaves L2).
+MAX_SPLIT_RHS_BYTES = 256 << 10
+# Such products of at least MIN_SPLIT_MACS spread their row blocks over the
+# pool, in chunks of at least MIN_CHUNK_MACS; smaller ones run on the
+# calling thread. Waking the pool's sleeping worker costs tens to hundreds
+# of microseconds on this VM, and the caller then waits for the chunk it
+# took: 512x128 @ 128x10 f64 (655K multiply-adds, ~30 us serial) took ~140
+# us at two threads split into chunks of 131K.
+MIN_SPLIT_MACS = 1 << 22
+MIN_CHUNK_MACS = 1 << 20
+_PARALLEL_FOR = "__xla_cpu_parallel_for"
 _LANES = {"f32": 8, "f64": 4}          # 256-bit vectors
+# Narrower products (matrix-vector-like) are left to the runtime, whose
+# GEMV and row dot products suit them; from 4 columns a masked vector does.
+MIN_COLUMNS = 4
 _WIDE_LANES = {"f32": 16, "f64": 8}    # 512-bit vectors, on a host with AVX-512
 _TYPES = {"f32": F32, "f64": F64}
 def _lanes(et, n):
@@ -95,11 +130,21 @@ def small_gemm_shape(h, runtime_symbols=()):
         return None
     m, k = lhs.shape.dimensions
     n = rhs.shape.dimensions[1]
-    if m < MR or n < NV * _LANES[et] or k < 1 or m * k * n > MAX_TILED_MACS:
+    if m < MR or n < MIN_COLUMNS or k < 1:
         return None
-    if m * k * n >= MAX_MACS and not ({_NUM_THREADS, matmul_function(h)} <= set(runtime_symbols)):
+    if m * k * n < MAX_MACS or _split(m, k, n, et, runtime_symbols):
+        return m, k, n
+    if m * k * n > MAX_TILED_MACS or \
+            not ({_NUM_THREADS, matmul_function(h)} <= set(runtime_symbols)):
         return None
     return m, k, n
+
+
+def _split(m, k, n, et, runtime_symbols):
+    """Whether a product of MAX_MACS or more runs the kernel split over the
+    pool (module docstring)."""
+    return m * k * n >= MAX_MACS and k * n * (4 if et == "f32" else 8) <= MAX_SPLIT_RHS_BYTES \
+        and _PARALLEL_FOR in runtime_symbols
 
 
 @register_instruction("dot")
@@ -119,7 +164,10 @@ def emit_small_gemm(me, h):
     lanes = _lanes(h.shape.element_type.text, n)
     slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
     name = me.unique(f"kernel.{h.name}.gemm")
-    generic = is_generic(me, h, slices, runtime_bounds=True)
+    # Products split over the pool keep constant sizes: mlp_forward's
+    # 512x256x128 and 512x128x10 (size variants of each other), one thread,
+    # 646-690 us a call with constant sizes, 720-775 us shape-generic.
+    generic = m * k * n < MIN_SPLIT_MACS and is_generic(me, h, slices, runtime_bounds=True)
 
     def emit():
         return _emit_kernel(me, h, name, slices, shape, lanes, generic)
@@ -138,6 +186,14 @@ def emit_small_gemm(me, h):
     row_blocks = math.ceil(m / MR)
     if m * k * n < MAX_MACS:
         kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
+        return True
+    if _split(m, k, n, h.shape.element_type.text, me.runtime_symbols):
+        if m * k * n < MIN_SPLIT_MACS:
+            kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
+            return True
+        pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
+        min_chunk = max(1, -(-MIN_CHUNK_MACS // (MR * k * n)))
+        me.builder.call(pf, [kernel.function, me.table, i64(row_blocks), i64(min_chunk)])
         return True
     # A product the runtime would spread over threads: this kernel where the
     # pool has one thread (it computes the product serially there too), the
@@ -171,6 +227,17 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
     if kernel.generic:
         last_row, last_col = ab.sub(m_v, i64(MR)), ab.sub(n_v, i64(nr))
         col_blocks = ab.udiv(ab.add(n_v, i64(nr - 1)), i64(nr))
+        narrow = ab.icmp_signed("<", n_v, i64(nr))
+        # Vector v's lanes j < N - v * lanes (the narrow case's masks).
+        lane = ir.Constant(ir.VectorType(I64, lanes), [i64(i) for i in range(lanes)])
+        masks = []
+        for v in range(NV):
+            left = ab.sub(n_v, i64(v * lanes))
+            left = ab.shuffle_vector(ab.insert_element(ir.Constant(ir.VectorType(I64, lanes), ir.Undefined),
+                                                       left, ir.Constant(I32, 0)),
+                                     ir.Constant(ir.VectorType(I64, lanes), ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, lanes), [ir.Constant(I32, 0)] * lanes))
+            masks.append(ab.icmp_signed("<", lane, left))
     else:
         last_row, last_col, col_blocks = i64(m - MR), i64(n - nr), math.ceil(n / nr)
     a_ptr, b_ptr, c_ptr = (kernel.pointer(s) for s in slices)
@@ -183,14 +250,42 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
         return b.gep(base, [b.add(b.mul(row, width), col)], inbounds=True,
                      source_etype=scalar)
 
-    def block(i0, j0, nv):
-        """Rows i0..i0+MR-1, columns j0..j0+nv*lanes-1 of the result."""
+    def load(ptr, masked):
+        if masked is None:
+            return b.load(ptr, typ=vec, align=align)
+        return b.call(masked[0], [ptr, ir.Constant(I32, align), masked[2], zero])
+
+    def store(value, ptr, masked):
+        if masked is None:
+            b.store(value, ptr, align=align)
+        else:
+            b.call(masked[1], [value, ptr, ir.Constant(I32, align), masked[2]])
+
+    mask_type = ir.VectorType(ir.IntType(1), lanes)
+
+    def masked_ops(mask):
+        return (_declare(kernel.module, f"llvm.masked.load.v{lanes}{et}.p0", vec,
+                         [PTR, I32, mask_type, vec]),
+                _declare(kernel.module, f"llvm.masked.store.v{lanes}{et}.p0", VOID,
+                         [vec, PTR, I32, mask_type]), mask)
+
+    def block(i0, j0, nv, tail=None, masks=None):
+        """Rows i0..i0+MR-1, columns j0..j0+nv*lanes-1 of the result; with
+        ``tail``, only the first ``tail`` lanes of the last vector exist,
+        with ``masks`` (run-time values), those of each vector's mask
+        (masked loads and stores)."""
+        masked = [None] * nv
+        if tail is not None:
+            masked[-1] = masked_ops(ir.Constant(mask_type, [ir.Constant(ir.IntType(1), int(i < tail))
+                                                            for i in range(lanes)]))
+        if masks is not None:
+            masked = [masked_ops(mask) for mask in masks[:nv]]
         for row in accs:
             for acc in row[:nv]:
                 b.store(zero, acc)
         with le.for_loop(b, 0, k_v, name="p") as p:
-            bs = [b.load(element(b_ptr, p, b.add(j0, i64(v * lanes)), n_v), typ=vec,
-                         align=align) for v in range(nv)]
+            bs = [load(element(b_ptr, p, b.add(j0, i64(v * lanes)), n_v), masked[v])
+                  for v in range(nv)]
             for r in range(MR):
                 a = b.load(element(a_ptr, b.add(i0, i64(r)), p, k_v), typ=scalar)
                 a = b.shuffle_vector(b.insert_element(ir.Constant(vec, ir.Undefined), a,
@@ -202,24 +297,34 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
         for r in range(MR):
             for v in range(nv):
                 ptr = element(c_ptr, b.add(i0, i64(r)), b.add(j0, i64(v * lanes)), n_v)
-                b.store(b.load(accs[r][v], typ=vec), ptr, align=align)
+                store(b.load(accs[r][v], typ=vec), ptr, masked[v])
 
     with le.for_loop(b, kernel.begin, kernel.end, name="ib") as ib:
         i0 = b.select(b.icmp_signed("<", b.mul(ib, i64(MR)), last_row),
                       b.mul(ib, i64(MR)), last_row)
         if kernel.generic:
             # N known at run time only: whole blocks, the last one placed at
-            # N - NR (overlapping the one before, with the same values).
-            with le.for_loop(b, 0, col_blocks, name="jb") as jb:
-                j0 = b.select(b.icmp_signed("<", b.mul(jb, i64(nr)), last_col),
-                              b.mul(jb, i64(nr)), last_col)
-                block(i0, j0, NV)
+            # N - NR (overlapping the one before, with the same values); N
+            # under NR: one block, each vector masked to the columns that
+            # exist.
+            with b.if_else(narrow) as (then, otherwise):
+                with then:
+                    block(i0, i64(0), NV, masks=masks)
+                with otherwise:
+                    with le.for_loop(b, 0, col_blocks, name="jb") as jb:
+                        j0 = b.select(b.icmp_signed("<", b.mul(jb, i64(nr)), last_col),
+                                      b.mul(jb, i64(nr)), last_col)
+                        block(i0, j0, NV)
         else:
             full_blocks, rest = divmod(n, nr)
             rest_vectors = math.ceil(rest / lanes)
             with le.for_loop(b, 0, full_blocks, name="jb") as jb:
                 block(i0, b.mul(jb, i64(nr)), NV)
-            if rest_vectors:
+            if full_blocks == 0:
+                # Fewer columns than a block: one block, its last vector
+                # masked to the columns that exist.
+                block(i0, i64(0), rest_vectors, tail=(n % lanes) or None)
+            elif rest_vectors:
                 block(i0, i64(n - rest_vectors * lanes), rest_vectors)
     kernel.finish()
     return kernel

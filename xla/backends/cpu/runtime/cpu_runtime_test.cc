@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <set>
 #include <type_traits>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -98,6 +100,27 @@ TEST_F(CpuRuntimeTest, NestedParallelForDoesNotDeadlock) {
     NestedContext ctx(37, 53);
     __xla_cpu_parallel_for(&OuterBody, &ctx, 37, 1);
     for (const auto& hit : ctx.hits) ASSERT_EQ(hit.load(), 1);
+  }
+}
+
+// Helpers keep polling for the next call's state after theirs (pool.cc):
+// calls back to back, after pauses inside and beyond the spin window, and
+// from two calling threads at once each cover every index exactly once.
+TEST_F(CpuRuntimeTest, ParallelForCallsBackToBackAndConcurrently) {
+  for (int threads : {2, 4}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    auto calls = [](int count, int64_t n, int seed) {
+      for (int c = 0; c < count; ++c) {
+        CoverageContext ctx(n + c % 7);
+        __xla_cpu_parallel_for(&CoverageBody, &ctx, n + c % 7, 1 + (c + seed) % 5);
+        for (const auto& hit : ctx.hits) ASSERT_EQ(hit.load(), 1);
+        if (c % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(c % 3 ? 500 : 5000));
+      }
+    };
+    calls(400, 97, 0);
+    std::thread other(calls, 300, 61, 1);
+    calls(300, 89, 2);
+    other.join();
   }
 }
 

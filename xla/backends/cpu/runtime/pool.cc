@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
@@ -131,6 +132,105 @@ struct ParallelForState {
   bool Finished() const { return finished.load(std::memory_order_acquire) == num_chunks; }
 };
 
+// Helpers that stay awake between parallel_for calls. A helper that has
+// run out of chunks keeps polling for HelperSpin() for the next call's
+// state (published in Latest()) before it returns to the pool, whose idle
+// workers sleep: waking one costs tens to hundreds of microseconds on a
+// VM whose idle virtual CPU halts, about the work of a whole 1200x1000
+// f64 matrix-vector pass, so a parallel_for that follows another within
+// the window (the kernels of one execution, the next call of a loop) finds
+// a helper already running instead (as OpenBLAS's threads spin between
+// calls). A call schedules only the helpers that are not spinning. A
+// spinner may take a call's state after all its chunks are claimed: it
+// then finds nothing to do (see ParallelForState). The spin is bounded, so
+// the pool's destructor waits for it at most that long. XLA_CPU_POOL_SPIN_US
+// (read once) sets the window; 0 turns the spinning off.
+std::chrono::microseconds HelperSpin() {
+  static const std::chrono::microseconds spin = [] {
+    if (const char* env = std::getenv("XLA_CPU_POOL_SPIN_US")) {
+      char* end = nullptr;
+      const long value = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && value >= 0) {
+        return std::chrono::microseconds(std::min(value, 1000000L));
+      }
+    }
+    return std::chrono::microseconds(2000);
+  }();
+  return spin;
+}
+
+struct LatestCall {
+  std::mutex mutex;
+  std::shared_ptr<ParallelForState> state;
+  std::atomic<uint64_t> generation{0};
+  std::atomic<int64_t> spinning{0};
+};
+
+LatestCall& Latest() {
+  static LatestCall* latest = new LatestCall;  // never destroyed: workers may outlive statics
+  return *latest;
+}
+
+void Publish(const std::shared_ptr<ParallelForState>& state) {
+  LatestCall& latest = Latest();
+  {
+    std::lock_guard<std::mutex> lock(latest.mutex);
+    latest.state = state;
+  }
+  latest.generation.fetch_add(1, std::memory_order_seq_cst);
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// A helper: the chunks of `state`, then those of each call published
+// within HelperSpin() of the last one it worked on.
+void Help(std::shared_ptr<ParallelForState> state) {
+  LatestCall& latest = Latest();
+  uint64_t seen = latest.generation.load(std::memory_order_acquire);
+  state->Work();
+  state.reset();
+  const auto spin = HelperSpin();
+  if (spin.count() == 0) return;
+  auto take = [&latest, &state] {
+    std::lock_guard<std::mutex> lock(latest.mutex);
+    state = latest.state;
+  };
+  latest.spinning.fetch_add(1, std::memory_order_seq_cst);
+  auto deadline = std::chrono::steady_clock::now() + spin;
+  for (int64_t i = 0;; ++i) {
+    const uint64_t generation = latest.generation.load(std::memory_order_seq_cst);
+    if (generation != seen) {
+      seen = generation;
+      take();
+      if (state != nullptr) {
+        state->Work();
+        state.reset();
+      }
+      deadline = std::chrono::steady_clock::now() + spin;
+      continue;
+    }
+    if ((i & 63) == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      // Lets a thread waiting for this CPU run (returns at once when none is).
+      std::this_thread::yield();
+    }
+    CpuRelax();
+  }
+  latest.spinning.fetch_sub(1, std::memory_order_seq_cst);
+  // A call that counted this helper as spinning published before it read
+  // the count (seq_cst on both sides): its state is seen here.
+  if (latest.generation.load(std::memory_order_seq_cst) != seen) {
+    take();
+    if (state != nullptr) state->Work();
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -172,8 +272,11 @@ void __xla_cpu_parallel_for(void (*body)(void* ctx, int64_t begin, int64_t end),
   state->chunk = chunk;
   state->num_chunks = num_chunks;
   const int64_t helpers = std::min(threads - 1, num_chunks - 1);
-  for (int64_t i = 0; i < helpers; ++i) {
-    pool->Schedule([state] { state->Work(); });
+  Publish(state);
+  // Spinning helpers take the state from Publish; the pool wakes the rest.
+  const int64_t awake = Latest().spinning.load(std::memory_order_seq_cst);
+  for (int64_t i = awake; i < helpers; ++i) {
+    pool->Schedule([state] { Help(state); });
   }
   state->Work();
   if (!state->Finished()) {
