@@ -1,4 +1,5 @@
-"""HLO texts several CPU tests compile: scalar reducers and softmax."""
+"""HLO texts several CPU tests compile: scalar reducers, softmax, and entry
+computations put together from lines (``entry_module``)."""
 
 REDUCERS = """
 %add (a: f32[], b: f32[]) -> f32[] {
@@ -38,3 +39,15 @@ ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
   ROOT %out = f32[{r},{c}] divide(%e, %sb)
 }}
 """
+
+
+def entry_module(name, params, body, roots):
+    """An entry computation: ``params`` [(name, shape text)], ``body`` lines,
+    a tuple of ``roots`` [(name, shape text)] as its root."""
+    lines = [f"HloModule {name}", "", "ENTRY main {"]
+    lines += [f"  {p} = {s} parameter({i})" for i, (p, s) in enumerate(params)]
+    lines += ["  " + line for line in body]
+    lines.append(f"  ROOT out = ({', '.join(s for _, s in roots)}) "
+                 f"tuple({', '.join(r for r, _ in roots)})")
+    lines.append("}")
+    return "\n".join(lines)

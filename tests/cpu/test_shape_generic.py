@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import xla
+from hlo_texts import entry_module
 from xla.backends.cpu import kernel_compiler, shape_generic
 
 WIDTHS = (25, 31, 43)
@@ -27,18 +28,6 @@ def _compile(text):
     return xla.compile(xla.parse_hlo_module(text), "cpu")
 
 
-def _module(name, params, body, roots):
-    """An entry computation: ``params`` [(name, shape text)], ``body`` lines,
-    a tuple of ``roots`` [(name, shape text)] as its root."""
-    lines = [f"HloModule {name}", "", "ENTRY main {"]
-    lines += [f"  {p} = {s} parameter({i})" for i, (p, s) in enumerate(params)]
-    lines += ["  " + line for line in body]
-    lines.append(f"  ROOT out = ({', '.join(s for _, s in roots)}) "
-                 f"tuple({', '.join(r for r, _ in roots)})")
-    lines.append("}")
-    return "\n".join(lines)
-
-
 def _bias_relu(widths, batch=BATCH):
     params, body, roots = [], ["zero = f32[] constant(0)"], []
     for w in widths:
@@ -49,7 +38,7 @@ def _bias_relu(widths, batch=BATCH):
                  f"z{w} = {s} broadcast(zero), dimensions={{}}",
                  f"r{w} = {s} maximum(s{w}, z{w})"]
         roots.append((f"r{w}", s))
-    return _module("bias_relu", params, body, roots)
+    return entry_module("bias_relu", params, body, roots)
 
 
 def _random_args(exe_text, seed=0, integers=False):
@@ -117,7 +106,7 @@ def test_equal_sizes_make_another_kernel():
         params += [(f"x{i}", s), (f"y{i}", s)]
         body += [f"m{i} = {s} multiply(x{i}, y{i})", f"a{i} = {s} add(m{i}, x{i})"]
         roots.append((f"a{i}", s))
-    text = _module("equal_sizes", params, body, roots)
+    text = entry_module("equal_sizes", params, body, roots)
     args = _random_args(text, integers=True)   # exact whether or not the add fuses into an fma
     exe = _compile(text)
     assert exe.compile_timings["kernels_distinct"] == 2, exe.compile_timings
@@ -130,7 +119,7 @@ def test_column_sums_at_three_widths_share_one_kernel():
         params.append((f"x{w}", f"f32[{BATCH},{w}]"))
         body.append(f"r{w} = f32[{w}] reduce(x{w}, zero), dimensions={{0}}, to_apply=add")
         roots.append((f"r{w}", f"f32[{w}]"))
-    text = _module("columns", params, body, roots)
+    text = entry_module("columns", params, body, roots)
     text = text.replace("ENTRY main {", "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
                         "  ROOT s = f32[] add(a, b)\n}\n\nENTRY main {")
     args = _random_args(text, seed=1)
@@ -155,7 +144,7 @@ def test_small_gemms_of_three_sizes_share_one_kernel(sizes):
         body.append(f"d{i} = f32[{m},{n}] dot(a{i}, b{i}), lhs_contracting_dims={{1}}, "
                     "rhs_contracting_dims={0}")
         roots.append((f"d{i}", f"f32[{m},{n}]"))
-    text = _module("gemms", params, body, roots)
+    text = entry_module("gemms", params, body, roots)
     args = _random_args(text, integers=True)
     exe = _compile(text)
     assert "@\"llvm.fmuladd.v8f32\"" in exe.ir_text   # the tiled GEMM kernel
@@ -172,7 +161,7 @@ def test_tiled_transposes_of_two_sizes_share_one_kernel():
                  f"h{w} = f32[{w},24] broadcast(half), dimensions={{}}",
                  f"m{w} = f32[{w},24] multiply(t{w}, h{w})"]
         roots.append((f"m{w}", f"f32[{w},24]"))
-    text = _module("transposes", params, body, roots)
+    text = entry_module("transposes", params, body, roots)
     args = _random_args(text)
     exe = _compile(text)
     assert ".tile" in exe.ir_text
@@ -203,7 +192,7 @@ def test_parallel_transposes_share_one_kernel():
                  f"u{n} = f32[{n},{n + 1}] multiply(t{n}, l{n})",
                  f"r{n} = f32[{n},{n + 1}] subtract(w{n}, u{n})"]
         roots.append((f"r{n}", f"f32[{n},{n + 1}]"))
-    text = _module("sgd", params, body, roots)
+    text = entry_module("sgd", params, body, roots)
     args = _random_args(text)
     exe = _compile(text)
     assert "__xla_cpu_parallel_for" in exe.ir_text
@@ -214,9 +203,10 @@ def test_parallel_transposes_share_one_kernel():
 
 def test_large_untiled_loops_keep_constant_sizes_and_tiled_ones_too_past_the_bound(monkeypatch):
     monkeypatch.setattr(shape_generic, "RUNTIME_BOUNDS_MAX_BYTES", 1 << 16)
-    text = _module("t", [("g", "f32[301,300]")], ["t = f32[300,301] transpose(g), dimensions={1,0}",
-                                                  "n = f32[300,301] negate(t)"],
-                   [("n", "f32[300,301]")])
+    text = entry_module("t", [("g", "f32[301,300]")],
+                        ["t = f32[300,301] transpose(g), dimensions={1,0}",
+                         "n = f32[300,301] negate(t)"],
+                        [("n", "f32[300,301]")])
     exe = _compile(text)
     assert "dim0" not in exe.ir_text and ".tile" in exe.ir_text
 

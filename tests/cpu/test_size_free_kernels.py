@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import xla
+from hlo_texts import entry_module
 from xla.backends.cpu import element_generator, ir_emitter, kernel_compiler, shape_generic
 
 WIDTHS = (25, 31, 43)
@@ -58,16 +59,6 @@ def _compile(text):
     return xla.compile(xla.parse_hlo_module(text), "cpu")
 
 
-def _module(params, body, roots):
-    lines = ["HloModule m", "", "ENTRY main {"]
-    lines += [f"  {p} = {s} parameter({i})" for i, (p, s) in enumerate(params)]
-    lines += ["  " + line for line in body]
-    lines.append(f"  ROOT out = ({', '.join(s for _, s in roots)}) "
-                 f"tuple({', '.join(r for r, _ in roots)})")
-    lines.append("}")
-    return "\n".join(lines)
-
-
 def _per_width(line, widths=WIDTHS, batch=8):
     """One ``x{w} -> r{w}`` kernel per width: ``line`` formatted with w, s
     (the f32[batch,w] shape text) and batch."""
@@ -77,7 +68,7 @@ def _per_width(line, widths=WIDTHS, batch=8):
         params.append((f"x{w}", s))
         body += [x.format(w=w, s=s, batch=batch) for x in line]
         roots.append((f"r{w}", s))
-    return _module(params, body, roots)
+    return entry_module("m", params, body, roots)
 
 
 def _args(n, widths=WIDTHS, batch=8, seed=0):
@@ -144,7 +135,7 @@ def test_a_reshape_that_moves_elements_is_emitted_for_each(memos):
         body += [f"t{w} = f32[4,{2 * w}] reshape(x{w})", f"n{w} = f32[4,{2 * w}] negate(t{w})",
                  f"r{w} = {s} reshape(n{w})"]
         roots.append((f"r{w}", s))
-    text = _module(params, body, roots)
+    text = entry_module("m", params, body, roots)
     args = _args(3)
     exe = _compile(text)
     (memo,) = memos
@@ -174,7 +165,7 @@ def test_small_gemms_across_vector_widths(memos, n):
         body.append(f"d{i} = f32[8,{c}] dot(a{i}, b{i}), lhs_contracting_dims={{1}}, "
                     "rhs_contracting_dims={0}")
         roots.append((f"d{i}", f"f32[8,{c}]"))
-    text = _module(params, body, roots)
+    text = entry_module("m", params, body, roots)
     rng = np.random.default_rng(2)
     args = [rng.integers(-4, 5, p).astype(np.float32)
             for c in n for p in ((8, 30), (30, c))]
