@@ -60,7 +60,7 @@ def column_dimensions(h, root):
 def emit_column_reduce(emitter, h, root, fusion, in_slices):
     """Emits ``h`` (a reduce, or a fusion whose root ``root`` is one) as a
     column reduction and calls it; False when it does not apply."""
-    from xla.backends.cpu.kernels import Kernel, Slice, slice_pattern
+    from xla.backends.cpu.kernels import Slice, slice_pattern
     dims = column_dimensions(h, root)
     if dims is None or h.shape.num_elements() == 0:
         return False
@@ -72,19 +72,18 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
     name = emitter.unique(f"kernel.{h.name}.columns")
     slices = in_slices + [out_slice]
     memo_key = (emitter.fingerprints.key(h), "columns", slice_pattern(slices))
-    memo = emitter.loop_kernels.get(memo_key)
-    if memo is not None:
-        kernel = Kernel.reuse(emitter, name, slices, memo[0], h, memo[1])
-    else:
+
+    def emit():
         from xla.backends.cpu.shape_generic import is_generic
         generic = is_generic(emitter, h, slices, runtime_bounds=True)
 
-        def emit():
+        def code():
             return _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept,
                                 generic)
-        kernel = emitter.size_free_kernels.emit(
-            h, name, slices, ("columns", slice_pattern(slices)), emit) if generic else emit()
-        emitter.loop_kernels[memo_key] = (kernel.impl, kernel.dims_global)
+        return emitter.size_free_kernels.emit(
+            h, name, slices, ("columns", slice_pattern(slices)), code) if generic else code()
+
+    kernel = emitter.memoized_kernel(h, memo_key, name, slices, emit)
     emitter.call_kernel(kernel, out_shape, work=in_shape.num_elements(),
                         extent=out_shape.dimensions[out_minor], min_chunk=MIN_CHUNK_COLUMNS)
     return True

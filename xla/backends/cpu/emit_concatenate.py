@@ -52,15 +52,13 @@ def emit_per_operand(me, h, root, fusion=None):
             continue
         memo_key = (me.fingerprints.key(h), "concatenate", k, slice_pattern(slices))
         name = me.unique(f"kernel.{h.name}.{k}")
-        impl = me.loop_kernels.get(memo_key)
-        if impl is not None:
-            kernel = Kernel.reuse(me, name, slices, impl, h)
-        else:
+
+        def emit(name=name, op=op, start=start):
             kernel = Kernel(me, name, slices)
             kernel.root = h
             g = ElementGenerator(me, kernel, fusion)
 
-            def body(index, g=g, kernel=kernel, op=op, start=start):
+            def body(index):
                 value = g.value(op, index)
                 target = list(index)
                 if start:
@@ -70,8 +68,9 @@ def emit_per_operand(me, h, root, fusion=None):
 
             le.loop_nest(kernel.b, op.shape, body, kernel.begin, kernel.end)
             kernel.finish()
-            me.loop_kernels[memo_key] = kernel.impl
-        me.call_kernel(kernel, op.shape)
+            return kernel
+
+        me.call_kernel(me.memoized_kernel(h, memo_key, name, slices, emit), op.shape)
 
 
 register_root_kernel("concatenate", lambda me, h, root: per_operand(h, root), emit_per_operand)

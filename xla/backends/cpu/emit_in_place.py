@@ -46,10 +46,8 @@ def emit_update_in_place(me, h, root, fusion=None):
     slices = in_slices + [out_slice]
     memo_key = (me.fingerprints.key(h), "in-place", slice_pattern(slices))
     name = me.unique(f"kernel.{h.name}")
-    impl = me.loop_kernels.get(memo_key)
-    if impl is not None:
-        kernel = Kernel.reuse(me, name, slices, impl, h)
-    else:
+
+    def emit():
         kernel = Kernel(me, name, slices,
                         in_driver=loop_shape.num_elements() <= TINY_KERNEL_ELEMENTS)
         kernel.root = h
@@ -65,8 +63,9 @@ def emit_update_in_place(me, h, root, fusion=None):
 
         le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end)
         kernel.finish()
-        me.loop_kernels[memo_key] = kernel.impl
-    me.call_kernel(kernel, loop_shape)
+        return kernel
+
+    me.call_kernel(me.memoized_kernel(h, memo_key, name, slices, emit), loop_shape)
 
 
 register_root_kernel("dynamic-update-slice", lambda me, h, root: in_place(me, h),

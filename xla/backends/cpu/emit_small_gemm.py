@@ -176,13 +176,8 @@ def emit_small_gemm(me, h):
         kernel = me.size_free_kernels.emit(h, name, slices, ("gemm", slice_pattern(slices), lanes),
                                            emit)
     else:
-        memo_key = (me.fingerprints.key(h), "gemm", slice_pattern(slices))
-        impl = me.loop_kernels.get(memo_key)
-        if impl is not None:
-            kernel = Kernel.reuse(me, name, slices, impl[0], h)
-        else:
-            kernel = emit()
-            me.loop_kernels[memo_key] = (kernel.impl, None)
+        kernel = me.memoized_kernel(h, (me.fingerprints.key(h), "gemm", slice_pattern(slices)),
+                                    name, slices, emit)
     row_blocks = math.ceil(m / MR)
     if m * k * n < MAX_MACS:
         kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))

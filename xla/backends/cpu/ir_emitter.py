@@ -208,7 +208,8 @@ class ModuleEmitter:
         # keys; ``fingerprint``: the size-free one).
         self.fingerprints = shape_generic.SizeFreeFingerprints()
         self._size_variants = None
-        # (fingerprint, output group, slice pattern, tiling) -> (impl, dims_global)
+        # Kernels already emitted: (fingerprint, the emitter's own key parts)
+        # -> (impl, dims_global); see memoized_kernel.
         self.loop_kernels = {}
         # Shape-generic kernels by their size-free key.
         self.size_free_kernels = shape_generic.SizeFreeKernels(self)
@@ -513,13 +514,10 @@ class ModuleEmitter:
                 tile_dim = tiling.transposed_dimension(self.assignment, leaf, fusion, out[0][1])
             memo_key = (self.fingerprints.key(h), group_number, slice_pattern(slices),
                         tile_dim)
-            memo = self.loop_kernels.get(memo_key)
-            if memo is not None:
-                kernel = Kernel.reuse(self, name, slices, memo[0], h, memo[1])
-            else:
-                kernel = self.emit_loop_kernel(h, root, fusion, name, slices, out, side, side_slices,
-                                               loop_shape, elementwise, tile_dim, group_number)
-                self.loop_kernels[memo_key] = (kernel.impl, kernel.dims_global)
+            kernel = self.memoized_kernel(
+                h, memo_key, name, slices,
+                lambda: self.emit_loop_kernel(h, root, fusion, name, slices, out, side, side_slices,
+                                              loop_shape, elementwise, tile_dim, group_number))
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs
                 work *= max(1, root.operands[0].shape.num_elements() // max(1, work))
@@ -529,6 +527,18 @@ class ModuleEmitter:
                                               [(si, h.shape.subshape(si)) for si, _ in outputs], side)
             access.kernel = kernel
             self.call_kernel(kernel, loop_shape, work, access)
+
+    def memoized_kernel(self, h, memo_key, name, slices, emit):
+        """The kernel of ``h`` over ``slices``: the one ``loop_kernels`` holds
+        under ``memo_key`` (structurally the same instruction, same slice
+        pattern), reused with ``h``'s buffers and sizes, or ``emit()``'s (a
+        finished ``Kernel``), remembered there."""
+        memo = self.loop_kernels.get(memo_key)
+        if memo is not None:
+            return Kernel.reuse(self, name, slices, memo[0], h, memo[1])
+        kernel = emit()
+        self.loop_kernels[memo_key] = (kernel.impl, kernel.dims_global)
+        return kernel
 
     def emit_loop_kernel(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
                          elementwise, tile_dim, group_number=0):
