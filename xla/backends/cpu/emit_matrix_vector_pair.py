@@ -20,8 +20,8 @@ Each splits its rows into up to ``PAIR_CHUNKS`` / ``CHAIN_CHUNKS`` chunks,
 by the shape alone, over the thread pool (1: on the calling thread), each
 chunk's part of ``y A`` / ``t A`` in a scratch row, summed in chunk order
 after (measurements at the constants). Either way the order of every sum
-is fixed by the shape (the same bits at any thread count). A fusion of another form with a tuple root is left to the general
-loop emitter.
+is fixed by the shape (the same bits at any thread count). A fusion of
+another form with a tuple root is left to the general loop emitter.
 """
 from llvmlite import ir
 
@@ -46,8 +46,8 @@ CHAIN_ROWS = 8
 # chunks of at least CHAIN_MIN_CHUNK_ROWS rows, run over the thread pool,
 # each adding into its own row of a [chunks, K] scratch (at most
 # CHAIN_MAX_SCRATCH_BYTES, on the entry function's stack), summed in chunk
-# order after: the split depends on the shape only. 1200x1000 f64, kernel alone, medians of 5-9
-# rounds: one thread, 1 chunk 221-224 us, 8 chunks 220-228, 16 228; two
+# order after: the split depends on the shape only. 1200x1000 f64,
+# kernel alone, medians of 5-9 rounds: one thread, 1 chunk 221-224 us, 8 chunks 220-228, 16 228; two
 # threads, 1 chunk 221-224, 2 chunks 234, 4 245, 8 148-255 (rounds
 # 141-272: the second core is busy), 16 175 (149-307), NumPy's threaded
 # OpenBLAS 141-175; numpy_programs' atax at the default thread counts
