@@ -4,7 +4,7 @@ ExecutableState.run; with --lowp, the low-precision products instead
 (__xla_cpu_matmul_s8_s32 and __xla_cpu_matmul_bf16_f32) against NumPy's f32
 matmul of the same operands widened (NumPy has no s8 or bf16 GEMM).
 
-    .venv/bin/python benchmarks/cpu_runtime_matmul.py [--repeats N] [--threads N] [--lowp]
+    .venv/bin/python benchmarks/cpu_runtime_matmul.py [--repeats N] [--threads N] [--lowp [--only BxMxKxN]]
 
 The runtime's kernels are the ISA variant the CPU supports best, or the one
 XLA_CPU_RUNTIME_ISA names (baseline, avx2, avx512, avx512_vnni,
@@ -101,7 +101,7 @@ LOWP_SHAPES = [
 ]
 
 
-def lowp_rows(shapes, repeats):
+def lowp_rows(shapes, repeats, only=()):
     """s8 x s8 -> s32 and bf16 x bf16 -> f32 products, checked (s8 exactly,
     through f64, exact for these sizes; bf16 against f32) and timed beside
     NumPy's f32 matmul of the widened operands."""
@@ -111,6 +111,9 @@ def lowp_rows(shapes, repeats):
     for name, out_dtype in (("s8_s32", np.int32), ("bf16_f32", np.float32)):
         matmul = ctypes.CFUNCTYPE(None, *MATMUL_ARGTYPES)(symbols["__xla_cpu_matmul_" + name])
         for batch, m, k, n, tl, tr in shapes:
+            if only and f"{batch}x{m}x{k}x{n}" not in only:
+                continue
+
             def make(shape):
                 if name == "s8_s32":
                     return rng.integers(-128, 128, shape).astype(np.int8)
@@ -170,6 +173,8 @@ def main():
                         help="runtime threads (default: XLA_CPU_NUM_THREADS or all CPUs)")
     parser.add_argument("--lowp", action="store_true",
                         help="the s8 and bf16 products instead of f32/f64 and dispatch")
+    parser.add_argument("--only", action="append", default=[], metavar="BxMxKxN",
+                        help="with --lowp, only this shape (repeatable), e.g. 16x128x128x128")
     args = parser.parse_args()
     if args.threads:
         _core.set_cpu_runtime_num_threads(args.threads)
@@ -177,7 +182,7 @@ def main():
     print(f"runtime threads: {_core.cpu_runtime_num_threads()}, CPUs: {os.cpu_count()}, "
           f"kernels: {isa}")
     if args.lowp:
-        lowp_rows(LOWP_SHAPES, args.repeats)
+        lowp_rows(LOWP_SHAPES, args.repeats, args.only)
         return
     matmul_rows(np.float32, SHAPES, args.repeats)
     matmul_rows(np.float64, SHAPES[:1], args.repeats)

@@ -19,14 +19,15 @@
 //   every partial sum, and no denormal ever arises (the result is f32
 //   GEMM's, up to summation order).
 // * The amx variant runs the same GEMM on AMX tiles where the product has
-//   at least 16 rows (TDPBSUD: s8 x u8, the same + 128 on the rhs and the
-//   same correction; TDPBF16PS, which flushes denormals as VDPBF16PS does,
-//   so the same check for tiny elements applies): per 32 x 32 block of the
-//   output, four accumulator tiles of 16 x 16, two lhs tiles of 16 rows
-//   and two rhs tiles, 16 k groups per step (64 bytes of k). The rhs is
-//   packed exactly as above (a strip's 32 columns are two rhs tiles of
-//   16, 128 bytes apart), with k groups padded with zeros to a multiple of
-//   16; the lhs rows are copied row-major with zeros past m and k. Built
+//   at least 16 rows (TDPBSSD: s8 x s8, so the rhs is packed as it is,
+//   without the + 128 and the correction; TDPBF16PS, which flushes
+//   denormals as VDPBF16PS does, so the same check for tiny elements
+//   applies): per 32 x 32 block of the output, four accumulator tiles of
+//   16 x 16, two lhs tiles of 16 rows and two rhs tiles, 16 k groups per
+//   step (64 bytes of k). The rhs is packed in the same layout (a strip's
+//   32 columns are two rhs tiles of 16, 128 bytes apart), with k groups
+//   padded with zeros to a multiple of 16; the lhs rows are copied
+//   row-major with zeros past m and k (a transposed lhs interleaved). Built
 //   with XLA_CPU_AMX_EMULATE (amx_emulated_test only) the tile
 //   instructions are computed in software, so the tiling is tested on any
 //   CPU with avx512_vnni_bf16.
