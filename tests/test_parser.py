@@ -875,12 +875,12 @@ def test_parse_errors_are_three_lines_whatever_the_text_holds():
     "f32[2]{0:T(128)}", "f32[<=3]{0}", "f32[?,2]{1,0}", "token[]", "f32[2, 3]{1,0}"])
 def test_plain_array_shapes_read_as_the_parser_reads_them(monkeypatch, text):
     # The lexer's shape tokens of static sizes and plain layouts skip the
-    # child parser (parser._plain_array_shape); every other text, errors
+    # child parser (value_parser._plain_array_shape); every other text, errors
     # included, goes through it. Both ways give equal shapes, or the same error.
-    from xla.hlo import parser as hlo_parser
+    from xla.hlo import value_parser
 
     def read():
-        hlo_parser._SHAPE_CACHE.clear()   # noqa: SLF001
+        value_parser._SHAPE_CACHE.clear()   # noqa: SLF001
         try:
             shape = parse_shape(text)
         except HloParseError as e:
@@ -888,6 +888,6 @@ def test_plain_array_shapes_read_as_the_parser_reads_them(monkeypatch, text):
         return shape, (shape.to_text(), shape.layout, shape.dynamic)
 
     fast = read()
-    monkeypatch.setattr(hlo_parser, "_plain_array_shape", lambda text: None)
+    monkeypatch.setattr(value_parser, "_plain_array_shape", lambda text: None)
     slow = read()
     assert fast == slow
