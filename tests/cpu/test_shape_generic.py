@@ -169,15 +169,32 @@ def test_tiled_transposes_of_two_sizes_share_one_kernel():
     _assert_bit_identical(exe.execute(*args), [x.T * np.float32(0.5) for x in args])
 
 
-def test_large_kernels_keep_constant_sizes():
-    # 3 x 96 KiB of buffers: over SMALL_KERNEL_BYTES.
-    text = _bias_relu((96,), batch=256)
+def test_loop_kernels_up_to_max_bytes_share_one_kernel():
+    # About 200 KB of buffers each: over SMALL_KERNEL_BYTES (the short
+    # LLVM pipeline's line), under shape_generic.MAX_BYTES.
+    text = _bias_relu((96, 97), batch=256)
     args = _random_args(text)
     exe = _compile(text)
-    (kernel,) = _kernel_texts(exe).values()
-    assert "dim0" not in kernel and re.search(r"\b96\b", kernel)
+    assert exe.compile_timings["kernels_distinct"] == 1, exe.compile_timings
     _assert_bit_identical(exe.execute(*args),
-                          [np.maximum(args[0] + args[1], np.float32(0))])
+                          [np.maximum(args[0] + args[1], np.float32(0)),
+                           np.maximum(args[2] + args[3], np.float32(0))])
+
+
+def test_large_kernels_keep_constant_sizes():
+    # Two widths (size variants), each kernel's buffers over MAX_BYTES.
+    batch = shape_generic.MAX_BYTES // (2 * 4 * 96) + 1
+    text = _bias_relu((96, 97), batch=batch)
+    args = _random_args(text)
+    exe = _compile(text)
+    kernels = list(_kernel_texts(exe).values())
+    assert len(kernels) == 2
+    assert not any("dim0" in kernel for kernel in kernels)
+    for width in (96, 97):
+        assert any(re.search(rf"\b{width}\b", kernel) for kernel in kernels), width
+    _assert_bit_identical(exe.execute(*args),
+                          [np.maximum(args[0] + args[1], np.float32(0)),
+                           np.maximum(args[2] + args[3], np.float32(0))])
 
 
 def test_parallel_transposes_share_one_kernel():

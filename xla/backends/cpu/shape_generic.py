@@ -31,7 +31,7 @@ version would (a size that stays a constant only keeps kernels apart).
 Which kernels (``is_generic``): only kernels with size variants in the
 module (``SizeVariants``), and of those, loop kernels (elementwise, broadcast,
 reduce inside the loop) whose buffers hold at most ``MAX_BYTES`` together
-(``kernels.SMALL_KERNEL_BYTES``), and kernels whose inner loops already run
+(1 MB), and kernels whose inner loops already run
 to bounds computed at run time, up to ``RUNTIME_BOUNDS_MAX_BYTES``:
 transposes walked in tiles, column reductions, the small GEMM. Kernels
 inlined into the driver never are, and a loop kernel whose code asked for
@@ -75,16 +75,24 @@ from xla.hlo.printer import shape_to_text
 # Off switch, for measuring (docs/compiler.md) and for bisecting.
 ENABLED = True
 # Loop kernels whose buffers hold more bytes together keep constant sizes:
-# their innermost loop's trip count would become a value.
-MAX_BYTES = SMALL_KERNEL_BYTES
+# their innermost loop's trip count would become a value. Up to 1 MB the
+# run time was measured the same both ways (max(x - 0.01 z, 0) over
+# f32[8,1000] and f32[8,999], and over 64 rows: 4.6 and 21-25 us either
+# way, the latter 768 KB of buffers per kernel); the bound
+# was SMALL_KERNEL_BYTES (64 KB), which left every elementwise kernel of
+# the 40,000-instruction varied MLP (f32[8,w], w up to 1,096) a kernel of
+# its own: 1,012 distinct kernels where 20 would do.
+MAX_BYTES = 1 << 20
 # Kernels whose inner loops already run to bounds computed at run time (a
 # transpose's tiles, clipped to the array; a column reduction's run of
 # columns, from begin to end; the small GEMM's blocks, clamped to the
 # matrix) trade only constant strides for values: generic up to this many
 # bytes (None: any size). Measured the same run time both ways up to the
-# varied MLP's largest weight update (f32[556,557] transposed, 3.7 MB);
-# larger ones were not measured reliably on the loaded 2-core machine.
-RUNTIME_BOUNDS_MAX_BYTES = 4 << 20
+# 20,000-instruction varied MLP's largest weight update (f32[556,557]
+# transposed, 3.7 MB), and no slower generic at the 40,000-instruction
+# one's (f32[1096,1097] and f32[1095,1096] transposed and scaled, 9.6 MB
+# each: 1.3-1.9 against 2.4-2.7 ms on one thread, alternated five times).
+RUNTIME_BOUNDS_MAX_BYTES = 16 << 20
 # Emit every kernel that SizeFreeKernels reuses as well, and raise if it
 # is not the kernel reused with the same sizes (for tests; costs what the
 # memo saves).
