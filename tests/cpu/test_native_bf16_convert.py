@@ -130,3 +130,33 @@ def test_aot_objects_use_the_integer_rounding():
     # a baseline x86-64 object cannot assume AVX512-BF16
     from xla.backends.cpu.aot import _AotCompiler
     assert _AotCompiler().native_bf16_conversion() is False
+
+
+def test_convert_rounds_once(path):
+    # The convert's rounding is the only one: its bf16 result, widened to
+    # f32 in a register, is stored as its bits (llvm_types._widened_bf16_bits).
+    exe = runtime.compile(parse_hlo_module(_convert_module(4096)), "cpu")
+    if path == "native":
+        assert exe.ir_text.count("to bfloat") == 1
+    else:
+        assert exe.ir_text.count("2143289344") == 1  # 0x7fc00000: one NaN select
+
+
+def test_moved_bf16_keeps_its_bits(path):
+    # A transpose stores loaded elements as they are, NaN payloads included,
+    # as the interpreter (NumPy) moves them; rounding them again would make
+    # 0x7f81 (a signaling NaN) the quiet 0x7fc0.
+    from xla.hlo.evaluator.evaluator import Evaluator
+    text = """HloModule move
+ENTRY %main (x: bf16[64,48]) -> bf16[48,64] {
+  %x = bf16[64,48] parameter(0)
+  ROOT %t = bf16[48,64] transpose(%x), dimensions={1,0}
+}"""
+    bits = _RNG.integers(0, 1 << 16, (64, 48), dtype=np.uint64).astype(np.uint16)
+    bits[::3, ::5] = np.array([0x7f81, 0xffa5, 0x7fc1, 0x0001, 0x8001], np.uint16)[
+        np.arange(bits[::3, ::5].size) % 5].reshape(bits[::3, ::5].shape)
+    x = bits.view(ml_dtypes.bfloat16)
+    got = np.asarray(runtime.compile(parse_hlo_module(text), "cpu").execute(x)).view(np.uint16)
+    want = np.asarray(Evaluator().evaluate(parse_hlo_module(text), [x])).view(np.uint16)
+    assert np.array_equal(want, bits.T)
+    assert np.array_equal(got, want)
