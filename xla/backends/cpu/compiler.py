@@ -256,7 +256,8 @@ class CpuCompiler(Compiler):
             cache = None
         options = (f"O{self.opt_level} fast_math={self.fast_math} "
                    f"excess_precision={self.excess_precision} skip={self.skip} "
-                   f"vector_bits={self.vector_bits()}")
+                   f"vector_bits={self.vector_bits()} "
+                   f"native_bf16={self.native_bf16_conversion()}")
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers,
                                  self.skip)

@@ -135,7 +135,7 @@ def f32_to_bf16_bits(b, value):
 def _f32_to_bf16_bits_native(b, value):
     """``f32_to_bf16_bits`` through ``fptrunc float to bfloat``, which LLVM
     lowers to vcvtneps2bf16 with AVX512-BF16: one instruction per 16 lanes
-    where the integer rounding is about ten. The instruction rounds to
+    where the integer rounding is nine. The instruction rounds to
     nearest even but takes denormal inputs as zero and keeps a NaN's
     payload (quieted); three fix-ups (six instructions with the two masks,
     vptestnmd and vcmpunordps) give ml_dtypes' bits exactly:
@@ -165,9 +165,10 @@ def bf16_bits_to_f32(b, bits16):
 def _widened_bf16_bits(value):
     """The i16 ``bits`` when ``value`` is ``bf16_bits_to_f32(bits)`` as
     emitted (a loaded bf16, a rounded convert's result), else None: storing
-    it needs no second rounding. LLVM folds that rounding of an exact value
-    away only for the integer rounding, not through ``fptrunc`` to bfloat
-    with its fix-ups, where the round trip doubled a convert's work."""
+    it needs no second rounding, which LLVM cannot see through (a convert
+    rounded twice, and through ``fptrunc`` to bfloat the loop vectorizer's
+    cost model then chose 4 lanes). A NaN keeps its payload, as moved
+    elements keep it in the interpreter."""
     if not (isinstance(value, ir.CastInstr) and value.opname == "bitcast"
             and value.type == F32):
         return None
