@@ -214,6 +214,11 @@ class _AotCompiler(CpuCompiler):
         # narrower.
         return 256
 
+    def native_bf16_conversion(self):
+        # vcvtneps2bf16 only where the object's target is known to have
+        # AVX512-BF16, which a baseline CPU has not.
+        return False
+
 
 def _emit(module, runtime_symbols):
     """CpuCompiler.emit with runtime symbol names only (nothing is resolved)."""

@@ -193,17 +193,23 @@ class CpuCompiler(Compiler):
     @contextlib.contextmanager
     def _emission_options(self):
         """The debug options IR emission reads: fast-math approximations and
-        excess precision for f16/bf16/f8 and the target's vector width
-        (``llvm_types``)."""
+        excess precision for f16/bf16/f8, and the target's vector width and
+        native f32 -> bf16 conversion (``llvm_types``)."""
         with fast_math.approximations(self.fast_math), \
                 llvm_types.excess_precision(self.excess_precision), \
-                llvm_types.vector_width(self.vector_bits()):
+                llvm_types.vector_width(self.vector_bits()), \
+                llvm_types.native_bf16_conversion(self.native_bf16_conversion()):
             yield
 
     def vector_bits(self):
         """The vector register width the emitted code is tuned for: the
         host's (the JIT compiles for the host CPU and its features)."""
         return jit.host_vector_bits()
+
+    def native_bf16_conversion(self):
+        """Whether f32 -> bf16 may use the target's instruction: the
+        host's, where it has AVX512-BF16."""
+        return jit.host_converts_bf16()
 
     def _transform(self, text):
         return with_fast_math(text) if self.fast_math else text
@@ -250,7 +256,8 @@ class CpuCompiler(Compiler):
             cache = None
         options = (f"O{self.opt_level} fast_math={self.fast_math} "
                    f"excess_precision={self.excess_precision} skip={self.skip} "
-                   f"vector_bits={self.vector_bits()}")
+                   f"vector_bits={self.vector_bits()} "
+                   f"native_bf16={self.native_bf16_conversion()}")
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers,
                                  self.skip)

@@ -225,6 +225,15 @@ def host_vector_bits():
     return 512 if "+avx512f" in features else 256
 
 
+def host_converts_bf16():
+    """Whether the host converts f32 to bf16 in one instruction
+    (AVX512-BF16's vcvtneps2bf16, with AVX512-VL for the narrower
+    vectors): then ``llvm_types`` emits ``fptrunc`` to bfloat."""
+    _initialize()
+    features = _host_target()[2].split(",")
+    return all(f in features for f in ("+avx512bf16", "+avx512vl", "+avx512bw"))
+
+
 _data_layout = None
 
 

@@ -11,7 +11,8 @@ s1 .. u4   i8 (low bits,    i1 / i2 / i4; one element per byte as
 f16        i16 (bits)       float; ``fpext half`` on load, ``fptrunc`` on store
 bf16       i16 (bits)       float; ``bits << 16`` on load, round to nearest
                             even on store (NaN -> quiet NaN with its sign,
-                            as ml_dtypes does)
+                            as ml_dtypes does; the target's vcvtneps2bf16
+                            where it has AVX512-BF16, see f32_to_bf16_bits)
 f8* f6*    i8 (code in the  float; decoded exactly on load, rounded to
 f4e2m1fn   low bits)        nearest even on store as ml_dtypes does
                             (minifloat.py: one routine, one row per format)
@@ -101,9 +102,25 @@ def is_supported(element_type):
 # narrow floats
 # ----------------------------------------------------------------------------
 
+class _BFloatType(ir.types._BaseFloatType):
+    """LLVM's ``bfloat`` (llvmlite has no such type): only ever the target
+    of an ``fptrunc``, bitcast to i16 at once."""
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self):
+        return "bfloat"
+
+
+_BFloatType._create_instance()
+BF16_LLVM = _BFloatType()
+
+
 def f32_to_bf16_bits(b, value):
     """The bf16 bits (i16) of f32 ``value``: round to nearest even; NaN ->
     0x7fc0 / 0xffc0 (quiet, sign kept), as ml_dtypes does."""
+    if _native_bf16.get():
+        return _f32_to_bf16_bits_native(b, value)
     # The NaN select is on the 32-bit words and one shift and truncation
     # follow it: vectorized, that is one vpsrld + vpmovdw per 16 lanes
     # where selecting the two 16-bit candidates needed two of each.
@@ -115,9 +132,56 @@ def f32_to_bf16_bits(b, value):
     return b.trunc(b.lshr(b.select(is_nan, qnan, rounded), ir.Constant(I32, 16)), I16)
 
 
+def _f32_to_bf16_bits_native(b, value):
+    """``f32_to_bf16_bits`` through ``fptrunc float to bfloat``, which LLVM
+    lowers to vcvtneps2bf16 with AVX512-BF16: one instruction per 16 lanes
+    where the integer rounding is nine. The instruction rounds to
+    nearest even but takes denormal inputs as zero and keeps a NaN's
+    payload (quieted); three fix-ups (six instructions with the two masks,
+    vptestnmd and vcmpunordps) give ml_dtypes' bits exactly:
+
+    * zero exponent field (zero or denormal x): converts x + copysign(2^-126,
+      x), the bits plus 0x00800000 (exact), a normal number whose bf16
+      spacing (2^-133) is that of bf16's denormals and of which 2^-126 is
+      an even multiple: its rounding is 2^-126 plus x's, ties alike, and
+      the result is its bits less 0x0080 (the sign bit untouched).
+    * NaN: the instruction's sign | 0x7f80 | 0x0040 | payload bits, with
+      the payload cleared (& 0xffc0): sign | 0x7fc0.
+    """
+    bits = b.bitcast(value, I32)
+    tiny = b.icmp_unsigned("==", b.and_(bits, ir.Constant(I32, 0x7F800000)), ir.Constant(I32, 0))
+    moved = b.select(tiny, b.add(bits, ir.Constant(I32, 0x00800000)), bits)
+    converted = b.bitcast(b.fptrunc(b.bitcast(moved, F32), BF16_LLVM), I16)
+    converted = b.select(tiny, b.sub(converted, ir.Constant(I16, 0x0080)), converted)
+    is_nan = b.fcmp_unordered("uno", value, value)
+    return b.select(is_nan, b.and_(converted, ir.Constant(I16, 0xFFC0)), converted)
+
+
 def bf16_bits_to_f32(b, bits16):
     """The f32 value of bf16 bits (i16); exact."""
     return b.bitcast(b.shl(b.zext(bits16, I32), ir.Constant(I32, 16)), F32)
+
+
+def _widened_bf16_bits(value):
+    """The i16 ``bits`` when ``value`` is ``bf16_bits_to_f32(bits)`` as
+    emitted (a loaded bf16, a rounded convert's result), else None: storing
+    it needs no second rounding, which LLVM cannot see through (a convert
+    rounded twice, and through ``fptrunc`` to bfloat the loop vectorizer's
+    cost model then chose 4 lanes). A NaN keeps its payload, as moved
+    elements keep it in the interpreter."""
+    if not (isinstance(value, ir.CastInstr) and value.opname == "bitcast"
+            and value.type == F32):
+        return None
+    shifted = value.operands[0]
+    if not (isinstance(shifted, ir.Instruction) and shifted.opname == "shl"
+            and isinstance(shifted.operands[1], ir.Constant)
+            and shifted.operands[1].constant == 16):
+        return None
+    wide = shifted.operands[0]
+    if (isinstance(wide, ir.CastInstr) and wide.opname == "zext"
+            and wide.operands[0].type == I16):
+        return wide.operands[0]
+    return None
 
 
 def f32_to_f16_bits(b, value):
@@ -192,6 +256,27 @@ def cpu_target():
     return _vector_bits.get() is not None
 
 
+# Whether the target converts f32 to bf16 natively (AVX512-BF16's
+# vcvtneps2bf16, which LLVM emits for ``fptrunc float to bfloat``): the
+# JIT's host may; elsewhere (AOT objects, the GPU backend's shared
+# generators, kernels emitted by tests) the integer rounding, which every
+# target runs, is emitted. Without the instruction LLVM would lower that
+# fptrunc to a libcall per element.
+_native_bf16 = contextvars.ContextVar("xla_cpu_native_bf16", default=False)
+
+
+@contextlib.contextmanager
+def native_bf16_conversion(allowed=True):
+    """While active with ``allowed`` (the compiler enters it where the
+    target has AVX512-BF16), ``f32_to_bf16_bits`` emits ``fptrunc`` to
+    bfloat with its fix-ups."""
+    token = _native_bf16.set(bool(allowed))
+    try:
+        yield
+    finally:
+        _native_bf16.reset(token)
+
+
 def vector_lanes(element_bits):
     """How many ``element_bits``-wide lanes one of the target's vector
     registers holds."""
@@ -249,7 +334,7 @@ def to_memory(b, value, element_type):
     if element_type is PT.F16:
         return f32_to_f16_bits(b, value)
     if element_type is PT.BF16:
-        return f32_to_bf16_bits(b, value)
+        return _widened_bf16_bits(value) or f32_to_bf16_bits(b, value)
     if element_type in MINIFLOAT_TYPES:
         return minifloat.encode(b, value, element_type)
     if element_type in SUB_BYTE_INTS:
