@@ -232,3 +232,48 @@ ENTRY e {{
     want = np.swapaxes(a.astype(np.float64), 1, 2) @ b.astype(np.float64)
     tol = 1e-5 if et == "f32" else 1e-12
     np.testing.assert_allclose(exe.execute(a, b), want, rtol=tol, atol=tol * np.sqrt(19))
+
+
+def test_dot_operand_layouts_leaves_the_kernels_dots_alone():
+    # q's head transpose is a bitcast only the kernel reads (its batch
+    # dimensions are not major); k^T stays a copy for it. Turning k^T into
+    # the runtime's transposed bitcast too would leave a dot neither the
+    # kernel nor the runtime takes (the generator's loops).
+    text = """HloModule m
+ENTRY e {
+  q = f32[2,16,4,8] parameter(0)
+  k = f32[2,4,16,8] parameter(1)
+  qt = f32[2,4,16,8] transpose(q), dimensions={0,2,1,3}
+  ROOT d = f32[2,4,16,16] dot(qt, k), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={3}
+}
+"""
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    dot = exe.module.entry.root_instruction
+    assert dot.opcode == "dot" and dot.operands[0].opcode == "bitcast"
+    assert strided_gemm.plan(dot) is not None
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 16, 4, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 4, 16, 8)).astype(np.float32)
+    want = np.einsum("bshd,bhtd->bhst", q.astype(np.float64), k.astype(np.float64))
+    np.testing.assert_allclose(exe.execute(q, k), want, rtol=1e-5, atol=1e-5)
+
+
+def test_transposes_the_runtime_reads_in_place_are_left_to_it():
+    # Both operands are transposes of the two matrix dimensions: the
+    # runtime's matmul reads both in place (dot-operand-layouts), no copy;
+    # the kernel could take only the lhs's (the rhs's N is not minor).
+    text = """HloModule m
+
+ENTRY %e (a: f32[3,64,48], b: f32[3,40,64]) -> f32[3,48,40] {
+  %a = f32[3,64,48]{2,1,0} parameter(0)
+  %b = f32[3,40,64]{2,1,0} parameter(1)
+  %at = f32[3,48,64]{2,1,0} transpose(%a), dimensions={0,2,1}
+  %bt = f32[3,64,40]{2,1,0} transpose(%b), dimensions={0,2,1}
+  ROOT %d = f32[3,48,40]{2,1,0} dot(%at, %bt), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+}
+"""
+    module, changed = run_pass(StridedDotLayouts(), text)
+    assert not changed
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    assert "__xla_cpu_matmul_f32" in exe.ir_text
+    assert "fusion" not in [i.opcode for i in exe.module.entry.instructions]

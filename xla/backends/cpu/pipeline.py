@@ -40,7 +40,7 @@ reshape left between kernels and library calls that moves no byte reads
 its operand's buffer instead of copying it), then
 copy insertion and the memory scheduler, after which buffer assignment
 runs."""
-from xla.backends.cpu import layout_constraints
+from xla.backends.cpu import layout_constraints, strided_gemm
 from xla.backends.cpu.dot_operand_layouts import MIXED_MATMUL_TYPES, DotOperandLayouts
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
 from xla.backends.cpu.linalg_composite_rewriter import LinalgCompositeRewriter
@@ -78,7 +78,11 @@ def cpu_pipeline(**options):
     pipeline.passes[layout:layout] = [make_pass("convolution-reversal-expander"),
                                       make_pass("dot-type-widening", native=MIXED_MATMUL_TYPES)]
     layout = _index(pipeline, "layout-assignment")
-    pipeline.passes[layout + 1:layout + 1] = [StridedDotLayouts(), DotOperandLayouts()]
+    # The dots the tiled kernel reads with strides keep the layouts
+    # strided-dot-layouts chose (a transposed bitcast of another operand
+    # could take the kernel away, leaving operands the runtime cannot read).
+    pipeline.passes[layout + 1:layout + 1] = [StridedDotLayouts(),
+                                              DotOperandLayouts(skip=strided_gemm.kernel_only)]
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     pipeline.add_pass(MatrixVectorPairFusion())

@@ -16,15 +16,18 @@ For each batched f32/f64 dot, after layout assignment, it considers:
 
 and makes the choices that remove the most copies among those for which
 ``strided_gemm.plan`` still applies (the kernel needs stride 1 along N in
-the rhs and the result, or along M in the lhs and the result). Nothing
-changes for dots it does not apply to, nor for unbatched dots
-(``dot-operand-layouts`` gives those the runtime matmul's transpose
-flags). A transpose with other users stays for them; one left without
-users is removed. Runs before ``dot-operand-layouts``.
+the rhs and the result, or along M in the lhs and the result), unless the
+runtime's matmul would be left fewer copies (``dot-operand-layouts`` makes
+transposes of the two matrix dimensions bitcasts it reads with its
+transpose flags; a tie goes to the kernel). Nothing changes for dots it
+does not apply to, nor for unbatched dots. A transpose with other users stays for them; one left without
+users is removed. Runs before ``dot-operand-layouts``, which leaves the
+dots the plan accepts as they are.
 """
 import itertools
 
 from xla.backends.cpu import strided_gemm
+from xla.backends.cpu.dot_operand_layouts import matmul_transposed
 from xla.backends.cpu.loop_emitter import major_to_minor
 from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Layout
@@ -90,6 +93,7 @@ class StridedDotLayouts(HloPass):
         operands = [_bitcast_shape(o) if o.opcode == "transpose" and o.shape.is_array else None
                     for o in dot.operands]
         result = _result_choice(dot)
+        transposes = sum(o.opcode == "transpose" for o in dot.operands) + (result is not None)
         best = None
         for lhs, rhs, out in itertools.product((None, operands[0]), (None, operands[1]),
                                                (None, result)):
@@ -98,10 +102,17 @@ class StridedDotLayouts(HloPass):
             shapes = (lhs, rhs, out[0] if out else None)
             if strided_gemm.plan(dot, *shapes) is None:
                 continue
-            removed = sum(x is not None for x in (lhs, rhs, out))
-            if best is None or removed > best[0]:
-                best = (removed, lhs, rhs, out)
-        if best is None:
+            copies = transposes - sum(x is not None for x in (lhs, rhs, out))
+            if best is None or copies < best[0]:
+                best = (copies, lhs, rhs, out)
+        # The runtime's matmul reads transposes of the two matrix dimensions
+        # in place (dot-operand-layouts); where that leaves fewer copies,
+        # the dot is left to it.
+        nb = len(dot.attr("lhs_batch_dims"))
+        runtime_copies = (result is not None) + sum(
+            o.opcode == "transpose" and (s is None or matmul_transposed(s, nb) is None)
+            for o, s in zip(dot.operands, operands))
+        if best is None or best[0] > runtime_copies:
             return False
         _, lhs, rhs, out = best
         new_operands = list(dot.operands)
@@ -113,7 +124,7 @@ class StridedDotLayouts(HloPass):
                                      name=module.unique_name("bitcast"))
             comp.insert_before(dot, bitcast)
             new_operands[i] = bitcast
-        old = list(dot.operands)
+        old = list(dict.fromkeys(dot.operands))
         dot.operands = new_operands
         for t in old:
             if t not in new_operands and not t.users and t is not comp.root_instruction:

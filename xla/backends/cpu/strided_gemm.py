@@ -29,7 +29,7 @@ columns in the kernel's orientation, products of more than
 ``MAX_SPLIT_RHS_BYTES`` (where Eigen's packed GEMM wins), and layouts with
 stride 1 along neither N (in rhs and result) nor M (in lhs and result).
 """
-from xla.backends.cpu.dot_operand_layouts import runtime_dot
+from xla.backends.cpu.dot_operand_layouts import matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import physical_strides
 
 # A block of MR rows of the result (see emit_small_gemm).
@@ -103,3 +103,14 @@ def plan(dot, lhs=None, rhs=None, out=None):
             or k * cols * itemsize > MAX_SPLIT_RHS_BYTES:
         return None
     return StridedGemm(swapped, list(out.dimensions[:nb]), rows, k, cols, scalar, vector, result)
+
+
+def kernel_only(dot):
+    """Whether ``dot`` reads an operand or writes its result in a layout
+    that the runtime's matmul cannot take and the kernel can (what
+    strided-dot-layouts chose): ``dot-operand-layouts`` leaves it alone."""
+    if plan(dot) is None:
+        return False
+    nb = len(dot.attr("lhs_batch_dims", ()) or ())
+    return matmul_transposed(dot.shape, nb) != 0 or any(
+        matmul_transposed(o.shape, nb) is None for o in dot.operands)
