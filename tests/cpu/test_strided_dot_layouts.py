@@ -272,7 +272,7 @@ ENTRY %e (a: f32[3,64,48], b: f32[3,40,64]) -> f32[3,48,40] {
   ROOT %d = f32[3,48,40]{2,1,0} dot(%at, %bt), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
 }
 """
-    module, changed = run_pass(StridedDotLayouts(), text)
+    _, changed = run_pass(StridedDotLayouts(), text)
     assert not changed
     exe = xla.compile(parse_hlo_module(text), "cpu")
     assert "__xla_cpu_matmul_f32" in exe.ir_text
