@@ -2,6 +2,11 @@
 GEMM" strategy for small dots), instead of a call to the runtime's Eigen
 matmul.
 
+Batched f32/f64 dots run the same kernel over every row block of every
+product, reading the operands and writing the result with the strides
+their layouts give (``strided_gemm.plan``: which ones, and the
+orientation); the rest of this docstring is about unbatched dots.
+
 Applies to an f32/f64 ``dot`` the runtime's matmul would compute
 (``runtime_dot``) with no batch dimensions, both operands and the result
 row-major and not transposed (lhs ``[M, K]``, rhs ``[K, N]``), at least
