@@ -11,9 +11,12 @@ effect from layout assignment (a transpose whose layout makes it a
 bitcast). Run after layout assignment: the bitcast's layout is the one
 under which its bytes are the operand's, and only where the dot accepts it
 (batch dimensions major and in order, the two matrix dimensions in either
-order; the element types the runtime multiplies). A transpose with other
-users stays for them; one without is removed at once (left for DCE, fusion
-would merge the bitcast into a kernel with it as siblings).
+order; the element types the runtime multiplies). Dots ``skip`` names are
+left as they are (the CPU pipeline's: ``strided_gemm.kernel_only``, dots
+whose layouts only the tiled kernel reads; a transposed bitcast of one
+operand could take the kernel away, leaving the other to no one). A transpose with other users stays for them; one
+without is removed at once (left for DCE, fusion would merge the bitcast
+into a kernel with it as siblings).
 """
 from xla.backends.cpu.loop_emitter import major_to_minor
 from xla.hlo.ir import HloInstruction
@@ -71,12 +74,17 @@ def runtime_dot(dot):
 class DotOperandLayouts(HloPass):
     name = "dot-operand-layouts"
 
+    def __init__(self, skip=None):
+        # skip(dot): dots left as they are (the CPU pipeline's: those the
+        # strided tiled GEMM computes, whose layouts strided-dot-layouts chose).
+        self.skip = skip
+
     def run(self, module):
         changed = False
         for comp in module.computations:
             for dot in list(comp.instructions):
                 if dot.opcode != "dot" or not dot.shape.is_array or len(dot.operands) != 2 \
-                        or not runtime_dot(dot):
+                        or not runtime_dot(dot) or (self.skip is not None and self.skip(dot)):
                     continue
                 nb = len(dot.attr("lhs_batch_dims", ()) or ())
                 for i, t in enumerate(list(dot.operands)):

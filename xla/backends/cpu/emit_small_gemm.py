@@ -2,6 +2,11 @@
 GEMM" strategy for small dots), instead of a call to the runtime's Eigen
 matmul.
 
+Batched f32/f64 dots run the same kernel over every row block of every
+product, reading the operands and writing the result with the strides
+their layouts give (``strided_gemm.plan``: which ones, and the
+orientation); the rest of this docstring is about unbatched dots.
+
 Applies to an f32/f64 ``dot`` the runtime's matmul would compute
 (``runtime_dot``) with no batch dimensions, both operands and the result
 row-major and not transposed (lhs ``[M, K]``, rhs ``[K, N]``), at least
@@ -63,26 +68,16 @@ from xla.backends.cpu.kernels import PTR, VOID, Kernel, slice_pattern
 from xla.backends.cpu.ir_emitter import Slice, register_instruction
 from xla.backends.cpu.llvm_types import F32, F64, I32, vector_lanes
 from xla.backends.cpu.shape_generic import is_generic
+from xla.backends.cpu.strided_gemm import MAX_SPLIT_RHS_BYTES, MAX_TILED_MACS, MIN_COLUMNS, MR
+from xla.backends.cpu import strided_gemm
 from xla.backends.cpu.loop_emitter import I64, i64
 
-# A block of MR rows and NV 256-bit vectors per row: 12 accumulators, which
-# with the NV loaded vectors and a broadcast fit AVX2's 16 registers (tiles
-# of 6 x 2 512-bit vectors, 8 x 3 or 6 x 4 256-bit ones measured the same
-# here on 60x50 by 50x70 f64, AVX-512).
-MR, NV = 4, 3
+# A block of MR rows (strided_gemm.MR) and NV 256-bit vectors per row: 12
+# accumulators, which with the NV loaded vectors and a broadcast fit AVX2's
+# 16 registers (tiles of 6 x 2 512-bit vectors, 8 x 3 or 6 x 4 256-bit ones
+# measured the same here on 60x50 by 50x70 f64, AVX-512).
+NV = 3
 MAX_MACS = 64 * 64 * 64   # the runtime's kMinParallelMacs: larger products may use threads
-# Up to this many multiply-adds the kernel computes products of at least
-# MAX_MACS with a larger rhs than MAX_SPLIT_RHS_BYTES too, where the pool
-# has one thread (100x100x100 f64, one thread, this host: ~37 us where
-# Eigen's packed GEMM took ~42).
-MAX_TILED_MACS = 128 * 128 * 128
-# A product of MAX_MACS or more whose rhs takes at most this many bytes runs
-# the kernel at any size, split over the pool (module docstring). One
-# thread, this host (Zen 4, loaded; medians of 5 rounds, f64 M x K x N):
-# kernel / Eigen 512x256x128 (rhs 256 KB) 0.86, 2048x64x64 0.83, 1024x256x128
-# 0.96; with larger rhs 256x256x256 0.95, 128x512x128 1.03, 200x300x400
-# 1.09, 512x512x512 1.24 (Eigen's packed panels win once the rhs leaves L2).
-MAX_SPLIT_RHS_BYTES = 256 << 10
 # Such products of at least MIN_SPLIT_MACS spread their row blocks over the
 # pool, in chunks of at least MIN_CHUNK_MACS; smaller ones run on the
 # calling thread. Waking the pool's sleeping worker costs tens to hundreds
@@ -93,9 +88,6 @@ MIN_SPLIT_MACS = 1 << 22
 MIN_CHUNK_MACS = 1 << 20
 _PARALLEL_FOR = "__xla_cpu_parallel_for"
 _LANES = {"f32": 8, "f64": 4}          # 256-bit vectors
-# Narrower products (matrix-vector-like) are left to the runtime, whose
-# GEMV and row dot products suit them; from 4 columns a masked vector does.
-MIN_COLUMNS = 4
 _WIDE_LANES = {"f32": 16, "f64": 8}    # 512-bit vectors, on a host with AVX-512
 _TYPES = {"f32": F32, "f64": F64}
 def _lanes(et, n):
@@ -157,6 +149,9 @@ def emit_dot(me, h):
 
 def emit_small_gemm(me, h):
     """Emits ``h`` as the tiled kernel and its call; False when it does not apply."""
+    walk = strided_gemm.plan(h)
+    if walk is not None:
+        return _emit_strided(me, h, walk)
     shape = small_gemm_shape(h, me.runtime_symbols)
     if shape is None:
         return False
@@ -204,8 +199,41 @@ def emit_small_gemm(me, h):
     return True
 
 
-def _emit_kernel(me, h, name, slices, shape, lanes, generic):
-    """The tiled kernel of dot ``h`` (``shape``: M, K, N), emitted and finished."""
+def _emit_strided(me, h, walk):
+    """A batched dot (``strided_gemm.plan``): one kernel over every row block
+    of every product, split over the pool like the products above with a
+    small rhs, on the calling thread below MIN_SPLIT_MACS."""
+    et = h.shape.element_type.text
+    wide = vector_lanes(64 if et == "f64" else 32)
+    # 512-bit vectors also where the columns are whole vectors of them
+    # (attention's 32 columns per head: one block of two).
+    lanes = _lanes(et, walk.n)
+    if wide >= _WIDE_LANES[et] and walk.n % _WIDE_LANES[et] == 0:
+        lanes = _WIDE_LANES[et]
+    slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
+    name = me.unique(f"kernel.{h.name}.gemm")
+
+    def emit():
+        return _emit_kernel(me, h, name, slices, (walk.m, walk.k, walk.n), lanes, False, walk)
+
+    kernel = me.memoized_kernel(h, (me.fingerprints.key(h), "gemm", slice_pattern(slices)),
+                                name, slices, emit)
+    blocks = walk.products * math.ceil(walk.m / MR)
+    if walk.products * walk.m * walk.k * walk.n >= MIN_SPLIT_MACS \
+            and _PARALLEL_FOR in me.runtime_symbols:
+        pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
+        min_chunk = max(1, -(-MIN_CHUNK_MACS // (MR * walk.k * walk.n)))
+        me.builder.call(pf, [kernel.function, me.table, i64(blocks), i64(min_chunk)])
+    else:
+        kernel.call_in_driver(me.builder, me.table, i64(0), i64(blocks))
+    return True
+
+
+def _emit_kernel(me, h, name, slices, shape, lanes, generic, walk=None):
+    """The tiled kernel of dot ``h`` (``shape``: M, K, N), emitted and
+    finished; with ``walk`` (a ``strided_gemm.StridedGemm``), its range is
+    every row block of every product and the operands are read with its
+    strides."""
     m, k, n = shape
     et = h.shape.element_type.text
     scalar = _TYPES[et]
@@ -236,14 +264,24 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
     else:
         last_row, last_col, col_blocks = i64(m - MR), i64(n - nr), math.ceil(n / nr)
     a_ptr, b_ptr, c_ptr = (kernel.pointer(s) for s in slices)
+    # Row strides of the scalar operand, the vector operand and the result,
+    # and the scalar operand's column stride (None: 1).
+    a_rows, a_cols, b_rows, c_rows = k_v, None, n_v, n_v
+    if walk is not None:
+        if walk.swapped:
+            a_ptr, b_ptr = b_ptr, a_ptr
+        a_rows, b_rows, c_rows = (i64(s[1]) for s in (walk.scalar, walk.vector, walk.out))
+        a_cols = None if walk.scalar[2] == 1 else i64(walk.scalar[2])
     fmuladd = _declare(kernel.module, f"llvm.fmuladd.v{lanes}{et}", vec, [vec, vec, vec])
     zero = ir.Constant(vec, [ir.Constant(scalar, 0.0)] * lanes)
     splat_mask = ir.Constant(ir.VectorType(I32, lanes), [ir.Constant(I32, 0)] * lanes)
     accs = [[kernel.alloca(vec, name=f"acc.{r}.{v}") for v in range(NV)] for r in range(MR)]
 
-    def element(base, row, col, width):
-        return b.gep(base, [b.add(b.mul(row, width), col)], inbounds=True,
-                     source_etype=scalar)
+    def element(base, row, col, row_stride, col_stride=None, offset=None):
+        index = b.add(b.mul(row, row_stride), col if col_stride is None else b.mul(col, col_stride))
+        if offset is not None:
+            index = b.add(index, offset)
+        return b.gep(base, [index], inbounds=True, source_etype=scalar)
 
     def load(ptr, masked):
         if masked is None:
@@ -264,11 +302,13 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
                 _declare(kernel.module, f"llvm.masked.store.v{lanes}{et}.p0", VOID,
                          [vec, PTR, I32, mask_type]), mask)
 
-    def block(i0, j0, nv, tail=None, masks=None):
+    def block(i0, j0, nv, tail=None, masks=None, offsets=(None, None, None)):
         """Rows i0..i0+MR-1, columns j0..j0+nv*lanes-1 of the result; with
         ``tail``, only the first ``tail`` lanes of the last vector exist,
         with ``masks`` (run-time values), those of each vector's mask
-        (masked loads and stores)."""
+        (masked loads and stores); ``offsets``: of the product's scalar
+        operand, vector operand and result (a batch's), or None."""
+        a_off, b_off, c_off = offsets
         masked = [None] * nv
         if tail is not None:
             masked[-1] = masked_ops(ir.Constant(mask_type, [ir.Constant(ir.IntType(1), int(i < tail))
@@ -279,10 +319,12 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
             for acc in row[:nv]:
                 b.store(zero, acc)
         with le.for_loop(b, 0, k_v, name="p") as p:
-            bs = [load(element(b_ptr, p, b.add(j0, i64(v * lanes)), n_v), masked[v])
+            bs = [load(element(b_ptr, p, b.add(j0, i64(v * lanes)), b_rows, None, b_off),
+                       masked[v])
                   for v in range(nv)]
             for r in range(MR):
-                a = b.load(element(a_ptr, b.add(i0, i64(r)), p, k_v), typ=scalar)
+                a = b.load(element(a_ptr, b.add(i0, i64(r)), p, a_rows, a_cols, a_off),
+                           typ=scalar)
                 a = b.shuffle_vector(b.insert_element(ir.Constant(vec, ir.Undefined), a,
                                                       ir.Constant(I32, 0)),
                                      ir.Constant(vec, ir.Undefined), splat_mask)
@@ -291,10 +333,27 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
                     b.store(b.call(fmuladd, [a, bs[v], b.load(acc, typ=vec)]), acc)
         for r in range(MR):
             for v in range(nv):
-                ptr = element(c_ptr, b.add(i0, i64(r)), b.add(j0, i64(v * lanes)), n_v)
+                ptr = element(c_ptr, b.add(i0, i64(r)), b.add(j0, i64(v * lanes)), c_rows,
+                              None, c_off)
                 store(b.load(accs[r][v], typ=vec), ptr, masked[v])
 
+    def batch_offsets(index):
+        """Offsets of product ``index`` (row-major over the batch dimensions)
+        in the scalar operand, the vector operand and the result."""
+        offsets = [i64(0)] * 3
+        for d in reversed(range(len(walk.batch))):
+            position = b.urem(index, i64(walk.batch[d])) if d else index
+            index = b.udiv(index, i64(walk.batch[d]))
+            for t, strides in enumerate((walk.scalar[0], walk.vector[0], walk.out[0])):
+                offsets[t] = b.add(offsets[t], b.mul(position, i64(strides[d])))
+        return tuple(offsets)
+
     with le.for_loop(b, kernel.begin, kernel.end, name="ib") as ib:
+        offsets = (None, None, None)
+        if walk is not None:
+            row_blocks = math.ceil(m / MR)
+            offsets = batch_offsets(b.udiv(ib, i64(row_blocks)))
+            ib = b.urem(ib, i64(row_blocks))
         i0 = b.select(b.icmp_signed("<", b.mul(ib, i64(MR)), last_row),
                       b.mul(ib, i64(MR)), last_row)
         if kernel.generic:
@@ -314,13 +373,13 @@ def _emit_kernel(me, h, name, slices, shape, lanes, generic):
             full_blocks, rest = divmod(n, nr)
             rest_vectors = math.ceil(rest / lanes)
             with le.for_loop(b, 0, full_blocks, name="jb") as jb:
-                block(i0, b.mul(jb, i64(nr)), NV)
+                block(i0, b.mul(jb, i64(nr)), NV, offsets=offsets)
             if full_blocks == 0:
                 # Fewer columns than a block: one block, its last vector
                 # masked to the columns that exist.
-                block(i0, i64(0), rest_vectors, tail=(n % lanes) or None)
+                block(i0, i64(0), rest_vectors, tail=(n % lanes) or None, offsets=offsets)
             elif rest_vectors:
-                block(i0, i64(n - rest_vectors * lanes), rest_vectors)
+                block(i0, i64(n - rest_vectors * lanes), rest_vectors, offsets=offsets)
     kernel.finish()
     return kernel
 

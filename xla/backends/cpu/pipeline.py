@@ -28,6 +28,8 @@ matmuls, ``__xla_cpu_matmul_s8_s32``/``_bf16_f32``) and a
 layout assignment that gives ``fft`` and the collectives row-major operands
 and results and convolutions the orders the runtime's conv2d reads (NHWC/HWIO, or
 for a kernel gradient the order JAX gives it; copies around them where the module says otherwise: ``layout_constraints.py``),
+``strided-dot-layouts`` (the transposes around a batched dot that the tiled
+GEMM kernel reads with strides become bitcasts: ``strided_dot_layouts.py``),
 ``dot-operand-layouts`` (a transpose feeding a matmul becomes a bitcast the
 matmul reads transposed: ``dot_operand_layouts.py``), fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
@@ -38,11 +40,12 @@ reshape left between kernels and library calls that moves no byte reads
 its operand's buffer instead of copying it), then
 copy insertion and the memory scheduler, after which buffer assignment
 runs."""
-from xla.backends.cpu import layout_constraints
+from xla.backends.cpu import layout_constraints, strided_gemm
 from xla.backends.cpu.dot_operand_layouts import MIXED_MATMUL_TYPES, DotOperandLayouts
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
 from xla.backends.cpu.linalg_composite_rewriter import LinalgCompositeRewriter
 from xla.backends.cpu.matrix_vector_pairs import MatrixVectorPairFusion
+from xla.backends.cpu.strided_dot_layouts import StridedDotLayouts
 from xla.service.pass_registry import make_pass
 from xla.service.pipelines import add_fusion_stage, add_scheduling_stage, target_independent_pipeline
 
@@ -75,7 +78,11 @@ def cpu_pipeline(**options):
     pipeline.passes[layout:layout] = [make_pass("convolution-reversal-expander"),
                                       make_pass("dot-type-widening", native=MIXED_MATMUL_TYPES)]
     layout = _index(pipeline, "layout-assignment")
-    pipeline.passes.insert(layout + 1, DotOperandLayouts())
+    # The dots the tiled kernel reads with strides keep the layouts
+    # strided-dot-layouts chose (a transposed bitcast of another operand
+    # could take the kernel away, leaving operands the runtime cannot read).
+    pipeline.passes[layout + 1:layout + 1] = [StridedDotLayouts(),
+                                              DotOperandLayouts(skip=strided_gemm.kernel_only)]
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     pipeline.add_pass(MatrixVectorPairFusion())

@@ -1,0 +1,116 @@
+"""Batched dots the tiled GEMM kernel (``emit_small_gemm``) computes on
+operands and results in any layout, reading and writing them in place.
+
+Attention as JAX lowers it multiplies heads sliced out of projections:
+``q[b, s, h, d]`` by ``k[b, s, h, d]`` over ``d`` for every ``(b, h)``,
+then the probabilities by ``v[b, s, h, d]``, the result going back to
+``[b, s, h, d]``. ``dot_decomposer`` makes such dots canonical (lhs
+``[batch..., M, K]``, rhs ``[batch..., K, N]``) with transposes, and the
+runtime's matmul reads dense row-major matrices only (or with their two
+matrix dimensions swapped), so each transpose was a copy kernel (and the
+result's way back another). The tiled kernel reads ``lhs[i, p]`` as
+scalars and ``rhs[p, j:j+NR]`` as vectors, and stores ``out[i, j:j+NR]``
+as vectors: it needs stride 1 along N in the rhs and the result only, any
+strides elsewhere. Or, computing ``out^T = rhs^T lhs^T`` (``swapped``),
+stride 1 along M in the lhs and the result. ``dot-operand-layouts`` gives
+the operands (transposes of other arrays) and the result (a transpose
+feeding reshapes) the layouts that make them bitcasts where the plan below
+still applies.
+
+``plan(dot)`` returns the kernel's view of a dot: the batch sizes, M, K and
+N as the kernel walks them (swapped: N, K, M), and for each of the scalar
+operand, the vector operand and the result, its element stride along each
+batch dimension, its rows and its columns (the vector operand's and the
+result's columns have stride 1). None where it does not apply: unbatched
+dots (``emit_small_gemm``'s own rules), element types other than f32/f64,
+a matrix dimension missing, fewer than ``MR`` rows or ``MIN_COLUMNS``
+columns in the kernel's orientation, products of more than
+``MAX_TILED_MACS`` multiply-adds or whose vector operand takes more than
+``MAX_SPLIT_RHS_BYTES`` (where Eigen's packed GEMM wins), and layouts with
+stride 1 along neither N (in rhs and result) nor M (in lhs and result).
+"""
+from xla.backends.cpu.dot_operand_layouts import matmul_transposed, runtime_dot
+from xla.backends.cpu.loop_emitter import physical_strides
+
+# A block of MR rows of the result (see emit_small_gemm).
+MR = 4
+# Narrower products (matrix-vector-like) are left to the runtime, whose
+# GEMV and row dot products suit them; from 4 columns a masked vector does.
+MIN_COLUMNS = 4
+# Up to this many multiply-adds (one product of a batch) the kernel computes
+# products of at least emit_small_gemm.MAX_MACS with a larger rhs than
+# MAX_SPLIT_RHS_BYTES too, where the pool has one thread (100x100x100 f64,
+# one thread, this host: ~37 us where Eigen's packed GEMM took ~42).
+MAX_TILED_MACS = 128 * 128 * 128
+# A product of MAX_MACS or more whose rhs takes at most this many bytes runs
+# the kernel at any size, split over the pool (emit_small_gemm). One
+# thread, this host (Zen 4, loaded; medians of 5 rounds, f64 M x K x N):
+# kernel / Eigen 512x256x128 (rhs 256 KB) 0.86, 2048x64x64 0.83, 1024x256x128
+# 0.96; with larger rhs 256x256x256 0.95, 128x512x128 1.03, 200x300x400
+# 1.09, 512x512x512 1.24 (Eigen's packed panels win once the rhs leaves L2).
+MAX_SPLIT_RHS_BYTES = 256 << 10
+TYPES = ("f32", "f64")
+
+
+class StridedGemm:
+    """The kernel's walk over one batched dot (module docstring)."""
+
+    def __init__(self, swapped, batch, m, k, n, scalar, vector, out):
+        self.swapped = swapped      # out^T = rhs^T lhs^T: the lhs is the vector operand
+        self.batch = batch          # sizes of the batch dimensions, major first
+        self.m, self.k, self.n = m, k, n
+        # (batch strides, row stride, column stride) in elements; the vector
+        # operand's and the result's column stride is 1.
+        self.scalar, self.vector, self.out = scalar, vector, out
+
+    @property
+    def products(self):
+        count = 1
+        for size in self.batch:
+            count *= size
+        return count
+
+
+def plan(dot, lhs=None, rhs=None, out=None):
+    """``dot``'s StridedGemm, or None (module docstring); ``lhs``, ``rhs``,
+    ``out``: shapes (with layouts) to plan for instead of the dot's own."""
+    lhs = lhs or dot.operands[0].shape
+    rhs = rhs or dot.operands[1].shape
+    out = out or dot.shape
+    nb = len(dot.attr("lhs_batch_dims", ()) or ())
+    if nb == 0 or not runtime_dot(dot) or lhs.rank != nb + 2 or rhs.rank != nb + 2:
+        return None
+    et = out.element_type.text
+    if et not in TYPES or lhs.element_type.text != et or rhs.element_type.text != et:
+        return None
+    m, k = lhs.dimensions[nb:]
+    n = rhs.dimensions[nb + 1]
+    ls, rs, os = (physical_strides(s) for s in (lhs, rhs, out))
+    if rs[nb + 1] == 1 and os[nb + 1] == 1:
+        swapped, rows, cols = False, m, n
+        scalar = (ls[:nb], ls[nb], ls[nb + 1])
+        vector = (rs[:nb], rs[nb], 1)
+        result = (os[:nb], os[nb], 1)
+    elif ls[nb] == 1 and os[nb] == 1:
+        swapped, rows, cols = True, n, m
+        scalar = (rs[:nb], rs[nb + 1], rs[nb])
+        vector = (ls[:nb], ls[nb + 1], 1)
+        result = (os[:nb], os[nb + 1], 1)
+    else:
+        return None
+    itemsize = 4 if et == "f32" else 8
+    if rows < MR or cols < MIN_COLUMNS or k < 1 or m * k * n > MAX_TILED_MACS \
+            or k * cols * itemsize > MAX_SPLIT_RHS_BYTES:
+        return None
+    return StridedGemm(swapped, list(out.dimensions[:nb]), rows, k, cols, scalar, vector, result)
+
+
+def kernel_only(dot):
+    """Whether ``dot`` reads an operand or writes its result in a layout
+    that the runtime's matmul cannot take and the kernel can (what
+    strided-dot-layouts chose): ``dot-operand-layouts`` leaves it alone."""
+    if plan(dot) is None:
+        return False
+    nb = len(dot.attr("lhs_batch_dims", ()) or ())
+    return matmul_transposed(dot.shape, nb) != 0 or any(
+        matmul_transposed(o.shape, nb) is None for o in dot.operands)
