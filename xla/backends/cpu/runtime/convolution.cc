@@ -285,6 +285,94 @@ void PhasedConv2D(const T* input, const T* kernel, T* out, const ConvParams& p) 
   __xla_cpu_parallel_for(&PhasedConvBody<T>, &ctx, total, min_chunk);
 }
 
+// Convolutions whose output is one or two 16-lane vectors of features
+// wide (AVX-512 variants, no feature groups, no lhs dilation): computed in
+// register tiles of kConvTile output pixels of one image row, straight
+// from the input, without im2col or a GEMM call. With 16 or 32 output
+// features each patch element meets one or two kernel vectors, so Eigen's
+// product spent as long packing the patches (and im2col copying them) as
+// multiplying. Per (tap, input feature) the kernel row's vectors are
+// loaded once and each pixel's input element broadcast; a pixel whose tap
+// falls in the padding reads a row of zeros. Each output element is the
+// sum over (ky, kx, c) in that order, as the GEMM path's row (results
+// within f32 rounding of each other). On the 2-core EPYC, one thread,
+// cnn_train's forward layers: 3x3, 8 -> 16 features over 32 images of
+// 32x32 1.8-1.9 -> 1.15-1.2 ms; 3x3 stride 2, 16 -> 32, 1.2 -> 0.95 ms.
+template <typename T>
+using DirectPacket = typename Eigen::internal::packet_traits<T>::type;
+template <typename T>
+constexpr int kDirectLanes = Eigen::internal::unpacket_traits<DirectPacket<T>>::size;
+constexpr int kConvTile = 8;
+
+template <typename T>
+bool ConvDirectFits(const ConvParams& p) {
+  constexpr int L = kDirectLanes<T>;
+  return L == 16 && p.groups == 1 && p.lhs_dilation_h == 1 && p.lhs_dilation_w == 1 &&
+         (p.out_c == L || p.out_c == 2 * L) && p.in_c <= 4096;
+}
+
+template <typename T, int kVecs>
+void ConvDirectTile(const ConvContext<T>& ctx, int64_t b, int64_t oy, int64_t ox0, int count,
+                    const T* zeros) {
+  using Packet = DirectPacket<T>;
+  constexpr int L = kDirectLanes<T>;
+  const ConvParams& p = ctx.p;
+  Packet acc[kConvTile][kVecs];
+#pragma GCC unroll 8
+  for (int t = 0; t < kConvTile; ++t)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[t][v] = Eigen::internal::pset1<Packet>(T(0));
+  for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+    const int64_t iy = oy * p.stride_h - p.pad_h_lo + ky * p.rhs_dilation_h;
+    if (iy < 0 || iy >= p.in_h) continue;
+    const T* in_row = ctx.input + (b * p.in_h + iy) * p.in_w * p.in_c;
+    for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+      const T* src[kConvTile];
+#pragma GCC unroll 8
+      for (int t = 0; t < kConvTile; ++t) {
+        const int64_t ix = (ox0 + t) * p.stride_w - p.pad_w_lo + kx * p.rhs_dilation_w;
+        src[t] = t < count && ix >= 0 && ix < p.in_w ? in_row + ix * p.in_c : zeros;
+      }
+      const T* w_rows = ctx.kernel + (ky * p.kernel_w + kx) * p.in_c * p.out_c;
+      for (int64_t c = 0; c < p.in_c; ++c) {
+        Packet w[kVecs];
+#pragma GCC unroll 2
+        for (int v = 0; v < kVecs; ++v)
+          w[v] = Eigen::internal::ploadu<Packet>(w_rows + c * p.out_c + v * L);
+#pragma GCC unroll 8
+        for (int t = 0; t < kConvTile; ++t) {
+          const Packet x = Eigen::internal::pset1<Packet>(src[t][c]);
+#pragma GCC unroll 2
+          for (int v = 0; v < kVecs; ++v) acc[t][v] = Eigen::internal::pmadd(x, w[v], acc[t][v]);
+        }
+      }
+    }
+  }
+  T* out = ctx.out + ((b * p.out_h + oy) * p.out_w + ox0) * p.out_c;
+  for (int t = 0; t < count; ++t)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) Eigen::internal::pstoreu(out + t * p.out_c + v * L, acc[t][v]);
+}
+
+// Output rows [begin, end) of (image, oy) in tiles of kConvTile pixels.
+template <typename T>
+void ConvDirectBody(void* ctx_ptr, int64_t begin, int64_t end) {
+  const auto& ctx = *static_cast<const ConvContext<T>*>(ctx_ptr);
+  const ConvParams& p = ctx.p;
+  const std::vector<T> zeros(static_cast<size_t>(p.in_c), T(0));
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t b = row / p.out_h, oy = row % p.out_h;
+    for (int64_t ox = 0; ox < p.out_w; ox += kConvTile) {
+      const int count = static_cast<int>(std::min<int64_t>(kConvTile, p.out_w - ox));
+      if (p.out_c == kDirectLanes<T>) {
+        ConvDirectTile<T, 1>(ctx, b, oy, ox, count, zeros.data());
+      } else {
+        ConvDirectTile<T, 2>(ctx, b, oy, ox, count, zeros.data());
+      }
+    }
+  }
+}
+
 template <typename T>
 void ConvBody(void* ctx_ptr, int64_t begin, int64_t end) {
   const auto& ctx = *static_cast<const ConvContext<T>*>(ctx_ptr);
@@ -311,6 +399,12 @@ void Conv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
   ConvContext<T> ctx{input, kernel, out, p};
   // Enough pixels per task that its GEMMs amortize the scheduling.
   const int64_t macs_per_pixel = patch * (p.out_c / p.groups) * p.groups;
+  if (ConvDirectFits<T>(p)) {
+    const int64_t macs_per_row = std::max<int64_t>(1, macs_per_pixel * p.out_w);
+    __xla_cpu_parallel_for(&ConvDirectBody<T>, &ctx, p.batch * p.out_h,
+                           std::max<int64_t>(1, kMinParallelMacs / macs_per_row));
+    return;
+  }
   const int64_t min_chunk = std::max<int64_t>(16, kMinParallelMacs / std::max<int64_t>(1, macs_per_pixel));
   __xla_cpu_parallel_for(&ConvBody<T>, &ctx, pixels, min_chunk);
 }
