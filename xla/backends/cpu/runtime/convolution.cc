@@ -298,6 +298,8 @@ void PhasedConv2D(const T* input, const T* kernel, T* out, const ConvParams& p) 
 // within f32 rounding of each other). On the 2-core EPYC, one thread,
 // cnn_train's forward layers: 3x3, 8 -> 16 features over 32 images of
 // 32x32 1.8-1.9 -> 1.15-1.2 ms; 3x3 stride 2, 16 -> 32, 1.2 -> 0.95 ms.
+// The variant's widest packet of T (Eigen's), and its lanes: the direct
+// paths here and FilterDirect below run where that is 16 (AVX-512 f32).
 template <typename T>
 using DirectPacket = typename Eigen::internal::packet_traits<T>::type;
 template <typename T>
@@ -486,16 +488,11 @@ void FilterBody(void* ctx_ptr, int64_t begin, int64_t end) {
 // 2.4-2.6 -> 0.95-1.0 ms, [3,3,16,32] 1.4-1.5 -> 1.0-1.1 ms. The loops
 // over a tile are unrolled by pragma: GCC's -O2 kept the accumulators in
 // memory otherwise, and the tile ran 2x slower than the GEMM path.
-template <typename T>
-using FilterPacket = typename Eigen::internal::packet_traits<T>::type;
-template <typename T>
-constexpr int kFilterLanes = Eigen::internal::unpacket_traits<FilterPacket<T>>::size;
-
 template <typename T, int kTaps, int kB, int kVecs>
 void FilterTile(const FilterContext<T>& ctx, int64_t first, int64_t last, int64_t oy, int64_t ox0,
                 int64_t b0, T* acc_out) {
-  using Packet = FilterPacket<T>;
-  constexpr int L = kFilterLanes<T>;
+  using Packet = DirectPacket<T>;
+  constexpr int L = kDirectLanes<T>;
   const ConvParams& p = ctx.p;
   Packet acc[kTaps][kB][kVecs];
   #pragma GCC unroll 8
@@ -543,7 +540,7 @@ void FilterTile(const FilterContext<T>& ctx, int64_t first, int64_t last, int64_
 // vector) or any (two vectors, one tap at a time).
 template <typename T>
 bool FilterDirectFits(const ConvParams& p) {
-  constexpr int L = kFilterLanes<T>;
+  constexpr int L = kDirectLanes<T>;
   if (L != 16 || p.batch % 8 != 0) return false;
   if (p.out_c == L) return p.out_w % 3 == 0;
   return p.out_c == 2 * L;
@@ -554,7 +551,7 @@ void FilterDirect(const FilterContext<T>& ctx, int64_t first, int64_t last, T* a
   const ConvParams& p = ctx.p;
   for (int64_t oy = 0; oy < p.out_h; ++oy) {
     for (int64_t b0 = 0; b0 < p.batch; b0 += 8) {
-      if (p.out_c == kFilterLanes<T>) {
+      if (p.out_c == kDirectLanes<T>) {
         for (int64_t ox = 0; ox < p.out_w; ox += 3) FilterTile<T, 3, 8, 1>(ctx, first, last, oy, ox, b0, acc);
       } else {
         for (int64_t ox = 0; ox < p.out_w; ++ox) FilterTile<T, 1, 8, 2>(ctx, first, last, oy, ox, b0, acc);
