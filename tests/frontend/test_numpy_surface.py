@@ -193,3 +193,138 @@ def test_eigh_refuses_what_it_does_not_cover():
         xla.jit(np.linalg.eigh)(np.ones((2, 3, 4)))
     with pytest.raises(xla.errors.TracingError, match="real float"):
         xla.jit(np.linalg.eigh)(np.eye(3, dtype=np.complex128))
+
+
+def check_like_numpy(f, *args, rtol=1e-12, atol=0.0):
+    """``xla.jit(f)`` against NumPy: the same dtypes, shapes and values."""
+    want, got = f(*args), xla.jit(f)(*args)
+    want_t = want if isinstance(want, tuple) else (want,)
+    got_t = got if isinstance(got, tuple) else (got,)
+    assert len(got_t) == len(want_t)
+    for g, w in zip(got_t, want_t):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
+        if w.dtype.kind in "iub":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+VANDER_INPUTS = {"f64": np.array([0.5, -1.5, 2.0, 3.0]), "f32": np.array([0.5, -1.5, 2.0], np.float32),
+                 "i32": np.array([1, -2, 3, 4, 0], np.int32), "u8": np.array([1, 2, 3], np.uint8),
+                 "u64": np.array([1, 2, 3], np.uint64), "bool": np.array([True, False, True]),
+                 "empty": np.zeros(0)}
+
+
+@pytest.mark.parametrize("name", sorted(VANDER_INPUTS))
+@pytest.mark.parametrize("kwargs", [{}, dict(N=3), dict(N=0), dict(N=1), dict(N=5, increasing=True)])
+def test_vander_matches_numpy(name, kwargs):
+    check_like_numpy(lambda x: np.vander(x, **kwargs), VANDER_INPUTS[name], rtol=1e-6)
+
+
+def test_vander_rejects_what_numpy_rejects():
+    with pytest.raises(ValueError, match="one-dimensional"):
+        xla.jit(np.vander)(np.ones((2, 2)))
+
+
+PIECEWISE = {
+    "callables": lambda x: np.piecewise(x, [x < 0, x >= 0], [lambda t: -t, lambda t: t ** 2]),
+    "scalars": lambda x: np.piecewise(x, [x < -1, x > 1], [-1, 1]),
+    "otherwise": lambda x: np.piecewise(x, [x < 0, x > 2], [lambda t: t * 3, 7.5, lambda t: t + 1]),
+    "one_condition": lambda x: np.piecewise(x, x > 0, [lambda t: t * 2, 0]),
+    "overlapping": lambda x: np.piecewise(x, [x > -1, x > 1], [1, 2]),   # the later one wins
+    "args": lambda x: np.piecewise(x, [x < 0], [lambda t, a, b=0: a * t + b, 4], 3, b=1),
+    "nothing_selected": lambda x: np.piecewise(x, [x > 100], [lambda t: t]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PIECEWISE))
+@pytest.mark.parametrize("x", [np.linspace(-3, 3, 13), np.linspace(-3, 3, 12).reshape(3, 4).astype(np.float32),
+                               np.arange(-4, 5, dtype=np.int32), np.array(-1.5), np.zeros(0)],
+                         ids=["f64", "f32_2d", "i32", "0d", "empty"])
+def test_piecewise_matches_numpy(case, x):
+    try:
+        PIECEWISE[case](x)
+    except (ValueError, IndexError) as e:
+        # A single condition array of two dimensions is a list of conditions
+        # to NumPy (its rows); of an empty array, one it cannot index.
+        assert case == "one_condition" and x.ndim != 1 or x.size == 0
+        with pytest.raises(type(e)):
+            xla.jit(PIECEWISE[case])(x)
+        return
+    check_like_numpy(PIECEWISE[case], x, rtol=1e-6)
+
+
+def test_piecewise_takes_conditions_as_boolean_arrays_and_leading_dimensions():
+    x = np.arange(12.0).reshape(3, 4)
+    rows = np.array([True, False, True])
+    check_like_numpy(lambda x, c: np.piecewise(x, [c], [lambda t: -t]), x, rows)
+    check_like_numpy(lambda x, c: np.piecewise(x, [c, ~c], [1.0, lambda t: t / 2]), x, x > 5)
+
+
+def test_piecewise_errors_name_the_problem():
+    x = np.linspace(-1, 1, 5)
+    with pytest.raises(ValueError, match="either 2 or 3 functions"):
+        xla.jit(lambda x: np.piecewise(x, [x < 0, x > 0], [1]))(x)
+    with pytest.raises(xla.errors.TracingError, match="must be elementwise"):
+        xla.jit(lambda x: np.piecewise(x, [x < 0], [lambda t: np.ones(3)]))(x)
+
+
+POLY = {"f64": np.array([3.0, -2.0, 0.5, 1.0]), "f32": np.array([1.5, 2.0, -1.0], np.float32),
+        "i32": np.array([4, 3, -2, 1], np.int32), "one": np.array([2.0])}
+
+
+@pytest.mark.parametrize("name", sorted(POLY))
+@pytest.mark.parametrize("f", [lambda p: np.polyder(p), lambda p: np.polyder(p, 2), lambda p: np.polyder(p, 0),
+                               lambda p: np.polyint(p), lambda p: np.polyint(p, 2, k=[1.0, -2.0]),
+                               lambda p: np.polyint(p, 3, k=0.5), lambda p: np.polyadd(p, p[:2]),
+                               lambda p: np.polysub(p[:1], p), lambda p: np.polymul(p, p[::-1])],
+                         ids=["der", "der2", "der0", "int", "int2k", "int3k", "add", "sub", "mul"])
+def test_polynomial_arithmetic_matches_numpy(name, f):
+    check_like_numpy(f, POLY[name], rtol=1e-6)
+
+
+@pytest.mark.parametrize("deg", [0, 1, 2, 3])
+@pytest.mark.parametrize("kind", ["f64", "f32", "int", "weights", "2d_y", "full"])
+def test_polyfit_matches_numpy(deg, kind):
+    rng = np.random.default_rng(deg)
+    x = np.linspace(-2, 3, 20)
+    y = 0.5 * x ** 3 - x + 2 + 0.1 * rng.standard_normal(20)
+    rtol = 1e-8
+    if kind == "f32":
+        x, y, rtol = x.astype(np.float32), y.astype(np.float32), 2e-3
+    if kind == "int":
+        x, y = np.arange(-5, 7), np.arange(-5, 7) ** 2 - 3
+    if kind == "2d_y":
+        y = np.stack([y, -2 * y + x], axis=1)
+    w = rng.random(20) + 0.5 if kind == "weights" else None
+    full = kind == "full"
+    fit = lambda x, y: np.polyfit(x, y, deg, w=w, full=full)          # noqa: E731
+    if full:
+        want, got = fit(x, y), xla.jit(fit)(x, y)
+        for g, v in zip(got[:2] + got[3:4], want[:2] + want[3:4]):
+            np.testing.assert_allclose(g, v, rtol=rtol, atol=1e-9)
+            assert np.asarray(g).dtype == np.asarray(v).dtype
+        assert int(got[2]) == want[2] and got[4] == want[4]
+    else:
+        check_like_numpy(fit, x, y, rtol=rtol, atol=1e-9 if rtol < 1e-6 else 1e-3)
+
+
+def test_reductions_with_where_match_numpy():
+    # (where= used to be ignored by np.mean/var/std/any/all under xla.jit)
+    rng = np.random.default_rng(5)
+    for a in (rng.standard_normal((4, 5)), rng.integers(-9, 9, (4, 5)).astype(np.int32),
+              rng.standard_normal((4, 5)).astype(np.float32)):
+        for m in (a > 0, np.array([True, False, True, True, False])):
+            for f in (lambda x, m: np.sum(x, axis=0, where=m), lambda x, m: np.prod(x, where=m),
+                      lambda x, m: np.max(x, axis=1, where=m, initial=-5), lambda x, m: np.mean(x, axis=0, where=m),
+                      lambda x, m: np.mean(x, where=m), lambda x, m: np.var(x, axis=1, where=m, ddof=1),
+                      lambda x, m: np.std(x, where=m, keepdims=True), lambda x, m: np.any(x > 1, axis=0, where=m),
+                      lambda x, m: np.all(x > -1, axis=1, where=m), lambda x, m: x.mean(axis=1, where=m)):
+                check_like_numpy(f, a, m, rtol=1e-5)
+            if a.dtype.kind == "f":
+                for f in (lambda x, m: np.nansum(x, where=m), lambda x, m: np.nanmean(x, axis=0, where=m),
+                          lambda x, m: np.nanmax(x, where=m, initial=0)):
+                    check_like_numpy(f, a, m, rtol=1e-5)
+    with pytest.raises(ValueError, match="initial"):
+        xla.jit(lambda x: np.max(x, where=x > 0))(np.ones(3))

@@ -48,6 +48,64 @@ def select(condlist, choicelist, default=0):
     return out
 
 
+def _broadcasts_to(shape, target):
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
+
+
+@implements(np.piecewise)
+def piecewise(x, condlist, funclist, *args, **kw):
+    """NumPy's ``piecewise``: ``y = zeros_like(x)``, then for each condition
+    in order ``y[cond] = f(x[cond])`` (a later condition wins), or
+    ``y[cond] = f`` for a scalar ``f``, cast into ``x``'s dtype as NumPy's
+    assignment casts; one function more than conditions is the "otherwise"
+    case, where no condition holds. Conditions are boolean arrays of
+    ``x``'s shape (or of its leading dimensions, as a boolean index).
+    NumPy calls each function on the selected values, a 1-D array; here it
+    is called once on all of ``x`` (shapes are static) and its values are
+    selected, so each function must work elementwise (as NumPy's examples
+    do): a result that does not broadcast to ``x``'s shape raises."""
+    x = as_tracer(x)
+    if not np.isscalar(condlist) and getattr(condlist, "ndim", 1) >= 1 and len(condlist) == 0:
+        raise IndexError("np.piecewise: condlist is empty (NumPy reads condlist[0])")
+    # NumPy's undocumented rule: a single condition is a list of one.
+    if isinstance(condlist, (np.ndarray, Tracer)):
+        listed = condlist.ndim >= 2 or condlist.ndim == 1 and x.ndim == 0
+    else:
+        listed = not np.isscalar(condlist) and (
+            isinstance(condlist[0], (list, np.ndarray, Tracer)) or x.ndim == 0)
+    if not listed:
+        condlist = [condlist]
+    conds = [convert(as_tracer(c), np.bool_) for c in condlist]
+    if len({c.shape for c in conds}) > 1:
+        raise ValueError("np.piecewise: the conditions have different shapes "
+                         f"{[c.shape for c in conds]}")
+    n, n2 = len(conds), len(funclist)
+    if n == n2 - 1:
+        anyone = as_tracer(np.zeros(conds[0].shape if conds else (), np.bool_))
+        for c in conds:
+            anyone = np.logical_or(anyone, c)
+        conds.append(np.logical_not(anyone))
+    elif n != n2:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    y = zeros_like(x)
+    for cond, func in zip(conds, funclist):
+        if cond.shape != x.shape[:cond.ndim]:
+            raise IndexError(f"np.piecewise: a condition of shape {cond.shape} does not index an "
+                             f"array of shape {x.shape} (boolean index)")
+        mask = reshape(cond, cond.shape + (1,) * (x.ndim - cond.ndim))
+        value = as_tracer(func(x, *args, **kw) if callable(func) else func)
+        if not _broadcasts_to(value.shape, x.shape):
+            raise tracing_error(
+                f"np.piecewise under xla.jit calls each function on the whole array and selects "
+                f"its values: {getattr(func, '__name__', func)!s} returned shape {value.shape} "
+                f"for x of shape {x.shape}; the functions must be elementwise")
+        y = where(mask, convert(value, x.dtype), y)
+    return y
+
+
 # ----- gathering --------------------------------------------------------------------------
 
 @implements(np.take)

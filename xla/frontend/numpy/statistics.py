@@ -1,7 +1,8 @@
 """Statistics: ``np.average``, quantiles, percentiles and medians (linear
 interpolation between sorted values; their NaN-aware forms), ``np.cov``,
-``np.corrcoef`` and ``np.histogram``."""
+``np.corrcoef``, ``np.histogram``, ``np.histogram2d`` and ``np.histogramdd``."""
 import builtins
+import operator
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from xla.frontend.numpy.manipulation import (atleast_2d, concatenate, expand_dim
                                              reshape, squeeze, transpose)
 from xla.frontend.numpy.products import matmul
 from xla.frontend.numpy.reductions import any, mean, sum
-from xla.frontend.numpy.sorting import sort
+from xla.frontend.numpy.sorting import searchsorted, sort
 from xla.frontend.tracing import (Tracer, as_tracer, broadcast_to, convert, result_type,
                                   tracing_error)
 
@@ -266,3 +267,151 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
         return hist / widths / np.sum(hist), edges
     return hist, edges
 
+
+
+# ----- multidimensional histograms -------------------------------------------------------
+# NumPy's histogramdd on traced samples. Per dimension, bins are a number
+# (equal bins over ``range``, or the data's min and max when no range is
+# given, widened by 0.5 each way when they are equal; edges by np.linspace,
+# so in the data's float type from its min and max, float64 from a range)
+# or the edges themselves (a 1-D array, increasing). A sample's bin is
+# ``searchsorted(edges, v, side='right')``, the last edge counted in the
+# last bin; samples outside the edges count nothing. Counts are a
+# scatter-add into the flattened histogram, always float64 (NumPy's
+# bincount), ``weights`` cast to float64; ``density`` divides by the total
+# and each dimension's bin widths. What NumPy raises on for values (an
+# autodetected range that is not finite, traced edges that decrease) makes
+# the histogram NaN here: a compiled function cannot raise on values.
+
+def _outer_edges(column, rng, i):
+    """``(first, last, finite)``: the ends of dimension ``i``, and whether
+    they are finite (a traced bool for ends read from the data)."""
+    if rng is not None:
+        first, last = rng
+        if isinstance(first, Tracer) or isinstance(last, Tracer):
+            raise tracing_error(f"np.histogramdd: range[{i}] must be constants under xla.jit, not "
+                                "traced values")
+        if first > last:
+            raise ValueError("max must be larger than min in range parameter.")
+        if not (np.isfinite(first) and np.isfinite(last)):
+            raise ValueError(f"supplied range of [{first}, {last}] is not finite")
+        if first == last:
+            first, last = first - 0.5, last + 0.5
+        return first, last, True
+    if column.shape[0] == 0:
+        return 0, 1, True
+    first, last = np.min(column), np.max(column)
+    finite = np.isfinite(first) & np.isfinite(last)
+    same = np.equal(first, last)
+    return np.where(same, first - 0.5, first), np.where(same, last + 0.5, last), finite
+
+
+@implements(np.histogramdd)
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noqa: A002
+    if isinstance(sample, (np.ndarray, Tracer)) and sample.ndim == 2:
+        sample = as_tracer(sample)
+    else:
+        parts = sample if isinstance(sample, (list, tuple)) else [sample]
+        sample = transpose(atleast_2d(stack_columns(parts)))
+    n_samples, d = sample.shape
+    if isinstance(bins, (list, tuple)) or isinstance(bins, (np.ndarray, Tracer)) and bins.ndim > 0:
+        if len(bins) != d:
+            raise ValueError("The dimension of bins must be equal to the dimension of the sample x.")
+    else:
+        bins = d * [bins]
+    if range is None:
+        range = (None,) * d
+    elif len(range) != d:
+        raise ValueError("range argument must have one entry per dimension")
+    edges, finite, increasing = [], [], []
+    for i in builtins.range(d):
+        b = bins[i]
+        bdim = b.ndim if isinstance(b, (Tracer, np.ndarray)) else np.ndim(b)
+        if bdim == 0:
+            if isinstance(b, Tracer):
+                raise tracing_error(f"np.histogramdd: bins[{i}] is a traced number; the number of "
+                                    "bins sets the output shape, so it must be a Python int")
+            if b < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            try:
+                n = operator.index(b)
+            except TypeError as e:
+                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+            lo, hi, ok = _outer_edges(sample[:, i], range[i], i)
+            if isinstance(lo, Tracer) or isinstance(hi, Tracer):
+                e = np.linspace(lo, hi, n + 1)
+            else:
+                e = as_tracer(np.linspace(lo, hi, n + 1))
+            finite.append(ok)
+        elif bdim == 1:
+            if isinstance(b, Tracer):
+                e = b
+                increasing.append(np.all(np.less_equal(e[:-1], e[1:])))
+            else:
+                e = np.asarray(b)
+                if np.any(e[:-1] > e[1:]):
+                    raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
+                e = as_tracer(e)
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+        edges.append(e)
+    nbin = [e.shape[0] + 1 for e in edges]      # with an outlier bin at each end
+    flat = as_tracer(np.zeros((), np.intp))
+    for i, e in enumerate(edges):
+        column = sample[:, i]
+        k = searchsorted(e, column, side="right")
+        k = np.where(np.equal(column, e[-1]), k - 1, k)
+        flat = flat * nbin[i] + k
+    if weights is None:
+        w = as_tracer(np.ones((), np.float64))
+        w = np.broadcast_to(w, (n_samples,))
+    else:
+        w = as_tracer(weights)
+        if w.shape != (n_samples,):
+            raise ValueError("The weights and list don't have the same length.")
+        if w.dtype.kind == "c":
+            raise TypeError("Cannot cast array data from dtype('complex128') to dtype('float64') "
+                            "according to the rule 'safe'")
+        w = convert(w, np.float64)
+    size = 1
+    for nb in nbin:
+        size *= nb
+    hist = as_tracer(np.zeros(size, np.float64))
+    np.add.at(hist, flat, w)
+    hist = reshape(hist, nbin)[(slice(1, -1),) * d]
+    if density:
+        s = sum(hist)
+        for i, e in enumerate(edges):
+            shape = [1] * d
+            shape[i] = nbin[i] - 2
+            hist = np.true_divide(hist, reshape(np.diff(e), shape))
+        hist = np.true_divide(hist, s)
+    for ok in finite + increasing:
+        if isinstance(ok, Tracer):
+            hist = where(ok, hist, np.asarray(np.nan))
+    return hist, edges
+
+
+def stack_columns(parts):
+    """The sample of ``histogramdd([x, y, ...])``: the arrays as rows of one
+    array, in their common dtype (``np.atleast_2d(list)``)."""
+    parts = [as_tracer(p) for p in parts]
+    dt = result_type(*parts)
+    return concatenate([reshape(convert(p, dt), (1, -1)) for p in parts], axis=0)
+
+
+@implements(np.histogram2d)
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):  # noqa: A002
+    """``np.histogramdd([x, y], ...)`` as NumPy calls it: ``(H, xedges,
+    yedges)``; ``bins`` an int, a pair (ints or edges), or one array of
+    edges for both (unless it has length 2: NumPy reads a pair then)."""
+    if len(x) != len(y):
+        raise ValueError("x and y must have the same length.")
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n != 1 and n != 2:
+        bins = [bins, bins]
+    hist, edges = histogramdd([x, y], bins, range, density, weights)
+    return hist, edges[0], edges[1]
