@@ -328,3 +328,106 @@ def test_reductions_with_where_match_numpy():
                     check_like_numpy(f, a, m, rtol=1e-5)
     with pytest.raises(ValueError, match="initial"):
         xla.jit(lambda x: np.max(x, where=x > 0))(np.ones(3))
+
+
+@pytest.mark.parametrize("name", ["f64", "i32", "f32", "bool", "stack"])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 6, 13, -1, -3])
+def test_matrix_power_matches_numpy(name, n):
+    rng = np.random.default_rng(abs(n))
+    a = {"f64": rng.standard_normal((4, 4)) / 2 + np.eye(4), "i32": rng.integers(-2, 3, (3, 3)).astype(np.int32),
+         "f32": (rng.standard_normal((3, 3)) / 2 + np.eye(3)).astype(np.float32),
+         "bool": rng.random((3, 3)) > 0.6, "stack": rng.standard_normal((2, 3, 3)) / 2 + np.eye(3)}[name]
+    if n < 0 and a.dtype.kind not in "f":
+        return      # (inv of integer matrices raises here, naming the conversion)
+    check_like_numpy(lambda m: np.linalg.matrix_power(m, n), a, rtol=1e-4 if a.dtype == np.float32 else 1e-10)
+
+
+def test_matrix_power_errors_as_numpy():
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        xla.jit(lambda m: np.linalg.matrix_power(m, 2))(np.ones((2, 3)))
+    with pytest.raises(TypeError, match="exponent must be an integer"):
+        xla.jit(lambda m: np.linalg.matrix_power(m, 1.5))(np.eye(2))
+
+
+@pytest.mark.parametrize("shapes", [[(2, 3), (3, 4)], [(10, 2), (2, 9), (9, 3)], [(2, 10), (10, 3), (3, 8)],
+                                    [(4,), (4, 6), (6, 2), (2, 5)], [(3, 5), (5, 20), (20, 2), (2,)],
+                                    [(3,), (3, 4), (4, 7), (7, 2), (2,)], [(30, 2), (2, 25), (25, 3), (3, 40), (40, 4)]])
+def test_multi_dot_matches_numpy(shapes):
+    rng = np.random.default_rng(len(shapes))
+    arrays = [rng.standard_normal(s) for s in shapes]
+    check_like_numpy(lambda *a: np.linalg.multi_dot(list(a)), *arrays, rtol=1e-10, atol=1e-12)
+    ints = [rng.integers(-3, 3, s).astype(np.int32) for s in shapes]
+    check_like_numpy(lambda *a: np.linalg.multi_dot(a), *ints)
+
+
+def test_eigvalsh_and_vector_norm_match_numpy():
+    rng = np.random.default_rng(7)
+    s = rng.standard_normal((5, 5))
+    for a in (s + s.T, (s + s.T).astype(np.float32), np.array([[2, 1], [1, 3]], np.int32), np.tril(s)):
+        check_like_numpy(np.linalg.eigvalsh, a, rtol=1e-4 if a.dtype == np.float32 else 1e-10, atol=1e-10)
+        check_like_numpy(lambda m: np.linalg.eigvalsh(m, UPLO="U"), a, rtol=1e-4 if a.dtype == np.float32 else 1e-10,
+                         atol=1e-10)
+    x = rng.standard_normal((3, 4, 2))
+    for kw in ({}, dict(ord=1), dict(ord=np.inf), dict(ord=3, axis=1), dict(axis=(0, 2)), dict(axis=(2, 0), keepdims=True),
+               dict(ord=0, axis=-1), dict(keepdims=True), dict(axis=1, keepdims=True, ord=-np.inf)):
+        for a in (x, x.astype(np.float32), (x * 3).astype(np.int32)):
+            check_like_numpy(lambda v: np.linalg.vector_norm(v, **kw), a, rtol=1e-5)
+
+
+GRADIENT = {
+    "1d": (lambda f: np.gradient(f), "v"),
+    "spacing": (lambda f: np.gradient(f, 0.5, edge_order=2), "v"),
+    "2d": (lambda f: np.gradient(f), "A"),
+    "axis": (lambda f: np.gradient(f, axis=1), "A"),
+    "axes": (lambda f: np.gradient(f, 2.0, axis=(1, 0)), "A"),
+    "per_axis": (lambda f: np.gradient(f, 2.0, 3.0), "A"),
+    "coords": (lambda f: np.gradient(f, np.array([0.0, 0.5, 1.5, 1.75, 3.0, 4.0, 4.5, 6.0])), "v"),
+    "coords2": (lambda f: np.gradient(f, np.array([0.0, 0.5, 1.5, 1.75, 3.0, 4.0, 4.5, 6.0]), edge_order=2), "v"),
+    "uniform_coords": (lambda f: np.gradient(f, np.arange(8) * 0.25), "v"),
+    "int_coords": (lambda f: np.gradient(f, np.arange(4), np.array([0, 1, 3, 4, 7]), edge_order=2), "A"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRADIENT))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_gradient_matches_numpy(case, dtype):
+    f, which = GRADIENT[case]
+    rng = np.random.default_rng(8)
+    x = {"v": rng.standard_normal(8) * 4, "A": rng.standard_normal((4, 5)) * 4}[which].astype(dtype)
+    check_like_numpy(f, x, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+def test_gradient_with_traced_coordinates_and_errors():
+    rng = np.random.default_rng(9)
+    v, x = rng.standard_normal(7), np.cumsum(rng.random(7) + 0.1)
+    for order in (1, 2):
+        got = xla.jit(lambda f, x: np.gradient(f, x, edge_order=order))(v, x)
+        np.testing.assert_allclose(got, np.gradient(v, x, edge_order=order), rtol=1e-12)
+    with pytest.raises(ValueError, match="too small"):
+        xla.jit(lambda f: np.gradient(f, edge_order=2))(np.ones(2))
+    with pytest.raises(ValueError, match="must match the length"):
+        xla.jit(lambda f: np.gradient(f, np.arange(3.0)))(np.ones(4))
+
+
+UNWRAP = {
+    "default": (lambda p: np.unwrap(p), "phase"),
+    "discont": (lambda p: np.unwrap(p, discont=4.0), "phase"),
+    "axis0": (lambda p: np.unwrap(p, axis=0), "phase2d"),
+    "period_int": (lambda p: np.unwrap(p, period=6), "ints"),
+    "period_odd": (lambda p: np.unwrap(p, period=5), "ints"),
+    "period_float": (lambda p: np.unwrap(p, period=360.0), "degrees"),
+    "boundary": (lambda p: np.unwrap(p, period=4), "boundary"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNWRAP))
+@pytest.mark.parametrize("dtype", [None, np.float32])
+def test_unwrap_matches_numpy(case, dtype):
+    f, which = UNWRAP[case]
+    rng = np.random.default_rng(10)
+    p = {"phase": np.cumsum(rng.uniform(-4, 4, 12)), "phase2d": np.cumsum(rng.uniform(-4, 4, (6, 3)), axis=0),
+         "ints": np.cumsum(rng.integers(-5, 6, 10)), "degrees": np.cumsum(rng.uniform(-300, 300, 9)),
+         "boundary": np.array([0, 2, 4, 6, 2, -2, 0])}[which]
+    if dtype is not None:
+        p = p.astype(dtype)
+    check_like_numpy(f, p, rtol=1e-5 if p.dtype == np.float32 else 1e-12, atol=1e-5)

@@ -33,6 +33,7 @@ the values are infinities or NaNs); ``det`` is then 0 and ``slogdet``
 product of U's diagonal, negated once per row swap.
 """
 import builtins  # sum, max and min are NumPy's here (from reductions)
+import operator
 
 import numpy as np
 
@@ -457,3 +458,133 @@ def _jacobi_eigh(a, lower):
     w = np.take_along_axis(w, order, axis=-1)
     v = np.take_along_axis(v, order[..., None, :], axis=-1)
     return w, v
+
+
+@implements(np.linalg.eigvalsh)
+def eigvalsh(a, UPLO="L"):
+    """The eigenvalues of ``eigh`` (integer matrices as float64, as NumPy)."""
+    a = as_tracer(a)
+    if a.dtype.kind in "iub":
+        a = convert(a, np.float64)
+    return eigh(a, UPLO)[0]
+
+
+# ----- products of matrices ---------------------------------------------------------------
+
+@implements(np.linalg.matrix_power)
+def matrix_power(a, n):
+    """NumPy's order of products: ``a @ a`` for 2, ``(a @ a) @ a`` for 3,
+    binary powers after (the squares, multiplied in from the lowest bit);
+    ``n == 0`` the identity in ``a``'s dtype, ``n < 0`` powers of
+    ``inv(a)``."""
+    a = as_tracer(a)
+    if a.ndim < 2:
+        raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
+                                    "two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError("exponent must be an integer") from e
+    if n == 0:
+        return np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape) + np.zeros_like(a)
+    if n < 0:
+        a, n = inv(a), -n
+    if n == 1:
+        return a
+    if n == 2:
+        return np.matmul(a, a)
+    if n == 3:
+        return np.matmul(np.matmul(a, a), a)
+    z = result = None
+    while n > 0:
+        z = a if z is None else np.matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = z if result is None else np.matmul(result, z)
+    return result
+
+
+def _chain_order(shapes):
+    """The matrix-chain split points minimizing multiplications (the
+    textbook dynamic programme; NumPy's choice, ties to the first split):
+    ``split[i][j]`` is where the product of matrices i..j divides."""
+    n = len(shapes)
+    dims = [s[0] for s in shapes] + [shapes[-1][1]]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = float("inf")
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+@implements(np.linalg.multi_dot)
+def multi_dot(arrays, *, out=None):
+    if out is not None:
+        raise tracing_error("np.linalg.multi_dot(..., out=...) writes into an array in place; "
+                            "traced arrays are immutable, use the return value")
+    n = len(arrays)
+    if n < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if n == 2:
+        return np.dot(arrays[0], arrays[1])
+    arrays = [as_tracer(a) for a in arrays]
+    first_1d, last_1d = arrays[0].ndim == 1, arrays[-1].ndim == 1
+    if first_1d:
+        arrays[0] = np.reshape(arrays[0], (1, -1))
+    if last_1d:
+        arrays[-1] = np.reshape(arrays[-1], (-1, 1))
+    for a in arrays:
+        if a.ndim != 2:
+            raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be "
+                                        "two-dimensional")
+    if n == 3:
+        (a0, a1b0), (b1c0, c1) = arrays[0].shape, arrays[2].shape
+        a, b, c = arrays
+        left_first = a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0)
+        result = np.dot(np.dot(a, b), c) if left_first else np.dot(a, np.dot(b, c))
+    else:
+        split = _chain_order([a.shape for a in arrays])
+
+        def product(i, j):
+            if i == j:
+                return arrays[i]
+            k = split[i][j]
+            return np.dot(product(i, k), product(k + 1, j))
+
+        result = product(0, n - 1)
+    if first_1d and last_1d:
+        return result[0, 0]
+    return np.ravel(result) if first_1d or last_1d else result
+
+
+@implements(np.linalg.vector_norm)
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """``norm`` over ``axis`` taken as one vector (all of ``x`` for None, the
+    axes of a tuple joined)."""
+    x = as_tracer(x)
+    shape = list(x.shape)
+    if axis is None:
+        y, along = np.ravel(x), 0
+    elif isinstance(axis, tuple):
+        axes = tuple(normalize_axis(a, x.ndim) for a in axis)
+        rest = tuple(i for i in range(x.ndim) if i not in axes)
+        y = np.reshape(np.transpose(x, axes + rest),
+                       (int(np.prod([x.shape[i] for i in axes])),) + tuple(x.shape[i] for i in rest))
+        along = 0
+    else:
+        y, along = x, axis
+    res = norm(y, axis=along, ord=ord)
+    if keepdims:
+        for i in (range(len(shape)) if axis is None else
+                  [normalize_axis(a, len(shape)) for a in (axis if isinstance(axis, tuple) else (axis,))]):
+            shape[i] = 1
+        res = np.reshape(res, tuple(shape))
+    return res
