@@ -431,3 +431,114 @@ def test_unwrap_matches_numpy(case, dtype):
     if dtype is not None:
         p = p.astype(dtype)
     check_like_numpy(f, p, rtol=1e-5 if p.dtype == np.float32 else 1e-12, atol=1e-5)
+
+
+def test_block_of_python_scalars_promotes_as_numpy_2():
+    x = np.ones(3, np.float32)
+    check_like_numpy(lambda x: np.block([x, 1.0, x]), x)
+    check_like_numpy(lambda x: np.block([[x], [np.ones(3, np.int32)]]), x)
+    check_like_numpy(lambda x: np.block([x, 2, x]), np.arange(3, dtype=np.int8))
+
+
+@pytest.mark.parametrize("x", [np.linspace(-30, 30, 41), np.linspace(-12, 12, 13).astype(np.float32),
+                               np.arange(-10, 11, dtype=np.int32), np.array([0.0, 8.0, 8.000001, 1e-9]),
+                               np.zeros(0), np.array(3.5)], ids=["f64", "f32", "i32", "edges", "empty", "0d"])
+def test_i0_matches_numpy(x):
+    check_like_numpy(np.i0, x, rtol=1e-6 if x.dtype == np.float32 else 1e-13)
+
+
+def test_i0_of_complex_raises_as_numpy():
+    with pytest.raises(TypeError, match="complex"):
+        xla.jit(np.i0)(np.ones(2, complex))
+
+
+APPLY = {
+    "vector": (lambda x: np.apply_along_axis(lambda t: t * 2 + t.sum(), 1, x), (4, 5)),
+    "scalar": (lambda x: np.apply_along_axis(np.sum, 0, x), (4, 5)),
+    "matrix": (lambda x: np.apply_along_axis(lambda t: np.outer(t, t[:2]), 1, x), (2, 3, 4)),
+    "args": (lambda x: np.apply_along_axis(np.linalg.norm, -1, x, ord=1), (3, 2, 4)),
+    "sort": (lambda x: np.apply_along_axis(np.sort, 0, x), (5, 3)),
+    "1d": (lambda x: np.apply_along_axis(np.cumsum, 0, x), (6,)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(APPLY))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_apply_along_axis_matches_numpy(case, dtype):
+    f, shape = APPLY[case]
+    x = (np.random.default_rng(11).standard_normal(shape) * 5).astype(dtype)
+    check_like_numpy(f, x, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_apply_along_axis_takes_the_first_results_dtype_and_refuses_empty_loops():
+    x = np.arange(6.0).reshape(2, 3)
+    check_like_numpy(lambda x: np.apply_along_axis(lambda t: t.astype(np.int32) * 2, 1, x), x)
+    with pytest.raises(ValueError, match="iteration dimensions are 0"):
+        xla.jit(lambda x: np.apply_along_axis(np.sum, 1, x))(np.zeros((0, 3)))
+
+
+def test_triangle_indices_from_a_traced_array():
+    a = np.arange(20.0).reshape(4, 5)
+    for k in (-1, 0, 2):
+        check_like_numpy(lambda a: a[np.triu_indices_from(a, k)], a)
+        check_like_numpy(lambda a: a[np.tril_indices_from(a, k)] * 2, a)
+
+
+FILL = {
+    "scalar": (lambda a: np.fill_diagonal(a, 7.5), (4, 4), np.float64),
+    "tall": (lambda a: np.fill_diagonal(a, -1), (7, 3), np.int32),
+    "wrap": (lambda a: np.fill_diagonal(a, 5, wrap=True), (7, 3), np.float32),
+    "wide": (lambda a: np.fill_diagonal(a, np.array([1.0, 2.0])), (3, 5), np.float64),
+    "cube": (lambda a: np.fill_diagonal(a, 9), (3, 3, 3), np.int64),
+    "values_cycle": (lambda a: np.fill_diagonal(a, np.array([1, 2, 3])), (5, 5), np.float32),
+    "cast": (lambda a: np.fill_diagonal(a, 2.7), (3, 3), np.int32),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FILL))
+def test_fill_diagonal_updates_in_place_as_numpy(case):
+    f, shape, dtype = FILL[case]
+    want = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
+    got = want.copy()
+
+    def g(a):
+        assert f(a) is None
+        return a * 1
+
+    result = xla.jit(g)(got)
+    f(want)
+    assert result.dtype == want.dtype
+    np.testing.assert_array_equal(result, want)
+    np.testing.assert_array_equal(got, want)     # the argument itself, as NumPy's
+
+
+INSERT_DELETE = {
+    "insert_scalar": lambda a: np.insert(a, 2, 9.5),
+    "insert_flat": lambda a: np.insert(a, [1, 1, 4], [7, 8, 9]),
+    "insert_axis": lambda a: np.insert(a, 1, [[1], [2], [3]], axis=1),
+    "insert_row": lambda a: np.insert(a, [0, 3], 5, axis=0),
+    "insert_slice": lambda a: np.insert(a, slice(0, 3), -1, axis=1),
+    "insert_end": lambda a: np.insert(a, a.shape[0], 0, axis=0),
+    "delete_flat": lambda a: np.delete(a, [1, 3]),
+    "delete_axis": lambda a: np.delete(a, 1, axis=1),
+    "delete_slice": lambda a: np.delete(a, slice(None, None, 2), axis=0),
+    "delete_mask": lambda a: np.delete(a, np.array([True, False, True, False]), axis=1),
+    "delete_negative": lambda a: np.delete(a, -1, axis=0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INSERT_DELETE))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.bool_])
+def test_insert_and_delete_match_numpy(case, dtype):
+    a = np.arange(12).reshape(3, 4).astype(dtype)
+    check_like_numpy(INSERT_DELETE[case], a)
+
+
+def test_insert_and_delete_with_traced_values_and_errors():
+    a = np.arange(6.0)
+    check_like_numpy(lambda a, v: np.insert(a, [2, 4], v), a, np.array([-1.0, -2.0]))
+    check_like_numpy(lambda a, v: np.insert(a, 0, v), a, np.array([7, 8], np.int32))
+    with pytest.raises(xla.errors.TracingError, match="depends on the data"):
+        xla.jit(lambda a, i: np.delete(a, i))(a, np.array([1]))
+    with pytest.raises(IndexError):
+        xla.jit(lambda a: np.delete(a, 10))(a)

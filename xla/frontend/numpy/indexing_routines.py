@@ -1,8 +1,10 @@
 """NumPy's indexing routines (``where``, ``select``, ``take``,
 ``take_along_axis``, ``diagonal``) and what is built from them: ``diag``,
 ``tril`` and ``triu`` (selects), ``repeat`` and ``pad`` (gathers), with
-``tile`` and ``resize`` beside them. Gathers go through
-``xla.frontend.indexing``, as ``x[idx]`` does."""
+``tile`` and ``resize`` beside them; ``piecewise`` (selects),
+``fill_diagonal`` (an update in place), ``insert`` and ``delete`` with
+constant positions (gathers), ``triu_indices_from``/``tril_indices_from``.
+Gathers go through ``xla.frontend.indexing``, as ``x[idx]`` does."""
 import builtins
 
 import numpy as np
@@ -304,3 +306,96 @@ def resize(a, new_shape):
         return zeros_like(a, shape=new_shape)
     reps = -(-total // a.size)
     return reshape(tile(a, reps)[:total], new_shape)
+
+
+# ----- index sets of a shape, filling, inserting and deleting -------------------------------
+
+@implements(np.triu_indices_from)
+def triu_indices_from(arr, k=0):
+    """NumPy's own index arrays: they depend on the shape only."""
+    if arr.ndim != 2:
+        raise ValueError("input array must be 2-d")
+    return np.triu_indices(arr.shape[-2], k=k, m=arr.shape[-1])
+
+
+@implements(np.tril_indices_from)
+def tril_indices_from(arr, k=0):
+    if arr.ndim != 2:
+        raise ValueError("input array must be 2-d")
+    return np.tril_indices(arr.shape[-2], k=k, m=arr.shape[-1])
+
+
+@implements(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    """Writes ``val`` into ``a``'s diagonal in place, as NumPy's
+    ``a.flat[:end:step] = val`` does (a tall 2-D matrix with ``wrap``
+    starts again below; ``val`` repeats along the diagonal; cast to ``a``'s
+    dtype). ``a`` is updated as any traced array written in place."""
+    if not isinstance(a, Tracer):
+        raise tracing_error("np.fill_diagonal under xla.jit writes into a traced array; this one "
+                            "is a constant")
+    if a.ndim < 2:
+        raise ValueError("array must be at least 2-d")
+    end = None
+    if a.ndim == 2:
+        step = a.shape[1] + 1
+        if not wrap:
+            end = a.shape[1] * a.shape[1]
+    else:
+        if not np.all(np.diff(a.shape) == 0):
+            raise ValueError("All dimensions of input must be of equal length")
+        step = 1 + int(np.cumprod(a.shape[:-1]).sum())
+    flat = np.arange(a.size)[:end:step]
+    if flat.size == 0:
+        return None
+    values = ravel(convert(as_tracer(val), a.dtype))
+    if values.size == 0:
+        return None
+    if values.size != 1:
+        values = resize(values, flat.size)
+    a[np.unravel_index(flat, a.shape)] = values if values.size != 1 else reshape(values, ())
+    return None
+
+
+def _labels(shape, offset=0, sign=1):
+    return sign * (np.arange(int(np.prod(shape, dtype=np.int64))) + offset).reshape(shape)
+
+
+@implements(np.delete)
+def delete(arr, obj, axis=None):
+    """NumPy's ``delete`` with constant ``obj`` (an int, slice, or array of
+    ints or bools): which elements stay is NumPy's own answer for the
+    positions, gathered from the traced array."""
+    if isinstance(obj, Tracer):
+        raise tracing_error("np.delete with traced indices has an output shape that depends on "
+                            "the data; pass obj as a constant")
+    arr = as_tracer(arr)
+    if axis is None and arr.ndim != 1:
+        arr = ravel(arr)
+    kept = np.delete(_labels(arr.shape), obj, axis=axis)
+    return reshape(take(ravel(arr), ravel(as_tracer(kept))), kept.shape)
+
+
+@implements(np.insert)
+def insert(arr, obj, values, axis=None):
+    """NumPy's ``insert`` with constant ``obj``: NumPy's own ``insert`` of
+    position labels (``arr``'s non-negative, ``values``' negative, ``values``
+    broadcast as NumPy does) says where each element comes from; the traced
+    elements are gathered there, ``values`` cast to ``arr``'s dtype."""
+    if isinstance(obj, Tracer):
+        raise tracing_error("np.insert with traced indices is not supported under xla.jit; pass "
+                            "obj as a constant")
+    arr = as_tracer(arr)
+    values = as_tracer(values)
+    if axis is None and arr.ndim != 1:
+        arr = ravel(arr)
+    labels = np.insert(_labels(arr.shape), obj, _labels(values.shape, 1, -1), axis=axis)
+    labels = labels.reshape(-1)
+    from_arr = take(ravel(arr), np.maximum(labels, 0)) if arr.size else None
+    if values.size and (labels < 0).any():
+        from_values = take(ravel(convert(values, arr.dtype)), np.maximum(-labels - 1, 0))
+        out = from_values if from_arr is None else where(labels >= 0, from_arr, from_values)
+    else:
+        out = from_arr if from_arr is not None else zeros_like(arr, shape=labels.shape)
+    shape = np.insert(np.zeros(arr.shape, np.int8), obj, np.zeros(values.shape, np.int8), axis=axis).shape
+    return reshape(out, shape)
