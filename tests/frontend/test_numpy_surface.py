@@ -542,3 +542,15 @@ def test_insert_and_delete_with_traced_values_and_errors():
         xla.jit(lambda a, i: np.delete(a, i))(a, np.array([1]))
     with pytest.raises(IndexError):
         xla.jit(lambda a: np.delete(a, 10))(a)
+
+
+@pytest.mark.parametrize("f", [np.linalg.inv, np.linalg.det, np.linalg.slogdet, lambda a: np.linalg.qr(a),
+                               lambda a: np.linalg.eigh(a)[0], lambda a: np.linalg.solve(a, np.arange(3)),
+                               lambda a: np.linalg.solve(a, np.ones(3, np.float32))],
+                         ids=["inv", "det", "slogdet", "qr", "eigh", "solve_int_b", "solve_f32_b"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.bool_])
+def test_linalg_of_integer_matrices_computes_in_float64_as_numpy(f, dtype):
+    a = np.array([[4, 1, 0], [1, 3, 1], [0, 1, 2]]).astype(dtype)
+    if dtype == np.bool_:
+        a = np.eye(3, dtype=bool) | np.eye(3, k=1, dtype=bool)
+    check_like_numpy(f, a, rtol=1e-12, atol=1e-12)

@@ -117,6 +117,13 @@ def cholesky(a, /, *, upper=False):
 # ----- LU, QR and Jacobi -------------------------------------------------------------------
 
 
+def _float_matrix(a):
+    """``a`` as a Tracer, integers and bools as float64 (NumPy's linalg
+    computes them in double)."""
+    a = as_tracer(a)
+    return convert(a, np.float64) if a.dtype.kind in "iub" else a
+
+
 def _check_square(a, what):
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise np.linalg.LinAlgError(f"Last 2 dimensions of the array must be square ({what})")
@@ -163,7 +170,7 @@ def _solved(a, b):
 
 @implements(np.linalg.solve)
 def solve(a, b):
-    a, b = as_tracer(a), as_tracer(b)
+    a, b = _float_matrix(a), as_tracer(b)
     _check_square(a, "np.linalg.solve")
     dt = np.result_type(a.dtype, b.dtype)
     vector = b.ndim == 1
@@ -184,7 +191,7 @@ def solve(a, b):
 
 @implements(np.linalg.inv)
 def inv(a):
-    a = as_tracer(a)
+    a = _float_matrix(a)
     _check_square(a, "np.linalg.inv")
     n = a.shape[-1]
     eye = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape)
@@ -244,6 +251,7 @@ def _diagonal_and_sign(a, what):
 
 @implements(np.linalg.det)
 def det(a):
+    a = _float_matrix(a)
     parts, batch = _diagonal_and_sign(a, "np.linalg.det")
     if parts is None:
         return np.ones(batch, dtype=as_tracer(a).dtype)
@@ -253,6 +261,7 @@ def det(a):
 
 @implements(np.linalg.slogdet)
 def slogdet(a):
+    a = _float_matrix(a)
     parts, batch = _diagonal_and_sign(a, "np.linalg.slogdet")
     dt = as_tracer(a).dtype
     if parts is None:
@@ -276,7 +285,7 @@ def qr(a, mode="reduced"):
     Two composite calls, as ``jax.lax.linalg.qr``: ``xla.geqrf`` (``_geqrf``)
     and ``xla.householder_product`` (orgqr; ``_householder_product``), which
     the CPU runs in its runtime and other backends inline."""
-    a = as_tracer(a)
+    a = _float_matrix(a)
     if a.ndim < 2:
         raise tracing_error("np.linalg.qr under xla.jit takes a matrix or a stack of them "
                             f"(..., m, n), got {a.ndim} dimension(s)")
@@ -375,7 +384,7 @@ def eigh(a, UPLO="L"):
     each eigenvector is determined up to its sign, which LAPACK does not fix
     either: this one makes its largest component positive, whichever way
     it was computed."""
-    a = as_tracer(a)
+    a = _float_matrix(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise tracing_error("np.linalg.eigh under xla.jit takes square matrices (..., n, n), "
                             f"got shape {a.shape}")

@@ -8,6 +8,7 @@ import numpy as np
 
 from xla.errors import ShapeError
 from xla.frontend import tracing
+from xla.frontend.lax import checks
 from xla.frontend.numpy._common import check_no_out, implements, normalize_axis
 from xla.frontend.numpy.elementwise import clip
 from xla.frontend.numpy.indexing_routines import diagonal, take, take_along_axis, where
@@ -280,8 +281,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
 # scatter-add into the flattened histogram, always float64 (NumPy's
 # bincount), ``weights`` cast to float64; ``density`` divides by the total
 # and each dimension's bin widths. What NumPy raises on for values (an
-# autodetected range that is not finite, traced edges that decrease) makes
-# the histogram NaN here: a compiled function cannot raise on values.
+# autodetected range that is not finite, traced edges that decrease) raises
+# NumPy's ValueError after the call (``xla.lax.checks``).
 
 def _outer_edges(column, rng, i):
     """``(first, last, finite)``: the ends of dimension ``i``, and whether
@@ -323,7 +324,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noq
         range = (None,) * d
     elif len(range) != d:
         raise ValueError("range argument must have one entry per dimension")
-    edges, finite, increasing = [], [], []
+    edges, checks_ = [], []
     for i in builtins.range(d):
         b = bins[i]
         bdim = b.ndim if isinstance(b, (Tracer, np.ndarray)) else np.ndim(b)
@@ -342,11 +343,13 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noq
                 e = np.linspace(lo, hi, n + 1)
             else:
                 e = as_tracer(np.linspace(lo, hi, n + 1))
-            finite.append(ok)
+            if isinstance(ok, Tracer):
+                checks_.append((np.logical_not(ok), "autodetected range of [min, max] is not finite"))
         elif bdim == 1:
             if isinstance(b, Tracer):
                 e = b
-                increasing.append(np.all(np.less_equal(e[:-1], e[1:])))
+                checks_.append((np.any(np.greater(e[:-1], e[1:])),
+                                f"`bins[{i}]` must be monotonically increasing, when an array"))
             else:
                 e = np.asarray(b)
                 if np.any(e[:-1] > e[1:]):
@@ -355,6 +358,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noq
         else:
             raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
         edges.append(e)
+    for failed, message in checks_:
+        checks.error_if(failed, ValueError, message)
     nbin = [e.shape[0] + 1 for e in edges]      # with an outlier bin at each end
     flat = as_tracer(np.zeros((), np.intp))
     for i, e in enumerate(edges):
@@ -386,9 +391,6 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noq
             shape[i] = nbin[i] - 2
             hist = np.true_divide(hist, reshape(np.diff(e), shape))
         hist = np.true_divide(hist, s)
-    for ok in finite + increasing:
-        if isinstance(ok, Tracer):
-            hist = where(ok, hist, np.asarray(np.nan))
     return hist, edges
 
 
