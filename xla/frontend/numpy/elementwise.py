@@ -1,5 +1,5 @@
 """Elementwise functions that are not ufuncs (``np.round``, ``np.clip``,
-``np.real``, ``np.sinc``...) and the comparisons built on them
+``np.real``, ``np.sinc``, ``np.i0``...) and the comparisons built on them
 (``np.isclose``, ``np.allclose``, ``np.isin``). The ufuncs themselves are
 ``xla.frontend.ufuncs``."""
 import numpy as np

@@ -1,5 +1,6 @@
 """``numpy.fft`` under ``xla.jit``: fft/ifft/rfft/irfft and their 2-D and
-n-D forms, one HLO fft each over up to three axes.
+n-D forms, one HLO fft each over up to three axes; ``hfft`` and ``ihfft``
+through irfft and rfft, ``fftshift`` and ``ifftshift`` as rolls.
 
 The axes are moved last (transpose), cropped or zero-padded to the requested
 lengths, transformed (``xla.lax.fft``), and moved back. NumPy 2's dtype rules: float32/complex64

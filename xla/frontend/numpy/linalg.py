@@ -2,7 +2,8 @@
 ``cholesky`` as HLO's own op, ``solve``, ``inv``, ``det``, ``slogdet`` and
 ``qr`` as composite calls whose decompositions are HLO while loops, and
 ``eigh`` as a composite call whose decomposition is Jacobi rotations in HLO
-while loops (qr and eigh: their own docstrings). Registration only: NumPy keeps these names under
+while loops (qr and eigh: their own docstrings); ``eigvalsh``,
+``matrix_power``, ``multi_dot`` and ``vector_norm`` on top. Registration only: NumPy keeps these names under
 ``np.linalg``, so ``xla.numpy`` does not export them.
 
 ``solve`` and ``inv`` (``solve`` with the identity) are a composite call

@@ -2,7 +2,9 @@
 call ``xla.svd`` (``xla.lax.composite``; lstsq through it), which backends
 that implement it run with their solver (the CPU's runtime), and the others
 by its decomposition, one-sided (Hestenes) Jacobi rotations in an HLO while
-loop. Registration only, as ``linalg.py``.
+loop. ``pinv``, ``matrix_rank``, ``cond``, ``svdvals`` and ``matrix_norm``'s
+spectral norms are NumPy's formulas over it. Registration only, as
+``linalg.py``.
 
 One-sided Jacobi, for ``a`` (m, n) with m >= n (a wider matrix is done
 transposed; a tall one, m > 2n, is first reduced to the n x n R of its QR

@@ -1,6 +1,6 @@
 """Array manipulation: reshapes, transposes, joining, splitting, flips and
-rolls, and the static facts (``np.shape``, ``np.ndim``, ``np.size``) of
-traced arrays. Built on the Tracer and ``xla.lax`` alone: every other topic
+rolls, ``np.apply_along_axis``, and the static facts (``np.shape``,
+``np.ndim``, ``np.size``) of traced arrays. Built on the Tracer and ``xla.lax`` alone: every other topic
 module may use these."""
 import builtins
 
