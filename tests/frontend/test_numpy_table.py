@@ -386,3 +386,55 @@ def test_ufunc_dtype_under_jit(name, backend):
         want = u(*args)
     got = xla.jit(lambda *a: u(*a), backend=backend)(*args)
     _compare(got, want)
+
+
+# ----- the bit-level ufuncs, exactly ------------------------------------------------------
+
+def _float_edges(dtype):
+    info = np.finfo(dtype)
+    return np.array([0.0, -0.0, 1.0, -1.0, 0.75, -3.5, 1e-3, info.max, -info.max, info.tiny, -info.tiny,
+                     info.smallest_subnormal, -info.smallest_subnormal, info.tiny / 3, 2.5 * info.tiny,
+                     np.inf, -np.inf, np.nan, 1234.5678, -7.0], dtype)
+
+
+def _same_bits(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    if want.dtype.kind == "f":
+        same = (got == want) & (np.signbit(got) == np.signbit(want)) | np.isnan(got) & np.isnan(want)
+        assert same.all(), (got[~same], want[~same])
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_frexp_modf_spacing_nextafter_bit_for_bit(dtype, backend):
+    x = _float_edges(dtype)
+    y = np.roll(x, 3)
+    for f, args in ((np.frexp, (x,)), (np.modf, (x,)), (np.spacing, (x,)), (np.nextafter, (x, y)),
+                    (np.nextafter, (x, x)), (np.nextafter, (x, np.zeros_like(x)))):
+        with np.errstate(all="ignore"):
+            want = f(*args)
+        got = xla.jit(lambda *a: f(*a), backend=backend)(*args)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            _same_bits(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64])
+def test_gcd_lcm_bitwise_count_exactly(dtype, backend):
+    info = np.iinfo(dtype)
+    fib = [1, 1]
+    while fib[-1] + fib[-2] <= info.max:
+        fib.append(fib[-1] + fib[-2])
+    vals = [0, 1, 6, 12, 35, 64, 81, fib[-1], fib[-2], info.max]
+    if info.min < 0:
+        vals += [-6, -35, -81, info.min + 1]
+    a = np.array(vals, dtype)
+    b = np.array(vals[::-1], dtype)
+    small = (a % 50).astype(dtype)
+    for f, args in ((np.gcd, (a, b)), (np.gcd, (a, np.roll(a, 1))), (np.lcm, (small, np.roll(small, 2))),
+                    (np.bitwise_count, (a,)), (np.gcd, (a, dtype(0)))):
+        want = f(*args)
+        got = xla.jit(lambda *x: f(*x), backend=backend)(*args)
+        _same_bits(np.asarray(got), np.asarray(want))
