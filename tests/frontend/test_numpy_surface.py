@@ -554,3 +554,22 @@ def test_linalg_of_integer_matrices_computes_in_float64_as_numpy(f, dtype):
     if dtype == np.bool_:
         a = np.eye(3, dtype=bool) | np.eye(3, k=1, dtype=bool)
     check_like_numpy(f, a, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("period", [360, 2 * np.pi, -5.0, 1])
+@pytest.mark.parametrize("fp_kind", ["f64", "f32", "int", "complex"])
+def test_interp_with_a_period_matches_numpy(period, fp_kind):
+    rng = np.random.default_rng(12)
+    xp = rng.uniform(-3 * abs(period), 3 * abs(period), 7)      # unsorted, beyond one period
+    fp = {"f64": rng.standard_normal(7), "f32": rng.standard_normal(7).astype(np.float32),
+          "int": rng.integers(-5, 5, 7), "complex": rng.standard_normal(7) + 1j * rng.standard_normal(7)}[fp_kind]
+    x = np.concatenate([rng.uniform(-4 * abs(period), 4 * abs(period), 20), xp[:3]])
+    check_like_numpy(lambda x, xp, fp: np.interp(x, xp, fp, period=period), x, xp, fp, rtol=1e-10, atol=1e-12)
+    check_like_numpy(lambda x: np.interp(x, [0, 90, 180, 270], [0, 1, 0, -1], left=5, period=360), x)
+
+
+def test_interp_period_errors_as_numpy():
+    with pytest.raises(ValueError, match="non-zero"):
+        xla.jit(lambda x: np.interp(x, [0.0, 1.0], [0.0, 1.0], period=0))(np.ones(2))
+    with pytest.raises(ValueError, match="same length"):
+        xla.jit(lambda x: np.interp(x, [0.0, 1.0], [0.0, 1.0, 2.0], period=3))(np.ones(2))

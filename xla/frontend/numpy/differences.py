@@ -108,9 +108,30 @@ def correlate(a, v, mode="valid"):
 @implements(np.interp)
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation; ``xp`` must increase (as NumPy
-    requires, unchecked). Segments are found by compare-and-count."""
+    requires, unchecked). Segments are found by compare-and-count. With
+    ``period`` (a constant), as NumPy: ``x`` and ``xp`` taken modulo the
+    period, ``xp`` sorted (``fp`` with it) and extended by one sample
+    each way across the period; ``left`` and ``right`` are ignored."""
     if period is not None:
-        raise tracing_error("np.interp(period=...) is not supported under xla.jit")
+        if isinstance(period, Tracer):
+            raise tracing_error("np.interp(period=...) under xla.jit takes a constant period")
+        if period == 0:
+            raise ValueError("period must be a non-zero value")
+        period = abs(period)
+        left = right = None
+        fpt = as_tracer(fp)
+        dt = np.dtype(np.complex128) if fpt.dtype.kind == "c" else np.dtype(np.float64)
+        x = convert(as_tracer(x), np.float64)
+        xp, fp = convert(as_tracer(xp), np.float64), convert(fpt, dt)
+        if xp.ndim != 1 or fp.ndim != 1:
+            raise ValueError("Data points must be 1-D sequences")
+        if xp.shape[0] != fp.shape[0]:
+            raise ValueError("fp and xp are not of the same length")
+        x, xp = np.mod(x, period), np.mod(xp, period)
+        order = np.argsort(xp, kind="stable")
+        xp, fp = take(xp, order), take(fp, order)
+        xp = concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = concatenate([fp[-1:], fp, fp[:1]])
     fpt = as_tracer(fp)
     dt = np.dtype(np.complex128) if fpt.dtype.kind == "c" else np.dtype(np.float64)
     x, xp, fp = convert(as_tracer(x), np.float64), convert(ravel(as_tracer(xp)), np.float64), \
