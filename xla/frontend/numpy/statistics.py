@@ -313,7 +313,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noq
         sample = as_tracer(sample)
     else:
         parts = sample if isinstance(sample, (list, tuple)) else [sample]
-        sample = transpose(atleast_2d(stack_columns(parts)))
+        sample = transpose(atleast_2d(_stack_columns(parts)))
     n_samples, d = sample.shape
     if isinstance(bins, (list, tuple)) or isinstance(bins, (np.ndarray, Tracer)) and bins.ndim > 0:
         if len(bins) != d:
@@ -394,7 +394,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noq
     return hist, edges
 
 
-def stack_columns(parts):
+def _stack_columns(parts):
     """The sample of ``histogramdd([x, y, ...])``: the arrays as rows of one
     array, in their common dtype (``np.atleast_2d(list)``)."""
     parts = [as_tracer(p) for p in parts]
