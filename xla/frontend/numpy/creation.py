@@ -129,6 +129,25 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (y, step) if retstep else y
 
 
+@implements(np.logspace)
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """``base ** linspace(start, stop)`` as NumPy: a Python ``base`` is
+    weak (float32 endpoints stay float32); a ``base`` array broadcasts with
+    the endpoints, along a new ``axis``."""
+    if not isinstance(base, (float, int)) and np.ndim(base):
+        nd = len(np.broadcast_shapes(np.shape(start), np.shape(stop), np.shape(base)))
+
+        def at_least(v):
+            v = as_tracer(v)
+            return reshape(v, (1,) * (nd - v.ndim) + v.shape)
+
+        start, stop, base = at_least(start), at_least(stop), at_least(base)
+        base = expand_dims(base, axis)
+    y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
+    r = np.power(base, y)
+    return r if dtype is None else convert(r, np.dtype(dtype))
+
+
 def eye(N, M=None, k=0, dtype=float):
     return as_tracer(np.eye(N, M, k, dtype=dtype))
 

@@ -206,3 +206,26 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
         return tracing.full(e.shape, bool(invert), np.bool_)
     hit = any(np.equal(expand_dims(e, -1), t), axis=-1)
     return np.logical_not(hit) if invert else hit
+
+
+def _signed_infinity(x, name, negative):
+    x = as_tracer(x)
+    if x.dtype.kind == "c":
+        raise TypeError(f"This operation is not supported for complex values because it would be "
+                        f"ambiguous. (np.{name})")
+    is_inf = np.isinf(x)
+    sign = np.signbit(x)
+    return np.logical_and(is_inf, sign if negative else np.logical_not(sign))
+
+
+@implements(np.isposinf)
+def isposinf(x, out=None):
+    check_no_out("isposinf", out)
+    return _signed_infinity(x, "isposinf", False)
+
+
+@implements(np.isneginf)
+def isneginf(x, out=None):
+    check_no_out("isneginf", out)
+    return _signed_infinity(x, "isneginf", True)
+

@@ -598,3 +598,92 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
             shape[i] = 1
         res = np.reshape(res, tuple(shape))
     return res
+
+
+# ----- the array API's names in np.linalg ---------------------------------------------------
+
+@implements(np.linalg.outer)
+def linalg_outer(x1, x2, /):
+    x1, x2 = as_tracer(x1), as_tracer(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={x1.ndim} "
+                         f"and x2.ndim={x2.ndim}.")
+    return np.outer(x1, x2)
+
+
+@implements(np.linalg.cross)
+def linalg_cross(x1, x2, /, *, axis=-1):
+    x1, x2 = as_tracer(x1), as_tracer(x2)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but they are "
+                         f"{x1.shape[axis]} and {x2.shape[axis]} dimensional instead.")
+    return np.cross(x1, x2, axis=axis)
+
+
+@implements(np.linalg.diagonal)
+def linalg_diagonal(x, /, *, offset=0):
+    return np.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+@implements(np.linalg.trace)
+def linalg_trace(x, /, *, offset=0, dtype=None):
+    return np.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+@implements(np.linalg.matmul)
+def linalg_matmul(x1, x2, /):
+    return np.matmul(x1, x2)
+
+
+@implements(np.linalg.vecdot)
+def linalg_vecdot(x1, x2, /, *, axis=-1):
+    return np.vecdot(x1, x2, axis=axis)
+
+
+@implements(np.linalg.matrix_transpose)
+def linalg_matrix_transpose(x, /):
+    return np.matrix_transpose(x)
+
+
+@implements(np.linalg.tensordot)
+def linalg_tensordot(x1, x2, /, *, axes=2):
+    return np.tensordot(x1, x2, axes=axes)
+
+
+@implements(np.linalg.tensorinv)
+def tensorinv(a, ind=2):
+    """NumPy's: ``inv`` of ``a`` reshaped to a square matrix, the result
+    shaped ``a.shape[ind:] + a.shape[:ind]``."""
+    a = as_tracer(a)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    old_shape = a.shape
+    prod = 1
+    for k in old_shape[ind:]:
+        prod *= k
+    inverse = inv(np.reshape(a, (prod, -1)))
+    return np.reshape(inverse, old_shape[ind:] + old_shape[:ind])
+
+
+@implements(np.linalg.tensorsolve)
+def tensorsolve(a, b, axes=None):
+    """NumPy's: ``solve`` of ``a`` (its ``axes`` moved last) reshaped to a
+    square matrix, against ``b`` flattened; the result of shape
+    ``a.shape[b.ndim:]``."""
+    a, b = as_tracer(a), as_tracer(b)
+    an = a.ndim
+    if axes is not None:
+        allaxes = list(range(an))
+        for k in axes:
+            allaxes.remove(k)
+            allaxes.insert(an, k)
+        a = np.transpose(a, allaxes)
+    oldshape = a.shape[-(an - b.ndim):]
+    prod = 1
+    for k in oldshape:
+        prod *= k
+    if a.size != prod ** 2:
+        raise np.linalg.LinAlgError("Input arrays must satisfy the requirement "
+                                    "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    x = solve(np.reshape(a, (prod, prod)), np.ravel(b))
+    return np.reshape(x, oldshape)

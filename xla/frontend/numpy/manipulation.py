@@ -438,3 +438,13 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     n = buff.ndim
     permute = list(range(axis)) + list(range(n - first.ndim, n)) + list(range(axis, n - first.ndim))
     return transpose(buff, permute)
+
+
+if hasattr(np, "unstack"):
+    @implements(np.unstack)
+    def unstack(x, /, *, axis=0):
+        x = as_tracer(x)
+        if x.ndim == 0:
+            raise ValueError("Input array must be at least 1-d.")
+        x = moveaxis(x, axis, 0)
+        return tuple(x[i] for i in range(x.shape[0]))

@@ -417,3 +417,15 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None):  # noqa:
         bins = [bins, bins]
     hist, edges = histogramdd([x, y], bins, range, density, weights)
     return hist, edges[0], edges[1]
+
+
+@implements(np.histogram_bin_edges)
+def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
+    """The edges ``np.histogram`` computes (a number of bins; edges given as
+    an array are returned as they are, as NumPy)."""
+    if isinstance(bins, (np.ndarray, Tracer, list, tuple)) and np.ndim(bins) == 1:
+        e = as_tracer(bins)
+        if not isinstance(bins, Tracer) and np.any(np.diff(np.asarray(bins)) < 0):
+            raise ValueError("`bins` must increase monotonically, when an array")
+        return e
+    return histogram(a, bins=bins, range=range, weights=weights)[1]
