@@ -9,8 +9,8 @@ and semantics; ``np.linalg`` and ``np.fft`` functions are reached through
 ``numpy`` itself (``np.linalg.solve(t, b)`` inside ``xla.jit``).
 """
 from xla.frontend.numpy.creation import (arange, array, asarray, empty_like, eye, full, full_like,
-                                         identity, linspace, logspace, meshgrid, ones, ones_like,
-                                         zeros, zeros_like)
+                                         geomspace, identity, linspace, logspace, meshgrid, ones,
+                                         ones_like, zeros, zeros_like)
 from xla.frontend.numpy.differences import (convolve, correlate, diff, ediff1d, gradient, interp,
                                             polyval, trapezoid, unwrap)
 from xla.frontend.numpy.elementwise import (allclose, angle, array_equal, clip, conj, fix, i0, imag,
@@ -49,8 +49,8 @@ from xla.frontend.numpy.statistics import (average, corrcoef, cov, histogram, hi
 
 __all__ = [
     # creation
-    "arange", "array", "asarray", "empty_like", "eye", "full", "full_like", "identity", "linspace",
-    "logspace", "meshgrid", "ones", "ones_like", "zeros", "zeros_like",
+    "arange", "array", "asarray", "empty_like", "eye", "full", "full_like", "geomspace", "identity",
+    "linspace", "logspace", "meshgrid", "ones", "ones_like", "zeros", "zeros_like",
     # array manipulation
     "append", "apply_along_axis", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "block",
     "broadcast_arrays", "broadcast_to", "column_stack", "concatenate", "copy", "dsplit", "dstack",

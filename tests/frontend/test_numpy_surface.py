@@ -573,3 +573,10 @@ def test_interp_period_errors_as_numpy():
         xla.jit(lambda x: np.interp(x, [0.0, 1.0], [0.0, 1.0], period=0))(np.ones(2))
     with pytest.raises(ValueError, match="same length"):
         xla.jit(lambda x: np.interp(x, [0.0, 1.0], [0.0, 1.0, 2.0], period=3))(np.ones(2))
+
+
+def test_geomspace_with_a_zero_end_raises_after_the_call():
+    with pytest.raises(ValueError, match="cannot include zero"):
+        xla.jit(lambda a, b: np.geomspace(a, b, 3))(np.float64(0.0), np.float64(2.0))
+    with pytest.raises(ValueError, match="cannot include zero"):
+        np.geomspace(0.0, 2.0, 3)
