@@ -580,3 +580,34 @@ def test_geomspace_with_a_zero_end_raises_after_the_call():
         xla.jit(lambda a, b: np.geomspace(a, b, 3))(np.float64(0.0), np.float64(2.0))
     with pytest.raises(ValueError, match="cannot include zero"):
         np.geomspace(0.0, 2.0, 3)
+
+
+QUANTILE_METHODS = ["linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf", "closest_observation",
+                    "averaged_inverted_cdf", "interpolated_inverted_cdf", "hazen", "weibull", "median_unbiased",
+                    "normal_unbiased"]
+
+
+@pytest.mark.parametrize("method", QUANTILE_METHODS)
+@pytest.mark.parametrize("data", ["f64", "f32", "i32", "ties", "inf", "nan", "one"])
+def test_quantile_methods_match_numpy(method, data):
+    rng = np.random.default_rng(13)
+    x = {"f64": rng.standard_normal((7, 3)), "f32": rng.standard_normal((8, 3)).astype(np.float32),
+         "i32": rng.integers(-20, 20, (9, 3)).astype(np.int32), "ties": np.repeat(np.arange(4.0), 3).reshape(6, 2),
+         "inf": np.array([[1.0, -np.inf], [2.0, 3.0], [np.inf, 4.0], [5.0, 6.0]]),
+         "nan": np.array([[1.0, 2.0], [np.nan, 3.0], [4.0, 5.0]]), "one": np.array([[2.5, -1.0]])}[data]
+    q = np.array([0.0, 0.1, 0.25, 0.5, 0.6, 0.75, 0.9, 1.0, 1 / 3])
+    with np.errstate(all="ignore"):
+        check_like_numpy(lambda a: np.quantile(a, q, axis=0, method=method), x, rtol=1e-6 if data == "f32" else 1e-12)
+        check_like_numpy(lambda a: np.percentile(a, 40, method=method, keepdims=True), x,
+                         rtol=1e-6 if data == "f32" else 1e-12)
+        check_like_numpy(lambda a: np.quantile(a, 0.3, axis=1, method=method), x,
+                         rtol=1e-6 if data == "f32" else 1e-12)
+
+
+def test_quantile_arguments_that_cannot_compile_are_named():
+    with pytest.raises(xla.errors.TracingError, match="weights"):
+        xla.jit(lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=np.ones(3)))(np.ones(3))
+    with pytest.raises(xla.errors.TracingError, match="linear is"):
+        xla.jit(lambda a: np.nanquantile(a, 0.5, method="lower"))(np.ones(3))
+    with pytest.raises(ValueError, match="not a valid method"):
+        xla.jit(lambda a: np.quantile(a, 0.5, method="bogus"))(np.ones(3))

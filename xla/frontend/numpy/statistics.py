@@ -55,35 +55,85 @@ def _quantile_dtype(a, q):
     return np.result_type(dt, np.asarray(q).dtype)
 
 
-def _quantile(a, q, axis, keepdims, name, q_src=None):
+def _hyndman_fan(alpha, beta):
+    return lambda n, q: n * q + (alpha + q * (1 - alpha - beta)) - 1
+
+
+def _to_boundaries(index, condition):
+    """NumPy's discrete rule: ``floor(index)`` where ``condition(gamma,
+    index)`` holds, the next index elsewhere, none below 0."""
+    previous = np.floor(index)
+    chosen = np.where(condition(index - previous, index), previous, previous + 1).astype(np.intp)
+    return np.maximum(chosen, 0)
+
+
+# NumPy's quantile methods (numpy.quantile's documentation; Hyndman & Fan):
+# a discrete one gives the index of the order statistic (the input's
+# dtype), an interpolating one the virtual index and how gamma is fixed.
+_DISCRETE_QUANTILES = {
+    "lower": lambda n, q: np.floor((n - 1) * q).astype(np.intp),
+    "higher": lambda n, q: np.ceil((n - 1) * q).astype(np.intp),
+    "nearest": lambda n, q: np.around((n - 1) * q).astype(np.intp),
+    "inverted_cdf": lambda n, q: np.clip(_to_boundaries(n * q - 1, lambda g, _: g == 0), 0, n - 1),
+    "closest_observation": lambda n, q: _to_boundaries(
+        n * q - 1 - 0.5, lambda g, i: (g == 0) & (np.floor(i) % 2 == 1)),
+}
+_INTERPOLATED_QUANTILES = {
+    "linear": (lambda n, q: (n - 1) * q, None),
+    "midpoint": (lambda n, q: 0.5 * (np.floor((n - 1) * q) + np.ceil((n - 1) * q)),
+                 lambda gamma, index: np.where(index % 1 == 0, 0.0, 0.5)),
+    "averaged_inverted_cdf": (lambda n, q: n * q - 1, lambda gamma, _: np.where(gamma == 0, 0.5, 1.0)),
+    "interpolated_inverted_cdf": (_hyndman_fan(0, 1), None),
+    "hazen": (_hyndman_fan(0.5, 0.5), None),
+    "weibull": (_hyndman_fan(0, 0), None),
+    "median_unbiased": (_hyndman_fan(1 / 3.0, 1 / 3.0), None),
+    "normal_unbiased": (_hyndman_fan(3 / 8.0, 3 / 8.0), None),
+}
+
+
+def _quantile(a, q, axis, keepdims, name, q_src=None, method="linear"):
     q_src = q if q_src is None else q_src
     a = as_tracer(a)
     if axis is None:
-        if keepdims:
-            r = _quantile(ravel(a), q, 0, False, name, q_src)
-            return reshape(r, r.shape + (1,) * a.ndim)
-        return _quantile(ravel(a), q, 0, False, name, q_src)
+        r = _quantile(ravel(a), q, 0, False, name, q_src, method)
+        return reshape(r, r.shape + (1,) * a.ndim) if keepdims else r
     axis = normalize_axis(axis, a.ndim)
     if isinstance(q, Tracer):
         raise tracing_error(f"np.{name} with a traced q is not supported; pass q as a constant")
+    if method not in _DISCRETE_QUANTILES and method not in _INTERPOLATED_QUANTILES:
+        raise ValueError(f"{method!r} is not a valid method. Use one of: "
+                         f"{sorted(_DISCRETE_QUANTILES) + sorted(_INTERPOLATED_QUANTILES)}")
     q = np.asarray(q, dtype=np.float64)
     if np.any((q < 0) | (q > 1)):
         raise ValueError("Quantiles must be in the range [0, 1]")
-    s = convert(sort(a, axis=axis), _quantile_dtype(a, q_src))
     n = a.shape[axis]
-    pos = q * (n - 1)
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, n - 1)
-    frac = (pos - lo).astype(s.dtype)
-    vlo = take(s, lo.reshape(-1), axis=axis)
-    vhi = take(s, hi.reshape(-1), axis=axis)
-    shape = [1] * s.ndim
-    shape[axis] = lo.size
-    f = np.asarray(frac.reshape(-1)).reshape(shape)
-    r = vlo + (vhi - vlo) * f
+    shape = [1] * a.ndim
+    shape[axis] = q.size
+    if method in _DISCRETE_QUANTILES:
+        # The order statistic itself, in the input's dtype.
+        s = sort(a, axis=axis)
+        r = take(s, _DISCRETE_QUANTILES[method](n, q).reshape(-1), axis=axis)
+    else:
+        s = convert(sort(a, axis=axis), _quantile_dtype(a, q_src))
+        virtual_index, fix_gamma = _INTERPOLATED_QUANTILES[method]
+        v = np.asarray(virtual_index(n, q), dtype=np.float64).reshape(-1)
+        lo = np.floor(v)
+        above, below = v >= n - 1, v < 0
+        lo = np.where(above, -1, np.where(below, 0, lo))      # (NumPy's -1: the last)
+        hi = np.where(above, -1, np.where(below, 0, lo + 1))
+        gamma = v - lo
+        if fix_gamma is not None:
+            gamma = fix_gamma(gamma, v)
+        gamma = np.asarray(gamma, np.float64).reshape(shape)
+        vlo = take(s, (lo % n).astype(np.intp), axis=axis)
+        vhi = take(s, (hi % n).astype(np.intp), axis=axis)
+        # NumPy's lerp: from the nearer end (b - d * (1 - t) from t = 0.5
+        # on), t and 1 - t rounded from float64 to the result's type.
+        d = vhi - vlo
+        r = where(gamma >= 0.5, vhi - d * (1 - gamma).astype(s.dtype), vlo + d * gamma.astype(s.dtype))
     # NaNs propagate as in NumPy.
-    has_nan = any(np.isnan(s), axis=axis, keepdims=True) if s.dtype.kind == "f" else None
-    if has_nan is not None:
+    if s.dtype.kind == "f":
+        has_nan = any(np.isnan(s), axis=axis, keepdims=True)
         r = where(has_nan, np.asarray(np.nan, s.dtype), r)
     r = moveaxis(r, axis, 0)
     r = reshape(r, q.shape + r.shape[1:])
@@ -95,18 +145,25 @@ def _quantile(a, q, axis, keepdims, name, q_src=None):
 def _quantile_functions(kernel, prefix):
     """np.{prefix}quantile, np.{prefix}percentile and np.{prefix}median over
     ``kernel(a, q, axis, keepdims, name[, q as given])``."""
-    def check(name, out, method):
+    def check(name, out, method, weights=None):
         check_no_out(name, out)
-        if method != "linear":
-            raise tracing_error(f"np.{name}(method={method!r}) is not supported under xla.jit (linear is)")
+        if weights is not None:
+            raise tracing_error(f"np.{name}(weights=...) is not supported under xla.jit")
+        if prefix and method != "linear":
+            raise tracing_error(f"np.{name}(method={method!r}) is not supported under xla.jit "
+                                "(linear is)")
+        return method
 
-    def quantile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
-        check(prefix + "quantile", out, method)
-        return kernel(a, q, axis, keepdims, prefix + "quantile")
+    def quantile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+                  *, weights=None):
+        method = check(prefix + "quantile", out, method, weights)
+        return kernel(a, q, axis, keepdims, prefix + "quantile", method=method)
 
-    def percentile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
-        check(prefix + "percentile", out, method)
-        return kernel(a, np.asarray(q) / 100.0, axis, keepdims, prefix + "percentile", q)
+    def percentile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+                    *, weights=None):
+        method = check(prefix + "percentile", out, method, weights)
+        return kernel(a, np.asarray(q) / 100.0, axis, keepdims, prefix + "percentile", q,
+                      method=method)
 
     def median_(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         check_no_out(prefix + "median", out)
@@ -121,7 +178,7 @@ def _quantile_functions(kernel, prefix):
 quantile, percentile, median = _quantile_functions(_quantile, "")
 
 
-def _nan_quantile(a, q, axis, keepdims, name, q_src=None):
+def _nan_quantile(a, q, axis, keepdims, name, q_src=None, method="linear"):
     """Linear-interpolation quantiles of the non-NaN values: NaNs sort last,
     so each slice's count of numbers picks the positions (traced)."""
     q_src = q if q_src is None else q_src
