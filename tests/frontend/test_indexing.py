@@ -120,3 +120,57 @@ def test_traced_boolean_mask_is_a_must_compile_error_at_the_users_line():
         xla.jit(f)(A)
     assert f"test_indexing.py:{line}" in str(e.value)
     assert "np.where" in str(e.value)
+
+
+# ----- flat indices, multi-indices and choices (xla/frontend/numpy/indexing_routines.py) -----
+
+def _same(got, want):
+    got_t = got if isinstance(got, tuple) else (got,)
+    want_t = want if isinstance(want, tuple) else (want,)
+    assert len(got_t) == len(want_t)
+    for g, w in zip(got_t, want_t):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_unravel_and_ravel_multi_index_match_numpy(order, backend):
+    shape = (3, 4, 5)
+    flat = rng.integers(0, 60, (2, 7)).astype(np.int32)
+    _same(xla.jit(lambda i: np.unravel_index(i, shape, order=order), backend=backend)(flat),
+          np.unravel_index(flat, shape, order=order))
+    _same(xla.jit(lambda i: np.unravel_index(i, 7), backend=backend)(flat % 7), np.unravel_index(flat % 7, 7))
+    coords = tuple(rng.integers(0, d, 9) for d in shape)
+    _same(xla.jit(lambda *c: np.ravel_multi_index(c, shape, order=order), backend=backend)(*coords),
+          np.ravel_multi_index(coords, shape, order=order))
+    wild = tuple(rng.integers(-8, 9, 9) for _ in shape)
+    for mode in ("wrap", "clip", ("clip", "wrap", "clip")):
+        _same(xla.jit(lambda *c: np.ravel_multi_index(c, shape, mode=mode, order=order), backend=backend)(*wild),
+              np.ravel_multi_index(wild, shape, mode=mode, order=order))
+
+
+def test_index_values_numpy_raises_on_raise_after_the_call():
+    with pytest.raises(ValueError):
+        np.unravel_index(np.array([3, 12]), (3, 4))
+    with pytest.raises(ValueError, match="index out of bounds"):
+        xla.jit(lambda i: np.unravel_index(i, (3, 4)))(np.array([3, 12]))
+    with pytest.raises(ValueError, match="index out of bounds"):
+        xla.jit(lambda i: np.unravel_index(i, (3, 4)))(np.array([-1]))
+    with pytest.raises(ValueError, match="invalid entry in coordinates array"):
+        xla.jit(lambda i, j: np.ravel_multi_index((i, j), (3, 4)))(np.array([0, 3]), np.array([1, 1]))
+    with pytest.raises(ValueError, match="invalid entry in choice array"):
+        xla.jit(lambda i: np.choose(i, [np.zeros(2), np.ones(2)]))(np.array([0, 2]))
+    with pytest.raises(TypeError, match="only int indices"):
+        xla.jit(lambda i: np.unravel_index(i, (3, 4)))(np.array([1.0]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_choose_matches_numpy(mode, backend):
+    idx = rng.integers(-2, 6, (3, 4)) if mode != "raise" else rng.integers(0, 4, (3, 4))
+    choices = [np.arange(4, dtype=np.int32), np.full((3, 4), 7.5, np.float32), np.float32(-1.0) + np.zeros((3, 1), np.float32),
+               np.arange(12).reshape(3, 4).astype(np.int8)]
+    _same(xla.jit(lambda i, *c: np.choose(i, c, mode=mode), backend=backend)(idx, *choices),
+          np.choose(idx, choices, mode=mode))

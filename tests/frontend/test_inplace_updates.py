@@ -149,3 +149,54 @@ def test_a_slice_read_after_its_array_was_written_sees_the_write():
         np.testing.assert_array_equal(ours, ref)
         np.testing.assert_array_equal(ours_args[0], ref_args[0])
     assert float(xla.jit(read)(np.arange(12.0).reshape(3, 4))) == 5 + 2 + 3
+
+
+# ----- np.put, np.putmask, np.place, np.copyto: NumPy's functions that write in place -----
+
+INPLACE_FUNCTIONS = {
+    "put": lambda a, v: np.put(a, [0, -1, 5], v[:2]),
+    "put_wrap": lambda a, v: np.put(a, np.array([13, -20, 2]), v[:3], mode="wrap"),
+    "put_clip": lambda a, v: np.put(a, [100, -100], v[:2], mode="clip"),
+    "put_scalar": lambda a, v: np.put(a, [1, 2, 3], 9),
+    "putmask": lambda a, v: np.putmask(a, a > 3, v[:5]),
+    "putmask_scalar": lambda a, v: np.putmask(a, a % 2 == 0, -1),
+    "putmask_flat_mask": lambda a, v: np.putmask(a, np.arange(12) % 5 == 1, v[:4]),
+    "place": lambda a, v: np.place(a, a > 2, v[:3]),
+    "place_none_selected": lambda a, v: np.place(a, a > 100, v[:0]),
+    "copyto": lambda a, v: np.copyto(a, v[:4]),
+    "copyto_where": lambda a, v: np.copyto(a, v[:4], where=a > 5),
+    "copyto_scalar": lambda a, v: np.copyto(a, 2, where=a < 4),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INPLACE_FUNCTIONS))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_numpy_functions_that_write_in_place(case, dtype):
+    f = INPLACE_FUNCTIONS[case]
+
+    def g(a, v):
+        assert f(a, v) is None
+        return a + 0
+
+    a = np.arange(12).reshape(3, 4).astype(dtype)
+    v = (np.arange(10) * 1.5 - 4).astype(dtype)
+    if case.startswith("copyto") and dtype == np.float32:
+        v = v.astype(np.float32)
+    (ours, ours_args), (ref, ref_args) = run_both(g, a, v)
+    assert ours.dtype == ref.dtype
+    np.testing.assert_array_equal(ours, ref)
+    np.testing.assert_array_equal(ours_args[0], ref_args[0])     # the caller's array, as NumPy's
+
+
+def test_in_place_functions_raise_as_numpy():
+    with pytest.raises(TypeError, match="same_kind"):
+        xla.jit(lambda a, v: np.copyto(a, v))(np.zeros(3, np.int32), np.ones(3))
+    with pytest.raises(ValueError, match="Cannot insert from an empty array"):
+        xla.jit(lambda a: np.place(a, a > 0, []))(np.ones(3))
+    with pytest.raises(IndexError, match="index out of range"):
+        xla.jit(lambda a, i: np.put(a, i, 1.0))(np.ones(3), np.array([3]))
+    with pytest.raises(ValueError, match="same size"):
+        xla.jit(lambda a: np.putmask(a, np.array([True, False]), 0.0))(np.ones(3))
+    constant = np.zeros(3)
+    with pytest.raises(TracingError, match="constant"):
+        xla.jit(lambda v: np.putmask(constant, v > 0, v))(np.ones(3))

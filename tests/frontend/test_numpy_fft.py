@@ -31,6 +31,16 @@ CASES = [
     ("ifftn", CPLX, {"s": (5, 8), "axes": (1, 2)}),
     ("rfftn", REAL, {}),
     ("irfftn", CPLX[..., :6], {"axes": (0, 2)}),
+    ("hfft", CPLX[..., :6], {}),
+    ("hfft", CPLX, {"n": 7, "axis": 1, "norm": "ortho"}),
+    ("hfft", REAL, {"norm": "forward"}),
+    ("ihfft", REAL, {}),
+    ("ihfft", REAL, {"n": 7, "axis": 0, "norm": "forward"}),
+    ("ihfft", REAL, {"norm": "ortho"}),
+    ("fftshift", CPLX, {}),
+    ("fftshift", REAL, {"axes": 1}),
+    ("ifftshift", REAL[..., :9], {}),
+    ("ifftshift", CPLX, {"axes": (0, 2)}),
 ]
 
 
@@ -59,3 +69,15 @@ def test_more_than_three_axes_is_a_clear_error():
     x = np.zeros((2, 2, 2, 2), np.complex64)
     with pytest.raises(TracingError, match="1 to 3 axes"):
         xla.jit(np.fft.fftn)(x)
+
+
+@pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
+@pytest.mark.parametrize("x", [np.arange(7, dtype=np.int32), np.arange(12).reshape(3, 4) > 5, np.zeros(0),
+                               np.arange(6.0).reshape(2, 3).astype(np.float32)], ids=["i32", "bool", "empty", "f32"])
+def test_shifts_keep_the_dtype(name, x):
+    fn = getattr(np.fft, name)
+    got, want = xla.jit(fn)(x), fn(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    got = xla.jit(lambda v: np.fft.ifftshift(np.fft.fftshift(v)))(x)
+    np.testing.assert_array_equal(got, x)

@@ -117,3 +117,96 @@ def test_histogram_matches_numpy(data, kwargs):
 def test_histogram_edges_as_an_array_are_named():
     with pytest.raises(xla.errors.TracingError, match="np.histogram under xla.jit takes the number of bins"):
         xla.jit(lambda a: np.histogram(a, bins=[0, 1, 2]))(np.arange(5.0))
+
+
+HIST2D_CASES = {
+    "bins": dict(bins=5),
+    "range": dict(bins=4, range=[[-1, 1], [-2, 3]]),
+    "pair": dict(bins=[3, 6], range=[[-2.0, 2.0], [-1.5, 1.5]]),
+    "edges": dict(bins=np.array([-3.0, -1.0, 0.0, 0.5, 3.0])),
+    "mixed": dict(bins=[np.array([-1.0, 0.0, 1.0]), 4]),
+    "density": dict(bins=6, density=True),
+    "weights": dict(bins=3, range=[[-1, 1], [-1, 1]], weights="linear"),
+    "weights_density": dict(bins=[np.array([-2.0, 0.0, 0.3, 2.0]), 3], weights="linear", density=True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HIST2D_CASES))
+@pytest.mark.parametrize("data", ["normal64", "normal32", "ints", "constant", "edge_values"])
+def test_histogram2d_matches_numpy(case, data):
+    rng = np.random.default_rng(1)
+    x, y = {"normal64": lambda: (rng.normal(size=200), rng.normal(size=200)),
+            "normal32": lambda: (rng.normal(size=77).astype(np.float32),
+                                 rng.normal(size=77).astype(np.float32)),
+            "ints": lambda: (rng.integers(-3, 4, 90), rng.integers(-2, 3, 90)),
+            "constant": lambda: (np.full(5, 0.5), np.full(5, 0.5)),
+            # values on the edges, the last edge included
+            "edge_values": lambda: (np.array([-3.0, -1.0, 0.0, 0.5, 3.0, 1.0, -2.0]),
+                                    np.array([3.0, 1.5, -1.5, 0.0, -1.0, 2.0, 1.0]))}[data]()
+    kwargs = dict(HIST2D_CASES[case])
+    if kwargs.get("weights") == "linear":
+        kwargs["weights"] = np.linspace(0, 2, x.size)
+
+    def f(x, y):
+        return np.histogram2d(x, y, **kwargs)
+
+    want, got = f(x, y), xla.jit(f)(x, y)
+    assert len(got) == 3
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
+        # (edges from the data's min and max are np.linspace's in HLO: the cpu
+        # backend contracts its multiply-add into an fma, an ulp off NumPy's)
+        np.testing.assert_allclose(g, w, rtol=1e-5 if x.dtype == np.float32 else 1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kwargs", [dict(bins=3), dict(bins=(2, 3, 4), range=[(-1, 1), (0, 2), (-3, 3)]),
+                                    dict(bins=[np.linspace(-2, 2, 5), 2, 3], density=True)],
+                         ids=["int", "range", "edges_density"])
+@pytest.mark.parametrize("form", ["array", "list"])
+def test_histogramdd_matches_numpy(kwargs, form):
+    sample = np.random.default_rng(2).normal(size=(60, 3))
+
+    def f(s):
+        return np.histogramdd(s if form == "array" else [s[:, 0], s[:, 1], s[:, 2]], **kwargs)
+
+    (want, want_edges), (got, got_edges) = f(sample), xla.jit(f)(sample)
+    assert got.dtype == want.dtype == np.float64 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    for g, w in zip(got_edges, want_edges):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-15)
+
+
+def test_histogram2d_of_empty_arrays_and_what_cannot_compile():
+    x = np.zeros(0)
+    want, got = np.histogram2d(x, x, bins=3), xla.jit(lambda a, b: np.histogram2d(a, b, bins=3))(x, x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(xla.errors.TracingError, match="bins.*traced number"):
+        xla.jit(lambda a, n: np.histogram2d(a, a, bins=n))(np.ones(3), np.int64(3))
+    with pytest.raises(xla.errors.TracingError, match=r"range\[0\] must be constants"):
+        xla.jit(lambda a, lo: np.histogram2d(a, a, range=[[lo, 1.0], [0, 1]]))(np.ones(3), np.float64(0))
+    with pytest.raises(ValueError, match="monotonically increasing"):
+        xla.jit(lambda a: np.histogram2d(a, a, bins=np.array([0.0, 2.0, 1.0])))(np.ones(3))
+    with pytest.raises(ValueError, match="same length"):
+        xla.jit(lambda a, b: np.histogram2d(a, b))(np.ones(3), np.ones(4))
+
+
+def test_histogram2d_raises_after_the_call_where_numpy_raises_on_values():
+    # An autodetected range that is not finite, traced edges that decrease:
+    # NumPy's ValueError, raised by the jitted call after it ran.
+    f = xla.jit(lambda a, b: np.histogram2d(a, b, bins=2)[0])
+    with pytest.raises(ValueError, match="not finite"):
+        np.histogram2d(np.array([0.0, np.inf]), np.ones(2), bins=2)
+    with pytest.raises(ValueError, match="autodetected range .* is not finite"):
+        f(np.array([0.0, np.inf]), np.ones(2))
+    with pytest.raises(ValueError, match="autodetected range .* is not finite"):
+        f(np.ones(2), np.array([np.nan, 1.0]))
+    np.testing.assert_array_equal(f(np.array([0.0, 1.0]), np.ones(2)),
+                                  np.histogram2d(np.array([0.0, 1.0]), np.ones(2), bins=2)[0])
+    g = xla.jit(lambda a, e: np.histogram2d(a, a, bins=[e, e])[0])
+    with pytest.raises(ValueError, match=r"`bins\[0\]` must be monotonically increasing"):
+        g(np.ones(3), np.array([0.0, 2.0, 1.0]))
+    np.testing.assert_array_equal(g(np.ones(3), np.array([0.0, 1.0, 2.0])),
+                                  np.histogram2d(np.ones(3), np.ones(3), bins=[[0, 1, 2]] * 2)[0])

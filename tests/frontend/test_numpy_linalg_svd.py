@@ -110,3 +110,79 @@ def test_lstsq_takes_integer_input_as_numpy_does():
     a, b = np.arange(12).reshape(6, 2), np.arange(6)
     resid, want_resid = _check_lstsq(a, b)
     np.testing.assert_allclose(resid, want_resid, atol=1e-20)
+
+
+def _like_numpy(f, *args, rtol=1e-10, atol=1e-12):
+    want, got = f(*args), xla.jit(f)(*args)
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def _rank_deficient(rng, m, n, r):
+    return rng.standard_normal((m, r)) @ rng.standard_normal((r, n))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
+@pytest.mark.parametrize("kwargs", [{}, dict(rcond=1e-8), dict(rtol=None), dict(rtol=1e-3)])
+def test_pinv_matches_numpy(shape, kwargs):
+    rng = np.random.default_rng(sum(shape))
+    for a in (rng.standard_normal(shape), _rank_deficient(rng, *shape, 2),
+              rng.integers(-3, 4, shape), rng.standard_normal(shape).astype(np.float32)):
+        f32 = a.dtype == np.float32
+        if a.dtype.kind == "i" and kwargs == dict(rtol=None):
+            with pytest.raises(ValueError, match="not inexact"):     # np.finfo of an int dtype
+                np.linalg.pinv(a, **kwargs)
+            with pytest.raises(ValueError, match="not inexact"):
+                xla.jit(lambda m: np.linalg.pinv(m, **kwargs))(a)
+            continue
+        _like_numpy(lambda m: np.linalg.pinv(m, **kwargs), a, rtol=1e-4 if f32 else 1e-9,
+                    atol=1e-4 if f32 else 1e-10)
+
+
+def test_pinv_of_empty_matrices_and_conflicting_tolerances():
+    _like_numpy(np.linalg.pinv, np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="can't be both set"):
+        xla.jit(lambda m: np.linalg.pinv(m, rcond=1e-3, rtol=1e-3))(np.eye(2))
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(tol=1e-6), dict(rtol=1e-2), dict(tol=10.0)])
+def test_matrix_rank_matches_numpy(kwargs):
+    rng = np.random.default_rng(3)
+    for a in (rng.standard_normal((5, 4)), _rank_deficient(rng, 6, 5, 3), _rank_deficient(rng, 3, 7, 1),
+              np.zeros((3, 3)), np.eye(4, dtype=np.int32), np.ones((2, 2), np.float32)):
+        _like_numpy(lambda m: np.linalg.matrix_rank(m, **kwargs), a)
+
+
+def test_matrix_rank_of_vectors_is_whether_any_is_nonzero():
+    for v in (np.zeros(4), np.array([0.0, 2.0]), np.array(0.0)):
+        assert int(xla.jit(np.linalg.matrix_rank)(v)) == np.linalg.matrix_rank(v)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, 1, -1, np.inf, -np.inf, "fro"])
+def test_cond_matches_numpy(p):
+    rng = np.random.default_rng(4)
+    for a in (rng.standard_normal((4, 4)), rng.standard_normal((3, 3)) + 3 * np.eye(3),
+              np.array([[1.0, 2.0], [2.0, 4.0]]), np.arange(9).reshape(3, 3)):
+        if np.linalg.matrix_rank(a) < a.shape[0]:
+            got = xla.jit(lambda m: np.linalg.cond(m, p))(a)
+            if p in (None, 2):    # s[0] / s[-1], s[-1] zero or rounding noise (NumPy's: ~1e-17)
+                assert got > 1e15 and np.linalg.cond(a, p) > 1e15
+            elif p == -2:
+                assert got < 1e-15 and np.linalg.cond(a, p) < 1e-15
+            else:   # singular: NumPy's inf (from inv's NaNs), ours from the solver's info
+                assert got == np.inf == np.linalg.cond(a, p)
+            continue
+        _like_numpy(lambda m: np.linalg.cond(m, p), a, rtol=1e-8)
+    if p is None:
+        _like_numpy(np.linalg.cond, rng.standard_normal((3, 5)), rtol=1e-8)
+
+
+@pytest.mark.parametrize("ord", ["fro", 1, -1, np.inf, 2, -2, "nuc"])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_matrix_norm_and_svdvals_match_numpy(ord, keepdims):
+    rng = np.random.default_rng(6)
+    for a in (rng.standard_normal((4, 3)), rng.integers(-4, 4, (3, 5)), rng.standard_normal((2, 2)).astype(np.float32)):
+        rtol = 1e-5 if a.dtype == np.float32 else 1e-10
+        _like_numpy(lambda m: np.linalg.matrix_norm(m, ord=ord, keepdims=keepdims), a, rtol=rtol)
+        _like_numpy(np.linalg.svdvals, a, rtol=rtol)

@@ -257,6 +257,38 @@ ROWS.update({
     "method_sum_mean": (lambda a: a.T.sum(axis=0).mean(), (F32,)), "method_max": (lambda a: a.max(axis=0, keepdims=True), (I32,)),
     "method_astype_f16": (lambda a: a.astype(np.float16) * 2, (F32,)), "method_flatten": (lambda a: a.flatten(), (F32,)),
     "method_argsort": (lambda a: a.argsort(axis=0, kind="stable"), (TIES,)), "method_cumsum": (lambda a: a.cumsum(), (F32,)),
+    # more of what scientific kernels call
+    "isposinf": (np.isposinf, (FNAN_INF,)), "isneginf": (np.isneginf, (FNAN_INF,)), "isposinf_int": (np.isposinf, (I32,)),
+    "diagflat": (lambda a: np.diagflat(a, -1), (F32[:2],)), "diagflat_int": (np.diagflat, (I64,)),
+    "diag_indices_from": (lambda a: a[np.diag_indices_from(a)] * 2, (SQ,)),
+    "histogram_bin_edges": (lambda a: np.histogram_bin_edges(a, 6), (F32,)),
+    "histogram_bin_edges_range": (lambda a: np.histogram_bin_edges(a, 3, range=(-1, 2)), (I32,)),
+    "histogram_bin_edges_given": (lambda a: np.histogram_bin_edges(a, np.array([0.0, 0.5, 2.0])), (F64,)),
+    "unstack": (lambda a: np.unstack(a, axis=1), (F32,)), "sort_complex": (np.sort_complex, (F64[0],)),
+    "sort_complex_c": (np.sort_complex, (C64[0],)), "sort_complex_i8": (np.sort_complex, (I32.astype(np.int8)[0],)),
+    "sort_complex_f32": (np.sort_complex, (F32[0],)),
+    "logspace": (lambda a: np.logspace(a[0, 0], a[0, 1], 5), (F64,)),
+    "logspace_base": (lambda a: np.logspace(a[0], a[1], 4, base=2.0, endpoint=False), (F64,)),
+    "logspace_base_array": (lambda a: np.logspace(a[0, 0], a[0, 1], 4, base=np.array([2.0, 3.0])), (F64,)),
+    "logspace_base_np_scalar": (lambda a: np.logspace(a[0, 0], 1, 3, base=np.float64(2)), (F32,)),
+    "logspace_f32": (lambda a: np.logspace(a[0, 0], 1, 3), (F32,)),
+    "logspace_dtype": (lambda a: np.logspace(a[0, 0], 1, 3, dtype=np.float32), (F64,)),
+    "geomspace": (lambda a, b: np.geomspace(a, b, 6), (POS[0], POS[1] * 100)),
+    "geomspace_negative": (lambda a: np.geomspace(-a, -a * 1000, 4, endpoint=False), (np.float64(1.5),)),
+    "geomspace_axis": (lambda a, b: np.geomspace(a, b, 3, axis=1), (F64[0] ** 2 + 1, F64[1] ** 2 + 2)),
+    "geomspace_one": (lambda a: np.geomspace(a, 10.0, 1), (np.float64(3.0),)),
+    "geomspace_f32_dtype": (lambda a: np.geomspace(a, 8, 4, dtype=np.float32), (np.float64(1.0),)),
+    "linalg_outer": (np.linalg.outer, (F32[0], I32[1])), "linalg_cross": (lambda a: np.linalg.cross(a[:, :3], a[:, 1:4]), (F64,)),
+    "linalg_diagonal": (lambda a: np.linalg.diagonal(a, offset=1), (F32,)), "linalg_trace": (lambda a: np.linalg.trace(a, dtype=np.float64), (I32,)),
+    "linalg_matmul": (lambda a: np.linalg.matmul(a, a.T), (F32,)), "linalg_vecdot": (lambda a: np.linalg.vecdot(a, a, axis=0), (I32,)),
+    "vecdot_int": (lambda a, b: np.vecdot(a, b), (I32, I32B)), "vecdot_bool": (lambda a, b: np.vecdot(a, b), (BOOL, BOOLB)),
+    "vecdot_complex": (lambda a: np.vecdot(a, a * 2j), (C64,)),
+    "linalg_matrix_transpose": (np.linalg.matrix_transpose, (I32,)), "linalg_tensordot": (lambda a: np.linalg.tensordot(a, a, axes=1), (SQ,)),
+    "tensorinv": (lambda a: np.linalg.tensorinv((a + 5 * np.eye(4)).reshape(4, 2, 2), ind=1), (SQ[:4, :4],)),
+    "tensorinv_2": (lambda a: np.linalg.tensorinv((a + 5 * np.eye(4)).reshape(2, 2, 2, 2)), (SQ[:4, :4],)),
+    "tensorsolve": (lambda a, b: np.linalg.tensorsolve((a + 5 * np.eye(4)).reshape(2, 2, 4), b.reshape(2, 2)), (SQ[:4, :4], VEC[:4])),
+    "tensorsolve_axes": (lambda a, b: np.linalg.tensorsolve((a + 5 * np.eye(4)).reshape(4, 2, 2), b.reshape(2, 2), axes=(0,)),
+                         (SQ[:4, :4], VEC[:4])),
 })
 
 
@@ -386,3 +418,55 @@ def test_ufunc_dtype_under_jit(name, backend):
         want = u(*args)
     got = xla.jit(lambda *a: u(*a), backend=backend)(*args)
     _compare(got, want)
+
+
+# ----- the bit-level ufuncs, exactly ------------------------------------------------------
+
+def _float_edges(dtype):
+    info = np.finfo(dtype)
+    return np.array([0.0, -0.0, 1.0, -1.0, 0.75, -3.5, 1e-3, info.max, -info.max, info.tiny, -info.tiny,
+                     info.smallest_subnormal, -info.smallest_subnormal, info.tiny / 3, 2.5 * info.tiny,
+                     np.inf, -np.inf, np.nan, 1234.5678, -7.0], dtype)
+
+
+def _same_bits(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    if want.dtype.kind == "f":
+        same = (got == want) & (np.signbit(got) == np.signbit(want)) | np.isnan(got) & np.isnan(want)
+        assert same.all(), (got[~same], want[~same])
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_frexp_modf_spacing_nextafter_bit_for_bit(dtype, backend):
+    x = _float_edges(dtype)
+    y = np.roll(x, 3)
+    for f, args in ((np.frexp, (x,)), (np.modf, (x,)), (np.spacing, (x,)), (np.nextafter, (x, y)),
+                    (np.nextafter, (x, x)), (np.nextafter, (x, np.zeros_like(x)))):
+        with np.errstate(all="ignore"):
+            want = f(*args)
+        got = xla.jit(lambda *a: f(*a), backend=backend)(*args)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            _same_bits(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64])
+def test_gcd_lcm_bitwise_count_exactly(dtype, backend):
+    info = np.iinfo(dtype)
+    fib = [1, 1]
+    while fib[-1] + fib[-2] <= info.max:
+        fib.append(fib[-1] + fib[-2])
+    vals = [0, 1, 6, 12, 35, 64, 81, fib[-1], fib[-2], info.max]
+    if info.min < 0:
+        vals += [-6, -35, -81, info.min + 1]
+    a = np.array(vals, dtype)
+    b = np.array(vals[::-1], dtype)
+    small = (a % 50).astype(dtype)
+    for f, args in ((np.gcd, (a, b)), (np.gcd, (a, np.roll(a, 1))), (np.lcm, (small, np.roll(small, 2))),
+                    (np.bitwise_count, (a,)), (np.gcd, (a, dtype(0)))):
+        want = f(*args)
+        got = xla.jit(lambda *x: f(*x), backend=backend)(*args)
+        _same_bits(np.asarray(got), np.asarray(want))

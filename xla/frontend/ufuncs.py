@@ -567,6 +567,98 @@ UFUNCS[np.fmax] = _lex_max_min(lax.max, False)
 UFUNCS[np.fmin] = _lex_max_min(lax.min, False)
 
 
+# ----- floats bit by bit, integer number theory -------------------------------------
+
+@_row(np.nextafter)
+def _nextafter(x, y):
+    r = lax.nextafter(x, y)
+    # C's nextafter returns y where x == y; NumPy's float16 loop returns x
+    # (nextafter(float16(-0.0), float16(0.0)) is -0.0).
+    return lax.select(lax.eq(x, y), x, r) if x.dtype == np.float16 else r
+
+
+@_row(np.spacing)
+def _spacing(x):
+    """As NumPy's: the distance to the next float away from zero, negative
+    for negative ``x`` (``-0.0`` is not: its spacing is the smallest
+    subnormal), NaN for infinities; NumPy's float16 loop always steps toward
+    +inf (``spacing(float16(-1)) == +2**-11``), and so does this."""
+    up = _const(x, np.inf)
+    toward = up if x.dtype == np.float16 else lax.select(lax.lt(x, _const(x, 0)), lax.neg(up), up)
+    r = lax.sub(lax.nextafter(x, toward), x)
+    return lax.select(_isinf(x), _const(x, np.nan), r)
+
+
+@_row(np.modf)
+def _modf(x):
+    """``(fraction, integral part)``, both with ``x``'s sign (``modf(-3.0)
+    == (-0.0, -3.0)``); infinities have fraction ±0."""
+    whole = _trunc(x)
+    frac = lax.select(_isinf(x), _const(x, 0), lax.sub(x, whole))
+    return _copysign(frac, x), whole
+
+
+@_row(np.frexp)
+def _frexp(x):
+    """``(m, e)`` with ``x == m * 2**e``, ``0.5 <= |m| < 1``, read from the
+    bits (subnormals scaled up first); zeros, infinities and NaN are
+    ``(x, 0)``, as C's frexp."""
+    info = np.finfo(x.dtype)
+    mant_bits, bias = info.nmant, info.maxexp - 1
+    ints = np.dtype(f"i{x.dtype.itemsize}")
+    small = lax.lt(lax.abs(x), _const(x, info.smallest_normal))
+    scaled = lax.select(small, lax.mul(x, _const(x, 2.0 ** (mant_bits + 2))), x)
+    bits = lax.bitcast_convert_type(scaled, ints)
+    field = lax.bitwise_and(lax.shift_right_logical(bits, _const(bits, mant_bits)),
+                            _const(bits, 2 * bias + 1))
+    e = lax.sub(field, _const(bits, bias - 1))
+    e = lax.select(small, lax.sub(e, _const(e, mant_bits + 2)), e)
+    kept = lax.bitwise_and(bits, _const(bits, ~((2 * bias + 1) << mant_bits)))
+    m = lax.bitcast_convert_type(lax.bitwise_or(kept, _const(bits, (bias - 1) << mant_bits)), x.dtype)
+    special = lax.bitwise_or(lax.eq(x, _const(x, 0)), lax.bitwise_or(_isinf(x), _isnan(x)))
+    return (lax.select(special, x, m),
+            lax.convert_element_type(lax.select(special, _const(e, 0), e), np.int32))
+
+
+@_row(np.bitwise_count)
+def _bitwise_count(x):
+    """The set bits of ``|x|`` (NumPy counts the magnitude's)."""
+    if x.dtype.kind == "i":
+        x = lax.abs(x)      # (|min| wraps to min: one bit, as the magnitude's)
+    return lax.population_count(x)
+
+
+def _gcd_of_magnitudes(a, b):
+    """Euclid's algorithm elementwise, a fixed number of steps: consecutive
+    Fibonacci numbers take the most, under 1.5 steps per bit."""
+    steps = int(1.5 * 8 * a.dtype.itemsize) + 2
+    zero, one = _const(b, 0), _const(b, 1)
+
+    def step(_, ab):
+        a, b = ab
+        live = lax.ne(b, zero)
+        return lax.select(live, b, a), lax.select(live, lax.rem(a, lax.select(live, b, one)), zero)
+
+    return lax.fori_loop(0, steps, step, (a, b))[0]
+
+
+@_row(np.gcd)
+def _gcd(x, y):
+    return _gcd_of_magnitudes(lax.abs(x), lax.abs(y)) if x.dtype.kind == "i" else \
+        _gcd_of_magnitudes(x, y)
+
+
+@_row(np.lcm)
+def _lcm(x, y):
+    if x.dtype.kind == "i":
+        x, y = lax.abs(x), lax.abs(y)
+    g = _gcd_of_magnitudes(x, y)
+    zero = lax.eq(g, _const(g, 0))
+    # (wraps on overflow, as NumPy's: |x| / g * |y| in the integer type)
+    r = lax.mul(lax.div(x, lax.select(zero, _const(g, 1), g)), y)
+    return lax.select(zero, _const(g, 0), r)
+
+
 # ----- dispatch ----------------------------------------------------------------------
 
 _TWO_OUTPUTS = {np.divmod: (np.floor_divide, np.remainder)}
@@ -658,17 +750,18 @@ def dispatch(ufunc, method, inputs, kwargs):
     loop = _resolve(ufunc, inputs, dtype)
     in_dtypes, out_dtypes = loop[:ufunc.nin], loop[ufunc.nin:]
     ops = [convert(as_tracer(x), dt) for x, dt in zip(inputs, in_dtypes)]
-    if all(dt == np.float16 for dt in in_dtypes):
+    if all(dt == np.float16 for dt in in_dtypes) and ufunc not in (np.nextafter, np.spacing):
         # NumPy's half loops compute in float32 and round once at the end.
         ops = [convert(t, np.float32) for t in ops]
     ops = broadcast_arrays(*ops)
     result = row(*ops)
     weak = all(isinstance(x, Tracer) and x.weak or type(x) in tracing.PYTHON_SCALARS
                for x in inputs)
-    t = Tracer(result.op, weak=weak)
-    if t.dtype != out_dtypes[0]:
-        t = convert(t, out_dtypes[0])
-    return t
+    results = []
+    for r, out_dtype in zip(result if isinstance(result, tuple) else (result,), out_dtypes):
+        t = Tracer(r.op, weak=weak)
+        results.append(t if t.dtype == out_dtype else convert(t, out_dtype))
+    return tuple(results) if isinstance(result, tuple) else results[0]
 
 
 tracing.install_table("ufuncs", sys.modules[__name__])

@@ -24,7 +24,8 @@ listed before it, never back:
 - ``products``: ``matmul``, ``dot``, ``tensordot``, ``einsum``
 - ``statistics``, ``differences``, ``linalg`` (``np.linalg``) and ``fft``
   (``np.fft``): on top, independent of one another; ``linalg_svd`` (``svd``,
-  ``lstsq``) on ``linalg``
+  ``lstsq``) on ``linalg``; ``polynomials`` (``vander``, ``polyfit``...) on
+  ``differences`` and ``linalg_svd``
 
 Importing the package registers every module and installs the table the
 Tracer and ``xla.frontend.ufuncs`` reach it through
@@ -34,13 +35,13 @@ import types
 
 from xla.frontend import tracing
 from xla.frontend.numpy import (creation, differences, elementwise, fft, indexing_routines,
-                                linalg, linalg_svd, manipulation, products, reductions, sorting,
-                                statistics)
+                                linalg, linalg_svd, manipulation, polynomials, products, reductions,
+                                sorting, statistics)
 from xla.frontend.numpy._common import FUNCTIONS, unsupported
 
 # The topic modules, each importing only from those before it.
 TOPICS = (manipulation, creation, indexing_routines, reductions, elementwise, sorting, products,
-          statistics, differences, linalg, linalg_svd, fft)
+          statistics, differences, linalg, linalg_svd, polynomials, fft)
 
 tracing.install_table("numpy", types.SimpleNamespace(
     FUNCTIONS=FUNCTIONS,                    # __array_function__: NumPy function -> implementation

@@ -51,6 +51,12 @@ _DATA_DEPENDENT = {
 }
 
 
+# Result dtypes that depend on the values.
+_VALUE_DEPENDENT_DTYPE = {
+    "real_if_close": "use np.real(a) where the imaginary parts are known to be negligible",
+}
+
+
 def unsupported(func):
     name = getattr(func, "__name__", str(func))
     module = getattr(func, "__module__", "numpy") or "numpy"
@@ -60,6 +66,10 @@ def unsupported(func):
     if hint is not None:
         raise tracing_error(f"{qual} has an output shape that depends on the data, so it cannot be "
                             f"compiled (must-compile semantics, like jit_compile=True); {hint}")
+    hint = _VALUE_DEPENDENT_DTYPE.get(name)
+    if hint is not None:
+        raise tracing_error(f"{qual} returns a real or a complex array depending on the values, so "
+                            f"its dtype is not known while compiling; {hint}")
     raise tracing_error(f"{qual} is not supported under xla.jit (no HLO lowering for it yet); "
                         "compute it outside the jitted function or use xla.numpy / xla.lax")
 

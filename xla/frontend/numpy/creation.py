@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from xla.frontend import lax, tracing
+from xla.frontend.lax import checks
 from xla.frontend.numpy._common import implements
 from xla.frontend.numpy.manipulation import expand_dims, ravel, reshape, stack
 from xla.frontend.tracing import (Tracer, as_tracer, broadcast_arrays, broadcast_to, convert,
@@ -127,6 +128,53 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if dtype is not None and np.dtype(dtype) != dt:
         y = np.floor(y).astype(dtype) if np.dtype(dtype).kind in "iu" else y.astype(dtype)
     return (y, step) if retstep else y
+
+
+@implements(np.logspace)
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """``base ** linspace(start, stop)`` as NumPy: a Python ``base`` is
+    weak (float32 endpoints stay float32); a ``base`` array broadcasts with
+    the endpoints, along a new ``axis``."""
+    if not isinstance(base, (float, int)) and np.ndim(base):
+        nd = len(np.broadcast_shapes(np.shape(start), np.shape(stop), np.shape(base)))
+
+        def at_least(v):
+            v = as_tracer(v)
+            return reshape(v, (1,) * (nd - v.ndim) + v.shape)
+
+        start, stop, base = at_least(start), at_least(stop), at_least(base)
+        base = expand_dims(base, axis)
+    y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
+    r = np.power(base, y)
+    return r if dtype is None else convert(r, np.dtype(dtype))
+
+
+@implements(np.geomspace)
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy's: in ``result_type(start, stop, float(num), float64)``, the
+    ends rotated to positive by their sign, ``logspace`` of their log10,
+    the ends set to ``start`` and ``stop`` exactly, rotated back. A zero
+    end raises NumPy's ``ValueError`` after the call."""
+    start, stop = as_tracer(start), as_tracer(stop)
+    checks.error_if(np.logical_or(np.any(np.equal(start, 0)), np.any(np.equal(stop, 0))),
+                    ValueError, "Geometric sequence cannot include zero")
+    dt = np.result_type(start.dtype, stop.dtype, float(num), np.zeros((), dtype))
+    dtype = dt if dtype is None else np.dtype(dtype)
+    start, stop = np.broadcast_arrays(convert(start, dt), convert(stop, dt))
+    out_sign = np.sign(start)
+    start = np.true_divide(start, out_sign)
+    stop = np.true_divide(stop, out_sign)
+    result = logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint, base=10.0,
+                      dtype=dt)
+    if num > 0:
+        parts = [expand_dims(start, 0), result[1:]]
+        if num > 1 and endpoint:
+            parts = [parts[0], result[1:-1], expand_dims(stop, 0)]
+        result = np.concatenate(parts, axis=0)
+    result = np.multiply(result, out_sign)
+    if axis != 0:
+        result = np.moveaxis(result, 0, axis)
+    return convert(result, dtype)
 
 
 def eye(N, M=None, k=0, dtype=float):

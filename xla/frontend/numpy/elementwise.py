@@ -1,5 +1,5 @@
 """Elementwise functions that are not ufuncs (``np.round``, ``np.clip``,
-``np.real``, ``np.sinc``...) and the comparisons built on them
+``np.real``, ``np.sinc``, ``np.i0``...) and the comparisons built on them
 (``np.isclose``, ``np.allclose``, ``np.isin``). The ufuncs themselves are
 ``xla.frontend.ufuncs``."""
 import numpy as np
@@ -10,7 +10,7 @@ from xla.frontend.numpy.creation import zeros_like
 from xla.frontend.numpy.indexing_routines import where
 from xla.frontend.numpy.manipulation import expand_dims, ravel
 from xla.frontend.numpy.reductions import all, any
-from xla.frontend.tracing import as_tracer, convert, result_type
+from xla.frontend.tracing import as_tracer, convert, result_type, tracing_error
 
 
 # ----- rounding and clipping --------------------------------------------------------------
@@ -73,6 +73,43 @@ def sinc(x):
     x = as_tracer(x)
     y = np.multiply(np.pi, where(np.equal(x, 0), 1.0e-20, x))
     return np.true_divide(np.sin(y), y)
+
+
+def _i0_coefficients():
+    """Cephes' Chebyshev coefficients for I0 on [0, 8] and (8, inf), read
+    from NumPy's own tables so that the series are NumPy's term for term."""
+    try:
+        from numpy.lib import _function_base_impl as impl
+        return impl._i0A, impl._i0B
+    except (ImportError, AttributeError) as e:       # a NumPy that moved them
+        raise tracing_error("np.i0 under xla.jit reads NumPy's coefficient tables, which this "
+                            f"NumPy ({np.__version__}) does not have where expected") from e
+
+
+def _chebyshev(x, coefficients):
+    b0, b1, b2 = coefficients[0], 0.0, 0.0
+    for c in coefficients[1:]:
+        b2, b1 = b1, b0
+        b0 = x * b1 - b2 + c
+    return 0.5 * (b0 - b2)
+
+
+@implements(np.i0)
+def i0(x):
+    """NumPy's ``i0``: the modified Bessel function of order 0 of ``|x|``,
+    Cephes' Chebyshev series below and above 8 (both evaluated, one
+    selected); float inputs keep their type, others are float64."""
+    x = as_tracer(x)
+    if x.dtype.kind == "c":
+        raise TypeError("i0 not supported for complex values")
+    if x.dtype.kind != "f":
+        x = convert(x, np.float64)
+    x = np.abs(x)
+    low, high = _i0_coefficients()
+    small = np.exp(x) * _chebyshev(x / 2.0 - 2, low)
+    safe = where(x <= 8.0, np.asarray(8.0, x.dtype), x)       # (no 32 / 0 in the unused branch)
+    large = np.exp(safe) * _chebyshev(32.0 / safe - 2.0, high) / np.sqrt(safe)
+    return where(x <= 8.0, small, large)
 
 
 # ----- complex numbers --------------------------------------------------------------------
@@ -169,3 +206,26 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
         return tracing.full(e.shape, bool(invert), np.bool_)
     hit = any(np.equal(expand_dims(e, -1), t), axis=-1)
     return np.logical_not(hit) if invert else hit
+
+
+def _signed_infinity(x, name, negative):
+    x = as_tracer(x)
+    if x.dtype.kind == "c":
+        raise TypeError(f"This operation is not supported for complex values because it would be "
+                        f"ambiguous. (np.{name})")
+    is_inf = np.isinf(x)
+    sign = np.signbit(x)
+    return np.logical_and(is_inf, sign if negative else np.logical_not(sign))
+
+
+@implements(np.isposinf)
+def isposinf(x, out=None):
+    check_no_out("isposinf", out)
+    return _signed_infinity(x, "isposinf", False)
+
+
+@implements(np.isneginf)
+def isneginf(x, out=None):
+    check_no_out("isneginf", out)
+    return _signed_infinity(x, "isneginf", True)
+

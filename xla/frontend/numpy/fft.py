@@ -1,5 +1,6 @@
 """``numpy.fft`` under ``xla.jit``: fft/ifft/rfft/irfft and their 2-D and
-n-D forms, one HLO fft each over up to three axes.
+n-D forms, one HLO fft each over up to three axes; ``hfft`` and ``ihfft``
+through irfft and rfft, ``fftshift`` and ``ifftshift`` as rolls.
 
 The axes are moved last (transpose), cropped or zero-padded to the requested
 lengths, transformed (``xla.lax.fft``), and moved back. NumPy 2's dtype rules: float32/complex64
@@ -16,7 +17,7 @@ from xla.errors import ShapeError
 from xla.frontend import lax
 from xla.frontend.numpy._common import implements, normalize_axis
 from xla.frontend.numpy.indexing_routines import pad
-from xla.frontend.numpy.manipulation import transpose
+from xla.frontend.numpy.manipulation import roll, transpose
 from xla.frontend.tracing import as_tracer, convert, tracing_error
 
 
@@ -103,3 +104,53 @@ for _kind, _fns in {"FFT": (np.fft.fft, np.fft.fft2, np.fft.fftn),
                     "IRFFT": (np.fft.irfft, np.fft.irfft2, np.fft.irfftn)}.items():
     for _form, _fn in zip(("1d", "2d", "nd"), _fns):
         _register_fft(_kind, _fn, _form)
+
+
+# ----- Hermitian transforms and shifts -----------------------------------------------------
+
+_SWAPPED_NORM = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _swapped(norm):
+    if norm not in _SWAPPED_NORM:
+        raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
+    return _SWAPPED_NORM[norm]
+
+
+def hfft(a, n=None, axis=-1, norm=None, out=None):
+    """NumPy's ``hfft``: ``irfft`` of the conjugate, the norm's direction
+    swapped; ``n`` defaults to ``2 * (m - 1)``."""
+    a = as_tracer(a)
+    if n is None:
+        n = (a.shape[normalize_axis(axis, a.ndim)] - 1) * 2
+    return _fft(np.conjugate(a), "IRFFT", [n], (axis,), _swapped(norm))
+
+
+def ihfft(a, n=None, axis=-1, norm=None, out=None):
+    """NumPy's ``ihfft``: the conjugate of ``rfft``, the norm's direction
+    swapped."""
+    a = as_tracer(a)
+    if n is None:
+        n = a.shape[normalize_axis(axis, a.ndim)]
+    return np.conjugate(_fft(a, "RFFT", [n], (axis,), _swapped(norm)))
+
+
+def _shift(x, axes, sign):
+    x = as_tracer(x)
+    if axes is None:
+        axes = tuple(range(x.ndim))
+    if isinstance(axes, (int, np.integer)):
+        return roll(x, sign * (x.shape[axes] // 2), axes)
+    return roll(x, [sign * (x.shape[ax] // 2) for ax in axes], tuple(axes))
+
+
+def fftshift(x, axes=None):
+    return _shift(x, axes, 1)
+
+
+def ifftshift(x, axes=None):
+    return _shift(x, axes, -1)
+
+
+for _fn in (hfft, ihfft, fftshift, ifftshift):
+    implements(getattr(np.fft, _fn.__name__))(_fn)

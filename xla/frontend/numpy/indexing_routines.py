@@ -1,14 +1,17 @@
 """NumPy's indexing routines (``where``, ``select``, ``take``,
 ``take_along_axis``, ``diagonal``) and what is built from them: ``diag``,
 ``tril`` and ``triu`` (selects), ``repeat`` and ``pad`` (gathers), with
-``tile`` and ``resize`` beside them. Gathers go through
-``xla.frontend.indexing``, as ``x[idx]`` does."""
+``tile`` and ``resize`` beside them; ``piecewise`` (selects),
+``fill_diagonal`` (an update in place), ``insert`` and ``delete`` with
+constant positions (gathers), ``triu_indices_from``/``tril_indices_from``.
+Gathers go through ``xla.frontend.indexing``, as ``x[idx]`` does."""
 import builtins
 
 import numpy as np
 
 from xla.errors import ShapeError
 from xla.frontend import indexing, lax, tracing
+from xla.frontend.lax import checks
 from xla.frontend.numpy._common import check_no_out, implements, normalize_axis, strong
 from xla.frontend.numpy.creation import zeros_like
 from xla.frontend.numpy.manipulation import concatenate, ravel, reshape, transpose
@@ -46,6 +49,64 @@ def select(condlist, choicelist, default=0):
     for c, v in reversed(list(zip(condlist, choicelist))):
         out = where(c, convert(as_tracer(v), dt), out)
     return out
+
+
+def _broadcasts_to(shape, target):
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
+
+
+@implements(np.piecewise)
+def piecewise(x, condlist, funclist, *args, **kw):
+    """NumPy's ``piecewise``: ``y = zeros_like(x)``, then for each condition
+    in order ``y[cond] = f(x[cond])`` (a later condition wins), or
+    ``y[cond] = f`` for a scalar ``f``, cast into ``x``'s dtype as NumPy's
+    assignment casts; one function more than conditions is the "otherwise"
+    case, where no condition holds. Conditions are boolean arrays of
+    ``x``'s shape (or of its leading dimensions, as a boolean index).
+    NumPy calls each function on the selected values, a 1-D array; here it
+    is called once on all of ``x`` (shapes are static) and its values are
+    selected, so each function must work elementwise (as NumPy's examples
+    do): a result that does not broadcast to ``x``'s shape raises."""
+    x = as_tracer(x)
+    if not np.isscalar(condlist) and getattr(condlist, "ndim", 1) >= 1 and len(condlist) == 0:
+        raise IndexError("np.piecewise: condlist is empty (NumPy reads condlist[0])")
+    # NumPy's undocumented rule: a single condition is a list of one.
+    if isinstance(condlist, (np.ndarray, Tracer)):
+        listed = condlist.ndim >= 2 or condlist.ndim == 1 and x.ndim == 0
+    else:
+        listed = not np.isscalar(condlist) and (
+            isinstance(condlist[0], (list, np.ndarray, Tracer)) or x.ndim == 0)
+    if not listed:
+        condlist = [condlist]
+    conds = [convert(as_tracer(c), np.bool_) for c in condlist]
+    if len({c.shape for c in conds}) > 1:
+        raise ValueError("np.piecewise: the conditions have different shapes "
+                         f"{[c.shape for c in conds]}")
+    n, n2 = len(conds), len(funclist)
+    if n == n2 - 1:
+        anyone = as_tracer(np.zeros(conds[0].shape if conds else (), np.bool_))
+        for c in conds:
+            anyone = np.logical_or(anyone, c)
+        conds.append(np.logical_not(anyone))
+    elif n != n2:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    y = zeros_like(x)
+    for cond, func in zip(conds, funclist):
+        if cond.shape != x.shape[:cond.ndim]:
+            raise IndexError(f"np.piecewise: a condition of shape {cond.shape} does not index an "
+                             f"array of shape {x.shape} (boolean index)")
+        mask = reshape(cond, cond.shape + (1,) * (x.ndim - cond.ndim))
+        value = as_tracer(func(x, *args, **kw) if callable(func) else func)
+        if not _broadcasts_to(value.shape, x.shape):
+            raise tracing_error(
+                f"np.piecewise under xla.jit calls each function on the whole array and selects "
+                f"its values: {getattr(func, '__name__', func)!s} returned shape {value.shape} "
+                f"for x of shape {x.shape}; the functions must be elementwise")
+        y = where(mask, convert(value, x.dtype), y)
+    return y
 
 
 # ----- gathering --------------------------------------------------------------------------
@@ -246,3 +307,291 @@ def resize(a, new_shape):
         return zeros_like(a, shape=new_shape)
     reps = -(-total // a.size)
     return reshape(tile(a, reps)[:total], new_shape)
+
+
+# ----- index sets of a shape, filling, inserting and deleting -------------------------------
+
+@implements(np.triu_indices_from)
+def triu_indices_from(arr, k=0):
+    """NumPy's own index arrays: they depend on the shape only."""
+    if arr.ndim != 2:
+        raise ValueError("input array must be 2-d")
+    return np.triu_indices(arr.shape[-2], k=k, m=arr.shape[-1])
+
+
+@implements(np.tril_indices_from)
+def tril_indices_from(arr, k=0):
+    if arr.ndim != 2:
+        raise ValueError("input array must be 2-d")
+    return np.tril_indices(arr.shape[-2], k=k, m=arr.shape[-1])
+
+
+@implements(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    """Writes ``val`` into ``a``'s diagonal in place, as NumPy's
+    ``a.flat[:end:step] = val`` does (a tall 2-D matrix with ``wrap``
+    starts again below; ``val`` repeats along the diagonal; cast to ``a``'s
+    dtype). ``a`` is updated as any traced array written in place."""
+    if not isinstance(a, Tracer):
+        raise tracing_error("np.fill_diagonal under xla.jit writes into a traced array; this one "
+                            "is a constant")
+    if a.ndim < 2:
+        raise ValueError("array must be at least 2-d")
+    end = None
+    if a.ndim == 2:
+        step = a.shape[1] + 1
+        if not wrap:
+            end = a.shape[1] * a.shape[1]
+    else:
+        if not np.all(np.diff(a.shape) == 0):
+            raise ValueError("All dimensions of input must be of equal length")
+        step = 1 + int(np.cumprod(a.shape[:-1]).sum())
+    flat = np.arange(a.size)[:end:step]
+    if flat.size == 0:
+        return None
+    values = ravel(convert(as_tracer(val), a.dtype))
+    if values.size == 0:
+        return None
+    if values.size != 1:
+        values = resize(values, flat.size)
+    a[np.unravel_index(flat, a.shape)] = values if values.size != 1 else reshape(values, ())
+    return None
+
+
+def _labels(shape, offset=0, sign=1):
+    return sign * (np.arange(int(np.prod(shape, dtype=np.int64))) + offset).reshape(shape)
+
+
+@implements(np.delete)
+def delete(arr, obj, axis=None):
+    """NumPy's ``delete`` with constant ``obj`` (an int, slice, or array of
+    ints or bools): which elements stay is NumPy's own answer for the
+    positions, gathered from the traced array."""
+    if isinstance(obj, Tracer):
+        raise tracing_error("np.delete with traced indices has an output shape that depends on "
+                            "the data; pass obj as a constant")
+    arr = as_tracer(arr)
+    if axis is None and arr.ndim != 1:
+        arr = ravel(arr)
+    kept = np.delete(_labels(arr.shape), obj, axis=axis)
+    return reshape(take(ravel(arr), ravel(as_tracer(kept))), kept.shape)
+
+
+@implements(np.insert)
+def insert(arr, obj, values, axis=None):
+    """NumPy's ``insert`` with constant ``obj``: NumPy's own ``insert`` of
+    position labels (``arr``'s non-negative, ``values``' negative, ``values``
+    broadcast as NumPy does) says where each element comes from; the traced
+    elements are gathered there, ``values`` cast to ``arr``'s dtype."""
+    if isinstance(obj, Tracer):
+        raise tracing_error("np.insert with traced indices is not supported under xla.jit; pass "
+                            "obj as a constant")
+    arr = as_tracer(arr)
+    values = as_tracer(values)
+    if axis is None and arr.ndim != 1:
+        arr = ravel(arr)
+    labels = np.insert(_labels(arr.shape), obj, _labels(values.shape, 1, -1), axis=axis)
+    labels = labels.reshape(-1)
+    from_arr = take(ravel(arr), np.maximum(labels, 0)) if arr.size else None
+    if values.size and (labels < 0).any():
+        from_values = take(ravel(convert(values, arr.dtype)), np.maximum(-labels - 1, 0))
+        out = from_values if from_arr is None else where(labels >= 0, from_arr, from_values)
+    else:
+        out = from_arr if from_arr is not None else zeros_like(arr, shape=labels.shape)
+    shape = np.insert(np.zeros(arr.shape, np.int8), obj, np.zeros(values.shape, np.int8), axis=axis).shape
+    return reshape(out, shape)
+
+
+@implements(np.diagflat)
+def diagflat(v, k=0):
+    return diag(ravel(as_tracer(v)), k)
+
+
+@implements(np.diag_indices_from)
+def diag_indices_from(arr):
+    if not arr.ndim >= 2:
+        raise ValueError("input array must be at least 2-d")
+    if not np.all(np.diff(arr.shape) == 0):
+        raise ValueError("All dimensions of input must be of equal length")
+    return np.diag_indices(arr.shape[0], arr.ndim)
+
+
+# ----- flat indices and multi-indices -----------------------------------------------------
+# Where NumPy raises on index values (out of bounds with mode='raise'), the
+# jitted call raises NumPy's error class after it ran (``xla.lax.checks``).
+
+def _index_array(x, what):
+    x = as_tracer(x)
+    if x.dtype.kind not in "iub":
+        raise TypeError(f"only int indices permitted ({what})")
+    return convert(x, np.intp)
+
+
+@implements(np.unravel_index)
+def unravel_index(indices, shape, order="C"):
+    """The multi-indices of flat ``indices`` into ``shape``, intp arrays;
+    an index outside ``[0, prod(shape))`` raises NumPy's ``ValueError``
+    after the call."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    if order not in ("C", "F"):
+        raise ValueError("only 'C' or 'F' order is permitted")
+    i = _index_array(indices, "np.unravel_index")
+    size = int(np.prod(shape, dtype=np.int64))
+    checks.error_if((i < 0) | (i >= size), ValueError,
+                    f"index out of bounds for array with size {size} (np.unravel_index)")
+    out = [None] * len(shape)
+    dims = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
+    for d in dims:
+        n = shape[d]
+        out[d] = np.remainder(i, n) if n else i
+        i = np.floor_divide(i, n) if n else i
+    return tuple(out)
+
+
+@implements(np.ravel_multi_index)
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """Flat intp indices of ``multi_index`` into ``dims``; ``mode`` 'raise'
+    (NumPy's ``ValueError`` after the call for a coordinate outside its
+    dimension), 'wrap' or 'clip', one mode or one per dimension."""
+    dims = tuple(int(d) for d in dims)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
+    modes = [mode] * len(dims) if isinstance(mode, str) else list(mode)
+    coords = broadcast_arrays(*[_index_array(c, "np.ravel_multi_index") for c in multi_index])
+    fixed = []
+    for c, n, m in zip(coords, dims, modes):
+        if m == "raise":
+            checks.error_if((c < 0) | (c >= n), ValueError,
+                            "invalid entry in coordinates array (np.ravel_multi_index)")
+        elif m == "wrap":
+            c = np.remainder(c, n)
+        elif m == "clip":
+            c = np.clip(c, 0, n - 1)
+        else:
+            raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap', not {m!r}")
+        fixed.append(c)
+    order_ = range(len(dims)) if order == "C" else range(len(dims) - 1, -1, -1)
+    flat = None
+    for d in order_:
+        flat = fixed[d] if flat is None else flat * dims[d] + fixed[d]
+    return flat
+
+
+@implements(np.choose)
+def choose(a, choices, out=None, mode="raise"):
+    """``choices[a[i]][i]``, all broadcast together, in the choices' common
+    dtype; ``mode`` 'raise' (NumPy's ``ValueError`` after the call for an
+    index outside the choices), 'wrap' or 'clip'."""
+    check_no_out("choose", out)
+    a = _index_array(a, "np.choose")
+    n = len(choices)
+    dt = result_type(*choices)
+    if mode == "raise":
+        checks.error_if((a < 0) | (a >= n), ValueError, "invalid entry in choice array")
+    elif mode == "wrap":
+        a = np.remainder(a, n)
+    elif mode == "clip":
+        a = np.clip(a, 0, n - 1)
+    else:
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap', not {mode!r}")
+    parts = broadcast_arrays(a, *[convert(as_tracer(c), dt) for c in choices])
+    a, choices = parts[0], parts[1:]
+    out = choices[0]
+    for k in range(1, n):
+        out = where(np.equal(a, k), choices[k], out)
+    return out
+
+
+# ----- writing into an array in place -----------------------------------------------------
+
+def _written(a, name):
+    if not isinstance(a, Tracer):
+        raise tracing_error(f"np.{name} under xla.jit writes into a traced array; this one is a "
+                            "constant")
+    return a
+
+
+@implements(np.putmask)
+def putmask(a, mask, values):
+    """``a.flat[n] = values[n % len(values)]`` where ``mask.flat[n]``, in
+    place (the position picks the value, as in NumPy)."""
+    a = _written(a, "putmask")
+    m = convert(as_tracer(mask), np.bool_)
+    if m.size != a.size:
+        raise ValueError("putmask: mask and data must be the same size")
+    m = reshape(m, a.shape)
+    v = ravel(convert(as_tracer(values), a.dtype))
+    if v.size == 0:
+        return None
+    a[...] = where(m, reshape(resize(v, a.size), a.shape), a)
+    return None
+
+
+@implements(np.place)
+def place(arr, mask, vals):
+    """The k-th True position of ``mask`` gets ``vals[k % len(vals)]``, in
+    place; empty ``vals`` with a True in ``mask`` raises NumPy's
+    ``ValueError`` after the call."""
+    arr = _written(arr, "place")
+    m = ravel(convert(as_tracer(mask), np.bool_))
+    if m.size != arr.size:
+        raise ValueError("place: mask and data must be the same size")
+    v = ravel(convert(as_tracer(vals), arr.dtype))
+    if v.size == 0:
+        checks.error_if(np.any(m), ValueError, "Cannot insert from an empty array!")
+        return None
+    rank = np.cumsum(m.astype(np.intp)) - 1
+    picked = take(v, np.remainder(np.maximum(rank, 0), v.size))
+    arr[...] = reshape(where(m, picked, ravel(arr)), arr.shape)
+    return None
+
+
+@implements(np.put)
+def put(a, ind, v, mode="raise"):
+    """``a.flat[ind] = v`` in place, ``v`` repeated along ``ind``; ``mode``
+    'raise' (negative indices count from the end; others raise NumPy's
+    ``IndexError`` after the call), 'wrap' or 'clip'. Where an index
+    repeats, which value lands is the scatter's (NumPy: the last)."""
+    a = _written(a, "put")
+    n = a.size
+    i = ravel(_index_array(ind, "np.put"))
+    if i.size == 0:
+        return None
+    if mode == "raise":
+        checks.error_if((i < -n) | (i >= n), IndexError, f"index out of range for array of size {n}")
+        i = where(i < 0, i + n, i)
+    elif mode == "wrap":
+        i = np.remainder(i, n)
+    elif mode == "clip":
+        i = np.clip(i, 0, n - 1)
+    else:
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap', not {mode!r}")
+    values = ravel(convert(as_tracer(v), a.dtype))
+    if values.size == 0:
+        return None
+    values = resize(values, i.size)
+    flat = ravel(a)
+    flat[i] = values
+    a[...] = reshape(flat, a.shape)
+    return None
+
+
+_where_ = where      # (copyto's argument is called where)
+
+
+@implements(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True):
+    """``dst[...] = src`` in place where ``where`` holds, ``src`` broadcast
+    to ``dst`` and cast under NumPy's ``casting`` rule."""
+    dst = _written(dst, "copyto")
+    s = as_tracer(src)
+    if not (type(src) in tracing.PYTHON_SCALARS or np.can_cast(s.dtype, dst.dtype, casting)):
+        raise TypeError(f"Cannot cast array data from {s.dtype!r} to {dst.dtype!r} according to "
+                        f"the rule {casting!r}")
+    s = broadcast_to(convert(s, dst.dtype), dst.shape)
+    if where is True:
+        dst[...] = s
+    else:
+        dst[...] = _where_(broadcast_to(convert(as_tracer(where), np.bool_), dst.shape), s, dst)
+    return None
+

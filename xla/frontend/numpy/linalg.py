@@ -2,7 +2,8 @@
 ``cholesky`` as HLO's own op, ``solve``, ``inv``, ``det``, ``slogdet`` and
 ``qr`` as composite calls whose decompositions are HLO while loops, and
 ``eigh`` as a composite call whose decomposition is Jacobi rotations in HLO
-while loops (qr and eigh: their own docstrings). Registration only: NumPy keeps these names under
+while loops (qr and eigh: their own docstrings); ``eigvalsh``,
+``matrix_power``, ``multi_dot`` and ``vector_norm`` on top. Registration only: NumPy keeps these names under
 ``np.linalg``, so ``xla.numpy`` does not export them.
 
 ``solve`` and ``inv`` (``solve`` with the identity) are a composite call
@@ -33,6 +34,7 @@ the values are infinities or NaNs); ``det`` is then 0 and ``slogdet``
 product of U's diagonal, negated once per row swap.
 """
 import builtins  # sum, max and min are NumPy's here (from reductions)
+import operator
 
 import numpy as np
 
@@ -116,6 +118,13 @@ def cholesky(a, /, *, upper=False):
 # ----- LU, QR and Jacobi -------------------------------------------------------------------
 
 
+def _float_matrix(a):
+    """``a`` as a Tracer, integers and bools as float64 (NumPy's linalg
+    computes them in double)."""
+    a = as_tracer(a)
+    return convert(a, np.float64) if a.dtype.kind in "iub" else a
+
+
 def _check_square(a, what):
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise np.linalg.LinAlgError(f"Last 2 dimensions of the array must be square ({what})")
@@ -162,7 +171,7 @@ def _solved(a, b):
 
 @implements(np.linalg.solve)
 def solve(a, b):
-    a, b = as_tracer(a), as_tracer(b)
+    a, b = _float_matrix(a), as_tracer(b)
     _check_square(a, "np.linalg.solve")
     dt = np.result_type(a.dtype, b.dtype)
     vector = b.ndim == 1
@@ -183,7 +192,7 @@ def solve(a, b):
 
 @implements(np.linalg.inv)
 def inv(a):
-    a = as_tracer(a)
+    a = _float_matrix(a)
     _check_square(a, "np.linalg.inv")
     n = a.shape[-1]
     eye = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape)
@@ -243,6 +252,7 @@ def _diagonal_and_sign(a, what):
 
 @implements(np.linalg.det)
 def det(a):
+    a = _float_matrix(a)
     parts, batch = _diagonal_and_sign(a, "np.linalg.det")
     if parts is None:
         return np.ones(batch, dtype=as_tracer(a).dtype)
@@ -252,6 +262,7 @@ def det(a):
 
 @implements(np.linalg.slogdet)
 def slogdet(a):
+    a = _float_matrix(a)
     parts, batch = _diagonal_and_sign(a, "np.linalg.slogdet")
     dt = as_tracer(a).dtype
     if parts is None:
@@ -275,7 +286,7 @@ def qr(a, mode="reduced"):
     Two composite calls, as ``jax.lax.linalg.qr``: ``xla.geqrf`` (``_geqrf``)
     and ``xla.householder_product`` (orgqr; ``_householder_product``), which
     the CPU runs in its runtime and other backends inline."""
-    a = as_tracer(a)
+    a = _float_matrix(a)
     if a.ndim < 2:
         raise tracing_error("np.linalg.qr under xla.jit takes a matrix or a stack of them "
                             f"(..., m, n), got {a.ndim} dimension(s)")
@@ -374,7 +385,7 @@ def eigh(a, UPLO="L"):
     each eigenvector is determined up to its sign, which LAPACK does not fix
     either: this one makes its largest component positive, whichever way
     it was computed."""
-    a = as_tracer(a)
+    a = _float_matrix(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise tracing_error("np.linalg.eigh under xla.jit takes square matrices (..., n, n), "
                             f"got shape {a.shape}")
@@ -457,3 +468,222 @@ def _jacobi_eigh(a, lower):
     w = np.take_along_axis(w, order, axis=-1)
     v = np.take_along_axis(v, order[..., None, :], axis=-1)
     return w, v
+
+
+@implements(np.linalg.eigvalsh)
+def eigvalsh(a, UPLO="L"):
+    """The eigenvalues of ``eigh`` (integer matrices as float64, as NumPy)."""
+    a = as_tracer(a)
+    if a.dtype.kind in "iub":
+        a = convert(a, np.float64)
+    return eigh(a, UPLO)[0]
+
+
+# ----- products of matrices ---------------------------------------------------------------
+
+@implements(np.linalg.matrix_power)
+def matrix_power(a, n):
+    """NumPy's order of products: ``a @ a`` for 2, ``(a @ a) @ a`` for 3,
+    binary powers after (the squares, multiplied in from the lowest bit);
+    ``n == 0`` the identity in ``a``'s dtype, ``n < 0`` powers of
+    ``inv(a)``."""
+    a = as_tracer(a)
+    if a.ndim < 2:
+        raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
+                                    "two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError("exponent must be an integer") from e
+    if n == 0:
+        return np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape) + np.zeros_like(a)
+    if n < 0:
+        a, n = inv(a), -n
+    if n == 1:
+        return a
+    if n == 2:
+        return np.matmul(a, a)
+    if n == 3:
+        return np.matmul(np.matmul(a, a), a)
+    z = result = None
+    while n > 0:
+        z = a if z is None else np.matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = z if result is None else np.matmul(result, z)
+    return result
+
+
+def _chain_order(shapes):
+    """The matrix-chain split points minimizing multiplications (the
+    textbook dynamic programme; NumPy's choice, ties to the first split):
+    ``split[i][j]`` is where the product of matrices i..j divides."""
+    n = len(shapes)
+    dims = [s[0] for s in shapes] + [shapes[-1][1]]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = float("inf")
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+@implements(np.linalg.multi_dot)
+def multi_dot(arrays, *, out=None):
+    if out is not None:
+        raise tracing_error("np.linalg.multi_dot(..., out=...) writes into an array in place; "
+                            "traced arrays are immutable, use the return value")
+    n = len(arrays)
+    if n < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if n == 2:
+        return np.dot(arrays[0], arrays[1])
+    arrays = [as_tracer(a) for a in arrays]
+    first_1d, last_1d = arrays[0].ndim == 1, arrays[-1].ndim == 1
+    if first_1d:
+        arrays[0] = np.reshape(arrays[0], (1, -1))
+    if last_1d:
+        arrays[-1] = np.reshape(arrays[-1], (-1, 1))
+    for a in arrays:
+        if a.ndim != 2:
+            raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be "
+                                        "two-dimensional")
+    if n == 3:
+        (a0, a1b0), (b1c0, c1) = arrays[0].shape, arrays[2].shape
+        a, b, c = arrays
+        left_first = a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0)
+        result = np.dot(np.dot(a, b), c) if left_first else np.dot(a, np.dot(b, c))
+    else:
+        split = _chain_order([a.shape for a in arrays])
+
+        def product(i, j):
+            if i == j:
+                return arrays[i]
+            k = split[i][j]
+            return np.dot(product(i, k), product(k + 1, j))
+
+        result = product(0, n - 1)
+    if first_1d and last_1d:
+        return result[0, 0]
+    return np.ravel(result) if first_1d or last_1d else result
+
+
+@implements(np.linalg.vector_norm)
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """``norm`` over ``axis`` taken as one vector (all of ``x`` for None, the
+    axes of a tuple joined)."""
+    x = as_tracer(x)
+    shape = list(x.shape)
+    if axis is None:
+        y, along = np.ravel(x), 0
+    elif isinstance(axis, tuple):
+        axes = tuple(normalize_axis(a, x.ndim) for a in axis)
+        rest = tuple(i for i in range(x.ndim) if i not in axes)
+        y = np.reshape(np.transpose(x, axes + rest),
+                       (int(np.prod([x.shape[i] for i in axes])),) + tuple(x.shape[i] for i in rest))
+        along = 0
+    else:
+        y, along = x, axis
+    res = norm(y, axis=along, ord=ord)
+    if keepdims:
+        for i in (range(len(shape)) if axis is None else
+                  [normalize_axis(a, len(shape)) for a in (axis if isinstance(axis, tuple) else (axis,))]):
+            shape[i] = 1
+        res = np.reshape(res, tuple(shape))
+    return res
+
+
+# ----- the array API's names in np.linalg ---------------------------------------------------
+
+@implements(np.linalg.outer)
+def linalg_outer(x1, x2, /):
+    x1, x2 = as_tracer(x1), as_tracer(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={x1.ndim} "
+                         f"and x2.ndim={x2.ndim}.")
+    return np.outer(x1, x2)
+
+
+@implements(np.linalg.cross)
+def linalg_cross(x1, x2, /, *, axis=-1):
+    x1, x2 = as_tracer(x1), as_tracer(x2)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but they are "
+                         f"{x1.shape[axis]} and {x2.shape[axis]} dimensional instead.")
+    return np.cross(x1, x2, axis=axis)
+
+
+@implements(np.linalg.diagonal)
+def linalg_diagonal(x, /, *, offset=0):
+    return np.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+@implements(np.linalg.trace)
+def linalg_trace(x, /, *, offset=0, dtype=None):
+    return np.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+@implements(np.linalg.matmul)
+def linalg_matmul(x1, x2, /):
+    return np.matmul(x1, x2)
+
+
+@implements(np.linalg.vecdot)
+def linalg_vecdot(x1, x2, /, *, axis=-1):
+    return np.vecdot(x1, x2, axis=axis)
+
+
+@implements(np.linalg.matrix_transpose)
+def linalg_matrix_transpose(x, /):
+    return np.matrix_transpose(x)
+
+
+@implements(np.linalg.tensordot)
+def linalg_tensordot(x1, x2, /, *, axes=2):
+    return np.tensordot(x1, x2, axes=axes)
+
+
+@implements(np.linalg.tensorinv)
+def tensorinv(a, ind=2):
+    """NumPy's: ``inv`` of ``a`` reshaped to a square matrix, the result
+    shaped ``a.shape[ind:] + a.shape[:ind]``."""
+    a = as_tracer(a)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    old_shape = a.shape
+    prod = 1
+    for k in old_shape[ind:]:
+        prod *= k
+    inverse = inv(np.reshape(a, (prod, -1)))
+    return np.reshape(inverse, old_shape[ind:] + old_shape[:ind])
+
+
+@implements(np.linalg.tensorsolve)
+def tensorsolve(a, b, axes=None):
+    """NumPy's: ``solve`` of ``a`` (its ``axes`` moved last) reshaped to a
+    square matrix, against ``b`` flattened; the result of shape
+    ``a.shape[b.ndim:]``."""
+    a, b = as_tracer(a), as_tracer(b)
+    an = a.ndim
+    if axes is not None:
+        allaxes = list(range(an))
+        for k in axes:
+            allaxes.remove(k)
+            allaxes.insert(an, k)
+        a = np.transpose(a, allaxes)
+    oldshape = a.shape[-(an - b.ndim):]
+    prod = 1
+    for k in oldshape:
+        prod *= k
+    if a.size != prod ** 2:
+        raise np.linalg.LinAlgError("Input arrays must satisfy the requirement "
+                                    "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    x = solve(np.reshape(a, (prod, prod)), np.ravel(b))
+    return np.reshape(x, oldshape)

@@ -2,7 +2,9 @@
 call ``xla.svd`` (``xla.lax.composite``; lstsq through it), which backends
 that implement it run with their solver (the CPU's runtime), and the others
 by its decomposition, one-sided (Hestenes) Jacobi rotations in an HLO while
-loop. Registration only, as ``linalg.py``.
+loop. ``pinv``, ``matrix_rank``, ``cond``, ``svdvals`` and ``matrix_norm``'s
+spectral norms are NumPy's formulas over it. Registration only, as
+``linalg.py``.
 
 One-sided Jacobi, for ``a`` (m, n) with m >= n (a wider matrix is done
 transposed; a tall one, m > 2n, is first reduced to the n x n R of its QR
@@ -31,7 +33,7 @@ import numpy as np
 
 from xla.frontend import lax
 from xla.frontend.numpy._common import implements
-from xla.frontend.numpy.linalg import qr
+from xla.frontend.numpy.linalg import _solve, norm, qr
 from xla.frontend.tracing import as_tracer, convert, tracing_error
 
 _MAX_SWEEPS = 40
@@ -203,3 +205,89 @@ def lstsq(a, b, rcond=None):
     else:
         resid = np.zeros((0,), dt)
     return (x[:, 0] if vector else x), resid, rank, s
+
+
+# ----- through the singular values -------------------------------------------------------
+
+@implements(np.linalg.svdvals)
+def svdvals(x, /):
+    return svd(x, compute_uv=False)
+
+
+@implements(np.linalg.matrix_norm)
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """``norm`` over the last two axes; ``ord`` 2, -2 and 'nuc' (the largest,
+    smallest and summed singular values) through ``svd`` (2-D matrices)."""
+    x = as_tracer(x)
+    if ord in (2, -2, "nuc"):
+        s = svdvals(x)
+        r = np.max(s) if ord == 2 else np.min(s) if ord == -2 else np.sum(s)
+        return np.reshape(r, (1, 1)) if keepdims else r
+    return norm(x, axis=(-2, -1), keepdims=keepdims, ord=ord)
+
+
+@implements(np.linalg.pinv)
+def pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
+    """NumPy's pseudo-inverse: ``vt.T @ (s⁺[:, None] * u.T)`` of the reduced
+    SVD, singular values at most ``rcond * max(s)`` taken as zero (``rcond``
+    1e-15 by default; ``rtol=None``: ``max(m, n) * eps``). 2-D real
+    matrices (``svd``'s)."""
+    if rcond is None:
+        if rtol is np._NoValue:
+            rcond = 1e-15
+        elif rtol is None:
+            rcond = builtins.max(a.shape[-2:]) * np.finfo(as_tracer(a).dtype).eps   # (ints raise, as NumPy)
+        else:
+            rcond = rtol
+    elif rtol is not np._NoValue:
+        raise ValueError("`rtol` and `rcond` can't be both set.")
+    a = _real_matrix(a, "np.linalg.pinv")
+    m, n = a.shape
+    if m == 0 or n == 0:
+        return np.zeros((n, m), a.dtype)
+    u, s, vt = svd(a, full_matrices=False)
+    cutoff = np.multiply(rcond, np.max(s, axis=-1, keepdims=True))
+    large = s > cutoff
+    s = np.where(large, 1 / np.where(large, s, np.ones_like(s)), np.zeros_like(s))
+    return np.matmul(np.transpose(vt), np.multiply(s[:, None], np.transpose(u)))
+
+
+@implements(np.linalg.matrix_rank)
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    """The number of singular values above ``tol`` (default ``max(s) *
+    max(m, n) * eps``; ``rtol``: ``max(s) * rtol``), an int64 0-d array: the
+    count is a fact of the values. Arrays of fewer than two dimensions:
+    whether any element is nonzero (NumPy returns a Python int there)."""
+    if rtol is not None and tol is not None:
+        raise ValueError("`tol` and `rtol` can't be both set.")
+    A = as_tracer(A)
+    if A.ndim < 2:
+        return np.logical_not(np.all(np.equal(A, 0))).astype(np.int64)
+    s = svd(A, compute_uv=False)
+    if tol is None:
+        if rtol is None:
+            rtol = builtins.max(A.shape[-2:]) * np.finfo(s.dtype).eps
+        tol = np.multiply(np.max(s, axis=-1, keepdims=True, initial=0), rtol)
+    return np.count_nonzero(s > tol, axis=-1)
+
+
+@implements(np.linalg.cond)
+def cond(x, p=None):
+    """NumPy's condition number: ``s[0] / s[-1]`` (``p`` None or 2; -2 the
+    inverse) from ``svd``, otherwise ``norm(x, p) * norm(inv(x), p)`` with
+    a singular matrix giving inf as NumPy's; a NaN result is inf unless
+    ``x`` holds a NaN. 2-D real matrices."""
+    x = _real_matrix(x, "np.linalg.cond")
+    if x.size == 0:
+        raise np.linalg.LinAlgError("cond is not defined on empty arrays")
+    if p is None or p in (2, -2):
+        s = svd(x, compute_uv=False)
+        r = s[-1] / s[0] if p == -2 else s[0] / s[-1]
+    else:
+        if x.shape[0] != x.shape[1]:
+            raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+        inverse, info = lax.composite(_solve, "xla.solve")(x, np.eye(x.shape[0], dtype=x.dtype))
+        r = norm(x, p, axis=(-2, -1)) * norm(inverse, p, axis=(-2, -1))
+        r = np.where(info != 0, np.asarray(np.inf, r.dtype), r)
+    nan = np.isnan(r) & np.logical_not(np.any(np.isnan(x)))
+    return np.where(nan, np.asarray(np.inf, r.dtype), r)

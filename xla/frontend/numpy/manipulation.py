@@ -1,6 +1,6 @@
 """Array manipulation: reshapes, transposes, joining, splitting, flips and
-rolls, and the static facts (``np.shape``, ``np.ndim``, ``np.size``) of
-traced arrays. Built on the Tracer and ``xla.lax`` alone: every other topic
+rolls, ``np.apply_along_axis``, and the static facts (``np.shape``,
+``np.ndim``, ``np.size``) of traced arrays. Built on the Tracer and ``xla.lax`` alone: every other topic
 module may use these."""
 import builtins
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from xla.errors import ShapeError
 from xla.frontend import lax, tracing
-from xla.frontend.numpy._common import check_no_out, implements, normalize_axes, normalize_axis
+from xla.frontend.numpy._common import check_no_out, implements, normalize_axes, normalize_axis, strong
 from xla.frontend.tracing import Tracer, as_tracer, convert, result_type, tracing_error
 
 
@@ -265,7 +265,7 @@ def block(arrays):
 
     def build(x, level):
         if not isinstance(x, list):
-            t = as_tracer(x)
+            t = strong(as_tracer(x))    # np.array(x): a Python scalar is a float64/int64 array
             return reshape(t, (1,) * (nd - t.ndim) + t.shape)
         return concatenate([build(e, level + 1) for e in x], axis=nd - d + level)
     return build(arrays, 0)
@@ -411,3 +411,40 @@ def size(a, axis=None):
 def copy(a, order="K", subok=False):
     t = as_tracer(a)
     return Tracer(t.op, weak=t.weak)     # a new array: never a view, updates apart
+
+
+# ----- applying a function along an axis -------------------------------------------------
+
+@implements(np.apply_along_axis)
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """NumPy's ``apply_along_axis``: ``func1d`` traced once per 1-D slice
+    along ``axis`` (the loop over the other dimensions unrolls: one copy of
+    the function per slice), the results stacked where the axis was, in the
+    first result's dtype (later ones cast to it, as NumPy's buffer does)."""
+    arr = as_tracer(arr)
+    axis = normalize_axis(axis, arr.ndim)
+    view = transpose(arr, [d for d in range(arr.ndim) if d != axis] + [axis])
+    outer = view.shape[:-1]
+    if builtins.any(d == 0 for d in outer):
+        raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+    results = [as_tracer(func1d(view[ind], *args, **kwargs)) for ind in np.ndindex(*outer)]
+    first = results[0]
+    try:
+        results = [broadcast_to(convert(r, first.dtype), first.shape) for r in results]
+    except (ValueError, ShapeError) as e:
+        raise ValueError(f"np.apply_along_axis: func1d's results have shapes {first.shape} and "
+                         "others that do not broadcast to it") from e
+    buff = reshape(stack([strong(r) for r in results]), outer + first.shape)
+    n = buff.ndim
+    permute = list(range(axis)) + list(range(n - first.ndim, n)) + list(range(axis, n - first.ndim))
+    return transpose(buff, permute)
+
+
+if hasattr(np, "unstack"):
+    @implements(np.unstack)
+    def unstack(x, /, *, axis=0):
+        x = as_tracer(x)
+        if x.ndim == 0:
+            raise ValueError("Input array must be at least 1-d.")
+        x = moveaxis(x, axis, 0)
+        return tuple(x[i] for i in range(x.shape[0]))

@@ -105,7 +105,9 @@ def outer(a, b, out=None):
 def vecdot(x1, x2, /, *, axis=-1):
     """``np.vecdot`` (a gufunc, reached through ``ufuncs.dispatch``)."""
     a, b = broadcast_arrays(as_tracer(x1), as_tracer(x2))
-    return sum(np.multiply(np.conjugate(a), b), axis=axis)
+    products = np.multiply(np.conjugate(a) if a.dtype.kind == "c" else a, b)
+    # The gufunc's loop type: int32 stays int32 (np.sum would widen it).
+    return sum(products, axis=axis, dtype=products.dtype)
 
 
 @implements(np.tensordot)

@@ -68,16 +68,41 @@ def reduce(a, opcode, axis, keepdims=False, dtype=None, initial=None):
     return t
 
 
+def _masked(a, mask, fill):
+    """``a`` where the boolean ``mask`` (broadcast to ``a``'s shape, as
+    NumPy's ``where=`` argument is) holds, ``fill`` elsewhere."""
+    mask = convert(as_tracer(mask), np.bool_)
+    if np.broadcast_shapes(mask.shape, a.shape) != a.shape:
+        raise ValueError(f"where= of shape {mask.shape} does not broadcast to the array's shape "
+                         f"{a.shape}")
+    return where(mask, a, np.asarray(fill, a.dtype))
+
+
+def _count(a, axes, keepdims, mask):
+    """How many elements each reduction over ``axes`` takes: a Python int, or
+    with a ``where=`` mask, the intp count of its True values."""
+    if mask is True:
+        count = 1
+        for x in axes:
+            count *= a.shape[x]
+        return count
+    return reduce(_masked(np.ones(a.shape, np.intp), mask, 0), "add", axes, keepdims)
+
+
 def _reduction(name, opcode, widen):
     def impl(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True, **kw):
         check_no_out(name, out)
-        if where is not True:
-            raise tracing_error(f"np.{name}(..., where=...) is not supported under xla.jit; mask "
-                                "with np.where first")
         a = as_tracer(a)
         if dtype is None and widen:
             dtype = _sum_dtype(a.dtype)
-        if opcode in ("maximum", "minimum") and initial is None:
+        if where is not True:
+            if opcode in ("maximum", "minimum") and initial is None:
+                raise ValueError(f"reduction operation '{opcode}' does not have an identity, so to "
+                                 "use a where mask one has to specify 'initial'")
+            # Masked-out elements count as the identity (max/min: as `initial`).
+            a = _masked(a, where, reduction_identity(opcode, a.dtype) if initial is None
+                        else np.asarray(initial).astype(a.dtype))
+        elif opcode in ("maximum", "minimum") and initial is None:
             axes = normalize_axes(axis, a.ndim)
             if builtins.any(a.shape[x] == 0 for x in axes):
                 raise ShapeError(f"zero-size array to reduction operation {name} which has no identity")
@@ -101,13 +126,15 @@ min = implements(np.min, np.amin)(_reduction("min", "minimum", False))
 @implements(np.any)
 def any(a, axis=None, out=None, keepdims=False, *, where=True):
     check_no_out("any", out)
-    return reduce(convert(as_tracer(a), np.bool_), "or", axis, keepdims)
+    a = convert(as_tracer(a), np.bool_)
+    return reduce(a if where is True else _masked(a, where, False), "or", axis, keepdims)
 
 
 @implements(np.all)
 def all(a, axis=None, out=None, keepdims=False, *, where=True):
     check_no_out("all", out)
-    return reduce(convert(as_tracer(a), np.bool_), "and", axis, keepdims)
+    a = convert(as_tracer(a), np.bool_)
+    return reduce(a if where is True else _masked(a, where, True), "and", axis, keepdims)
 
 
 @implements(np.mean)
@@ -117,12 +144,13 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     if dtype is None:
         dtype = a.dtype if a.dtype.kind in "fc" else np.dtype(np.float64)
     axes = normalize_axes(axis, a.ndim)
-    count = 1
-    for x in axes:
-        count *= a.shape[x]
+    count = _count(a, axes, keepdims, where)
+    if where is not True:
+        a = _masked(a, where, 0)
     s = reduce(a, "add", axes, keepdims, dtype)
-    return np.true_divide(s, np.asarray(count, dtype=s.dtype)) if count else \
-        np.true_divide(s, np.asarray(0, dtype=s.dtype))
+    if isinstance(count, Tracer):
+        return np.true_divide(s, convert(count, s.dtype))
+    return np.true_divide(s, np.asarray(count, dtype=s.dtype))
 
 
 @implements(np.var)
@@ -132,21 +160,27 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     a = as_tracer(a)
     if correction is not None:
         ddof = correction
-    m = globals()["mean"](a, axis, dtype, keepdims=True)
+    if mean is None:
+        m = globals()["mean"](a, axis, dtype, keepdims=True, where=where)
+    else:
+        m = as_tracer(mean)          # NumPy's precomputed mean, of keepdims' shape
     d = np.subtract(a if dtype is None else convert(a, dtype), m)
     sq = np.real(np.multiply(d, np.conjugate(d))) if d.dtype.kind == "c" else np.multiply(d, d)
     axes = normalize_axes(axis, a.ndim)
-    count = 1
-    for x in axes:
-        count *= a.shape[x]
+    count = _count(a, axes, keepdims, where)
+    if where is not True:
+        sq = _masked(sq, where, 0)
     s = reduce(sq, "add", axes, keepdims)
+    if isinstance(count, Tracer):
+        return np.true_divide(s, convert(np.maximum(count - ddof, 0), s.dtype))
     return np.true_divide(s, np.asarray(builtins.max(count - ddof, 0), dtype=s.dtype))
 
 
 @implements(np.std)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=None):
-    return np.sqrt(var(a, axis, dtype, out, ddof, keepdims, correction=correction))
+    return np.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                       correction=correction))
 
 
 @implements(np.count_nonzero)
@@ -289,29 +323,33 @@ def replace_nan(a, value):
 
 @implements(np.nansum)
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    return sum(replace_nan(a, 0), axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
+    return sum(replace_nan(a, 0), axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial,
+               where=where)
 
 
 @implements(np.nanprod)
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    return prod(replace_nan(a, 1), axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
+    return prod(replace_nan(a, 1), axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial,
+                where=where)
 
 
 @implements(np.nanmax)
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=True):
-    return max(replace_nan(a, -np.inf), axis=axis, out=out, keepdims=keepdims, initial=initial)
+    return max(replace_nan(a, -np.inf), axis=axis, out=out, keepdims=keepdims, initial=initial,
+               where=where)
 
 
 @implements(np.nanmin)
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=True):
-    return min(replace_nan(a, np.inf), axis=axis, out=out, keepdims=keepdims, initial=initial)
+    return min(replace_nan(a, np.inf), axis=axis, out=out, keepdims=keepdims, initial=initial,
+               where=where)
 
 
 @implements(np.nanmean)
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     a = as_tracer(a)
-    count = sum(np.logical_not(np.isnan(a)), axis=axis, keepdims=keepdims)
-    s = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    count = sum(np.logical_and(np.logical_not(np.isnan(a)), where), axis=axis, keepdims=keepdims)
+    s = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     return np.true_divide(s, count.astype(s.dtype))
 
 
@@ -319,6 +357,9 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
            correction=None):
     check_no_out("nanvar", out)
+    if where is not True or mean is not None:
+        raise tracing_error("np.nanvar/np.nanstd(..., where=, mean=) are not supported under "
+                            "xla.jit; mask with np.where(mask, x, np.nan) first")
     a = as_tracer(a)
     if correction is not None:
         ddof = correction
@@ -339,7 +380,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 @implements(np.nanstd)
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
            correction=None):
-    return np.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, correction=correction))
+    return np.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                          correction=correction))
 
 
 @implements(np.nancumsum)

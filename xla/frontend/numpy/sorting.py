@@ -183,3 +183,13 @@ def digitize(x, bins, right=False):
         return searchsorted(bins, x, side=side)
     b = flip(as_tracer(bins))
     return np.subtract(b.shape[0], searchsorted(b, x, side=side))
+
+
+@implements(np.sort_complex)
+def sort_complex(a):
+    """Sorted by real part, then imaginary part, as complex: complex64 for
+    the 8- and 16-bit integers, complex128 for other real types."""
+    b = sort(as_tracer(a))
+    if b.dtype.kind != "c":
+        b = convert(b, np.complex64 if b.dtype.char in "bhBH" else np.complex128)
+    return b

@@ -1,12 +1,14 @@
 """Statistics: ``np.average``, quantiles, percentiles and medians (linear
 interpolation between sorted values; their NaN-aware forms), ``np.cov``,
-``np.corrcoef`` and ``np.histogram``."""
+``np.corrcoef``, ``np.histogram``, ``np.histogram2d`` and ``np.histogramdd``."""
 import builtins
+import operator
 
 import numpy as np
 
 from xla.errors import ShapeError
 from xla.frontend import tracing
+from xla.frontend.lax import checks
 from xla.frontend.numpy._common import check_no_out, implements, normalize_axis
 from xla.frontend.numpy.elementwise import clip
 from xla.frontend.numpy.indexing_routines import diagonal, take, take_along_axis, where
@@ -14,7 +16,7 @@ from xla.frontend.numpy.manipulation import (atleast_2d, concatenate, expand_dim
                                              reshape, squeeze, transpose)
 from xla.frontend.numpy.products import matmul
 from xla.frontend.numpy.reductions import any, mean, sum
-from xla.frontend.numpy.sorting import sort
+from xla.frontend.numpy.sorting import searchsorted, sort
 from xla.frontend.tracing import (Tracer, as_tracer, broadcast_to, convert, result_type,
                                   tracing_error)
 
@@ -53,35 +55,85 @@ def _quantile_dtype(a, q):
     return np.result_type(dt, np.asarray(q).dtype)
 
 
-def _quantile(a, q, axis, keepdims, name, q_src=None):
+def _hyndman_fan(alpha, beta):
+    return lambda n, q: n * q + (alpha + q * (1 - alpha - beta)) - 1
+
+
+def _to_boundaries(index, condition):
+    """NumPy's discrete rule: ``floor(index)`` where ``condition(gamma,
+    index)`` holds, the next index elsewhere, none below 0."""
+    previous = np.floor(index)
+    chosen = np.where(condition(index - previous, index), previous, previous + 1).astype(np.intp)
+    return np.maximum(chosen, 0)
+
+
+# NumPy's quantile methods (numpy.quantile's documentation; Hyndman & Fan):
+# a discrete one gives the index of the order statistic (the input's
+# dtype), an interpolating one the virtual index and how gamma is fixed.
+_DISCRETE_QUANTILES = {
+    "lower": lambda n, q: np.floor((n - 1) * q).astype(np.intp),
+    "higher": lambda n, q: np.ceil((n - 1) * q).astype(np.intp),
+    "nearest": lambda n, q: np.around((n - 1) * q).astype(np.intp),
+    "inverted_cdf": lambda n, q: np.clip(_to_boundaries(n * q - 1, lambda g, _: g == 0), 0, n - 1),
+    "closest_observation": lambda n, q: _to_boundaries(
+        n * q - 1 - 0.5, lambda g, i: (g == 0) & (np.floor(i) % 2 == 1)),
+}
+_INTERPOLATED_QUANTILES = {
+    "linear": (lambda n, q: (n - 1) * q, None),
+    "midpoint": (lambda n, q: 0.5 * (np.floor((n - 1) * q) + np.ceil((n - 1) * q)),
+                 lambda gamma, index: np.where(index % 1 == 0, 0.0, 0.5)),
+    "averaged_inverted_cdf": (lambda n, q: n * q - 1, lambda gamma, _: np.where(gamma == 0, 0.5, 1.0)),
+    "interpolated_inverted_cdf": (_hyndman_fan(0, 1), None),
+    "hazen": (_hyndman_fan(0.5, 0.5), None),
+    "weibull": (_hyndman_fan(0, 0), None),
+    "median_unbiased": (_hyndman_fan(1 / 3.0, 1 / 3.0), None),
+    "normal_unbiased": (_hyndman_fan(3 / 8.0, 3 / 8.0), None),
+}
+
+
+def _quantile(a, q, axis, keepdims, name, q_src=None, method="linear"):
     q_src = q if q_src is None else q_src
     a = as_tracer(a)
     if axis is None:
-        if keepdims:
-            r = _quantile(ravel(a), q, 0, False, name, q_src)
-            return reshape(r, r.shape + (1,) * a.ndim)
-        return _quantile(ravel(a), q, 0, False, name, q_src)
+        r = _quantile(ravel(a), q, 0, False, name, q_src, method)
+        return reshape(r, r.shape + (1,) * a.ndim) if keepdims else r
     axis = normalize_axis(axis, a.ndim)
     if isinstance(q, Tracer):
         raise tracing_error(f"np.{name} with a traced q is not supported; pass q as a constant")
+    if method not in _DISCRETE_QUANTILES and method not in _INTERPOLATED_QUANTILES:
+        raise ValueError(f"{method!r} is not a valid method. Use one of: "
+                         f"{sorted(_DISCRETE_QUANTILES) + sorted(_INTERPOLATED_QUANTILES)}")
     q = np.asarray(q, dtype=np.float64)
     if np.any((q < 0) | (q > 1)):
         raise ValueError("Quantiles must be in the range [0, 1]")
-    s = convert(sort(a, axis=axis), _quantile_dtype(a, q_src))
     n = a.shape[axis]
-    pos = q * (n - 1)
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, n - 1)
-    frac = (pos - lo).astype(s.dtype)
-    vlo = take(s, lo.reshape(-1), axis=axis)
-    vhi = take(s, hi.reshape(-1), axis=axis)
-    shape = [1] * s.ndim
-    shape[axis] = lo.size
-    f = np.asarray(frac.reshape(-1)).reshape(shape)
-    r = vlo + (vhi - vlo) * f
+    shape = [1] * a.ndim
+    shape[axis] = q.size
+    if method in _DISCRETE_QUANTILES:
+        # The order statistic itself, in the input's dtype.
+        s = sort(a, axis=axis)
+        r = take(s, _DISCRETE_QUANTILES[method](n, q).reshape(-1), axis=axis)
+    else:
+        s = convert(sort(a, axis=axis), _quantile_dtype(a, q_src))
+        virtual_index, fix_gamma = _INTERPOLATED_QUANTILES[method]
+        v = np.asarray(virtual_index(n, q), dtype=np.float64).reshape(-1)
+        lo = np.floor(v)
+        above, below = v >= n - 1, v < 0
+        lo = np.where(above, -1, np.where(below, 0, lo))      # (NumPy's -1: the last)
+        hi = np.where(above, -1, np.where(below, 0, lo + 1))
+        gamma = v - lo
+        if fix_gamma is not None:
+            gamma = fix_gamma(gamma, v)
+        gamma = np.asarray(gamma, np.float64).reshape(shape)
+        vlo = take(s, (lo % n).astype(np.intp), axis=axis)
+        vhi = take(s, (hi % n).astype(np.intp), axis=axis)
+        # NumPy's lerp: from the nearer end (b - d * (1 - t) from t = 0.5
+        # on), t and 1 - t rounded from float64 to the result's type.
+        d = vhi - vlo
+        r = where(gamma >= 0.5, vhi - d * (1 - gamma).astype(s.dtype), vlo + d * gamma.astype(s.dtype))
     # NaNs propagate as in NumPy.
-    has_nan = any(np.isnan(s), axis=axis, keepdims=True) if s.dtype.kind == "f" else None
-    if has_nan is not None:
+    if s.dtype.kind == "f":
+        has_nan = any(np.isnan(s), axis=axis, keepdims=True)
         r = where(has_nan, np.asarray(np.nan, s.dtype), r)
     r = moveaxis(r, axis, 0)
     r = reshape(r, q.shape + r.shape[1:])
@@ -93,18 +145,25 @@ def _quantile(a, q, axis, keepdims, name, q_src=None):
 def _quantile_functions(kernel, prefix):
     """np.{prefix}quantile, np.{prefix}percentile and np.{prefix}median over
     ``kernel(a, q, axis, keepdims, name[, q as given])``."""
-    def check(name, out, method):
+    def check(name, out, method, weights=None):
         check_no_out(name, out)
-        if method != "linear":
-            raise tracing_error(f"np.{name}(method={method!r}) is not supported under xla.jit (linear is)")
+        if weights is not None:
+            raise tracing_error(f"np.{name}(weights=...) is not supported under xla.jit")
+        if prefix and method != "linear":
+            raise tracing_error(f"np.{name}(method={method!r}) is not supported under xla.jit "
+                                "(linear is)")
+        return method
 
-    def quantile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
-        check(prefix + "quantile", out, method)
-        return kernel(a, q, axis, keepdims, prefix + "quantile")
+    def quantile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+                  *, weights=None):
+        method = check(prefix + "quantile", out, method, weights)
+        return kernel(a, q, axis, keepdims, prefix + "quantile", method=method)
 
-    def percentile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, **kw):
-        check(prefix + "percentile", out, method)
-        return kernel(a, np.asarray(q) / 100.0, axis, keepdims, prefix + "percentile", q)
+    def percentile_(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+                    *, weights=None):
+        method = check(prefix + "percentile", out, method, weights)
+        return kernel(a, np.asarray(q) / 100.0, axis, keepdims, prefix + "percentile", q,
+                      method=method)
 
     def median_(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         check_no_out(prefix + "median", out)
@@ -119,7 +178,7 @@ def _quantile_functions(kernel, prefix):
 quantile, percentile, median = _quantile_functions(_quantile, "")
 
 
-def _nan_quantile(a, q, axis, keepdims, name, q_src=None):
+def _nan_quantile(a, q, axis, keepdims, name, q_src=None, method="linear"):
     """Linear-interpolation quantiles of the non-NaN values: NaNs sort last,
     so each slice's count of numbers picks the positions (traced)."""
     q_src = q if q_src is None else q_src
@@ -266,3 +325,164 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
         return hist / widths / np.sum(hist), edges
     return hist, edges
 
+
+
+# ----- multidimensional histograms -------------------------------------------------------
+# NumPy's histogramdd on traced samples. Per dimension, bins are a number
+# (equal bins over ``range``, or the data's min and max when no range is
+# given, widened by 0.5 each way when they are equal; edges by np.linspace,
+# so in the data's float type from its min and max, float64 from a range)
+# or the edges themselves (a 1-D array, increasing). A sample's bin is
+# ``searchsorted(edges, v, side='right')``, the last edge counted in the
+# last bin; samples outside the edges count nothing. Counts are a
+# scatter-add into the flattened histogram, always float64 (NumPy's
+# bincount), ``weights`` cast to float64; ``density`` divides by the total
+# and each dimension's bin widths. What NumPy raises on for values (an
+# autodetected range that is not finite, traced edges that decrease) raises
+# NumPy's ValueError after the call (``xla.lax.checks``).
+
+def _outer_edges(column, rng, i):
+    """``(first, last, finite)``: the ends of dimension ``i``, and whether
+    they are finite (a traced bool for ends read from the data)."""
+    if rng is not None:
+        first, last = rng
+        if isinstance(first, Tracer) or isinstance(last, Tracer):
+            raise tracing_error(f"np.histogramdd: range[{i}] must be constants under xla.jit, not "
+                                "traced values")
+        if first > last:
+            raise ValueError("max must be larger than min in range parameter.")
+        if not (np.isfinite(first) and np.isfinite(last)):
+            raise ValueError(f"supplied range of [{first}, {last}] is not finite")
+        if first == last:
+            first, last = first - 0.5, last + 0.5
+        return first, last, True
+    if column.shape[0] == 0:
+        return 0, 1, True
+    first, last = np.min(column), np.max(column)
+    finite = np.isfinite(first) & np.isfinite(last)
+    same = np.equal(first, last)
+    return np.where(same, first - 0.5, first), np.where(same, last + 0.5, last), finite
+
+
+@implements(np.histogramdd)
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noqa: A002
+    if isinstance(sample, (np.ndarray, Tracer)) and sample.ndim == 2:
+        sample = as_tracer(sample)
+    else:
+        parts = sample if isinstance(sample, (list, tuple)) else [sample]
+        sample = transpose(atleast_2d(_stack_columns(parts)))
+    n_samples, d = sample.shape
+    if isinstance(bins, (list, tuple)) or isinstance(bins, (np.ndarray, Tracer)) and bins.ndim > 0:
+        if len(bins) != d:
+            raise ValueError("The dimension of bins must be equal to the dimension of the sample x.")
+    else:
+        bins = d * [bins]
+    if range is None:
+        range = (None,) * d
+    elif len(range) != d:
+        raise ValueError("range argument must have one entry per dimension")
+    edges, checks_ = [], []
+    for i in builtins.range(d):
+        b = bins[i]
+        bdim = b.ndim if isinstance(b, (Tracer, np.ndarray)) else np.ndim(b)
+        if bdim == 0:
+            if isinstance(b, Tracer):
+                raise tracing_error(f"np.histogramdd: bins[{i}] is a traced number; the number of "
+                                    "bins sets the output shape, so it must be a Python int")
+            if b < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            try:
+                n = operator.index(b)
+            except TypeError as e:
+                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+            lo, hi, ok = _outer_edges(sample[:, i], range[i], i)
+            if isinstance(lo, Tracer) or isinstance(hi, Tracer):
+                e = np.linspace(lo, hi, n + 1)
+            else:
+                e = as_tracer(np.linspace(lo, hi, n + 1))
+            if isinstance(ok, Tracer):
+                checks_.append((np.logical_not(ok), "autodetected range of [min, max] is not finite"))
+        elif bdim == 1:
+            if isinstance(b, Tracer):
+                e = b
+                checks_.append((np.any(np.greater(e[:-1], e[1:])),
+                                f"`bins[{i}]` must be monotonically increasing, when an array"))
+            else:
+                e = np.asarray(b)
+                if np.any(e[:-1] > e[1:]):
+                    raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
+                e = as_tracer(e)
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+        edges.append(e)
+    for failed, message in checks_:
+        checks.error_if(failed, ValueError, message)
+    nbin = [e.shape[0] + 1 for e in edges]      # with an outlier bin at each end
+    flat = as_tracer(np.zeros((), np.intp))
+    for i, e in enumerate(edges):
+        column = sample[:, i]
+        k = searchsorted(e, column, side="right")
+        k = np.where(np.equal(column, e[-1]), k - 1, k)
+        flat = flat * nbin[i] + k
+    if weights is None:
+        w = as_tracer(np.ones((), np.float64))
+        w = np.broadcast_to(w, (n_samples,))
+    else:
+        w = as_tracer(weights)
+        if w.shape != (n_samples,):
+            raise ValueError("The weights and list don't have the same length.")
+        if w.dtype.kind == "c":
+            raise TypeError("Cannot cast array data from dtype('complex128') to dtype('float64') "
+                            "according to the rule 'safe'")
+        w = convert(w, np.float64)
+    size = 1
+    for nb in nbin:
+        size *= nb
+    hist = as_tracer(np.zeros(size, np.float64))
+    np.add.at(hist, flat, w)
+    hist = reshape(hist, nbin)[(slice(1, -1),) * d]
+    if density:
+        s = sum(hist)
+        for i, e in enumerate(edges):
+            shape = [1] * d
+            shape[i] = nbin[i] - 2
+            hist = np.true_divide(hist, reshape(np.diff(e), shape))
+        hist = np.true_divide(hist, s)
+    return hist, edges
+
+
+def _stack_columns(parts):
+    """The sample of ``histogramdd([x, y, ...])``: the arrays as rows of one
+    array, in their common dtype (``np.atleast_2d(list)``)."""
+    parts = [as_tracer(p) for p in parts]
+    dt = result_type(*parts)
+    return concatenate([reshape(convert(p, dt), (1, -1)) for p in parts], axis=0)
+
+
+@implements(np.histogram2d)
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):  # noqa: A002
+    """``np.histogramdd([x, y], ...)`` as NumPy calls it: ``(H, xedges,
+    yedges)``; ``bins`` an int, a pair (ints or edges), or one array of
+    edges for both (unless it has length 2: NumPy reads a pair then)."""
+    if len(x) != len(y):
+        raise ValueError("x and y must have the same length.")
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n != 1 and n != 2:
+        bins = [bins, bins]
+    hist, edges = histogramdd([x, y], bins, range, density, weights)
+    return hist, edges[0], edges[1]
+
+
+@implements(np.histogram_bin_edges)
+def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
+    """The edges ``np.histogram`` computes (a number of bins; edges given as
+    an array are returned as they are, as NumPy)."""
+    if isinstance(bins, (np.ndarray, Tracer, list, tuple)) and np.ndim(bins) == 1:
+        e = as_tracer(bins)
+        if not isinstance(bins, Tracer) and np.any(np.diff(np.asarray(bins)) < 0):
+            raise ValueError("`bins` must increase monotonically, when an array")
+        return e
+    return histogram(a, bins=bins, range=range, weights=weights)[1]
