@@ -270,6 +270,26 @@ def test_piecewise_errors_name_the_problem():
         xla.jit(lambda x: np.piecewise(x, [x < 0], [lambda t: np.ones(3)]))(x)
 
 
+@pytest.mark.parametrize("func, op", [(lambda t: t - t.mean(), "reduce"),
+                                      (lambda t: t[::-1] * 2, "reverse"),
+                                      (lambda t: np.cumsum(t), "reduce-window"),
+                                      (lambda t: t @ np.ones((5, 5)), "(reshape|dot)")])
+def test_piecewise_refuses_functions_that_are_not_elementwise(func, op):
+    # NumPy calls the function on the selected elements only; called on
+    # all of x, these would compute other values (no silent difference).
+    x = np.linspace(-1, 1, 5)
+    f = lambda x: np.piecewise(x, [x < 0], [func, 0.0])
+    with pytest.raises(xla.errors.TracingError, match=f"computes a {op} of x"):
+        xla.jit(f)(x)
+
+
+def test_piecewise_takes_elementwise_functions_of_other_arrays_and_reductions_of_them():
+    # What does not depend on x may be anything (here a reduction of w).
+    x, w = np.linspace(-1, 1, 6), np.arange(6.0)
+    check_like_numpy(lambda x, w: np.piecewise(x, [x < 0], [lambda t: np.exp(t) * w.sum() - w.max(), 1.0]),
+                     x, w)
+
+
 POLY = {"f64": np.array([3.0, -2.0, 0.5, 1.0]), "f32": np.array([1.5, 2.0, -1.0], np.float32),
         "i32": np.array([4, 3, -2, 1], np.int32), "one": np.array([2.0])}
 

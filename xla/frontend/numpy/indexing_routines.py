@@ -10,6 +10,7 @@ import builtins
 import numpy as np
 
 from xla.errors import ShapeError
+from xla.hlo.opcodes import ELEMENTWISE
 from xla.frontend import indexing, lax, tracing
 from xla.frontend.lax import checks
 from xla.frontend.numpy._common import check_no_out, implements, normalize_axis, strong
@@ -58,6 +59,39 @@ def _broadcasts_to(shape, target):
         return False
 
 
+def _check_elementwise(func, value, x):
+    """Raises unless every instruction between ``x`` and ``value`` keeps
+    element positions (elementwise ops, converts, broadcasts that add no
+    dimension to what depends on ``x``): piecewise calls ``func`` on all of
+    ``x`` where NumPy calls it on the selected elements only, which gives
+    the same values only for such functions (``t - t.mean()`` would not)."""
+    source = x.op.instr
+    depends = {}
+    stack = [(value.op.instr, False)]
+    while stack:
+        instr, expanded = stack.pop()
+        if instr in depends:
+            continue
+        if instr is source:
+            depends[instr] = True
+            continue
+        if not expanded:
+            stack.append((instr, True))
+            stack.extend((o, False) for o in instr.operands if o not in depends)
+            continue
+        depends[instr] = any(depends.get(o, False) for o in instr.operands)
+        if not depends[instr]:
+            continue
+        keeps = instr.opcode in ELEMENTWISE or (
+            instr.opcode == "broadcast" and instr.shape.dimensions == instr.operands[0].shape.dimensions)
+        if not keeps:
+            raise tracing_error(
+                f"np.piecewise under xla.jit calls each function on the whole array and selects "
+                f"its values, which is NumPy's result only for elementwise functions: "
+                f"{getattr(func, '__name__', func)!s} computes a {instr.opcode} of x (NumPy calls it on "
+                f"the selected elements alone); compute it with np.where or outside the jitted function")
+
+
 @implements(np.piecewise)
 def piecewise(x, condlist, funclist, *args, **kw):
     """NumPy's ``piecewise``: ``y = zeros_like(x)``, then for each condition
@@ -100,6 +134,8 @@ def piecewise(x, condlist, funclist, *args, **kw):
                              f"array of shape {x.shape} (boolean index)")
         mask = reshape(cond, cond.shape + (1,) * (x.ndim - cond.ndim))
         value = as_tracer(func(x, *args, **kw) if callable(func) else func)
+        if callable(func):
+            _check_elementwise(func, value, x)
         if not _broadcasts_to(value.shape, x.shape):
             raise tracing_error(
                 f"np.piecewise under xla.jit calls each function on the whole array and selects "
