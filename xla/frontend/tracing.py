@@ -26,6 +26,7 @@ from xla.frontend.builder import XlaOp, element_type
 # package, ufuncs and indexing: tests/frontend/test_numpy_on_lax.py).
 from xla.frontend.trace_context import (current_builder, current_context,  # noqa: F401
                                         install_table, table, tracing_error)
+from xla.hlo.opcodes import ELEMENTWISE
 from xla.hlo.shape import Shape
 
 # Python scalars are weakly typed (NEP 50); NumPy scalars (np.float64 is a
@@ -744,3 +745,32 @@ def alias(ctx, operands, params, rebound=(), carried=False):
                 inner._assign(table("indexing").AtIndexer(inner)[index].set(p), "a loop's view")
         inner._mark_follower(p, index)
         ctx.view_reads.add(id(p))
+
+
+def first_positional_op(value, source):
+    """The opcode of an instruction between Tracer ``source`` and Tracer
+    ``value`` (one that depends on ``source``) that does not keep element
+    positions, or None where every one is elementwise, a convert, or a
+    broadcast that adds no dimension: then each element of ``value``
+    depends on the element of ``source`` at its position (and on what does
+    not depend on ``source``) alone."""
+    source = source.op.instr
+    depends = {}
+    stack = [(value.op.instr, False)]
+    while stack:
+        instr, expanded = stack.pop()
+        if instr in depends:
+            continue
+        if instr is source:
+            depends[instr] = True
+            continue
+        if not expanded:
+            stack.append((instr, True))
+            stack.extend((o, False) for o in instr.operands if o not in depends)
+            continue
+        depends[instr] = any(depends.get(o, False) for o in instr.operands)
+        if depends[instr] and not (instr.opcode in ELEMENTWISE or (
+                instr.opcode == "broadcast"
+                and instr.shape.dimensions == instr.operands[0].shape.dimensions)):
+            return instr.opcode
+    return None

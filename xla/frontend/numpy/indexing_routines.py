@@ -10,7 +10,6 @@ import builtins
 import numpy as np
 
 from xla.errors import ShapeError
-from xla.hlo.opcodes import ELEMENTWISE
 from xla.frontend import indexing, lax, tracing
 from xla.frontend.lax import checks
 from xla.frontend.numpy._common import check_no_out, implements, normalize_axis, strong
@@ -60,36 +59,17 @@ def _broadcasts_to(shape, target):
 
 
 def _check_elementwise(func, value, x):
-    """Raises unless every instruction between ``x`` and ``value`` keeps
-    element positions (elementwise ops, converts, broadcasts that add no
-    dimension to what depends on ``x``): piecewise calls ``func`` on all of
+    """Raises unless ``value`` is an elementwise function of ``x``
+    (``tracing.first_positional_op``): piecewise calls ``func`` on all of
     ``x`` where NumPy calls it on the selected elements only, which gives
     the same values only for such functions (``t - t.mean()`` would not)."""
-    source = x.op.instr
-    depends = {}
-    stack = [(value.op.instr, False)]
-    while stack:
-        instr, expanded = stack.pop()
-        if instr in depends:
-            continue
-        if instr is source:
-            depends[instr] = True
-            continue
-        if not expanded:
-            stack.append((instr, True))
-            stack.extend((o, False) for o in instr.operands if o not in depends)
-            continue
-        depends[instr] = any(depends.get(o, False) for o in instr.operands)
-        if not depends[instr]:
-            continue
-        keeps = instr.opcode in ELEMENTWISE or (
-            instr.opcode == "broadcast" and instr.shape.dimensions == instr.operands[0].shape.dimensions)
-        if not keeps:
-            raise tracing_error(
-                f"np.piecewise under xla.jit calls each function on the whole array and selects "
-                f"its values, which is NumPy's result only for elementwise functions: "
-                f"{getattr(func, '__name__', func)!s} computes a {instr.opcode} of x (NumPy calls it on "
-                f"the selected elements alone); compute it with np.where or outside the jitted function")
+    opcode = tracing.first_positional_op(value, x)
+    if opcode is not None:
+        raise tracing_error(
+            f"np.piecewise under xla.jit calls each function on the whole array and selects "
+            f"its values, which is NumPy's result only for elementwise functions: "
+            f"{getattr(func, '__name__', func)!s} computes a {opcode} of x (NumPy calls it on "
+            f"the selected elements alone); compute it with np.where or outside the jitted function")
 
 
 @implements(np.piecewise)
