@@ -470,3 +470,38 @@ def test_gcd_lcm_bitwise_count_exactly(dtype, backend):
         want = f(*args)
         got = xla.jit(lambda *x: f(*x), backend=backend)(*args)
         _same_bits(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_log10_and_log2_are_exact_at_powers_of_their_base(backend):
+    # libm's (NumPy's f64) results there are the integers; log(x) / log(10)
+    # gave log10(1000.0) = 2.9999999999999996, so floor(log10(x)) lost a digit.
+    k10 = np.arange(-307, 309)
+    tens = np.array([float(f"1e{k}") for k in k10])
+    twos = np.ldexp(1.0, np.arange(-1074, 1024))
+    edges = np.array([0.0, -0.0, -1.0, np.inf, -np.inf, np.nan, 999.0, 1001.0, 5e-324])
+    log10 = xla.jit(np.log10, backend=backend)
+    log2 = xla.jit(np.log2, backend=backend)
+    with np.errstate(all="ignore"):
+        _same_bits(np.asarray(log10(tens)), np.log10(tens))
+        _same_bits(np.asarray(log2(twos)), np.log2(twos))
+        assert np.array_equal(np.asarray(log10(tens)), k10.astype(np.float64))
+        got, want = np.asarray(log10(edges)), np.log10(edges)
+        special = ~np.isfinite(want)
+        _same_bits(got[special], want[special])
+        np.testing.assert_allclose(got[~special], want[~special], rtol=4e-16)
+        assert (np.floor(log10(np.array([1000.0, 999.0, 1e6, 0.001]))) == [3, 2, 6, -3]).all()
+    # float32: the nearest floats to 10^k (normal ones) give k exactly.
+    k32 = np.arange(-37, 39)
+    tens32 = np.array([np.float32(f"1e{k}") for k in k32])
+    got32 = np.asarray(xla.jit(np.log10, backend=backend)(tens32))
+    assert got32.dtype == np.float32 and np.array_equal(got32, k32.astype(np.float32))
+
+
+def test_log10_and_log2_keep_their_gradient_at_powers_of_their_base():
+    # The exact results there come through a correction without gradient:
+    # d/dx log_b(x) = 1 / (x ln b), not the 0 of a rounded value.
+    x = np.array([1000.0, 999.0, 0.01, 1024.0, 0.5, 3.0])
+    for f, base in ((np.log10, 10.0), (np.log2, 2.0)):
+        got = np.asarray(xla.grad(lambda a: np.sum(f(a)))(x))
+        np.testing.assert_allclose(got, 1 / (x * np.log(base)), rtol=1e-14)

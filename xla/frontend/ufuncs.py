@@ -192,14 +192,56 @@ def _exp2(x):
     return lax.exp2(x)
 
 
+# log2 and log10 are log(x) / log(base), within an ulp or two of libm's
+# correctly rounded results, which NumPy returns: log10(1000.0) came out
+# 2.9999999999999996, so floor(log10(x)) counted 2 digits where NumPy
+# counts 3. At the arguments whose result is an integer k, a power of the
+# base (2^k exactly, 10^k as the float nearest to it, whose log10 is
+# within half an ulp of k), the result is k, as libm's.
+
+
+def _snapped(r, exact, k):
+    """``r`` where ``exact`` is false, else ``k``, through a correction that
+    has no gradient: r and k are a few ulps apart there, so k - r is exact
+    and a multiple of 2^-(mantissa bits + 1), which round() of it scaled
+    keeps exactly while its gradient is zero; r + (k - r) is then k, and
+    the gradient is r's (that of log at x, not the 0 of k = round(r))."""
+    scale = 2.0 ** (np.finfo(r.dtype).nmant + 1)
+    delta = lax.mul(lax.round(lax.mul(lax.sub(k, r), _const(r, scale)),
+                              lax.RoundingMethod.TO_NEAREST_EVEN), _const(r, 1 / scale))
+    return lax.add(r, lax.select(exact, delta, _const(r, 0)))
+
 @_row(np.log2)
 def _log2(x):
-    return lax.div(lax.log(x), _const(x, np.log(2.0)))
+    r = lax.div(lax.log(x), _const(x, np.log(2.0)))
+    if x.dtype not in (np.float32, np.float64):
+        return r
+    m, e = _frexp(x)
+    power = lax.bitwise_and(lax.eq(m, _const(m, 0.5)), lax.gt(x, _const(x, 0)))
+    return _snapped(r, power, lax.convert_element_type(lax.sub(e, _const(e, 1)), x.dtype))
+
+
+def _powers_of_ten(dtype):
+    """(the floats nearest 10^k for k from ``lo`` up, as ``dtype``, ``lo``):
+    the normal ones only (a subnormal's few bits put it far from 10^k)."""
+    info = np.finfo(dtype)
+    lo, hi = int(np.ceil(np.log10(float(info.smallest_normal)))), int(info.maxexp * np.log10(2))
+    return np.array([dtype.type(f"1e{k}") for k in range(lo, hi + 1)], dtype), lo
 
 
 @_row(np.log10)
 def _log10(x):
-    return lax.div(lax.log(x), _const(x, np.log(10.0)))
+    r = lax.div(lax.log(x), _const(x, np.log(10.0)))
+    if x.dtype not in (np.float32, np.float64):
+        return r
+    from xla.frontend import indexing
+    table, lo = _powers_of_ten(np.dtype(x.dtype))
+    # k: r rounded, NaN and infinities kept to the table's range first.
+    finite = lax.select(_isnan(r), _const(r, 0), lax.clamp(_const(r, lo), r, _const(r, lo + len(table) - 1)))
+    k = lax.round(finite, lax.RoundingMethod.TO_NEAREST_EVEN)
+    index = lax.convert_element_type(lax.sub(k, _const(k, lo)), np.int32)
+    nearest = indexing.getitem(as_tracer(table), (index,))
+    return _snapped(r, lax.eq(x, nearest), k)
 
 
 def _sqrt_one_minus_square(x):
