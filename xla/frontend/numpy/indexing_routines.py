@@ -474,23 +474,27 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
     modes = [mode] * len(dims) if isinstance(mode, str) else list(mode)
     coords = broadcast_arrays(*[_index_array(c, "np.ravel_multi_index") for c in multi_index])
-    fixed = []
-    for c, n, m in zip(coords, dims, modes):
-        if m == "raise":
-            checks.error_if((c < 0) | (c >= n), ValueError,
-                            "invalid entry in coordinates array (np.ravel_multi_index)")
-        elif m == "wrap":
-            c = np.remainder(c, n)
-        elif m == "clip":
-            c = np.clip(c, 0, n - 1)
-        else:
-            raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap', not {m!r}")
-        fixed.append(c)
+    fixed = [_in_mode(c, n, m, ValueError, "invalid entry in coordinates array (np.ravel_multi_index)")
+             for c, n, m in zip(coords, dims, modes)]
     order_ = range(len(dims)) if order == "C" else range(len(dims) - 1, -1, -1)
     flat = None
     for d in order_:
         flat = fixed[d] if flat is None else flat * dims[d] + fixed[d]
     return flat
+
+
+def _in_mode(i, n, mode, error, message):
+    """Integer indices ``i`` into ``n`` places under NumPy's ``mode``:
+    'raise' (``error`` with ``message`` after the call for one outside
+    [0, n)), 'wrap' or 'clip'."""
+    if mode == "raise":
+        checks.error_if((i < 0) | (i >= n), error, message)
+        return i
+    if mode == "wrap":
+        return np.remainder(i, n)
+    if mode == "clip":
+        return np.clip(i, 0, n - 1)
+    raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap', not {mode!r}")
 
 
 @implements(np.choose)
@@ -502,14 +506,7 @@ def choose(a, choices, out=None, mode="raise"):
     a = _index_array(a, "np.choose")
     n = len(choices)
     dt = result_type(*choices)
-    if mode == "raise":
-        checks.error_if((a < 0) | (a >= n), ValueError, "invalid entry in choice array")
-    elif mode == "wrap":
-        a = np.remainder(a, n)
-    elif mode == "clip":
-        a = np.clip(a, 0, n - 1)
-    else:
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap', not {mode!r}")
+    a = _in_mode(a, n, mode, ValueError, "invalid entry in choice array")
     parts = broadcast_arrays(a, *[convert(as_tracer(c), dt) for c in choices])
     a, choices = parts[0], parts[1:]
     out = choices[0]
@@ -574,14 +571,8 @@ def put(a, ind, v, mode="raise"):
     if i.size == 0:
         return None
     if mode == "raise":
-        checks.error_if((i < -n) | (i >= n), IndexError, f"index out of range for array of size {n}")
-        i = where(i < 0, i + n, i)
-    elif mode == "wrap":
-        i = np.remainder(i, n)
-    elif mode == "clip":
-        i = np.clip(i, 0, n - 1)
-    else:
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap', not {mode!r}")
+        i = where(i < 0, i + n, i)   # negative indices count from the end
+    i = _in_mode(i, n, mode, IndexError, f"index out of range for array of size {n}")
     values = ravel(convert(as_tracer(v), a.dtype))
     if values.size == 0:
         return None
