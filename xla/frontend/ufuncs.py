@@ -12,6 +12,7 @@ lax's functions see one dtype. Rows written in terms of other rows
 ``reduce`` and ``accumulate`` of the ufuncs that have an HLO reduction
 (``np.add.reduce`` is ``np.sum``) go to ``xla.frontend.numpy``.
 """
+import functools
 import sys
 
 import numpy as np
@@ -221,12 +222,15 @@ def _log2(x):
     return _snapped(r, power, lax.convert_element_type(lax.sub(e, _const(e, 1)), x.dtype))
 
 
+@functools.lru_cache(maxsize=None)
 def _powers_of_ten(dtype):
     """(the floats nearest 10^k for k from ``lo`` up, as ``dtype``, ``lo``):
     the normal ones only (a subnormal's few bits put it far from 10^k)."""
     info = np.finfo(dtype)
     lo, hi = int(np.ceil(np.log10(float(info.smallest_normal)))), int(info.maxexp * np.log10(2))
-    return np.array([dtype.type(f"1e{k}") for k in range(lo, hi + 1)], dtype), lo
+    table = np.array([dtype.type(f"1e{k}") for k in range(lo, hi + 1)], dtype)
+    table.flags.writeable = False   # shared by every trace (cached)
+    return table, lo
 
 
 @_row(np.log10)
