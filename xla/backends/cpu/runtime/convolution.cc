@@ -298,6 +298,7 @@ void PhasedConv2D(const T* input, const T* kernel, T* out, const ConvParams& p) 
 // within f32 rounding of each other). On the 2-core EPYC, one thread,
 // cnn_train's forward layers: 3x3, 8 -> 16 features over 32 images of
 // 32x32 1.8-1.9 -> 1.15-1.2 ms; 3x3 stride 2, 16 -> 32, 1.2 -> 0.95 ms.
+//
 // The variant's widest packet of T (Eigen's), and its lanes: the direct
 // paths here and FilterDirect below run where that is 16 (AVX-512 f32).
 template <typename T>
@@ -306,6 +307,8 @@ template <typename T>
 constexpr int kDirectLanes = Eigen::internal::unpacket_traits<DirectPacket<T>>::size;
 constexpr int kConvTile = 8;
 
+// (in_c bounds the row of zeros each task allocates for padded taps; the
+// direct path was measured with 8 and 16 input features only.)
 template <typename T>
 bool ConvDirectFits(const ConvParams& p) {
   constexpr int L = kDirectLanes<T>;
