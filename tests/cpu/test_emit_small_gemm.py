@@ -2,12 +2,16 @@
 (xla/backends/cpu/emit_small_gemm.py) instead of a call to the runtime's
 Eigen matmul: which dots take it, and results against NumPy's, including
 shapes whose last row and column blocks overlap the ones before."""
+import os
+
 import numpy as np
 import pytest
 
 import xla
 from xla import _core
 from xla.hlo.parser import parse_hlo_module
+
+from gemm_paths import calls_runtime_tiled_gemm, splits_over_the_pool, use_llvm_kernel
 
 NP = {"f32": np.float32, "f64": np.float64}
 DIMS = "lhs_contracting_dims={1}, rhs_contracting_dims={0}"
@@ -32,9 +36,11 @@ def uses_runtime_matmul(exe, et):
     # fewer columns than a block: the last vector masked (or whole: 8, 16;
     # f32 4 and 7, f64 7: fewer columns than a vector)
     (8, 5, 11), (9, 300, 7), (5, 4, 8), (6, 3, 9), (7, 2, 16), (512, 128, 10), (4, 6, 4)])
-def test_small_products_are_tiled_kernels_with_numpys_values(m, k, n, et):
+def test_small_products_are_tiled_kernels_with_numpys_values(m, k, n, et, tiled_gemm_path):
     exe = compile_dot(m, k, n, et)
     assert not uses_runtime_matmul(exe, et)
+    # (k = 1: no dot left, the simplifier made it a multiply)
+    assert calls_runtime_tiled_gemm(exe) == (tiled_gemm_path == "runtime" and k > 1)
     rng = np.random.default_rng(m * k * n)
     a, b = rng.standard_normal((m, k)).astype(NP[et]), rng.standard_normal((k, n)).astype(NP[et])
     got = exe.execute(a, b)
@@ -66,7 +72,7 @@ def test_a_transposed_operand_calls_the_runtime():
 
 @pytest.mark.parametrize("et", ["f32", "f64"])
 @pytest.mark.parametrize("m, k, n", [(8, 300, 300), (20, 256, 400), (16, 256, 300)])
-def test_products_the_runtime_may_thread_are_tiled_on_one_thread(m, k, n, et):
+def test_products_the_runtime_may_thread_are_tiled_on_one_thread(m, k, n, et, tiled_gemm_path):
     # At least 64^3 multiply-adds and an rhs over MAX_SPLIT_RHS_BYTES (256
     # KB: f64 300x300 720 KB, f32 256x300 307 KB): the driver asks the pool
     # for its thread count; with one thread (where the runtime computes the
@@ -92,7 +98,7 @@ def test_products_the_runtime_may_thread_are_tiled_on_one_thread(m, k, n, et):
 @pytest.mark.parametrize("et", ["f32", "f64"])
 @pytest.mark.parametrize("m, k, n", [(64, 64, 64), (100, 100, 100), (128, 128, 128), (90, 70, 66),
                                      (512, 128, 10), (512, 256, 128), (2001, 64, 40)])
-def test_products_with_a_small_rhs_are_tiled_at_every_thread_count(m, k, n, et):
+def test_products_with_a_small_rhs_are_tiled_at_every_thread_count(m, k, n, et, tiled_gemm_path):
     # At least 64^3 multiply-adds and an rhs of at most 256 KB (f64
     # 256x128 is 256 KB): the tiled kernel at every thread count, from 2^22
     # multiply-adds (512x256x128, 2001x64x40) its row blocks through the
@@ -101,7 +107,7 @@ def test_products_with_a_small_rhs_are_tiled_at_every_thread_count(m, k, n, et):
     # and 3 threads, and NumPy's values.
     exe = compile_dot(m, k, n, et)
     assert not uses_runtime_matmul(exe, et)
-    assert ("__xla_cpu_parallel_for" in exe.ir_text) == (m * k * n >= 1 << 22)
+    assert splits_over_the_pool(exe) == (m * k * n >= 1 << 22)
     rng = np.random.default_rng(m + k + n)
     a, b = rng.standard_normal((m, k)).astype(NP[et]), rng.standard_normal((k, n)).astype(NP[et])
     want = a.astype(np.float64) @ b.astype(np.float64)
@@ -137,7 +143,7 @@ def test_the_vector_width_follows_the_targets(monkeypatch, bits, width):
     assert kernel_vectors(20) == {4}
 
 
-def test_a_narrow_product_next_to_a_wide_one_is_tiled_too():
+def test_a_narrow_product_next_to_a_wide_one_is_tiled_too(llvm_tiled_gemm):
     """Two products of one module that differ in sizes only share a
     shape-generic kernel where they can; one of fewer columns than a block
     (x @ W1 then h @ W2, an MLP's layers) gets a kernel of its own."""
@@ -149,3 +155,38 @@ def test_a_narrow_product_next_to_a_wide_one_is_tiled_too():
     rng = np.random.default_rng(7)
     x, w1, w2 = (rng.standard_normal(s) for s in ((512, 256), (256, 128), (128, 10)))
     np.testing.assert_allclose(exe.execute(x, w1, w2), (x @ w1) @ w2, rtol=1e-12, atol=1e-10)
+
+
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "AMD64"),
+                    reason="bit equality holds where the runtime's variant and LLVM both fuse "
+                           "multiply-adds or both do not: x86-64 (the baseline variant has no FMA)")
+@pytest.mark.parametrize("et", ["f32", "f64"])
+@pytest.mark.parametrize("batch, m, k, n", [((), 60, 50, 70), ((), 5, 7, 25), ((), 9, 300, 7),
+                                            ((), 512, 256, 128), ((3,), 37, 19, 53),
+                                            ((2, 3), 6, 33, 130), ((4,), 128, 32, 128)])
+def test_the_runtimes_tiled_gemm_gives_the_kernels_bits(monkeypatch, batch, m, k, n, et):
+    # The runtime's tiled GEMM walks the product as the LLVM kernel does:
+    # each element the sum over p in increasing order, one fused
+    # multiply-add each (whatever the vector width or the tile: both use
+    # 512-bit vectors here where the kernel may use 256-bit ones).
+    nb = len(batch)
+    bd = ",".join(map(str, range(nb)))
+    s = lambda d: ",".join(map(str, d))  # noqa: E731
+    batching = f"lhs_batch_dims={{{bd}}}, rhs_batch_dims={{{bd}}}, " if nb else ""
+    text = (f"HloModule m\nENTRY e {{\n  a = {et}[{s(batch + (m, k))}] parameter(0)\n"
+            f"  b = {et}[{s(batch + (k, n))}] parameter(1)\n"
+            f"  ROOT d = {et}[{s(batch + (m, n))}] dot(a, b), {batching}"
+            f"lhs_contracting_dims={{{nb + 1}}}, rhs_contracting_dims={{{nb}}}\n}}\n")
+    rng = np.random.default_rng(m + k + n)
+    a = rng.standard_normal(batch + (m, k)).astype(NP[et])
+    b = rng.standard_normal(batch + (k, n)).astype(NP[et])
+    runtime = xla.compile(parse_hlo_module(text), "cpu")
+    assert calls_runtime_tiled_gemm(runtime) and "llvm.fmuladd" not in runtime.ir_text
+    got = np.asarray(runtime.execute(a, b))
+    use_llvm_kernel(monkeypatch)
+    kernel = xla.compile(parse_hlo_module(text), "cpu")
+    assert "llvm.fmuladd" in kernel.ir_text and not calls_runtime_tiled_gemm(kernel)
+    assert got.tobytes() == np.asarray(kernel.execute(a, b)).tobytes()
+    tol = 1e-12 if et == "f64" else 1e-5
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64),
+                               rtol=tol, atol=tol * np.sqrt(k))

@@ -137,7 +137,7 @@ def test_column_sums_at_three_widths_share_one_kernel():
 
 
 @pytest.mark.parametrize("sizes", [((8, 30, 25), (8, 40, 33), (12, 20, 47))])
-def test_small_gemms_of_three_sizes_share_one_kernel(sizes):
+def test_small_gemms_of_three_sizes_share_one_kernel(sizes, llvm_tiled_gemm):
     params, body, roots = [], [], []
     for i, (m, k, n) in enumerate(sizes):
         params += [(f"a{i}", f"f32[{m},{k}]"), (f"b{i}", f"f32[{k},{n}]")]

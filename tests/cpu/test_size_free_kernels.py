@@ -156,7 +156,7 @@ def test_equal_sizes_are_part_of_the_key(memos):
 
 
 @pytest.mark.parametrize("n", [(40, 45, 60, 70)])
-def test_small_gemms_across_vector_widths(memos, n):
+def test_small_gemms_across_vector_widths(memos, n, llvm_tiled_gemm):
     # N from 48 up takes 512-bit vectors on a host with AVX-512, below
     # 256-bit ones: the width is part of the key, and the check holds.
     params, body, roots = [], [], []

@@ -19,6 +19,7 @@ from xla.hlo.parser import parse_hlo_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 from pass_test_util import run_pass  # noqa: E402
+from gemm_paths import calls_runtime_tiled_gemm, splits_over_the_pool  # noqa: E402
 
 NP = {"f32": np.float32, "f64": np.float64}
 
@@ -146,7 +147,7 @@ ENTRY e {{
 @pytest.mark.parametrize("et", ["f32", "f64"])
 @pytest.mark.parametrize("b, s, h, d", [(2, 16, 4, 8), (4, 128, 8, 32), (1, 37, 3, 20),
                                         (3, 9, 2, 5), (2, 53, 2, 48)])
-def test_attention_heads_run_in_place_with_numpys_values(b, s, h, d, et):
+def test_attention_heads_run_in_place_with_numpys_values(b, s, h, d, et, tiled_gemm_path):
     exe = xla.compile(parse_hlo_module(_attention_like(b, s, h, d, et)), "cpu")
     ops = [i.opcode for i in exe.module.entry.instructions]
     # The two dots, the exponentials' kernel and bitcasts: the head
@@ -167,7 +168,7 @@ def test_attention_heads_run_in_place_with_numpys_values(b, s, h, d, et):
 
 @pytest.mark.parametrize("batch, m, k, n", [((6,), 37, 19, 53), ((2, 3), 4, 1, 4),
                                             ((32,), 128, 32, 128), ((5,), 130, 7, 17)])
-def test_row_major_batched_products_are_tiled_kernels(batch, m, k, n):
+def test_row_major_batched_products_are_tiled_kernels(batch, m, k, n, tiled_gemm_path):
     # (32,) x 128 x 32 x 128 (2^24 multiply-adds) spreads its row blocks
     # over the pool; each element is computed by the same instructions on
     # whichever thread, so the bits are the same at 1, 2 and 3 threads.
@@ -181,7 +182,8 @@ def test_row_major_batched_products_are_tiled_kernels(batch, m, k, n):
             f"rhs_contracting_dims={{{nb}}}\n}}\n")
     exe = xla.compile(parse_hlo_module(text), "cpu")
     assert "__xla_cpu_matmul_f32" not in exe.ir_text
-    assert ("__xla_cpu_parallel_for" in exe.ir_text) == (np.prod(batch) * m * k * n >= 1 << 22)
+    assert calls_runtime_tiled_gemm(exe) == (tiled_gemm_path == "runtime" and k > 1)
+    assert splits_over_the_pool(exe) == (np.prod(batch) * m * k * n >= 1 << 22)
     rng = np.random.default_rng(m * k * n)
     a = rng.standard_normal(batch + (m, k)).astype(np.float32)
     b = rng.standard_normal(batch + (k, n)).astype(np.float32)
@@ -212,7 +214,7 @@ ENTRY e {
 
 
 @pytest.mark.parametrize("et", ["f32", "f64"])
-def test_an_lhs_stored_transposed_is_read_with_its_strides(et):
+def test_an_lhs_stored_transposed_is_read_with_its_strides(et, tiled_gemm_path):
     # a[b, k, m] contracted over k: the kernel reads lhs[i, p] 37 elements
     # apart along p, in place (no copy kernel, no runtime matmul).
     text = f"""HloModule m

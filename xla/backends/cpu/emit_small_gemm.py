@@ -104,6 +104,8 @@ def _lanes(et, n):
 
 
 _NUM_THREADS = "__xla_cpu_runtime_num_threads"
+# Batch dimensions the runtime's tiled GEMM takes (cpu_runtime.h).
+MAX_RUNTIME_BATCH_RANK = 8
 
 
 def small_gemm_shape(h, runtime_symbols=()):
@@ -156,6 +158,8 @@ def emit_small_gemm(me, h):
     if shape is None:
         return False
     m, k, n = shape
+    if _runtime_gemm(me, h) is not None:
+        return _emit_unbatched_call(me, h, m, k, n)
     lanes = _lanes(h.shape.element_type.text, n)
     slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
     name = me.unique(f"kernel.{h.name}.gemm")
@@ -182,8 +186,7 @@ def emit_small_gemm(me, h):
             kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
             return True
         pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
-        min_chunk = max(1, -(-MIN_CHUNK_MACS // (MR * k * n)))
-        me.builder.call(pf, [kernel.function, me.table, i64(row_blocks), i64(min_chunk)])
+        me.builder.call(pf, [kernel.function, me.table, i64(row_blocks), i64(_min_chunk(k, n))])
         return True
     # A product the runtime would spread over threads: this kernel where the
     # pool has one thread (it computes the product serially there too), the
@@ -203,6 +206,11 @@ def _emit_strided(me, h, walk):
     """A batched dot (``strided_gemm.plan``): one kernel over every row block
     of every product, split over the pool like the products above with a
     small rhs, on the calling thread below MIN_SPLIT_MACS."""
+    if _runtime_gemm(me, h) is not None and len(walk.batch) <= MAX_RUNTIME_BATCH_RANK:
+        macs = walk.products * walk.m * walk.k * walk.n
+        _call_runtime_gemm(me, h, walk, _min_chunk(walk.k, walk.n) if macs >= MIN_SPLIT_MACS
+                           and _PARALLEL_FOR in me.runtime_symbols else 0)
+        return True
     et = h.shape.element_type.text
     wide = vector_lanes(64 if et == "f64" else 32)
     # 512-bit vectors also where the columns are whole vectors of them
@@ -222,11 +230,66 @@ def _emit_strided(me, h, walk):
     if walk.products * walk.m * walk.k * walk.n >= MIN_SPLIT_MACS \
             and _PARALLEL_FOR in me.runtime_symbols:
         pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
-        min_chunk = max(1, -(-MIN_CHUNK_MACS // (MR * walk.k * walk.n)))
-        me.builder.call(pf, [kernel.function, me.table, i64(blocks), i64(min_chunk)])
+        me.builder.call(pf, [kernel.function, me.table, i64(blocks),
+                             i64(_min_chunk(walk.k, walk.n))])
     else:
         kernel.call_in_driver(me.builder, me.table, i64(0), i64(blocks))
     return True
+
+
+def _runtime_gemm(me, h):
+    """The runtime's tiled GEMM for ``h``'s element type where the target
+    has it (the JIT), else None (objects compiled ahead of time, whose C
+    runtime has none: the kernel below)."""
+    name = f"__xla_cpu_tiled_gemm_{h.shape.element_type.text}"
+    return name if name in me.runtime_symbols else None
+
+
+def _min_chunk(k, n):
+    """Row blocks per chunk of a product split over the pool."""
+    return max(1, -(-MIN_CHUNK_MACS // (MR * k * n)))
+
+
+def _emit_unbatched_call(me, h, m, k, n):
+    """An unbatched product through the runtime's tiled GEMM, with the
+    kernel's policy (module docstring): split over the pool from
+    MIN_SPLIT_MACS where its rhs is small, on the calling thread below
+    MAX_MACS, else the tiled GEMM where the pool has one thread and the
+    runtime's matmul otherwise."""
+    walk = strided_gemm.StridedGemm(False, [], m, k, n, ((), k, 1), ((), n, 1), ((), n, 1))
+    et = h.shape.element_type.text
+    if m * k * n < MAX_MACS or (_split(m, k, n, et, me.runtime_symbols)
+                                and m * k * n < MIN_SPLIT_MACS):
+        _call_runtime_gemm(me, h, walk, 0)
+    elif _split(m, k, n, et, me.runtime_symbols):
+        _call_runtime_gemm(me, h, walk, _min_chunk(k, n))
+    else:
+        d = me.builder
+        threads = d.call(me.declare(_NUM_THREADS, ir.FunctionType(I32, [])), [])
+        with d.if_else(d.icmp_signed("<=", threads, ir.Constant(I32, 1))) as (serial, parallel):
+            with serial:
+                _call_runtime_gemm(me, h, walk, 0)
+            with parallel:
+                emitted = me.emit_runtime_matmul(h)
+        assert emitted, h
+    return True
+
+
+def _call_runtime_gemm(me, h, walk, min_chunk):
+    """A call to the runtime's tiled GEMM computing ``h`` as ``walk`` (a
+    ``strided_gemm.StridedGemm``) reads it; ``min_chunk`` > 0: split over
+    the pool (``__xla_cpu_tiled_gemm_*`` in cpu_runtime.h)."""
+    d = me.builder
+    fn = me.declare(_runtime_gemm(me, h), ir.FunctionType(VOID, [PTR, PTR, PTR, PTR, I64]))
+    a, b, c = (me.slice_pointer(d, me.table, Slice(me.assignment.buffer(x)).key)
+               for x in (h.operands[0], h.operands[1], h))
+    if walk.swapped:
+        a, b = b, a
+    (a_batch, a_row, a_col), (b_batch, b_row, _), (c_batch, c_row, _) = \
+        walk.scalar, walk.vector, walk.out
+    params = [walk.m, walk.k, walk.n, a_row, a_col, b_row, c_row, len(walk.batch),
+              *walk.batch, *a_batch, *b_batch, *c_batch]
+    d.call(fn, [a, b, c, me.dims_global(params), i64(min_chunk)])
 
 
 def _emit_kernel(me, h, name, slices, shape, lanes, generic, walk=None):

@@ -86,6 +86,22 @@ void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t 
                            int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                            int32_t transpose_rhs);
 
+// Small and strided products, register-tiled in place (no packing; see
+// tiled_gemm.cc): for every product of a batch, c[i, j] = sum over p in
+// increasing order of a[i, p] * b[p, j], one fused multiply-add per term
+// where the ISA has FMA. `walk` (elements, not bytes): {m, k, n, a_row,
+// a_col, b_row, c_row, rank, sizes[rank], a_batch[rank], b_batch[rank],
+// c_batch[rank]}: a[i, p] at a + i * a_row + p * a_col, b[p, j] at b + p *
+// b_row + j, c[i, j] at c + i * c_row + j, each offset further by the
+// product's position times its batch strides (products row-major over the
+// batch sizes; rank <= 8). `c` must not overlap the operands. min_chunk > 0
+// spreads the blocks of 4 rows over the pool in chunks of at least that many
+// (the bits do not depend on it); otherwise all run on the calling thread.
+void __xla_cpu_tiled_gemm_f32(const float* a, const float* b, float* c, const int64_t* walk,
+                              int64_t min_chunk);
+void __xla_cpu_tiled_gemm_f64(const double* a, const double* b, double* c, const int64_t* walk,
+                              int64_t min_chunk);
+
 // Cholesky factors of `batch` dense row-major n x n matrices, each read
 // from its lower (lower != 0) or upper triangle (complex matrices are
 // Hermitian: a = L L^H = U^H U; interleaved (real, imag) pairs). potrf == 0 (HLO cholesky):

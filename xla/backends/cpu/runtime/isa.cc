@@ -27,7 +27,7 @@ namespace {
         &ns::CholeskyC64, &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64,         \
         &ns::TrsmC128, &ns::SyevdF32, &ns::SyevdF64, &ns::GesddF32, &ns::GesddF64,             \
         &ns::GetrfF32, &ns::GetrfF64, &ns::GeqrfF32, &ns::GeqrfF64, &ns::OrgqrF32,             \
-        &ns::OrgqrF64                                                                          \
+        &ns::OrgqrF64, &ns::TiledGemmF32, &ns::TiledGemmF64                                    \
   }
 
 const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, isa_baseline, "baseline");
@@ -190,6 +190,16 @@ void __xla_cpu_matmul_f32(const float* lhs, const float* rhs, float* out, int64_
                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                           int32_t transpose_rhs) {
   Kernels().matmul_f32(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_tiled_gemm_f32(const float* a, const float* b, float* c, const int64_t* walk,
+                              int64_t min_chunk) {
+  Kernels().tiled_gemm_f32(a, b, c, walk, min_chunk);
+}
+
+void __xla_cpu_tiled_gemm_f64(const double* a, const double* b, double* c, const int64_t* walk,
+                              int64_t min_chunk) {
+  Kernels().tiled_gemm_f64(a, b, c, walk, min_chunk);
 }
 
 void __xla_cpu_matmul_f64(const double* lhs, const double* rhs, double* out, int64_t batch,

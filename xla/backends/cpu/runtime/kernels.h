@@ -121,6 +121,10 @@ int PoolCurrentThreadId();
                 int64_t n, int64_t k, int32_t flags);                                         \
   void OrgqrF64(const double* a, const double* tau, double* out, int64_t batch, int64_t m,   \
                 int64_t n, int64_t k, int32_t flags);                                         \
+  void TiledGemmF32(const float* a, const float* b, float* c, const int64_t* walk,            \
+                    int64_t min_chunk);                                                       \
+  void TiledGemmF64(const double* a, const double* b, double* c, const int64_t* walk,         \
+                    int64_t min_chunk);                                                       \
   }
 
 // The low-precision matmuls (matmul_lowp.cc): bf16 operands are bits.
@@ -176,6 +180,8 @@ struct IsaKernels {
   decltype(&isa_baseline::GeqrfF64) geqrf_f64;
   decltype(&isa_baseline::OrgqrF32) orgqr_f32;
   decltype(&isa_baseline::OrgqrF64) orgqr_f64;
+  decltype(&isa_baseline::TiledGemmF32) tiled_gemm_f32;
+  decltype(&isa_baseline::TiledGemmF64) tiled_gemm_f64;
 };
 
 // Every variant this build has, narrowest first.

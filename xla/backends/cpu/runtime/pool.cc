@@ -295,6 +295,8 @@ const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count) {
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_parallel_for),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_tiled_gemm_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_tiled_gemm_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_s32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_s8_s32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_bf16_f32),
