@@ -18,6 +18,8 @@ EXPECTED_SYMBOLS = {
     "__xla_cpu_parallel_for",
     "__xla_cpu_matmul_f32",
     "__xla_cpu_matmul_f64",
+    "__xla_cpu_tiled_gemm_f32",
+    "__xla_cpu_tiled_gemm_f64",
     "__xla_cpu_matmul_s32",
     "__xla_cpu_matmul_s8_s32",
     "__xla_cpu_matmul_bf16_f32",

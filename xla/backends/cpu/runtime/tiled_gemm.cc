@@ -233,12 +233,14 @@ void RowBlock(const Walk<T>& w, const T* a, const T* b, T* c) {
   }
 }
 
-// Blocks [begin, end) of the row blocks of every product, products major.
+// Blocks [begin, end) of the row blocks of every product, products major;
+// each product's offsets computed once per range (run-time divisions).
 template <typename T>
 void Blocks(const Walk<T>& w, int64_t begin, int64_t end) {
-  for (int64_t block = begin; block < end; ++block) {
+  int64_t block = begin;
+  while (block < end) {
     int64_t product = block / w.row_blocks;
-    const int64_t ib = block % w.row_blocks;
+    const int64_t stop = std::min(end, (product + 1) * w.row_blocks);
     int64_t a_off = 0, b_off = 0, c_off = 0;
     for (int d = w.rank - 1; d >= 0; --d) {
       const int64_t position = product % w.sizes[d];
@@ -247,17 +249,20 @@ void Blocks(const Walk<T>& w, int64_t begin, int64_t end) {
       b_off += position * w.b_batch[d];
       c_off += position * w.c_batch[d];
     }
+    const T* a = w.a + a_off;
     const T* b = w.b + b_off;
+    T* c = w.c + c_off;
     if (w.m < kMR) {  // one block of the rows there are
-      const T* a = w.a + a_off;
-      T* c = w.c + c_off;
       if (w.m == 1) RowBlock<T, 1>(w, a, b, c);
       else if (w.m == 2) RowBlock<T, 2>(w, a, b, c);
       else RowBlock<T, 3>(w, a, b, c);
+      block = stop;
       continue;
     }
-    const int64_t i0 = std::min(ib * kMR, w.m - kMR);
-    RowBlock<T, kMR>(w, w.a + a_off + i0 * w.a_row, b, w.c + c_off + i0 * w.c_row);
+    for (int64_t ib = block % w.row_blocks; block < stop; ++block, ++ib) {
+      const int64_t i0 = std::min(ib * kMR, w.m - kMR);
+      RowBlock<T, kMR>(w, a + i0 * w.a_row, b, c + i0 * w.c_row);
+    }
   }
 }
 
