@@ -32,7 +32,7 @@ _runtime = None
 # compile in this process. On the 2-core machine the workers' start slowed
 # the passes more than it saved on every training step of 1,000-20,000
 # instructions measured (varied-width MLP, uniform MLP, transformer; 15-80
-# distinct kernels; 2026-11-27, docs/compiler.md): the 1,007-instruction
+# distinct kernels; 2026-11-27, docs/compile_time.md): the 1,007-instruction
 # varied MLP 0.70 -> 0.39 s of CPU and 1.43 -> 0.77 s wall at a load of 4,
 # the 19,988-instruction one 5.1-5.3 -> 4.3-4.6 s of CPU for the same or
 # less wall time at a load of 1, the 10,002- and 19,977-instruction

@@ -280,7 +280,7 @@ def llvm_lock():
 #   On kernels of small arrays it was a third of LLVM's time (its rewrite of
 #   the vectorized loops' addressing also doubled the machine code to
 #   select), and its code is a loop-counter instruction per iteration
-#   better at most (docs/compiler.md, "LLVM's pipeline").
+#   better at most (docs/compile_time.md, "LLVM's pipeline").
 # SKIP_VECTORIZERS: the loop and SLP vectorizers (--xla_llvm_disable_expensive_passes).
 # SKIP_FULL_SIMPLIFICATION: the function simplification of O1 in place of
 #   O2's and O3's (no GVN, jump threading, loop unswitching, ...); the

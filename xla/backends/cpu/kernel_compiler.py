@@ -466,7 +466,7 @@ def _idle_cpus():
     (``_other_runnable``), and never less than what runs now. Threads beyond
     that gain no time and cost CPU: on the shared 2-core machine two threads
     took 7-26% more CPU than one, for no less wall time at a load of 4 and
-    4-12% less at a load of 0.6-1.3 (docs/compiler.md, compile time)."""
+    4-12% less at a load of 0.6-1.3 (docs/compile_time.md)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -69,7 +69,7 @@ KERNEL_PLACEHOLDER = "xla.kernel"
 # with a shorter LLVM pipeline (``kernel_compiler.SMALL_KERNEL_SKIP``: O1's
 # simplification, the same vectorizers, no loop strength reduction), a
 # third less LLVM time for the same run time of its short loops
-# (docs/compiler.md, "LLVM's pipeline"). Kernels over larger arrays, where
+# (docs/compile_time.md, "LLVM's pipeline"). Kernels over larger arrays, where
 # loops run long, keep the whole O3 pipeline. The line is part of the text,
 # so of the fingerprint: the same text always compiles the same way.
 SMALL_KERNEL_BYTES = 64 << 10

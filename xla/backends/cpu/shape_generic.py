@@ -40,7 +40,7 @@ sizes, exactly as before. Larger loop kernels keep constant sizes: their
 loops run long, where constant trip counts and strides let LLVM drop
 remainder loops and checks, and their code stays byte for byte what it
 was (every kernel of benchmarks/cpu_workloads.py is unchanged;
-docs/compiler.md, "Shape-generic kernels").
+docs/compile_time.md, "Shape-generic kernels").
 
 Emitted once per size-free key (``SizeFreeKernels``): kernels with the
 same text would still each be emitted and printed, then found to be the
@@ -72,7 +72,7 @@ from xla.backends.cpu.kernels import SMALL_KERNEL_BYTES, HloFingerprints, Kernel
 from xla.hlo.attributes import kind_of
 from xla.hlo.printer import shape_to_text
 
-# Off switch, for measuring (docs/compiler.md) and for bisecting.
+# Off switch, for measuring (docs/compile_time.md) and for bisecting.
 ENABLED = True
 # Loop kernels whose buffers hold more bytes together keep constant sizes:
 # their innermost loop's trip count would become a value. Up to 1 MB the
