@@ -7,6 +7,15 @@ product, reading the operands and writing the result with the strides
 their layouts give (``strided_gemm.plan``: which ones, and the
 orientation); the rest of this docstring is about unbatched dots.
 
+Where the target's runtime has it (the JIT: ``__xla_cpu_tiled_gemm_f32``
+and ``_f64``, ``runtime/tiled_gemm.cc``), the driver calls that instead of
+emitting the kernel: the same walk and the same bits, compiled ahead of
+time per ISA variant, its sizes, strides and batch walk passed as a
+constant array, so a module's products compile no LLVM kernel (11-24 ms
+of LLVM each; docs/cpu_backend.md). The choices below (which products,
+serial or split, the thread-count branch) are the same either way; the
+kernel is what objects compiled ahead of time run.
+
 Applies to an f32/f64 ``dot`` the runtime's matmul would compute
 (``runtime_dot``) with no batch dimensions, both operands and the result
 row-major and not transposed (lhs ``[M, K]``, rhs ``[K, N]``), at least
