@@ -1,8 +1,9 @@
 // The CPU runtime's general (non-symmetric) eigendecomposition, LAPACK's
 // geev (see cpu_runtime.h): Eigen's EigenSolver for real matrices (real
 // Schur form by Hessenberg reduction and Francis double-shift QR) and
-// ComplexEigenSolver for complex ones (complex Schur form), then each
-// eigenvector scaled as LAPACK's geev scales them. Compiled for the
+// ComplexEigenSolver for complex ones (complex Schur form), after
+// LAPACK's balancing, then each eigenvector scaled as LAPACK's geev scales
+// them. Compiled for the
 // baseline ISA only, as fft.cc: it is no hot kernel, and four element
 // types of Eigen's solvers per ISA variant would multiply the build.
 #include "xla/backends/cpu/runtime/internal.h"
@@ -61,6 +62,49 @@ void ScaleAsGeev(ColMajorMatrix<std::complex<R>>& v) {
   }
 }
 
+// Balances `a` in place, a <- D^-1 a D with D = diag(d) of powers of two
+// (exact), so that each row and its column have about the same 1-norm
+// off the diagonal: the scaling step of LAPACK's gebal (Parlett and
+// Reinsch), which geev applies first and Eigen's solvers do not. The
+// eigenvalues are unchanged and their accuracy follows the norm of the
+// balanced matrix (a companion matrix of np.roots with coefficients far
+// apart in magnitude); the eigenvectors of `a` are D times the balanced
+// matrix's.
+template <typename S, typename R>
+void Balance(ColMajorMatrix<S>& a, Eigen::Matrix<R, Eigen::Dynamic, 1>& d) {
+  const int64_t n = a.rows();
+  d.setOnes(n);
+  constexpr R kRadix = R(2);
+  for (bool converged = false; !converged;) {
+    converged = true;
+    for (int64_t i = 0; i < n; ++i) {
+      R c = 0, r = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        if (j == i) continue;
+        c += std::abs(a(j, i));
+        r += std::abs(a(i, j));
+      }
+      if (c == R(0) || r == R(0)) continue;
+      const R s = c + r;
+      R f = 1;
+      for (R g = r / kRadix; c < g && f < R(1) / std::numeric_limits<R>::epsilon(); ) {
+        f *= kRadix;
+        c *= kRadix * kRadix;
+      }
+      for (R g = r * kRadix; c > g && f > std::numeric_limits<R>::epsilon(); ) {
+        f /= kRadix;
+        c /= kRadix * kRadix;
+      }
+      if ((c + r) / f < R(0.95) * s) {
+        converged = false;
+        d(i) *= f;
+        a.row(i) /= f;
+        a.col(i) *= f;
+      }
+    }
+  }
+}
+
 template <typename S>
 void GeevBatch(void* raw, int64_t begin, int64_t end) {
   using R = typename Real<S>::type;
@@ -75,6 +119,7 @@ void GeevBatch(void* raw, int64_t begin, int64_t end) {
   using Solver = typename std::conditional<kComplex, Eigen::ComplexEigenSolver<ColMajorMatrix<S>>,
                                            Eigen::EigenSolver<ColMajorMatrix<S>>>::type;
   Solver solver(n);
+  Eigen::Matrix<R, Eigen::Dynamic, 1> scale;
   for (int64_t b = begin; b < end; ++b) {
     const S* a = c.a + b * n * n;
     if (c.col_major) {
@@ -86,6 +131,7 @@ void GeevBatch(void* raw, int64_t begin, int64_t end) {
     // infinity and reports info -4; Eigen would iterate on it.
     int32_t info = work.allFinite() ? 0 : -4;
     if (info == 0) {
+      Balance<S, R>(work, scale);
       solver.compute(work, c.right);
       if (solver.info() != Eigen::Success) info = 1;
     }
@@ -93,7 +139,7 @@ void GeevBatch(void* raw, int64_t begin, int64_t end) {
     if (info == 0) {
       values = solver.eigenvalues();
       if (c.right) {
-        vectors = solver.eigenvectors();
+        vectors = scale.template cast<C>().asDiagonal() * solver.eigenvectors();
         ScaleAsGeev<R>(vectors);
       }
     } else {
