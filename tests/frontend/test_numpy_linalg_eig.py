@@ -205,3 +205,20 @@ def test_eig_of_a_badly_scaled_matrix_is_balanced(backend):
     w, v = xla.jit(np.linalg.eig, backend=backend)(scaled)
     # Eigenvectors of the scaled matrix are D times a's.
     np.testing.assert_allclose(scaled @ v, v * w, atol=1e-9 * np.abs(scaled).max())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lax_linalg_eig_selects_nan_where_the_solver_failed(backend):
+    """JAX's lax.linalg.eig: [w, vr], NaN for a matrix the call failed on,
+    no error (the NumPy functions raise instead)."""
+    from xla import lax
+    a = np.random.default_rng(5).standard_normal((2, 4, 4))
+    a[0, 1, 1] = np.nan
+    w, v = xla.jit(lambda m: lax.linalg.eig(m), backend=backend)(a)
+    assert np.isnan(w[0]).all() and np.isnan(v[0]).all()
+    _same_multiset(w[1:], np.linalg.eigvals(a[1:]), 1e-10)
+    (w,) = xla.jit(lambda m: lax.linalg.eig(m, compute_right_eigenvectors=False),
+                   backend=backend)(a[1])
+    _same_multiset(w, np.linalg.eigvals(a[1]), 1e-10)
+    with pytest.raises(xla.errors.InvalidArgumentError, match="left eigenvectors"):
+        xla.jit(lambda m: lax.linalg.eig(m, compute_left_eigenvectors=True), backend=backend)(a)
