@@ -27,7 +27,8 @@ signatures are in ``xla/hlo/custom_call_signatures.py``):
 * geev ``a -> (wr, wi, vl, vr, info)`` (s, d) or ``(w, vl, vr, info)``
   (c, z) (``__xla_cpu_geev_{f32,f64,c64,c128}``, Eigen's EigenSolver and
   ComplexEigenSolver, ``xla/backends/cpu/runtime/eig.cc``): eigenvalues in
-  the order of the Schur form's diagonal, right eigenvectors the columns
+  the order of the real Schur form's diagonal (s, d) or by ascending
+  magnitude (c, z: ComplexEigenSolver sorts them), right eigenvectors the columns
   of ``vr`` (complex, unit 2-norm, largest component real and positive)
   where ``compute_right`` is 'V' (else zero), ``vl`` zero (``compute_left``
   'V' is refused); ``info`` -4 for a matrix with a NaN or an infinity (as

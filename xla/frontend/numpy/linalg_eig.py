@@ -14,12 +14,13 @@ backends refuse it by name.
   when every eigenvalue of a real matrix happens to be real, a dtype that
   depends on the values and so cannot be traced: take ``.real`` where
   the eigenvalues are known to be real.
-* order: NumPy leaves it unspecified, and so does this: the order of the
-  computed Schur form's diagonal, which is NumPy's on the interpreter and
-  Eigen's on the CPU (both the Hessenberg QR algorithm, but deflating in
-  their own order; a complex conjugate pair of a real matrix comes
-  together, positive imaginary part first). Compare eigenvalues as
-  multisets (sorted), and eigenvectors through ``a @ v == v * w``.
+* order: NumPy leaves it unspecified, and so does this. The interpreter
+  gives NumPy's (LAPACK's: the computed Schur form's diagonal); the CPU
+  the diagonal of Eigen's real Schur form for a real matrix (the same
+  Hessenberg QR algorithm, deflating in its own order; a complex conjugate
+  pair together, positive imaginary part first) and ascending magnitude
+  for a complex one (Eigen's ComplexEigenSolver sorts them). Compare
+  eigenvalues as multisets, and eigenvectors through ``a @ v == v * w``.
 * eigenvectors: the columns of ``v``, each of unit 2-norm with its
   largest component (the first of largest magnitude) real and positive;
   LAPACK's (NumPy's) are of unit norm with that component real, of

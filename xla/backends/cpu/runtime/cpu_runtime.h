@@ -180,9 +180,10 @@ void __xla_cpu_orgqr_f64(const double* a, const double* tau, double* out, int64_
 // General eigendecompositions (LAPACK's geev) of `batch` dense n x n
 // matrices, a v == lambda v, with Eigen's EigenSolver (f32, f64) and
 // ComplexEigenSolver (c64, c128); `a` is float, double, complex<float> or
-// complex<double>. The eigenvalues, in the order of the computed Schur
-// form's diagonal (a complex conjugate pair of a real matrix together, the
-// one of positive imaginary part first): for real `a`, their real parts in
+// complex<double>. The eigenvalues, for real `a` in the order of the
+// computed real Schur form's diagonal (a complex conjugate pair together,
+// the one of positive imaginary part first), for complex `a` by ascending
+// magnitude (ComplexEigenSolver sorts them): for real `a`, their real parts in
 // `w` and imaginary parts in `wi` (batch x n each, a's real type); for
 // complex `a`, in `w` (batch x n complex; `wi` unused, may be null). `vr`
 // (like a, complex of a's precision; may be null) receives the right
