@@ -4,13 +4,13 @@ import numpy as np
 
 from xla.errors import InvalidArgumentError, ShapeError
 from xla.frontend.builder import element_type
-from xla.hlo.attributes import RawAttr
-from xla.hlo.shape import Shape
 from xla.frontend.lax.eager import eager
 from xla.frontend.lax.primitives import (add, broadcast_in_dim, broadcasted_iota, complex, eq,
                                          imag, le, mul, neg, real, select, transpose)
 from xla.frontend.lax.subcomputation import type_text
 from xla.frontend.tracing import Tracer, as_tracer, current_context
+from xla.hlo.attributes import RawAttr
+from xla.hlo.shape import Shape
 
 
 def _swap_last(x):

@@ -170,8 +170,8 @@ def roots(p):
     values, so a leading zero (which NumPy strips, returning fewer roots)
     raises ValueError after the call; trailing zeros are found at run
     time and give exact zero roots (the companion matrix of the stripped
-    polynomial in one corner, zeros in the other), last in the order of
-    NumPy's where the solver keeps that block's order."""
+    polynomial in one corner, zeros in the other), where the solver's
+    order puts them (NumPy appends them last)."""
     if isinstance(p, np.poly1d):
         raise tracing_error("np.roots of an np.poly1d is not supported under xla.jit; pass its "
                             "coefficients")

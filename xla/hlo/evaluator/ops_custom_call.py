@@ -295,7 +295,7 @@ def _geev_scale(v):
 def _geev(instr, operands, ctx):
     """General eigendecomposition, NumPy's (LAPACK's geev): the eigenvalues
     in its order, as (wr, wi) of a real matrix or w of a complex one, and
-    the right eigenvectors as columns (``geev_scale``), when
+    the right eigenvectors as columns (``_geev_scale``), when
     ``compute_right`` is 'V' (else zero); ``vl`` is zero. ``info`` -4 for
     a matrix with a NaN or an infinity (jaxlib's kernel), 1 where the
     solver does not converge; the results are then NaN. Left eigenvectors
