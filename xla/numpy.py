@@ -33,7 +33,7 @@ from xla.frontend.numpy.manipulation import (append, apply_along_axis, array_spl
                                              split, squeeze, stack, swapaxes, transpose, vsplit,
                                              vstack)
 from xla.frontend.numpy.polynomials import (polyadd, polyder, polyfit, polyint, polymul, polysub,
-                                            vander)
+                                            roots, vander)
 from xla.frontend.numpy.products import (cross, dot, einsum, inner, kron, matmul, outer, tensordot,
                                          vdot, vecdot)
 from xla.frontend.numpy.reductions import (all, any, count_nonzero, cumprod, cumsum, max, mean, min,
@@ -82,7 +82,7 @@ __all__ = [
     "convolve", "correlate", "diff", "ediff1d", "gradient", "interp", "polyval", "trapezoid",
     "unwrap",
     # polynomials
-    "polyadd", "polyder", "polyfit", "polyint", "polymul", "polysub", "vander",
+    "polyadd", "polyder", "polyfit", "polyint", "polymul", "polysub", "roots", "vander",
 ]
 
 # NumPy 2.1's cumulative_sum and cumulative_prod, where this NumPy has them.

@@ -29,6 +29,9 @@ syevd, heevd        a[..., n, n]          (v[..., n, n], w real[..., n], [info s
 gesdd               a[..., m, n]          (a, s real[..., k], u[..., m, ku], vt[..., kv, n],
                                           info s32[...]); k = min(m, n), ku = m and
                                           kv = n for mode 'A', else k (either for 'N')
+geev                a[..., n, n]          s/d: (wr real[..., n], wi real[..., n], vl, vr,
+                                          info s32[...]); c/z: (w[..., n], vl, vr,
+                                          info s32[...]); vl and vr complex[..., n, n]
 ==================  ====================  ======================================
 
 Their attributes come in ``backend_config`` as an MLIR dictionary
@@ -43,7 +46,9 @@ _LAPACK_TYPES = {"s": PT.F32, "d": PT.F64, "c": PT.C64, "z": PT.C128}
 _REAL_PART = {PT.F32: PT.F32, PT.F64: PT.F64, PT.C64: PT.F32, PT.C128: PT.F64}
 
 # backend_config entry -> the letters the backends understand.
-_LAPACK_LETTERS = {"uplo": "LU", "side": "LR", "trans_x": "NTC", "diag": "NU"}
+_LAPACK_LETTERS = {"uplo": "LU", "side": "LR", "trans_x": "NTC", "diag": "NU",
+                   "compute_left": "NV", "compute_right": "NV"}
+_COMPLEX = {PT.F32: PT.C64, PT.F64: PT.C128, PT.C64: PT.C64, PT.C128: PT.C128}
 
 
 def backend_config_attrs(instr):
@@ -317,13 +322,34 @@ def _gesdd(instr, et):
             _array(results[4], batch, PT.S32, "info"))
 
 
+@_lapack
+def _geev(instr, et):
+    a, problem = _matrix_operand(instr, et, square=True)
+    if problem:
+        return problem
+    batch, n = a.dimensions[:-2], a.dimensions[-1]
+    real = et in (PT.F32, PT.F64)
+    results, problem = _results(instr, (5,) if real else (4,),
+                                "(wr, wi, vl, vr, info)" if real else "(w, vl, vr, info)")
+    if problem:
+        return problem
+    if real:
+        problem = (_array(results[0], batch + (n,), et, "wr") or
+                   _array(results[1], batch + (n,), et, "wi"))
+    else:
+        problem = _array(results[0], batch + (n,), et, "w")
+    vl, vr, info = results[-3:]
+    return (problem or _array(vl, a.dimensions, _COMPLEX[et], "vl") or
+            _array(vr, a.dimensions, _COMPLEX[et], "vr") or _array(info, batch, PT.S32, "info"))
+
+
 SIGNATURES = {"TopK": _topk, "__cpu$TopK": _topk}
 for _name in ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost",
               "MoveToDevice", "annotate_device_placement"):
     SIGNATURES[_name] = _identity
 _ROUTINES = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf, "geqrf": _geqrf,
              "orgqr": _orgqr, "ungqr": _orgqr, "syevd": _syevd, "heevd": _syevd,
-             "gesdd": _gesdd}
+             "gesdd": _gesdd, "geev": _geev}
 for _routine, _checker in _ROUTINES.items():
     for _t in "sdcz":
         for _suffix in ("_ffi", ""):

@@ -1,6 +1,6 @@
 """jaxlib's LAPACK eigendecomposition, SVD, LU and QR custom calls
 (``lapack_{s,d}syevd_ffi``, ``gesdd_ffi``, ``getrf_ffi``, ``geqrf_ffi``,
-``orgqr_ffi``, and the names without ``_ffi``) as one call each to the
+``orgqr_ffi``, ``lapack_{s,d,c,z}geev_ffi``, and the names without ``_ffi``) as one call each to the
 runtime's ``__xla_cpu_<routine>_{f32,f64}`` (Eigen's tridiagonalization and
 bidiagonalization then QR iterations, ``givens_qr.h``; Eigen's
 partial-pivoting LU and Householder QR, ``xla/backends/cpu/runtime/spectral.cc``), with LAPACK's results (the
@@ -24,12 +24,23 @@ signatures are in ``xla/hlo/custom_call_signatures.py``):
   LAPACK's: ``H = I - tau v v^T``, ``v[0] = 1``, R on and above the
   diagonal): Q's first n columns from the first k reflectors.
 
+* geev ``a -> (wr, wi, vl, vr, info)`` (s, d) or ``(w, vl, vr, info)``
+  (c, z) (``__xla_cpu_geev_{f32,f64,c64,c128}``, Eigen's EigenSolver and
+  ComplexEigenSolver, ``xla/backends/cpu/runtime/eig.cc``): eigenvalues in
+  the order of the real Schur form's diagonal (s, d) or by ascending
+  magnitude (c, z: ComplexEigenSolver sorts them), right eigenvectors the columns
+  of ``vr`` (complex, unit 2-norm, largest component real and positive)
+  where ``compute_right`` is 'V' (else zero), ``vl`` zero (``compute_left``
+  'V' is refused); ``info`` -4 for a matrix with a NaN or an infinity (as
+  jaxlib's kernel), 1 where the QR iterations did not converge, the values
+  then NaN. Complex element types too.
+
 For syevd and gesdd ``info`` is 0, or 1 where the solver did not converge or (gesdd) the matrix
 is not finite, and the values are then NaN. Matrices are batched over the
 leading dimensions; they and the vector results must all be row-major, or
 the matrices all column-major with the batch dimensions major (the layout
 jaxlib's lowering asks for): other layouts, complex and narrow element
-types and ahead-of-time objects (whose C runtime has no solvers) are
+types (geev aside) and ahead-of-time objects (whose C runtime has no solvers) are
 refused, naming the op.
 """
 import math
@@ -166,6 +177,28 @@ def _lapack_orgqr(me, h):
            ir.Constant(I32, int(col_major))])
 
 
+_GEEV_TYPES = {"s": "f32", "d": "f64", "c": "c64", "z": "c128"}
+
+
+def _lapack_geev(me, h):
+    target = h.attr("custom_call_target")
+    name = f"__xla_cpu_geev_{_GEEV_TYPES[target[len('lapack_')]]}"
+    if name not in me.runtime_symbols:
+        raise unsupported(h, "no geev in this runtime (ahead-of-time objects)")
+    if lapack_letter(h, "compute_left", "N") != "N":
+        raise unsupported(h, "left eigenvectors (compute_left 'V')")
+    right = lapack_letter(h, "compute_right", "V") == "V"
+    a = h.operands[0]
+    shapes = list(h.shape.tuple_shapes)
+    col_major = _layout_of(h, [a.shape] + shapes[-3:-1], shapes[:-3] + shapes[-1:])
+    n = a.shape.dimensions[-1]
+    batch = math.prod(a.shape.dimensions[:-2])
+    out = _slices(me, h)
+    values = out[:2] if len(out) == 5 else [out[0], None]
+    _call(me, name, [Slice(me.assignment.buffer(a, ()))] + values + out[-3:],
+          [i64(batch), i64(n), ir.Constant(I32, int(col_major) | 2 * int(right))])
+
+
 # The complex routines are named, to be refused by name.
 for _suffix in ("_ffi", ""):
     for _t in "sdcz":
@@ -174,5 +207,6 @@ for _suffix in ("_ffi", ""):
         CUSTOM_CALL_TARGETS[f"lapack_{_t}geqrf{_suffix}"] = _lapack_geqrf
     for _t, _routine in (("s", "orgqr"), ("d", "orgqr"), ("c", "ungqr"), ("z", "ungqr")):
         CUSTOM_CALL_TARGETS[f"lapack_{_t}{_routine}{_suffix}"] = _lapack_orgqr
+        CUSTOM_CALL_TARGETS[f"lapack_{_t}geev{_suffix}"] = _lapack_geev
     for _t, _routine in (("s", "syevd"), ("d", "syevd"), ("c", "heevd"), ("z", "heevd")):
         CUSTOM_CALL_TARGETS[f"lapack_{_t}{_routine}{_suffix}"] = _lapack_syevd

@@ -4,7 +4,7 @@ layout assignment constrains its Eigen calls):
 
 * ``ROW_MAJOR_OPCODES``: FFT and the collectives take dense row-major
   arrays;
-* the LAPACK eigendecomposition, SVD, LU and QR custom calls (``emit_spectral.py``)
+* the LAPACK eigendecomposition (symmetric and general), SVD, LU and QR custom calls (``emit_spectral.py``)
   get the operand layouts their ``operand_layout_constraints`` declare
   (jaxlib's lowering asks for column-major matrices, and the runtime
   reads the operand in the layout of the results);
@@ -107,7 +107,7 @@ def _row_major(shape):
 
 
 # Custom-call targets whose operand_layout_constraints are honoured.
-_DECLARED_LAYOUT_TARGETS = re.compile(r"lapack_[sdcz](syevd|heevd|gesdd|getrf|geqrf|orgqr|ungqr)(_ffi)?$")
+_DECLARED_LAYOUT_TARGETS = re.compile(r"lapack_[sdcz](syevd|heevd|gesdd|geev|getrf|geqrf|orgqr|ungqr)(_ffi)?$")
 
 
 def _declared_operand_layouts(instr):

@@ -22,7 +22,7 @@ One module per topic, each importing only from those before it:
 - ``primitives``: elementwise arithmetic, compares, shape and type primitives
 - ``math``: elementwise math (exp, log, trigonometry, rounding, div, rem,
   pow, shifts, bit counts, bitcasts)
-- ``fft``, ``linalg``: the FFT and ``linalg.cholesky``
+- ``fft``, ``linalg``: the FFT, ``linalg.cholesky`` and ``linalg.eig`` (``geev``)
 - ``slicing``: ``slice``, ``dynamic_slice``, ``dynamic_update_slice``,
   ``gather`` and the ``scatter`` family
 - ``convolution``: ``dot_general`` and ``conv_general_dilated``

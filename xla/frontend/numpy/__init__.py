@@ -24,8 +24,9 @@ listed before it, never back:
 - ``products``: ``matmul``, ``dot``, ``tensordot``, ``einsum``
 - ``statistics``, ``differences``, ``linalg`` (``np.linalg``) and ``fft``
   (``np.fft``): on top, independent of one another; ``linalg_svd`` (``svd``,
-  ``lstsq``) on ``linalg``; ``polynomials`` (``vander``, ``polyfit``...) on
-  ``differences`` and ``linalg_svd``
+  ``lstsq``) and ``linalg_eig`` (``eig``, ``eigvals``) on ``linalg``;
+  ``polynomials`` (``vander``, ``polyfit``, ``roots``...) on ``differences``,
+  ``linalg_svd`` and ``linalg_eig``
 
 Importing the package registers every module and installs the table the
 Tracer and ``xla.frontend.ufuncs`` reach it through
@@ -35,13 +36,13 @@ import types
 
 from xla.frontend import tracing
 from xla.frontend.numpy import (creation, differences, elementwise, fft, indexing_routines,
-                                linalg, linalg_svd, manipulation, polynomials, products, reductions,
-                                sorting, statistics)
+                                linalg, linalg_eig, linalg_svd, manipulation, polynomials, products,
+                                reductions, sorting, statistics)
 from xla.frontend.numpy._common import FUNCTIONS, unsupported
 
 # The topic modules, each importing only from those before it.
 TOPICS = (manipulation, creation, indexing_routines, reductions, elementwise, sorting, products,
-          statistics, differences, linalg, linalg_svd, polynomials, fft)
+          statistics, differences, linalg, linalg_svd, linalg_eig, polynomials, fft)
 
 tracing.install_table("numpy", types.SimpleNamespace(
     FUNCTIONS=FUNCTIONS,                    # __array_function__: NumPy function -> implementation

@@ -1,7 +1,8 @@
 """Polynomials in NumPy's power form (highest power first): ``np.vander``,
 ``np.polyder``, ``np.polyint``, ``np.polyadd``, ``np.polysub``,
-``np.polymul`` and ``np.polyfit`` (a least-squares fit through
-``np.linalg.lstsq``); ``np.polyval`` is in ``differences``. The degree and
+``np.polymul``, ``np.polyfit`` (a least-squares fit through
+``np.linalg.lstsq``) and ``np.roots`` (the eigenvalues of the companion
+matrix, ``np.linalg.eigvals``); ``np.polyval`` is in ``differences``. The degree and
 the lengths are static (Python ints and the arrays' shapes), the
 coefficients may be traced; dtypes as NumPy's (``np.polyder`` of float32
 coefficients is float64: NumPy multiplies them by an int64 ``arange``)."""
@@ -10,7 +11,9 @@ import operator
 import numpy as np
 
 from xla.frontend.numpy._common import implements
+from xla.frontend.lax import checks
 from xla.frontend.numpy.differences import convolve
+from xla.frontend.numpy.linalg_eig import _complex_dtype, eigvals
 from xla.frontend.numpy.linalg_svd import lstsq
 from xla.frontend.numpy.manipulation import atleast_1d, concatenate, reshape
 from xla.frontend.numpy.reductions import cumprod, sum
@@ -153,3 +156,56 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     if full:
         return c, resids, rank, s, rcond
     return c
+
+
+@implements(np.roots)
+def roots(p):
+    """The roots of the polynomial ``p`` (highest power first), NumPy's
+    way: the eigenvalues of the companion matrix (``eigvals``: complex
+    always, complex64 for float32 coefficients, in the solver's order),
+    with a root 0 per trailing zero coefficient, leading zeros stripped.
+
+    Constant coefficients (not traced) are stripped as NumPy strips them.
+    Traced ones: the number of roots, ``len(p) - 1``, cannot depend on the
+    values, so a leading zero (which NumPy strips, returning fewer roots)
+    raises ValueError after the call; trailing zeros are found at run
+    time and give exact zero roots (the companion matrix of the stripped
+    polynomial in one corner, zeros in the other), where the solver's
+    order puts them (NumPy appends them last)."""
+    if isinstance(p, np.poly1d):
+        raise tracing_error("np.roots of an np.poly1d is not supported under xla.jit; pass its "
+                            "coefficients")
+    traced = isinstance(p, Tracer)
+    p = as_tracer(p) if traced else np.atleast_1d(np.asarray(p))
+    if p.ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    if p.dtype.kind in "iub":
+        p = convert(p, np.float64) if traced else p.astype(float)
+    cdt = _complex_dtype(p.dtype)
+    if not traced:
+        nonzero = np.flatnonzero(p)
+        if len(nonzero) == 0:
+            return as_tracer(np.zeros(0, cdt))
+        trailing = len(p) - 1 - nonzero[-1]
+        p = p[nonzero[0]:nonzero[-1] + 1]
+        if len(p) < 2:
+            return as_tracer(np.zeros(trailing, cdt))
+        a = np.diag(np.ones(len(p) - 2, p.dtype), -1)
+        a[0, :] = -p[1:] / p[0]
+        return concatenate([eigvals(a), np.zeros(trailing, cdt)])
+    n = p.shape[0]
+    if n < 2:
+        return broadcast_to(np.zeros((), cdt), (0,))
+    checks.error_if(p[0] == 0, ValueError,
+                    "np.roots under xla.jit: the leading coefficient is 0; NumPy strips leading "
+                    "zeros, returning fewer roots, a shape that depends on the values: strip them "
+                    "before the call or pass constant coefficients")
+    # The degree of p without its trailing zeros: its last nonzero position.
+    index = np.arange(n)
+    degree = np.max(np.where(np.not_equal(p, 0), index, 0))
+    rows = index[1:n - 1, None]
+    cols = index[None, :n - 1]
+    sub = np.logical_and(rows == cols + 1, rows < degree)
+    companion = np.where(sub, np.ones((), p.dtype), np.zeros((), p.dtype))
+    first = reshape(np.negative(np.true_divide(p[1:], p[0])), (1, n - 1))
+    return eigvals(concatenate([first, companion], axis=0))

@@ -276,3 +276,65 @@ def _gesdd(instr, operands, ctx):
 
 def _real_dtype(dt):
     return np.empty((), dt).real.dtype
+
+
+def _geev_scale(v):
+    """The columns of ``v`` (..., n, n) at unit 2-norm with their largest
+    component (the first of largest magnitude) real and positive: LAPACK's
+    geev leaves them of unit norm with that component real, of either sign;
+    the CPU runtime's scaling, kept alike here."""
+    norm = np.linalg.norm(v, axis=-2, keepdims=True)
+    v = v / np.where(norm > 0, norm, 1)
+    k = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    big = np.take_along_axis(v, k, axis=-2)
+    phase = np.conj(big) / np.where(big != 0, np.abs(big), 1)
+    return v * np.where(big != 0, phase, 1)
+
+
+@custom_call_target(*_lapack_targets("geev"))
+def _geev(instr, operands, ctx):
+    """General eigendecomposition, NumPy's (LAPACK's geev): the eigenvalues
+    in its order, as (wr, wi) of a real matrix or w of a complex one, and
+    the right eigenvectors as columns (``_geev_scale``), when
+    ``compute_right`` is 'V' (else zero); ``vl`` is zero. ``info`` -4 for
+    a matrix with a NaN or an infinity (jaxlib's kernel), 1 where the
+    solver does not converge; the results are then NaN. Left eigenvectors
+    (``compute_left`` 'V') are refused."""
+    a = np.asarray(operands[0])
+    shapes = _results(instr)
+    attrs = backend_config_attrs(instr)
+    if _char(attrs, "compute_left", "N") == "V":
+        raise UnimplementedError(f"{instr.attr('custom_call_target')} ({instr.name}): left "
+                                 "eigenvectors (compute_left 'V') are not computed")
+    right = _char(attrs, "compute_right", "V") == "V"
+    n = a.shape[-1]
+    x = _matrices(a)
+    cdt = shapes[-2].dtype
+    w = np.full((x.shape[0], n), np.nan, cdt)
+    vr = np.zeros((x.shape[0], n, n), cdt)
+    info = np.zeros(x.shape[0], np.int32)
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]).all():
+            info[i] = -4
+        else:
+            try:
+                if right:
+                    w[i], vr[i] = np.linalg.eig(x[i])
+                else:
+                    w[i] = np.linalg.eigvals(x[i])
+                continue
+            except np.linalg.LinAlgError:
+                info[i] = 1
+        if right:
+            vr[i] = np.nan
+    if right and n:
+        vr = _geev_scale(vr)
+    batch = a.shape[:-2]
+    vr = vr.reshape(batch + (n, n))
+    w = w.reshape(batch + (n,))
+    vl = np.zeros(batch + (n, n), cdt)
+    info = info.reshape(batch)
+    if len(shapes) == 5:
+        wr_dt = shapes[0].dtype
+        return (w.real.astype(wr_dt), w.imag.astype(wr_dt), vl, vr, info)
+    return (w.astype(shapes[0].dtype), vl, vr, info)

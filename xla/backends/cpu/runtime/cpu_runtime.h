@@ -193,6 +193,32 @@ void __xla_cpu_orgqr_f32(const float* a, const float* tau, float* out, int64_t b
 void __xla_cpu_orgqr_f64(const double* a, const double* tau, double* out, int64_t batch,
                          int64_t m, int64_t n, int64_t k, int32_t flags);
 
+// General eigendecompositions (LAPACK's geev) of `batch` dense n x n
+// matrices, a v == lambda v, with Eigen's EigenSolver (f32, f64) and
+// ComplexEigenSolver (c64, c128); `a` is float, double, complex<float> or
+// complex<double>. The eigenvalues, for real `a` in the order of the
+// computed real Schur form's diagonal (a complex conjugate pair together,
+// the one of positive imaginary part first), for complex `a` by ascending
+// magnitude (ComplexEigenSolver sorts them): for real `a`, their real parts in
+// `w` and imaginary parts in `wi` (batch x n each, a's real type); for
+// complex `a`, in `w` (batch x n complex; `wi` unused, may be null). `vr`
+// (like a, complex of a's precision; may be null) receives the right
+// eigenvectors as columns, each of unit 2-norm with its largest component
+// (the first of largest magnitude) real and positive; `vl` (may be null)
+// is zeroed: left eigenvectors are not computed. flags: 1 the matrices are
+// column-major (else row-major; vl and vr too), 2 compute vr (else it is
+// zeroed). `info` (may be null) receives 0, -4 where the matrix has a NaN
+// or an infinity (as jaxlib's kernel reports it), or 1 where the QR
+// iterations did not converge; w, wi and vr are then NaN.
+void __xla_cpu_geev_f32(const void* a, void* w, void* wi, void* vl, void* vr, int32_t* info,
+                        int64_t batch, int64_t n, int32_t flags);
+void __xla_cpu_geev_f64(const void* a, void* w, void* wi, void* vl, void* vr, int32_t* info,
+                        int64_t batch, int64_t n, int32_t flags);
+void __xla_cpu_geev_c64(const void* a, void* w, void* wi, void* vl, void* vr, int32_t* info,
+                        int64_t batch, int64_t n, int32_t flags);
+void __xla_cpu_geev_c128(const void* a, void* w, void* wi, void* vl, void* vr, int32_t* info,
+                         int64_t batch, int64_t n, int32_t flags);
+
 // FFT over the last `rank` (1 to 3) dimensions of dense row-major arrays,
 // `batch` of them: kind 0 FFT (complex -> complex), 1 IFFT (scaled by
 // 1/N), 2 RFFT (real -> complex, the last dimension n becomes n/2 + 1),

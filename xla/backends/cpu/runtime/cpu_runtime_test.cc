@@ -141,7 +141,9 @@ TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
                            "__xla_cpu_fft_f32", "__xla_cpu_fft_f64", "__xla_cpu_syevd_f32",
                            "__xla_cpu_syevd_f64", "__xla_cpu_gesdd_f32", "__xla_cpu_gesdd_f64",
                            "__xla_cpu_getrf_f32", "__xla_cpu_getrf_f64", "__xla_cpu_geqrf_f32",
-                           "__xla_cpu_geqrf_f64", "__xla_cpu_orgqr_f32", "__xla_cpu_orgqr_f64"}) {
+                           "__xla_cpu_geqrf_f64", "__xla_cpu_orgqr_f32", "__xla_cpu_orgqr_f64",
+                           "__xla_cpu_geev_f32", "__xla_cpu_geev_f64", "__xla_cpu_geev_c64",
+                           "__xla_cpu_geev_c128"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
 }
