@@ -37,14 +37,17 @@ def _tol(dt):
 
 
 def _matched(w, w_ref, tol):
-    """The permutation of ``w_ref`` (per matrix) nearest ``w``, after
-    checking that ``w`` and ``w_ref`` are the same multiset within ``tol``."""
+    """A permutation of ``w_ref`` (per matrix) matching ``w`` nearest first
+    (a repeated eigenvalue's copies to distinct positions, in whichever
+    order rounding gives them), after checking that ``w`` and ``w_ref`` are
+    the same multiset within ``tol``."""
     w2, r2 = w.reshape(-1, w.shape[-1]), w_ref.reshape(-1, w.shape[-1])
     order = np.empty(w2.shape, int)
     for i in range(w2.shape[0]):
         np.testing.assert_allclose(np.sort_complex(w2[i]), np.sort_complex(r2[i]), atol=tol)
-        order[i] = [int(np.argmin(np.abs(r2[i] - x))) for x in w2[i]]
-        assert sorted(order[i]) == list(range(w.shape[-1]))
+        free = list(range(w.shape[-1]))   # each of w_ref's eigenvalues matched once
+        for j, x in enumerate(w2[i]):
+            order[i, j] = free.pop(int(np.argmin(np.abs(r2[i][free] - x))))
     return order.reshape(w.shape)
 
 

@@ -35,8 +35,8 @@ backends refuse it by name.
 """
 import numpy as np
 
+from xla.frontend import lax
 from xla.frontend.lax import checks
-from xla.frontend.lax.linalg import geev
 from xla.frontend.numpy._common import implements
 from xla.frontend.numpy.linalg import _float_matrix
 from xla.frontend.tracing import broadcast_to, tracing_error
@@ -64,7 +64,7 @@ def _geev(a, what, vectors):
     if n == 0:
         w = broadcast_to(np.zeros((), cdt), a.shape[:-1])
         return w, (broadcast_to(np.zeros((), cdt), a.shape) if vectors else None)
-    w, v, info = geev(a, compute_right_eigenvectors=vectors)
+    w, v, info = lax.linalg.geev(a, compute_right_eigenvectors=vectors)
     checks.error_if(info < 0, np.linalg.LinAlgError, "Array must not contain infs or NaNs")
     checks.error_if(info > 0, np.linalg.LinAlgError, "Eigenvalues did not converge")
     return w, v
