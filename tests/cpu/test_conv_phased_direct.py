@@ -1,9 +1,11 @@
 """Lhs-dilated NHWC x HWIO convolutions (the input gradients of strided
 layers): the runtime splits the output into phases of equal position modulo
 the dilation, each reading only its own taps (convolution.cc,
-PhasedConv2D); with one or two 16-lane vectors of output features and no
-feature groups, on AVX-512 variants, each phase's rows run in the direct
-register tiles (PhasedDirectBody), elsewhere im2col and a GEMM. Expected
+PhasedConv2D); f32 with one to four vectors of output features (16 to 64
+on the AVX-512 variants, 8 to 32 on AVX2) and no feature groups run each
+phase's rows in the direct register tiles (PhasedDirectBody), others
+im2col and a GEMM (test_conv_direct_variants.py runs these cases on each
+variant). Expected
 values from NumPy: the input with (dilation - 1) zeros between elements,
 padded (or cropped, for negative padding), convolved with the kernel."""
 import numpy as np
@@ -89,8 +91,13 @@ CASES = {
     "negative_padding": ((1, 7, 8, 3), (3, 3, 3, 32), (1, 1), ((-1, 2), (2, -2)), (2, 2), (1, 1), 1),
     # odd output positions fall on holes only: their phases have no taps
     "phases_without_taps": ((2, 5, 6, 9), (1, 1, 9, 16), (1, 1), ((0, 0), (0, 0)), (2, 2), (1, 1), 1),
-    # neither width, or feature groups: im2col per phase and the GEMM
-    "other_width": ((2, 5, 6, 8), (3, 3, 8, 24), (1, 1), ((2, 1), (2, 1)), (2, 2), (1, 1), 1),
+    "three_vectors": ((2, 5, 6, 8), (3, 3, 8, 48), (1, 1), ((2, 1), (2, 1)), (2, 2), (1, 1), 1),
+    "four_vectors": ((1, 4, 7, 16), (3, 3, 16, 64), (1, 1), ((1, 2), (2, 1)), (2, 2), (1, 1), 1),
+    # AVX2's widths (8 lanes), im2col and the GEMM on AVX-512
+    "eight_features": ((2, 5, 7, 6), (3, 3, 6, 8), (1, 1), ((2, 1), (1, 1)), (2, 2), (1, 1), 1),
+    "24_features": ((2, 5, 6, 8), (3, 3, 8, 24), (1, 1), ((2, 1), (2, 1)), (2, 2), (1, 1), 1),
+    # no variant's width, or feature groups: im2col per phase and the GEMM
+    "20_features": ((2, 5, 6, 8), (3, 3, 8, 20), (1, 1), ((2, 1), (2, 1)), (2, 2), (1, 1), 1),
     "feature_groups": ((2, 5, 6, 8), (3, 3, 4, 32), (1, 1), ((2, 1), (2, 1)), (2, 2), (1, 1), 2),
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
@@ -264,14 +265,30 @@ template <typename T>
 using DirectPacket = typename Eigen::internal::packet_traits<T>::type;
 template <typename T>
 constexpr int kDirectLanes = Eigen::internal::unpacket_traits<DirectPacket<T>>::size;
-constexpr int kConvTile = 8;
 
-// (in_c bounds the row of zeros each task allocates for padded taps; the
-// direct path was measured with 8 to 32 input features only.)
+// Output pixels per tile for kVecs vectors of features: the tile's
+// accumulators, the kernel row's kVecs vectors and a broadcast in the
+// variant's vector registers (16 ymm with AVX2, 32 zmm with AVX-512), at
+// most 8 pixels.
+template <typename T, int kVecs>
+constexpr int DirectTilePixels() {
+  constexpr int regs = sizeof(DirectPacket<T>) == 64 ? 32 : 16;
+  return std::min(8, (regs - 1 - kVecs) / kVecs);
+}
+
+// The vectors of output features the direct tiles take, 0 where they do
+// not: f32 on AVX2 (8 lanes) and AVX-512 (16), no feature groups, out_c
+// one to kMaxDirectVecs full vectors. (in_c bounds the row of zeros each
+// task allocates for padded taps; the direct path was measured with 8 to
+// 32 input features only.)
+constexpr int kMaxDirectVecs = 4;
 template <typename T>
-bool DirectFits(const ConvParams& p) {
+int DirectVecs(const ConvParams& p) {
   constexpr int L = kDirectLanes<T>;
-  return L == 16 && p.groups == 1 && (p.out_c == L || p.out_c == 2 * L) && p.in_c <= 4096;
+  if (!std::is_same<T, float>::value || (L != 8 && L != 16)) return 0;
+  if (p.groups != 1 || p.in_c > 4096 || p.out_c % L != 0) return 0;
+  const int64_t vecs = p.out_c / L;
+  return vecs >= 1 && vecs <= kMaxDirectVecs ? static_cast<int>(vecs) : 0;
 }
 
 // The taps one output row of a direct tile reads: tap (r, s) of the
@@ -290,61 +307,78 @@ struct DirectRow {
   int64_t in_w, in_c, stride_w, out_c;
 };
 
-// Output pixels x0 .. x0 + count - 1 (count <= kConvTile) of a row, pixel
-// t stored at out + t * out_step.
+// Output pixels x0 .. x0 + count - 1 (count <= the tile's pixels) of a
+// row, pixel t stored at out + t * out_step.
 template <typename T, int kVecs>
 void DirectTile(const DirectRow<T>& row, int64_t x0, int count, T* out, int64_t out_step,
                 const T* zeros) {
   using Packet = DirectPacket<T>;
   constexpr int L = kDirectLanes<T>;
-  Packet acc[kConvTile][kVecs];
+  constexpr int kTile = DirectTilePixels<T, kVecs>();
+  Packet acc[kTile][kVecs];
 #pragma GCC unroll 8
-  for (int t = 0; t < kConvTile; ++t)
-#pragma GCC unroll 2
+  for (int t = 0; t < kTile; ++t)
+#pragma GCC unroll 4
     for (int v = 0; v < kVecs; ++v) acc[t][v] = Eigen::internal::pset1<Packet>(T(0));
-  const int64_t in_c = row.in_c, out_c = row.out_c;
+  const int64_t in_c = row.in_c, out_c = row.out_c, in_w = row.in_w, stride_w = row.stride_w;
+  const int64_t n_cols = row.n_cols;
   for (int64_t r = 0; r < row.n_rows; ++r) {
     if (row.rows[r] < 0) continue;
-    const T* in_row = row.image + row.rows[r] * row.in_w * in_c;
-    for (int64_t s = 0; s < row.n_cols; ++s) {
-      const T* src[kConvTile];
+    const T* in_row = row.image + row.rows[r] * in_w * in_c;
+    for (int64_t s = 0; s < n_cols; ++s) {
+      const T* src[kTile];
+      const int64_t ix0 = row.cols[s] + x0 * stride_w;
 #pragma GCC unroll 8
-      for (int t = 0; t < kConvTile; ++t) {
-        const int64_t ix = row.cols[s] + (x0 + t) * row.stride_w;
-        src[t] = t < count && ix >= 0 && ix < row.in_w ? in_row + ix * in_c : zeros;
+      for (int t = 0; t < kTile; ++t) {
+        const int64_t ix = ix0 + t * stride_w;
+        src[t] = t < count && ix >= 0 && ix < in_w ? in_row + ix * in_c : zeros;
       }
-      const T* w_rows = row.kernel + (r * row.n_cols + s) * in_c * out_c;
+      const T* w_rows = row.kernel + (r * n_cols + s) * in_c * out_c;
       for (int64_t c = 0; c < in_c; ++c) {
         Packet w[kVecs];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int v = 0; v < kVecs; ++v)
           w[v] = Eigen::internal::ploadu<Packet>(w_rows + c * out_c + v * L);
 #pragma GCC unroll 8
-        for (int t = 0; t < kConvTile; ++t) {
+        for (int t = 0; t < kTile; ++t) {
           const Packet x = Eigen::internal::pset1<Packet>(src[t][c]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
           for (int v = 0; v < kVecs; ++v) acc[t][v] = Eigen::internal::pmadd(x, w[v], acc[t][v]);
         }
       }
     }
   }
-  for (int t = 0; t < count; ++t)
-#pragma GCC unroll 2
+  // Every loop over acc has constant bounds (unrolled, `count` tested
+  // inside): an index known only at run time kept the accumulators in
+  // memory, stored and reloaded around every tap's loop over c.
+#pragma GCC unroll 8
+  for (int t = 0; t < kTile; ++t) {
+    if (t >= count) break;
+#pragma GCC unroll 4
     for (int v = 0; v < kVecs; ++v) Eigen::internal::pstoreu(out + t * out_step + v * L, acc[t][v]);
+  }
 }
 
-// A row's tiles of kConvTile pixels: `width` pixels, pixel x at
-// out + x * out_step.
+// A row's tiles: `width` pixels, pixel x at out + x * out_step.
+template <typename T, int kVecs>
+void DirectRowTilesOf(const DirectRow<T>& row, int64_t width, T* out, int64_t out_step,
+                      const T* zeros) {
+  constexpr int kTile = DirectTilePixels<T, kVecs>();
+  for (int64_t x = 0; x < width; x += kTile) {
+    const int count = static_cast<int>(std::min<int64_t>(kTile, width - x));
+    DirectTile<T, kVecs>(row, x, count, out + x * out_step, out_step, zeros);
+  }
+}
+
 template <typename T>
 void DirectRowTiles(const DirectRow<T>& row, int64_t width, T* out, int64_t out_step,
                     const T* zeros) {
-  for (int64_t x = 0; x < width; x += kConvTile) {
-    const int count = static_cast<int>(std::min<int64_t>(kConvTile, width - x));
-    if (row.out_c == kDirectLanes<T>) {
-      DirectTile<T, 1>(row, x, count, out + x * out_step, out_step, zeros);
-    } else {
-      DirectTile<T, 2>(row, x, count, out + x * out_step, out_step, zeros);
-    }
+  static_assert(kMaxDirectVecs == 4, "one case per width");
+  switch (row.out_c / kDirectLanes<T>) {
+    case 1: return DirectRowTilesOf<T, 1>(row, width, out, out_step, zeros);
+    case 2: return DirectRowTilesOf<T, 2>(row, width, out, out_step, zeros);
+    case 3: return DirectRowTilesOf<T, 3>(row, width, out, out_step, zeros);
+    default: return DirectRowTilesOf<T, 4>(row, width, out, out_step, zeros);
   }
 }
 
@@ -444,7 +478,7 @@ void PhasedConv2D(const T* input, const T* kernel, T* out, const ConvParams& p) 
       ctx.phases.push_back(std::move(ph));
     }
   }
-  if (DirectFits<T>(p)) {
+  if (DirectVecs<T>(p) > 0) {
     const int64_t macs_per_row = std::max<int64_t>(1, macs / std::max<int64_t>(1, total_rows));
     __xla_cpu_parallel_for(&PhasedDirectBody<T>, &ctx, total_rows,
                            std::max<int64_t>(1, kMinParallelMacs / macs_per_row));
@@ -481,7 +515,7 @@ void Conv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
   ConvContext<T> ctx{input, kernel, out, p};
   // Enough pixels per task that its GEMMs amortize the scheduling.
   const int64_t macs_per_pixel = patch * (p.out_c / p.groups) * p.groups;
-  if (DirectFits<T>(p)) {
+  if (DirectVecs<T>(p) > 0) {
     const int64_t macs_per_row = std::max<int64_t>(1, macs_per_pixel * p.out_w);
     __xla_cpu_parallel_for(&ConvDirectBody<T>, &ctx, p.batch * p.out_h,
                            std::max<int64_t>(1, kMinParallelMacs / macs_per_row));
