@@ -51,6 +51,11 @@ CASES = {
     "two_vectors_dilated": (1, 10, 19, 5, 3, 32, 1, (2, 2), 2),
     "one_vector_5x5_valid": (2, 12, 12, 7, 5, 16, 1, (0, 0), 1),
     "three_vectors": (2, 7, 10, 6, 3, 48, 1, (1, 1), 1),
+    # 24 pixels: rows of whole tiles on every variant (8, 6, 4 or 2 pixels),
+    # the last tile's taps at the padding on the right
+    "one_vector_whole_tiles": (1, 4, 24, 8, 3, 16, 1, (1, 1), 1),
+    "two_vectors_whole_tiles": (1, 4, 24, 3, 3, 32, 1, (1, 1), 1),
+    "four_vectors_whole_tiles": (1, 3, 24, 2, 3, 64, 1, (1, 1), 1),
     "four_vectors_stride2": (2, 9, 13, 12, 3, 64, 2, (1, 1), 1),
     # AVX2's widths (8 lanes), im2col and the GEMM on AVX-512
     "eight_features": (2, 8, 9, 5, 3, 8, 1, (1, 1), 1),

@@ -83,6 +83,8 @@ CASES = {
     # phases of 12 and 13 output columns: a full tile and a partial one
     "one_vector_wide_rows": ((1, 4, 13, 8), (3, 3, 8, 16), (1, 1), ((1, 1), (2, 2)),
                              (2, 2), (1, 1), 1),
+    # phases of 24 columns: whole tiles on every variant, the last at the padding
+    "whole_tiles": ((1, 3, 24, 4), (3, 3, 4, 16), (1, 1), ((1, 1), (1, 1)), (2, 2), (1, 1), 1),
     "lhs_3_stride_2": ((2, 6, 7, 4), (3, 3, 4, 16), (2, 2), ((2, 2), (1, 2)), (3, 3), (1, 1), 1),
     "lhs_and_rhs_dilation": ((1, 6, 9, 6), (3, 3, 6, 32), (1, 1), ((2, 2), (3, 1)), (2, 2),
                              (2, 2), 1),
