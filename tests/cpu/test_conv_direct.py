@@ -1,7 +1,7 @@
 """NHWC x HWIO convolutions whose output is one to four vectors of features
 wide: the runtime computes them in register tiles of output pixels straight
 from the input (convolution.cc, ConvDirect, f32 on the AVX-512 variants,
-16 to 64 features, and the AVX2 variant, 8 to 32; elsewhere im2col and a
+16 to 64 features, and the AVX2 variant, 8 to 24; elsewhere im2col and a
 GEMM; test_conv_direct_variants.py runs these cases on each variant).
 Expected values from NumPy: out[n, y, x, o] = sum over (ky, kx, c) of the
 padded input at (y * stride + ky * dilation, x * stride + kx * dilation)
@@ -51,7 +51,7 @@ CASES = {
     "two_vectors_dilated": (1, 10, 19, 5, 3, 32, 1, (2, 2), 2),
     "one_vector_5x5_valid": (2, 12, 12, 7, 5, 16, 1, (0, 0), 1),
     "three_vectors": (2, 7, 10, 6, 3, 48, 1, (1, 1), 1),
-    # 24 pixels: rows of whole tiles on every variant (8, 6, 4 or 2 pixels),
+    # 24 pixels: rows of whole tiles on every variant (8, 6 or 4 pixels),
     # the last tile's taps at the padding on the right
     "one_vector_whole_tiles": (1, 4, 24, 8, 3, 16, 1, (1, 1), 1),
     "two_vectors_whole_tiles": (1, 4, 24, 3, 3, 32, 1, (1, 1), 1),

@@ -2,7 +2,7 @@
 layers): the runtime splits the output into phases of equal position modulo
 the dilation, each reading only its own taps (convolution.cc,
 PhasedConv2D); f32 with one to four vectors of output features (16 to 64
-on the AVX-512 variants, 8 to 32 on AVX2) and no feature groups run each
+on the AVX-512 variants, 8 to 24 on AVX2) and no feature groups run each
 phase's rows in the direct register tiles (PhasedDirectBody), others
 im2col and a GEMM (test_conv_direct_variants.py runs these cases on each
 variant). Expected

@@ -277,18 +277,21 @@ constexpr int DirectTilePixels() {
 }
 
 // The vectors of output features the direct tiles take, 0 where they do
-// not: f32 on AVX2 (8 lanes) and AVX-512 (16), no feature groups, out_c
-// one to kMaxDirectVecs full vectors. (in_c bounds the row of zeros each
+// not: f32 on AVX-512 (16 lanes) with one to four vectors of output
+// features, on AVX2 (8 lanes) one to three, no feature groups. AVX2's tile
+// of four vectors has 2 pixels, and lost to im2col and Eigen's GEMM on
+// the 2-core EPYC (cnn_train's strided layer, 32 features: 0.83-0.90 ms
+// with the GEMM, 0.77-1.03 in tiles). (in_c bounds the row of zeros each
 // task allocates for padded taps; the direct path was measured with 8 to
-// 32 input features only.)
+// 64 input features only.)
 constexpr int kMaxDirectVecs = 4;
 template <typename T>
 int DirectVecs(const ConvParams& p) {
   constexpr int L = kDirectLanes<T>;
   if (!std::is_same<T, float>::value || (L != 8 && L != 16)) return 0;
   if (p.groups != 1 || p.in_c > 4096 || p.out_c % L != 0) return 0;
-  const int64_t vecs = p.out_c / L;
-  return vecs >= 1 && vecs <= kMaxDirectVecs ? static_cast<int>(vecs) : 0;
+  const int64_t vecs = p.out_c / L, max_vecs = L == 16 ? kMaxDirectVecs : 3;
+  return vecs >= 1 && vecs <= max_vecs ? static_cast<int>(vecs) : 0;
 }
 
 // The taps one output row of a direct tile reads: tap (r, s) of the
