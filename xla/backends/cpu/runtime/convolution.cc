@@ -610,7 +610,7 @@ void FilterBody(void* ctx_ptr, int64_t begin, int64_t end) {
 
 // The same sums without im2col or a GEMM call, where the result is narrow
 // (out_c one or two full vectors of the variant's widest f32 packet, 16
-// lanes: AVX-512): kernel gradients of small channel counts, where each
+// lanes, on AVX-512; one to three of 8 lanes on AVX2): kernel gradients of small channel counts, where each
 // patch element meets one or two kernel vectors only and Eigen's product
 // spent as long packing the patches (and im2col copying them) as
 // multiplying. A tile of the result (kTaps adjacent output columns x kB
@@ -671,28 +671,50 @@ void FilterTile(const FilterContext<T>& ctx, int64_t first, int64_t last, int64_
                                  acc[t][b][v]);
 }
 
-// Whether FilterDirect takes these parameters: out_c one or two 16-lane
-// vectors, a batch of multiples of 8, taps of rows a multiple of 3 (one
-// vector) or any (two vectors, one tap at a time).
+// Whether FilterDirect takes these parameters: f32, a batch of multiples
+// of 8; on AVX-512 out_c one 16-lane vector with taps of rows a multiple
+// of 3, or two vectors; on AVX2 (16 registers: tiles of at most 12
+// accumulators) one to three 8-lane vectors.
 template <typename T>
 bool FilterDirectFits(const ConvParams& p) {
   constexpr int L = kDirectLanes<T>;
-  if (L != 16 || p.batch % 8 != 0) return false;
-  if (p.out_c == L) return p.out_w % 3 == 0;
-  return p.out_c == 2 * L;
+  if (!std::is_same<T, float>::value || p.batch % 8 != 0) return false;
+  if (L == 16) return p.out_c == 2 * L || (p.out_c == L && p.out_w % 3 == 0);
+  return L == 8 && (p.out_c == L || p.out_c == 2 * L || p.out_c == 3 * L);
+}
+
+// The tiles of one shape over the whole result (out_w a multiple of kTaps,
+// batch of kB).
+template <typename T, int kTaps, int kB, int kVecs>
+void FilterTiles(const FilterContext<T>& ctx, int64_t first, int64_t last, T* acc) {
+  const ConvParams& p = ctx.p;
+  for (int64_t oy = 0; oy < p.out_h; ++oy) {
+    for (int64_t b0 = 0; b0 < p.batch; b0 += kB) {
+      for (int64_t ox = 0; ox < p.out_w; ox += kTaps) {
+        FilterTile<T, kTaps, kB, kVecs>(ctx, first, last, oy, ox, b0, acc);
+      }
+    }
+  }
 }
 
 template <typename T>
 void FilterDirect(const FilterContext<T>& ctx, int64_t first, int64_t last, T* acc) {
   const ConvParams& p = ctx.p;
-  for (int64_t oy = 0; oy < p.out_h; ++oy) {
-    for (int64_t b0 = 0; b0 < p.batch; b0 += 8) {
-      if (p.out_c == kDirectLanes<T>) {
-        for (int64_t ox = 0; ox < p.out_w; ox += 3) FilterTile<T, 3, 8, 1>(ctx, first, last, oy, ox, b0, acc);
-      } else {
-        for (int64_t ox = 0; ox < p.out_w; ++ox) FilterTile<T, 1, 8, 2>(ctx, first, last, oy, ox, b0, acc);
-      }
+  constexpr int L = kDirectLanes<T>;
+  if constexpr (L == 16) {
+    if (p.out_c == L) return FilterTiles<T, 3, 8, 1>(ctx, first, last, acc);
+    return FilterTiles<T, 1, 8, 2>(ctx, first, last, acc);
+  } else if constexpr (L == 8) {
+    const bool taps3 = p.out_w % 3 == 0;
+    if (p.out_c == L) {
+      return taps3 ? FilterTiles<T, 3, 4, 1>(ctx, first, last, acc)
+                   : FilterTiles<T, 1, 8, 1>(ctx, first, last, acc);
     }
+    if (p.out_c == 2 * L) {
+      return taps3 ? FilterTiles<T, 3, 2, 2>(ctx, first, last, acc)
+                   : FilterTiles<T, 1, 4, 2>(ctx, first, last, acc);
+    }
+    return FilterTiles<T, 1, 4, 3>(ctx, first, last, acc);
   }
 }
 
