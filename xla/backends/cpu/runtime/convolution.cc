@@ -244,23 +244,26 @@ void PhasedConvBody(void* ctx_ptr, int64_t begin, int64_t end) {
   }
 }
 
-// Convolutions whose output is one or two 16-lane vectors of features
-// wide (AVX-512 variants, no feature groups): computed in register tiles
-// of kConvTile output pixels of one image row, straight from the input,
-// without im2col or a GEMM call. With 16 or 32 output features each patch
-// element meets one or two kernel vectors, so Eigen's product spent as
-// long packing the patches (and im2col copying them) as multiplying. Per
-// (tap, input feature) the kernel row's vectors are loaded once and each
-// pixel's input element broadcast; a pixel whose tap falls in the padding
-// reads a row of zeros. Each output element is the sum over (ky, kx, c) in
-// that order, as the GEMM path's row (results within f32 rounding of each
-// other). On the 2-core EPYC, one thread, cnn_train's forward layers: 3x3,
-// 8 -> 16 features over 32 images of 32x32 1.8-1.9 -> 1.15-1.2 ms; 3x3
-// stride 2, 16 -> 32, 1.2 -> 0.95 ms. Lhs dilation runs the same tiles
+// Convolutions whose output is a few vectors of features wide (f32 on the
+// AVX2 and AVX-512 variants, no feature groups: DirectVecs): computed in
+// register tiles of up to 8 output pixels of one image row, straight from
+// the input, without im2col or a GEMM call. With 16 or 32 output features
+// each patch element meets one or two kernel vectors, so Eigen's product
+// spent as long packing the patches (and im2col copying them) as
+// multiplying. Per (tap, input feature) the kernel row's vectors are
+// loaded once and each pixel's input element broadcast; a pixel whose tap
+// falls in the padding reads a row of zeros. Each output element is the
+// sum over (ky, kx, c) in that order, as the GEMM path's row (results
+// within f32 rounding of each other). On the 2-core EPYC, one thread,
+// cnn_train's forward layers in its step: 3x3, 8 -> 16 features over 32
+// images of 32x32 1.8-1.9 -> 1.15-1.2 ms; 3x3 stride 2, 16 -> 32, 1.2 ->
+// 0.95 ms; alone, with the registers and runs below, 0.52-0.54 and
+// 0.31-0.33 ms (docs/cpu_backend.md). Lhs dilation runs the same tiles
 // per phase (PhasedDirectBody below).
 //
 // The variant's widest packet of T (Eigen's), and its lanes: the direct
-// paths here and FilterDirect below run where that is 16 (AVX-512 f32).
+// paths here and FilterDirect below run where that is 16 (AVX-512 f32) or
+// 8 (AVX2 f32).
 template <typename T>
 using DirectPacket = typename Eigen::internal::packet_traits<T>::type;
 template <typename T>
