@@ -1,7 +1,7 @@
 """NHWC x HWIO convolutions whose output is one to four vectors of features
 wide: the runtime computes them in register tiles of output pixels straight
 from the input (convolution.cc, ConvDirect, f32 on the AVX-512 variants,
-16 to 64 features, and the AVX2 variant, 8 to 24; elsewhere im2col and a
+16 to 64 features and 8 or 24, and the AVX2 variant, 8 to 24; elsewhere im2col and a
 GEMM; test_conv_direct_variants.py runs these cases on each variant).
 Expected values from NumPy: out[n, y, x, o] = sum over (ky, kx, c) of the
 padded input at (y * stride + ky * dilation, x * stride + kx * dilation)
@@ -57,7 +57,7 @@ CASES = {
     "two_vectors_whole_tiles": (1, 4, 24, 3, 3, 32, 1, (1, 1), 1),
     "four_vectors_whole_tiles": (1, 3, 24, 2, 3, 64, 1, (1, 1), 1),
     "four_vectors_stride2": (2, 9, 13, 12, 3, 64, 2, (1, 1), 1),
-    # AVX2's widths (8 lanes), im2col and the GEMM on AVX-512
+    # 8-lane vectors (AVX2's, and AVX-512's half-width tiles)
     "eight_features": (2, 8, 9, 5, 3, 8, 1, (1, 1), 1),
     "24_features": (2, 8, 8, 8, 3, 24, 1, (1, 1), 1),
     # no variant's width: im2col and the GEMM

@@ -1,8 +1,8 @@
 """Lhs-dilated NHWC x HWIO convolutions (the input gradients of strided
 layers): the runtime splits the output into phases of equal position modulo
 the dilation, each reading only its own taps (convolution.cc,
-PhasedConv2D); f32 with one to four vectors of output features (16 to 64
-on the AVX-512 variants, 8 to 24 on AVX2) and no feature groups run each
+PhasedConv2D); f32 with one to four vectors of output features (16 to 64,
+8 or 24 on the AVX-512 variants, 8 to 24 on AVX2) and no feature groups run each
 phase's rows in the direct register tiles (PhasedDirectBody), others
 im2col and a GEMM (test_conv_direct_variants.py runs these cases on each
 variant). Expected
@@ -95,7 +95,7 @@ CASES = {
     "phases_without_taps": ((2, 5, 6, 9), (1, 1, 9, 16), (1, 1), ((0, 0), (0, 0)), (2, 2), (1, 1), 1),
     "three_vectors": ((2, 5, 6, 8), (3, 3, 8, 48), (1, 1), ((2, 1), (2, 1)), (2, 2), (1, 1), 1),
     "four_vectors": ((1, 4, 7, 16), (3, 3, 16, 64), (1, 1), ((1, 2), (2, 1)), (2, 2), (1, 1), 1),
-    # AVX2's widths (8 lanes), im2col and the GEMM on AVX-512
+    # 8-lane vectors (AVX2's, and AVX-512's half-width tiles)
     "eight_features": ((2, 5, 7, 6), (3, 3, 6, 8), (1, 1), ((2, 1), (1, 1)), (2, 2), (1, 1), 1),
     "24_features": ((2, 5, 6, 8), (3, 3, 8, 24), (1, 1), ((2, 1), (2, 1)), (2, 2), (1, 1), 1),
     # no variant's width, or feature groups: im2col per phase and the GEMM

@@ -245,7 +245,7 @@ void PhasedConvBody(void* ctx_ptr, int64_t begin, int64_t end) {
 }
 
 // Convolutions whose output is a few vectors of features wide (f32 on the
-// AVX2 and AVX-512 variants, no feature groups: DirectVecs): computed in
+// AVX2 and AVX-512 variants, no feature groups: DirectFits): computed in
 // register tiles of up to 8 output pixels of one image row, straight from
 // the input, without im2col or a GEMM call. With 16 or 32 output features
 // each patch element meets one or two kernel vectors, so Eigen's product
@@ -279,22 +279,28 @@ constexpr int DirectTilePixels() {
   return std::min(8, (regs - 1 - kVecs) / kVecs);
 }
 
-// The vectors of output features the direct tiles take, 0 where they do
-// not: f32 on AVX-512 (16 lanes) with one to four vectors of output
-// features, on AVX2 (8 lanes) one to three, no feature groups. AVX2's tile
-// of four vectors has 2 pixels, and lost to im2col and Eigen's GEMM on
-// the 2-core EPYC (cnn_train's strided layer, 32 features: 0.83-0.90 ms
-// with the GEMM, 0.77-1.03 in tiles). (in_c bounds the row of zeros each
-// task allocates for padded taps; the direct path was measured with 8 to
-// 64 input features only.)
+// The variant's half-width packet of T: 8 lanes of f32 on AVX-512.
+template <typename T>
+using DirectHalfPacket = typename Eigen::internal::packet_traits<T>::half;
+
+// Whether the direct tiles take these parameters: f32 on AVX-512 (16
+// lanes) with one to four vectors of output features, or 8 or 24 features
+// in 8-lane vectors (the 32 registers hold 8 pixels of them); on AVX2 (8
+// lanes) one to three vectors; no feature groups. AVX2's tile of four
+// vectors has 2 pixels, and lost to im2col and Eigen's GEMM on the 2-core
+// EPYC (cnn_train's strided layer, 32 features: 0.83-0.90 ms with the
+// GEMM, 0.77-1.03 in tiles). (in_c bounds the row of zeros each task
+// allocates for padded taps; the direct path was measured with 8 to 64
+// input features only.)
 constexpr int kMaxDirectVecs = 4;
 template <typename T>
-int DirectVecs(const ConvParams& p) {
+bool DirectFits(const ConvParams& p) {
   constexpr int L = kDirectLanes<T>;
-  if (!std::is_same<T, float>::value || (L != 8 && L != 16)) return 0;
-  if (p.groups != 1 || p.in_c > 4096 || p.out_c % L != 0) return 0;
+  if (!std::is_same<T, float>::value || (L != 8 && L != 16)) return false;
+  if (p.groups != 1 || p.in_c > 4096) return false;
+  if (L == 16 && (p.out_c == 8 || p.out_c == 24)) return true;
   const int64_t vecs = p.out_c / L, max_vecs = L == 16 ? kMaxDirectVecs : 3;
-  return vecs >= 1 && vecs <= max_vecs ? static_cast<int>(vecs) : 0;
+  return p.out_c % L == 0 && vecs >= 1 && vecs <= max_vecs;
 }
 
 // The taps one output row of a direct tile reads: tap (r, s) of the
@@ -326,11 +332,10 @@ inline bool AdjacentCols(const int64_t* cols, int64_t n) {
 
 // Output pixels x0 .. x0 + count - 1 (count <= the tile's pixels) of a
 // row, pixel t stored at out + t * out_step.
-template <typename T, int kVecs>
+template <typename T, typename Packet, int kVecs>
 void DirectTile(const DirectRow<T>& row, int64_t x0, int count, T* out, int64_t out_step,
                 const T* zeros) {
-  using Packet = DirectPacket<T>;
-  constexpr int L = kDirectLanes<T>;
+  constexpr int L = Eigen::internal::unpacket_traits<Packet>::size;
   constexpr int kTile = DirectTilePixels<T, kVecs>();
   Packet acc[kTile][kVecs];
 #pragma GCC unroll 8
@@ -384,13 +389,13 @@ void DirectTile(const DirectRow<T>& row, int64_t x0, int count, T* out, int64_t 
 }
 
 // A row's tiles: `width` pixels, pixel x at out + x * out_step.
-template <typename T, int kVecs>
+template <typename T, typename Packet, int kVecs>
 void DirectRowTilesOf(const DirectRow<T>& row, int64_t width, T* out, int64_t out_step,
                       const T* zeros) {
   constexpr int kTile = DirectTilePixels<T, kVecs>();
   for (int64_t x = 0; x < width; x += kTile) {
     const int count = static_cast<int>(std::min<int64_t>(kTile, width - x));
-    DirectTile<T, kVecs>(row, x, count, out + x * out_step, out_step, zeros);
+    DirectTile<T, Packet, kVecs>(row, x, count, out + x * out_step, out_step, zeros);
   }
 }
 
@@ -398,11 +403,17 @@ template <typename T>
 void DirectRowTiles(const DirectRow<T>& row, int64_t width, T* out, int64_t out_step,
                     const T* zeros) {
   static_assert(kMaxDirectVecs == 4, "one case per width");
+  using Wide = DirectPacket<T>;
+  if constexpr (kDirectLanes<T> == 16) {
+    using Half = DirectHalfPacket<T>;
+    if (row.out_c == 8) return DirectRowTilesOf<T, Half, 1>(row, width, out, out_step, zeros);
+    if (row.out_c == 24) return DirectRowTilesOf<T, Half, 3>(row, width, out, out_step, zeros);
+  }
   switch (row.out_c / kDirectLanes<T>) {
-    case 1: return DirectRowTilesOf<T, 1>(row, width, out, out_step, zeros);
-    case 2: return DirectRowTilesOf<T, 2>(row, width, out, out_step, zeros);
-    case 3: return DirectRowTilesOf<T, 3>(row, width, out, out_step, zeros);
-    default: return DirectRowTilesOf<T, 4>(row, width, out, out_step, zeros);
+    case 1: return DirectRowTilesOf<T, Wide, 1>(row, width, out, out_step, zeros);
+    case 2: return DirectRowTilesOf<T, Wide, 2>(row, width, out, out_step, zeros);
+    case 3: return DirectRowTilesOf<T, Wide, 3>(row, width, out, out_step, zeros);
+    default: return DirectRowTilesOf<T, Wide, 4>(row, width, out, out_step, zeros);
   }
 }
 
@@ -503,7 +514,7 @@ void PhasedConv2D(const T* input, const T* kernel, T* out, const ConvParams& p) 
       ctx.phases.push_back(std::move(ph));
     }
   }
-  if (DirectVecs<T>(p) > 0) {
+  if (DirectFits<T>(p)) {
     const int64_t macs_per_row = std::max<int64_t>(1, macs / std::max<int64_t>(1, total_rows));
     __xla_cpu_parallel_for(&PhasedDirectBody<T>, &ctx, total_rows,
                            std::max<int64_t>(1, kMinParallelMacs / macs_per_row));
@@ -540,7 +551,7 @@ void Conv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
   ConvContext<T> ctx{input, kernel, out, p};
   // Enough pixels per task that its GEMMs amortize the scheduling.
   const int64_t macs_per_pixel = patch * (p.out_c / p.groups) * p.groups;
-  if (DirectVecs<T>(p) > 0) {
+  if (DirectFits<T>(p)) {
     const int64_t macs_per_row = std::max<int64_t>(1, macs_per_pixel * p.out_w);
     __xla_cpu_parallel_for(&ConvDirectBody<T>, &ctx, p.batch * p.out_h,
                            std::max<int64_t>(1, kMinParallelMacs / macs_per_row));
