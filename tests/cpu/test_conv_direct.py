@@ -1,9 +1,11 @@
-"""NHWC x HWIO convolutions whose output is one or two 16-lane vectors of
-features wide: the runtime computes them in register tiles of 8 output
-pixels straight from the input (convolution.cc, ConvDirect, on AVX-512
-variants; elsewhere im2col and a GEMM). Expected values from NumPy:
-out[n, y, x, o] = sum over (ky, kx, c) of the padded input at
-(y * stride + ky * dilation, x * stride + kx * dilation) times the kernel."""
+"""NHWC x HWIO convolutions whose output is one to four vectors of features
+wide: the runtime computes them in register tiles of output pixels straight
+from the input (convolution.cc, ConvDirect, f32 on the AVX-512 variants,
+16 to 64 features and 8 or 24, and the AVX2 variant, 8 to 24; elsewhere im2col and a
+GEMM; test_conv_direct_variants.py runs these cases on each variant).
+Expected values from NumPy: out[n, y, x, o] = sum over (ky, kx, c) of the
+padded input at (y * stride + ky * dilation, x * stride + kx * dilation)
+times the kernel."""
 import numpy as np
 import pytest
 
@@ -48,8 +50,19 @@ CASES = {
     "two_vectors_stride2_uneven_pad": (2, 12, 13, 16, 3, 32, 2, (0, 1), 1),
     "two_vectors_dilated": (1, 10, 19, 5, 3, 32, 1, (2, 2), 2),
     "one_vector_5x5_valid": (2, 12, 12, 7, 5, 16, 1, (0, 0), 1),
-    # neither width: im2col and the GEMM
-    "other_width": (2, 8, 8, 8, 3, 24, 1, (1, 1), 1),
+    "three_vectors": (2, 7, 10, 6, 3, 48, 1, (1, 1), 1),
+    # 24 pixels: rows of whole tiles on every variant (8, 6 or 4 pixels),
+    # the last tile's taps at the padding on the right
+    "one_vector_whole_tiles": (1, 4, 24, 8, 3, 16, 1, (1, 1), 1),
+    "two_vectors_whole_tiles": (1, 4, 24, 3, 3, 32, 1, (1, 1), 1),
+    "four_vectors_whole_tiles": (1, 3, 24, 2, 3, 64, 1, (1, 1), 1),
+    "four_vectors_stride2": (2, 9, 13, 12, 3, 64, 2, (1, 1), 1),
+    # 8-lane vectors (AVX2's, and AVX-512's half-width tiles)
+    "eight_features": (2, 8, 9, 5, 3, 8, 1, (1, 1), 1),
+    "24_features": (2, 8, 8, 8, 3, 24, 1, (1, 1), 1),
+    # no variant's width: im2col and the GEMM
+    "20_features": (2, 8, 8, 8, 3, 20, 1, (1, 1), 1),
+    "80_features": (1, 6, 7, 4, 3, 80, 1, (1, 1), 1),
 }
 
 

@@ -1,9 +1,11 @@
 """Kernel gradients in conv2d_filter's order (f01b_i01o->01bf, as JAX writes
-a convolution's kernel gradient) whose result is one or two 16-lane vectors
-of output features wide: the runtime sums them without im2col
-(convolution.cc, FilterDirect, on AVX-512 variants; elsewhere the GEMM
-path). Expected values from NumPy: out[ky, kx, ci, co] = sum over images and
-output positions of the padded input at the tap times the gradient."""
+a convolution's kernel gradient) whose result is a few vectors of output
+features wide: the runtime sums them without im2col (convolution.cc,
+FilterDirect: f32, input features in multiples of 8, on AVX-512 variants
+16 or 32 output features, on AVX2 8, 16 or 24; elsewhere the GEMM path;
+test_conv_direct_variants.py runs these cases on each variant). Expected
+values from NumPy: out[ky, kx, ci, co] = sum over images and output
+positions of the padded input at the tap times the gradient."""
 import numpy as np
 import pytest
 
@@ -41,9 +43,15 @@ CASES = {
     "one_vector_16_in": (3, 10, 16, 10, 16, 3, 1, (1, 1)),
     "two_vectors_stride2": (4, 12, 16, 6, 32, 3, 2, (0, 1)),
     "two_vectors_8_in": (3, 10, 8, 10, 32, 3, 1, (1, 1)),
-    # neither width: the GEMM path
-    "other_width": (2, 8, 8, 8, 24, 3, 1, (1, 1)),
     "kernel_row_not_a_multiple_of_3": (2, 8, 8, 7, 16, 2, 1, (0, 0)),
+    # AVX2's widths (8 lanes), the GEMM path on AVX-512
+    "eight_features_3x3": (4, 9, 8, 9, 8, 3, 1, (1, 1)),
+    "eight_features_2x2": (3, 8, 16, 7, 8, 2, 1, (0, 0)),
+    "eight_features_stride2": (4, 12, 8, 6, 8, 3, 2, (0, 1)),
+    "24_features": (2, 8, 8, 8, 24, 3, 1, (1, 1)),
+    # no variant's: the GEMM path
+    "20_features": (2, 8, 8, 8, 20, 3, 1, (1, 1)),
+    "4_input_features": (2, 8, 4, 8, 16, 3, 1, (1, 1)),
 }
 
 
