@@ -125,6 +125,15 @@ def _float_matrix(a):
     return convert(a, np.float64) if a.dtype.kind in "iub" else a
 
 
+def square_stack(a):
+    """NumPy's LinAlgErrors for what is not a stack of square matrices."""
+    if a.ndim < 2:
+        raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
+                                    "two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+
+
 def _check_square(a, what):
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise np.linalg.LinAlgError(f"Last 2 dimensions of the array must be square ({what})")
@@ -488,11 +497,7 @@ def matrix_power(a, n):
     ``n == 0`` the identity in ``a``'s dtype, ``n < 0`` powers of
     ``inv(a)``."""
     a = as_tracer(a)
-    if a.ndim < 2:
-        raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
-                                    "two-dimensional")
-    if a.shape[-1] != a.shape[-2]:
-        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    square_stack(a)
     try:
         n = operator.index(n)
     except TypeError as e:

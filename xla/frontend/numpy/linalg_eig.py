@@ -38,7 +38,7 @@ import numpy as np
 from xla.frontend import lax
 from xla.frontend.lax import checks
 from xla.frontend.numpy._common import implements
-from xla.frontend.numpy.linalg import _float_matrix
+from xla.frontend.numpy.linalg import _float_matrix, square_stack
 from xla.frontend.tracing import broadcast_to, tracing_error
 
 
@@ -51,11 +51,7 @@ def _geev(a, what, vectors):
     """``(w, v)`` (``v`` None unless ``vectors``) of ``a``, NumPy's errors
     registered after the call."""
     a = _float_matrix(a)
-    if a.ndim < 2:
-        raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
-                                    "two-dimensional")
-    if a.shape[-1] != a.shape[-2]:
-        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    square_stack(a)
     if a.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
         raise tracing_error(f"{what} under xla.jit takes float32, float64, complex64 or complex128 "
                             f"matrices (and integers, as float64), got {a.dtype}; NumPy's linalg "
