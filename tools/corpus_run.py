@@ -6,16 +6,21 @@ signature and written atomically.
 Needs JAX (a scratch virtualenv; JAX is not a dependency of the project).
 """
 
+import atexit
 import functools
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 
 # XLA reads XLA_FLAGS once, when the first backend is created, so the dump
 # directory must be configured before jax is imported.
 _DUMP_DIR = tempfile.mkdtemp(prefix="hlo_corpus_dump_")
+# Removed at exit, also when the generator stops early (--help, a bad
+# argument, an error): it only ever holds XLA's dumps of this run.
+atexit.register(shutil.rmtree, _DUMP_DIR, ignore_errors=True)
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                            f" --xla_dump_to={_DUMP_DIR} --xla_dump_hlo_as_text").strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
