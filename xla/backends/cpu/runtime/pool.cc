@@ -238,7 +238,15 @@ extern "C" {
 int32_t __xla_cpu_runtime_num_threads(void) { return GetRuntime()->num_threads; }
 
 void __xla_cpu_runtime_set_num_threads(int32_t num_threads) {
-  Runtime* fresh = MakeRuntime(num_threads > 0 ? num_threads : DefaultNumThreads());
+  const int wanted = num_threads > 0 ? num_threads : DefaultNumThreads();
+  {
+    // A pool of that size already: kept (building one costs ~2 ms, and
+    // tests and benchmarks set the count around every measurement).
+    std::lock_guard<std::mutex> lock(g_runtime_mutex);
+    Runtime* current = g_runtime.load(std::memory_order_acquire);
+    if (current != nullptr && current->num_threads == wanted) return;
+  }
+  Runtime* fresh = MakeRuntime(wanted);
   Runtime* old;
   {
     std::lock_guard<std::mutex> lock(g_runtime_mutex);
