@@ -74,7 +74,7 @@ def test_a_builtin_platform_does_not_read_the_entry_points():
 
 def test_compiling_hlo_imports_no_frontend_absl_or_ml_dtypes():
     # ``import xla`` and a compile of an f32 module on the cpu leave out what
-    # they do not use (docs/compiler.md, compile time): the frontends
+    # they do not use (docs/compile_time.md): the frontends
     # (loaded on first use of xla.jit etc.), absl (XLA_FLAGS unset),
     # ml_dtypes (no narrow type), ctypes.util's ldconfig; a narrow type
     # then loads ml_dtypes.
