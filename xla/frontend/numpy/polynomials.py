@@ -47,14 +47,18 @@ def _coefficients(p):
     return p if isinstance(p, Tracer) else np.asarray(p)
 
 
+def _refuse_poly1d(p, what):
+    if isinstance(p, np.poly1d):
+        raise tracing_error(f"{what} of an np.poly1d is not supported under xla.jit; pass its "
+                            "coefficients")
+
+
 @implements(np.polyder)
 def polyder(p, m=1):
     m = int(m)
     if m < 0:
         raise ValueError("Order of derivative must be positive (see polyint)")
-    if isinstance(p, np.poly1d):
-        raise tracing_error("np.polyder of an np.poly1d is not supported under xla.jit; pass its "
-                            "coefficients")
+    _refuse_poly1d(p, "np.polyder")
     p = _coefficients(p)
     for _ in range(m):
         n = len(p) - 1
@@ -67,9 +71,7 @@ def polyint(p, m=1, k=None):
     m = int(m)
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
-    if isinstance(p, np.poly1d):
-        raise tracing_error("np.polyint of an np.poly1d is not supported under xla.jit; pass its "
-                            "coefficients")
+    _refuse_poly1d(p, "np.polyint")
     k = np.zeros(m, float) if k is None else k
     k = atleast_1d(as_tracer(k)) if isinstance(k, Tracer) else np.atleast_1d(k)
     if len(k) == 1 and m > 1:
@@ -172,9 +174,7 @@ def roots(p):
     time and give exact zero roots (the companion matrix of the stripped
     polynomial in one corner, zeros in the other), where the solver's
     order puts them (NumPy appends them last)."""
-    if isinstance(p, np.poly1d):
-        raise tracing_error("np.roots of an np.poly1d is not supported under xla.jit; pass its "
-                            "coefficients")
+    _refuse_poly1d(p, "np.roots")
     traced = isinstance(p, Tracer)
     p = as_tracer(p) if traced else np.atleast_1d(np.asarray(p))
     if p.ndim != 1:
