@@ -6,6 +6,8 @@ import pytest
 
 import xla
 
+from result_checks import assert_results_match
+
 BACKENDS = ("cpu", "interpreter")
 rng = np.random.default_rng(7)
 A = rng.standard_normal((4, 5, 6)).astype(np.float32)
@@ -125,13 +127,7 @@ def test_traced_boolean_mask_is_a_must_compile_error_at_the_users_line():
 # ----- flat indices, multi-indices and choices (xla/frontend/numpy/indexing_routines.py) -----
 
 def _same(got, want):
-    got_t = got if isinstance(got, tuple) else (got,)
-    want_t = want if isinstance(want, tuple) else (want,)
-    assert len(got_t) == len(want_t)
-    for g, w in zip(got_t, want_t):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        np.testing.assert_array_equal(g, w)
+    assert_results_match(got, want)   # exact, dtypes and shapes too
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
