@@ -9,27 +9,15 @@ hand-written row-major modules against NumPy. The eigenvalue order is the
 solver's: eigenvalues are compared as sorted multisets, eigenvectors by ``a
 v == v w``, unit norm, and against jax's up to a phase where the
 eigenvalues are distinct."""
-import os
 
 import numpy as np
 import pytest
 
-import xla
 from xla.errors import UnimplementedError
-from xla.hlo.evaluator.evaluator import Evaluator
-from xla.hlo.parser import parse_hlo_module
-from xla.tools.arrays import flatten_result
 
-_FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "lapack_geev_jax.npz")
-with np.load(_FIXTURE) as _f:
-    DATA = dict(_f)
-NAMES = sorted(k[:-4] for k in DATA if k.endswith(".hlo"))
+from lapack_fixtures import load, run
 
-
-def _run(text, args, backend):
-    if backend == "cpu":
-        return [np.asarray(r) for r in flatten_result(xla.compile(text, "cpu").execute(*args))]
-    return [np.asarray(r) for r in flatten_result(Evaluator().evaluate(parse_hlo_module(text), list(args)))]
+DATA, NAMES = load("lapack_geev_jax.npz")
 
 
 def _tol(dt):
@@ -77,7 +65,7 @@ def test_matches_jax(name, backend):
     text = str(DATA[f"{name}.hlo"])
     args = [DATA[f"{name}.arg{i}"] for i in range(int(DATA[f"{name}.num_args"]))]
     want = [DATA[f"{name}.result{i}"] for i in range(int(DATA[f"{name}.num_results"]))]
-    got = _run(text, args, backend)
+    got = run(text, args, backend)
     assert [(g.dtype, g.shape) for g in got] == [(w.dtype, w.shape) for w in want]
     a, tol = args[0], _tol(args[0].dtype)
     if name.endswith("nan"):
@@ -113,7 +101,7 @@ def test_row_major_module_real(backend):
     a = rng.standard_normal((2, 6, 6))
     a[1, 0, 0] = np.inf
     text = _geev_module("d", "f64[2,6,6]", "(f64[2,6], f64[2,6], c128[2,6,6], c128[2,6,6], s32[2])")
-    wr, wi, vl, vr, info = _run(text, [a], backend)
+    wr, wi, vl, vr, info = run(text, [a], backend)
     assert info.tolist() == [0, -4]
     w = wr + 1j * wi
     _matched(w[:1], np.linalg.eigvals(a[:1]), 1e-10)
@@ -127,7 +115,7 @@ def test_row_major_module_complex_values_only(backend):
     rng = np.random.default_rng(2)
     a = (rng.standard_normal((3, 4, 4)) + 1j * rng.standard_normal((3, 4, 4))).astype(np.complex64)
     text = _geev_module("c", "c64[3,4,4]", "(c64[3,4], c64[3,4,4], c64[3,4,4], s32[3])", right="N")
-    w, vl, vr, info = _run(text, [a], backend)
+    w, vl, vr, info = run(text, [a], backend)
     assert w.dtype == np.complex64 and info.tolist() == [0, 0, 0]
     _matched(w, np.linalg.eigvals(a.astype(np.complex128)), 1e-4)
     np.testing.assert_array_equal(vr, 0)
@@ -136,7 +124,7 @@ def test_row_major_module_complex_values_only(backend):
 @pytest.mark.parametrize("backend", ["cpu", "interpreter"])
 def test_empty_matrices(backend):
     text = _geev_module("s", "f32[2,0,0]", "(f32[2,0], f32[2,0], c64[2,0,0], c64[2,0,0], s32[2])")
-    wr, wi, vl, vr, info = _run(text, [np.zeros((2, 0, 0), np.float32)], backend)
+    wr, wi, vl, vr, info = run(text, [np.zeros((2, 0, 0), np.float32)], backend)
     assert wr.shape == (2, 0) and vr.shape == (2, 0, 0) and info.tolist() == [0, 0]
 
 
@@ -144,4 +132,4 @@ def test_empty_matrices(backend):
 def test_left_eigenvectors_are_refused(backend):
     text = _geev_module("d", "f64[3,3]", "(f64[3], f64[3], c128[3,3], c128[3,3], s32[])", left="V")
     with pytest.raises(UnimplementedError, match="left eigenvectors"):
-        _run(text, [np.eye(3)], backend)
+        run(text, [np.eye(3)], backend)

@@ -7,27 +7,16 @@ batches, uplo U, modes A/S/N) against jax's results
 (fixtures/lapack_spectral_jax.npz, from gen_lapack_spectral_jax.py), and
 hand-written modules (row-major) against NumPy. Vectors are compared up to
 sign (each column against the reference's) and by reconstruction."""
-import os
 
 import numpy as np
 import pytest
 
 import xla
 from xla.errors import UnimplementedError
-from xla.hlo.evaluator.evaluator import Evaluator
-from xla.hlo.parser import parse_hlo_module
-from xla.tools.arrays import flatten_result
 
-_FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "lapack_spectral_jax.npz")
-with np.load(_FIXTURE) as _f:
-    DATA = dict(_f)
-NAMES = sorted(k[:-4] for k in DATA if k.endswith(".hlo"))
+from lapack_fixtures import load, run
 
-
-def _run(text, args, backend):
-    if backend == "cpu":
-        return [np.asarray(r) for r in flatten_result(xla.compile(text, "cpu").execute(*args))]
-    return [np.asarray(r) for r in flatten_result(Evaluator().evaluate(parse_hlo_module(text), list(args)))]
+DATA, NAMES = load("lapack_spectral_jax.npz")
 
 
 def _tol(dt):
@@ -56,7 +45,7 @@ def test_matches_jax(name, backend):
     text = str(DATA[f"{name}.hlo"])
     args = [DATA[f"{name}.arg{i}"] for i in range(int(DATA[f"{name}.num_args"]))]
     want = [DATA[f"{name}.result{i}"] for i in range(int(DATA[f"{name}.num_results"]))]
-    got = _run(text, args, backend)
+    got = run(text, args, backend)
     assert [(g.dtype, g.shape) for g in got] == [(w.dtype, w.shape) for w in want]
     tol = _tol(want[0].dtype)
     a = args[0]
@@ -112,7 +101,7 @@ def test_row_major_syevd_matches_numpy(et, dt, uplo):
     text = _module(et, "[2,8,8]", f"({et}[2,8,8], {et}[2,8], s32[2])", f"lapack_{PREFIX[et]}syevd_ffi",
                    f"{{mode = 86 : ui8, uplo = {ord(uplo)} : ui8}}")
     for backend in ("cpu", "interpreter"):
-        v, w, info = _run(text, [a], backend)
+        v, w, info = run(text, [a], backend)
         w_ref, v_ref = np.linalg.eigh(a.astype(np.float64), UPLO=uplo)
         np.testing.assert_array_equal(info, 0)
         np.testing.assert_allclose(w, w_ref, atol=_tol(dt) * 10)
@@ -129,7 +118,7 @@ def test_row_major_gesdd_matches_numpy(mode, shape):
     text = _module("f64", f"[{m},{n}]", f"(f64[{m},{n}], f64[{k}], f64[{m},{ku}], f64[{kv},{n}], s32[])",
                    "lapack_dgesdd_ffi", f"{{mode = {ord(mode)} : ui8}}")
     for backend in ("cpu", "interpreter"):
-        a_out, s, u, vt, info = _run(text, [a], backend)
+        a_out, s, u, vt, info = run(text, [a], backend)
         np.testing.assert_array_equal(a_out, a)
         assert info == 0
         u_ref, s_ref, vt_ref = np.linalg.svd(a, full_matrices=mode == "A")
@@ -149,7 +138,7 @@ def test_a_matrix_with_nan_gives_info_and_nan():
     text = _module("f64", "[3,3]", "(f64[3,3], f64[3], f64[3,3], f64[3,3], s32[])",
                    "lapack_dgesdd_ffi", "{mode = 65 : ui8}")
     for backend in ("cpu", "interpreter"):
-        _, s, u, vt, info = _run(text, [a], backend)
+        _, s, u, vt, info = run(text, [a], backend)
         assert info == 1
         assert np.isnan(s).all() and np.isnan(u).all() and np.isnan(vt).all()
 
@@ -184,7 +173,7 @@ def test_syevd_without_vectors_leaves_the_operand():
     text = _module("f64", "[5,5]", "(f64[5,5], f64[5], s32[])", "lapack_dsyevd_ffi",
                    "{mode = 78 : ui8, uplo = 76 : ui8}")
     for backend in ("cpu", "interpreter"):
-        v, w, info = _run(text, [a], backend)
+        v, w, info = run(text, [a], backend)
         np.testing.assert_array_equal(v, a)
         np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=1e-12)
         assert info == 0
@@ -197,8 +186,8 @@ def test_row_major_getrf_matches_the_interpreter(shape):
     a = np.random.default_rng(5).standard_normal(shape)
     a[:, 0] = 0   # a zero first column: pivot 1, info 1, factorization completed
     text = _module("f64", f"[{m},{n}]", f"(f64[{m},{n}], s32[{k}], s32[])", "lapack_dgetrf_ffi", "{}")
-    lu, ipiv, info = _run(text, [a], "cpu")
-    lu_i, ipiv_i, info_i = _run(text, [a], "interpreter")
+    lu, ipiv, info = run(text, [a], "cpu")
+    lu_i, ipiv_i, info_i = run(text, [a], "interpreter")
     assert info == info_i == 1
     np.testing.assert_array_equal(ipiv, ipiv_i)
     np.testing.assert_allclose(lu, lu_i, atol=1e-12)
@@ -225,7 +214,7 @@ def test_row_major_geqrf_and_orgqr_match_numpy_at_blocked_sizes(dt, shape):
     qdims = ",".join(map(str, (*batch, m, k)))
     a = np.random.default_rng(m * n).standard_normal(shape).astype(dt)
     geqrf = _module(et, f"[{dims}]", f"({et}[{dims}], {et}[{tdims}])", f"lapack_{p}geqrf_ffi", "{}")
-    packed, tau = _run(geqrf, [a], "cpu")
+    packed, tau = run(geqrf, [a], "cpu")
     tol = 50 * max(m, n) * np.finfo(dt).eps
     for i in np.ndindex(*batch):
         h_ref, tau_ref = np.linalg.qr(a[i].astype(np.float64), mode="raw")
@@ -237,7 +226,7 @@ ENTRY e {{
   t = {et}[{tdims}] parameter(1)
   ROOT q = {et}[{qdims}] custom-call(a, t), custom_call_target="lapack_{p}orgqr_ffi"
 }}"""
-    (q,) = _run(orgqr, [np.ascontiguousarray(packed[..., :k]), tau], "cpu")
+    (q,) = run(orgqr, [np.ascontiguousarray(packed[..., :k]), tau], "cpu")
     for i in np.ndindex(*batch):
         q_ref = np.linalg.qr(a[i].astype(np.float64))[0]
         np.testing.assert_allclose(q[i], q_ref, atol=tol)

@@ -1,0 +1,26 @@
+"""Test-only helpers for the JAX-lowered LAPACK custom-call fixtures
+(fixtures/lapack_*_jax.npz, written by fixtures/gen_lapack_*_jax.py): the
+programs of a fixture, and one run of a module on a backend."""
+import os
+
+import numpy as np
+
+import xla
+from xla.hlo.evaluator.evaluator import Evaluator
+from xla.hlo.parser import parse_hlo_module
+from xla.tools.arrays import flatten_result
+
+
+def load(filename):
+    """(every array of fixtures/``filename``, the names of its programs)."""
+    with np.load(os.path.join(os.path.dirname(__file__), "fixtures", filename)) as f:
+        data = dict(f)
+    return data, sorted(k[:-4] for k in data if k.endswith(".hlo"))
+
+
+def run(text, args, backend):
+    """The flattened results of module ``text`` on ``backend`` ("cpu" or
+    the interpreter, the reference semantics)."""
+    if backend == "cpu":
+        return [np.asarray(r) for r in flatten_result(xla.compile(text, "cpu").execute(*args))]
+    return [np.asarray(r) for r in flatten_result(Evaluator().evaluate(parse_hlo_module(text), list(args)))]
