@@ -77,9 +77,11 @@ def _layout_of(h, matrices, others):
     raise unsupported(h, f"matrices in mixed or non-dense layouts ({layouts})")
 
 
-def _runtime(me, h, routine):
+def _runtime(me, h, routine, types=_TYPES):
+    """The runtime function computing ``h`` (``types``: its element types
+    by LAPACK's routine letter), or an error naming what is missing."""
     target = h.attr("custom_call_target")
-    et = _TYPES.get(target[len("lapack_")])
+    et = types.get(target[len("lapack_")])
     if et is None:
         raise unsupported(h, f"{target} of {h.operands[0].shape.element_type.text} matrices "
                              "(the runtime's take f32 and f64)")
@@ -177,14 +179,11 @@ def _lapack_orgqr(me, h):
            ir.Constant(I32, int(col_major))])
 
 
-_GEEV_TYPES = {"s": "f32", "d": "f64", "c": "c64", "z": "c128"}
+_GEEV_TYPES = dict(_TYPES, c="c64", z="c128")
 
 
 def _lapack_geev(me, h):
-    target = h.attr("custom_call_target")
-    name = f"__xla_cpu_geev_{_GEEV_TYPES[target[len('lapack_')]]}"
-    if name not in me.runtime_symbols:
-        raise unsupported(h, "no geev in this runtime (ahead-of-time objects)")
+    name = _runtime(me, h, "geev", _GEEV_TYPES)
     if lapack_letter(h, "compute_left", "N") != "N":
         raise unsupported(h, "left eigenvectors (compute_left 'V')")
     right = lapack_letter(h, "compute_right", "V") == "V"
