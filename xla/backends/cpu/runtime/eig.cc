@@ -22,15 +22,6 @@ using xla_cpu_runtime::ColMajorMatrix;
 using xla_cpu_runtime::RowMajorMatrix;
 
 template <typename S>
-struct Real {
-  using type = S;
-};
-template <typename R>
-struct Real<std::complex<R>> {
-  using type = R;
-};
-
-template <typename S>
 struct GeevContext {
   const S* a;
   void* w;    // real input: the real parts (R); complex input: the values (C)
@@ -107,7 +98,7 @@ void Balance(ColMajorMatrix<S>& a, Eigen::Matrix<R, Eigen::Dynamic, 1>& d) {
 
 template <typename S>
 void GeevBatch(void* raw, int64_t begin, int64_t end) {
-  using R = typename Real<S>::type;
+  using R = typename Eigen::NumTraits<S>::Real;
   using C = std::complex<R>;
   constexpr bool kComplex = !std::is_same<S, R>::value;
   constexpr R kNaN = std::numeric_limits<R>::quiet_NaN();
