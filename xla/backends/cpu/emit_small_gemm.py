@@ -67,6 +67,7 @@ serially too, with Eigen's packing): the driver branches on
 ``__xla_cpu_runtime_num_threads`` between the kernel and the runtime's
 matmul.
 """
+import functools
 import math
 
 from llvmlite import ir
@@ -159,7 +160,8 @@ def emit_dot(me, h):
 
 
 def emit_small_gemm(me, h):
-    """Emits ``h`` as the tiled kernel and its call; False when it does not apply."""
+    """Emits ``h`` as the tiled kernel (or the runtime's tiled GEMM) and its
+    call; False when it does not apply."""
     walk = strided_gemm.plan(h)
     if walk is not None:
         return _emit_strided(me, h, walk)
@@ -168,81 +170,76 @@ def emit_small_gemm(me, h):
         return False
     m, k, n = shape
     if _runtime_gemm(me, h) is not None:
-        return _emit_unbatched_call(me, h, m, k, n)
-    lanes = _lanes(h.shape.element_type.text, n)
-    slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
-    name = me.unique(f"kernel.{h.name}.gemm")
-    # Products split over the pool keep constant sizes: mlp_forward's
-    # 512x256x128 and 512x128x10 (size variants of each other), one thread,
-    # 646-690 us a call with constant sizes, 720-775 us shape-generic.
-    generic = m * k * n < MIN_SPLIT_MACS and is_generic(me, h, slices, runtime_bounds=True)
-
-    def emit():
-        return _emit_kernel(me, h, name, slices, shape, lanes, generic)
-
-    if generic:   # the vector width is the one choice made from a size
-        kernel = me.size_free_kernels.emit(h, name, slices, ("gemm", slice_pattern(slices), lanes),
-                                           emit)
+        walk = strided_gemm.StridedGemm(False, [], m, k, n, ((), k, 1), ((), n, 1), ((), n, 1))
+        run = functools.partial(_call_runtime_gemm, me, h, walk)
     else:
-        kernel = me.memoized_kernel(h, (me.fingerprints.key(h), "gemm", slice_pattern(slices)),
-                                    name, slices, emit)
-    row_blocks = math.ceil(m / MR)
-    if m * k * n < MAX_MACS:
-        kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
-        return True
-    if _split(m, k, n, h.shape.element_type.text, me.runtime_symbols):
-        if m * k * n < MIN_SPLIT_MACS:
-            kernel.call_in_driver(me.builder, me.table, i64(0), i64(row_blocks))
-            return True
-        pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
-        me.builder.call(pf, [kernel.function, me.table, i64(row_blocks), i64(_min_chunk(k, n))])
-        return True
-    # A product the runtime would spread over threads: this kernel where the
-    # pool has one thread (it computes the product serially there too), the
-    # runtime's matmul otherwise.
-    d = me.builder
-    threads = d.call(me.declare(_NUM_THREADS, ir.FunctionType(I32, [])), [])
-    with d.if_else(d.icmp_signed("<=", threads, ir.Constant(I32, 1))) as (serial, parallel):
-        with serial:
-            kernel.call_in_driver(d, me.table, i64(0), i64(row_blocks))
-        with parallel:
-            emitted = me.emit_runtime_matmul(h)
-    assert emitted, h
+        lanes = _lanes(h.shape.element_type.text, n)
+        slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
+        name = me.unique(f"kernel.{h.name}.gemm")
+        # Products split over the pool keep constant sizes: mlp_forward's
+        # 512x256x128 and 512x128x10 (size variants of each other), one
+        # thread, 646-690 us a call with constant sizes, 720-775 us
+        # shape-generic.
+        generic = m * k * n < MIN_SPLIT_MACS and is_generic(me, h, slices, runtime_bounds=True)
+
+        def emit():
+            return _emit_kernel(me, h, name, slices, shape, lanes, generic)
+
+        if generic:   # the vector width is the one choice made from a size
+            kernel = me.size_free_kernels.emit(h, name, slices,
+                                               ("gemm", slice_pattern(slices), lanes), emit)
+        else:
+            kernel = me.memoized_kernel(h, (me.fingerprints.key(h), "gemm", slice_pattern(slices)),
+                                        name, slices, emit)
+        run = functools.partial(_call_kernel, me, kernel, math.ceil(m / MR))
+    et = h.shape.element_type.text
+    split = _split(m, k, n, et, me.runtime_symbols)
+    if m * k * n < MAX_MACS or (split and m * k * n < MIN_SPLIT_MACS):
+        run(0)
+    elif split:
+        run(_min_chunk(k, n))
+    else:
+        # A product the runtime would spread over threads: the tiled GEMM
+        # where the pool has one thread (the runtime computes it serially
+        # there too), the runtime's matmul otherwise.
+        d = me.builder
+        threads = d.call(me.declare(_NUM_THREADS, ir.FunctionType(I32, [])), [])
+        with d.if_else(d.icmp_signed("<=", threads, ir.Constant(I32, 1))) as (serial, parallel):
+            with serial:
+                run(0)
+            with parallel:
+                emitted = me.emit_runtime_matmul(h)
+        assert emitted, h
     return True
 
 
 def _emit_strided(me, h, walk):
-    """A batched dot (``strided_gemm.plan``): one kernel over every row block
-    of every product, split over the pool like the products above with a
-    small rhs, on the calling thread below MIN_SPLIT_MACS."""
+    """A batched dot (``strided_gemm.plan``): one kernel (or runtime call)
+    over every row block of every product, split over the pool like the
+    products above with a small rhs, on the calling thread below
+    MIN_SPLIT_MACS."""
     if _runtime_gemm(me, h) is not None and len(walk.batch) <= MAX_RUNTIME_BATCH_RANK:
-        macs = walk.products * walk.m * walk.k * walk.n
-        _call_runtime_gemm(me, h, walk, _min_chunk(walk.k, walk.n) if macs >= MIN_SPLIT_MACS
-                           and _PARALLEL_FOR in me.runtime_symbols else 0)
-        return True
-    et = h.shape.element_type.text
-    wide = vector_lanes(64 if et == "f64" else 32)
-    # 512-bit vectors also where the columns are whole vectors of them
-    # (attention's 32 columns per head: one block of two).
-    lanes = _lanes(et, walk.n)
-    if wide >= _WIDE_LANES[et] and walk.n % _WIDE_LANES[et] == 0:
-        lanes = _WIDE_LANES[et]
-    slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
-    name = me.unique(f"kernel.{h.name}.gemm")
-
-    def emit():
-        return _emit_kernel(me, h, name, slices, (walk.m, walk.k, walk.n), lanes, False, walk)
-
-    kernel = me.memoized_kernel(h, (me.fingerprints.key(h), "gemm", slice_pattern(slices)),
-                                name, slices, emit)
-    blocks = walk.products * math.ceil(walk.m / MR)
-    if walk.products * walk.m * walk.k * walk.n >= MIN_SPLIT_MACS \
-            and _PARALLEL_FOR in me.runtime_symbols:
-        pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
-        me.builder.call(pf, [kernel.function, me.table, i64(blocks),
-                             i64(_min_chunk(walk.k, walk.n))])
+        run = functools.partial(_call_runtime_gemm, me, h, walk)
     else:
-        kernel.call_in_driver(me.builder, me.table, i64(0), i64(blocks))
+        et = h.shape.element_type.text
+        wide = vector_lanes(64 if et == "f64" else 32)
+        # 512-bit vectors also where the columns are whole vectors of them
+        # (attention's 32 columns per head: one block of two).
+        lanes = _lanes(et, walk.n)
+        if wide >= _WIDE_LANES[et] and walk.n % _WIDE_LANES[et] == 0:
+            lanes = _WIDE_LANES[et]
+        slices = [Slice(me.assignment.buffer(x)) for x in (h.operands[0], h.operands[1], h)]
+        name = me.unique(f"kernel.{h.name}.gemm")
+
+        def emit():
+            return _emit_kernel(me, h, name, slices, (walk.m, walk.k, walk.n), lanes, False, walk)
+
+        kernel = me.memoized_kernel(h, (me.fingerprints.key(h), "gemm", slice_pattern(slices)),
+                                    name, slices, emit)
+        run = functools.partial(_call_kernel, me, kernel, walk.products * math.ceil(walk.m / MR))
+    split = walk.products * walk.m * walk.k * walk.n >= MIN_SPLIT_MACS \
+        and _PARALLEL_FOR in me.runtime_symbols
+    run(_min_chunk(walk.k, walk.n) if split else 0)
     return True
 
 
@@ -259,29 +256,15 @@ def _min_chunk(k, n):
     return max(1, -(-MIN_CHUNK_MACS // (MR * k * n)))
 
 
-def _emit_unbatched_call(me, h, m, k, n):
-    """An unbatched product through the runtime's tiled GEMM, with the
-    kernel's policy (module docstring): split over the pool from
-    MIN_SPLIT_MACS where its rhs is small, on the calling thread below
-    MAX_MACS, else the tiled GEMM where the pool has one thread and the
-    runtime's matmul otherwise."""
-    walk = strided_gemm.StridedGemm(False, [], m, k, n, ((), k, 1), ((), n, 1), ((), n, 1))
-    et = h.shape.element_type.text
-    if m * k * n < MAX_MACS or (_split(m, k, n, et, me.runtime_symbols)
-                                and m * k * n < MIN_SPLIT_MACS):
-        _call_runtime_gemm(me, h, walk, 0)
-    elif _split(m, k, n, et, me.runtime_symbols):
-        _call_runtime_gemm(me, h, walk, _min_chunk(k, n))
-    else:
-        d = me.builder
-        threads = d.call(me.declare(_NUM_THREADS, ir.FunctionType(I32, [])), [])
-        with d.if_else(d.icmp_signed("<=", threads, ir.Constant(I32, 1))) as (serial, parallel):
-            with serial:
-                _call_runtime_gemm(me, h, walk, 0)
-            with parallel:
-                emitted = me.emit_runtime_matmul(h)
-        assert emitted, h
-    return True
+def _call_kernel(me, kernel, blocks, min_chunk):
+    """The driver's call of the tiled ``kernel`` over its ``blocks`` row
+    blocks: on the calling thread (``min_chunk`` 0), else split over the
+    pool in chunks of at least ``min_chunk`` blocks."""
+    if not min_chunk:
+        kernel.call_in_driver(me.builder, me.table, i64(0), i64(blocks))
+        return
+    pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
+    me.builder.call(pf, [kernel.function, me.table, i64(blocks), i64(min_chunk)])
 
 
 def _call_runtime_gemm(me, h, walk, min_chunk):
