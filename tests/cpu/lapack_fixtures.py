@@ -18,6 +18,13 @@ def load(filename):
     return data, sorted(k[:-4] for k in data if k.endswith(".hlo"))
 
 
+def program(data, name):
+    """(HLO text, arguments, jax's results) of program ``name``."""
+    count = lambda what: int(data[f"{name}.num_{what}"])  # noqa: E731
+    return (str(data[f"{name}.hlo"]), [data[f"{name}.arg{i}"] for i in range(count("args"))],
+            [data[f"{name}.result{i}"] for i in range(count("results"))])
+
+
 def run(text, args, backend):
     """The flattened results of module ``text`` on ``backend`` ("cpu" or
     the interpreter, the reference semantics)."""

@@ -15,7 +15,7 @@ import pytest
 
 from xla.errors import UnimplementedError
 
-from lapack_fixtures import load, run
+from lapack_fixtures import load, program, run
 
 DATA, NAMES = load("lapack_geev_jax.npz")
 
@@ -62,9 +62,7 @@ def test_fixture_has_every_program():
 @pytest.mark.parametrize("backend", ["cpu", "interpreter"])
 @pytest.mark.parametrize("name", NAMES)
 def test_matches_jax(name, backend):
-    text = str(DATA[f"{name}.hlo"])
-    args = [DATA[f"{name}.arg{i}"] for i in range(int(DATA[f"{name}.num_args"]))]
-    want = [DATA[f"{name}.result{i}"] for i in range(int(DATA[f"{name}.num_results"]))]
+    text, args, want = program(DATA, name)
     got = run(text, args, backend)
     assert [(g.dtype, g.shape) for g in got] == [(w.dtype, w.shape) for w in want]
     a, tol = args[0], _tol(args[0].dtype)

@@ -14,7 +14,7 @@ import pytest
 import xla
 from xla.errors import UnimplementedError
 
-from lapack_fixtures import load, run
+from lapack_fixtures import load, program, run
 
 DATA, NAMES = load("lapack_spectral_jax.npz")
 
@@ -42,9 +42,7 @@ def test_fixture_has_every_program():
 @pytest.mark.parametrize("backend", ["cpu", "interpreter"])
 @pytest.mark.parametrize("name", NAMES)
 def test_matches_jax(name, backend):
-    text = str(DATA[f"{name}.hlo"])
-    args = [DATA[f"{name}.arg{i}"] for i in range(int(DATA[f"{name}.num_args"]))]
-    want = [DATA[f"{name}.result{i}"] for i in range(int(DATA[f"{name}.num_results"]))]
+    text, args, want = program(DATA, name)
     got = run(text, args, backend)
     assert [(g.dtype, g.shape) for g in got] == [(w.dtype, w.shape) for w in want]
     tol = _tol(want[0].dtype)
