@@ -200,6 +200,56 @@ ENTRY main {{
         assert dot.operands[0].opcode in ("fusion", op, "get-tuple-element")
 
 
+
+# An MLP layer's backward pass as JAX lowers it (after layout assignment):
+# the ReLU gradient g is read by the dot for dx, through a transposed
+# bitcast by the dot for dW, and by the bias gradient's reduce.
+RELU_GRADIENT = """HloModule relu_gradient
+""" + ADD + """
+ENTRY main {
+  b = f32[41]{0} parameter(0)
+  z = f32[8,41]{1,0} parameter(1)
+  dy = f32[8,41]{1,0} parameter(2)
+  w = f32[40,41]{1,0} parameter(3)
+  x = f32[8,40]{1,0} parameter(4)
+  bb = f32[8,41]{1,0} broadcast(b), dimensions={1}
+  pre = f32[8,41]{1,0} add(z, bb)
+  zero = f32[] constant(0)
+  zeros = f32[8,41]{1,0} broadcast(zero), dimensions={}
+  gt = pred[8,41]{1,0} compare(pre, zeros), direction=GT
+  g = f32[8,41]{1,0} select(gt, dy, zeros)
+  gt_view = f32[41,8]{0,1} bitcast(g)
+  dx = f32[8,40]{1,0} dot(g, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  dw = f32[41,40]{1,0} dot(gt_view, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  db = f32[41]{0} reduce(g, zero), dimensions={0}, to_apply=add_f32
+  ROOT t = (f32[8,40]{1,0}, f32[41,40]{1,0}, f32[41]{0}) tuple(dx, dw, db)
+}
+"""
+
+
+def test_a_bitcast_read_only_by_unfused_users_stays_a_view():
+    module, _ = run(RELU_GRADIENT, multi_output=False)
+    view = next(i for i in module.entry.instructions if i.opcode == "bitcast")
+    dx = next(i for i in module.entry.instructions if i.name == "dx")
+    # The bitcast reads the fusion that computes g for dx: g is computed
+    # once for both dots, not again in a fusion rooted at the bitcast.
+    assert view.operands[0] is dx.operands[0]
+    assert view.operands[0].opcode == "fusion"
+    selects = [f for f in fusions(module) if "select" in fused_opcodes(f)]
+    roots = sorted(f.attr("calls").root_instruction.opcode for f in selects)
+    assert roots == ["reduce", "select"]   # the reduce's own copy, and g
+
+
+def test_a_bitcast_read_by_a_fusion_still_fuses():
+    text = RELU_GRADIENT.replace(
+        "ROOT t = (f32[8,40]{1,0}, f32[41,40]{1,0}, f32[41]{0}) tuple(dx, dw, db)",
+        "n = f32[41,8]{0,1} negate(gt_view)\n"
+        "  ROOT t = (f32[8,40]{1,0}, f32[41,40]{1,0}, f32[41]{0}, f32[41,8]{0,1}) "
+        "tuple(dx, dw, db, n)")
+    module, _ = run(text, multi_output=False)
+    (negated,) = [f for f in fusions(module) if f.attr("calls").root_instruction.opcode == "negate"]
+    assert "bitcast" in fused_opcodes(negated)
+
 def test_operand_bound():
     params = "\n".join(f"  p{i} = f32[8] parameter({i})" for i in range(20))
     chain = ["  a1 = f32[8] add(p0, p1)"] + [f"  a{i} = f32[8] add(a{i - 1}, p{i})"

@@ -14,7 +14,13 @@ shape key (reduce: operand dimensions and reduced dimensions; others: output
 dimensions), and ``reads_own_index`` (elementwise ops whose operands have
 their shape: they read each operand at their own index; everything else
 computes a new index per read). Instructions with control dependencies are
-unfusible. A cheap producer that reads an array a dynamic-update-slice
+unfusible, and so is a bitcast (other than the root) that no fusible
+instruction reads: it stays a view of its operand's buffer (free), where as
+a fusion's root it would copy its producers into a kernel of their own, a
+second computation of a value already computed for the producer's other
+users (an MLP's backward pass computed the ReLU gradient twice per layer:
+for the dot that reads it and for the transposed bitcast the weight
+gradient's dot reads). A cheap producer that reads an array a dynamic-update-slice
 updates, and has users on both sides of that update, is flagged like an
 expensive one (computed once): a copy of it in the later fusion would read
 the array after the update, which then could not be done in place.
@@ -248,9 +254,14 @@ def flatten_for_fusion(comp, policy=DEFAULT_POLICY):
     shape_key = np.zeros(n, dtype=np.int64)
     own_index = np.zeros(n, dtype=np.uint8)
     sizes = {}
-    for k, instr in enumerate(order):
+    root = comp.root_instruction
+    for k in range(n - 1, -1, -1):   # users before their operands
+        instr = order[k]
         op_kind = fusion_op_kind(instr, bool(instr.control_predecessors) or id(instr) in controlled,
                                  policy)
+        if op_kind == LOOP and instr.opcode == "bitcast" and instr is not root and \
+                not any(kind[index[id(u)]] for u in instr.users if id(u) in index):
+            op_kind = UNFUSIBLE   # a view of its operand (module docstring)
         kind[k] = op_kind
         expensive[k] = instr.opcode in policy.expensive
         shape = instr.shape
