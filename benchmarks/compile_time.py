@@ -1,7 +1,7 @@
 """Compile time of JAX-lowered modules on the CPU backend, stage by stage.
 
     .venv/bin/python benchmarks/compile_time.py [--modules=REGEX] [--max_instructions=N]
-        [--max_seconds=S] [--passes=K] [--repeats=R] [--json_out=FILE]
+        [--max_seconds=S] [--passes=K] [--repeats=R] [--repeat_below=N] [--json_out=FILE]
 
 The modules are in benchmarks/modules/ (made by gen_compile_modules.py from
 JAX's unoptimized HLO: unrolled MLP, transformer and varied-width MLP
@@ -25,7 +25,7 @@ its own (so a hang or a blow-up costs at most --max_seconds, reported as
 
 Before the first measured compile each child compiles a small f64 module
 (no kernel in common with the benchmarks), so one-time initialization is
-not charged to the module; modules under 5,000 instructions are measured
+not charged to the module; modules under 5,000 instructions (--repeat_below) are measured
 --repeats times (each in a fresh child; once only if the first run took
 over --repeat_under seconds) and the median is shown. Then the
 seed example's first compile in a fresh process (import, parse and compile
@@ -271,7 +271,9 @@ def main():
     parser.add_argument("--keep_going", action="store_true",
                         help="after a module goes over, still try the larger ones of its family")
     parser.add_argument("--repeats", type=int, default=3,
-                        help=f"runs (median) of modules under {REPEAT_BELOW} instructions")
+                        help="runs (median) of modules under --repeat_below instructions")
+    parser.add_argument("--repeat_below", type=int, default=REPEAT_BELOW,
+                        help="instructions below which a module is run --repeats times")
     parser.add_argument("--repeat_under", type=float, default=10,
                         help="repeat only modules whose first run took less (seconds)")
     parser.add_argument("--passes", type=int, default=5, help="slowest passes to list per module")
@@ -318,7 +320,7 @@ def main():
             results[name] = {"skipped": f"{over[fam]} went over"}
             print(f"{name:26} {n_expected or '?':>6} skipped ({over[fam]} was over {args.max_seconds:g} s)")
             continue
-        runs = args.repeats if (n_expected or 0) < REPEAT_BELOW else 1
+        runs = args.repeats if (n_expected or 0) < args.repeat_below else 1
         measured = []
         why = None
         for _ in range(max(1, runs)):
