@@ -10,7 +10,10 @@ ratios are other/ours (above 1 means this project is faster). The same run
 first measures this machine's limits: streaming bandwidth (STREAM-style copy
 and scale over arrays far larger than the last-level cache, 256 MiB each:
 the best of NumPy's one-thread copy and a compiled multi-threaded scale) and
-peak f32 GEMM rate (the best of NumPy's and this project's 2048^3 matmul);
+peak f32 GEMM rate (the best of NumPy's and this project's 2048^3 matmul;
+NumPy's also without OPENBLAS_CORETYPE where that is set, in a child
+process: the variable holds OpenBLAS to other kernels than the CPU's best,
+and the run says which it runs);
 the last column is each workload's achieved rate as a fraction of the
 relevant limit (bytes that must move / bandwidth, or FLOPs / peak). A workload
 named "fast-math" is compiled with --xla_cpu_enable_fast_math=true (for
@@ -25,7 +28,10 @@ jax is never a dependency: run the script from an environment that has it
 to get that column (the README says how the table was made).
 """
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import time
 
 import ml_dtypes
@@ -477,7 +483,59 @@ ENTRY %main (x: f32[{src.size}]) -> f32[{src.size}] {{
     exe = xla.compile(xla.parse_hlo_module(matmul(n)), "cpu")
     exe.execute(a, a)
     ours_gemm = min(_once(lambda: exe.execute(a, a)) for _ in range(repeats))
-    return bandwidth, 2 * n ** 3 / min(numpy_gemm, ours_gemm)
+    unrestricted = _numpy_gemm_unrestricted(n, repeats)
+    best = min([numpy_gemm, ours_gemm] + ([unrestricted[0]] if unrestricted else []))
+    return bandwidth, 2 * n ** 3 / best
+
+
+# Environment variables that make NumPy's OpenBLAS run other kernels than
+# the CPU's best (this project's VMs set OPENBLAS_CORETYPE=Haswell: AVX2
+# kernels on AVX-512 machines, half the GEMM rate).
+_BLAS_RESTRICTIONS = ("OPENBLAS_CORETYPE",)
+
+_CORE_PROBE = """
+import ctypes, sys, time
+import numpy as np
+def core():
+    for line in open("/proc/self/maps"):
+        path = line.split()[-1]
+        if "openblas" in path and ".so" in path:
+            lib = ctypes.CDLL(path)
+            for name in ("openblas_get_corename", "scipy_openblas_get_corename64_",
+                         "scipy_openblas_get_corename"):
+                f = getattr(lib, name, None)
+                if f is not None:
+                    f.restype = ctypes.c_char_p
+                    return f().decode()
+    return "?"
+n = int(sys.argv[1])
+a = np.ones((n, n), np.float32)
+a @ a
+best = 1e9
+for _ in range(int(sys.argv[2])):
+    t = time.perf_counter(); a @ a; best = min(best, time.perf_counter() - t)
+print(best, core())
+"""
+
+
+def numpy_blas_core():
+    """The kernels NumPy's OpenBLAS runs here ("Haswell", "SkylakeX", ...),
+    or None where its library is not OpenBLAS or cannot tell."""
+    out = subprocess.run([sys.executable, "-c", _CORE_PROBE, "8", "1"], capture_output=True,
+                         text=True).stdout.split()
+    return out[1] if len(out) == 2 and out[1] != "?" else None
+
+
+def _numpy_gemm_unrestricted(n, repeats):
+    """(seconds, OpenBLAS core) of NumPy's n^3 f32 GEMM in a child process
+    without the _BLAS_RESTRICTIONS variables, where any is set; else None.
+    The machine's peak does not depend on them."""
+    if not any(v in os.environ for v in _BLAS_RESTRICTIONS):
+        return None
+    env = {k: v for k, v in os.environ.items() if k not in _BLAS_RESTRICTIONS}
+    out = subprocess.run([sys.executable, "-c", _CORE_PROBE, str(n), str(repeats)], env=env,
+                         capture_output=True, text=True).stdout.split()
+    return (float(out[0]), out[1]) if len(out) == 2 else None
 
 
 def _once(fn):
@@ -526,6 +584,15 @@ def main():
     bandwidth, peak = machine_limits()
     print(f"machine limits: {bandwidth / 1e9:.1f} GB/s streaming, {peak / 1e9:.0f} GFLOP/s "
           "f32 GEMM (best of NumPy and ours, 2048^3)")
+    core = numpy_blas_core()
+    restricted = {v: os.environ[v] for v in _BLAS_RESTRICTIONS if v in os.environ}
+    if restricted:
+        free = _numpy_gemm_unrestricted(512, 1)
+        print(f"NumPy's BLAS runs OpenBLAS's {core} kernels here "
+              f"({', '.join(f'{k}={v}' for k, v in restricted.items())} in the environment; "
+              f"without it: {free[1] if free else '?'}, whose GEMM counts in the peak above)")
+    elif core:
+        print(f"NumPy's BLAS: OpenBLAS, {core} kernels")
     print(f"runtime kernels (dots, convolutions): {_core.cpu_runtime_isa()} "
           f"(of {', '.join(_core.cpu_runtime_isas())}; XLA_CPU_RUNTIME_ISA chooses)")
     header = (f"{'workload':34} {'ours':>10} {'numpy':>10} {'jax.jit':>10} {'np/ours':>8} {'jax/ours':>9}"
