@@ -33,9 +33,11 @@ PLAIN = "lhs_contracting_dims={1}, rhs_contracting_dims={0}"
 # (m, k, n): single elements, tails of the 8 x 32 micro-tile, of the 64-row
 # blocks and of the k groups (4 bytes, 2 bf16) and blocks (512, 256); one
 # row against a rhs packed as it goes, 8 strips at a time, with and
-# without tails.
+# without tails; matrix-vector products whose rows are whole 256-byte steps
+# of four vectors, and steps followed by whole and partial vectors.
 SIZES = [(1, 1, 1), (7, 7, 7), (67, 67, 67), (1, 300, 70), (300, 64, 1), (130, 1030, 150),
-         (65, 513, 97), (8, 3, 32), (512, 512, 512), (1, 1030, 300), (1, 512, 1024)]
+         (65, 513, 97), (8, 3, 32), (512, 512, 512), (1, 1030, 300), (1, 512, 1024),
+         (257, 700, 1), (33, 1024, 1)]
 
 
 def s8_values(shape, kind, rng):
@@ -192,6 +194,29 @@ def test_bf16_matrix_vector_product_keeps_rows_of_denormals(form):
     want, bound = bf16_reference(a, x[:, None])
     want, bound = want[:, 0], bound[:, 0]
     assert want[5] != 0 and want[133] != 0
+    assert np.all(np.abs(got - want) <= bound), np.flatnonzero(np.abs(got - want) > bound)
+
+
+@pytest.mark.parametrize("column", [40, 110, 127, 270, 299])
+def test_bf16_matrix_vector_product_finds_a_denormal_anywhere_in_a_row(column):
+    # Rows of 300 bf16 stream as two steps of four 32-element vectors, then
+    # one whole vector and 12 elements: the one denormal of row 9 sits in
+    # a step's second or last vector, the last element of a step, the whole
+    # vector after them or the partial one.
+    rows, k = 20, 300
+    rng = np.random.default_rng(column)
+    a = rng.standard_normal((rows, k)).astype(BF16)
+    a[9] = 0
+    a[9, column] = 2.0 ** -130
+    x = rng.standard_normal(k).astype(BF16)
+    x[column] = 2.0 ** 100
+    exe = compile_dot((rows, k), (k,), (rows,), PLAIN, "bf16", "f32")
+    got = np.asarray(exe.execute(a, x))
+    want, bound = bf16_reference(a, x[:, None])
+    want, bound = want[:, 0], bound[:, 0]
+    # Row 9 is 2^-130 * 2^100 = 2^-30 exactly; the denormal read as zero
+    # would make it 0.
+    assert got[9] == want[9] == 2.0 ** -30
     assert np.all(np.abs(got - want) <= bound), np.flatnonzero(np.abs(got - want) > bound)
 
 

@@ -150,6 +150,7 @@ struct S8Kind {
     return _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
   }
   static Out Sum(Acc acc) { return _mm512_reduce_add_epi32(acc); }
+  static Acc Add(Acc a, Acc b) { return _mm512_add_epi32(a, b); }
   // Integer products are exact: no element needs the widened path.
   static constexpr bool kHasTiny = false;
   static uint64_t Tiny(__m512i) { return 0; }
@@ -179,6 +180,7 @@ struct Bf16Kind {
   }
   static __m512i RhsVector(__m512i x) { return x; }
   static Out Sum(Acc acc) { return _mm512_reduce_add_ps(acc); }
+  static Acc Add(Acc a, Acc b) { return _mm512_add_ps(a, b); }
   // The elements VDPBF16PS could flush (HasTinyBf16): a nonzero magnitude
   // below 2^-56. A Gemv row holding one is recomputed by ExactRow: f32
   // products of bf16 are exact (denormals included), summed in f32.
@@ -686,10 +688,17 @@ struct Gemm {
 // (the vector must hold no element Kind::Tiny would flag; the matrix's are
 // found as its rows stream by, so it is read once):
 // out[r] = sum_p vec[p] * mat[r, p] for a row-major [rows, k] `mat` (A x
-// with A row-major, or x B^T with B stored [n, k]). No packing: each row
-// is streamed once, 4 rows at a time against one load of the vector, with
-// the matrix as the instruction's u8 / first bf16 side (s8: + 128, so the
-// result holds 128 * sum(vec) too, subtracted). Past k both are zero.
+// with A row-major, or x B^T with B stored [n, k]). No packing: one row at
+// a time, four vectors of it per step into four accumulators, the vector
+// read again (from L1) for each row, with the matrix as the instruction's
+// u8 / first bf16 side (s8: + 128, so the result holds 128 * sum(vec) too,
+// subtracted), and the matrix prefetched kGemvPrefetchBytes ahead. Past k
+// both are zero. Measured here (2-core Zen 5 VM, bf16 4096 x 4096, the
+// tiny check included): one row at a time and the prefetch 15 -> 25 GB/s
+// on one thread, 32 -> 60 GB/s on two, where four rows at a time against
+// one load of the vector kept four streams and fewer loads in flight.
+constexpr int64_t kGemvPrefetchBytes = 2048;
+
 template <typename Kind>
 struct Gemv {
   using In = typename Kind::In;
@@ -702,24 +711,42 @@ struct Gemv {
 
   void Rows(int64_t r0, int64_t r1) const {
     constexpr int V = Kind::kVector;
-    for (int64_t r = r0; r < r1; r += 4) {
-      const int count = static_cast<int>(std::min<int64_t>(4, r1 - r));
-      typename Kind::Acc acc[4] = {Kind::Zero(), Kind::Zero(), Kind::Zero(), Kind::Zero()};
-      uint64_t tiny[4] = {0, 0, 0, 0};
-      for (int64_t p = 0; p < k; p += V) {
-        const int width = static_cast<int>(std::min<int64_t>(V, k - p));
-        const __m512i v = Kind::LoadTail(vec + p, width);
-        for (int t = 0; t < 4; ++t) {
-          if (t >= count) break;
-          const __m512i a = Kind::LoadTail(mat + (r + t) * k + p, width);
-          if constexpr (Kind::kHasTiny) tiny[t] |= Kind::Tiny(a);
-          acc[t] = Kind::Dot(acc[t], Kind::RhsVector(a), v);
+    constexpr int64_t kStep = 4 * V;  // 256 bytes: four cache lines
+    constexpr int64_t kAhead = kGemvPrefetchBytes / static_cast<int64_t>(sizeof(In));
+    const int64_t steps_end = k / kStep * kStep;
+    const int64_t total = rows * k;
+    for (int64_t r = r0; r < r1; ++r) {
+      const In* row = mat + r * k;
+      typename Kind::Acc acc0 = Kind::Zero(), acc1 = Kind::Zero(), acc2 = Kind::Zero(),
+                         acc3 = Kind::Zero();
+      uint64_t tiny = 0;
+      int64_t p = 0;
+      for (; p < steps_end; p += kStep) {
+        if (r * k + p + kAhead + kStep <= total) {  // a hint, but only inside the matrix
+          const char* ahead = reinterpret_cast<const char*>(row + p + kAhead);
+          for (int line = 0; line < 4; ++line) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
         }
+        const __m512i a0 = _mm512_loadu_si512(row + p);
+        const __m512i a1 = _mm512_loadu_si512(row + p + V);
+        const __m512i a2 = _mm512_loadu_si512(row + p + 2 * V);
+        const __m512i a3 = _mm512_loadu_si512(row + p + 3 * V);
+        if constexpr (Kind::kHasTiny) {
+          tiny |= Kind::Tiny(a0) | Kind::Tiny(a1) | Kind::Tiny(a2) | Kind::Tiny(a3);
+        }
+        acc0 = Kind::Dot(acc0, Kind::RhsVector(a0), _mm512_loadu_si512(vec + p));
+        acc1 = Kind::Dot(acc1, Kind::RhsVector(a1), _mm512_loadu_si512(vec + p + V));
+        acc2 = Kind::Dot(acc2, Kind::RhsVector(a2), _mm512_loadu_si512(vec + p + 2 * V));
+        acc3 = Kind::Dot(acc3, Kind::RhsVector(a3), _mm512_loadu_si512(vec + p + 3 * V));
       }
-      for (int t = 0; t < count; ++t) {
-        out[r + t] = Kind::kHasTiny && tiny[t] ? Kind::ExactRow(mat + (r + t) * k, vec, k)
-                                               : Kind::Sum(acc[t]) - correction;
+      for (; p < k; p += V) {
+        const int width = static_cast<int>(std::min<int64_t>(V, k - p));
+        const __m512i a = Kind::LoadTail(row + p, width);
+        if constexpr (Kind::kHasTiny) tiny |= Kind::Tiny(a);
+        acc0 = Kind::Dot(acc0, Kind::RhsVector(a), Kind::LoadTail(vec + p, width));
       }
+      out[r] = Kind::kHasTiny && tiny
+                   ? Kind::ExactRow(row, vec, k)
+                   : Kind::Sum(Kind::Add(Kind::Add(acc0, acc1), Kind::Add(acc2, acc3))) - correction;
     }
   }
 
