@@ -1,6 +1,6 @@
 """CPU backend workloads, side by side with NumPy and (where installed) jax.jit.
 
-    .venv/bin/python benchmarks/cpu_workloads.py [--repeats=N] [--quick] [--only=TEXT]
+    .venv/bin/python benchmarks/cpu_workloads.py [--repeats=N] [--quick] [--only=TEXT] [--sweep]
 
 Each workload is an HLO module compiled by this project's CPU backend, the
 same computation written in NumPy, and, when ``import jax`` works, the same
@@ -24,6 +24,11 @@ memory-bound workloads written as jax lowers them on inputs of that type
 per element; their NumPy column casts to f32, computes and rounds the
 result back (the fastest way NumPy has), and they are checked against it
 with a tolerance for 8 (bf16) or 11 (f16) significant bits.
+With --sweep, each family instead runs at sizes from cache-resident (tens
+of KB) to far beyond the last-level cache (128-192 MB moved), so the table
+shows how the time grows with the size: f32 sum, softmax, layernorm and
+GELU, bf16 softmax and GELU, f32 GEMMs from 64^3 to 2048^3 and bf16
+matrix-vector products from 256^2 to 8192^2.
 jax is never a dependency: run the script from an environment that has it
 to get that column (the README says how the table was made).
 """
@@ -389,6 +394,57 @@ def half_workloads(t, f, n, r, c, g):
     ]
 
 
+# --sweep: each family from cache-resident sizes to far beyond the last-level
+# cache (the largest moves 128-192 MB), so the table shows how the time
+# grows with the size. Elements per array, or rows of 1,024 for the row
+# workloads, or the matrix side for the products.
+SWEEP_ELEMENTS = [1 << 12, 1 << 15, 1 << 18, 1 << 21, 1 << 24]
+SWEEP_ROWS = [4, 32, 256, 2048, 16384]
+SWEEP_MATMUL = [64, 128, 256, 512, 1024, 2048]
+SWEEP_MATVEC = [256, 1024, 4096, 8192]
+
+
+def sweep_workloads():
+    """The rows of --sweep, each family smallest first (a generator: each
+    row's arrays are made when it is measured, and freed after)."""
+    rng = np.random.RandomState(0)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    bf16 = lambda *s: f(*s).astype(ml_dtypes.bfloat16)  # noqa: E731
+    c = 1024
+    for n in SWEEP_ELEMENTS:
+        yield ("sum(x + y*z) f32[%d]" % n, seed(n), [f(n), f(n), f(n)],
+               lambda x, y, z: np.sum(x + y * z),
+               lambda jnp: (lambda x, y, z: jnp.sum(x + y * z)), 3 * n * 4, None)
+    for r in SWEEP_ROWS:
+        yield ("softmax f32[%d,%d]" % (r, c), softmax(r, c), [f(r, c)], np_softmax,
+               lambda jnp: (lambda x: __import__("jax").nn.softmax(x, axis=1)), 2 * r * c * 4, None)
+    for r in SWEEP_ROWS:
+        yield ("layernorm f32[%d,%d]" % (r, c), layernorm(r, c), [f(r, c), f(c), f(c)],
+               np_layernorm, _jax_layernorm, 2 * r * c * 4, None)
+    for g in SWEEP_ELEMENTS:
+        yield ("gelu f32[%d]" % g, gelu(g), [f(g)], np_gelu, _jax_gelu, 2 * g * 4, None)
+    for r, g in zip(SWEEP_ROWS, SWEEP_ELEMENTS):
+        yield from (row for row in half_workloads("bf16", f, g, r, c, g)
+                    if row[0].startswith(("softmax", "gelu")))
+    for m in SWEEP_MATMUL:
+        yield ("matmul f32[%d]^3" % m, matmul(m), [f(m, m), f(m, m)], lambda a, b_: a @ b_,
+               lambda jnp: (lambda a, b_: a @ b_), None, 2 * m ** 3)
+    for v in SWEEP_MATVEC:
+        yield ("matvec bf16 [%d,%d]" % (v, v), matvec(v, v, "bf16", "bf16"), [bf16(v, v), bf16(v)],
+               lambda a, x: (a.astype(np.float32) @ x.astype(np.float32)).astype(ml_dtypes.bfloat16),
+               lambda jnp: (lambda a, x: a @ x), 2 * (v * v + v), None)
+
+
+def _jax_layernorm(jnp):
+    return lambda x, g_, b_: (lambda mu, xc: xc * jnp.reciprocal(jnp.sqrt(
+        jnp.mean(xc * xc, axis=1, keepdims=True) + 1e-5)) * g_ + b_)(
+        None, x - jnp.mean(x, axis=1, keepdims=True))
+
+
+def _jax_gelu(jnp):
+    return lambda x: 0.5 * x * (1 + jnp.tanh(np.float32(np.sqrt(2 / np.pi)) * (x + 0.044715 * x ** 3)))
+
+
 def workloads(quick):
     scale = 16 if quick else 1
     rng = np.random.RandomState(0)
@@ -412,15 +468,9 @@ def workloads(quick):
         ("softmax f32[%d,%d]" % (r, c), softmax(r, c), [f(r, c)], np_softmax,
          lambda jnp: (lambda x: __import__("jax").nn.softmax(x, axis=1)), 2 * r * c * 4, None),
         ("layernorm f32[%d,%d]" % (r, c), layernorm(r, c), [f(r, c), f(c), f(c)], np_layernorm,
-         lambda jnp: (lambda x, g_, b_: (lambda mu, xc: xc * jnp.reciprocal(jnp.sqrt(
-             jnp.mean(xc * xc, axis=1, keepdims=True) + 1e-5)) * g_ + b_)(
-             None, x - jnp.mean(x, axis=1, keepdims=True))), 2 * r * c * 4, None),
-        ("gelu f32[%d]" % g, gelu(g), [f(g)], np_gelu,
-         lambda jnp: (lambda x: 0.5 * x * (1 + jnp.tanh(np.float32(np.sqrt(2 / np.pi)) *
-                                                       (x + 0.044715 * x ** 3)))), 2 * g * 4, None),
-        ("gelu f32[%d] fast-math" % g, gelu(g), [f(g)], np_gelu,
-         lambda jnp: (lambda x: 0.5 * x * (1 + jnp.tanh(np.float32(np.sqrt(2 / np.pi)) *
-                                                       (x + 0.044715 * x ** 3)))), 2 * g * 4, None,
+         _jax_layernorm, 2 * r * c * 4, None),
+        ("gelu f32[%d]" % g, gelu(g), [f(g)], np_gelu, _jax_gelu, 2 * g * 4, None),
+        ("gelu f32[%d] fast-math" % g, gelu(g), [f(g)], np_gelu, _jax_gelu, 2 * g * 4, None,
          "--xla_cpu_enable_fast_math=true"),
         ("concatenate 4 x f32[%d,%d] minor" % (r, c // 4), concatenate(r, c // 4, 4),
          [f(r, c // 4) for _ in range(4)], lambda *a: np.concatenate(a, axis=1),
@@ -564,6 +614,9 @@ def main():
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     parser.add_argument("--only", action="append", default=[], metavar="TEXT",
                         help="only the workloads whose name contains TEXT (repeatable)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="each family at sizes from cache-resident to far beyond the "
+                             "last-level cache instead of the default rows")
     args = parser.parse_args()
     try:
         import jax
@@ -599,7 +652,8 @@ def main():
               f"  {'throughput':>13} {'of limit':>8}")
     print(header)
     print("-" * len(header))
-    for name, text, inputs, np_fn, jax_fn, nbytes, flops, *flags in workloads(args.quick):
+    rows = sweep_workloads() if args.sweep else workloads(args.quick)
+    for name, text, inputs, np_fn, jax_fn, nbytes, flops, *flags in rows:
         if args.only and not any(part in name for part in args.only):
             continue
         exe = xla.compile(xla.parse_hlo_module(text), "cpu", debug_options=flags[0] if flags else None)
