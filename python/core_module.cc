@@ -16,6 +16,7 @@
 #include "csrc/graph.h"
 #include "csrc/version.h"
 #include "python/array_args.h"
+#include "python/output_buffers.h"
 
 namespace py = pybind11;
 
@@ -125,4 +126,5 @@ PYBIND11_MODULE(_core, m) {
   RegisterCpuRuntime(m);
   RegisterGpuEmulator(m);
   RegisterJitCall(m);
+  xla_python::RegisterOutputBuffers(m);
 }

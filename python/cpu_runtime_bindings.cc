@@ -25,6 +25,7 @@
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
 #include "xla/backends/cpu/runtime/executor.h"
 #include "xla/backends/cpu/runtime/kernels.h"
+#include "python/output_buffers.h"
 #include "python/prepared_call.h"
 
 namespace py = pybind11;
@@ -336,9 +337,8 @@ class PreparedCpuCall : public xla_python::PreparedCall {
     outs.reserve(outputs_.size());
     for (size_t k = 0; k < outputs_.size(); ++k) {
       const auto& [dims, dtype] = outputs_[k];
-      PyObject* out = api.PyArray_NewFromDescr_(api.PyArray_Type_, dtype.inc_ref().ptr(),
-                                                static_cast<int>(dims.size()), dims.data(),
-                                                nullptr, nullptr, 0, nullptr);
+      PyObject* out = xla_python::NewOutputArray(dtype.ptr(), static_cast<int>(dims.size()),
+                                                 dims.data());
       if (out == nullptr) {
         if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
           PyErr_Clear();

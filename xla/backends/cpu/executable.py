@@ -6,7 +6,9 @@ the literals) and the temp arena (reused by every call, so calls are
 serialized with a lock). Per call: the parameters (read in place when their
 layout is row-major and they are 16-byte aligned, otherwise copied), and
 fresh output allocations, from which the results are views (copies when a
-result lives in a parameter or constant allocation).
+result lives in a parameter or constant allocation); on the fast path
+(``_FastPath``) those of 8 MiB or more come from a cache of buffers that
+keeps their pages mapped between calls (``python/output_buffers.cc``).
 """
 import contextlib
 import os
@@ -29,6 +31,25 @@ try:
     from xla._core import PreparedCpuCall
 except ImportError:   # an extension built before it: prepared_call's call is Python
     PreparedCpuCall = None
+
+try:
+    # Results of 8 MiB or more from a cache of buffers, whose pages stay
+    # mapped from call to call (python/output_buffers.cc).
+    from xla._core import cpu_output_array
+except ImportError:   # an extension built before it
+    cpu_output_array = None
+
+CACHED_OUTPUT_BYTES = 8 << 20   # python/output_buffers.h, kMinCachedOutputBytes
+
+
+def _allocator(shape, dtype):
+    """What allocates a fast-path result of ``shape`` and ``dtype``:
+    ``np.empty``, or the output buffer cache's allocator where the array
+    takes at least CACHED_OUTPUT_BYTES."""
+    if cpu_output_array is None or \
+            int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize < CACHED_OUTPUT_BYTES:
+        return np.empty
+    return cpu_output_array
 
 ALIGN = 64
 
@@ -625,10 +646,12 @@ class _FastPath:
                     return False
                 return True
         outputs = [((o,), _BYTE) if isinstance(o, int) else (o[1], o[0]) for o in self.outputs]
-        empty = np.empty
+        # (allocator, shape, dtype): np.empty, or the output buffer cache's
+        # for the large ones (chosen once: a call into it costs more).
+        outputs = [(_allocator(shape, dtype), shape, dtype) for shape, dtype in outputs]
         pick = _picker(self.result)
         if len(outputs) == 1 and self.result == 0:   # one array in the one output allocation
-            (shape, dtype), = outputs
+            (empty, shape, dtype), = outputs
 
             def run(args):
                 try:
@@ -640,7 +663,7 @@ class _FastPath:
 
         def run(args):
             try:
-                buffers = tuple([empty(shape, dtype) for shape, dtype in outputs])
+                buffers = tuple([empty(shape, dtype) for empty, shape, dtype in outputs])
             except MemoryError:
                 return None
             return pick(buffers, args) if try_run(args, buffers) else None
