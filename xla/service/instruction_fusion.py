@@ -20,10 +20,11 @@ a fusion's root it would copy its producers into a kernel of their own, a
 second computation of a value already computed for the producer's other
 users (an MLP's backward pass computed the ReLU gradient twice per layer:
 for the dot that reads it and for the transposed bitcast the weight
-gradient's dot reads). A cheap producer that reads an array a dynamic-update-slice
-updates, and has users on both sides of that update, is flagged like an
-expensive one (computed once): a copy of it in the later fusion would read
-the array after the update, which then could not be done in place.
+gradient's dot reads). A cheap producer that reads an array a
+dynamic-update-slice updates, and has users on both sides of that update,
+is flagged like an expensive one (computed once): a copy of it in the later
+fusion would read the array after the update, which then could not be done
+in place.
 
 Each fusion is bounded (csrc/fusion.h, "Bounds"): its longest operand chain
 is at most ``max_depth`` instructions (``MAX_FUSION_DEPTH``, 100: the CPU
