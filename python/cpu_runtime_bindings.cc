@@ -332,7 +332,6 @@ class PreparedCpuCall : public xla_python::PreparedCall {
       }
       if (addresses[i] == nullptr) return py::object();
     }
-    const auto& api = py::detail::npy_api::get();
     std::vector<py::object> outs;
     outs.reserve(outputs_.size());
     for (size_t k = 0; k < outputs_.size(); ++k) {
