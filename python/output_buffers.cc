@@ -11,14 +11,18 @@
 // the last array using it (views included: their base is the capsule too)
 // is gone, the capsule's destructor gives the buffer back instead of
 // freeing it, for the next result of the same size. The cache holds at
-// most XLA_CPU_OUTPUT_CACHE_BYTES of idle buffers (default 1 GiB; 0: no
-// cache), the oldest freed first when a newer one does not fit; buffers
-// in use do not count. Arrays are uninitialized, as np.empty's are.
+// most XLA_CPU_OUTPUT_CACHE_BYTES of idle buffers (default 1 GiB, or an
+// eighth of the machine's memory where less; 0: no cache), the oldest
+// freed first when a newer one does not fit; buffers in use do not
+// count. Arrays are uninitialized, as np.empty's are.
 #include "python/output_buffers.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -33,13 +37,22 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 constexpr const char* kCapsuleName = "xla_cpu_output_buffer";
-constexpr size_t kDefaultLimit = size_t{1} << 30;
+// The default limit: 1 GiB, or an eighth of the machine's memory where
+// that is less.
+size_t DefaultLimit() {
+  size_t limit = size_t{1} << 30;
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0) {
+    limit = std::min(limit, static_cast<size_t>(pages) / 8 * static_cast<size_t>(page_size));
+  }
+  return limit;
+}
 
 // The limit XLA_CPU_OUTPUT_CACHE_BYTES sets (a decimal byte count), the
 // default where it is unset; `error` says what is wrong with another value.
 size_t LimitFromEnvironment(std::string* error) {
   const char* text = std::getenv("XLA_CPU_OUTPUT_CACHE_BYTES");
-  if (text == nullptr || *text == '\0') return kDefaultLimit;
+  if (text == nullptr || *text == '\0') return DefaultLimit();
   char* end = nullptr;
   errno = 0;
   const unsigned long long value = std::strtoull(text, &end, 10);
