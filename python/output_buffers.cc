@@ -155,7 +155,12 @@ Cache& TheCache() {
 void GiveBack(PyObject* capsule) {
   void* data = PyCapsule_GetPointer(capsule, kCapsuleName);
   const auto size = reinterpret_cast<size_t>(PyCapsule_GetContext(capsule));
-  if (data != nullptr) TheCache().Give(data, size);
+  if (data == nullptr) return;
+  if (size == 0) {   // its size never set (NewOutputArray's failure path): not for reuse
+    std::free(data);
+    return;
+  }
+  TheCache().Give(data, size);
 }
 
 }  // namespace
