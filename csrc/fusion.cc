@@ -261,7 +261,15 @@ class FusionPlanner {
           if (!Contains(user_groups, c)) user_groups.push_back(c);
         }
       }
-      if (!unfused_user && user_groups.size() == 1 && CanAdd(user_groups[0], p)) {
+      // p joins its one user group; also where it has unfused users too
+      // when that group is a reduce of p alone (a bias gradient's reduce of
+      // the gradient the dots read) and multi-output fusion is on: p
+      // becomes the reduce fusion's second output instead of a loop fusion
+      // of its own beside a copy of it in the reduction, which computed it
+      // twice.
+      if (user_groups.size() == 1 &&
+          (!unfused_user || (opts_.multi_output && ReducesOnly(user_groups[0], p))) &&
+          CanAdd(user_groups[0], p)) {
         Instance instance = Plan(user_groups[0], p);
         if (WithinBounds(user_groups[0], p, instance)) {
           Add(user_groups[0], p);
@@ -288,6 +296,24 @@ class FusionPlanner {
       }
       NewGroup(p, kLoopFusion);
     }
+  }
+
+  // Whether `group` is a reduce whose operands are p and scalar constants,
+  // and nothing else but scalar constants: then nothing an unfused user of
+  // p computes can reach the group (its only member downstream of p is the
+  // reduce, which reads nothing else), so p may join it as an output.
+  bool ReducesOnly(int64_t group, int64_t p) const {
+    const Group& g = groups_[group];
+    if (g.kind != kInputFusion || in_.kind[g.root] != kFusionReduce) return false;
+    for (int64_t k = g_.operand_begin(g.root); k < g_.operand_end(g.root); ++k) {
+      const int64_t q = g_.operand_indices[k];
+      if (q != p && in_.kind[q] != kFusionScalarConst) return false;
+    }
+    for (int64_t id : g.instances) {
+      const int64_t q = instance_node_[id];
+      if (q != g.root && in_.kind[q] != kFusionScalarConst) return false;
+    }
+    return true;
   }
 
   int64_t Find(int64_t group) {

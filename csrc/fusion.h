@@ -31,6 +31,12 @@
 //     into a consumer, as on XLA:CPU);
 //   * if P has no unfused user and exactly one user group G, and adding P
 //     keeps G within max_operands distinct external operands, P joins G;
+//     with multi_output, also where P has unfused users when G is a reduce
+//     whose operands are P and scalar constants and which holds nothing else
+//     (a bias gradient's reduce beside the dots that read the gradient): P
+//     becomes G's second output, computed once, where it was a kLoop group
+//     of its own beside a copy in G. No unfused user of P can reach G then:
+//     G's only member downstream of P is the reduce, which reads only P;
 //   * otherwise, if P is cheap (not expensive) and has at most max_duplicates
 //     user groups (scalar constants: any number), P is copied into each user
 //     group that can take it; if P has an unfused user (or a group refused

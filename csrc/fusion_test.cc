@@ -128,6 +128,47 @@ TEST(FusionTest, ReduceOfElementwiseIsOneInputFusion) {
   for (int64_t p : {x, y, z}) EXPECT_TRUE(r.unfused[p]);
 }
 
+TEST(FusionTest, ProducerOfAReduceAndUnfusedUsersIsTheReducesSecondOutput) {
+  // g = select(x > 0, dy, 0) read by two dots and by reduce_sum(g): g joins
+  // the reduce's fusion as an output rather than being a loop fusion of its
+  // own beside a copy of it in the reduction.
+  Builder b;
+  const int64_t x = b.Param(), dy = b.Param(), w = b.Param();
+  const int64_t zero = b.Const();
+  const int64_t gt = b.Loop({x, zero});
+  const int64_t g = b.Loop({gt, dy, zero});
+  const int64_t dx = b.Other({g, w});
+  const int64_t dw = b.Other({g, x});
+  const int64_t db = b.Reduce({g, zero});
+  b.Other({dx, dw, db});
+  const FusionResult r = b.Run();
+  ASSERT_EQ(NumGroups(r), 1);
+  EXPECT_EQ(r.group_kind[0], kInputFusion);
+  EXPECT_EQ(r.instruction_group[g], 0);
+  EXPECT_EQ(Outputs(r, 0), (vector<int64_t>{g, db}));
+  // Without multi-output fusion: g's own group, and a copy in the reduce's.
+  FusionOptions options;
+  options.multi_output = false;
+  const FusionResult single = b.Run(options);
+  ASSERT_EQ(NumGroups(single), 2);
+  EXPECT_NE(single.instruction_group[g], single.instruction_group[db]);
+}
+
+TEST(FusionTest, AReduceReadingMoreThanTheProducerTakesOnlyACopy) {
+  // reduce(g + d), d unfusible and computed from g: g joining the reduce's
+  // fusion as an output would make g -> d -> fusion(g, ...) a cycle.
+  Builder b;
+  const int64_t x = b.Param(), y = b.Param();
+  const int64_t g = b.Loop({x});
+  const int64_t d = b.Other({g});
+  const int64_t s = b.Loop({g, d});
+  const int64_t zero = b.Const();
+  const int64_t r0 = b.Reduce({s, zero});
+  b.Other({r0, y});
+  const FusionResult r = b.Run();
+  EXPECT_NE(r.instruction_group[g], r.instruction_group[r0]);
+}
+
 TEST(FusionTest, ElementwiseChainIsOneLoopFusion) {
   Builder b;
   const int64_t x = b.Param();

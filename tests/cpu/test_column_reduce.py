@@ -105,3 +105,44 @@ def test_other_reduces_keep_their_emitters(text):
     rtol, atol = (1e-2, 5e-2) if "f16" in text else (1e-4, 3e-4)
     np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
                                rtol=rtol, atol=atol)
+
+
+# A gradient g and its column sum (a bias gradient) as one multi-output
+# fusion, as the fusion pass makes it when dots read g too: the column
+# kernel stores g as it reads it.
+GRADIENT_AND_SUM = """HloModule gradsum
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(%a, %b)
+}
+%fused (z: f32[300,700], dy: f32[300,700]) -> (f32[300,700], f32[700]) {
+  %z = f32[300,700]{1,0} parameter(0)
+  %dy = f32[300,700]{1,0} parameter(1)
+  %zero = f32[] constant(0)
+  %zeros = f32[300,700]{1,0} broadcast(%zero), dimensions={}
+  %gt = pred[300,700]{1,0} compare(%z, %zeros), direction=GT
+  %g = f32[300,700]{1,0} select(%gt, %dy, %zeros)
+  %db = f32[700]{0} reduce(%g, %zero), dimensions={0}, to_apply=%add
+  ROOT %t = (f32[300,700]{1,0}, f32[700]{0}) tuple(%g, %db)
+}
+ENTRY %main (z: f32[300,700], dy: f32[300,700]) -> (f32[300,700], f32[700]) {
+  %z = f32[300,700]{1,0} parameter(0)
+  %dy = f32[300,700]{1,0} parameter(1)
+  ROOT %f = (f32[300,700]{1,0}, f32[700]{0}) fusion(%z, %dy), kind=kInput, calls=%fused
+}
+"""
+
+
+def test_a_column_reduce_stores_the_array_it_reduces_as_it_reads_it(monkeypatch):
+    args = args_for(GRADIENT_AND_SUM)
+    exe = xla.compile(GRADIENT_AND_SUM, backend="cpu")
+    assert ".columns" in exe.ir_text
+    assert exe.compile_timings["kernels"] == 1
+    g, db = exe.execute(*args)
+    np.testing.assert_array_equal(g, np.where(args[0] > 0, args[1], 0).astype(np.float32))
+    g_loop, db_loop = element_at_a_time(GRADIENT_AND_SUM, args, monkeypatch)
+    np.testing.assert_array_equal(g, g_loop)
+    np.testing.assert_array_equal(db, db_loop)
+    want = Evaluator().evaluate(parse_hlo_module(GRADIENT_AND_SUM), args)
+    np.testing.assert_allclose(db, want[1], rtol=1e-5, atol=1e-5)

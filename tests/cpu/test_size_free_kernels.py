@@ -182,5 +182,7 @@ def test_varied_mlp_step_reuses_its_kernels_exactly(memos):
         text = f.read()
     exe = _compile(text)
     (memo,) = memos
-    assert memo.reused >= 100, memo.reused
+    # 108 kernel calls of 9 distinct kernels (each layer's gradient the
+    # bias gradient's second output; 161 calls of 14 before that).
+    assert memo.reused >= 90, memo.reused
     assert exe.compile_timings["kernels_distinct"] <= 20, exe.compile_timings

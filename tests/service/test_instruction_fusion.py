@@ -240,6 +240,21 @@ def test_a_bitcast_read_only_by_unfused_users_stays_a_view():
     assert roots == ["reduce", "select"]   # the reduce's own copy, and g
 
 
+def test_the_gradient_is_the_bias_gradient_reduce_s_second_output():
+    # With multi-output fusion, g is computed once, in the reduce's fusion,
+    # and the dots (one through the bitcast view) read that output.
+    module, _ = run(RELU_GRADIENT)
+    (fusion,) = fusions(module)
+    root = fusion.attr("calls").root_instruction
+    assert root.opcode == "tuple"
+    assert sorted(o.opcode for o in root.operands) == ["reduce", "select"]
+    view = next(i for i in module.entry.instructions if i.opcode == "bitcast")
+    dx = next(i for i in module.entry.instructions if i.name == "dx")
+    g = dx.operands[0]
+    assert g.opcode == "get-tuple-element" and g.operands[0] is fusion
+    assert view.operands[0] is g
+
+
 def test_a_bitcast_read_by_a_fusion_still_fuses():
     text = RELU_GRADIENT.replace(
         "ROOT t = (f32[8,40]{1,0}, f32[41,40]{1,0}, f32[41]{0}) tuple(dx, dw, db)",

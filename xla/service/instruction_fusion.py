@@ -49,7 +49,10 @@ members (cheap producers copied into several fusions) are clones with fresh
 names. Fused computations
 are added to the module just before the computation that calls them.
 
-``multi_output`` (the default) also runs phase 2 of the C++ planner: a
+``multi_output`` (the default) lets a producer whose one user group is a
+reduce of it alone join that group although other users read it too (it
+becomes the reduce fusion's second output: a gradient beside its bias
+gradient; csrc/fusion.h), and runs phase 2 of the C++ planner: a
 producer fusion read by several consumers merges into its shallowest
 consumer, and fusions at the same depth that read the same large value
 with compatible shapes (reduces: same operand dimensions and reduced

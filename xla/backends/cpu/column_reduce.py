@@ -21,7 +21,11 @@ loops inside the kernel.
 Applies to single-input reduces (a standalone reduce or a kInput fusion's
 root) whose output is stored in the type the reducer computes in (f32, f64
 and the integer types), whose kept minor input dimension is also the
-output's minor dimension, and which reduce at least one dimension.
+output's minor dimension, and which reduce at least one dimension; and to
+multi-output fusions of such a reduce and arrays shaped like its input
+(``ModuleEmitter.reduce_riders``: a gradient beside its bias gradient),
+whose elements the kernel stores as it reads them, each once, by the thread
+that owns its column.
 """
 from xla.backends.cpu import loop_emitter as le
 
@@ -32,17 +36,17 @@ _ACCUMULATE_IN_PLACE = frozenset("f32 f64 s8 s16 s32 s64 u8 u16 u32 u64".split()
 MIN_CHUNK_COLUMNS = 64
 
 
-def column_dimensions(h, root):
+def column_dimensions(out_shape, root):
     """(output minor dimension, reduced input dimensions in layout order) when
-    ``root`` (a reduce computing ``h``'s buffer) is a column reduction, else
-    None."""
-    if root.opcode != "reduce" or len(root.operands) != 2 or not h.shape.is_array:
+    ``root`` (a reduce computing a buffer of ``out_shape``) is a column
+    reduction, else None."""
+    if root.opcode != "reduce" or len(root.operands) != 2 or not out_shape.is_array:
         return None
-    if h.shape.element_type.text not in _ACCUMULATE_IN_PLACE or h.shape.rank == 0:
+    if out_shape.element_type.text not in _ACCUMULATE_IN_PLACE or out_shape.rank == 0:
         return None
     in_shape = root.operands[0].shape
     reduced = set(root.attr("dimensions", ()))
-    if not reduced or in_shape.element_type is not h.shape.element_type:
+    if not reduced or in_shape.element_type is not out_shape.element_type:
         return None
     if any(in_shape.dimensions[d] == 0 for d in reduced):
         return None
@@ -52,25 +56,51 @@ def column_dimensions(h, root):
         return None
     kept = [d for d in range(in_shape.rank) if d not in reduced]
     out_minor = kept.index(minor)
-    if le.major_to_minor(h.shape)[-1] != out_minor:
+    if le.major_to_minor(out_shape)[-1] != out_minor:
         return None
     return out_minor, [d for d in order if d in reduced]
 
 
+def _reduce_and_riders(emitter, h, root, fusion):
+    """(the reduce, its output's shape index in ``h``, {shape index: rider
+    leaf}) for a fusion whose root tuple is one reduce and arrays it
+    carries as riders (and nothing else); the reduce alone, index ``()``
+    and no riders for a reduce root; None otherwise."""
+    if root.opcode == "reduce":
+        return root, (), {}
+    if root.opcode != "tuple" or not h.shape.is_tuple:
+        return None
+    riders = emitter.reduce_riders(h, root, fusion)
+    reduces = [(k, leaf) for k, leaf in enumerate(root.operands) if leaf.opcode == "reduce"]
+    if len(reduces) != 1 or len(riders) + 1 != len(root.operands):
+        return None
+    (k, reduce), = reduces
+    if any(r is not reduce for r in riders.values()):
+        return None
+    return reduce, (k,), {index: root.operands[index[0]] for index in riders}
+
+
 def emit_column_reduce(emitter, h, root, fusion, in_slices):
-    """Emits ``h`` (a reduce, or a fusion whose root ``root`` is one) as a
-    column reduction and calls it; False when it does not apply."""
+    """Emits ``h`` (a reduce, or a fusion whose root ``root`` is one, or a
+    reduce and its riders) as a column reduction and calls it; False when it
+    does not apply."""
     from xla.backends.cpu.kernels import Slice, slice_pattern
-    dims = column_dimensions(h, root)
-    if dims is None or h.shape.num_elements() == 0:
+    parts = _reduce_and_riders(emitter, h, root, fusion)
+    if parts is None:
+        return False
+    reduce, out_index, riders = parts
+    out_shape = h.shape if out_index == () else h.shape.tuple_shapes[out_index[0]]
+    dims = column_dimensions(out_shape, reduce)
+    if dims is None or out_shape.num_elements() == 0:
         return False
     out_minor = dims[0]
-    in_shape = root.operands[0].shape
-    kept = [d for d in range(in_shape.rank) if d not in set(root.attr("dimensions", ()))]
-    out_shape = h.shape
-    out_slice = Slice(emitter.assignment.buffer(h, ()))
+    in_shape = reduce.operands[0].shape
+    kept = [d for d in range(in_shape.rank) if d not in set(reduce.attr("dimensions", ()))]
+    out_slice = Slice(emitter.assignment.buffer(h, out_index))
+    rider_slices = [(Slice(emitter.assignment.buffer(h, index)), leaf)
+                    for index, leaf in sorted(riders.items())]
     name = emitter.unique(f"kernel.{h.name}.columns")
-    slices = in_slices + [out_slice]
+    slices = in_slices + [out_slice] + [sl for sl, _ in rider_slices]
     memo_key = (emitter.fingerprints.key(h), "columns", slice_pattern(slices))
 
     def emit():
@@ -78,8 +108,8 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
         generic = is_generic(emitter, h, slices, runtime_bounds=True)
 
         def code():
-            return _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept,
-                                generic)
+            return _emit_kernel(emitter, h, reduce, fusion, name, slices, out_slice, out_shape,
+                                rider_slices, dims, kept, generic)
         return emitter.size_free_kernels.emit(
             h, name, slices, ("columns", slice_pattern(slices)), code) if generic else code()
 
@@ -89,14 +119,15 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
     return True
 
 
-def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept, generic):
-    """The column-reduction kernel of ``h``, emitted and finished."""
+def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, out_shape, rider_slices,
+                 dims, kept, generic):
+    """The column-reduction kernel of ``h`` (``root``: its reduce; the
+    riders' values stored at each input index), emitted and finished."""
     from xla.backends.cpu.element_generator import ElementGenerator
     from xla.backends.cpu.kernels import Kernel
     from xla.backends.cpu.llvm_types import load_element, store_element
     out_minor, reduced_order = dims
     in_shape = root.operands[0].shape
-    out_shape = h.shape
     kernel = Kernel(emitter, name, slices, generic=generic)
     kernel.root = h
     g = ElementGenerator(emitter, kernel, fusion)
@@ -104,6 +135,7 @@ def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept, 
     et = out_shape.element_type
     comp = root.attr("to_apply")
     out_ptr = kernel.pointer(out_slice)
+    riders = [(kernel.pointer(sl), leaf) for sl, leaf in rider_slices]
     init = g.value(root.operands[1], [])
     index = [None] * out_shape.rank
     in_index = [None] * in_shape.rank
@@ -121,6 +153,10 @@ def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, dims, kept, 
                     in_index[d] = idx[i]
                 saved = g.push_scope()
                 x = g.value(root.operands[0], list(in_index))
+                for rider_ptr, leaf in riders:   # stored as read: each element once
+                    store_element(kb, g.value(leaf, list(in_index)),
+                                  g.element_pointer(rider_ptr, leaf.shape, list(in_index)),
+                                  leaf.shape.element_type)
                 acc = load_element(kb, ptr, et)
                 store_element(kb, emitter.emit_scalar_computation(kb, comp, [acc, x]), ptr, et)
                 g.pop_scope(saved)
