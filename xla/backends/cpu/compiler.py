@@ -25,19 +25,6 @@ from xla.service.buffer_assignment import assign_buffers
 
 _runtime = None
 
-# Modules at least this large start the kernel compiler's worker processes
-# before the HLO passes run, so that the workers' start (~0.2 s of CPU each)
-# overlaps the passes. Smaller ones start the pool only once emission has
-# queued enough kernels (kernel_compiler.POOL_START_MIN_KERNELS), else
-# compile in this process. On the 2-core machine the workers' start slowed
-# the passes more than it saved on every training step of 1,000-20,000
-# instructions measured (varied-width MLP, uniform MLP, transformer; 15-80
-# distinct kernels; 2026-11-27, docs/compile_time.md): the 1,007-instruction
-# varied MLP 0.70 -> 0.39 s of CPU and 1.43 -> 0.77 s wall at a load of 4,
-# the 19,988-instruction one 5.1-5.3 -> 4.3-4.6 s of CPU for the same or
-# less wall time at a load of 1, the 10,002- and 19,977-instruction
-# transformer steps within the noise. Larger modules were not measured.
-PRESTART_WORKERS_MIN_INSTRUCTIONS = 25000
 
 # Modules that run at most this many kernels compile as one LLVM module with
 # the kernels inlined into the driver (no call per kernel at run time);
@@ -238,8 +225,6 @@ class CpuCompiler(Compiler):
         timings = {}
         progress = CompileProgress(module.name) if self.log_progress else None
         symbols = runtime_symbols()
-        if sum(len(c.instructions) for c in module.computations) >= PRESTART_WORKERS_MIN_INSTRUCTIONS:
-            kernel_compiler.prestart(self.compile_workers)
         if progress:
             progress.stage("passes")
         assignment = self.optimize(module, timings, hooks, allow_mixed_precision)

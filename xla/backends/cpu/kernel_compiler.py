@@ -20,10 +20,14 @@ Each kernel is looked up, in order, in
    outside llvmlite's process-wide lock, each thread in an LLVM context of
    its own); otherwise by a pool of worker processes (``llvm_worker.py``,
    one per core, ~0.2 s to start). Workers live as long as the process;
-   they compile while the emitter goes on emitting. The compiler starts the
-   pool ahead (``prestart``) for a very large module
-   (``compiler.PRESTART_WORKERS_MIN_INSTRUCTIONS``), so that the workers'
-   start overlaps the HLO passes. A thread per idle CPU: ``_idle_cpus``.
+   they compile while the emitter goes on emitting. The pool starts only
+   once emission has queued enough kernels, never ahead of the passes:
+   started ahead for modules of 25,000 instructions or more, the workers'
+   start slowed the passes on the 2-core machine more than it saved
+   (40,000-instruction training steps of 9-69 distinct kernels, 2026-11-27:
+   the MLPs 0.1-0.14 s faster and 0.3-0.4 s less CPU without it, the
+   transformer stack within the noise; docs/compile_time.md). ``prestart``
+   starts it on request. A thread per idle CPU: ``_idle_cpus``.
 
 ``--xla_cpu_compile_workers=N`` sets the pool's size and the threads' count
 (-1, the default: one per CPU, at most 16; 0: always compile in this
