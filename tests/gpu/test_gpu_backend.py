@@ -275,6 +275,39 @@ ENTRY e {{
         np.testing.assert_allclose(got, expected, rtol=1e-5 if dt == "f32" else 1e-12, atol=1e-3)
 
 
+@pytest.mark.parametrize("platform", ["gpu_emulator", pytest.param("gpu", marks=needs_gpu)])
+def test_a_gradient_and_its_bias_gradient_fuse_into_one_reduction(platform):
+    # The fusion pass makes g the column sum's second output (the dot reads
+    # it too): one fusion computes g once, stores it and sums its columns.
+    exe = xla.compile("""HloModule m
+r {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  z = f32[300,70] parameter(0)
+  dy = f32[300,70] parameter(1)
+  w = f32[70,16] parameter(2)
+  zero = f32[] constant(0)
+  zeros = f32[300,70] broadcast(zero), dimensions={}
+  gt = pred[300,70] compare(z, zeros), direction=GT
+  g = f32[300,70] select(gt, dy, zeros)
+  dx = f32[300,16] dot(g, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  db = f32[70] reduce(g, zero), dimensions={0}, to_apply=r
+  ROOT t = (f32[300,16], f32[70]) tuple(dx, db)
+}""", platform)
+    (fusion,) = [i for i in exe.module.entry.instructions if i.opcode == "fusion"]
+    assert fusion.shape.is_tuple
+    rng = np.random.default_rng(5)
+    z, dy = (rng.standard_normal((300, 70)).astype(np.float32) for _ in range(2))
+    w = rng.standard_normal((70, 16)).astype(np.float32)
+    dx, db = exe.execute(z, dy, w)
+    g = np.where(z > 0, dy, 0).astype(np.float64)
+    np.testing.assert_allclose(np.asarray(db), g.sum(0), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(dx), g @ w, rtol=1e-4, atol=1e-3)
+
+
 def test_short_rows_and_unknown_reducers_keep_one_thread_per_output():
     """(Also: a column reduction with enough outputs.)"""
     exe = xla.compile("""HloModule m
