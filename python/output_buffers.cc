@@ -224,6 +224,7 @@ void RegisterOutputBuffers(py::module_& m) {
       py::arg("shape"), py::arg("dtype"),
       "A new uninitialized C-contiguous array for a compiled CPU executable's result: from the "
       "cache of output buffers where it holds at least 8 MiB (python/output_buffers.cc).");
+  m.attr("CPU_OUTPUT_CACHE_MIN_BYTES") = kMinCachedOutputBytes;
   m.def("cpu_output_cache_stats", []() { return TheCache().Stats(); },
         "The output buffer cache: limit_bytes, idle_bytes, idle_buffers, hits, misses.");
   m.def("cpu_output_cache_clear", []() { TheCache().Clear(); },

@@ -74,9 +74,7 @@ def _reduce_and_riders(emitter, h, root, fusion):
     reduces = [(k, leaf) for k, leaf in enumerate(root.operands) if leaf.opcode == "reduce"]
     if len(reduces) != 1 or len(riders) + 1 != len(root.operands):
         return None
-    (k, reduce), = reduces
-    if any(r is not reduce for r in riders.values()):
-        return None
+    (k, reduce), = reduces   # the only reduce: every rider rides on it
     return reduce, (k,), {index: root.operands[index[0]] for index in riders}
 
 

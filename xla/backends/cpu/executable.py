@@ -35,11 +35,10 @@ except ImportError:   # an extension built before it: prepared_call's call is Py
 try:
     # Results of 8 MiB or more from a cache of buffers, whose pages stay
     # mapped from call to call (python/output_buffers.cc).
+    from xla._core import CPU_OUTPUT_CACHE_MIN_BYTES as CACHED_OUTPUT_BYTES
     from xla._core import cpu_output_array
 except ImportError:   # an extension built before it
-    cpu_output_array = None
-
-CACHED_OUTPUT_BYTES = 8 << 20   # python/output_buffers.h, kMinCachedOutputBytes
+    CACHED_OUTPUT_BYTES, cpu_output_array = None, None
 
 
 def _allocator(shape, dtype):
