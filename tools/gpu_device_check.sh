@@ -6,8 +6,11 @@
 # with SCALING_TIMEOUT=seconds, benchmarks/thread_scaling.py; with
 # LOWP_TIMEOUT=seconds, the runtime ISA variants' tests and the s8/bf16
 # matmul benchmark under each of the two widest variants (or those
-# LOWP_ISAS names), at all threads and one; GPU=0 skips the GPU's tests
-# and benchmark), and leaves logs in $OUT (default /tmp/gpu_check).
+# LOWP_ISAS names), at all threads and one; with WORKLOADS_TIMEOUT=seconds,
+# benchmarks/cpu_workloads.py and benchmarks/jax_modules.py beside the
+# jax.jit installed there; GPU=0 skips the GPU's tests and benchmark,
+# GPU_BENCH=0 the benchmark alone), and leaves logs in $OUT (default
+# /tmp/gpu_check).
 #
 #   EIGEN=/usr/include/eigen3 tools/gpu_device_check.sh [PYTHON]
 set -u
@@ -26,7 +29,7 @@ if [ ! -f "xla/_core$suffix" ]; then
   includes=$("$PY" -m pybind11 --includes) || exit 1
   t=$(date +%s)
   # Everything for the baseline ISA; the runtime's hot kernels (matmul.cc,
-  # convolution.cc, linalg.cc, spectral.cc) once per ISA variant up to
+  # convolution.cc, linalg.cc, spectral.cc, tiled_gemm.cc) once per ISA variant up to
   # avx512, and matmul_lowp.cc for every variant, as Bazel does
   # (xla/backends/cpu/runtime/isa.bzl).
   flags="-O2 -std=c++17 -fPIC -fvisibility=hidden -fwrapv $includes -I. -I$EIGEN"
@@ -38,13 +41,13 @@ if [ ! -f "xla/_core$suffix" ]; then
   for f in csrc/buffer_assignment.cc csrc/fusion.cc csrc/graph.cc csrc/scheduler.cc \
            $(ls xla/backends/cpu/runtime/*.cc xla/backends/gpu/runtime/*.cc | \
              grep -v -e _test.cc -e /matmul.cc -e /convolution.cc -e /linalg.cc \
-                  -e /spectral.cc -e /matmul_lowp.cc) python/*.cc; do
+                  -e /spectral.cc -e /tiled_gemm.cc -e /matmul_lowp.cc) python/*.cc; do
     g++ $flags -c "$f" -o "$obj/0_$(basename "$f").o" &
   done
   for ((i = 0; i < ${#variants[@]}; i += 2)); do
     isa=${variants[i]}
     units=(matmul_lowp)
-    [ $i -le 4 ] && units+=(matmul convolution linalg spectral)
+    [ $i -le 4 ] && units+=(matmul convolution linalg spectral tiled_gemm)
     for u in "${units[@]}"; do
       g++ $flags ${variants[i+1]} -DXLA_CPU_ISA_NAMESPACE=isa_$isa -DEigen=xla_eigen_$isa \
           -c "xla/backends/cpu/runtime/$u.cc" -o "$obj/$((i / 2 + 1))_${isa}_$u.o" &
@@ -71,16 +74,27 @@ if [ -n "${LOWP_TIMEOUT:-}" ]; then
     done
   done | tee "$OUT/lowp_bench.txt"
 fi
-if [ "${GPU:-1}" = 0 ]; then exit 0; fi
-"$PY" -c "import xla; print('platform gpu:', xla.devices('gpu'))" || exit 1
-
-"$PY" -m pip show cuda-bindings nvidia-cublas nvidia-cufft 2>/dev/null | grep -E "^(Name|Version)"
-
-timeout ${TEST_TIMEOUT:-280} "$PY" -m pytest -q -p no:cacheprovider -rs tests/gpu tests/test_conformance.py \
-    -k "not ptxas and not corpus_on_the_emulator and not Cpu and not emulator" \
-    2>&1 | tee "$OUT/tests.log" | tail -40
-PYTHONPATH=$PWD timeout ${BENCH_TIMEOUT:-200} "$PY" benchmarks/gpu_backend.py --repeats=10 \
-    --out="$OUT/gpu_backend.txt" 2>&1 | tee "$OUT/bench.log" | tail -20
+if [ "${GPU:-1}" != 0 ] && ! "$PY" -c "import xla; print('platform gpu:', xla.devices('gpu'))"; then
+  echo "no GPU platform: the GPU's tests and benchmark are skipped"
+elif [ "${GPU:-1}" != 0 ]; then
+  "$PY" -m pip show cuda-bindings nvidia-cublas nvidia-cufft 2>/dev/null | grep -E "^(Name|Version)"
+  timeout ${TEST_TIMEOUT:-280} "$PY" -m pytest -q -p no:cacheprovider -rs tests/gpu tests/test_conformance.py \
+      -k "not ptxas and not corpus_on_the_emulator and not Cpu and not emulator" \
+      2>&1 | tee "$OUT/tests.log" | tail -40
+  if [ "${GPU_BENCH:-1}" != 0 ]; then
+    PYTHONPATH=$PWD timeout ${BENCH_TIMEOUT:-200} "$PY" benchmarks/gpu_backend.py --repeats=10 \
+        --out="$OUT/gpu_backend.txt" 2>&1 | tee "$OUT/bench.log" | tail -20
+  fi
+fi
+# The CPU workload table and the JAX-lowered modules beside jax.jit /
+# XLA:CPU on this machine's CPU, when asked.
+if [ -n "${WORKLOADS_TIMEOUT:-}" ]; then
+  lscpu | grep -E "^(Model name|CPU\(s\)|Flags)" | cut -c1-400 > "$OUT/cpu.txt"
+  PYTHONPATH=$PWD JAX_PLATFORMS=cpu timeout "$WORKLOADS_TIMEOUT" "$PY" benchmarks/cpu_workloads.py \
+      --repeats=${WORKLOADS_REPEATS:-7} 2>&1 | tee "$OUT/cpu_workloads.txt" | tail -40
+  PYTHONPATH=$PWD JAX_PLATFORMS=cpu timeout "$WORKLOADS_TIMEOUT" "$PY" benchmarks/jax_modules.py \
+      --repeats=${WORKLOADS_REPEATS:-7} 2>&1 | tee "$OUT/jax_modules.txt" | tail -12
+fi
 # The CPU backend's thread scaling on this (many-core) machine, when asked.
 if [ -n "${SCALING_TIMEOUT:-}" ]; then
   PYTHONPATH=$PWD timeout "$SCALING_TIMEOUT" "$PY" benchmarks/thread_scaling.py --repeats=5 \
