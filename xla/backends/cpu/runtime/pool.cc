@@ -38,6 +38,9 @@ int DefaultNumThreads() {
 
 std::mutex g_runtime_mutex;
 std::atomic<Runtime*> g_runtime{nullptr};
+// Tasks queued by PoolSchedule that no worker has started yet: while there
+// are any, parallel_for's helpers stop spinning (Help, below).
+std::atomic<int64_t> g_queued_tasks{0};
 
 Runtime* MakeRuntime(int num_threads) {
   auto* runtime = new Runtime;
@@ -77,7 +80,15 @@ void PoolSchedule(std::function<void()> fn) {
     fn();
     return;
   }
-  pool->Schedule(std::move(fn));
+  // parallel_for's helpers spinning between calls hold their workers: a
+  // task queued behind them (Eigen's contraction shards) would wait up to
+  // the spin window or run on the few workers left. Counted, the helpers
+  // see it and give their workers back to the pool.
+  g_queued_tasks.fetch_add(1, std::memory_order_relaxed);
+  pool->Schedule([fn = std::move(fn)] {
+    g_queued_tasks.fetch_sub(1, std::memory_order_relaxed);
+    fn();
+  });
 }
 
 int PoolNumThreads() { return GetRuntime()->num_threads; }
@@ -143,8 +154,10 @@ struct ParallelForState {
 // calls). A call schedules only the helpers that are not spinning. A
 // spinner may take a call's state after all its chunks are claimed: it
 // then finds nothing to do (see ParallelForState). The spin is bounded, so
-// the pool's destructor waits for it at most that long. XLA_CPU_POOL_SPIN_US
-// (read once) sets the window; 0 turns the spinning off.
+// the pool's destructor waits for it at most that long. A task waiting in
+// the pool's queue (PoolSchedule: Eigen's contraction) ends every spin, so
+// that the workers run it. XLA_CPU_POOL_SPIN_US (read once) sets the
+// window; 0 turns the spinning off.
 std::chrono::microseconds HelperSpin() {
   static const std::chrono::microseconds spin = [] {
     if (const char* env = std::getenv("XLA_CPU_POOL_SPIN_US")) {
@@ -204,6 +217,8 @@ void Help(std::shared_ptr<ParallelForState> state) {
   latest.spinning.fetch_add(1, std::memory_order_seq_cst);
   auto deadline = std::chrono::steady_clock::now() + spin;
   for (int64_t i = 0;; ++i) {
+    // A task waits for a worker (PoolSchedule): this one goes back.
+    if (xla_cpu_runtime::g_queued_tasks.load(std::memory_order_relaxed) > 0) break;
     const uint64_t generation = latest.generation.load(std::memory_order_seq_cst);
     if (generation != seen) {
       seen = generation;
