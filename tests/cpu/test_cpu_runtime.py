@@ -360,3 +360,50 @@ def test_executable_state_concurrent_runs(jit):
     for t in threads:
         t.join()
     assert not errors
+
+
+_THIN_PRODUCT_FAULTS = """
+import resource, numpy as np, xla
+m, k, n = 256, 1024, 2048
+text = (f"HloModule thin\\nENTRY e {{\\n  a = f32[{m},{k}] parameter(0)\\n"
+        f"  b = f32[{k},{n}] parameter(1)\\n  ROOT d = f32[{m},{n}] dot(a, b), "
+        "lhs_contracting_dims={1}, rhs_contracting_dims={0}\\n}")
+rng = np.random.default_rng(5)
+# Made as float32 directly: freeing a large float64 temporary would raise
+# glibc's dynamic trim threshold, after which no arena trims (nor faults).
+a = rng.standard_normal((m, k), np.float32)
+b = rng.standard_normal((k, n), np.float32)
+exe = xla.compile(xla.parse_hlo_module(text), "cpu")
+for _ in range(3):
+    out = exe.execute(a, b)
+calls = 10
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(calls):
+    out = exe.execute(a, b)
+faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+print(faults)
+"""
+
+
+def test_repeated_thin_products_fault_in_no_new_pages():
+    # A wide, thin product runs as one serial GEMM per thread on a slab; its
+    # packing buffers are kept per thread between calls. With Eigen's own
+    # product, which allocates and frees them at every call, a pool
+    # worker's malloc arena gave the pages back and faulted them in again:
+    # about 800 minor faults per call of this shape on two threads in a
+    # fresh process (one that has freed a large block has raised glibc's
+    # trim threshold and stopped trimming, hence a process of its own),
+    # where now there are none.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(_core.__file__).resolve().parents[1]   # the one this test imports
+    env = dict(os.environ, XLA_CPU_NUM_THREADS="2",
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", _THIN_PRODUCT_FAULTS], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    faults = float(run.stdout.split()[-1])
+    assert faults < 200, faults

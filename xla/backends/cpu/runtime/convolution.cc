@@ -57,13 +57,14 @@ void GemmRows(const T* a, int64_t rows, int64_t k, const T* w, int64_t w_stride,
               T* c, int64_t c_stride) {
   Eigen::Map<const RowMajorMatrix<T>> am(a, rows, k);
   if (w_stride == n && c_stride == n) {
-    Eigen::Map<RowMajorMatrix<T>>(c, rows, n).noalias() =
-        am * Eigen::Map<const RowMajorMatrix<T>>(w, k, n);
+    SerialGemm(Eigen::Map<RowMajorMatrix<T>>(c, rows, n), am,
+               Eigen::Map<const RowMajorMatrix<T>>(w, k, n), /*accumulate=*/false);
     return;
   }
   using Stride = Eigen::OuterStride<>;
-  Eigen::Map<RowMajorMatrix<T>, 0, Stride>(c, rows, n, Stride(c_stride)).noalias() =
-      am * Eigen::Map<const RowMajorMatrix<T>, 0, Stride>(w, k, n, Stride(w_stride));
+  SerialGemm(Eigen::Map<RowMajorMatrix<T>, 0, Stride>(c, rows, n, Stride(c_stride)), am,
+             Eigen::Map<const RowMajorMatrix<T>, 0, Stride>(w, k, n, Stride(w_stride)),
+             /*accumulate=*/false);
 }
 
 // im2col's copies: runs of a few features (8 f32 per tap in a first
@@ -616,9 +617,10 @@ void FilterBody(void* ctx_ptr, int64_t begin, int64_t end) {
           }
         }
       }
-      Eigen::Map<const RowMajorMatrix<T>> a(patches.data(), n, patch);
+      // The patches [n, patch] row-major, read transposed: [patch, n] column-major.
+      Eigen::Map<const ColMajorMatrix<T>> a_t(patches.data(), patch, n);
       Eigen::Map<const RowMajorMatrix<T>> w(ctx.kernel + start * p.out_c, n, p.out_c);
-      acc.noalias() += a.transpose() * w;
+      SerialGemm(acc, a_t, w, /*accumulate=*/true);
     }
   }
 }

@@ -40,7 +40,7 @@ void MatmulBlockAs(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int
   Eigen::Map<const RhsStorage, 0, Stride> b(kRhsRowMajor ? rhs + j0 : rhs + j0 * k, k, j1 - j0,
                                             Stride(kRhsRowMajor ? n : k));
   Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(out + i0 * n + j0, i1 - i0, j1 - j0, Stride(n));
-  c.noalias() = a * b;
+  SerialGemm(c, a, b, /*accumulate=*/false);
 }
 
 template <typename T>
