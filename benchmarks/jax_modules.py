@@ -5,7 +5,11 @@ XLA:CPU on the very same HLO text, side by side.
 
 Each module of benchmarks/modules/ (made with JAX by gen_compile_modules.py:
 softmax, layernorm, attention, MLP and transformer training steps, a conv
-net's training step) gets deterministic random arguments
+net's training step; and by gen_runtime_modules.py at working-set sizes, the
+``rt_`` ones: RMSNorm + residual at f32 and bf16, attention at three
+sequence lengths, a transformer block forward and its training step, a conv
+net forward and its step, the MLP's step, batched matmul, matrix-vector,
+s8 and bf16 dots) gets deterministic random arguments
 (``xla.tools.arrays.random_args``, floats scaled by 0.1), is compiled once and run ``--repeats``
 times after a warm-up; the median is reported. Where ``import jax`` works
 (run with ``PYTHONPATH=<a jax env's site-packages>``), jaxlib compiles the
@@ -29,6 +33,11 @@ from xla.tools.arrays import flatten_result, random_args
 MODULES = pathlib.Path(__file__).resolve().parent / "modules"
 NAMES = ["softmax", "layernorm", "attention", "cnn_train", "mlp_train_L37", "mlp_train_L185",
          "transformer_train_L3", "transformer_train_L12"]
+# At working-set sizes (gen_runtime_modules.py): the issue-19 workloads as JAX lowers them.
+NAMES += ["rt_" + n for n in (
+    "rmsnorm_residual", "rmsnorm_residual_bf16", "attention_S128", "attention_S512",
+    "attention_S2048", "transformer_block", "transformer_block_train", "cnn", "cnn_train",
+    "mlp_train", "batched_matmul", "matvec", "dot_s8", "dot_bf16")]
 
 
 def median_time(fn, repeats):
@@ -68,12 +77,15 @@ def xla_cpu(text):
 
 
 def _close(got, want):
-    """Equal up to rounding, NaN where the other has NaN (deep steps on
-    random arguments overflow on both)."""
+    """Equal up to rounding (of the result's type: 8 significant bits for
+    bf16, 11 for f16), NaN where the other has NaN (deep steps on random
+    arguments overflow on both)."""
+    narrow = np.asarray(want).dtype.itemsize <= 2 and np.asarray(want).dtype.kind not in "iub"
+    rtol = 1e-2 if narrow else 1e-3
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     finite = np.abs(want[np.isfinite(want)])
     scale = max(1.0, float(finite.max())) if finite.size else 1.0
-    return got.shape == want.shape and np.allclose(got, want, rtol=1e-3, atol=1e-3 * scale,
+    return got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=rtol * scale,
                                                    equal_nan=True)
 
 
