@@ -80,3 +80,56 @@ ENTRY e {
     d, n = (np.asarray(x) for x in exe.execute(a, b))
     np.testing.assert_allclose(d, a.T @ b, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(n, -a.T)
+
+
+# A transformer's attention gradient as XLA's passes leave it: the heads of
+# a [1024, 512] activation, transposed so that layout assignment made the
+# transpose free ({2,1,3,0}: batch dimensions not major), times a batched
+# [256, 256]. Too large for the tiled kernel (64 x 256 x 256 per product),
+# unreadable for the runtime's matmul: without dot-operand-copies it ran
+# as a loop per output element (88 ms; a copy and the matmul take ~1.5).
+HEAD_GRADIENT = """HloModule m
+ENTRY e {
+  p0 = f32[1024,512]{1,0} parameter(0)
+  b = f32[4,256,8,64]{3,2,1,0} bitcast(p0)
+  t = f32[4,8,64,256]{2,1,3,0} transpose(b), dimensions={0,2,3,1}
+  r = f32[4,8,256,256]{3,2,1,0} parameter(1)
+  ROOT d = f32[4,8,64,256]{3,2,1,0} dot(t, r), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}
+}
+"""
+
+
+def test_an_operand_layout_the_matmul_cannot_read_is_copied_for_it():
+    exe = xla.compile(parse_hlo_module(HEAD_GRADIENT), "cpu")
+    assert "__xla_cpu_matmul_f32" in exe.ir_text
+    rng = np.random.default_rng(3)
+    p0 = rng.standard_normal((1024, 512)).astype(np.float32)
+    r = rng.standard_normal((4, 8, 256, 256)).astype(np.float32)
+    want = p0.reshape(4, 256, 8, 64).transpose(0, 2, 3, 1).astype(np.float64) @ r
+    np.testing.assert_allclose(np.asarray(exe.execute(p0, r)), want, rtol=1e-4, atol=1e-3)
+
+
+def test_a_result_layout_the_matmul_cannot_write_is_copied_from_its_result():
+    # The dot's result asked for with batch dimensions minor: the matmul
+    # writes row-major and a copy gives the layout asked for.
+    text = """HloModule m
+ENTRY e {
+  a = f32[6,96,80]{2,1,0} parameter(0)
+  b = f32[6,80,72]{2,1,0} parameter(1)
+  d = f32[6,96,72]{0,2,1} dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  ROOT c = f32[6,96,72]{2,1,0} copy(d)
+}
+"""
+    from xla.backends.cpu.dot_operand_layouts import DotOperandCopies
+    module = parse_hlo_module(text)
+    assert DotOperandCopies(plan=lambda dot: None).run(module)
+    dot = next(i for i in module.entry.instructions if i.opcode == "dot")
+    assert list(dot.shape.layout.minor_to_major) == [2, 1, 0]
+    (user,) = [i for i in module.entry.instructions if dot in i.operands]
+    assert user.opcode == "copy" and list(user.shape.layout.minor_to_major) == [0, 2, 1]
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((6, 96, 80)).astype(np.float32)
+    b = rng.standard_normal((6, 80, 72)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(exe.execute(a, b)), a.astype(np.float64) @ b,
+                               rtol=1e-4, atol=1e-3)

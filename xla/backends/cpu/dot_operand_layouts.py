@@ -109,3 +109,51 @@ class DotOperandLayouts(HloPass):
                         comp.remove_instruction(t)
                     changed = True
         return changed
+
+
+class DotOperandCopies(HloPass):
+    """``dot-operand-copies``: a dot the runtime's matmul computes but whose
+    operand (or result) layout neither it nor the tiled kernel reads (batch
+    dimensions not major, e.g. a head transpose that layout assignment made
+    free, ``[4,8,64,256]{2,1,3,0}``) gets a ``copy`` of that operand into
+    row-major order (and a row-major result copied to the layout asked
+    for), as XLA:CPU's layout assignment gives its Eigen calls the layouts
+    they read. Without it such a dot was emitted as a loop per output
+    element: 88 ms for a transformer's 32 x (64 x 256 x 256) attention
+    gradient against under 1 ms through the matmul; the copy moves each
+    element once. Runs after ``dot-operand-layouts``; dots ``plan`` (the
+    tiled kernel's) takes are left alone."""
+    name = "dot-operand-copies"
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    def run(self, module):
+        changed = False
+        for comp in module.computations:
+            for dot in list(comp.instructions):
+                if dot.opcode != "dot" or not dot.shape.is_array or len(dot.operands) != 2 \
+                        or not runtime_dot(dot) or dot.shape.layout is None \
+                        or any(o.shape.layout is None for o in dot.operands):
+                    continue
+                nb = len(dot.attr("lhs_batch_dims", ()) or ())
+                bad = [matmul_transposed(o.shape, nb) is None for o in dot.operands]
+                bad_result = matmul_transposed(dot.shape, nb) != 0
+                if not (any(bad) or bad_result) or self.plan(dot) is not None:
+                    continue
+                operands = list(dot.operands)
+                for i, o in enumerate(operands):
+                    if bad[i]:
+                        operands[i] = comp.insert_before(dot, HloInstruction(
+                            "copy", o.shape.with_layout(Layout.row_major(o.shape.rank)), [o],
+                            name=module.unique_name("copy")))
+                dot.operands = operands
+                if bad_result:
+                    wanted = dot.shape
+                    dot.shape = wanted.with_layout(Layout.row_major(wanted.rank))
+                    copy = HloInstruction("copy", wanted, [dot], name=module.unique_name("copy"))
+                    comp.insert_after(dot, copy)
+                    comp.replace_all_uses(dot, copy)
+                    copy.operands = [dot]
+                changed = True
+        return changed
