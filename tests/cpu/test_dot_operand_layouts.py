@@ -133,3 +133,53 @@ ENTRY e {
     b = rng.standard_normal((6, 80, 72)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(exe.execute(a, b)), a.astype(np.float64) @ b,
                                rtol=1e-4, atol=1e-3)
+
+
+def test_a_reshaped_transpose_is_read_in_place():
+    # The weight gradient of a dense layer over [batch, seq, features]:
+    # activations [2, 8, 48] transposed to [48, 2, 8] and reshaped to
+    # [48, 16] are the [16, 48] matrix read transposed: a bitcast of it
+    # the matmul reads with its transpose flag, no transposing kernel.
+    text = """HloModule m
+ENTRY e {
+  h = f32[2,8,48] parameter(0)
+  g = f32[16,40] parameter(1)
+  t = f32[48,2,8] transpose(h), dimensions={2,0,1}
+  r = f32[48,16] reshape(t)
+  ROOT d = f32[48,40] dot(r, g), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    ops = [i.opcode for i in exe.module.entry.instructions]
+    assert "transpose" not in ops and "fusion" not in ops, ops
+    assert "__xla_cpu_matmul_f32" in exe.ir_text
+    rng = np.random.default_rng(6)
+    h = rng.standard_normal((2, 8, 48)).astype(np.float32)
+    g = rng.standard_normal((16, 40)).astype(np.float32)
+    want = h.reshape(16, 48).T.astype(np.float64) @ g
+    np.testing.assert_allclose(np.asarray(exe.execute(h, g)), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("perm,shape", [((1, 0, 2), (2, 16, 8)), ((0, 2, 1), (16, 8, 2))])
+def test_a_reshaped_transpose_that_is_no_matrix_transpose_is_computed(perm, shape):
+    # Transposes whose reshape is not a matrix read in place (the groups of
+    # the reshape are not together in the source's order): the product is
+    # still right, through a kernel that moves the elements.
+    s = lambda d: ",".join(map(str, d))  # noqa: E731
+    t_dims = tuple(shape[p] for p in perm)
+    rows = t_dims[0] * t_dims[1]
+    text = f"""HloModule m
+ENTRY e {{
+  h = f32[{s(shape)}] parameter(0)
+  g = f32[{t_dims[2]},24] parameter(1)
+  t = f32[{s(t_dims)}] transpose(h), dimensions={{{s(perm)}}}
+  r = f32[{rows},{t_dims[2]}] reshape(t)
+  ROOT d = f32[{rows},24] dot(r, g), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+}}
+"""
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    rng = np.random.default_rng(7)
+    h = rng.standard_normal(shape).astype(np.float32)
+    g = rng.standard_normal((t_dims[2], 24)).astype(np.float32)
+    want = h.transpose(perm).reshape(rows, t_dims[2]).astype(np.float64) @ g
+    np.testing.assert_allclose(np.asarray(exe.execute(h, g)), want, rtol=1e-4, atol=1e-4)

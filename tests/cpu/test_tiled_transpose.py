@@ -76,3 +76,24 @@ def test_other_kernels_are_not_tiled(text):
     perm = list(module.entry.root_instruction.attr("dimensions"))
     x = np.random.default_rng(2).standard_normal(dims).astype(np.float32)
     np.testing.assert_array_equal(exe.execute(x), np.transpose(x, perm))
+
+
+def test_a_transpose_reshaped_at_the_root_is_tiled():
+    # An elementwise kernel whose result is transposed and reshaped (a
+    # bitcast in the fused kernel; the backward pass of a dense layer over
+    # [batch, seq, features] writes such a [features, batch * seq]): the
+    # tiles follow the transpose through the bitcast.
+    text = """HloModule tr
+ENTRY %main (x: f32[4,64,96], y: f32[4,64,96]) -> f32[96,256] {
+  %x = f32[4,64,96] parameter(0)
+  %y = f32[4,64,96] parameter(1)
+  %m = f32[4,64,96] multiply(%x, %y)
+  %t = f32[96,4,64] transpose(%m), dimensions={2,0,1}
+  ROOT %r = f32[96,256] reshape(%t)
+}
+"""
+    rng = np.random.default_rng(2)
+    x, y = (rng.standard_normal((4, 64, 96)).astype(np.float32) for _ in range(2))
+    exe = xla.compile(text, backend="cpu")
+    assert ".tile.header" in exe.ir_text
+    np.testing.assert_array_equal(exe.execute(x, y), (x * y).transpose(2, 0, 1).reshape(96, 256))

@@ -87,7 +87,9 @@ class DotOperandLayouts(HloPass):
                         or not runtime_dot(dot) or (self.skip is not None and self.skip(dot)):
                     continue
                 nb = len(dot.attr("lhs_batch_dims", ()) or ())
-                for i, t in enumerate(list(dot.operands)):
+                for i, x in enumerate(list(dot.operands)):
+                    # A transpose, or a reshape (a row-major bitcast) of one.
+                    t = x.operands[0] if _row_major_reshape(x) else x
                     if t.opcode != "transpose" or not t.shape.is_array:
                         continue
                     source = t.operands[0]
@@ -96,7 +98,11 @@ class DotOperandLayouts(HloPass):
                     perm = list(t.attr("dimensions"))
                     # The result dimension holding operand dimension d is perm.index(d).
                     order = [perm.index(d) for d in major_to_minor(source.shape)]
-                    shape = t.shape.with_layout(Layout(tuple(reversed(order))))
+                    if x is not t:
+                        order = _reshaped_order(t.shape, x.shape, order)
+                        if order is None:
+                            continue
+                    shape = x.shape.with_layout(Layout(tuple(reversed(order))))
                     if matmul_transposed(shape, nb) is None:
                         continue
                     bitcast = HloInstruction("bitcast", shape, [source],
@@ -105,10 +111,64 @@ class DotOperandLayouts(HloPass):
                     operands = list(dot.operands)
                     operands[i] = bitcast
                     dot.operands = operands
-                    if not t.users and t is not comp.root_instruction:
-                        comp.remove_instruction(t)
+                    for dead in ((x, t) if x is not t else (t,)):
+                        if not dead.users and dead is not comp.root_instruction:
+                            comp.remove_instruction(dead)
                     changed = True
         return changed
+
+
+def _row_major_reshape(x):
+    """Whether ``x`` is a reshape, or a bitcast between row-major layouts
+    (the same thing), of an array."""
+    if x.opcode not in ("bitcast", "reshape") or not x.shape.is_array:
+        return False
+    y = x.operands[0].shape
+    return (y.is_array and x.shape.layout is not None and y.layout is not None
+            and major_to_minor(x.shape) == list(range(x.shape.rank))
+            and major_to_minor(y) == list(range(y.rank)))
+
+
+def _reshaped_order(t_shape, x_shape, t_order):
+    """The physical order (major to minor) under which ``x_shape``, a
+    row-major reshape of ``t_shape``, has the bytes of ``t_shape`` stored in
+    ``t_order``; None where no layout does (the reshape's groups of
+    dimensions must lie together, in order, in ``t_order``). The AD of a
+    dense layer over [batch, seq, features] gives such operands: a
+    transpose of [4, 256, 2048] to [2048, 4, 256] reshaped to [2048, 1024]
+    is the [1024, 2048] matrix read transposed."""
+    td, xd = t_shape.dimensions, x_shape.dimensions
+    # Group dimensions in index order: each group of t's matches one of x's
+    # in element count (size-1 dimensions join the group they sit in).
+    groups, i, j = [], 0, 0
+    while i < len(td) or j < len(xd):
+        tg, xg, tc, xc = [], [], 1, 1
+        while True:
+            if tc == xc and tg and xg:
+                break
+            if tc <= xc and i < len(td):
+                tg.append(i); tc *= td[i]; i += 1  # noqa: E702
+            elif j < len(xd):
+                xg.append(j); xc *= xd[j]; j += 1  # noqa: E702
+            elif i < len(td):
+                tg.append(i); tc *= td[i]; i += 1  # noqa: E702
+            else:
+                break
+        if tc != xc:
+            return None
+        groups.append((tg, xg))
+    first = {tg[0]: (tg, xg) for tg, xg in groups if tg}
+    order, k = [], 0
+    while k < len(t_order):
+        if t_order[k] not in first:
+            return None
+        tg, xg = first[t_order[k]]
+        if t_order[k:k + len(tg)] != tg:
+            return None
+        order += xg
+        k += len(tg)
+    order += [d for tg, xg in groups if not tg for d in xg]
+    return order if sorted(order) == list(range(len(xd))) else None
 
 
 class DotOperandCopies(HloPass):

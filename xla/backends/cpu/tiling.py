@@ -6,7 +6,8 @@ operand in another order: when the operand's minor-most dimension (in its
 layout) lands on an output dimension other than the output's minor one,
 consecutive output elements read elements a whole operand row apart.
 ``transposed_dimension`` traces the output index through the kernel's
-elementwise ops, broadcasts, transposes and copies to the buffers it loads
+elementwise ops, broadcasts, transposes, copies and bitcasts (reshapes
+that move no byte) to the buffers it loads
 and names that output dimension; ``loop_emitter.tiled_loop_nest`` then
 walks the output in tiles over it and the minor dimension.
 """
@@ -62,4 +63,51 @@ def transposed_dimension(assignment, root, fusion, out_shape):
             for o in reversed(x.operands):
                 if o.shape.is_array and x.shape.is_array and o.shape.rank == x.shape.rank:
                     stack.append((o, dims))
+        elif op == "bitcast" and x.shape.is_array and x.operands[0].shape.is_array:
+            inner = _bitcast_dims(x.shape, x.operands[0].shape, dims)
+            if inner is not None:
+                stack.append((x.operands[0], inner))
     return None
+
+
+def _bitcast_dims(shape, source_shape, dims):
+    """For ``bitcast(source)`` whose dimension i the output dimension
+    ``dims[i]`` indexes: the same for the source's dimensions, or None.
+    The two shapes hold the same bytes, so their physical dimensions
+    (major to minor) fall into groups of equal element counts, each a
+    merge or split of the other's (a reshape that moves no byte); a source
+    dimension in a group follows the group's minor-most dimension of
+    ``shape`` (consecutive source elements along it step along that one)."""
+    if shape.layout is None or source_shape.layout is None:
+        return None
+    order, source_order = le.major_to_minor(shape), le.major_to_minor(source_shape)
+    inner = [None] * source_shape.rank
+    i = j = 0
+    while i < len(order) or j < len(source_order):
+        group, source_group = [], []
+        count = source_count = 1
+        # Size-1 dimensions join the group they sit in; a group closes when
+        # both sides have taken dimensions and their element counts match.
+        while True:
+            if count == source_count and group and source_group:
+                break
+            if count <= source_count and i < len(order):
+                group.append(order[i])
+                count *= shape.dimensions[order[i]]
+                i += 1
+            elif j < len(source_order):
+                source_group.append(source_order[j])
+                source_count *= source_shape.dimensions[source_order[j]]
+                j += 1
+            elif i < len(order):
+                group.append(order[i])
+                count *= shape.dimensions[order[i]]
+                i += 1
+            else:
+                break
+        if count != source_count:
+            return None
+        target = dims[group[-1]] if group else None
+        for d in source_group:
+            inner[d] = target
+    return inner
