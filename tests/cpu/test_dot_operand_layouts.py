@@ -183,3 +183,81 @@ ENTRY e {{
     g = rng.standard_normal((t_dims[2], 24)).astype(np.float32)
     want = h.transpose(perm).reshape(rows, t_dims[2]).astype(np.float64) @ g
     np.testing.assert_allclose(np.asarray(exe.execute(h, g)), want, rtol=1e-4, atol=1e-4)
+
+
+# A weight update as JAX lowers a training step: the gradient dW is a dot
+# laid out [out, in], transposed to the weight's [in, out] with the
+# transpose and the scaling in the dot's order ({0,1}), and a copy to the
+# weight's row-major layout before the subtract.
+WEIGHT_UPDATE = """HloModule m
+ENTRY e {
+  x = f32[128,256]{1,0} parameter(0)
+  g = f32[128,512]{1,0} parameter(1)
+  w = f32[256,512]{1,0} parameter(2)
+  d = f32[512,256]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  t = f32[256,512]{0,1} transpose(d), dimensions={1,0}
+  lr = f32[] constant(0.01)
+  b = f32[256,512]{0,1} broadcast(lr), dimensions={}
+  m = f32[256,512]{0,1} multiply(t, b)
+  ROOT u = f32[256,512]{1,0} subtract(w, m)
+}
+"""
+
+
+def test_a_transposed_weight_gradient_is_written_in_the_weights_order():
+    exe = xla.compile(parse_hlo_module(WEIGHT_UPDATE), "cpu")
+    (dot,) = [i for i in exe.module.entry.instructions if i.opcode == "dot"]
+    # The product written transposed: its bytes are the weight's order.
+    assert list(dot.shape.layout.minor_to_major) == [0, 1]
+    # No copy, and the update kernel reads the product in its own order
+    # (its transpose is of the bytes as they lie): no tiles.
+    assert not any(i.opcode == "copy" for i in exe.module.all_instructions())
+    assert ".tile.header" not in exe.ir_text
+    assert "__xla_cpu_matmul_f32" in exe.ir_text
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((128, 256)).astype(np.float32)
+    g = rng.standard_normal((128, 512)).astype(np.float32)
+    w = rng.standard_normal((256, 512)).astype(np.float32)
+    want = w - 0.01 * (g.T.astype(np.float64) @ x).T
+    np.testing.assert_allclose(np.asarray(exe.execute(x, g, w)), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("other", ["x", "broadcast"])
+def test_a_chain_with_other_array_operands_keeps_its_copy(other):
+    # An elementwise op in the chain reading another array (here x, laid
+    # out {0,1} too): the copy stays and the product is right.
+    operand = "x2" if other == "x" else "b"
+    text = WEIGHT_UPDATE.replace(
+        "  m = f32[256,512]{0,1} multiply(t, b)",
+        "  x2 = f32[256,512]{0,1} parameter(3)\n"
+        f"  m = f32[256,512]{{0,1}} multiply(t, {operand})")
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((128, 256)).astype(np.float32)
+    g = rng.standard_normal((128, 512)).astype(np.float32)
+    w = rng.standard_normal((256, 512)).astype(np.float32)
+    x2 = rng.standard_normal((256, 512)).astype(np.float32)
+    scale = x2 if other == "x" else 0.01
+    want = w - scale * (g.T.astype(np.float64) @ x).T
+    np.testing.assert_allclose(np.asarray(exe.execute(x, g, w, x2)), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("et", ["f32", "f64"])
+def test_a_batched_result_stored_transposed_is_written_by_the_matmul(et):
+    # The runtime's matmul writes rhs^T x lhs^T for a result whose matrices
+    # are stored transposed ({1,2,0}: batch major, then N, then M).
+    text = f"""HloModule m
+ENTRY e {{
+  a = {et}[3,64,48] parameter(0)
+  b = {et}[3,48,40] parameter(1)
+  ROOT d = {et}[3,64,40]{{1,2,0}} dot(a, b), lhs_batch_dims={{0}}, lhs_contracting_dims={{2}}, rhs_batch_dims={{0}}, rhs_contracting_dims={{1}}
+}}
+"""
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    assert not any(i.opcode == "copy" for i in exe.module.all_instructions())
+    assert f"__xla_cpu_matmul_{et}" in exe.ir_text
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((3, 64, 48)).astype(NP[et])
+    b = rng.standard_normal((3, 48, 40)).astype(NP[et])
+    np.testing.assert_allclose(np.asarray(exe.execute(a, b)), a.astype(np.float64) @ b,
+                               rtol=1e-5, atol=1e-4)

@@ -20,6 +20,7 @@ into a kernel with it as siblings).
 """
 from xla.backends.cpu.loop_emitter import major_to_minor
 from xla.hlo.ir import HloInstruction
+from xla.hlo.opcodes import ELEMENTWISE
 from xla.hlo.shape import Layout
 from xla.service.hlo_pass import HloPass
 
@@ -198,7 +199,9 @@ class DotOperandCopies(HloPass):
                     continue
                 nb = len(dot.attr("lhs_batch_dims", ()) or ())
                 bad = [matmul_transposed(o.shape, nb) is None for o in dot.operands]
-                bad_result = matmul_transposed(dot.shape, nb) != 0
+                full = all(o.shape.rank == nb + 2 for o in dot.operands)
+                stored = matmul_transposed(dot.shape, nb)
+                bad_result = stored is None or (stored == 1 and not full)
                 if not (any(bad) or bad_result) or self.plan(dot) is not None:
                     continue
                 operands = list(dot.operands)
@@ -217,3 +220,94 @@ class DotOperandCopies(HloPass):
                     copy.operands = [dot]
                 changed = True
         return changed
+
+
+class DotResultLayouts(HloPass):
+    """``dot-result-layouts``: a matmul's result that reaches a layout-
+    changing ``copy`` through a transpose of its two matrix dimensions and
+    elementwise ops is written in the copy's order instead. A training
+    step's weight update as JAX lowers it, ``w - lr * transpose(dW)``, with
+    the transpose and the scaling laid out as the product ({0,1}) and a
+    copy to the weight's row-major layout before the subtract, moved every
+    element of dW across cache lines (5 ms for a 1024 x 4096 f32 weight on
+    this VM's two threads, a quarter of the MLP step). The chain's layouts
+    become the copy's, the copy goes, and the runtime's matmul writes the
+    product transposed (rhs^T x lhs^T) at no cost. The elementwise ops'
+    other operands must be broadcasts of scalars (cloned where shared).
+    Runs after ``dot-operand-copies``; not for dots ``skip`` names (the
+    tiled kernel's)."""
+    name = "dot-result-layouts"
+
+    def __init__(self, skip=None):
+        self.skip = skip
+
+    def run(self, module):
+        changed = False
+        for comp in module.computations:
+            for c in list(comp.instructions):
+                if c.opcode == "copy" and c.parent is comp:
+                    changed |= self._fold(module, comp, c)
+        return changed
+
+    def _fold(self, module, comp, c):
+        if not c.shape.is_array or c.shape.layout is None:
+            return False
+        new_layout = c.shape.layout
+        chain, x = [], c.operands[0]
+        while x.opcode != "transpose":
+            if x.opcode not in ELEMENTWISE or x.opcode in ("copy", "map") or len(x.users) != 1 \
+                    or not x.shape.is_array or x.shape.layout != c.operands[0].shape.layout:
+                return False
+            arrays = [o for o in x.operands if _scalar_broadcast(o) is None]
+            if len(arrays) != 1:
+                return False
+            chain.append(x)
+            x = arrays[0]
+        t = x
+        if len(t.users) != 1 or t.shape.layout != c.operands[0].shape.layout:
+            return False
+        d = t.operands[0]
+        if d.opcode != "dot" or len(d.users) != 1 or d is comp.root_instruction \
+                or not runtime_dot(d) or d.shape.layout is None \
+                or (self.skip is not None and self.skip(d)):
+            return False
+        nb = len(d.attr("lhs_batch_dims", ()) or ())
+        perm = list(range(nb)) + [nb + 1, nb]
+        if list(t.attr("dimensions")) != perm or matmul_transposed(d.shape, nb) != 0 \
+                or any(o.shape.rank != nb + 2 for o in d.operands):
+            return False
+        t_shape = t.shape.with_layout(new_layout)
+        # The transpose's dimension k holds the dot's dimension perm[k].
+        order = [perm[k] for k in major_to_minor(t_shape)]
+        d_shape = d.shape.with_layout(Layout(tuple(reversed(order))))
+        if matmul_transposed(d_shape, nb) != 1:
+            return False
+        d.shape = d_shape
+        t.shape = t_shape
+        for x in chain:
+            x.shape = x.shape.with_layout(new_layout)
+            operands = list(x.operands)
+            for i, o in enumerate(operands):
+                source = _scalar_broadcast(o)
+                if source is not None:
+                    b = HloInstruction("broadcast", source.shape.with_layout(new_layout),
+                                       list(source.operands), attrs=dict(source.attrs),
+                                       name=module.unique_name("broadcast"))
+                    comp.insert_before(x, b)
+                    operands[i] = b
+            x.operands = operands
+        top = chain[0] if chain else t
+        comp.replace_all_uses(c, top)
+        comp.remove_instruction(c)
+        return True
+
+
+def _scalar_broadcast(x):
+    """The broadcast of a scalar that ``x`` is, or copies (layout
+    assignment's) of; None otherwise. Any layout gives the same bytes."""
+    while x.opcode == "copy":
+        x = x.operands[0]
+    if (x.opcode == "broadcast" and len(x.operands) == 1 and x.operands[0].shape.is_array
+            and x.operands[0].shape.rank == 0):
+        return x
+    return None

@@ -752,15 +752,17 @@ class ModuleEmitter:
 
     def emit_runtime_matmul(self, h):
         """A canonical f32/f64/s32/c64/c128 dot (or s8 x s8 -> s32, bf16 x
-        bf16 -> f32) with row-major operands as a call to the runtime's
-        matmul; False when it does not apply."""
+        bf16 -> f32) with row-major operands (or matrices stored transposed,
+        the result's too) as a call to the runtime's matmul; False when it
+        does not apply."""
         name = matmul_function(h) if len(h.operands) == 2 else None
         if not runtime_dot(h) or name not in self.runtime_symbols:
             return False
         lhs, rhs = h.operands
         nb = len(h.attr("lhs_batch_dims", ()) or ())
         transposed = [matmul_transposed(s, nb) for s in (lhs.shape, rhs.shape, h.shape)]
-        if None in transposed or transposed[2]:
+        full = lhs.shape.rank == nb + 2 and rhs.shape.rank == nb + 2
+        if None in transposed or (transposed[2] and not full):
             return False
         batch = math.prod(lhs.shape.dimensions[:nb])
         m = lhs.shape.dimensions[nb] if lhs.shape.rank == nb + 2 else 1
@@ -772,8 +774,16 @@ class ModuleEmitter:
         fn = self.declare(name, ir.FunctionType(VOID, [PTR, PTR, PTR] + [I64] * 4 + [I32, I32]))
         ptrs = [self.slice_pointer(b, self.table, Slice(self.assignment.buffer(x)).key)
                 for x in (lhs, rhs, h)]
+        flags = transposed[:2]
+        if transposed[2]:
+            # A result stored transposed (dot-result-layouts): its bytes are
+            # the row-major product rhs^T x lhs^T, [n, m], each operand read
+            # with the other transpose flag.
+            ptrs = [ptrs[1], ptrs[0], ptrs[2]]
+            m, n = n, m
+            flags = [1 - transposed[1], 1 - transposed[0]]
         b.call(fn, ptrs + [i64(batch), i64(m), i64(k), i64(n),
-                            ir.Constant(I32, transposed[0]), ir.Constant(I32, transposed[1])])
+                            ir.Constant(I32, flags[0]), ir.Constant(I32, flags[1])])
         return True
 
 

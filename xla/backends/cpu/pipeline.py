@@ -33,7 +33,9 @@ GEMM kernel reads with strides become bitcasts: ``strided_dot_layouts.py``),
 ``dot-operand-layouts`` (a transpose feeding a matmul becomes a bitcast the
 matmul reads transposed: ``dot_operand_layouts.py``), ``dot-operand-copies``
 (copies into row-major order for a matmul's operands in layouts nothing
-reads, same file), fusion with
+reads, same file), ``dot-result-layouts`` (a matmul writes its result
+transposed where a transpose and a layout-changing copy follow it: a
+training step's weight update; same file), fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
 (a DUS joins the fusion computing its update: one in-place kernel),
 ``matrix-vector-pair-fusion`` (``A x`` and ``y A`` of one matrix in one
@@ -44,7 +46,7 @@ copy insertion and the memory scheduler, after which buffer assignment
 runs."""
 from xla.backends.cpu import layout_constraints, strided_gemm
 from xla.backends.cpu.dot_operand_layouts import (MIXED_MATMUL_TYPES, DotOperandCopies,
-                                                  DotOperandLayouts)
+                                                  DotOperandLayouts, DotResultLayouts)
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
 from xla.backends.cpu.linalg_composite_rewriter import LinalgCompositeRewriter
 from xla.backends.cpu.matrix_vector_pairs import MatrixVectorPairFusion
@@ -87,7 +89,8 @@ def cpu_pipeline(**options):
     # Then the dots left with layouts neither reads get copies they read.
     pipeline.passes[layout + 1:layout + 1] = [StridedDotLayouts(),
                                               DotOperandLayouts(skip=strided_gemm.kernel_only),
-                                              DotOperandCopies(plan=strided_gemm.plan)]
+                                              DotOperandCopies(plan=strided_gemm.plan),
+                                              DotResultLayouts(skip=strided_gemm.kernel_only)]
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     pipeline.add_pass(MatrixVectorPairFusion())
