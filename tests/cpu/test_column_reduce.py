@@ -146,3 +146,68 @@ def test_a_column_reduce_stores_the_array_it_reduces_as_it_reads_it(monkeypatch)
     np.testing.assert_array_equal(db, db_loop)
     want = Evaluator().evaluate(parse_hlo_module(GRADIENT_AND_SUM), args)
     np.testing.assert_allclose(db, want[1], rtol=1e-5, atol=1e-5)
+
+
+# A layernorm's two parameter gradients as the fusion pass makes them: two
+# column reduces of [8,40,700] over {0,1} (one of a product), a max beside
+# them, as one multi-output fusion; all three folded in one row loop.
+TWO_GRADIENTS = """HloModule lngrads
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(%a, %b)
+}
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] maximum(%a, %b)
+}
+%fused (dy: f32[8,40,700], xh: f32[8,40,700]) -> (f32[700], f32[700], f32[700]) {
+  %dy = f32[8,40,700]{2,1,0} parameter(0)
+  %xh = f32[8,40,700]{2,1,0} parameter(1)
+  %zero = f32[] constant(0)
+  %lowest = f32[] constant(-inf)
+  %db = f32[700]{0} reduce(%dy, %zero), dimensions={0,1}, to_apply=%add
+  %p = f32[8,40,700]{2,1,0} multiply(%dy, %xh)
+  %dg = f32[700]{0} reduce(%p, %zero), dimensions={0,1}, to_apply=%add
+  %mx = f32[700]{0} reduce(%xh, %lowest), dimensions={0,1}, to_apply=%max
+  ROOT %t = (f32[700]{0}, f32[700]{0}, f32[700]{0}) tuple(%db, %dg, %mx)
+}
+ENTRY %main (dy: f32[8,40,700], xh: f32[8,40,700]) -> (f32[700], f32[700], f32[700]) {
+  %dy = f32[8,40,700]{2,1,0} parameter(0)
+  %xh = f32[8,40,700]{2,1,0} parameter(1)
+  ROOT %f = (f32[700]{0}, f32[700]{0}, f32[700]{0}) fusion(%dy, %xh), kind=kInput, calls=%fused
+}
+"""
+
+
+def test_sibling_column_reduces_run_in_one_kernel(monkeypatch):
+    args = args_for(TWO_GRADIENTS)
+    exe = xla.compile(TWO_GRADIENTS, backend="cpu")
+    assert ".columns" in exe.ir_text
+    got = exe.execute(*args)
+    loop = element_at_a_time(TWO_GRADIENTS, args, monkeypatch)
+    for a, b in zip(got, loop):
+        np.testing.assert_array_equal(a, b)
+    dy, xh = args
+    np.testing.assert_allclose(got[0], dy.astype(np.float64).sum(axis=(0, 1)), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got[1], (dy.astype(np.float64) * xh).sum(axis=(0, 1)),
+                               rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(got[2], xh.max(axis=(0, 1)))
+
+
+def test_sibling_reduces_over_other_dimensions_keep_their_emitters():
+    # A row sum beside a column sum: not one column kernel.
+    text = TWO_GRADIENTS.replace(
+        "%mx = f32[700]{0} reduce(%xh, %lowest), dimensions={0,1}, to_apply=%max",
+        "%mx = f32[8,40]{1,0} reduce(%xh, %lowest), dimensions={2}, to_apply=%max").replace(
+        "(f32[700], f32[700], f32[700])", "(f32[700], f32[700], f32[8,40])").replace(
+        "(f32[700]{0}, f32[700]{0}, f32[700]{0})", "(f32[700]{0}, f32[700]{0}, f32[8,40]{1,0})")
+    args = args_for(text)
+    exe = xla.compile(text, backend="cpu")
+    assert ".columns" not in exe.ir_text
+    got = exe.execute(*args)
+    dy, xh = args
+    np.testing.assert_allclose(got[1], (dy.astype(np.float64) * xh).sum(axis=(0, 1)),
+                               rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(got[2], xh.max(axis=2))

@@ -25,7 +25,10 @@ output's minor dimension, and which reduce at least one dimension; and to
 multi-output fusions of such a reduce and arrays shaped like its input
 (``ModuleEmitter.reduce_riders``: a gradient beside its bias gradient),
 whose elements the kernel stores as it reads them, each once, by the thread
-that owns its column.
+that owns its column; and to multi-output fusions of several such reduces
+of one input shape over the same dimensions (a layernorm's two parameter
+gradients), each folding its own input into its own output in the same
+row loop.
 """
 from xla.backends.cpu import loop_emitter as le
 
@@ -61,21 +64,28 @@ def column_dimensions(out_shape, root):
     return out_minor, [d for d in order if d in reduced]
 
 
-def _reduce_and_riders(emitter, h, root, fusion):
-    """(the reduce, its output's shape index in ``h``, {shape index: rider
-    leaf}) for a fusion whose root tuple is one reduce and arrays it
-    carries as riders (and nothing else); the reduce alone, index ``()``
-    and no riders for a reduce root; None otherwise."""
+def _reduces_and_riders(emitter, h, root, fusion):
+    """([(a reduce, its output's shape index in ``h``)], {shape index:
+    rider leaf}) for a fusion whose root tuple is reduces of one input
+    shape over the same dimensions to the same output shape (a layernorm's
+    two parameter gradients) and arrays they carry as riders (and nothing
+    else); the reduce alone, index ``()`` and no riders for a reduce root;
+    None otherwise."""
     if root.opcode == "reduce":
-        return root, (), {}
+        return [(root, ())], {}
     if root.opcode != "tuple" or not h.shape.is_tuple:
         return None
     riders = emitter.reduce_riders(h, root, fusion)
-    reduces = [(k, leaf) for k, leaf in enumerate(root.operands) if leaf.opcode == "reduce"]
-    if len(reduces) != 1 or len(riders) + 1 != len(root.operands):
+    reduces = [(leaf, (k,)) for k, leaf in enumerate(root.operands) if leaf.opcode == "reduce"]
+    if not reduces or len(riders) + len(reduces) != len(root.operands):
         return None
-    (k, reduce), = reduces   # the only reduce: every rider rides on it
-    return reduce, (k,), {index: root.operands[index[0]] for index in riders}
+    first = reduces[0][0]
+    for r, _ in reduces[1:]:
+        if (len(r.operands) != 2 or r.operands[0].shape != first.operands[0].shape
+                or r.shape != first.shape
+                or set(r.attr("dimensions", ())) != set(first.attr("dimensions", ()))):
+            return None
+    return reduces, {index: root.operands[index[0]] for index in riders}
 
 
 def emit_column_reduce(emitter, h, root, fusion, in_slices):
@@ -83,22 +93,26 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
     reduce and its riders) as a column reduction and calls it; False when it
     does not apply."""
     from xla.backends.cpu.kernels import Slice, slice_pattern
-    parts = _reduce_and_riders(emitter, h, root, fusion)
+    parts = _reduces_and_riders(emitter, h, root, fusion)
     if parts is None:
         return False
-    reduce, out_index, riders = parts
+    reduces, riders = parts
+    reduce, out_index = reduces[0]
     out_shape = h.shape if out_index == () else h.shape.tuple_shapes[out_index[0]]
     dims = column_dimensions(out_shape, reduce)
     if dims is None or out_shape.num_elements() == 0:
         return False
+    for r, index in reduces[1:]:
+        if column_dimensions(h.shape.tuple_shapes[index[0]], r) != dims:
+            return False
     out_minor = dims[0]
     in_shape = reduce.operands[0].shape
     kept = [d for d in range(in_shape.rank) if d not in set(reduce.attr("dimensions", ()))]
-    out_slice = Slice(emitter.assignment.buffer(h, out_index))
+    out_slices = [(Slice(emitter.assignment.buffer(h, index)), r) for r, index in reduces]
     rider_slices = [(Slice(emitter.assignment.buffer(h, index)), leaf)
                     for index, leaf in sorted(riders.items())]
     name = emitter.unique(f"kernel.{h.name}.columns")
-    slices = in_slices + [out_slice] + [sl for sl, _ in rider_slices]
+    slices = in_slices + [sl for sl, _ in out_slices] + [sl for sl, _ in rider_slices]
     memo_key = (emitter.fingerprints.key(h), "columns", slice_pattern(slices))
 
     def emit():
@@ -106,7 +120,7 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
         generic = is_generic(emitter, h, slices, runtime_bounds=True)
 
         def code():
-            return _emit_kernel(emitter, h, reduce, fusion, name, slices, out_slice, out_shape,
+            return _emit_kernel(emitter, h, fusion, name, slices, out_slices, out_shape,
                                 rider_slices, dims, kept, generic)
         return emitter.size_free_kernels.emit(
             h, name, slices, ("columns", slice_pattern(slices)), code) if generic else code()
@@ -117,28 +131,29 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
     return True
 
 
-def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, out_shape, rider_slices,
-                 dims, kept, generic):
-    """The column-reduction kernel of ``h`` (``root``: its reduce; the
-    riders' values stored at each input index), emitted and finished."""
+def _emit_kernel(emitter, h, fusion, name, slices, out_slices, out_shape, rider_slices, dims,
+                 kept, generic):
+    """The column-reduction kernel of ``h`` (``out_slices``: each reduce's
+    output slice and the reduce, all of one input shape, dimensions and
+    output shape; the riders' values stored at each input index), emitted
+    and finished."""
     from xla.backends.cpu.element_generator import ElementGenerator
     from xla.backends.cpu.kernels import Kernel
     from xla.backends.cpu.llvm_types import load_element, store_element
     out_minor, reduced_order = dims
-    in_shape = root.operands[0].shape
+    in_shape = out_slices[0][1].operands[0].shape
     kernel = Kernel(emitter, name, slices, generic=generic)
     kernel.root = h
     g = ElementGenerator(emitter, kernel, fusion)
     kb = kernel.b
     et = out_shape.element_type
-    comp = root.attr("to_apply")
-    out_ptr = kernel.pointer(out_slice)
+    outs = [(kernel.pointer(sl), r, r.attr("to_apply"), g.value(r.operands[1], []))
+            for sl, r in out_slices]
     riders = [(kernel.pointer(sl), leaf) for sl, leaf in rider_slices]
-    init = g.value(root.operands[1], [])
     index = [None] * out_shape.rank
     in_index = [None] * in_shape.rank
 
-    def out_element(c):
+    def out_element(out_ptr, c):
         idx = list(index)
         idx[out_minor] = c
         return g.element_pointer(out_ptr, out_shape, idx), idx
@@ -146,17 +161,20 @@ def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, out_shape, r
     def rows(level):
         if level == len(reduced_order):
             with le.for_loop(kb, kernel.begin, kernel.end, name="col") as c:
-                ptr, idx = out_element(c)
+                idx = list(index)
+                idx[out_minor] = c
                 for i, d in enumerate(kept):
                     in_index[d] = idx[i]
                 saved = g.push_scope()
-                x = g.value(root.operands[0], list(in_index))
+                xs = [g.value(r.operands[0], list(in_index)) for _, r, _, _ in outs]
                 for rider_ptr, leaf in riders:   # stored as read: each element once
                     store_element(kb, g.value(leaf, list(in_index)),
                                   g.element_pointer(rider_ptr, leaf.shape, list(in_index)),
                                   leaf.shape.element_type)
-                acc = load_element(kb, ptr, et)
-                store_element(kb, emitter.emit_scalar_computation(kb, comp, [acc, x]), ptr, et)
+                for (out_ptr, _, comp, _), x in zip(outs, xs):
+                    ptr = out_element(out_ptr, c)[0]
+                    acc = load_element(kb, ptr, et)
+                    store_element(kb, emitter.emit_scalar_computation(kb, comp, [acc, x]), ptr, et)
                 g.pop_scope(saved)
             return
         d = reduced_order[level]
@@ -169,7 +187,8 @@ def _emit_kernel(emitter, h, root, fusion, name, slices, out_slice, out_shape, r
     def outputs(level):
         if level == len(outer):
             with le.for_loop(kb, kernel.begin, kernel.end, name="init") as c:
-                store_element(kb, init, out_element(c)[0], et)
+                for out_ptr, _, _, init in outs:
+                    store_element(kb, init, out_element(out_ptr, c)[0], et)
             rows(0)
             return
         d = outer[level]
