@@ -18,7 +18,7 @@ operand could take the kernel away, leaving the other to no one). A transpose wi
 without is removed at once (left for DCE, fusion would merge the bitcast
 into a kernel with it as siblings).
 """
-from xla.backends.cpu.loop_emitter import major_to_minor
+from xla.backends.cpu.loop_emitter import major_to_minor, reshape_groups
 from xla.hlo.ir import HloInstruction
 from xla.hlo.opcodes import ELEMENTWISE
 from xla.hlo.shape import Layout
@@ -138,26 +138,9 @@ def _reshaped_order(t_shape, x_shape, t_order):
     dense layer over [batch, seq, features] gives such operands: a
     transpose of [4, 256, 2048] to [2048, 4, 256] reshaped to [2048, 1024]
     is the [1024, 2048] matrix read transposed."""
-    td, xd = t_shape.dimensions, x_shape.dimensions
-    # Group dimensions in index order: each group of t's matches one of x's
-    # in element count (size-1 dimensions join the group they sit in).
-    groups, i, j = [], 0, 0
-    while i < len(td) or j < len(xd):
-        tg, xg, tc, xc = [], [], 1, 1
-        while True:
-            if tc == xc and tg and xg:
-                break
-            if tc <= xc and i < len(td):
-                tg.append(i); tc *= td[i]; i += 1  # noqa: E702
-            elif j < len(xd):
-                xg.append(j); xc *= xd[j]; j += 1  # noqa: E702
-            elif i < len(td):
-                tg.append(i); tc *= td[i]; i += 1  # noqa: E702
-            else:
-                break
-        if tc != xc:
-            return None
-        groups.append((tg, xg))
+    groups = reshape_groups(t_shape.dimensions, x_shape.dimensions)
+    if groups is None:
+        return None
     first = {tg[0]: (tg, xg) for tg, xg in groups if tg}
     order, k = [], 0
     while k < len(t_order):
@@ -169,7 +152,7 @@ def _reshaped_order(t_shape, x_shape, t_order):
         order += xg
         k += len(tg)
     order += [d for tg, xg in groups if not tg for d in xg]
-    return order if sorted(order) == list(range(len(xd))) else None
+    return order if sorted(order) == list(range(x_shape.rank)) else None
 
 
 class DotOperandCopies(HloPass):

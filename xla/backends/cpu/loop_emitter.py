@@ -79,6 +79,36 @@ def major_to_minor(shape):
     return list(reversed(layout.minor_to_major))
 
 
+def reshape_groups(sizes, other_sizes):
+    """The groups of positions of two size sequences of the same element
+    count that a reshape between them maps onto each other, in order:
+    ``[(positions in sizes, positions in other_sizes)]``, each pair of
+    equal element count (a merge, a split, or one to one; size-1 entries
+    join the group they sit in); None when the counts differ."""
+    groups, i, j = [], 0, 0
+    while i < len(sizes) or j < len(other_sizes):
+        group, other, count, other_count = [], [], 1, 1
+        while not (count == other_count and group and other):
+            if count <= other_count and i < len(sizes):
+                group.append(i)
+                count *= sizes[i]
+                i += 1
+            elif j < len(other_sizes):
+                other.append(j)
+                other_count *= other_sizes[j]
+                j += 1
+            elif i < len(sizes):
+                group.append(i)
+                count *= sizes[i]
+                i += 1
+            else:
+                break
+        if count != other_count:
+            return None
+        groups.append((group, other))
+    return groups
+
+
 def physical_strides(shape):
     """Element stride of each logical dimension in the layout's storage order."""
     strides = [0] * shape.rank

@@ -81,33 +81,13 @@ def _bitcast_dims(shape, source_shape, dims):
     if shape.layout is None or source_shape.layout is None:
         return None
     order, source_order = le.major_to_minor(shape), le.major_to_minor(source_shape)
+    groups = le.reshape_groups([shape.dimensions[d] for d in order],
+                               [source_shape.dimensions[d] for d in source_order])
+    if groups is None:
+        return None
     inner = [None] * source_shape.rank
-    i = j = 0
-    while i < len(order) or j < len(source_order):
-        group, source_group = [], []
-        count = source_count = 1
-        # Size-1 dimensions join the group they sit in; a group closes when
-        # both sides have taken dimensions and their element counts match.
-        while True:
-            if count == source_count and group and source_group:
-                break
-            if count <= source_count and i < len(order):
-                group.append(order[i])
-                count *= shape.dimensions[order[i]]
-                i += 1
-            elif j < len(source_order):
-                source_group.append(source_order[j])
-                source_count *= source_shape.dimensions[source_order[j]]
-                j += 1
-            elif i < len(order):
-                group.append(order[i])
-                count *= shape.dimensions[order[i]]
-                i += 1
-            else:
-                break
-        if count != source_count:
-            return None
-        target = dims[group[-1]] if group else None
-        for d in source_group:
-            inner[d] = target
+    for group, source_group in groups:
+        target = dims[order[group[-1]]] if group else None
+        for position in source_group:
+            inner[source_order[position]] = target
     return inner
