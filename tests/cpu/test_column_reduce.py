@@ -152,17 +152,7 @@ def test_a_column_reduce_stores_the_array_it_reduces_as_it_reads_it(monkeypatch)
 # column reduces of [8,40,700] over {0,1} (one of a product), a max beside
 # them, as one multi-output fusion; all three folded in one row loop.
 TWO_GRADIENTS = """HloModule lngrads
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %r = f32[] add(%a, %b)
-}
-%max (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %r = f32[] maximum(%a, %b)
-}
-%fused (dy: f32[8,40,700], xh: f32[8,40,700]) -> (f32[700], f32[700], f32[700]) {
+""" + reducer("add", "f32", "add") + reducer("max", "f32", "maximum") + """%fused (dy: f32[8,40,700], xh: f32[8,40,700]) -> (f32[700], f32[700], f32[700]) {
   %dy = f32[8,40,700]{2,1,0} parameter(0)
   %xh = f32[8,40,700]{2,1,0} parameter(1)
   %zero = f32[] constant(0)

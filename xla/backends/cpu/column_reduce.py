@@ -100,11 +100,10 @@ def emit_column_reduce(emitter, h, root, fusion, in_slices):
     reduce, out_index = reduces[0]
     out_shape = h.shape if out_index == () else h.shape.tuple_shapes[out_index[0]]
     dims = column_dimensions(out_shape, reduce)
+    # The other reduces have the same input and output shapes and
+    # dimensions (_reduces_and_riders): the same column dimensions.
     if dims is None or out_shape.num_elements() == 0:
         return False
-    for r, index in reduces[1:]:
-        if column_dimensions(h.shape.tuple_shapes[index[0]], r) != dims:
-            return False
     out_minor = dims[0]
     in_shape = reduce.operands[0].shape
     kept = [d for d in range(in_shape.rank) if d not in set(reduce.attr("dimensions", ()))]
@@ -153,16 +152,15 @@ def _emit_kernel(emitter, h, fusion, name, slices, out_slices, out_shape, rider_
     index = [None] * out_shape.rank
     in_index = [None] * in_shape.rank
 
-    def out_element(out_ptr, c):
+    def out_index(c):
         idx = list(index)
         idx[out_minor] = c
-        return g.element_pointer(out_ptr, out_shape, idx), idx
+        return idx
 
     def rows(level):
         if level == len(reduced_order):
             with le.for_loop(kb, kernel.begin, kernel.end, name="col") as c:
-                idx = list(index)
-                idx[out_minor] = c
+                idx = out_index(c)
                 for i, d in enumerate(kept):
                     in_index[d] = idx[i]
                 saved = g.push_scope()
@@ -172,7 +170,7 @@ def _emit_kernel(emitter, h, fusion, name, slices, out_slices, out_shape, rider_
                                   g.element_pointer(rider_ptr, leaf.shape, list(in_index)),
                                   leaf.shape.element_type)
                 for (out_ptr, _, comp, _), x in zip(outs, xs):
-                    ptr = out_element(out_ptr, c)[0]
+                    ptr = g.element_pointer(out_ptr, out_shape, idx)
                     acc = load_element(kb, ptr, et)
                     store_element(kb, emitter.emit_scalar_computation(kb, comp, [acc, x]), ptr, et)
                 g.pop_scope(saved)
@@ -187,8 +185,9 @@ def _emit_kernel(emitter, h, fusion, name, slices, out_slices, out_shape, rider_
     def outputs(level):
         if level == len(outer):
             with le.for_loop(kb, kernel.begin, kernel.end, name="init") as c:
+                idx = out_index(c)
                 for out_ptr, _, _, init in outs:
-                    store_element(kb, init, out_element(out_ptr, c)[0], et)
+                    store_element(kb, init, g.element_pointer(out_ptr, out_shape, idx), et)
             rows(0)
             return
         d = outer[level]

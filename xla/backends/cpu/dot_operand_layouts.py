@@ -182,9 +182,7 @@ class DotOperandCopies(HloPass):
                     continue
                 nb = len(dot.attr("lhs_batch_dims", ()) or ())
                 bad = [matmul_transposed(o.shape, nb) is None for o in dot.operands]
-                full = all(o.shape.rank == nb + 2 for o in dot.operands)
-                stored = matmul_transposed(dot.shape, nb)
-                bad_result = stored is None or (stored == 1 and not full)
+                bad_result = matmul_transposed(dot.shape, nb) is None
                 if not (any(bad) or bad_result) or self.plan(dot) is not None:
                     continue
                 operands = list(dot.operands)
@@ -256,8 +254,8 @@ class DotResultLayouts(HloPass):
             return False
         nb = len(d.attr("lhs_batch_dims", ()) or ())
         perm = list(range(nb)) + [nb + 1, nb]
-        if list(t.attr("dimensions")) != perm or matmul_transposed(d.shape, nb) != 0 \
-                or any(o.shape.rank != nb + 2 for o in d.operands):
+        # A result of rank nb + 2: both operands are matrices (runtime_dot).
+        if list(t.attr("dimensions")) != perm or matmul_transposed(d.shape, nb) != 0:
             return False
         t_shape = t.shape.with_layout(new_layout)
         # The transpose's dimension k holds the dot's dimension perm[k].

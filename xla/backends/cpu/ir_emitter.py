@@ -760,9 +760,10 @@ class ModuleEmitter:
             return False
         lhs, rhs = h.operands
         nb = len(h.attr("lhs_batch_dims", ()) or ())
+        # A result stored transposed has rank nb + 2, so both operands are
+        # matrices (runtime_dot): it is written as rhs^T x lhs^T below.
         transposed = [matmul_transposed(s, nb) for s in (lhs.shape, rhs.shape, h.shape)]
-        full = lhs.shape.rank == nb + 2 and rhs.shape.rank == nb + 2
-        if None in transposed or (transposed[2] and not full):
+        if None in transposed:
             return False
         batch = math.prod(lhs.shape.dimensions[:nb])
         m = lhs.shape.dimensions[nb] if lhs.shape.rank == nb + 2 else 1
