@@ -26,6 +26,9 @@
 #include <type_traits>
 
 #include "xla/backends/cpu/runtime/kernels.h"
+#if defined(__AVX512F__)
+#include "xla/backends/cpu/runtime/packed_gemm.h"
+#endif
 
 namespace xla_cpu_runtime {
 namespace XLA_CPU_ISA_NAMESPACE {
@@ -97,6 +100,22 @@ void SerialGemm(Dst&& c, const Lhs& a, const Rhs& b, bool accumulate) {
     }
     return;
   }
+#if defined(__AVX512F__)
+  // f32 products of a row-major result: packed_gemm.h where they are large.
+  if constexpr (std::is_same<T, float>::value && std::decay<Dst>::type::IsRowMajor) {
+    static_assert(EIGEN_DEFAULT_ALIGN_BYTES >= 64, "packed_gemm.h's aligned loads");
+    if (rows * cols * depth >= packed_gemm::kMinMacs) {
+      float* space = ThreadGemmSpace<float>(
+          static_cast<size_t>(packed_gemm::SpaceFloats(rows, cols, depth)));
+      packed_gemm::Gemm(rows, cols, depth, a.data(), Lhs::IsRowMajor ? a.outerStride() : 1,
+                        Lhs::IsRowMajor ? 1 : a.outerStride(), b.data(),
+                        Rhs::IsRowMajor ? b.outerStride() : 1,
+                        Rhs::IsRowMajor ? 1 : b.outerStride(), c.data(), c.outerStride(),
+                        accumulate, space);
+      return;
+    }
+  }
+#endif
   if (!accumulate) c.setZero();
   constexpr bool kRowMajor = static_cast<bool>(std::decay<Dst>::type::IsRowMajor);
   ReusedGemmBlocking<T, kRowMajor> blocking(rows, cols, depth);

@@ -26,6 +26,21 @@ constexpr int64_t kMinContractionDim = 64;
 // contraction.
 constexpr int64_t kSlabAspect = 4;
 
+// f32 on AVX-512: SerialGemm's packed GEMM (packed_gemm.h). On up to
+// kMaxPackedSlabThreads threads every product splits into one slab per
+// thread, each thread packing its own operand blocks: measured here (2
+// threads) against the tensor contraction's shared blocks, ...
+#if defined(__AVX512F__)
+template <typename T>
+constexpr bool kPackedF32 = std::is_same<T, float>::value;
+constexpr int64_t kPackedMinMacs = packed_gemm::kMinMacs;
+#else
+template <typename T>
+constexpr bool kPackedF32 = false;
+constexpr int64_t kPackedMinMacs = 0;
+#endif
+constexpr int64_t kMaxPackedSlabThreads = 4;
+
 // The block [i0, i1) x [j0, j1) of one product, on the calling thread
 // (Eigen's blocked GEMM, or GEMV for a single row or column). A transposed
 // row-major operand is the same memory read as column-major.
@@ -276,7 +291,9 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
     return;
   }
   for (int64_t b = 0; b < batch; ++b) {
-    if (std::max(m, n) >= kSlabAspect * std::min(m, n)) {
+    if (std::max(m, n) >= kSlabAspect * std::min(m, n) ||
+        (kPackedF32<T> && threads <= kMaxPackedSlabThreads &&
+         macs >= kPackedMinMacs * threads)) {
       // One serial GEMM per thread on a slab of the larger dimension, for
       // wide, thin products. Measured against the contraction's 2-D
       // sharding here (2 threads, medians of 15, 3 runs each):
