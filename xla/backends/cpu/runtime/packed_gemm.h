@@ -175,37 +175,20 @@ inline void MicroKernel(int64_t kc, const float* __restrict ap, const float* __r
     _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16), _MM_HINT_T0);
   }
-  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
-         c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
-         c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, ca0 = c00, ca1 = c00,
-         cb0 = c00, cb1 = c00;
-  for (int64_t p = 0; p < kc; ++p) {
+  __m512 acc[kMR][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {  // fully unrolled: the 24 sums stay in registers
     const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
-#define XLA_PACKED_GEMM_ROW(r, x0, x1)      \
-  {                                         \
-    const __m512 av = _mm512_set1_ps(ap[r]); \
-    x0 = _mm512_fmadd_ps(av, b0, x0);       \
-    x1 = _mm512_fmadd_ps(av, b1, x1);       \
-  }
-    XLA_PACKED_GEMM_ROW(0, c00, c01)
-    XLA_PACKED_GEMM_ROW(1, c10, c11)
-    XLA_PACKED_GEMM_ROW(2, c20, c21)
-    XLA_PACKED_GEMM_ROW(3, c30, c31)
-    XLA_PACKED_GEMM_ROW(4, c40, c41)
-    XLA_PACKED_GEMM_ROW(5, c50, c51)
-    XLA_PACKED_GEMM_ROW(6, c60, c61)
-    XLA_PACKED_GEMM_ROW(7, c70, c71)
-    XLA_PACKED_GEMM_ROW(8, c80, c81)
-    XLA_PACKED_GEMM_ROW(9, c90, c91)
-    XLA_PACKED_GEMM_ROW(10, ca0, ca1)
-    XLA_PACKED_GEMM_ROW(11, cb0, cb1)
-#undef XLA_PACKED_GEMM_ROW
+#pragma GCC unroll 12
+    for (int r = 0; r < kMR; ++r) {
+      const __m512 av = _mm512_set1_ps(ap[r]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
     ap += kMR;
     bp += kNR;
   }
-  const __m512 acc[kMR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
-                              {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71},
-                              {c80, c81}, {c90, c91}, {ca0, ca1}, {cb0, cb1}};
   const __mmask16 m0 = kFull ? __mmask16(0xffff) : FirstLanes(w);
   const __mmask16 m1 = kFull ? __mmask16(0xffff) : FirstLanes(w - 16);
   for (int64_t r = 0; r < (kFull ? kMR : h); ++r) {
