@@ -166,28 +166,66 @@ inline void PackA(const float* a, int64_t rs, int64_t cs, int64_t mc, int64_t kc
   }
 }
 
-// acc = sum over p < kc of the outer products of ap's and bp's rows; then
-// C (+)= acc on the first h rows and w columns (all of them if kFull).
-template <bool kFull>
-inline void MicroKernel(int64_t kc, const float* __restrict ap, const float* __restrict bp,
-                        float* c, int64_t ldc, bool load_c, int64_t h, int64_t w) {
-  for (int64_t r = 0; r < (kFull ? kMR : h); ++r) {
-    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16), _MM_HINT_T0);
+// C'(i, j) = C(j, i): a tile of C' stored into C's rows. Rows past h and
+// columns past w are not stored.
+inline void StoreTransposed(const __m512 acc[kMR][2], float* c, int64_t ldc, bool load_c,
+                            int64_t h, int64_t w) {
+  alignas(64) float tile[kMR * kNR];
+  for (int64_t r = 0; r < kMR; ++r) {
+    _mm512_store_ps(tile + r * kNR, acc[r][0]);
+    _mm512_store_ps(tile + r * kNR + 16, acc[r][1]);
+  }
+  const __mmask16 rows = FirstLanes(h);
+  for (int64_t half = 0; half < 2 && half * 16 < w; ++half) {
+    __m512 t[16];
+    Transpose16(tile + half * 16, kNR, kMR, t);  // t[j]: column half*16 + j, rows in lanes
+    for (int64_t j = 0; j < 16 && half * 16 + j < w; ++j) {
+      float* dst = c + (half * 16 + j) * ldc;
+      __m512 v = t[j];
+      if (load_c) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(rows, dst));
+      _mm512_mask_storeu_ps(dst, rows, v);
+    }
+  }
+}
+
+// acc = sum over p < kc of the outer products of A's and bp's rows, A a
+// packed panel (element (r, p) at ap[p * kMR + r]) or with kDirectA twelve
+// rows read in place (ap[r * lda + p]); then C (+)= acc on the first h
+// rows and w columns (all of them if kFull), or with `transposed_c` C's
+// rows the tile's columns (StoreTransposed).
+template <bool kFull, bool kDirectA>
+inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
+                        const float* __restrict bp, float* c, int64_t ldc, bool load_c,
+                        bool transposed_c, int64_t h, int64_t w) {
+  if (!transposed_c) {
+    for (int64_t r = 0; r < (kFull ? kMR : h); ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16), _MM_HINT_T0);
+    }
   }
   __m512 acc[kMR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {  // fully unrolled: the 24 sums stay in registers
+    if (kDirectA && p % 16 == 0) {  // each row's cache line two lines ahead
+#pragma GCC unroll 12
+      for (int r = 0; r < kMR; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(ap + r * lda + 32), _MM_HINT_T0);
+      }
+    }
     const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
 #pragma GCC unroll 12
     for (int r = 0; r < kMR; ++r) {
-      const __m512 av = _mm512_set1_ps(ap[r]);
+      const __m512 av = _mm512_set1_ps(kDirectA ? ap[r * lda] : ap[r]);
       acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
     }
-    ap += kMR;
+    ap += kDirectA ? 1 : kMR;
     bp += kNR;
+  }
+  if (transposed_c) {
+    StoreTransposed(acc, c, ldc, load_c, h, w);
+    return;
   }
   const __mmask16 m0 = kFull ? __mmask16(0xffff) : FirstLanes(w);
   const __mmask16 m1 = kFull ? __mmask16(0xffff) : FirstLanes(w - 16);
@@ -222,45 +260,89 @@ inline int64_t BlockDepth(int64_t k) {
 // Columns of B per packed block: kBlockB floats, whole panels.
 inline int64_t BlockColumns(int64_t kc) { return std::max(kNR, kBlockB / kc / kNR * kNR); }
 
-// The floats the packed blocks of one product take (`space` of Gemm).
-inline int64_t SpaceFloats(int64_t m, int64_t n, int64_t k) {
+inline int64_t BlockFloats(int64_t m, int64_t n, int64_t k) {
   const int64_t kc = BlockDepth(k);
   const int64_t a = (std::min(kMC, m) + kMR - 1) / kMR * kMR * kc;
   const int64_t b = (std::min(BlockColumns(kc), n) + kNR - 1) / kNR * kNR * kc;
   return (a + 15) / 16 * 16 + b;
 }
 
-// C (+)= A B as above; `space` (64-byte aligned) holds SpaceFloats(m, n, k).
-inline void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
-                 const float* b, int64_t b_rs, int64_t b_cs, float* c, int64_t ldc,
-                 bool accumulate, float* space) {
+// The floats the packed blocks of one product take (`space` of Gemm), in
+// either orientation.
+inline int64_t SpaceFloats(int64_t m, int64_t n, int64_t k) {
+  return std::max(BlockFloats(m, n, k), BlockFloats(n, m, k));
+}
+
+// The blocked product. With `direct_a` (A row-major) A's full panels are
+// read in place, not packed; with `transposed_c` C'(i, j) is at
+// c[j * ldc + i].
+inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs,
+                        int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs, float* c,
+                        int64_t ldc, bool accumulate, float* space, bool direct_a,
+                        bool transposed_c) {
   const int64_t kc_max = BlockDepth(k), nc_max = BlockColumns(kc_max);
   float* ap = space;
   float* bp = space + ((std::min(kMC, m) + kMR - 1) / kMR * kMR * kc_max + 15) / 16 * 16;
+  const int64_t full_rows = direct_a ? m / kMR * kMR : 0;  // rows read in place
   for (int64_t ic = 0; ic < m; ic += kMC) {
     const int64_t mc = std::min(kMC, m - ic);
+    const int64_t in_place = std::clamp<int64_t>(full_rows - ic, 0, mc);
     for (int64_t pc = 0; pc < k; pc += kc_max) {
       const int64_t kc = std::min(kc_max, k - pc);
       const bool load_c = accumulate || pc > 0;
-      PackA(a + ic * a_rs + pc * a_cs, a_rs, a_cs, mc, kc, ap);
+      // Packed: the rows past those read in place, at their offset in ap.
+      PackA(a + (ic + in_place) * a_rs + pc * a_cs, a_rs, a_cs, mc - in_place, kc,
+            ap + in_place * kc);
       for (int64_t jc = 0; jc < n; jc += nc_max) {
         const int64_t nc = std::min(nc_max, n - jc);
         PackB(b + pc * b_rs + jc * b_cs, b_rs, b_cs, kc, nc, bp);
         for (int64_t ir = 0; ir < mc; ir += kMR) {
           const int64_t h = std::min(kMR, mc - ir);
+          const float* a_in_place = a + (ic + ir) * a_rs + pc;
           for (int64_t jr = 0; jr < nc; jr += kNR) {
             const int64_t w = std::min(kNR, nc - jr);
-            float* tile = c + (ic + ir) * ldc + jc + jr;
-            if (h == kMR && w == kNR) {
-              MicroKernel<true>(kc, ap + ir * kc, bp + jr * kc, tile, ldc, load_c, h, w);
+            const int64_t i = ic + ir, j = jc + jr;
+            float* tile = transposed_c ? c + j * ldc + i : c + i * ldc + j;
+            const float* panel = bp + jr * kc;
+            if (ir < in_place) {
+              MicroKernel<false, true>(kc, a_in_place, a_rs, panel, tile, ldc, load_c,
+                                       transposed_c, h, w);
+            } else if (h == kMR && w == kNR && !transposed_c) {
+              MicroKernel<true, false>(kc, ap + ir * kc, kMR, panel, tile, ldc, load_c, false,
+                                       h, w);
             } else {
-              MicroKernel<false>(kc, ap + ir * kc, bp + jr * kc, tile, ldc, load_c, h, w);
+              MicroKernel<false, false>(kc, ap + ir * kc, kMR, panel, tile, ldc, load_c,
+                                        transposed_c, h, w);
             }
           }
         }
       }
     }
   }
+}
+
+// Products of fewer rows than this with B stored transposed (B^T row-major:
+// b_rs == 1) run as C^T = B^T A^T, B^T's rows read in place as the tile's
+// rows and the tile stored transposed: packing B costs as much as the
+// arithmetic when few rows reuse it. One thread, GFLOP/s packed/swapped
+// (Eigen): attention's per-head 64x512x512 168/208 (200), 32x512x512
+// 134/202 (167), 90x1024x1024 178/196 (180); in the S = 512 attention
+// module at two threads that dot went from 273 to 304-316.
+constexpr int64_t kMaxRowsForSwap = 96;
+
+// C (+)= A B as above; `space` (64-byte aligned) holds SpaceFloats(m, n, k).
+// Either way each element of C is the same sum, in the same order, of the
+// same exact products (FMA): the same bits.
+inline void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
+                 const float* b, int64_t b_rs, int64_t b_cs, float* c, int64_t ldc,
+                 bool accumulate, float* space) {
+  if (m < kMaxRowsForSwap && b_rs == 1 && b_cs != 1 && n >= 2 * kMR) {
+    BlockedGemm(n, m, k, b, b_cs, b_rs, a, a_cs, a_rs, c, ldc, accumulate, space,
+                /*direct_a=*/true, /*transposed_c=*/true);
+    return;
+  }
+  BlockedGemm(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate, space,
+              /*direct_a=*/false, /*transposed_c=*/false);
 }
 
 }  // namespace packed_gemm

@@ -59,7 +59,8 @@ TEST(PackedGemm, MatchesADoubleLoop) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const std::vector<std::array<int64_t, 3>> shapes = {
       {1, 1, 1},    {12, 32, 16},  {13, 33, 17},  {11, 5, 40},    {25, 70, 300},
-      {100, 257, 800}, {37, 1030, 33}, {300, 700, 390}, {1550, 40, 30}, {24, 64, 769}};
+      {100, 257, 800}, {37, 1030, 33}, {300, 700, 390}, {1550, 40, 30}, {24, 64, 769},
+      {20, 1600, 40}, {64, 512, 512}};
   for (const auto& [m, n, k] : shapes) {
     for (int t = 0; t < 8; ++t) {
       const bool ta = t & 1, tb = t & 2, accumulate = t & 4;
@@ -111,6 +112,29 @@ TEST(PackedGemm, ABlockOfTheResultAloneHasTheSameBits) {
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
       ASSERT_EQ(c[i * cols + j], whole[(i0 + i) * (n + 3) + j0 + j]) << i << "," << j;
+    }
+  }
+}
+
+// Products of few rows with B stored transposed run as C^T = B^T A^T (B^T
+// read in place, the tile stored transposed): the same bits as the same
+// rows of a product that runs as it is.
+TEST(PackedGemm, TheTransposedProductHasTheSameBits) {
+  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512 (F/BW/DQ/VL): packed_gemm.h unused";
+  ASSERT_LT(64, pg::kMaxRowsForSwap);
+  ASSERT_GE(200, pg::kMaxRowsForSwap);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int64_t n = 517, k = 700;
+  std::vector<float> a(static_cast<size_t>(200 * k)), b(static_cast<size_t>(n * k));
+  for (auto& x : a) x = dist(rng);
+  for (auto& x : b) x = dist(rng);
+  const std::vector<float> zeros(static_cast<size_t>(200 * n), 0.0f);
+  const auto whole = RunGemm(a, b, 200, n, k, false, true, false, zeros);  // as it is
+  const auto few = RunGemm(a, b, 64, n, k, false, true, false, zeros);     // transposed
+  for (int64_t i = 0; i < 64; ++i) {
+    for (int64_t j = 0; j < n + 3; ++j) {
+      ASSERT_EQ(few[i * (n + 3) + j], whole[i * (n + 3) + j]) << i << "," << j;
     }
   }
 }
