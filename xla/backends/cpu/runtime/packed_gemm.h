@@ -188,15 +188,16 @@ inline void StoreTransposed(const __m512 acc[kMR][2], float* c, int64_t ldc, boo
   }
 }
 
-// acc = sum over p < kc of the outer products of A's and bp's rows, A a
+// acc = sum over p < kc of the outer products of A's and B's rows, A a
 // packed panel (element (r, p) at ap[p * kMR + r]) or with kDirectA twelve
-// rows read in place (ap[r * lda + p]); then C (+)= acc on the first h
+// rows read in place (ap[r * lda + p]), B a packed panel (bp[p * kNR + j])
+// or with kDirectB 32 columns read in place (bp[p * ldb + j]); then C (+)= acc on the first h
 // rows and w columns (all of them if kFull), or with `transposed_c` C's
 // rows the tile's columns (StoreTransposed).
-template <bool kFull, bool kDirectA>
+template <bool kFull, bool kDirectA, bool kDirectB>
 inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
-                        const float* __restrict bp, float* c, int64_t ldc, bool load_c,
-                        bool transposed_c, int64_t h, int64_t w) {
+                        const float* __restrict bp, int64_t ldb, float* c, int64_t ldc,
+                        bool load_c, bool transposed_c, int64_t h, int64_t w) {
   if (!transposed_c) {
     for (int64_t r = 0; r < (kFull ? kMR : h); ++r) {
       _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
@@ -213,7 +214,12 @@ inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
         _mm_prefetch(reinterpret_cast<const char*>(ap + r * lda + 32), _MM_HINT_T0);
       }
     }
-    const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+    if (kDirectB) {  // B's row 8 ahead
+      _mm_prefetch(reinterpret_cast<const char*>(bp + 8 * ldb), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(bp + 8 * ldb + 16), _MM_HINT_T0);
+    }
+    const __m512 b0 = kDirectB ? _mm512_loadu_ps(bp) : _mm512_load_ps(bp);
+    const __m512 b1 = kDirectB ? _mm512_loadu_ps(bp + 16) : _mm512_load_ps(bp + 16);
 #pragma GCC unroll 12
     for (int r = 0; r < kMR; ++r) {
       const __m512 av = _mm512_set1_ps(kDirectA ? ap[r * lda] : ap[r]);
@@ -221,7 +227,7 @@ inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
       acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
     }
     ap += kDirectA ? 1 : kMR;
-    bp += kNR;
+    bp += kDirectB ? ldb : kNR;
   }
   if (transposed_c) {
     StoreTransposed(acc, c, ldc, load_c, h, w);
@@ -274,12 +280,12 @@ inline int64_t SpaceFloats(int64_t m, int64_t n, int64_t k) {
 }
 
 // The blocked product. With `direct_a` (A row-major) A's full panels are
-// read in place, not packed; with `transposed_c` C'(i, j) is at
-// c[j * ldc + i].
+// read in place, not packed, and with `direct_b` (B row-major) B's; with
+// `transposed_c` C'(i, j) is at c[j * ldc + i].
 inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs,
                         int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs, float* c,
                         int64_t ldc, bool accumulate, float* space, bool direct_a,
-                        bool transposed_c) {
+                        bool direct_b, bool transposed_c) {
   const int64_t kc_max = BlockDepth(k), nc_max = BlockColumns(kc_max);
   float* ap = space;
   float* bp = space + ((std::min(kMC, m) + kMR - 1) / kMR * kMR * kc_max + 15) / 16 * 16;
@@ -295,26 +301,33 @@ inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t
             ap + in_place * kc);
       for (int64_t jc = 0; jc < n; jc += nc_max) {
         const int64_t nc = std::min(nc_max, n - jc);
-        PackB(b + pc * b_rs + jc * b_cs, b_rs, b_cs, kc, nc, bp);
-        for (int64_t ir = 0; ir < mc; ir += kMR) {
-          const int64_t h = std::min(kMR, mc - ir);
-          const float* a_in_place = a + (ic + ir) * a_rs + pc;
-          for (int64_t jr = 0; jr < nc; jr += kNR) {
-            const int64_t w = std::min(kNR, nc - jr);
-            const int64_t i = ic + ir, j = jc + jr;
-            float* tile = transposed_c ? c + j * ldc + i : c + i * ldc + j;
-            const float* panel = bp + jr * kc;
-            if (ir < in_place) {
-              MicroKernel<false, true>(kc, a_in_place, a_rs, panel, tile, ldc, load_c,
-                                       transposed_c, h, w);
-            } else if (h == kMR && w == kNR && !transposed_c) {
-              MicroKernel<true, false>(kc, ap + ir * kc, kMR, panel, tile, ldc, load_c, false,
-                                       h, w);
-            } else {
-              MicroKernel<false, false>(kc, ap + ir * kc, kMR, panel, tile, ldc, load_c,
-                                        transposed_c, h, w);
-            }
+        // Packed: the columns past the whole panels read in place.
+        const int64_t b_in_place = direct_b ? nc / kNR * kNR : 0;
+        PackB(b + pc * b_rs + (jc + b_in_place) * b_cs, b_rs, b_cs, kc, nc - b_in_place,
+              bp + b_in_place * kc);
+        // Each tile: the micro-kernel on panel ir of A and panel jr of B.
+        auto tile_at = [&](int64_t ir, int64_t jr) {
+          const int64_t h = std::min(kMR, mc - ir), w = std::min(kNR, nc - jr);
+          const int64_t i = ic + ir, j = jc + jr;
+          float* tile = transposed_c ? c + j * ldc + i : c + i * ldc + j;
+          const float* panel = bp + jr * kc;
+          if (ir < in_place) {
+            MicroKernel<false, true, false>(kc, a + i * a_rs + pc, a_rs, panel, kNR, tile, ldc,
+                                            load_c, transposed_c, h, w);
+          } else if (jr < b_in_place) {
+            MicroKernel<false, false, true>(kc, ap + ir * kc, kMR, b + pc * b_rs + j, b_rs,
+                                            tile, ldc, load_c, transposed_c, h, w);
+          } else if (h == kMR && w == kNR && !transposed_c) {
+            MicroKernel<true, false, false>(kc, ap + ir * kc, kMR, panel, kNR, tile, ldc,
+                                            load_c, false, h, w);
+          } else {
+            MicroKernel<false, false, false>(kc, ap + ir * kc, kMR, panel, kNR, tile, ldc,
+                                             load_c, transposed_c, h, w);
           }
+        };
+        // A panel of A in L1, B's panels from the L2-resident block.
+        for (int64_t ir = 0; ir < mc; ir += kMR) {
+          for (int64_t jr = 0; jr < nc; jr += kNR) tile_at(ir, jr);
         }
       }
     }
@@ -330,6 +343,16 @@ inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t
 // module at two threads that dot went from 273 to 304-316.
 constexpr int64_t kMaxRowsForSwap = 96;
 
+// Products of fewer rows than kMaxRowsForSwap whose B is row-major and at
+// most this many floats (1 MB) read B's whole panels in place instead of
+// packing them. One thread, GFLOP/s packed/in place (Eigen): 64x512x512
+// 171-174/205-209 (209-217), 32x512x512 142-145/201-209 (184-192); two
+// threads (a slab of half of B each) 64x512x512 346-355/366-379. Larger B
+// loses: one thread 64x4096x1024 (16 MB) 164-172/145-156, B's rows read
+// 128 bytes at a time where packing reads each row whole; two threads
+// 64x1024x1024 and 90x1024x1024 (2 MB per slab) 364-399/331-374.
+constexpr int64_t kMaxDirectB = int64_t{1} << 18;
+
 // C (+)= A B as above; `space` (64-byte aligned) holds SpaceFloats(m, n, k).
 // Either way each element of C is the same sum, in the same order, of the
 // same exact products (FMA): the same bits.
@@ -338,11 +361,13 @@ inline void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs, 
                  bool accumulate, float* space) {
   if (m < kMaxRowsForSwap && b_rs == 1 && b_cs != 1 && n >= 2 * kMR) {
     BlockedGemm(n, m, k, b, b_cs, b_rs, a, a_cs, a_rs, c, ldc, accumulate, space,
-                /*direct_a=*/true, /*transposed_c=*/true);
+                /*direct_a=*/true, /*direct_b=*/false, /*transposed_c=*/true);
     return;
   }
   BlockedGemm(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate, space,
-              /*direct_a=*/false, /*transposed_c=*/false);
+              /*direct_a=*/false,
+              /*direct_b=*/m < kMaxRowsForSwap && b_cs == 1 && k * n <= kMaxDirectB,
+              /*transposed_c=*/false);
 }
 
 }  // namespace packed_gemm

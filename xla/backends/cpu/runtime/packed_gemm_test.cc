@@ -60,7 +60,7 @@ TEST(PackedGemm, MatchesADoubleLoop) {
   const std::vector<std::array<int64_t, 3>> shapes = {
       {1, 1, 1},    {12, 32, 16},  {13, 33, 17},  {11, 5, 40},    {25, 70, 300},
       {100, 257, 800}, {37, 1030, 33}, {300, 700, 390}, {1550, 40, 30}, {24, 64, 769},
-      {20, 1600, 40}, {64, 512, 512}};
+      {20, 1600, 40}, {64, 512, 512}, {40, 530, 700}};
   for (const auto& [m, n, k] : shapes) {
     for (int t = 0; t < 8; ++t) {
       const bool ta = t & 1, tb = t & 2, accumulate = t & 4;
