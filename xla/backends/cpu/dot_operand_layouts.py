@@ -18,7 +18,7 @@ operand could take the kernel away, leaving the other to no one). A transpose wi
 without is removed at once (left for DCE, fusion would merge the bitcast
 into a kernel with it as siblings).
 """
-from xla.backends.cpu.loop_emitter import major_to_minor, reshape_groups
+from xla.backends.cpu.loop_emitter import is_row_major, major_to_minor, reshape_groups
 from xla.hlo.ir import HloInstruction
 from xla.hlo.opcodes import ELEMENTWISE
 from xla.hlo.shape import Layout
@@ -126,8 +126,7 @@ def _row_major_reshape(x):
         return False
     y = x.operands[0].shape
     return (y.is_array and x.shape.layout is not None and y.layout is not None
-            and major_to_minor(x.shape) == list(range(x.shape.rank))
-            and major_to_minor(y) == list(range(y.rank)))
+            and is_row_major(x.shape) and is_row_major(y))
 
 
 def _reshaped_order(t_shape, x_shape, t_order):

@@ -20,10 +20,6 @@ KINDS = {"FFT": 0, "IFFT": 1, "RFFT": 2, "IRFFT": 3}
 _REAL = {"c64": "f32", "c128": "f64", "f32": "f32", "f64": "f64"}
 
 
-def _row_major(shape):
-    return le.major_to_minor(shape) == list(range(shape.rank))
-
-
 @register_instruction("fft")
 def emit_fft(me, h):
     operand = h.operands[0]
@@ -34,7 +30,7 @@ def emit_fft(me, h):
         raise unsupported(h, f"fft_type {kind_name}")
     if not 1 <= len(lengths) <= 3:
         raise unsupported(h, f"{len(lengths)}-dimensional transform")
-    if not (_row_major(operand.shape) and _row_major(h.shape)):
+    if not (le.is_row_major(operand.shape) and le.is_row_major(h.shape)):
         raise unsupported(h, "non-row-major layout")
     in_et, out_et = operand.shape.element_type.text, h.shape.element_type.text
     real = _REAL.get(in_et)

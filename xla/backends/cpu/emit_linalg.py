@@ -181,10 +181,6 @@ def cholesky_body(k, h, a_key, out_key):
 RUNTIME_TYPES = ("f32", "f64", "c64", "c128")
 
 
-def _row_major(shape):
-    return le.major_to_minor(shape) == list(range(shape.rank))
-
-
 def _runtime_cholesky(me, h, out_shape, slices, lower, potrf):
     """The factorization as a call to ``__xla_cpu_cholesky_<type>``
     (slices: operand, factor, optional s32 info); False where it does not
@@ -199,7 +195,7 @@ def _runtime_cholesky(me, h, out_shape, slices, lower, potrf):
             return False
         shapes.append(info_shape)
     if (et not in RUNTIME_TYPES or out_shape.element_type.text != et
-            or name not in me.runtime_symbols or not all(_row_major(s) for s in shapes)):
+            or name not in me.runtime_symbols or not all(le.is_row_major(s) for s in shapes)):
         return False
     n = a.shape.dimensions[-1]
     _call_runtime(me, name, slices, 3, [i64(_batch(out_shape) if n else 0), i64(n),
@@ -293,7 +289,7 @@ def _runtime_trsm(me, h, out_shape, slices, left, lower, unit, trans):
     operands = [a, bop] + ([h.operands[2]] if len(slices) > 3 else [])
     shapes = [o.shape for o in operands] + [out_shape]
     if (et not in RUNTIME_TYPES or name not in me.runtime_symbols
-            or any(s.element_type.text != et or not _row_major(s) for s in shapes)
+            or any(s.element_type.text != et or not le.is_row_major(s) for s in shapes)
             or a.shape.dimensions[:-2] != out_shape.dimensions[:-2]):
         return False
     rows, cols = out_shape.dimensions[-2:]

@@ -79,6 +79,11 @@ def major_to_minor(shape):
     return list(reversed(layout.minor_to_major))
 
 
+def is_row_major(shape):
+    """Whether the shape's layout (or its absence) is row-major."""
+    return major_to_minor(shape) == list(range(shape.rank))
+
+
 def reshape_groups(sizes, other_sizes):
     """The groups of positions of two size sequences of the same element
     count that a reshape between them maps onto each other, in order:

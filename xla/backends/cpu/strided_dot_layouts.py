@@ -28,22 +28,18 @@ import itertools
 
 from xla.backends.cpu import strided_gemm
 from xla.backends.cpu.dot_operand_layouts import matmul_transposed
-from xla.backends.cpu.loop_emitter import major_to_minor
+from xla.backends.cpu.loop_emitter import is_row_major, major_to_minor
 from xla.hlo.ir import HloInstruction
 from xla.hlo.shape import Layout
 from xla.service.hlo_pass import HloPass
-
-
-def _row_major(shape):
-    return major_to_minor(shape) == list(range(shape.rank))
 
 
 def _bytes_of(x):
     """The instruction whose buffer holds ``x``'s bytes in the same order:
     through bitcasts and row-major to row-major reshapes (which fusion would
     otherwise make copy kernels of, before ``reshape-to-bitcast`` runs)."""
-    while x.opcode == "bitcast" or (x.opcode == "reshape" and _row_major(x.shape)
-                                    and _row_major(x.operands[0].shape)):
+    while x.opcode == "bitcast" or (x.opcode == "reshape" and is_row_major(x.shape)
+                                    and is_row_major(x.operands[0].shape)):
         x = x.operands[0]
     return x
 
@@ -134,7 +130,7 @@ class StridedDotLayouts(HloPass):
             t = dot.users[0]
             dot.shape = dot_shape
             for r in t.users:
-                if _row_major(r.shape):   # now moves no byte
+                if is_row_major(r.shape):   # now moves no byte
                     bitcast = HloInstruction("bitcast", r.shape, [dot],
                                              name=module.unique_name("bitcast"))
                     comp.insert_after(dot, bitcast)
