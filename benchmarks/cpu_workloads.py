@@ -510,9 +510,9 @@ def workloads(quick):
     ]
 
 
-def machine_limits(repeats=5):
-    """(streaming bandwidth in bytes/s, peak f32 GEMM in FLOP/s, the OpenBLAS
-    core NumPy runs without _BLAS_RESTRICTIONS where any is set, else None)."""
+def streaming_bandwidth(repeats=5):
+    """Bytes/s of the faster of NumPy's copy and the CPU backend's scale
+    (``x * 3``, every core) of a 256 MB f32 array: read plus written."""
     src = np.ones(64 * 2**20, np.float32)
     dst = np.empty_like(src)
     copy = min(_once(lambda: np.copyto(dst, src)) for _ in range(repeats))
@@ -527,7 +527,13 @@ ENTRY %main (x: f32[{src.size}]) -> f32[{src.size}] {{
 """), "cpu")
     scale.execute(src)
     ours = min(_once(lambda: scale.execute(src)) for _ in range(repeats))
-    bandwidth = 2 * src.nbytes / min(copy, ours)
+    return 2 * src.nbytes / min(copy, ours)
+
+
+def machine_limits(repeats=5):
+    """(streaming bandwidth in bytes/s, peak f32 GEMM in FLOP/s, the OpenBLAS
+    core NumPy runs without _BLAS_RESTRICTIONS where any is set, else None)."""
+    bandwidth = streaming_bandwidth(repeats)
     n = 2048
     a = np.ones((n, n), np.float32)
     numpy_gemm = min(_once(lambda: a @ a) for _ in range(repeats))

@@ -26,7 +26,15 @@ writes the same bytes). The workloads, f32 unless named:
 - ``batched_matmul``: [64, 256, 256] @ [64, 256, 256];
 - ``matvec``: [4096, 4096] @ [4096];
 - ``dot_s8``: s8 [512, 512] x s8 [512, 512] -> s32;
-  ``dot_bf16``: bf16 [1024, 1024] @ bf16 [1024, 1024] (bf16 result).
+  ``dot_bf16``: bf16 [1024, 1024] @ bf16 [1024, 1024] (bf16 result);
+- ``softmax_<type>_<size>``, ``layernorm_<type>_<size>``,
+  ``gelu_<type>_<size>``: ``jax.nn.softmax`` over the last axis, the
+  layernorm above (with scale and offset) and ``jax.nn.gelu`` (its default
+  tanh form) on [rows, 1024] at f32, bf16 and f16, written as a user
+  writes them for that type (no casts: JAX decides what runs in f32).
+  Sizes by element count: ``256K`` (256 rows: a cache-resident working
+  set), ``4M`` (4096 rows: 16 MB at f32, half the last-level cache here)
+  and ``16M`` (16384 rows: 64 MB at f32, past any cache), f16 at 4M only.
 """
 import argparse
 import gzip
@@ -169,6 +177,21 @@ def dot(kind):
     return jnp.matmul, (_sds(4096, 4096), _sds(4096))
 
 
+ROWS = {"256K": 256, "4M": 4096, "16M": 16384}
+
+
+def memory_bound(kind, dtype_name, size):
+    jax, jnp = _jax()
+    dtype = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}[dtype_name]
+    x = _sds(ROWS[size], 1024, dtype=dtype)
+    if kind == "softmax":
+        return (lambda x: jax.nn.softmax(x, axis=-1)), (x,)
+    if kind == "gelu":
+        return jax.nn.gelu, (x,)
+    return ((lambda x, g, b: _layernorm(jnp, x, g, b)),
+            (x, _sds(1024, dtype=dtype), _sds(1024, dtype=dtype)))
+
+
 CATALOG = {
     "rmsnorm_residual": lambda: rmsnorm_residual("f32"),
     "rmsnorm_residual_bf16": lambda: rmsnorm_residual("bf16"),
@@ -185,6 +208,10 @@ CATALOG = {
     "dot_s8": lambda: dot("s8"),
     "dot_bf16": lambda: dot("bf16"),
 }
+CATALOG.update({
+    f"{kind}_{t}_{size}": (lambda kind=kind, t=t, size=size: memory_bound(kind, t, size))
+    for kind in ("softmax", "layernorm", "gelu") for t in ("f32", "bf16", "f16")
+    for size in ROWS if t != "f16" or size == "4M"})
 
 
 def main():

@@ -18,12 +18,20 @@ and is timed the same way on the same arguments, and the results are
 compared (equal up to rounding, NaN where XLA has NaN: deep training steps
 on random arguments overflow on both); xla/ours above 1 means this project
 is faster. jax is never a dependency.
+
+The memory-bound modules (RMSNorm + residual, and softmax, layernorm and
+GELU at f32, bf16 and f16 from 256 K to 16 M elements) also show the bytes
+they must move (their arguments and results, each once) over our time, and
+that rate as a fraction of the streaming bandwidth measured at the start
+(``cpu_workloads.streaming_bandwidth``: a 256 MB copy).
 """
 import argparse
 import gzip
 import pathlib
 import statistics
 import time
+
+import sys
 
 import numpy as np
 
@@ -38,6 +46,13 @@ NAMES += ["rt_" + n for n in (
     "rmsnorm_residual", "rmsnorm_residual_bf16", "attention_S128", "attention_S512",
     "attention_S2048", "transformer_block", "transformer_block_train", "cnn", "cnn_train",
     "mlp_train", "batched_matmul", "matvec", "dot_s8", "dot_bf16")]
+# The memory-bound ones at three types and sizes from cache-resident to past
+# the last-level cache (gen_runtime_modules.py): each also reported as a
+# fraction of the machine's streaming bandwidth.
+SIZES = {"f32": ("256K", "4M", "16M"), "bf16": ("256K", "4M", "16M"), "f16": ("4M",)}
+NAMES += [f"rt_{kind}_{t}_{size}" for kind in ("softmax", "layernorm", "gelu")
+          for t, sizes in SIZES.items() for size in sizes]
+MEMORY_BOUND = ("rt_rmsnorm", "rt_softmax", "rt_layernorm", "rt_gelu")
 
 
 def median_time(fn, repeats):
@@ -94,9 +109,22 @@ def main():
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--only", action="append", choices=NAMES, metavar="NAME",
                         help="only this module (repeatable); one of " + ", ".join(NAMES))
+    parser.add_argument("--match", action="append", default=[], metavar="TEXT",
+                        help="only the modules whose name contains TEXT (repeatable)")
     args = parser.parse_args()
-    print(f"{'module':24} {'instrs':>7} {'ours':>10} {'XLA:CPU':>10} {'xla/ours':>9}  results")
-    for name in args.only or NAMES:
+    names = [n for n in args.only or NAMES
+             if not args.match or any(m in n for m in args.match)]
+    if not names:
+        parser.error(f"no module matches {args.match}")
+    bandwidth = None
+    if any(n.startswith(MEMORY_BOUND) for n in names):
+        sys.path.insert(1, str(pathlib.Path(__file__).resolve().parent))
+        from cpu_workloads import streaming_bandwidth
+        bandwidth = streaming_bandwidth()
+        print(f"streaming bandwidth: {bandwidth / 1e9:.1f} GB/s (a 256 MB copy)")
+    print(f"{'module':26} {'instrs':>7} {'ours':>10} {'XLA:CPU':>10} {'xla/ours':>9}  "
+          f"{'results':7} {'GB/s':>6} {'of limit':>8}")
+    for name in names:
         text = gzip.open(MODULES / f"{name}.hlo.gz", "rt").read()
         module = xla.parse_hlo_module(text)
         count = sum(len(c.instructions) for c in module.computations)
@@ -105,22 +133,27 @@ def main():
                   for a in random_args([p.shape for p in module.entry.parameters], seed=0)]
         exe = xla.compile(xla.parse_hlo_module(text), "cpu")
         ours = median_time(lambda: exe.execute(*inputs), args.repeats)
-        line = f"{name:24} {count:7d} {ours * 1e3:8.3f}ms"
+        got = flatten_result(exe.execute(*inputs))
+        rate = ""
+        if bandwidth and name.startswith(MEMORY_BOUND):
+            moved = sum(a.nbytes for a in inputs) + sum(np.asarray(g).nbytes for g in got)
+            rate = f" {moved / ours / 1e9:6.1f} {moved / ours / bandwidth:8.2f}"
+        line = f"{name:26} {count:7d} {ours * 1e3:8.3f}ms"
         try:
             run = xla_cpu(text)
             call = run and run(inputs)
         except Exception as e:  # another jax's private API: say so, keep our figure
-            print(line + f" {'-':>10} {'-':>9}  XLA:CPU failed: {type(e).__name__}: {e}"[:300])
+            print(line + f" {'-':>10} {'-':>9}  {'-':7}{rate}  XLA:CPU failed: "
+                  f"{type(e).__name__}: {e}"[:300])
             continue
         if run is None:
-            print(line + f" {'-':>10} {'-':>9}")
+            print(line + f" {'-':>10} {'-':>9}  {'-':7}{rate}")
             continue
         theirs = median_time(call, args.repeats)
-        got = flatten_result(exe.execute(*inputs))
         want = [np.asarray(o) for o in call()]
         close = all(_close(g, w) for g, w in zip(got, want))
         print(line + f" {theirs * 1e3:8.3f}ms {theirs / ours:9.2f}  "
-              f"{'match' if close and len(got) == len(want) else 'DIFFER'}")
+              f"{'match' if close and len(got) == len(want) else 'DIFFER':7}{rate}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ kernels run block by block of rows in one parallel call. Grouped modules
 must give exactly the results of the kernels run one after the other, and
 kernels that read another row of a group's output, or overwrite what the
 group still reads, must stay out of the group."""
+import gzip
+import os
 import re
 
 import numpy as np
@@ -15,6 +17,13 @@ from xla.hlo.parser import parse_hlo_module
 from hlo_texts import REDUCERS, softmax
 
 R, C = 512, 1000  # 512K elements: every kernel is parallel
+
+# jax.nn-style layernorm on f32[256, 1024] as JAX lowers it
+# (benchmarks/modules/rt_layernorm_f32_256K.hlo.gz, gen_runtime_modules.py):
+# its keepdims means go [256] -> [256, 1] -> [256] through reshapes, which
+# are bitcasts in the fusions.
+JAX_LAYERNORM = os.path.join(os.path.dirname(__file__), "fixtures",
+                             "layernorm_f32_256K_jax.hlo.gz")
 
 SOFTMAX = softmax(R, C)
 
@@ -151,7 +160,65 @@ def test_row_parallel_chains_run_as_one_group(text, kernels, monkeypatch):
     np.testing.assert_allclose(got, expected, rtol=2e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("text", [REVERSED_ROWS, ALL_ROWS])
+def test_jax_keepdims_layernorm_runs_as_one_group(monkeypatch):
+    # Its three kernels read the row means and variances through the
+    # keepdims bitcasts: row-local, so one group (x read from memory once).
+    text = gzip.open(JAX_LAYERNORM, "rt").read()
+    x, g, b = args = args_for(text)
+    exe, got = run(text, args)
+    calls = parallel_calls(exe)
+    assert len(calls) == 1 and calls[0].startswith("row_group"), calls
+    plain, want = ungrouped(text, args, monkeypatch)
+    assert len(parallel_calls(plain)) == 3
+    np.testing.assert_array_equal(got, want)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=-1, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=-1, keepdims=True)
+    np.testing.assert_allclose(got, (x64 - mean) / np.sqrt(var + 1e-5) * g + b,
+                               rtol=1e-5, atol=1e-5)
+
+
+# The row maxima reshaped to [2, R/2], transposed and reshaped back: row r
+# of the result reads another row's maximum.
+RESHAPED_ROWS = f"""HloModule reshaped_rows
+{REDUCERS}
+ENTRY %main (x: f32[{R},{C}]) -> f32[{R},{C}] {{
+  %x = f32[{R},{C}] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[{R}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
+  %sp = f32[2,{R // 2}] reshape(%mx)
+  %tr = f32[{R // 2},2] transpose(%sp), dimensions={{1,0}}
+  %back = f32[{R}] reshape(%tr)
+  %bc = f32[{R},{C}] broadcast(%back), dimensions={{0}}
+  ROOT %out = f32[{R},{C}] subtract(%x, %bc)
+}}
+"""
+
+
+def test_reshaped_dimension():
+    module = parse_hlo_module("""HloModule m
+ENTRY %main (a: f32[64], c: f32[8,16]{0,1}) -> (f32[64,1], f32[1,64], f32[8,8], f32[16,8]) {
+  %a = f32[64] parameter(0)
+  %c = f32[8,16]{0,1} parameter(1)
+  %keep = f32[64,1] reshape(%a)
+  %lead = f32[1,64] reshape(%a)
+  %split = f32[8,8] reshape(%a)
+  %cm = f32[16,8]{1,0} bitcast(%c)
+  ROOT %t = (f32[64,1], f32[1,64], f32[8,8], f32[16,8]) tuple(%keep, %lead, %split, %cm)
+}
+""")
+    by_name = {i.name: i for i in module.entry.instructions}
+    dim = row_groups._reshaped_dimension
+    assert dim(by_name["keep"], 0) == 0 and dim(by_name["keep"], None) is None
+    assert dim(by_name["lead"], 1) == 0
+    # [64] -> [8, 8]: neither dimension carries the whole index.
+    assert dim(by_name["split"], 0) is None
+    # A bitcast of a column-major [8, 16]: its major dimension (16 long)
+    # is the row-major [16, 8]'s first.
+    assert dim(by_name["cm"], 0) == 1
+
+
+@pytest.mark.parametrize("text", [REVERSED_ROWS, ALL_ROWS, RESHAPED_ROWS])
 def test_reads_of_other_rows_stay_out_of_the_group(text):
     args = args_for(text)
     exe, got = run(text, args)

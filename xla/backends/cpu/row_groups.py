@@ -20,7 +20,9 @@ A kernel joins the group before it when
 * every buffer of the group's outputs that it reads, it reads *row-locally*:
   output row ``r`` reads row ``r`` of that buffer only, through elementwise
   ops, broadcasts and reduces that keep the row dimension, transposes that
-  move it (``row_reads`` follows the index from the root to the buffers);
+  move it, reshapes and bitcasts that keep its place in the element order
+  (JAX's keepdims: [rows] -> [rows, 1]; ``row_reads`` follows the index from
+  the root to the buffers);
 * every buffer it writes is either untouched by the group or the very slice
   the group accesses only row-locally (buffer assignment reuses dead
   buffers: a later block must never read what an earlier block of a later
@@ -107,6 +109,8 @@ def row_reads(assignment, root, fusion, row_dim):
             stack.append((x.operands[0], dims.index(d) if d in dims else None))
         elif op == "transpose":
             stack.append((x.operands[0], None if d is None else x.attr("dimensions")[d]))
+        elif op in ("reshape", "bitcast"):
+            stack.append((x.operands[0], _reshaped_dimension(x, d)))
         elif op == "reduce":
             k = len(x.operands) // 2
             reduced = set(x.attr("dimensions", ()))
@@ -122,6 +126,33 @@ def row_reads(assignment, root, fusion, row_dim):
         else:
             stack.extend((o, None) for o in x.operands)
     return found
+
+
+def _reshaped_dimension(x, d):
+    """The dimension of a reshape's or bitcast's operand that carries the
+    index of ``x``'s dimension ``d``, or None: the one at the same place in
+    the element order (as many elements before it, the same extent), as in
+    JAX's keepdims forms ([rows] -> [rows, 1] and back). A bitcast moves no
+    element, so the order is the layouts'; a reshape's is the logical
+    row-major order, followed only where both layouts are row-major."""
+    operand = x.operands[0]
+    if d is None or not (x.shape.is_array and operand.shape.is_array):
+        return None
+    if x.opcode == "reshape" and not (le.is_row_major(x.shape) and le.is_row_major(operand.shape)):
+        return None
+    order = le.major_to_minor(x.shape)
+    before = 1
+    for dim in order[:order.index(d)]:
+        before *= x.shape.dimensions[dim]
+    extent = x.shape.dimensions[d]
+    seen = 1
+    for dim in le.major_to_minor(operand.shape):
+        if seen == before and operand.shape.dimensions[dim] == extent:
+            return dim
+        seen *= operand.shape.dimensions[dim]
+        if seen > before:
+            return None
+    return None
 
 
 def kernel_access(emitter, h, root, fusion, loop_shape, outputs, sides):
