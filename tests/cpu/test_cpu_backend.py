@@ -110,6 +110,23 @@ ENTRY %main (x: f32[5,1037]) -> (f32[5,1037], f32[5]) {
     assert "distinct !{" in exe.ir_text
 
 
+@pytest.mark.parametrize("t", ["bf16", "f16"])
+def test_half_precision_long_chain_loop_interleaves_8(t):
+    # bf16/f16 results: 8 interleaved vector iterations (ir_emitter.
+    # LOOP_INTERLEAVE_HALF), checked against the interpreter at odd sizes.
+    text = f"""
+HloModule silu_{t}
+ENTRY %main (x: {t}[3,1037]) -> {t}[3,1037] {{
+  %x = {t}[3,1037] parameter(0)
+  %l = {t}[3,1037] logistic(%x)
+  ROOT %m = {t}[3,1037] multiply(%x, %l)
+}}
+"""
+    exe = check(text, rtol=1e-2, atol=1e-2)
+    assert exe.ir_text.count('!"llvm.loop.interleave.count", i32 8') == 1
+    assert '!"llvm.loop.interleave.count", i32 4' not in exe.ir_text
+
+
 def test_short_elementwise_loop_leaves_interleaving_to_llvm():
     # No op with a long dependency chain (ir_emitter.LONG_CHAIN_OPS): no
     # interleave hint, LLVM's cost model picks the count.

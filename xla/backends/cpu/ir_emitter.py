@@ -58,6 +58,7 @@ from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, 
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.hlo.opcodes import ELEMENTWISE
+from xla.hlo.types import PrimitiveType as PT
 
 from xla.backends.cpu.element_generator import (  # noqa: F401  (emit_*.py import these from here)
     GENERATORS, ElementGenerator, check_element_type, convert_register, from_bits, literal_array,
@@ -81,6 +82,14 @@ PARALLEL_MIN_CHUNK_ELEMENTS = 1 << 14
 # times bought nothing measurable at run time and took a quarter of LLVM's
 # time on the varied-width MLP's elementwise kernels.
 LOOP_INTERLEAVE = 4
+# ... and 8 where every output is bf16 or f16 (their loads and stores move
+# half a vector register per vector iteration). Measured on the 2-core Zen 5
+# (AVX-512; f32[4096, 1024] and its bf16/f16 forms, best of 30 calls, two
+# alternations): bf16 GELU 0.68 -> 0.58 ms, x * logistic(x) 0.58 -> 0.48,
+# exp 0.43 -> 0.39, tanh 0.45 -> 0.43; f16 GELU 0.50 -> 0.47, x *
+# logistic(x) 0.42 -> 0.38; f32 slower at 8 (tanh 0.33 -> 0.43, GELU on
+# 16 M elements 2.8 -> 4.0 ms).
+LOOP_INTERLEAVE_HALF = 8
 LONG_CHAIN_OPS = frozenset([
     "exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "erf",
     "sine", "cosine", "tan", "power", "atan2", "cbrt"])
@@ -599,8 +608,10 @@ class ModuleEmitter:
         else:
             long_chain = any(x.opcode in LONG_CHAIN_OPS for x in (
                 fusion.attr("calls").instructions if fusion is not None else [h]))
+            half = all(shape.element_type in (PT.BF16, PT.F16) for _, shape, _ in out)
+            interleave = LOOP_INTERLEAVE_HALF if half else LOOP_INTERLEAVE
             le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
-                         interleave=LOOP_INTERLEAVE if elementwise and long_chain else None,
+                         interleave=interleave if elementwise and long_chain else None,
                          dims=dims)
         return kernel
 
