@@ -112,8 +112,9 @@ ENTRY %main (x: f32[5,1037]) -> (f32[5,1037], f32[5]) {
 
 @pytest.mark.parametrize("t", ["bf16", "f16"])
 def test_half_precision_long_chain_loop_interleaves_8(t):
-    # bf16/f16 results: 8 interleaved vector iterations (ir_emitter.
-    # LOOP_INTERLEAVE_HALF), checked against the interpreter at odd sizes.
+    # A long-chain op at bf16/f16: 8 interleaved vector iterations
+    # (loop_emitter.long_chain_interleave), checked against the interpreter
+    # at odd sizes.
     text = f"""
 HloModule silu_{t}
 ENTRY %main (x: {t}[3,1037]) -> {t}[3,1037] {{
@@ -127,8 +128,47 @@ ENTRY %main (x: {t}[3,1037]) -> {t}[3,1037] {{
     assert '!"llvm.loop.interleave.count", i32 4' not in exe.ir_text
 
 
+@pytest.mark.parametrize("t,count", [("bf16", 8), ("f16", 8), ("f32", 2)])
+def test_softmax_row_sum_interleave(t, count):
+    # The exp-and-sum row loop of a softmax: 8 vector accumulators where the
+    # exp is computed at bf16/f16, reduction_emitter.ROW_REDUCE_INTERLEAVE
+    # (2) at f32; the row max's loop keeps MIN_MAX_INTERLEAVE (2).
+    text = f"""
+HloModule softmax_{t}
+%add (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}}
+%max (a: {t}[], b: {t}[]) -> {t}[] {{
+  %a = {t}[] parameter(0)
+  %b = {t}[] parameter(1)
+  ROOT %m = {t}[] maximum(%a, %b)
+}}
+ENTRY %main (x: {t}[5,1037]) -> {t}[5,1037] {{
+  %x = {t}[5,1037] parameter(0)
+  %ninf = {t}[] constant(-inf)
+  %mx = {t}[5] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
+  %mb = {t}[5,1037] broadcast(%mx), dimensions={{0}}
+  %sub = {t}[5,1037] subtract(%x, %mb)
+  %e = {t}[5,1037] exponential(%sub)
+  %ef = f32[5,1037] convert(%e)
+  %zero = f32[] constant(0)
+  %sm = f32[5] reduce(%ef, %zero), dimensions={{1}}, to_apply=%add
+  %smh = {t}[5] convert(%sm)
+  %sb = {t}[5,1037] broadcast(%smh), dimensions={{0}}
+  ROOT %out = {t}[5,1037] divide(%e, %sb)
+}}
+"""
+    tol = 1e-5 if t == "f32" else 1e-2
+    exe = check(text, rtol=tol, atol=tol)
+    eights = exe.ir_text.count('!"llvm.loop.interleave.count", i32 8')
+    assert eights == (1 if count == 8 else 0)
+    assert '!"llvm.loop.interleave.count", i32 2' in exe.ir_text  # the row max's
+
+
 def test_short_elementwise_loop_leaves_interleaving_to_llvm():
-    # No op with a long dependency chain (ir_emitter.LONG_CHAIN_OPS): no
+    # No op with a long dependency chain (loop_emitter.LONG_CHAIN_OPS): no
     # interleave hint, LLVM's cost model picks the count.
     text = """
 HloModule axpy

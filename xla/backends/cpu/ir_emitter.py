@@ -58,7 +58,6 @@ from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, 
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import I64, i64
 from xla.hlo.opcodes import ELEMENTWISE
-from xla.hlo.types import PrimitiveType as PT
 
 from xla.backends.cpu.element_generator import (  # noqa: F401  (emit_*.py import these from here)
     GENERATORS, ElementGenerator, check_element_type, convert_register, from_bits, literal_array,
@@ -76,23 +75,12 @@ SEGMENT_INSTRUCTIONS = 64
 PARALLEL_MIN_CHUNK_ELEMENTS = 1 << 14
 # Vector iterations the innermost loop of an elementwise kernel interleaves
 # (loop_emitter.loop_hints): 4 independent chains per core, for kernels
-# that compute one of LONG_CHAIN_OPS (element code that is a long chain of
-# dependent instructions: a polynomial, a range reduction). Other kernels
+# that compute one of loop_emitter.LONG_CHAIN_OPS (8 where it computes at
+# bf16/f16: le.long_chain_interleave). Other kernels
 # leave the count to LLVM's cost model: interleaving a short expression 4
 # times bought nothing measurable at run time and took a quarter of LLVM's
 # time on the varied-width MLP's elementwise kernels.
 LOOP_INTERLEAVE = 4
-# ... and 8 where every output is bf16 or f16 (their loads and stores move
-# half a vector register per vector iteration). Measured on the 2-core Zen 5
-# (AVX-512; f32[4096, 1024] and its bf16/f16 forms, best of 30 calls, two
-# alternations): bf16 GELU 0.68 -> 0.58 ms, x * logistic(x) 0.58 -> 0.48,
-# exp 0.43 -> 0.39, tanh 0.45 -> 0.43; f16 GELU 0.50 -> 0.47, x *
-# logistic(x) 0.42 -> 0.38; f32 slower at 8 (tanh 0.33 -> 0.43, GELU on
-# 16 M elements 2.8 -> 4.0 ms).
-LOOP_INTERLEAVE_HALF = 8
-LONG_CHAIN_OPS = frozenset([
-    "exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "erf",
-    "sine", "cosine", "tan", "power", "atan2", "cbrt"])
 # Reductions to at most REDUCE_MAX_OUTPUTS elements are split along a reduced
 # dimension into at most REDUCE_CHUNKS chunks (a fixed number, so that the
 # result does not depend on the thread count); see emit_chunked_reduce.
@@ -606,13 +594,10 @@ class ModuleEmitter:
             le.tiled_loop_nest(kernel.b, loop_shape, body, tile_dim, kernel.begin, kernel.end,
                                tile=tiling.TILE, dims=dims)
         else:
-            long_chain = any(x.opcode in LONG_CHAIN_OPS for x in (
-                fusion.attr("calls").instructions if fusion is not None else [h]))
-            half = all(shape.element_type in (PT.BF16, PT.F16) for _, shape, _ in out)
-            interleave = LOOP_INTERLEAVE_HALF if half else LOOP_INTERLEAVE
+            code = fusion.attr("calls").instructions if fusion is not None else [h]
             le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
-                         interleave=interleave if elementwise and long_chain else None,
-                         dims=dims)
+                         interleave=le.long_chain_interleave(code, LOOP_INTERLEAVE)
+                         if elementwise else None, dims=dims)
         return kernel
 
     def reduce_riders(self, h, root, fusion):

@@ -287,6 +287,8 @@ def _row_lanes(lanes, register_bits, n):
 # latency of a vector add; LLVM's cost model picks four for cheap bodies,
 # which doubles the code LLVM generates for an exp-heavy softmax row for no
 # measurable gain (benchmarks/cpu_workloads.py softmax and layernorm).
+# Eight where the row's element computes a long-chain op at bf16/f16 (a
+# bf16 softmax's exp: le.long_chain_interleave).
 ROW_REDUCE_INTERLEAVE = 2
 
 
@@ -341,11 +343,13 @@ def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
     saved = g.push_scope()
     idx = list(base_index)
     inner = order[-1]
+    interleave = (le.long_chain_interleave(_element_code(g, x), ROW_REDUCE_INTERLEAVE)
+                  or ROW_REDUCE_INTERLEAVE)
 
     def row():
         lo, hi = ranges.get(inner, (0, x.shape.dimensions[inner]))
         with le.for_loop(g.b, lo, hi, name="rv", vectorize=lanes,
-                         interleave=ROW_REDUCE_INTERLEAVE) as k:
+                         interleave=interleave) as k:
             idx[inner] = k
             _fold_element(g, h, x, idx, acc, scalar_t, combine)
 
@@ -430,13 +434,10 @@ _LOOP_VECTORIZABLE_OPS = frozenset([
     "rsqrt", "sine", "cosine", "compare", "select", "clamp", "and", "or", "not"])
 
 
-def _loop_vectorizable(g, x):
-    """Whether every instruction whose code computes ``x``'s element in
-    this kernel (up to the buffers it loads) is in ``_LOOP_VECTORIZABLE_OPS``
-    with real element types. Where the vectorizer cannot vectorize a loop
-    whose width is set, it prints a remark on stderr and runs it
-    sequentially."""
-    stack, seen = [x], set()
+def _element_code(g, x):
+    """The instructions whose code computes ``x``'s element in this kernel
+    (up to the buffers it loads)."""
+    stack, seen, code = [x], set(), []
     while stack:
         h = stack.pop()
         if id(h) in seen:
@@ -447,11 +448,18 @@ def _loop_vectorizable(g, x):
         if h.opcode == "parameter" and g.fusion is not None:
             stack.append(g.fusion.operands[h.parameter_number])
             continue
-        if (h.opcode not in _LOOP_VECTORIZABLE_OPS or not h.shape.is_array
-                or h.shape.element_type.kind == "c"):
-            return False
+        code.append(h)
         stack.extend(h.operands)
-    return True
+    return code
+
+
+def _loop_vectorizable(g, x):
+    """Whether every instruction whose code computes ``x``'s element in
+    this kernel is in ``_LOOP_VECTORIZABLE_OPS`` with real element types.
+    Where the vectorizer cannot vectorize a loop whose width is set, it
+    prints a remark on stderr and runs it sequentially."""
+    return all(h.opcode in _LOOP_VECTORIZABLE_OPS and h.shape.is_array
+               and h.shape.element_type.kind != "c" for h in _element_code(g, x))
 
 
 def _unrolled_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, identity):
