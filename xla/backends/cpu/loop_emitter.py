@@ -29,7 +29,8 @@ LONG_CHAIN_OPS = frozenset([
 # -> 0.48, exp 0.43 -> 0.39, tanh 0.45 -> 0.43; f16 GELU 0.50 -> 0.47, x *
 # logistic(x) 0.42 -> 0.38 (f32 is slower at 8: tanh 0.33 -> 0.43, GELU on
 # 16 M elements 2.8 -> 4.0 ms); softmax's exp and row sum (2 before): bf16
-# 0.80 -> 0.63 ms, f16 0.59 -> 0.52.
+# 0.80 -> 0.63 ms, f16 0.59 -> 0.52. LLVM's time grows by 4-8 ms per such
+# kernel (bf16 GELU module 31 -> 37 ms, bf16 softmax 37-40 -> 45 ms).
 HALF_LONG_CHAIN_INTERLEAVE = 8
 
 
