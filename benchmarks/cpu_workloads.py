@@ -1,12 +1,16 @@
 """CPU backend workloads, side by side with NumPy and (where installed) jax.jit.
 
-    .venv/bin/python benchmarks/cpu_workloads.py [--repeats=N] [--quick] [--only=TEXT] [--sweep]
+    .venv/bin/python benchmarks/cpu_workloads.py [--repeats=N] [--rounds=R] [--quick]
+        [--only=TEXT] [--sweep]
 
 Each workload is an HLO module compiled by this project's CPU backend, the
 same computation written in NumPy, and, when ``import jax`` works, the same
-function under jax.jit. Times are medians over ``--repeats`` runs after a
+function under jax.jit. A block is the median of ``--repeats`` runs after a
 pause (so that the previous contender's threads are idle) and a warm-up;
-ratios are other/ours (above 1 means this project is faster). The same run
+ours and jax.jit run ``--rounds`` blocks each, alternating, and the medians
+of the blocks are reported with the range of the per-round jax/ours ratios
+(one block on a shared VM swings the ratio by 20% between runs); NumPy runs
+one block. Ratios are other/ours (above 1 means this project is faster). The same run
 first measures this machine's limits: streaming bandwidth (STREAM-style copy
 and scale over arrays far larger than the last-level cache, 256 MiB each:
 the best of NumPy's one-thread copy and a compiled multi-threaded scale) and
@@ -618,6 +622,10 @@ def median_time(fn, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="blocks of --repeats calls per side, ours and jax.jit alternating; "
+                             "the medians over the rounds are reported, with the range of the "
+                             "per-round jax/ours ratios")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     parser.add_argument("--only", action="append", default=[], metavar="TEXT",
                         help="only the workloads whose name contains TEXT (repeatable)")
@@ -655,7 +663,7 @@ def main():
     print(f"runtime kernels (dots, convolutions): {_core.cpu_runtime_isa()} "
           f"(of {', '.join(_core.cpu_runtime_isas())}; XLA_CPU_RUNTIME_ISA chooses)")
     header = (f"{'workload':34} {'ours':>10} {'numpy':>10} {'jax.jit':>10} {'np/ours':>8} {'jax/ours':>9}"
-              f"  {'throughput':>13} {'of limit':>8}")
+              f"  {'throughput':>13} {'of limit':>8}  {'jax/ours range':>14}")
     print(header)
     print("-" * len(header))
     rows = sweep_workloads() if args.sweep else workloads(args.quick)
@@ -672,19 +680,26 @@ def main():
             np.asarray(ours_out).dtype, 2e-3)
         np.testing.assert_allclose(np.asarray(ours_out, np.float64), np.asarray(expected, np.float64),
                                    rtol=tol, atol=tol * max(1.0, float(np.abs(expected).max())))
-        t_ours = median_time(lambda: exe.execute(*inputs), args.repeats)
         t_np = median_time(lambda: np_fn(*inputs), args.repeats)
-        t_jax = None
+        jf = dev = None
         if jax is not None:
             jf = jax.jit(jax_fn(jnp))
             dev = [jax.device_put(a) for a in inputs]
-            t_jax = median_time(lambda: jf(*dev).block_until_ready(), args.repeats)
+        ours_rounds, jax_rounds = [], []
+        for _ in range(max(1, args.rounds)):
+            ours_rounds.append(median_time(lambda: exe.execute(*inputs), args.repeats))
+            if jf is not None:
+                jax_rounds.append(median_time(lambda: jf(*dev).block_until_ready(), args.repeats))
+        t_ours = statistics.median(ours_rounds)
+        t_jax = statistics.median(jax_rounds) if jax_rounds else None
         rate = (f"{nbytes / t_ours / 1e9:.1f} GB/s" if nbytes else f"{flops / t_ours / 1e9:.0f} GFLOP/s")
         limit = nbytes / t_ours / bandwidth if nbytes else flops / t_ours / peak
         jax_col = f"{t_jax * 1e3:9.2f}ms" if t_jax else f"{'-':>10}"
         jax_ratio = f"{t_jax / t_ours:9.2f}" if t_jax else f"{'-':>9}"
+        ratios = [j / o for o, j in zip(ours_rounds, jax_rounds)]
+        spread = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
         print(f"{name:34} {t_ours * 1e3:9.2f}ms {t_np * 1e3:9.2f}ms {jax_col} {t_np / t_ours:8.2f} "
-              f"{jax_ratio}  {rate:>13} {limit:8.2f}")
+              f"{jax_ratio}  {rate:>13} {limit:8.2f}  {spread:>14}")
     # Per-call dispatch: an f32[4] add, Python to native code and back.
     add = xla.compile(xla.parse_hlo_module("""HloModule add
 ENTRY %main (x: f32[4], y: f32[4]) -> f32[4] {
