@@ -23,6 +23,9 @@ writes the same bytes). The workloads, f32 unless named:
   convolutions to 32, 64 (stride 2) and 64 (stride 2) features with ReLU,
   then a dense layer to 10), forward and SGD step;
 - ``mlp_train``: the 256 x 1024 -> 4096 -> 1024 GELU MLP's SGD step;
+- ``mlp_train_bf16``, ``transformer_block_train_bf16``: the same steps with
+  bf16 parameters and data (JAX computes them in bf16, its dots with bf16
+  results);
 - ``batched_matmul``: [64, 256, 256] @ [64, 256, 256];
 - ``matvec``: [4096, 4096] @ [4096];
 - ``dot_s8``: s8 [512, 512] x s8 [512, 512] -> s32;
@@ -122,12 +125,19 @@ def attention(seq, batch):
     return _attention, (_sds(batch, seq, D_MODEL), _attention_params())
 
 
-def transformer_block(train):
+def _to(tree, dtype):
+    jax, _ = _jax()
+    return jax.tree_util.tree_map(lambda s: _sds(*s.shape, dtype=dtype), tree)
+
+
+def transformer_block(train, dtype_name="f32"):
     jax, jnp = _jax()
-    x = _sds(4, 256, D_MODEL)
+    dtype = jnp.bfloat16 if dtype_name == "bf16" else jnp.float32
+    x = _sds(4, 256, D_MODEL, dtype=dtype)
+    params = _to(_block_params(), dtype)
     if not train:
-        return (lambda p, x: _block(p, x)), (_block_params(), x)
-    return _sgd(lambda p, x, y: jnp.mean((_block(p, x) - y) ** 2)), (_block_params(), x, x)
+        return (lambda p, x: _block(p, x)), (params, x)
+    return _sgd(lambda p, x, y: jnp.mean((_block(p, x) - y) ** 2)), (params, x, x)
 
 
 def _conv(x, w, stride):
@@ -154,14 +164,16 @@ def cnn(train):
     return _sgd(lambda p, x, y: jnp.mean((_cnn(p, x) - y) ** 2)), (params, x, _sds(32, 10))
 
 
-def mlp_train():
+def mlp_train(dtype_name="f32"):
     jax, jnp = _jax()
+    dtype = jnp.bfloat16 if dtype_name == "bf16" else jnp.float32
 
     def forward(p, x):
         return jax.nn.gelu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
-    params = dict(w1=_sds(1024, 4096), b1=_sds(4096), w2=_sds(4096, 1024), b2=_sds(1024))
+    params = _to(dict(w1=_sds(1024, 4096), b1=_sds(4096), w2=_sds(4096, 1024), b2=_sds(1024)),
+                 dtype)
     return (_sgd(lambda p, x, y: jnp.mean((forward(p, x) - y) ** 2)),
-            (params, _sds(256, 1024), _sds(256, 1024)))
+            (params, _sds(256, 1024, dtype=dtype), _sds(256, 1024, dtype=dtype)))
 
 
 def dot(kind):
@@ -203,6 +215,8 @@ CATALOG = {
     "cnn": lambda: cnn(False),
     "cnn_train": lambda: cnn(True),
     "mlp_train": mlp_train,
+    "mlp_train_bf16": lambda: mlp_train("bf16"),
+    "transformer_block_train_bf16": lambda: transformer_block(True, "bf16"),
     "batched_matmul": lambda: dot("batched"),
     "matvec": lambda: dot("matvec"),
     "dot_s8": lambda: dot("s8"),

@@ -33,6 +33,7 @@ import time
 
 import sys
 
+import ml_dtypes
 import numpy as np
 
 import xla
@@ -45,7 +46,8 @@ NAMES = ["softmax", "layernorm", "attention", "cnn_train", "mlp_train_L37", "mlp
 NAMES += ["rt_" + n for n in (
     "rmsnorm_residual", "rmsnorm_residual_bf16", "attention_S128", "attention_S512",
     "attention_S2048", "transformer_block", "transformer_block_train", "cnn", "cnn_train",
-    "mlp_train", "batched_matmul", "matvec", "dot_s8", "dot_bf16")]
+    "mlp_train", "batched_matmul", "matvec", "dot_s8", "dot_bf16", "mlp_train_bf16",
+    "transformer_block_train_bf16")]
 # The memory-bound ones at three types and sizes from cache-resident to past
 # the last-level cache (gen_runtime_modules.py): each also reported as a
 # fraction of the machine's streaming bandwidth.
@@ -91,6 +93,16 @@ def xla_cpu(text):
     return run
 
 
+def _is_float(dtype):
+    """Real floating point, ml_dtypes' bf16 and f8 types included (their
+    NumPy kind is "V")."""
+    try:
+        ml_dtypes.finfo(dtype)
+    except ValueError:
+        return False
+    return np.dtype(dtype).kind != "c"
+
+
 def _close(got, want):
     """Equal up to rounding (of the result's type: 8 significant bits for
     bf16, 11 for f16), NaN where the other has NaN (deep steps on random
@@ -129,7 +141,7 @@ def main():
         module = xla.parse_hlo_module(text)
         count = sum(len(c.instructions) for c in module.computations)
         # Random values scaled down, so that deep steps stay finite.
-        inputs = [a * np.asarray(0.1, a.dtype) if a.dtype.kind == "f" else a
+        inputs = [a * np.asarray(0.1, a.dtype) if _is_float(a.dtype) else a
                   for a in random_args([p.shape for p in module.entry.parameters], seed=0)]
         exe = xla.compile(xla.parse_hlo_module(text), "cpu")
         ours = median_time(lambda: exe.execute(*inputs), args.repeats)
