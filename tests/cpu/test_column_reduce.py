@@ -46,6 +46,11 @@ CASES = [
     ("s32", [1000, 96], [0], "add", "", False, "7"),
     ("u8", [1000, 96], [0], "maximum", "", False, "0"),
     ("f32", [64, 70, 100], [0, 1], "minimum", "", False, "inf"),
+    # bf16/f16: f32 accumulators in a scratch of NARROW_TILE (512) columns;
+    # 1037 columns are two whole tiles and a part of one (per thread chunk).
+    ("bf16", [300, 1037], [0], "add", "", False, "0"),
+    ("f16", [64, 700], [0], "add", "", True, "0"),
+    ("bf16", [8, 40, 600], [0, 1], "maximum", "", False, "-inf"),
 ]
 
 
@@ -62,11 +67,26 @@ def args_for(text, seed=0):
     return out
 
 
+def compile_counting(text, monkeypatch, **options):
+    """(executable, how many column kernels its compile emitted)."""
+    emitted = []
+    real = column_reduce.emit_column_reduce
+
+    def spy(*a, **k):
+        done = real(*a, **k)
+        emitted.append(done)
+        return done
+    with monkeypatch.context() as m:
+        m.setattr(column_reduce, "emit_column_reduce", spy)
+        exe = xla.compile(text, backend="cpu", **options)
+    return exe, sum(emitted)
+
+
 def element_at_a_time(text, args, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(column_reduce, "column_dimensions", lambda h, root: None)
-        exe = xla.compile(text, backend="cpu")
-    assert ".columns" not in exe.ir_text
+        exe, columns = compile_counting(text, m)
+    assert columns == 0
     return exe.execute(*args)
 
 
@@ -75,14 +95,36 @@ def test_column_reduce_matches_loop_and_interpreter(case, monkeypatch):
     ty, in_dims, dims, op, layout, fused, init = case
     text = module(ty, in_dims, dims, op, layout, fused, init)
     args = args_for(text)
-    exe = xla.compile(text, backend="cpu")
-    assert ".columns" in exe.ir_text
+    exe, columns = compile_counting(text, monkeypatch)
+    assert columns == 1
     got = exe.execute(*args)
     np.testing.assert_array_equal(got, element_at_a_time(text, args, monkeypatch))
     want = Evaluator().evaluate(parse_hlo_module(text), args)
     assert got.dtype == want.dtype and got.shape == want.shape
     if ty in ("f32", "f64"):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    elif ty in ("bf16", "f16"):
+        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                                   rtol=0.05, atol=0.5)
+        strict, columns = compile_counting(
+            text, monkeypatch, debug_options={"xla_allow_excess_precision": False})
+        assert columns == 1
+        if op == "add":
+            # Rows folded in order: with excess precision (XLA's default)
+            # the sum stays in f32 and is rounded once; without, every
+            # product and sum is rounded to the type.
+            x = args[0].astype(np.float32)
+            x = x * x if fused else x
+            rows = x.reshape(-1, x.shape[-1])
+            acc32 = np.float32(0) * rows[0]
+            acc = args[0].dtype.type(0) * rows[0].astype(args[0].dtype)
+            for r in rows:
+                acc32 = acc32 + r
+                acc = (acc.astype(np.float32) + r.astype(args[0].dtype)).astype(args[0].dtype)
+            np.testing.assert_array_equal(got, acc32.astype(args[0].dtype))
+            np.testing.assert_array_equal(strict.execute(*args), acc)
+        else:
+            np.testing.assert_array_equal(strict.execute(*args), want)
     else:
         np.testing.assert_array_equal(got, want)
 
@@ -92,19 +134,15 @@ def test_column_reduce_matches_loop_and_interpreter(case, monkeypatch):
     module("f32", [300, 700], [1]),
     # Column-major input: reducing dimension 0 reduces the minor one.
     module("f32", [300, 700], [0], layout="{0,1}"),
-    # Narrow floats compute in f32 registers: not accumulated in the buffer.
-    module("f16", [30, 700], [0]),
 ])
-def test_other_reduces_keep_their_emitters(text):
+def test_other_reduces_keep_their_emitters(text, monkeypatch):
     args = args_for(text)
-    exe = xla.compile(text, backend="cpu")
-    assert ".columns" not in exe.ir_text
+    exe, columns = compile_counting(text, monkeypatch)
+    assert columns == 0
     got = exe.execute(*args)
     want = Evaluator().evaluate(parse_hlo_module(text), args)
-    # Row sums are reassociated (vector lanes); f16 rounds each partial sum.
-    rtol, atol = (1e-2, 5e-2) if "f16" in text else (1e-4, 3e-4)
-    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
-                               rtol=rtol, atol=atol)
+    # Row sums are reassociated (vector lanes).
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=3e-4)
 
 
 # A gradient g and its column sum (a bias gradient) as one multi-output
@@ -134,18 +172,23 @@ ENTRY %main (z: f32[300,700], dy: f32[300,700]) -> (f32[300,700], f32[700]) {
 """
 
 
-def test_a_column_reduce_stores_the_array_it_reduces_as_it_reads_it(monkeypatch):
-    args = args_for(GRADIENT_AND_SUM)
-    exe = xla.compile(GRADIENT_AND_SUM, backend="cpu")
-    assert ".columns" in exe.ir_text
+@pytest.mark.parametrize("ty", ["f32", "bf16"])
+def test_a_column_reduce_stores_the_array_it_reduces_as_it_reads_it(ty, monkeypatch):
+    # (bf16: a bias gradient as a bf16 MLP's step has it.)
+    text = GRADIENT_AND_SUM.replace("f32", ty)
+    args = args_for(text)
+    exe, columns = compile_counting(text, monkeypatch)
+    assert columns == 1
     assert exe.compile_timings["kernels"] == 1
     g, db = exe.execute(*args)
-    np.testing.assert_array_equal(g, np.where(args[0] > 0, args[1], 0).astype(np.float32))
-    g_loop, db_loop = element_at_a_time(GRADIENT_AND_SUM, args, monkeypatch)
+    np.testing.assert_array_equal(g, np.where(args[0] > 0, args[1], 0).astype(args[1].dtype))
+    g_loop, db_loop = element_at_a_time(text, args, monkeypatch)
     np.testing.assert_array_equal(g, g_loop)
     np.testing.assert_array_equal(db, db_loop)
-    want = Evaluator().evaluate(parse_hlo_module(GRADIENT_AND_SUM), args)
-    np.testing.assert_allclose(db, want[1], rtol=1e-5, atol=1e-5)
+    want = Evaluator().evaluate(parse_hlo_module(text), args)
+    tol = 1e-5 if ty == "f32" else 0.5
+    np.testing.assert_allclose(np.asarray(db, np.float64), np.asarray(want[1], np.float64),
+                               rtol=tol, atol=tol)
 
 
 # A layernorm's two parameter gradients as the fusion pass makes them: two
@@ -173,8 +216,8 @@ ENTRY %main (dy: f32[8,40,700], xh: f32[8,40,700]) -> (f32[700], f32[700], f32[7
 
 def test_sibling_column_reduces_run_in_one_kernel(monkeypatch):
     args = args_for(TWO_GRADIENTS)
-    exe = xla.compile(TWO_GRADIENTS, backend="cpu")
-    assert ".columns" in exe.ir_text
+    exe, columns = compile_counting(TWO_GRADIENTS, monkeypatch)
+    assert columns == 1
     got = exe.execute(*args)
     loop = element_at_a_time(TWO_GRADIENTS, args, monkeypatch)
     for a, b in zip(got, loop):
@@ -186,7 +229,7 @@ def test_sibling_column_reduces_run_in_one_kernel(monkeypatch):
     np.testing.assert_array_equal(got[2], xh.max(axis=(0, 1)))
 
 
-def test_sibling_reduces_over_other_dimensions_keep_their_emitters():
+def test_sibling_reduces_over_other_dimensions_keep_their_emitters(monkeypatch):
     # A row sum beside a column sum: not one column kernel.
     text = TWO_GRADIENTS.replace(
         "%mx = f32[700]{0} reduce(%xh, %lowest), dimensions={0,1}, to_apply=%max",
@@ -194,8 +237,8 @@ def test_sibling_reduces_over_other_dimensions_keep_their_emitters():
         "(f32[700], f32[700], f32[700])", "(f32[700], f32[700], f32[8,40])").replace(
         "(f32[700]{0}, f32[700]{0}, f32[700]{0})", "(f32[700]{0}, f32[700]{0}, f32[8,40]{1,0})")
     args = args_for(text)
-    exe = xla.compile(text, backend="cpu")
-    assert ".columns" not in exe.ir_text
+    exe, columns = compile_counting(text, monkeypatch)
+    assert columns == 0
     got = exe.execute(*args)
     dy, xh = args
     np.testing.assert_allclose(got[1], (dy.astype(np.float64) * xh).sum(axis=(0, 1)),

@@ -1,6 +1,7 @@
 """dot-operand-layouts: transposes feeding the runtime's matmul become
 bitcasts it reads with its transpose flags (no copy kernel), for every
 operand form dot_decomposer produces; results against NumPy."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -220,6 +221,27 @@ def test_a_transposed_weight_gradient_is_written_in_the_weights_order():
     w = rng.standard_normal((256, 512)).astype(np.float32)
     want = w - 0.01 * (g.T.astype(np.float64) @ x).T
     np.testing.assert_allclose(np.asarray(exe.execute(x, g, w)), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_bf16_weight_gradient_is_written_in_the_weights_order():
+    # bf16 weights: the bf16 x bf16 -> bf16 product is computed in f32 and
+    # converted (dot-type-widening), the convert before the transpose; it
+    # follows the product's layout, as the scaling follows the transpose's.
+    text = WEIGHT_UPDATE.replace("f32[", "bf16[")
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    (dot,) = [i for i in exe.module.entry.instructions if i.opcode == "dot"]
+    assert list(dot.shape.layout.minor_to_major) == [0, 1]
+    assert not any(i.opcode == "copy" for i in exe.module.all_instructions())
+    assert ".tile.header" not in exe.ir_text
+    rng = np.random.default_rng(8)
+    x, g, w = (rng.standard_normal(s).astype(ml_dtypes.bfloat16)
+               for s in ((128, 256), (128, 512), (256, 512)))
+    # The product rounded to bf16 once (the dot's result type), the update
+    # in bf16 arithmetic: within a few bf16 roundings of the exact value.
+    want = (w.astype(np.float64)
+            - 0.01 * (g.T.astype(np.float64) @ x.astype(np.float64)).T)
+    np.testing.assert_allclose(np.asarray(exe.execute(x, g, w), np.float64), want,
+                               rtol=2e-2, atol=0.05)
 
 
 @pytest.mark.parametrize("other", ["x", "broadcast"])
