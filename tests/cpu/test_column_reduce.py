@@ -82,10 +82,11 @@ def compile_counting(text, monkeypatch, **options):
     return exe, sum(emitted)
 
 
-def element_at_a_time(text, args, monkeypatch):
+def element_at_a_time(text, args, monkeypatch, strict=False):
+    options = {"debug_options": {"xla_allow_excess_precision": False}} if strict else {}
     with monkeypatch.context() as m:
         m.setattr(column_reduce, "column_dimensions", lambda h, root: None)
-        exe, columns = compile_counting(text, m)
+        exe, columns = compile_counting(text, m, **options)
     assert columns == 0
     return exe.execute(*args)
 
@@ -109,22 +110,21 @@ def test_column_reduce_matches_loop_and_interpreter(case, monkeypatch):
         strict, columns = compile_counting(
             text, monkeypatch, debug_options={"xla_allow_excess_precision": False})
         assert columns == 1
+        np.testing.assert_array_equal(strict.execute(*args),
+                                      element_at_a_time(text, args, monkeypatch, strict=True))
         if op == "add":
-            # Rows folded in order: with excess precision (XLA's default)
-            # the sum stays in f32 and is rounded once; without, every
-            # product and sum is rounded to the type.
+            # Rows folded in order, the sum in f32, rounded once (as XLA
+            # accumulates bf16/f16 sums); the squares rounded to the type
+            # only without excess precision.
             x = args[0].astype(np.float32)
-            x = x * x if fused else x
-            rows = x.reshape(-1, x.shape[-1])
-            acc32 = np.float32(0) * rows[0]
-            acc = args[0].dtype.type(0) * rows[0].astype(args[0].dtype)
-            for r in rows:
-                acc32 = acc32 + r
-                acc = (acc.astype(np.float32) + r.astype(args[0].dtype)).astype(args[0].dtype)
-            np.testing.assert_array_equal(got, acc32.astype(args[0].dtype))
-            np.testing.assert_array_equal(strict.execute(*args), acc)
-        else:
-            np.testing.assert_array_equal(strict.execute(*args), want)
+            rows = (x * x if fused else x).reshape(-1, x.shape[-1])
+            strict_rows = rows.astype(args[0].dtype).astype(np.float32)
+            acc, acc_strict = np.zeros_like(rows[0]), np.zeros_like(rows[0])
+            for r, rs in zip(rows, strict_rows):
+                acc, acc_strict = acc + r, acc_strict + rs
+            np.testing.assert_array_equal(got, acc.astype(args[0].dtype))
+            np.testing.assert_array_equal(strict.execute(*args), acc_strict.astype(args[0].dtype))
+        np.testing.assert_array_equal(strict.execute(*args), want)
     else:
         np.testing.assert_array_equal(got, want)
 

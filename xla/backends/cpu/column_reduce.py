@@ -24,8 +24,9 @@ and the integer types) or is bf16 or f16 (computed in f32 registers: the
 kernel then walks the output run in tiles of ``NARROW_TILE`` columns whose
 accumulators live in an f32 scratch between rows and are stored, rounded
 once, after the last row: the values the element-at-a-time loop keeps in a
-register; a bf16 bias gradient of [256, 4096] ran at 4 ms element by
-element), whose kept minor input dimension is also the
+register, sums and products in f32 as ``reduction_emitter.
+narrow_float_accumulation`` says; a bf16 bias gradient of [256, 4096] ran
+at 4 ms element by element), whose kept minor input dimension is also the
 output's minor dimension, and which reduce at least one dimension; and to
 multi-output fusions of such a reduce and arrays shaped like its input
 (``ModuleEmitter.reduce_riders``: a gradient beside its bias gradient),
@@ -149,6 +150,7 @@ def _emit_kernel(emitter, h, fusion, name, slices, out_slices, out_shape, rider_
     from xla.backends.cpu.element_generator import ElementGenerator
     from xla.backends.cpu.kernels import Kernel
     from xla.backends.cpu.llvm_types import load_element, store_element
+    from xla.backends.cpu.reduction_emitter import narrow_float_accumulation
     out_minor, reduced_order = dims
     in_shape = out_slices[0][1].operands[0].shape
     kernel = Kernel(emitter, name, slices, generic=generic)
@@ -171,6 +173,10 @@ def _emit_kernel(emitter, h, fusion, name, slices, out_slices, out_shape, rider_
     # f32 scratch per output holding the current tile [lo, hi) of columns.
     narrow = et.text in _ACCUMULATE_IN_SCRATCH
     f32 = ir.FloatType()
+    # bf16/f16 sums and products accumulate in f32 whatever the reducer's
+    # rounding, as the element-at-a-time reduce does
+    # (reduction_emitter.narrow_float_accumulation).
+    wide = [narrow_float_accumulation(comp, et) if narrow else None for _, _, comp, _ in outs]
     tile_type = ir.ArrayType(f32, NARROW_TILE)
     scratch = [kernel.alloca(tile_type, name="acc") for _ in outs] if narrow else []
 
@@ -196,7 +202,10 @@ def _emit_kernel(emitter, h, fusion, name, slices, out_slices, out_shape, rider_
                                   leaf.shape.element_type)
                 for k, ((_, _, comp, _), x) in enumerate(zip(outs, xs)):
                     load, store = accumulator(k, c, lo)
-                    store(emitter.emit_scalar_computation(kb, comp, [load(), x]))
+                    if wide[k] is not None:
+                        store((kb.fadd if wide[k] == "add" else kb.fmul)(load(), x))
+                    else:
+                        store(emitter.emit_scalar_computation(kb, comp, [load(), x]))
                 g.pop_scope(saved)
             return
         d = reduced_order[level]
