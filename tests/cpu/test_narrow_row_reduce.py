@@ -3,7 +3,8 @@
 widened f32 values, as the interpreter, and, for rows of at least two
 vectors (16 elements), the NaN and signed-zero rules of the f32 vector
 row (NaN propagates, -0 orders below +0, a NaN init value propagates).
-Narrow sums keep their sequential f32 accumulation, rounded once."""
+Narrow row sums run in f32 vector lanes too, reassociated as f32 ones are,
+rounded once."""
 import math
 
 import ml_dtypes
@@ -161,12 +162,15 @@ def test_narrow_row_max_runs_in_f32_vectors(et, monkeypatch):
 
 @pytest.mark.parametrize("et,dt,big,small", [("bf16", ml_dtypes.bfloat16, 256.0, 2.0 ** -16),
                                               ("f16", np.float16, 2048.0, 2.0 ** -13)])
-def test_narrow_row_sum_still_accumulates_sequentially_in_f32(et, dt, big, small):
-    # Not vectorized: the sum accumulates in f32 in order and rounds once
-    # at the end. Row 0 tells the two apart: ``small`` is half an f32 ulp
-    # of ``big``, so big + small ties back to big at every step and the
-    # sequential sum is ``big``; lanes that sum the smalls on their own
-    # reach about 2 (bf16) or 16 (f16), several narrow ulps of ``big``.
+def test_narrow_row_sum_runs_in_f32_vectors(et, dt, big, small, monkeypatch):
+    # Vectorized as an f32 row sum is (reassociated in f32 lanes), rounded
+    # once at the end. Row 0 tells it from the sequential f32 sum: ``small``
+    # is half an f32 ulp of ``big``, so big + small ties back to big at
+    # every step and the sequential sum is ``big``, where lanes that sum
+    # the smalls on their own reach the exact sum's value in the type
+    # (about 2 (bf16) or 16 (f16) above ``big``).
+    from xla.backends.cpu.compiler import CpuCompiler
+    monkeypatch.setattr(CpuCompiler, "vector_bits", lambda self: 256)
     r, c = 2, 1 << 17
     exe = _compile(f"""HloModule m
 
@@ -181,10 +185,17 @@ ENTRY %main (x: {et}[{r},{c}]) -> {et}[{r}] {{
   %z = {et}[] constant(0)
   ROOT %s = {et}[{r}] reduce(%x, %z), dimensions={{1}}, to_apply=%add
 }}""")
+    assert "fadd <8 x float>" in exe.optimized_ir_text or \
+        "llvm.vector.reduce.fadd.v8f32" in exe.optimized_ir_text
     x = np.random.RandomState(4).standard_normal((r, c)).astype(dt)
     x[0, :] = dt(small)
     x[0, 0] = dt(big)
     got = exe.execute(x)
-    assert float(got[0]) == big
-    want = np.add.accumulate(x.astype(np.float32), axis=1, dtype=np.float32)[:, -1].astype(dt)
-    np.testing.assert_array_equal(got, want)
+    exact = x.astype(np.float64).sum(axis=1)
+    assert float(got[0]) == float(dt(exact[0])) > big
+    sequential = np.add.accumulate(x.astype(np.float32), axis=1, dtype=np.float32)[:, -1]
+    assert float(sequential[0]) == big
+    # Row 1 (random values): the f32 sum's rounding, within one step of the
+    # type of the exact sum.
+    step = float(np.spacing(dt(abs(exact[1]))).astype(np.float64))
+    assert abs(float(got[1]) - exact[1]) <= step
