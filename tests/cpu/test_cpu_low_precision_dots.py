@@ -243,3 +243,39 @@ def test_bf16_dot_finds_a_denormal_in_the_operands_last_partial_vector():
     want, bound = bf16_reference(a, b)
     assert np.all(want[8] != 0)
     assert np.all(np.abs(got - want) <= bound)
+
+
+@pytest.mark.parametrize("scale,want", [(1, 2.0 ** -127), (2, 2.0 ** -126)])
+def test_bf16_dot_keeps_partial_sums_below_the_smallest_normal(scale, want):
+    # The dot-product instruction flushes denormal sums. Row 0 of a and
+    # column 5 of b: (1 + 2^-7) 2^-100 * (1 + 2^-7) 2^-13 s - 2^-100 *
+    # (1 + 2^-6) 2^-13 s = 2^-127 s, every product normal. The smallest
+    # magnitudes' biased exponents sum to 141 at s = 1 (a sum of products can
+    # be denormal: the widened path keeps 2^-127) and to 142 at s = 2 (no
+    # partial sum can be: the dot-product path, 2^-126). Everything else
+    # is 1.
+    a = np.ones((9, 40), BF16)
+    b = np.ones((40, 33), BF16)
+    a[0] = 0
+    a[0, 3], a[0, 4] = (1 + 2.0 ** -7) * 2.0 ** -100, 2.0 ** -100
+    b[3, 5] = (1 + 2.0 ** -7) * 2.0 ** -13 * scale
+    b[4, 5] = -(1 + 2.0 ** -6) * 2.0 ** -13 * scale
+    exe = compile_dot((9, 40), (40, 33), (9, 33), PLAIN, "bf16", "f32")
+    got = np.asarray(exe.execute(a, b))
+    assert got[0, 5] == np.float32(want)
+    ref, bound = bf16_reference(a, b)
+    assert np.all(np.abs(got - ref) <= bound)
+
+
+def test_bf16_dot_with_tiny_probabilities_stays_exact():
+    # Softmax-like rows (values down to 2^-120, far below what the
+    # instruction could flush were both operands that small) times values
+    # of ordinary size: every product is normal, the product exact.
+    rng = np.random.default_rng(12)
+    p = np.exp2(-rng.uniform(0, 120, (64, 96))).astype(BF16)
+    v = rng.standard_normal((96, 48)).astype(BF16)
+    v[np.abs(v.astype(np.float32)) < 2.0 ** -6] = 0.5
+    exe = compile_dot((64, 96), (96, 48), (64, 48), PLAIN, "bf16", "f32")
+    got = np.asarray(exe.execute(p, v))
+    ref, bound = bf16_reference(p, v)
+    assert np.all(np.abs(got - ref) <= bound)

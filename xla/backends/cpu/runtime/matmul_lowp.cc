@@ -13,11 +13,12 @@
 //   (x ^ 0x80); each output row then holds 128 * sum_k lhs[i, k] too,
 //   which is subtracted. All of it wraps modulo 2^32 like XLA's s32 sums,
 //   so the result is exact. VDPBF16PS treats denormal inputs as zero and
-//   flushes denormal results: where an operand has a nonzero element below
-//   2^-56 in magnitude the product takes the widened path instead; above
-//   that every product of two elements is a multiple of 2^-126, so is
-//   every partial sum, and no denormal ever arises (the result is f32
-//   GEMM's, up to summation order).
+//   flushes denormal results: where an operand has a denormal, or the
+//   smallest nonzero magnitudes of the two operands could make a product
+//   below 2^-126 (DotProductExact), the product takes the widened path
+//   instead; otherwise every product of two elements is a multiple of
+//   2^-126, so is every partial sum, and no denormal ever arises (the
+//   result is f32 GEMM's, up to summation order).
 // * The amx variant runs the same GEMM on AMX tiles where the product has
 //   at least 16 rows (TDPBSSD: s8 x s8, so the rhs is packed as it is,
 //   without the + 128 and the correction; TDPBF16PS, which flushes
@@ -795,6 +796,42 @@ bool HasTinyBf16(const uint16_t* x, int64_t count) {
   return tiny != 0;
 }
 
+// The smallest biased exponent among the nonzero elements of a bf16 array:
+// 0 where one is a denormal, 255 where none is nonzero.
+int MinExponentBf16(const uint16_t* x, int64_t count) {
+  __m512i lowest = _mm512_set1_epi16(0xFF);
+  for (int64_t i = 0; i < count; i += Bf16Kind::kVector) {
+    const int width = static_cast<int>(std::min<int64_t>(Bf16Kind::kVector, count - i));
+    const __m512i magnitude =
+        _mm512_and_si512(Bf16Kind::LoadTail(x + i, width), _mm512_set1_epi16(0x7FFF));
+    lowest = _mm512_mask_min_epu16(lowest, _mm512_test_epi16_mask(magnitude, magnitude), lowest,
+                                   _mm512_srli_epi16(magnitude, 7));
+  }
+  const __m256i half = _mm256_min_epu16(_mm512_castsi512_si256(lowest),
+                                        _mm512_extracti64x4_epi64(lowest, 1));
+  const __m128i quarter =
+      _mm_min_epu16(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
+  return _mm_extract_epi16(_mm_minpos_epu16(quarter), 0);
+}
+
+// Whether the dot-product GEMM computes lhs x rhs as f32 arithmetic on the
+// widened values would (up to summation order). VDPBF16PS reads denormal
+// inputs as zero and flushes denormal products and sums; with no denormal
+// input and the smallest nonzero magnitudes' biased exponents ea, eb, every
+// element is a multiple of 2^(e - 134) for its operand's e, every product
+// and so every partial sum a multiple of 2^(ea + eb - 268): at least 2^-126
+// (normal) where nonzero when ea + eb >= 142. (Checking each element
+// against 2^-56, as before, held both to half of that: a softmax's
+// probabilities, often far smaller, sent attention's products to the
+// widened path.)
+bool DotProductExact(const uint16_t* lhs, int64_t lhs_count, const uint16_t* rhs,
+                     int64_t rhs_count) {
+  const int ea = MinExponentBf16(lhs, lhs_count);
+  if (ea == 0) return false;
+  const int eb = MinExponentBf16(rhs, rhs_count);
+  return eb != 0 && ea + eb >= 142;
+}
+
 #endif  // XLA_CPU_BF16_GEMM
 
 #endif  // XLA_CPU_DOT_PRODUCT_GEMM
@@ -857,7 +894,7 @@ void MatmulBf16F32(const void* lhs_bits, const void* rhs_bits, float* out, int64
         RunGemv<Bf16Kind>(a, b, out, batch, rows, k, cols, tb);
         return;
       }
-    } else if (!HasTinyBf16(lhs, batch * m * k) && !HasTinyBf16(rhs, batch * k * n)) {
+    } else if (DotProductExact(lhs, batch * m * k, rhs, batch * k * n)) {
 #if defined(XLA_CPU_TILE_GEMM)
       if (rows >= kTileRows) {
         Gemm<Bf16TileKind>{a, b, out, batch, rows, k, cols, ta, tb}.Run();
