@@ -142,6 +142,10 @@ FORMS = [
      lambda a, b: a @ b),
     ((300,), (300, 200), (200,), "lhs_contracting_dims={0}, rhs_contracting_dims={0}",
      lambda a, b: a @ b),
+    # A transposed lhs over several k blocks (256 bf16 / 512 s8 per block),
+    # rows in whole panels of 8 but the last.
+    ((1100, 44), (1100, 24), (44, 24), "lhs_contracting_dims={0}, rhs_contracting_dims={0}",
+     lambda a, b: a.T @ b),
     ((3, 64, 48), (3, 40, 64), (3, 48, 40),
      "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_contracting_dims={2}",
      lambda a, b: np.swapaxes(a, 1, 2) @ np.swapaxes(b, 1, 2)),

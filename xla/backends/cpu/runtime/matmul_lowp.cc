@@ -368,7 +368,39 @@ struct Gemm {
       }
       return;
     }
-    for (int64_t g = g0; g < g1; ++g, dst += kMr * G) {
+    // A transposed lhs ([k][m]): a group's G stored rows hold the panel's
+    // kMr rows side by side, interleaved G ways into [kMr][G] (the scalar
+    // gather below cost more than the products of attention's per-head
+    // 256 x 256 x 64 blocks).
+    int64_t g = g0;
+    if (rows == kMr) {
+      const int64_t full = std::min(g1, k / G);
+      if constexpr (G == 2) {
+        for (; g < full; ++g, dst += kMr * G) {
+          const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2 * g * m + i0));
+          const __m128i x1 =
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + (2 * g + 1) * m + i0));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(x0, x1));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 8), _mm_unpackhi_epi16(x0, x1));
+        }
+      } else {
+        __m256i row_sums = _mm256_setzero_si256();
+        for (; g < full; ++g, dst += kMr * G) {
+          __m128i x[4];
+          for (int t = 0; t < 4; ++t) {
+            x[t] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + (4 * g + t) * m + i0));
+            row_sums = _mm256_add_epi32(row_sums, _mm256_cvtepi8_epi32(x[t]));
+          }
+          const __m128i t01 = _mm_unpacklo_epi8(x[0], x[1]), t23 = _mm_unpacklo_epi8(x[2], x[3]);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(t01, t23));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(t01, t23));
+        }
+        alignas(32) int32_t lanes[kMr];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), row_sums);
+        for (int r = 0; r < kMr; ++r) sums[r] += lanes[r];
+      }
+    }
+    for (; g < g1; ++g, dst += kMr * G) {
       for (int r = 0; r < kMr; ++r) {
         for (int t = 0; t < G; ++t) {
           const int64_t p = g * G + t;
