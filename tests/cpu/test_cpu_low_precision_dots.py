@@ -146,6 +146,10 @@ FORMS = [
     # rows in whole panels of 8 but the last.
     ((1100, 44), (1100, 24), (44, 24), "lhs_contracting_dims={0}, rhs_contracting_dims={0}",
      lambda a, b: a.T @ b),
+    # A transposed rhs over several k blocks, k groups not a multiple of 16
+    # in the last, two whole strips of 32 columns and part of one.
+    ((44, 1100), (70, 1100), (44, 70), "lhs_contracting_dims={1}, rhs_contracting_dims={1}",
+     lambda a, b: a @ b.T),
     ((3, 64, 48), (3, 40, 64), (3, 48, 40),
      "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_contracting_dims={2}",
      lambda a, b: np.swapaxes(a, 1, 2) @ np.swapaxes(b, 1, 2)),

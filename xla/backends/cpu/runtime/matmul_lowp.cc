@@ -258,7 +258,27 @@ struct Gemm {
     const In* src = rhs + b * k * n;
     const int64_t j0 = s * kNr;
     const int64_t cols = std::min<int64_t>(kNr, n - j0);
-    for (int64_t g = g0; g < g1; ++g, dst += kNr * G) {
+    int64_t g = g0;
+    if (transpose_rhs && cols == kNr && k % G == 0) {
+      // Each column's k groups are consecutive 32-bit words of its stored
+      // row: 16 groups of 16 columns at a time by a 16 x 16 transpose of
+      // words, where gathering a word per column and group cost more than
+      // the products of attention's per-head 64 x 256 x 256 blocks.
+      const float* words = reinterpret_cast<const float*>(src);
+      const int64_t row_words = k / G;
+      for (; g + 16 <= g1; g += 16, dst += 16 * kNr * G) {
+        for (int h = 0; h < 2; ++h) {
+          __m512 t[16];
+          packed_gemm::Transpose16(words + (j0 + 16 * h) * row_words + g, row_words, 16, t);
+          for (int w = 0; w < 16; ++w) {
+            const __m512i v = _mm512_xor_si512(_mm512_castps_si512(t[w]),
+                                               _mm512_set1_epi32(static_cast<int>(Kind::kRhsFlip)));
+            _mm512_storeu_si512(dst + (w * kNr + 16 * h) * G, v);
+          }
+        }
+      }
+    }
+    for (; g < g1; ++g, dst += kNr * G) {
       const int64_t p0 = g * G;
       if (!transpose_rhs && cols == kNr && p0 + G <= k) {
         Interleave<Kind::kRhsFlip != 0>(src + p0 * n + j0, n, dst);
