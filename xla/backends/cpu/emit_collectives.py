@@ -20,10 +20,6 @@ from xla.backends.cpu.loop_emitter import I64, i64
 RUNTIME_SYMBOL = collectives.SYMBOL
 
 
-def _row_major(shape):
-    return not shape.is_array or le.major_to_minor(shape) == list(range(shape.rank))
-
-
 def _pointer_array(me, b, buffers):
     """An alloca'd array of the given buffers' addresses (null when empty)."""
     if not buffers:
@@ -52,7 +48,7 @@ def emit_collective(me, h):
     result_leaves = h.shape.leaves()
     if any(not s.is_array for _, s in result_leaves):
         raise unsupported(h, "a token result")
-    if not all(_row_major(s) for s in operand_leaves + [s for _, s in result_leaves]):
+    if not all(le.is_row_major(s) for s in operand_leaves + [s for _, s in result_leaves]):
         raise unsupported(h, "non-row-major layout")
     result_buffers = [me.assignment.buffer(h, index) for index, _ in result_leaves]
     op = collectives.register_op(h, operand_leaves, [s for _, s in result_leaves])

@@ -36,6 +36,7 @@ element, so ``t`` is stored whether or not anything else reads it (M
 elements), and the reshapes and the view of A that nothing reads any more
 are removed.
 """
+from xla.backends.cpu.loop_emitter import is_row_major
 from xla.hlo.ir import HloComputation, HloInstruction
 from xla.hlo.shape import Shape
 from xla.service.hlo_pass import HloPass
@@ -43,11 +44,6 @@ from xla.service.pass_utils import add_before_callers, fusion_computations
 
 MIN_ELEMENTS = 1 << 16     # smaller matrices stay in cache: two passes cost little
 _TYPES = ("f32", "f64")
-
-
-def _row_major(shape):
-    layout = shape.layout
-    return layout is None or list(layout.minor_to_major) == list(range(shape.rank))[::-1]
 
 
 def _vector_like(shape, n, leading_one):
@@ -66,7 +62,7 @@ def pair_role(dot, matrix):
     lc = tuple(dot.attr("lhs_contracting_dims", ()) or ())
     rc = tuple(dot.attr("rhs_contracting_dims", ()) or ())
     et = matrix.shape.element_type.text
-    if any(s.element_type.text != et or not _row_major(s)
+    if any(s.element_type.text != et or not is_row_major(s)
            for s in (lhs.shape, rhs.shape, dot.shape)):
         return None
     m, k = matrix.shape.dimensions
@@ -110,7 +106,7 @@ def chain_dot(dot, matrix, t):
     et = matrix.shape.element_type.text
     return lc == (1,) and rc == (0,) and _vector_like(t.shape, m, leading_one=False) and \
         all(s.element_type.text == et for s in (t.shape, dot.shape)) and \
-        _row_major(t.shape) and _row_major(dot.shape) and tuple(dot.shape.dimensions) in ((k,), (k, 1))
+        is_row_major(t.shape) and is_row_major(dot.shape) and tuple(dot.shape.dimensions) in ((k,), (k, 1))
 
 
 def _chain(rows, matrix):
@@ -126,7 +122,7 @@ def _chain(rows, matrix):
                 continue
             if user.opcode in ("reshape", "bitcast") and user.shape.is_array and \
                     user.shape.num_elements() == m and user.shape.element_type.text == et and \
-                    _row_major(user.shape):
+                    is_row_major(user.shape):
                 stack.append((user, between + (user,)))
             elif chain_dot(user, matrix, t):
                 return user, between
@@ -159,7 +155,7 @@ class MatrixVectorPairFusion(HloPass):
             for matrix in list(comp.instructions):
                 shape = matrix.shape
                 if not shape.is_array or shape.rank != 2 or shape.element_type.text not in _TYPES \
-                        or not _row_major(shape) or shape.num_elements() < MIN_ELEMENTS:
+                        or not is_row_major(shape) or shape.num_elements() < MIN_ELEMENTS:
                     continue
                 users = [u for u in matrix.users if u.parent is comp]
                 rows = next((u for u in users if pair_role(u, matrix) == "rows"), None)
