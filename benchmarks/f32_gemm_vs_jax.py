@@ -48,7 +48,15 @@ def main():
                              "threads spin for a while after a call, on the cores ours need")
     parser.add_argument("--transpose-rhs", action="store_true",
                         help="B stored [n, k] (a dense layer's x @ W^T)")
+    parser.add_argument("--product", action="append", default=[], metavar="MxKxN",
+                        help="only this product (repeatable; default: the list above)")
     args = parser.parse_args()
+    try:
+        products = [tuple(int(d) for d in p.split("x")) for p in args.product] or PRODUCTS
+        if any(len(p) != 3 or min(p) < 1 for p in products):
+            raise ValueError
+    except ValueError:
+        parser.error(f"--product wants MxKxN with positive sizes, got {args.product}")
     try:
         import jax
         jax.config.update("jax_platforms", "cpu")
@@ -59,7 +67,7 @@ def main():
           f"{os.environ.get('XLA_CPU_NUM_THREADS', '(unset: one per CPU)')}; "
           f"jax {jax.__version__ if jax else 'not installed'}")
     print(f"{'product':>18} {'ours':>8} {'jax.jit':>8} {'numpy':>8}  jax/ours  (GFLOP/s)")
-    for m, k, n in PRODUCTS:
+    for m, k, n in products:
         a = rng.standard_normal((m, k), dtype=np.float32)
         b = rng.standard_normal((n, k) if args.transpose_rhs else (k, n), dtype=np.float32)
         exe = xla.compile(xla.parse_hlo_module(dot_module(m, k, n, args.transpose_rhs)), "cpu")
