@@ -287,3 +287,29 @@ def test_bf16_dot_with_tiny_probabilities_stays_exact():
     got = np.asarray(exe.execute(p, v))
     ref, bound = bf16_reference(p, v)
     assert np.all(np.abs(got - ref) <= bound)
+
+
+@pytest.mark.parametrize("tiny_in", ["lhs", "rhs"])
+def test_bf16_dot_finds_a_tiny_element_in_the_last_chunk_of_a_large_operand(tiny_in):
+    # Operands of 512 K elements are scanned in 128 K-element chunks across
+    # the pool; the one element that makes a product denormal (2^-110 *
+    # 2^-30 = 2^-140) is the operand's last, in the last chunk. Found, the
+    # product is widened and keeps it; missed, the instruction flushes it.
+    m, k, n = 1024, 512, 1024
+    a = np.ones((m, k), BF16)
+    b = np.ones((k, n), BF16)
+    if tiny_in == "lhs":
+        b[:] = 2.0 ** -30
+        a[-1] = 0
+        a[-1, -1] = 2.0 ** -110
+        want_index, want_other = np.s_[-1, :], k * 2.0 ** -30
+    else:
+        a[:] = 2.0 ** -30
+        b[:, -1] = 0
+        b[-1, -1] = 2.0 ** -110
+        want_index, want_other = np.s_[:, -1], k * 2.0 ** -30
+    exe = compile_dot((m, k), (k, n), (m, n), PLAIN, "bf16", "f32")
+    got = np.asarray(exe.execute(a, b))
+    assert np.all(got[want_index] == np.float32(2.0 ** -140))
+    rest = np.delete(got, -1, axis=0 if tiny_in == "lhs" else 1)
+    assert np.all(rest == np.float32(want_other))
