@@ -1,7 +1,7 @@
 """Modules as JAX lowers them, run by this project's CPU backend and by
 XLA:CPU on the very same HLO text, side by side.
 
-    .venv/bin/python benchmarks/jax_modules.py [--repeats=N] [--only=NAME ...]
+    .venv/bin/python benchmarks/jax_modules.py [--repeats=N] [--only=NAME ...] [--match=TEXT ...]
 
 Each module of benchmarks/modules/ (made with JAX by gen_compile_modules.py:
 softmax, layernorm, attention, MLP and transformer training steps, a conv
@@ -9,8 +9,9 @@ net's training step; and by gen_runtime_modules.py at working-set sizes, the
 ``rt_`` ones: RMSNorm + residual at f32 and bf16, attention at three
 sequence lengths, a transformer block forward and its training step, a conv
 net forward and its step, the MLP's step, batched matmul, matrix-vector,
-s8 and bf16 dots) gets deterministic random arguments
-(``xla.tools.arrays.random_args``, floats scaled by 0.1), is compiled once and run ``--repeats``
+s8 and bf16 dots, the MLP's and the transformer block's steps in bf16)
+gets deterministic random arguments (``xla.tools.arrays.random_args``,
+floats, bf16 and f8 included, scaled by 0.1), is compiled once and run ``--repeats``
 times after a warm-up; the median is reported. Where ``import jax`` works
 (run with ``PYTHONPATH=<a jax env's site-packages>``), jaxlib compiles the
 same text (HLO text -> StableHLO -> XLA:CPU, as the fixture generators do)
