@@ -182,14 +182,17 @@ struct Bf16Kind {
   static __m512i RhsVector(__m512i x) { return x; }
   static Out Sum(Acc acc) { return _mm512_reduce_add_ps(acc); }
   static Acc Add(Acc a, Acc b) { return _mm512_add_ps(a, b); }
-  // The elements VDPBF16PS could flush (HasTinyBf16): a nonzero magnitude
-  // below 2^-56. A Gemv row holding one is recomputed by ExactRow: f32
-  // products of bf16 are exact (denormals included), summed in f32.
+  // The elements a matrix-vector product (Gemv) holds to exactness: a
+  // nonzero magnitude below 2^-56 (biased exponent below kTinyExponent)
+  // in either operand could make a product VDPBF16PS flushes. A Gemv row
+  // holding one is recomputed by ExactRow: f32 products of bf16 are exact
+  // (denormals included), summed in f32.
+  static constexpr int kTinyExponent = 71;
   static constexpr bool kHasTiny = true;
   static uint64_t Tiny(__m512i x) {
     const __m512i magnitude = _mm512_and_si512(x, _mm512_set1_epi16(0x7FFF));
     return _mm512_test_epi16_mask(magnitude, magnitude) &
-           _mm512_cmplt_epu16_mask(magnitude, _mm512_set1_epi16(71 << 7));
+           _mm512_cmplt_epu16_mask(magnitude, _mm512_set1_epi16(kTinyExponent << 7));
   }
   static Out ExactRow(const In* row, const In* vec, int64_t k) {
     float sum = 0.0f;
@@ -837,17 +840,6 @@ bool RunGemv(const typename Kind::In* lhs, const typename Kind::In* rhs, typenam
 }
 
 #if defined(XLA_CPU_BF16_GEMM)
-// Whether a bf16 array has a nonzero element of magnitude below 2^-56
-// (biased exponent below 71), which the dot-product GEMM could flush.
-bool HasTinyBf16(const uint16_t* x, int64_t count) {
-  uint64_t tiny = 0;
-  for (int64_t i = 0; i < count; i += Bf16Kind::kVector) {
-    const int width = static_cast<int>(std::min<int64_t>(Bf16Kind::kVector, count - i));
-    tiny |= Bf16Kind::Tiny(Bf16Kind::LoadTail(x + i, width));  // zeros past the end: not tiny
-  }
-  return tiny != 0;
-}
-
 // The smallest biased exponent among the nonzero elements of a bf16 array:
 // 0 where one is a denormal, 255 where none is nonzero.
 int MinExponentBf16(const uint16_t* x, int64_t count) {
@@ -866,16 +858,6 @@ int MinExponentBf16(const uint16_t* x, int64_t count) {
   return _mm_extract_epi16(_mm_minpos_epu16(quarter), 0);
 }
 
-// Whether the dot-product GEMM computes lhs x rhs as f32 arithmetic on the
-// widened values would (up to summation order). VDPBF16PS reads denormal
-// inputs as zero and flushes denormal products and sums; with no denormal
-// input and the smallest nonzero magnitudes' biased exponents ea, eb, every
-// element is a multiple of 2^(e - 134) for its operand's e, every product
-// and so every partial sum a multiple of 2^(ea + eb - 268): at least 2^-126
-// (normal) where nonzero when ea + eb >= 142. (Checking each element
-// against 2^-56, as before, held both to half of that: a softmax's
-// probabilities, often far smaller, sent attention's products to the
-// widened path.)
 // MinExponentBf16 of a large array in chunks across the pool: the scan
 // reads both operands before the product does, and on one thread a cold
 // 5 MB pair took about as long as the product's own reads.
@@ -902,6 +884,16 @@ int ScanMinExponentBf16(const uint16_t* x, int64_t count) {
   return *std::min_element(scan.lowest.begin(), scan.lowest.end());
 }
 
+// Whether the dot-product GEMM computes lhs x rhs as f32 arithmetic on the
+// widened values would (up to summation order). VDPBF16PS reads denormal
+// inputs as zero and flushes denormal products and sums; with no denormal
+// input and the smallest nonzero magnitudes' biased exponents ea, eb, every
+// element is a multiple of 2^(e - 134) for its operand's e, every product
+// and so every partial sum a multiple of 2^(ea + eb - 268): at least 2^-126
+// (normal) where nonzero when ea + eb >= 142. (Checking each element
+// against 2^-56, as before, held both to half of that: a softmax's
+// probabilities, often far smaller, sent attention's products to the
+// widened path.)
 bool DotProductExact(const uint16_t* lhs, int64_t lhs_count, const uint16_t* rhs,
                      int64_t rhs_count) {
   const int ea = ScanMinExponentBf16(lhs, lhs_count);
@@ -968,7 +960,7 @@ void MatmulBf16F32(const void* lhs_bits, const void* rhs_bits, float* out, int64
       // A matrix-vector product: the vector checked here, the matrix (the
       // bytes that matter) as Gemv streams it, where a second pass to check
       // it first made the product read it twice.
-      if (!HasTinyBf16(a, batch * k)) {
+      if (MinExponentBf16(a, batch * k) >= Bf16Kind::kTinyExponent) {
         RunGemv<Bf16Kind>(a, b, out, batch, rows, k, cols, tb);
         return;
       }
