@@ -217,18 +217,19 @@ def generate_reduce(g, h, index):
     identity = row_identity(comp, et) if n == 1 and lanes else None
     if (identity is not None and lanes_of is None and comp.root_instruction.opcode in _VECTOR_REDUCERS
             and order and order[-1] == le.major_to_minor(in_shape)[-1]
-            and in_shape.dimensions[order[-1]] >= 2 * lanes
-            and (not narrow or _loop_vectorizable(g, inputs[0]))):
-        # (An f16/bf16 row whose element the loop vectorizer cannot
-        # vectorize, erf say, stays sequential: the hand-unrolled form is
-        # not used for narrow types.)
-        if _loop_vectorizable(g, inputs[0]):
+            and in_shape.dimensions[order[-1]] >= 2 * lanes):
+        code = _element_code(g, inputs[0])
+        if _loop_vectorizable(code):
             # (f16 and bf16 rows run in f32 registers.)
             wide = _row_lanes(lanes, 64 if et is PT.F64 else 32, in_shape.dimensions[order[-1]])
             return _vector_row_reduce(g, h, inputs[0], init_values[0], base_index, order, wide,
-                                      ranges, comp)
-        return _unrolled_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes,
-                                    ranges, comp, identity)
+                                      ranges, comp, code)
+        # (An f16/bf16 row whose element the loop vectorizer cannot
+        # vectorize, erf say, stays sequential: the hand-unrolled form is
+        # not used for narrow types.)
+        if not narrow:
+            return _unrolled_row_reduce(g, h, inputs[0], init_values[0], base_index, order, lanes,
+                                        ranges, comp, identity)
 
     accs = [g.kernel.alloca(v.type, name="acc") for v in init_values]
     for a, v in zip(accs, init_values):
@@ -326,13 +327,14 @@ def _fold_element(g, h, x, idx, acc, typ, combine):
     g.b.store(combine(g.b, g.b.load(acc, typ=typ), v), acc)
 
 
-def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
+def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, code):
     """The row reduction as one scalar loop over the minor-most reduced
     dimension that LLVM's loop vectorizer runs ``lanes`` wide in
     ``ROW_REDUCE_INTERLEAVE`` vector accumulators (``loop_emitter.
     loop_hints``; the explicit width is what allows it to reassociate
-    the sum). The reducer is ``fadd`` or, for maximum and minimum,
-    ``_fast_min_max_row``."""
+    the sum; more where ``code``, the instructions of ``x``'s element,
+    computes a long-chain op at bf16/f16). The reducer is ``fadd`` or, for
+    maximum and minimum, ``_fast_min_max_row``."""
     b = g.b
     scalar_t = init.type
     op = comp.root_instruction.opcode
@@ -344,8 +346,7 @@ def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp):
     saved = g.push_scope()
     idx = list(base_index)
     inner = order[-1]
-    interleave = (le.long_chain_interleave(_element_code(g, x), ROW_REDUCE_INTERLEAVE)
-                  or ROW_REDUCE_INTERLEAVE)
+    interleave = le.long_chain_interleave(code, ROW_REDUCE_INTERLEAVE) or ROW_REDUCE_INTERLEAVE
 
     def row():
         lo, hi = ranges.get(inner, (0, x.shape.dimensions[inner]))
@@ -455,13 +456,13 @@ def _element_code(g, x):
     return code
 
 
-def _loop_vectorizable(g, x):
-    """Whether every instruction whose code computes ``x``'s element in
-    this kernel is in ``_LOOP_VECTORIZABLE_OPS`` with real element types.
-    Where the vectorizer cannot vectorize a loop whose width is set, it
-    prints a remark on stderr and runs it sequentially."""
+def _loop_vectorizable(code):
+    """Whether every instruction of an element's ``code`` (``_element_code``)
+    is in ``_LOOP_VECTORIZABLE_OPS`` with real element types. Where the
+    vectorizer cannot vectorize a loop whose width is set, it prints a
+    remark on stderr and runs it sequentially."""
     return all(h.opcode in _LOOP_VECTORIZABLE_OPS and h.shape.is_array
-               and h.shape.element_type.kind != "c" for h in _element_code(g, x))
+               and h.shape.element_type.kind != "c" for h in code)
 
 
 def _unrolled_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, identity):
