@@ -30,31 +30,25 @@ import argparse
 import gzip
 import pathlib
 import statistics
-import time
-
 import sys
+import time
 
 import ml_dtypes
 import numpy as np
 
-import xla
-from xla.tools.arrays import flatten_result, random_args
+sys.path.insert(1, str(pathlib.Path(__file__).resolve().parent))
+import gen_runtime_modules  # noqa: E402  (names only: jax is imported when it lowers)
+
+import xla  # noqa: E402
+from xla.tools.arrays import flatten_result, random_args  # noqa: E402
 
 MODULES = pathlib.Path(__file__).resolve().parent / "modules"
 NAMES = ["softmax", "layernorm", "attention", "cnn_train", "mlp_train_L37", "mlp_train_L185",
          "transformer_train_L3", "transformer_train_L12"]
 # At working-set sizes (gen_runtime_modules.py): the issue-19 workloads as JAX lowers them.
-NAMES += ["rt_" + n for n in (
-    "rmsnorm_residual", "rmsnorm_residual_bf16", "attention_S128", "attention_S512",
-    "attention_S2048", "transformer_block", "transformer_block_train", "cnn", "cnn_train",
-    "mlp_train", "batched_matmul", "matvec", "dot_s8", "dot_bf16", "mlp_train_bf16",
-    "transformer_block_train_bf16")]
-# The memory-bound ones at three types and sizes from cache-resident to past
-# the last-level cache (gen_runtime_modules.py): each also reported as a
-# fraction of the machine's streaming bandwidth.
-SIZES = {"f32": ("256K", "4M", "16M"), "bf16": ("256K", "4M", "16M"), "f16": ("4M",)}
-NAMES += [f"rt_{kind}_{t}_{size}" for kind in ("softmax", "layernorm", "gelu")
-          for t, sizes in SIZES.items() for size in sizes]
+NAMES += ["rt_" + n for n in gen_runtime_modules.CATALOG]
+# The memory-bound ones, each also reported as a fraction of the machine's
+# streaming bandwidth.
 MEMORY_BOUND = ("rt_rmsnorm", "rt_softmax", "rt_layernorm", "rt_gelu")
 
 
@@ -131,7 +125,6 @@ def main():
         parser.error(f"no module matches {args.match}")
     bandwidth = None
     if any(n.startswith(MEMORY_BOUND) for n in names):
-        sys.path.insert(1, str(pathlib.Path(__file__).resolve().parent))
         from cpu_workloads import streaming_bandwidth
         bandwidth = streaming_bandwidth()
         print(f"streaming bandwidth: {bandwidth / 1e9:.1f} GB/s (a 256 MB copy)")
