@@ -25,6 +25,11 @@ R, C = 512, 1000  # 512K elements: every kernel is parallel
 JAX_LAYERNORM = os.path.join(os.path.dirname(__file__), "fixtures",
                              "layernorm_f32_256K_jax.hlo.gz")
 
+# Causal self-attention on f32[4, 128, 256] with 8 heads as JAX lowers it
+# (a copy of benchmarks/modules/attention.hlo.gz, gen_compile_modules.py):
+# the scores are f32[4, 8, 128, 128], 4 batches of 1024 rows.
+JAX_ATTENTION = os.path.join(os.path.dirname(__file__), "fixtures", "attention_f32_jax.hlo.gz")
+
 SOFTMAX = softmax(R, C)
 
 LAYERNORM = f"""HloModule layernorm
@@ -176,6 +181,26 @@ def test_jax_keepdims_layernorm_runs_as_one_group(monkeypatch):
     var = ((x64 - mean) ** 2).mean(axis=-1, keepdims=True)
     np.testing.assert_allclose(got, (x64 - mean) / np.sqrt(var + 1e-5) * g + b,
                                rtol=1e-5, atol=1e-5)
+
+
+def test_attention_softmax_groups_rows_across_batches_and_heads(monkeypatch):
+    # The scores' most major dimension has 4 batches: the softmax kernels
+    # split the linear index of [batch, head, query] instead (4096 rows), as
+    # one group. Buffer assignment gives the exponentials the bytes of the
+    # scores the group's first kernel reads: they must stay in the arena
+    # (a scratch would hand that kernel the scratch for its input).
+    text = gzip.open(JAX_ATTENTION, "rt").read()
+    args = [a * np.float32(0.3) for a in args_for(text)]
+    exe, got = run(text, args)
+    groups = re.findall(r"call void @__xla_cpu_parallel_for\(ptr (?:nonnull )?@(row_group[\w.]*), "
+                        r"ptr [^,]+, i64 (\d+)", exe.optimized_ir_text)
+    assert [int(n) for _, n in groups] == [4 * 8 * 128], groups
+    plain, want = ungrouped(text, args, monkeypatch)
+    assert not any(c.startswith("row_group") for c in parallel_calls(plain))
+    np.testing.assert_array_equal(got, want)
+    expected = Evaluator().evaluate(parse_hlo_module(text), args)
+    # (The projections' sums reach ~400: relative to the largest.)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
 
 
 # The row maxima reshaped to [2, R/2], transposed and reshaped back: row r

@@ -97,3 +97,24 @@ ENTRY %main (x: f32[4,64,96], y: f32[4,64,96]) -> f32[96,256] {
     exe = xla.compile(text, backend="cpu")
     assert ".tile.header" in exe.ir_text
     np.testing.assert_array_equal(exe.execute(x, y), (x * y).transpose(2, 0, 1).reshape(96, 256))
+
+
+def test_a_broadcast_along_the_minor_dimension_is_not_tiled():
+    # Softmax's quotients over [batch, heads, rows, cols]: the row sums
+    # [batch, heads, rows] broadcast along cols. Their minor dimension lands
+    # on output dimension 2, but consecutive output elements read one sum:
+    # a tiled walk would only break the rows apart.
+    text = """HloModule quotients
+ENTRY %main (s: f32[2,4,64], e: f32[2,4,64,128]) -> f32[2,4,64,128] {
+  %s = f32[2,4,64] parameter(0)
+  %e = f32[2,4,64,128] parameter(1)
+  %sb = f32[2,4,64,128] broadcast(%s), dimensions={0,1,2}
+  ROOT %q = f32[2,4,64,128] divide(%e, %sb)
+}
+"""
+    rng = np.random.default_rng(3)
+    s = rng.uniform(1, 2, (2, 4, 64)).astype(np.float32)
+    e = rng.standard_normal((2, 4, 64, 128)).astype(np.float32)
+    exe = xla.compile(text, backend="cpu")
+    assert ".tile.header" not in exe.ir_text
+    np.testing.assert_array_equal(exe.execute(s, e), e / s[..., None])

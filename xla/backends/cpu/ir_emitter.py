@@ -509,21 +509,49 @@ class ModuleEmitter:
             if elementwise and len(outputs) == 1:
                 leaf = root.operands[outputs[0][0][0]] if root.opcode == "tuple" else root
                 tile_dim = tiling.transposed_dimension(self.assignment, leaf, fusion, out[0][1])
+            split = self.loop_split(h, root, loop_shape, slices, side, reduces, tile_dim)
             memo_key = (self.fingerprints.key(h), group_number, slice_pattern(slices),
-                        tile_dim)
+                        tile_dim, split)
             kernel = self.memoized_kernel(
                 h, memo_key, name, slices,
                 lambda: self.emit_loop_kernel(h, root, fusion, name, slices, out, side, side_slices,
-                                              loop_shape, elementwise, tile_dim, group_number))
+                                              loop_shape, elementwise, tile_dim, group_number,
+                                              split))
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs
                 work *= max(1, root.operands[0].shape.num_elements() // max(1, work))
             elif reduces:
                 work = max([work] + [r.operands[0].shape.num_elements() for r in reduces])
             access = row_groups.kernel_access(self, h, root, fusion, loop_shape,
-                                              [(si, h.shape.subshape(si)) for si, _ in outputs], side)
+                                              [(si, h.shape.subshape(si)) for si, _ in outputs],
+                                              side, split)
             access.kernel = kernel
-            self.call_kernel(kernel, loop_shape, work, access)
+            self.call_kernel(kernel, loop_shape, work, access,
+                             extent=le.outer_extent(loop_shape, split))
+
+    def loop_split(self, h, root, loop_shape, slices, side, reduces, tile_dim):
+        """How many leading dimensions of ``loop_shape`` the kernel of
+        ``emit_loops`` splits as one (``le.split_dimensions``): never its
+        innermost loop (the one vectorized), except in a row reduction, whose
+        loop over its output holds no vector loop (each output element is a
+        reduction along the input's minor dimension); 1 for tiled, tiny and
+        shape-generic kernels, whose loops stay as they were."""
+        if tile_dim is not None or self.tiny_loop(root, loop_shape, side) or \
+                shape_generic.is_generic(self, h, slices):
+            return 1
+        rows = reduces or ([root] if root.opcode == "reduce" else [])
+        row_reduction = rows and all(
+            r.operands[0].shape.rank and
+            le.major_to_minor(r.operands[0].shape)[-1] in r.attr("dimensions", ())
+            for r in rows)
+        return le.split_dimensions(loop_shape, loop_shape.rank if row_reduction
+                                   else loop_shape.rank - 1)
+
+    @staticmethod
+    def tiny_loop(root, loop_shape, side):
+        """Whether a loop kernel is small enough to run in the driver."""
+        return loop_shape.num_elements() <= TINY_KERNEL_ELEMENTS and side == [] and \
+            root.opcode != "reduce"
 
     def memoized_kernel(self, h, memo_key, name, slices, emit):
         """The kernel of ``h`` over ``slices``: the one ``loop_kernels`` holds
@@ -538,21 +566,21 @@ class ModuleEmitter:
         return kernel
 
     def emit_loop_kernel(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
-                         elementwise, tile_dim, group_number=0):
+                         elementwise, tile_dim, group_number=0, split=1):
         """The kernel of output group ``group_number`` of ``emit_loops``,
         emitted and finished (or, shape-generic, reused:
         ``shape_generic.SizeFreeKernels``). A kernel of a few elements (a
         loop counter, an index, a scalar of a while body) is emitted into
         the driver module, where it is inlined into its caller: a call and
         its buffer-table loads cost more than the work."""
-        tiny = loop_shape.num_elements() <= TINY_KERNEL_ELEMENTS and side == [] and \
-            root.opcode != "reduce"
+        tiny = self.tiny_loop(root, loop_shape, side)
         generic = not tiny and shape_generic.is_generic(self, h, slices,
                                                         runtime_bounds=tile_dim is not None)
 
         def emit():
             kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
-                                            loop_shape, elementwise, tile_dim, tiny, generic)
+                                            loop_shape, elementwise, tile_dim, tiny, generic,
+                                            split)
             if generic and not kernel.dim_sizes:
                 # A shape-generic kernel whose code asked for no size (a 1-D
                 # loop runs from begin to end) is emitted again as it was
@@ -561,7 +589,7 @@ class ModuleEmitter:
                 sizes_in_code = kernel.sizes_in_code
                 kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side,
                                                 side_slices, loop_shape, elementwise, tile_dim,
-                                                tiny, False)
+                                                tiny, False, split)
                 kernel.sizes_in_code = sizes_in_code
             kernel.finish()
             return kernel
@@ -573,7 +601,7 @@ class ModuleEmitter:
                                            emit)
 
     def _loop_kernel_code(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
-                          elementwise, tile_dim, tiny, generic):
+                          elementwise, tile_dim, tiny, generic, split=1):
         """``emit_loop_kernel``'s kernel with its code, not yet finished."""
         kernel = Kernel(self, name, slices, in_driver=tiny, generic=generic)
         kernel.root = h
@@ -597,7 +625,7 @@ class ModuleEmitter:
             code = fusion.attr("calls").instructions if fusion is not None else [h]
             le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
                          interleave=le.long_chain_interleave(code, LOOP_INTERLEAVE)
-                         if elementwise else None, dims=dims)
+                         if elementwise else None, dims=dims, split=split)
         return kernel
 
     def reduce_riders(self, h, root, fusion):

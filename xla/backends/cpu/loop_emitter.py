@@ -209,15 +209,43 @@ def clamp(b, v, lo, hi):
     return b.select(b.icmp_signed(">", v, hi), hi, v)
 
 
-def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None, dims=None):
+# A parallel loop nest over a shape whose most major dimension is shorter
+# than this splits the linear index of its leading dimensions instead
+# (``split_dimensions``): attention's [batch, heads, queries, keys] scores
+# have 2 batches but 8192 rows, and a row group (row_groups.py) over 2 rows
+# is a group over whole 8 MB batches, which keeps nothing in cache.
+MIN_SPLIT_ROWS = 256
+
+
+def split_dimensions(shape, limit):
+    """How many of ``shape``'s most major dimensions (layout order), at most
+    ``limit``, ``loop_nest(split=...)`` walks as one loop over their linear
+    index: the fewest whose element count reaches ``MIN_SPLIT_ROWS`` (1 for a
+    longer major dimension, 0 for a scalar)."""
+    order = major_to_minor(shape)
+    if not order:
+        return 0
+    count, rows = 1, shape.dimensions[order[0]]
+    while count < min(limit, len(order)) and rows < MIN_SPLIT_ROWS:
+        rows *= shape.dimensions[order[count]]
+        count += 1
+    return count
+
+
+def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None, dims=None,
+              split=1):
     """Emits loops over every index of ``shape`` (layout order, the most
     major loop optionally restricted to ``[begin, end)``) and calls
     ``body(index)`` in the innermost one (with the ``interleave`` hint).
     ``dims``: the loops' trip counts (default ``shape.dimensions``; i64
-    values in a shape-generic kernel)."""
+    values in a shape-generic kernel). ``split`` > 1 (int ``dims`` only):
+    the outermost loop runs over the linear (row-major in the layout) index
+    of the ``split`` most major dimensions, ``[begin, end)`` of
+    ``outer_extent(shape, split)``, and divides it back into their indices."""
     dims = shape.dimensions if dims is None else dims
     order = [d for d in major_to_minor(shape)]
     index = [i64(0)] * shape.rank
+    split = max(1, min(split, len(order)))
 
     def emit(level):
         if level == len(order):
@@ -234,13 +262,34 @@ def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None, d
             index[d] = iv
             emit(level + 1)
 
-    emit(0)
+    if split == 1:
+        emit(0)
+        return
+    lead = order[:split]
+    lo, hi = (begin, end) if begin is not None else (0, outer_extent(shape, split))
+    inner = all(shape.dimensions[e] == 1 for e in order[split:])
+    with for_loop(b, lo, hi, name=f"{name}.rows", interleave=interleave if inner else None) as row:
+        rest = row
+        sized = [d for d in lead if dims[d] != 1]
+        for d in lead:
+            index[d] = i64(0)
+        for k, d in enumerate(reversed(sized)):
+            if k == len(sized) - 1:   # the most major: what is left (< its size)
+                index[d] = rest
+            else:
+                index[d] = b.urem(rest, i64(dims[d]))
+                rest = b.udiv(rest, i64(dims[d]))
+        emit(split)
 
 
-def outer_extent(shape):
-    """Trip count of the outermost loop of ``loop_nest(shape)`` (1 for scalars)."""
+def outer_extent(shape, split=1):
+    """Trip count of the outermost loop of ``loop_nest(shape, split=split)``
+    (1 for scalars)."""
     order = major_to_minor(shape)
-    return shape.dimensions[order[0]] if order else 1
+    n = 1
+    for d in order[:max(1, split)]:
+        n *= shape.dimensions[d]
+    return n
 
 
 def tiled_loop_nest(b, shape, body, tile_dim, begin=None, end=None, tile=32, name="t", dims=None):

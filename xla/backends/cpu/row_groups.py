@@ -15,8 +15,11 @@ gradients, elementwise chains between row reductions.)
 
 A kernel joins the group before it when
 
-* both split the same number of rows (the extent of the most major
-  dimension, in the layout, of their loop shapes);
+* both split the same number of rows: the extent of the most major
+  dimension, in the layout, of their loop shapes, or where that is short
+  the linear index of their leading dimensions (``le.split_dimensions``:
+  attention's scores f32[2, 8, 512, 512] and their row maxima f32[2, 8,
+  512] both have 8192 rows);
 * every buffer of the group's outputs that it reads, it reads *row-locally*:
   output row ``r`` reads row ``r`` of that buffer only, through elementwise
   ops, broadcasts and reduces that keep the row dimension, transposes that
@@ -66,13 +69,6 @@ class KernelAccess:
 def buffer_range(assignment, instr, index=()):
     buf = assignment.buffer(instr, index)
     return (buf.allocation.index, buf.offset, buf.offset + buf.size)
-
-
-def row_dimension(shape):
-    """The logical dimension stored most major (what ``le.loop_nest``
-    splits), or None for a scalar."""
-    order = le.major_to_minor(shape)
-    return order[0] if order else None
 
 
 def row_reads(assignment, root, fusion, row_dim):
@@ -155,37 +151,52 @@ def _reshaped_dimension(x, d):
     return None
 
 
-def kernel_access(emitter, h, root, fusion, loop_shape, outputs, sides):
+def row_dimensions(shape, split=1):
+    """The logical dimensions a loop nest over ``shape`` with ``split``
+    (``le.split_dimensions``) walks as its rows, most major first, those of
+    size 1 left out (they carry no index)."""
+    return [d for d in le.major_to_minor(shape)[:split] if shape.dimensions[d] != 1]
+
+
+def kernel_access(emitter, h, root, fusion, loop_shape, outputs, sides, split=1):
     """The KernelAccess of one kernel of ``emit_loops``: ``outputs`` are
     (shape index, shape) of what its loop stores, ``sides`` (shape index,
-    reduce) the side outputs its reduces store at their input index."""
+    reduce) the side outputs its reduces store at their input index;
+    ``split``: how many leading dimensions of ``loop_shape`` its rows span
+    (their linear index is the row)."""
     assignment = emitter.assignment
-    d = row_dimension(loop_shape)
-    acc = KernelAccess(loop_shape.dimensions[d] if d is not None else 1)
-    if d is None:
+    dims = row_dimensions(loop_shape, split)
+    acc = KernelAccess(le.outer_extent(loop_shape, split))
+    if not dims:
         acc.groupable = False
         return acc
     leaves = [root.operands[si[0]] for si, _ in outputs] if root.opcode == "tuple" else [root]
+    # For each buffer read, which of its dimensions carry row dimension k.
     found = {}
-    for leaf in leaves:
-        for key, (x, dims) in row_reads(assignment, leaf, fusion, d).items():
-            found.setdefault(key, (x, set()))[1].update(dims)
-    for x, dims in found.values():
+    for k, d in enumerate(dims):
+        for leaf in leaves:
+            for key, (x, carried) in row_reads(assignment, leaf, fusion, d).items():
+                found.setdefault(key, (x, {}))[1].setdefault(k, set()).update(carried)
+    extents = [loop_shape.dimensions[d] for d in dims]
+    for x, carried in found.values():
         if not x.shape.is_array:
             acc.groupable = False
             return acc
-        xd = row_dimension(x.shape)
-        local = dims == {xd} and xd is not None and x.shape.dimensions[xd] == acc.rows
+        xd = row_dimensions(x.shape, len(x.shape.dimensions))[:len(dims)]
+        local = len(xd) == len(dims) and all(
+            carried.get(k) == {xd[k]} and x.shape.dimensions[xd[k]] == extents[k]
+            for k in range(len(dims)))
         acc.reads.append((buffer_range(assignment, x), local))
     for si, shape in outputs:
-        if row_dimension(shape) != d:
+        if row_dimensions(shape, len(shape.dimensions))[:len(dims)] != dims:
             acc.groupable = False
         acc.writes.append(buffer_range(assignment, h, si))
         acc.values.append((acc.writes[-1], h, si))
     for si, r in sides:
         reduced = set(r.attr("dimensions", ()))
         kept = [i for i in range(r.operands[0].shape.rank) if i not in reduced]
-        if row_dimension(h.shape.subshape(si)) != kept[d]:
+        side = h.shape.subshape(si)
+        if row_dimensions(side, len(side.dimensions))[:len(dims)] != [kept[d] for d in dims]:
             acc.groupable = False
         acc.writes.append(buffer_range(assignment, h, si))
         acc.values.append((acc.writes[-1], h, si))
@@ -272,7 +283,7 @@ def local_temporaries(assignment, group, rows):
     for w in group.writes:
         counts[w] = counts.get(w, 0) + 1
     local = {}
-    for rng, value, index in (v for a in group.members for v in a.values):
+    for j, rng, value, index in ((j, *v) for j, a in enumerate(group.members) for v in a.values):
         alloc = assignment.allocations[rng[0]]
         row_bytes = (rng[2] - rng[1]) // max(1, group.rows)
         if (counts[rng] != 1 or alloc.kind != "preallocated-temp"
@@ -280,6 +291,11 @@ def local_temporaries(assignment, group, rows):
                 or row_bytes * rows > MAX_SCRATCH_BYTES):
             continue
         if any(_overlap(rng, r) and r != rng for r, _ in group.reads):
+            continue
+        # A member up to the writer reading the range reads what was there
+        # before (buffer assignment gave the temporary a dead array's
+        # bytes): that must come from the arena.
+        if any(_overlap(rng, r) for a in group.members[:j + 1] for r, _ in a.reads):
             continue
         if any(_overlap(rng, w) and w != rng for w in group.writes):
             continue

@@ -42,7 +42,10 @@ def transposed_dimension(assignment, root, fusion, out_shape):
             if x.shape.is_array and x.shape.rank >= 2:
                 minor = le.major_to_minor(x.shape)[-1]
                 target = dims[minor]
-                if (target is not None and target != out_minor
+                # (Where no dimension of x follows the output's minor one, a
+                # broadcast along it, consecutive output elements read one
+                # element: nothing to tile.)
+                if (target is not None and target != out_minor and out_minor in dims
                         and out_shape.dimensions[target] >= TILE
                         and out_shape.dimensions[out_minor] >= TILE):
                     return target
