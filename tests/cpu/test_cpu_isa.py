@@ -151,31 +151,34 @@ VARIANT_CHECK = """
     # dimensions swapped and its rows padded, the result's rows padded (the
     # padding must stay untouched); fewer rows than a block, fewer columns
     # than a vector, columns past whole blocks, k = 0; serial and split
-    # over the pool with the same bits.
+    # over the pool with the same bits. Then the same walks blocked (the
+    # runtime's blocked GEMM per product or row slab: the 300 rows of each
+    # of the 6 products are 2 slabs, 160 and 140).
     for name, dtype in [("f32", np.float32), ("f64", np.float64)]:
         gemm = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 4 + [ctypes.c_int64]))(
             symbols["__xla_cpu_tiled_gemm_" + name])
-        for m, k, n in [(1, 3, 5), (3, 7, 2), (4, 1, 1), (5, 0, 9), (4, 6, 4), (9, 3, 30),
-                        (6, 5, 100), (17, 2, 31), (63, 63, 63), (8, 5, 11), (7, 2, 16),
-                        (13, 9, 49), (5, 4, 52), (130, 17, 7)]:
-            a = rng.standard_normal((2, 3, k, m)).astype(dtype)
-            b = rng.standard_normal((3, 2, k, n + 3)).astype(dtype)
-            e = [s // a.itemsize for s in a.strides]
-            f = [s // b.itemsize for s in b.strides]
-            results = []
-            for chunk in (0, 1):
-                out = np.full((2, 3, m, n + 1), 7, dtype)
-                g = [s // out.itemsize for s in out.strides]
-                walk = np.array([m, k, n, e[3], e[2], f[2], g[2], 2, 2, 3, e[0], e[1], f[1], f[0],
-                                 g[0], g[1]], np.int64)
-                gemm(a.ctypes.data, b.ctypes.data, out.ctypes.data, walk.ctypes.data, chunk)
-                want = np.swapaxes(a, 2, 3).astype(np.float64) @ np.swapaxes(b, 0, 1)[..., :n]
-                what = f"tiled gemm {name} {m}x{k}x{n} chunk={chunk}"
-                scale = tolerance[name] * np.sqrt(max(k, 1))
-                assert np.allclose(out[..., :n], want, rtol=scale, atol=scale), what
-                assert np.all(out[..., n:] == 7), what
-                results.append(out.tobytes())
-            assert results[0] == results[1], f"tiled gemm {name} {m}x{k}x{n}: bits differ"
+        for blocked in (0, 1):
+            for m, k, n in [(1, 3, 5), (3, 7, 2), (4, 1, 1), (5, 0, 9), (4, 6, 4), (9, 3, 30),
+                            (6, 5, 100), (17, 2, 31), (63, 63, 63), (8, 5, 11), (7, 2, 16),
+                            (13, 9, 49), (5, 4, 52), (130, 17, 7), (300, 40, 70)]:
+                a = rng.standard_normal((2, 3, k, m)).astype(dtype)
+                b = rng.standard_normal((3, 2, k, n + 3)).astype(dtype)
+                e = [s // a.itemsize for s in a.strides]
+                f = [s // b.itemsize for s in b.strides]
+                results = []
+                for chunk in (0, 1):
+                    out = np.full((2, 3, m, n + 1), 7, dtype)
+                    g = [s // out.itemsize for s in out.strides]
+                    walk = np.array([m, k, n, e[3], e[2], f[2], g[2], 2, 2, 3, e[0], e[1], f[1],
+                                     f[0], g[0], g[1], blocked], np.int64)
+                    gemm(a.ctypes.data, b.ctypes.data, out.ctypes.data, walk.ctypes.data, chunk)
+                    want = np.swapaxes(a, 2, 3).astype(np.float64) @ np.swapaxes(b, 0, 1)[..., :n]
+                    what = f"tiled gemm {name} {m}x{k}x{n} chunk={chunk} blocked={blocked}"
+                    scale = tolerance[name] * np.sqrt(max(k, 1))
+                    assert np.allclose(out[..., :n], want, rtol=scale, atol=scale), what
+                    assert np.all(out[..., n:] == 7), what
+                    results.append(out.tobytes())
+                assert results[0] == results[1], f"tiled gemm {name} {m}x{k}x{n}: bits differ"
     conv = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 3 + [ctypes.c_int64] * 18))(
         symbols["__xla_cpu_conv2d_f32"])
     x = rng.standard_normal((2, 12, 11, 8)).astype(np.float32)

@@ -200,6 +200,50 @@ def test_row_major_batched_products_are_tiled_kernels(batch, m, k, n, tiled_gemm
     assert len(set(results)) == 1
 
 
+@pytest.mark.parametrize("et", ["f32", "f64"])
+def test_long_attention_heads_run_in_place_through_the_runtimes_blocked_gemm(et):
+    # 256 tokens per head of 64: products of 256 x 64 x 256 and 64 x 256 x
+    # 256 multiply-adds, beyond the tiled kernel's limits. The JIT's runtime
+    # computes them with its blocked GEMM on the operands in place (the walk
+    # marked blocked, its last element): the same bitcasts as for short
+    # heads, no matmul call, the same bits at 1, 2 and 3 threads.
+    b, s, h, d = 1, 256, 4, 64
+    exe = xla.compile(parse_hlo_module(_attention_like(b, s, h, d, et)), "cpu")
+    ops = [i.opcode for i in exe.module.entry.instructions]
+    assert ops.count("dot") == 2 and "transpose" not in ops
+    assert ops.count("fusion") + ops.count("exponential") == 2, ops
+    assert f"__xla_cpu_matmul_{et}" not in exe.ir_text
+    walks = [line for line in exe.ir_text.splitlines() if line.lstrip().startswith("@")
+             and "x i64] [" in line]
+    assert len(walks) == 2 and all(w.rstrip().endswith("i64 1], align 8") for w in walks), walks
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((b, s, h * d)).astype(NP[et]) * 0.3 for _ in range(3))
+    q4, k4, v4 = (x.astype(np.float64).reshape(b, s, h, d) for x in (q, k, v))
+    e = np.exp(np.einsum("bqhd,bkhd->bhqk", q4, k4))
+    want = np.einsum("bhqk,bkhd->bqhd", e, v4).reshape(b, s, h * d)
+    tol = 1e-4 if et == "f32" else 1e-12
+    results = []
+    try:
+        for threads in (1, 2, 3):
+            _core.set_cpu_runtime_num_threads(threads)
+            got = np.asarray(exe.execute(q, k, v))
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+            results.append(got.tobytes())
+    finally:
+        _core.set_cpu_runtime_num_threads(0)
+    assert len(set(results)) == 1
+
+
+def test_long_attention_heads_without_the_runtime_keep_their_copies(llvm_tiled_gemm):
+    # Objects compiled ahead of time have no blocked walk: such products go
+    # to the matmul, from copies of the transposed heads.
+    exe = xla.compile(parse_hlo_module(_attention_like(1, 256, 4, 64, "f32")), "cpu")
+    assert exe.ir_text.count("call void @\"__xla_cpu_matmul_f32\"") == 2
+    ops = [i.opcode for i in exe.module.entry.instructions]
+    # q's and k's heads, v's and the result's way back: four copy kernels.
+    assert ops.count("dot") == 2 and ops.count("fusion") == 4, ops
+
+
 def test_products_over_the_kernels_limit_still_call_the_runtime():
     # 256 x 256 x 256 per product: more than MAX_TILED_MACS.
     text = """HloModule m

@@ -10,7 +10,7 @@ import contextlib
 import re
 import time
 
-from xla.backends.cpu import fast_math, jit, kernel_compiler, llvm_types
+from xla.backends.cpu import fast_math, jit, kernel_compiler, llvm_types, strided_gemm
 from xla.backends.cpu.compile_progress import CompileProgress
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
@@ -34,6 +34,12 @@ _runtime = None
 # softmax and layernorm, 3 kernels each, 20% more CPU time than separately),
 # and a call per kernel costs nothing measurable at their run time.
 SINGLE_MODULE_MAX_KERNELS = 1
+
+
+def runs_blocked_products(symbols):
+    """Whether a runtime with ``symbols`` computes the strided products too
+    large for the tiled kernel (``strided_gemm.runtime_products``)."""
+    return all(f"__xla_cpu_tiled_gemm_{t}" in symbols for t in strided_gemm.TYPES)
 
 
 def runtime_symbols():
@@ -168,13 +174,14 @@ class CpuCompiler(Compiler):
         (the JIT passes the C++ runtime's; AOT passes none, or its C file's).
         """
         self.configure()
-        assignment = self.optimize(module)
-        if self.dynamic_binding is not None:
-            raise UnimplementedError(f"module {module.name}: ahead-of-time compilation of an "
-                                     "entry with dynamic shapes is not supported (its C "
-                                     "signature would take the sizes apart)")
-        with paused_gc(), self._emission_options():
-            emitted = emit_module(module, assignment, runtime_symbols)
+        with strided_gemm.runtime_products(runs_blocked_products(runtime_symbols)):
+            assignment = self.optimize(module)
+            if self.dynamic_binding is not None:
+                raise UnimplementedError(f"module {module.name}: ahead-of-time compilation of an "
+                                         "entry with dynamic shapes is not supported (its C "
+                                         "signature would take the sizes apart)")
+            with paused_gc(), self._emission_options():
+                emitted = emit_module(module, assignment, runtime_symbols)
         return assignment, emitted
 
     @contextlib.contextmanager
@@ -216,7 +223,10 @@ class CpuCompiler(Compiler):
         # The collector stays paused from the verifier to the executable, not
         # only within each stage: re-enabled between stages it walked the
         # whole module (0.1-0.2 s at 20,000 instructions).
-        with paused_gc():
+        # Passes and emission agree on which strided products the runtime
+        # computes (those the symbols of this compile have it run).
+        with paused_gc(), \
+                strided_gemm.runtime_products(runs_blocked_products(runtime_symbols())):
             return self._compile(module, hooks, cache, allow_mixed_precision)
 
     def _compile(self, module, hooks, cache, allow_mixed_precision):

@@ -115,7 +115,7 @@ def _lanes(et, n):
 
 _NUM_THREADS = "__xla_cpu_runtime_num_threads"
 # Batch dimensions the runtime's tiled GEMM takes (cpu_runtime.h).
-MAX_RUNTIME_BATCH_RANK = 8
+MAX_RUNTIME_BATCH_RANK = strided_gemm.MAX_RUNTIME_BATCH_RANK
 
 
 def small_gemm_shape(h, runtime_symbols=()):
@@ -164,6 +164,11 @@ def emit_small_gemm(me, h):
     call; False when it does not apply."""
     walk = strided_gemm.plan(h)
     if walk is not None:
+        # Products beyond the tiled walk's limits in layouts the runtime's
+        # matmul reads as they are: the matmul, with its own split of
+        # such products over the pool.
+        if walk.blocked and me.emit_runtime_matmul(h):
+            return True
         return _emit_strided(me, h, walk)
     shape = small_gemm_shape(h, me.runtime_symbols)
     if shape is None:
@@ -220,6 +225,8 @@ def _emit_strided(me, h, walk):
     MIN_SPLIT_MACS."""
     if _runtime_gemm(me, h) is not None and len(walk.batch) <= MAX_RUNTIME_BATCH_RANK:
         run = functools.partial(_call_runtime_gemm, me, h, walk)
+    elif walk.blocked:
+        raise AssertionError(f"{h.name}: a blocked strided product without the runtime's GEMM")
     else:
         et = h.shape.element_type.text
         wide = vector_lanes(64 if et == "f64" else 32)
@@ -280,7 +287,7 @@ def _call_runtime_gemm(me, h, walk, min_chunk):
     (a_batch, a_row, a_col), (b_batch, b_row, _), (c_batch, c_row, _) = \
         walk.scalar, walk.vector, walk.out
     params = [walk.m, walk.k, walk.n, a_row, a_col, b_row, c_row, len(walk.batch),
-              *walk.batch, *a_batch, *b_batch, *c_batch]
+              *walk.batch, *a_batch, *b_batch, *c_batch, int(walk.blocked)]
     d.call(fn, [a, b, c, me.dims_global(params), i64(min_chunk)])
 
 

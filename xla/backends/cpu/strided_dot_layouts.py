@@ -96,21 +96,23 @@ class StridedDotLayouts(HloPass):
             if (lhs, rhs, out) == (None, None, None):
                 continue
             shapes = (lhs, rhs, out[0] if out else None)
-            if strided_gemm.plan(dot, *shapes) is None:
+            walk = strided_gemm.plan(dot, *shapes)
+            if walk is None:
                 continue
             copies = transposes - sum(x is not None for x in (lhs, rhs, out))
             if best is None or copies < best[0]:
-                best = (copies, lhs, rhs, out)
+                best = (copies, lhs, rhs, out, walk.blocked)
         # The runtime's matmul reads transposes of the two matrix dimensions
         # in place (dot-operand-layouts); where that leaves fewer copies,
-        # the dot is left to it.
+        # the dot is left to it, and so it is at a tie with the runtime's
+        # blocked walk (the matmul's own split over the pool).
         nb = len(dot.attr("lhs_batch_dims"))
         runtime_copies = (result is not None) + sum(
             o.opcode == "transpose" and (s is None or matmul_transposed(s, nb) is None)
             for o, s in zip(dot.operands, operands))
-        if best is None or best[0] > runtime_copies:
+        if best is None or best[0] > runtime_copies or (best[0] == runtime_copies and best[4]):
             return False
-        _, lhs, rhs, out = best
+        _, lhs, rhs, out, _ = best
         new_operands = list(dot.operands)
         for i, shape in enumerate((lhs, rhs)):
             if shape is None:

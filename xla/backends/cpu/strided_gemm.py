@@ -24,11 +24,25 @@ batch dimension, its rows and its columns (the vector operand's and the
 result's columns have stride 1). None where it does not apply: unbatched
 dots (``emit_small_gemm``'s own rules), element types other than f32/f64,
 a matrix dimension missing, fewer than ``MR`` rows or ``MIN_COLUMNS``
-columns in the kernel's orientation, products of more than
-``MAX_TILED_MACS`` multiply-adds or whose vector operand takes more than
-``MAX_SPLIT_RHS_BYTES`` (where Eigen's packed GEMM wins), and layouts with
-stride 1 along neither N (in rhs and result) nor M (in lhs and result).
+columns in the kernel's orientation, and layouts with stride 1 along
+neither N (in rhs and result) nor M (in lhs and result).
+
+Products of more than ``MAX_TILED_MACS`` multiply-adds or whose vector
+operand takes more than ``MAX_SPLIT_RHS_BYTES`` are where a blocked, packed
+GEMM wins over the kernel. Where the runtime computes them
+(``runtime_products``: the JIT, whose ``__xla_cpu_tiled_gemm_*`` runs
+such a walk, marked ``blocked``, as its blocked GEMM per product on the
+operands in place), the plan takes them too if the scalar operand has
+stride 1 along its rows or its columns; elsewhere (objects compiled ahead
+of time: the LLVM kernel) they are left to the runtime's matmul, with
+transposes copied. Attention at 512 tokens per head (2 x 8 heads on
+2-core Zen 5, alternated): the head transposes of q, v and the result
+were 0.3 ms of the 9.3 ms module, and the per-head probabilities x values
+products, 64 x 512 x 512, read the probabilities transposed.
 """
+import contextlib
+import contextvars
+
 from xla.backends.cpu.dot_operand_layouts import matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import physical_strides
 
@@ -50,13 +64,31 @@ MAX_TILED_MACS = 128 * 128 * 128
 # 1.09, 512x512x512 1.24 (Eigen's packed panels win once the rhs leaves L2).
 MAX_SPLIT_RHS_BYTES = 256 << 10
 TYPES = ("f32", "f64")
+# The runtime's walk takes at most this many batch dimensions.
+MAX_RUNTIME_BATCH_RANK = 8
+
+# Whether plans may be ``blocked`` (module docstring); the compiler sets it
+# for the whole compilation (passes and emission must agree).
+_runtime_products = contextvars.ContextVar("xla_cpu_runtime_products", default=False)
+
+
+@contextlib.contextmanager
+def runtime_products(enabled=True):
+    """While active with ``enabled``, ``plan`` also accepts products beyond
+    the tiled kernel's limits, as ``blocked`` walks the runtime computes."""
+    token = _runtime_products.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _runtime_products.reset(token)
 
 
 class StridedGemm:
     """The kernel's walk over one batched dot (module docstring)."""
 
-    def __init__(self, swapped, batch, m, k, n, scalar, vector, out):
+    def __init__(self, swapped, batch, m, k, n, scalar, vector, out, blocked=False):
         self.swapped = swapped      # out^T = rhs^T lhs^T: the lhs is the vector operand
+        self.blocked = blocked      # the runtime's blocked GEMM per product, not the tiles
         self.batch = batch          # sizes of the batch dimensions, major first
         self.m, self.k, self.n = m, k, n
         # (batch strides, row stride, column stride) in elements; the vector
@@ -99,10 +131,14 @@ def plan(dot, lhs=None, rhs=None, out=None):
     else:
         return None
     itemsize = 4 if et == "f32" else 8
-    if rows < MR or cols < MIN_COLUMNS or k < 1 or m * k * n > MAX_TILED_MACS \
-            or k * cols * itemsize > MAX_SPLIT_RHS_BYTES:
+    if rows < MR or cols < MIN_COLUMNS or k < 1:
         return None
-    return StridedGemm(swapped, list(out.dimensions[:nb]), rows, k, cols, scalar, vector, result)
+    blocked = m * k * n > MAX_TILED_MACS or k * cols * itemsize > MAX_SPLIT_RHS_BYTES
+    if blocked and not (_runtime_products.get() and 1 in scalar[1:]
+                        and nb <= MAX_RUNTIME_BATCH_RANK):
+        return None
+    return StridedGemm(swapped, list(out.dimensions[:nb]), rows, k, cols, scalar, vector, result,
+                       blocked)
 
 
 def kernel_only(dot):

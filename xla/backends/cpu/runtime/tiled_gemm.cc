@@ -19,6 +19,14 @@
 // a block of as many vectors as they need, placed at n minus their width;
 // a product of fewer columns than a block takes one block whose last
 // vector is loaded and stored masked (the baseline: element by element).
+//
+// Products beyond the kernel's limits (strided_gemm.py's `blocked` walks:
+// attention's per-head products at long sequences) go to the blocked GEMM
+// instead (SerialGemm: packed_gemm.h for large f32 products on AVX-512,
+// else Eigen's), on Eigen maps with the walk's strides: no operand is
+// copied into a dense layout first. See BlockedProducts.
+#include "xla/backends/cpu/runtime/isa_variant.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -147,6 +155,9 @@ struct Walk {
   int64_t sizes[kMaxBatchRank], a_batch[kMaxBatchRank], b_batch[kMaxBatchRank],
       c_batch[kMaxBatchRank];
   int64_t row_blocks;
+  // The blocked walk (BlockedProducts): each product in `slabs` slabs of
+  // `slab_rows` rows (the last shorter).
+  int64_t slabs, slab_rows;
 };
 
 // Rows [0, kRows) and vectors [0, kVecs) of columns of one block, the last
@@ -271,6 +282,69 @@ void BlocksBody(void* walk, int64_t begin, int64_t end) {
   Blocks(*static_cast<const Walk<T>*>(walk), begin, end);
 }
 
+// The blocked walk: units [begin, end) of (product, row slab), products
+// major, each a SerialGemm on maps of its rows of `a` and `c` and all of
+// `b`. The scalar operand has a unit stride along rows or along columns
+// (strided_gemm.plan checks it), the vector operand and the result along
+// columns.
+template <typename T>
+void BlockedUnits(const Walk<T>& w, int64_t begin, int64_t end) {
+  using Stride = Eigen::OuterStride<>;
+  for (int64_t unit = begin; unit < end; ++unit) {
+    int64_t product = unit / w.slabs;
+    const int64_t i0 = unit % w.slabs * w.slab_rows;
+    const int64_t rows = std::min(w.slab_rows, w.m - i0);
+    int64_t a_off = 0, b_off = 0, c_off = 0;
+    for (int d = w.rank - 1; d >= 0; --d) {
+      const int64_t position = product % w.sizes[d];
+      product /= w.sizes[d];
+      a_off += position * w.a_batch[d];
+      b_off += position * w.b_batch[d];
+      c_off += position * w.c_batch[d];
+    }
+    const T* a = w.a + a_off + i0 * w.a_row;
+    Eigen::Map<const RowMajorMatrix<T>, 0, Stride> b(w.b + b_off, w.k, w.n, Stride(w.b_row));
+    Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(w.c + c_off + i0 * w.c_row, rows, w.n,
+                                               Stride(w.c_row));
+    if (w.a_col == 1) {
+      SerialGemm(c, Eigen::Map<const RowMajorMatrix<T>, 0, Stride>(a, rows, w.k, Stride(w.a_row)),
+                 b, /*accumulate=*/false);
+    } else {
+      SerialGemm(c, Eigen::Map<const ColMajorMatrix<T>, 0, Stride>(a, rows, w.k, Stride(w.a_col)),
+                 b, /*accumulate=*/false);
+    }
+  }
+}
+
+template <typename T>
+void BlockedUnitsBody(void* walk, int64_t begin, int64_t end) {
+  BlockedUnits(*static_cast<const Walk<T>*>(walk), begin, end);
+}
+
+// Fewer products than this are split into row slabs (of at least
+// kMinSlabRows rows, multiples of 16) so that a pool has work for every
+// thread. The slabs depend on the shape only: each element is computed by
+// the same call whatever the thread count, so the bits do not depend on it.
+constexpr int64_t kMinBlockedUnits = 8;
+constexpr int64_t kMinSlabRows = 64;
+
+template <typename T>
+void BlockedProducts(Walk<T>& w, int64_t products, int64_t min_chunk) {
+  int64_t slabs = 1;
+  if (products < kMinBlockedUnits) {
+    slabs = std::min((kMinBlockedUnits + products - 1) / products,
+                     std::max<int64_t>(1, w.m / kMinSlabRows));
+  }
+  w.slab_rows = ((w.m + slabs - 1) / slabs + 15) / 16 * 16;
+  w.slabs = (w.m + w.slab_rows - 1) / w.slab_rows;
+  const int64_t units = products * w.slabs;
+  if (min_chunk > 0 && units > 1) {
+    __xla_cpu_parallel_for(&BlockedUnitsBody<T>, &w, units, 1);
+  } else {
+    BlockedUnits(w, 0, units);
+  }
+}
+
 template <typename T>
 void TiledGemm(const T* a, const T* b, T* c, const int64_t* walk, int64_t min_chunk) {
   Walk<T> w;
@@ -294,6 +368,10 @@ void TiledGemm(const T* a, const T* b, T* c, const int64_t* walk, int64_t min_ch
     products *= w.sizes[d];
   }
   if (w.m <= 0 || w.n <= 0 || w.k < 0 || products <= 0) return;
+  if (walk[8 + 4 * w.rank] != 0) {
+    BlockedProducts(w, products, min_chunk);
+    return;
+  }
   w.row_blocks = w.m < kMR ? 1 : (w.m + kMR - 1) / kMR;
   const int64_t blocks = products * w.row_blocks;
   if (min_chunk > 0 && blocks > min_chunk) {
