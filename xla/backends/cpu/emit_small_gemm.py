@@ -5,7 +5,10 @@ matmul.
 Batched f32/f64 dots run the same kernel over every row block of every
 product, reading the operands and writing the result with the strides
 their layouts give (``strided_gemm.plan``: which ones, and the
-orientation); the rest of this docstring is about unbatched dots.
+orientation); products too large for it (``blocked`` walks, the JIT only)
+go to the runtime's blocked GEMM through the same call, unless the
+runtime's matmul reads their layouts as they are. The rest of this
+docstring is about unbatched dots.
 
 Where the target's runtime has it (the JIT: ``__xla_cpu_tiled_gemm_f32``
 and ``_f64``, ``runtime/tiled_gemm.cc``), the driver calls that instead of

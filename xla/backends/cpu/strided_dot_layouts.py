@@ -19,7 +19,9 @@ and makes the choices that remove the most copies among those for which
 the rhs and the result, or along M in the lhs and the result), unless the
 runtime's matmul would be left fewer copies (``dot-operand-layouts`` makes
 transposes of the two matrix dimensions bitcasts it reads with its
-transpose flags; a tie goes to the kernel). Nothing changes for dots it
+transpose flags; a tie goes to the kernel, or to the matmul where the plan
+is ``blocked``: the runtime's blocked GEMM either way, and the matmul's
+split over the pool). Nothing changes for dots it
 does not apply to, nor for unbatched dots. A transpose with other users stays for them; one left without
 users is removed. Runs before ``dot-operand-layouts``, which leaves the
 dots the plan accepts as they are.
