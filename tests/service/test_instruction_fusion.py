@@ -255,6 +255,34 @@ def test_the_gradient_is_the_bias_gradient_reduce_s_second_output():
     assert view.operands[0] is g
 
 
+# The same over [batch, seq, features] as a transformer's MLP writes it: g
+# reaches the dot for dx through a reshape to [batch * seq, features],
+# which moves no byte (reshape-to-bitcast makes it a bitcast after fusion).
+RESHAPED_GRADIENT = RELU_GRADIENT.replace("f32[8,41]{1,0}", "f32[2,4,41]{2,1,0}").replace(
+    "f32[8,40]{1,0} parameter(4)", "f32[8,40]{1,0} parameter(4)").replace(
+    "bb = f32[2,4,41]{2,1,0} broadcast(b), dimensions={1}",
+    "bb = f32[2,4,41]{2,1,0} broadcast(b), dimensions={2}").replace(
+    "gt = pred[8,41]{1,0} compare", "gt = pred[2,4,41]{2,1,0} compare").replace(
+    "dx = f32[8,40]{1,0} dot(g, w)",
+    "g2 = f32[8,41]{1,0} reshape(g)\n  dx = f32[8,40]{1,0} dot(g2, w)").replace(
+    "db = f32[41]{0} reduce(g, zero), dimensions={0}", "db = f32[41]{0} reduce(g, zero), dimensions={0,1}")
+
+
+@pytest.mark.parametrize("multi_output", [False, True])
+def test_a_reshape_that_moves_no_byte_read_only_by_unfused_users_stays_a_view(multi_output):
+    module, _ = run(RESHAPED_GRADIENT, multi_output=multi_output)
+    # g is computed once for the reshape and the transposed view (and, with
+    # multi-output fusion, once in all), not again in a fusion rooted at the
+    # reshape.
+    selects = [f for f in fusions(module) if "select" in fused_opcodes(f)]
+    roots = sorted(f.attr("calls").root_instruction.opcode for f in selects)
+    assert roots == (["tuple"] if multi_output else ["reduce", "select"]), roots
+    reshape = next(i for i in module.entry.instructions if i.name == "g2")
+    assert reshape.opcode == "reshape"
+    view = next(i for i in module.entry.instructions if i.opcode == "bitcast")
+    assert reshape.operands[0] is view.operands[0]
+
+
 def test_a_bitcast_read_by_a_fusion_still_fuses():
     text = RELU_GRADIENT.replace(
         "ROOT t = (f32[8,40]{1,0}, f32[41,40]{1,0}, f32[41]{0}) tuple(dx, dw, db)",

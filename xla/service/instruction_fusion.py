@@ -15,7 +15,10 @@ dimensions), and ``reads_own_index`` (elementwise ops whose operands have
 their shape: they read each operand at their own index; everything else
 computes a new index per read). Instructions with control dependencies are
 unfusible, and so is a bitcast (other than the root) that no fusible
-instruction reads: it stays a view of its operand's buffer (free), where as
+instruction reads, or a reshape that moves no byte (``reshape-to-bitcast``
+makes it a bitcast after fusion: a transformer's GELU gradient, reshaped
+for the dot of the input gradient, was computed a third time for it): it
+stays a view of its operand's buffer (free), where as
 a fusion's root it would copy its producers into a kernel of their own, a
 second computation of a value already computed for the producer's other
 users (an MLP's backward pass computed the ReLU gradient twice per layer:
@@ -70,6 +73,7 @@ from xla.hlo.ir import HloComputation, HloInstruction
 from xla.hlo.shape import Shape
 from xla.service.hlo_pass import HloPass
 from xla.service.pass_utils import add_before_callers
+from xla.service.reshape_to_bitcast import moves_no_byte
 
 # Kind codes of csrc/fusion.h's FusionOpKind.
 UNFUSIBLE, LOOP, REDUCE, SCALAR_CONSTANT = 0, 1, 2, 3
@@ -263,7 +267,8 @@ def flatten_for_fusion(comp, policy=DEFAULT_POLICY):
         instr = order[k]
         op_kind = fusion_op_kind(instr, bool(instr.control_predecessors) or id(instr) in controlled,
                                  policy)
-        if op_kind == LOOP and instr.opcode == "bitcast" and instr is not root and \
+        if op_kind == LOOP and (instr.opcode == "bitcast" or moves_no_byte(instr)) and \
+                instr is not root and \
                 not any(kind[index[id(u)]] for u in instr.users if id(u) in index):
             op_kind = UNFUSIBLE   # a view of its operand (module docstring)
         kind[k] = op_kind

@@ -19,16 +19,21 @@ def _row_major(shape):
     return layout is None or list(layout.minor_to_major) == list(range(shape.rank))[::-1]
 
 
+def moves_no_byte(instr):
+    """Whether ``instr`` is a reshape this pass makes a bitcast."""
+    if instr.opcode != "reshape" or not instr.shape.is_array or len(instr.operands) != 1:
+        return False
+    x = instr.operands[0]
+    return (x.shape.is_array and not x.shape.is_dynamic and not instr.shape.is_dynamic
+            and x.shape.element_type is instr.shape.element_type
+            and _row_major(x.shape) and _row_major(instr.shape))
+
+
 class ReshapeToBitcast(OpExpanderPass):
     name = "reshape-to-bitcast"
 
     def matches(self, instr):
-        if instr.opcode != "reshape" or not instr.shape.is_array or len(instr.operands) != 1:
-            return False
-        x = instr.operands[0]
-        return (x.shape.is_array and not x.shape.is_dynamic and not instr.shape.is_dynamic
-                and x.shape.element_type is instr.shape.element_type
-                and _row_major(x.shape) and _row_major(instr.shape))
+        return moves_no_byte(instr)
 
     def expand(self, b, instr):
         shape = instr.shape
