@@ -352,21 +352,34 @@ class FusionPlanner {
     unfused_depth_.assign(n_, 0);
     std::vector<int64_t> root_group(n_, -1);
     for (int64_t gid = 0; gid < num_groups; ++gid) root_group[groups_[gid].root] = gid;
-    // Post order is a topological order of the fusion graph when each group
-    // sits at its root: everything a group reads comes before its root.
-    for (int64_t i = 0; i < n_; ++i) {
-      if (unfused_[i]) {
-        int64_t d = 0;
-        for (int64_t k = g_.operand_begin(i); k < g_.operand_end(i); ++k) {
-          d = std::max(d, SourceDepth(g_.operand_indices[k]) + 1);
+    // In post order, with each group at its root, everything a group reads
+    // comes before its root, but an unfused instruction may read a group
+    // whose root comes after it: a value that became a reduce's second
+    // output (phase 1) is read by its unfused users (a dot, a reshape)
+    // before the reduce. Their depths then grow in a later pass: passes
+    // until none changes (the graph is acyclic; at most its longest path).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int64_t i = 0; i < n_; ++i) {
+        if (unfused_[i]) {
+          int64_t d = 0;
+          for (int64_t k = g_.operand_begin(i); k < g_.operand_end(i); ++k) {
+            d = std::max(d, SourceDepth(g_.operand_indices[k]) + 1);
+          }
+          if (d != unfused_depth_[i]) {
+            unfused_depth_[i] = d;
+            changed = true;
+          }
         }
-        unfused_depth_[i] = d;
-      }
-      const int64_t gid = root_group[i];
-      if (gid >= 0) {
-        int64_t d = 0;
-        for (int64_t q : groups_[gid].externals) d = std::max(d, SourceDepth(q) + 1);
-        depth_[gid] = d;
+        const int64_t gid = root_group[i];
+        if (gid >= 0) {
+          int64_t d = 0;
+          for (int64_t q : groups_[gid].externals) d = std::max(d, SourceDepth(q) + 1);
+          if (d != depth_[gid]) {
+            depth_[gid] = d;
+            changed = true;
+          }
+        }
       }
     }
 

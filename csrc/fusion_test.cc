@@ -169,6 +169,29 @@ TEST(FusionTest, AReduceReadingMoreThanTheProducerTakesOnlyACopy) {
   EXPECT_NE(r.instruction_group[g], r.instruction_group[r0]);
 }
 
+TEST(FusionTest, AnUnfusedReaderOfAReducesSecondOutputIsDeeperThanTheReduce) {
+  // g becomes db's second output (phase 1); dx, an unfused reader of g,
+  // comes before db in post order. A layernorm-like forward reduce f of y
+  // and a backward reduce h of y and dx (same shape key, both reading y)
+  // are siblings only if at the same depth: h is deeper (through dx, g and
+  // f), so merging them would make f -> g -> dx -> fusion(f, h) a cycle.
+  Builder b;
+  const int64_t x = b.Param(), w = b.Param();
+  const int64_t zero = b.Const();
+  const int64_t t = b.Other({x});
+  const int64_t y = b.Loop({x, t});
+  const int64_t f = b.Reduce({y, zero});
+  const int64_t g = b.Loop({y, f, w});
+  const int64_t dx = b.Other({g, w});
+  const int64_t db = b.Reduce({g, zero}, /*key=*/8);
+  const int64_t s = b.Loop({y, dx});
+  const int64_t h = b.Reduce({s, zero});
+  b.Other({h, db, dx});
+  const FusionResult r = b.Run();  // Run checks acyclicity
+  EXPECT_EQ(r.instruction_group[g], r.instruction_group[db]);
+  EXPECT_NE(r.instruction_group[f], r.instruction_group[h]);
+}
+
 TEST(FusionTest, ElementwiseChainIsOneLoopFusion) {
   Builder b;
   const int64_t x = b.Param();
