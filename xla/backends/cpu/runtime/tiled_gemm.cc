@@ -244,22 +244,31 @@ void RowBlock(const Walk<T>& w, const T* a, const T* b, T* c) {
   }
 }
 
+// The element offsets of product `product` (row-major over the batch sizes)
+// in a, b and c.
+template <typename T>
+inline void ProductOffsets(const Walk<T>& w, int64_t product, int64_t& a_off, int64_t& b_off,
+                           int64_t& c_off) {
+  a_off = b_off = c_off = 0;
+  for (int d = w.rank - 1; d >= 0; --d) {
+    const int64_t position = product % w.sizes[d];
+    product /= w.sizes[d];
+    a_off += position * w.a_batch[d];
+    b_off += position * w.b_batch[d];
+    c_off += position * w.c_batch[d];
+  }
+}
+
 // Blocks [begin, end) of the row blocks of every product, products major;
 // each product's offsets computed once per range (run-time divisions).
 template <typename T>
 void Blocks(const Walk<T>& w, int64_t begin, int64_t end) {
   int64_t block = begin;
   while (block < end) {
-    int64_t product = block / w.row_blocks;
+    const int64_t product = block / w.row_blocks;
     const int64_t stop = std::min(end, (product + 1) * w.row_blocks);
-    int64_t a_off = 0, b_off = 0, c_off = 0;
-    for (int d = w.rank - 1; d >= 0; --d) {
-      const int64_t position = product % w.sizes[d];
-      product /= w.sizes[d];
-      a_off += position * w.a_batch[d];
-      b_off += position * w.b_batch[d];
-      c_off += position * w.c_batch[d];
-    }
+    int64_t a_off, b_off, c_off;
+    ProductOffsets(w, product, a_off, b_off, c_off);
     const T* a = w.a + a_off;
     const T* b = w.b + b_off;
     T* c = w.c + c_off;
@@ -291,17 +300,10 @@ template <typename T>
 void BlockedUnits(const Walk<T>& w, int64_t begin, int64_t end) {
   using Stride = Eigen::OuterStride<>;
   for (int64_t unit = begin; unit < end; ++unit) {
-    int64_t product = unit / w.slabs;
     const int64_t i0 = unit % w.slabs * w.slab_rows;
     const int64_t rows = std::min(w.slab_rows, w.m - i0);
-    int64_t a_off = 0, b_off = 0, c_off = 0;
-    for (int d = w.rank - 1; d >= 0; --d) {
-      const int64_t position = product % w.sizes[d];
-      product /= w.sizes[d];
-      a_off += position * w.a_batch[d];
-      b_off += position * w.b_batch[d];
-      c_off += position * w.c_batch[d];
-    }
+    int64_t a_off, b_off, c_off;
+    ProductOffsets(w, unit / w.slabs, a_off, b_off, c_off);
     const T* a = w.a + a_off + i0 * w.a_row;
     Eigen::Map<const RowMajorMatrix<T>, 0, Stride> b(w.b + b_off, w.k, w.n, Stride(w.b_row));
     Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(w.c + c_off + i0 * w.c_row, rows, w.n,
