@@ -208,6 +208,39 @@ def test_runtime_c_complex_dot_x86_64(tmp_path):
     assert "__xla_cpu_matmul_c64" in (tmp_path / "cdot.h").read_text()
 
 
+# Attention's per-head products at 256 tokens per head of 64, beyond the
+# tiled kernel's limits: the JIT's runtime reads their heads in place
+# (strided_gemm's blocked walks); an object has no such runtime, so the
+# same module keeps the head transposes as copies for the matmul.
+LONG_HEADS = """HloModule heads
+ENTRY e {
+  q = f32[1,256,256] parameter(0)
+  k = f32[1,256,256] parameter(1)
+  v = f32[1,256,256] parameter(2)
+  q4 = f32[1,256,4,64] reshape(q)
+  k4 = f32[1,256,4,64] reshape(k)
+  v4 = f32[1,256,4,64] reshape(v)
+  scores = f32[1,4,256,256] dot(q4, k4), lhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={3}
+  c = f32[] constant(0.01)
+  cb = f32[1,4,256,256] broadcast(c), dimensions={}
+  p = f32[1,4,256,256] multiply(scores, cb)
+  o = f32[1,4,64,256] dot(v4, p), lhs_batch_dims={0,2}, lhs_contracting_dims={1}, rhs_batch_dims={0,1}, rhs_contracting_dims={3}
+  ot = f32[1,256,4,64] transpose(o), dimensions={0,3,1,2}
+  ROOT r = f32[1,256,256] reshape(ot)
+}
+"""
+
+
+def test_long_attention_heads_x86_64(tmp_path):
+    hlo = tmp_path / "heads.hlo"
+    hlo.write_text(LONG_HEADS)
+    check_module(hlo, tmp_path, "x86_64", "heads", host_gcc(), rtol=1e-4, atol=1e-4)
+    (tmp_path / "rt").mkdir()
+    check_module(hlo, tmp_path / "rt", "x86_64", "heads", host_gcc(), flags=["--runtime_c"],
+                 rtol=1e-4, atol=1e-4)
+    assert "__xla_cpu_tiled_gemm" not in (tmp_path / "rt" / "heads.h").read_text()
+
+
 def test_runtime_c_s32_dot_x86_64(tmp_path):
     # aot_runtime.c's s32 matmul (sums in uint32_t: defined wraparound).
     hlo = tmp_path / "idot.hlo"

@@ -234,6 +234,24 @@ def test_long_attention_heads_run_in_place_through_the_runtimes_blocked_gemm(et)
     assert len(set(results)) == 1
 
 
+LONG_HEADS = HEADS.replace("f32[2,16,4,8]", "f32[1,256,4,64]").replace(
+    "f32[2,4,8,16]", "f32[1,4,64,256]").replace("f32[2,4,16,8]", "f32[1,4,256,64]").replace(
+    "f32[2,4,16,16]", "f32[1,4,256,256]")
+
+
+def test_outside_a_compilation_plans_are_the_jits():
+    # hlo_opt --platform=cpu runs the passes alone: they plan as the JIT
+    # compiles (the long heads' transpose a bitcast for the blocked walk);
+    # where the runtime has no such walk (objects), the transpose stays.
+    module, changed = run_pass(StridedDotLayouts(), LONG_HEADS)
+    assert changed
+    d = module.entry.root_instruction
+    assert d.operands[0].opcode == "bitcast" and strided_gemm.plan(d).blocked
+    with strided_gemm.runtime_products(False):
+        _, changed = run_pass(StridedDotLayouts(), LONG_HEADS)
+    assert not changed
+
+
 def test_long_attention_heads_without_the_runtime_keep_their_copies(llvm_tiled_gemm):
     # Objects compiled ahead of time have no blocked walk: such products go
     # to the matmul, from copies of the transposed heads.

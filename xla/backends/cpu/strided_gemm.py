@@ -68,8 +68,18 @@ TYPES = ("f32", "f64")
 MAX_RUNTIME_BATCH_RANK = 8
 
 # Whether plans may be ``blocked`` (module docstring); the compiler sets it
-# for the whole compilation (passes and emission must agree).
-_runtime_products = contextvars.ContextVar("xla_cpu_runtime_products", default=False)
+# for the whole compilation (passes and emission must agree). Outside a
+# compilation (``hlo_opt --platform=cpu``, a pass run alone) as the JIT
+# would: where the process's runtime computes such walks.
+_runtime_products = contextvars.ContextVar("xla_cpu_runtime_products", default=None)
+
+
+def _blocked_allowed():
+    enabled = _runtime_products.get()
+    if enabled is None:
+        from xla.backends.cpu import compiler
+        enabled = compiler.runs_blocked_products(compiler.runtime_symbols())
+    return enabled
 
 
 @contextlib.contextmanager
@@ -134,7 +144,7 @@ def plan(dot, lhs=None, rhs=None, out=None):
     if rows < MR or cols < MIN_COLUMNS or k < 1:
         return None
     blocked = m * k * n > MAX_TILED_MACS or k * cols * itemsize > MAX_SPLIT_RHS_BYTES
-    if blocked and not (_runtime_products.get() and 1 in scalar[1:]
+    if blocked and not (1 in scalar[1:] and _blocked_allowed()
                         and nb <= MAX_RUNTIME_BATCH_RANK):
         return None
     return StridedGemm(swapped, list(out.dimensions[:nb]), rows, k, cols, scalar, vector, result,
