@@ -36,12 +36,6 @@ _runtime = None
 SINGLE_MODULE_MAX_KERNELS = 1
 
 
-def runs_blocked_products(symbols):
-    """Whether a runtime with ``symbols`` computes the strided products too
-    large for the tiled kernel (``strided_gemm.runtime_products``)."""
-    return all(f"__xla_cpu_tiled_gemm_{t}" in symbols for t in strided_gemm.TYPES)
-
-
 def runtime_symbols():
     """The C++ runtime's functions (name -> address), registered with the JIT
     once; empty when the extension has none."""
@@ -174,7 +168,7 @@ class CpuCompiler(Compiler):
         (the JIT passes the C++ runtime's; AOT passes none, or its C file's).
         """
         self.configure()
-        with strided_gemm.runtime_products(runs_blocked_products(runtime_symbols)):
+        with strided_gemm.runtime_products(strided_gemm.runs_blocked_products(runtime_symbols)):
             assignment = self.optimize(module)
             if self.dynamic_binding is not None:
                 raise UnimplementedError(f"module {module.name}: ahead-of-time compilation of an "
@@ -226,7 +220,8 @@ class CpuCompiler(Compiler):
         # Passes and emission agree on which strided products the runtime
         # computes (those the symbols of this compile have it run).
         with paused_gc(), \
-                strided_gemm.runtime_products(runs_blocked_products(runtime_symbols())):
+                strided_gemm.runtime_products(
+                    strided_gemm.runs_blocked_products(runtime_symbols())):
             return self._compile(module, hooks, cache, allow_mixed_precision)
 
     def _compile(self, module, hooks, cache, allow_mixed_precision):

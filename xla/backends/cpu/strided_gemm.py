@@ -74,11 +74,23 @@ MAX_RUNTIME_BATCH_RANK = 8
 _runtime_products = contextvars.ContextVar("xla_cpu_runtime_products", default=None)
 
 
+_process_runs_blocked = None
+
+
+def runs_blocked_products(symbols):
+    """Whether a runtime with ``symbols`` (names) computes blocked walks."""
+    return all(f"__xla_cpu_tiled_gemm_{t}" in symbols for t in TYPES)
+
+
 def _blocked_allowed():
+    global _process_runs_blocked
     enabled = _runtime_products.get()
     if enabled is None:
-        from xla.backends.cpu import compiler
-        enabled = compiler.runs_blocked_products(compiler.runtime_symbols())
+        if _process_runs_blocked is None:
+            from xla import _core
+            get = getattr(_core, "cpu_runtime_symbols", None)
+            _process_runs_blocked = runs_blocked_products(dict(get()) if get is not None else {})
+        enabled = _process_runs_blocked
     return enabled
 
 
