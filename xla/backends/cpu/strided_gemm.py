@@ -35,10 +35,14 @@ such a walk, marked ``blocked``, as its blocked GEMM per product on the
 operands in place), the plan takes them too if the scalar operand has
 stride 1 along its rows or its columns; elsewhere (objects compiled ahead
 of time: the LLVM kernel) they are left to the runtime's matmul, with
-transposes copied. Attention at 512 tokens per head (2 x 8 heads on
-2-core Zen 5, alternated): the head transposes of q, v and the result
-were 0.3 ms of the 9.3 ms module, and the per-head probabilities x values
-products, 64 x 512 x 512, read the probabilities transposed.
+transposes copied. Attention at 512 tokens (2 x 8 heads of 64, 2-core
+Zen 5, alternated with the build before): the head transposes of q, v and
+the result had been 0.3 ms of the 9.2 ms module, and its probabilities x
+values ran as 64 x 512 x 512 products reading the probabilities
+transposed; read in place, 512 x 512 x 64 with the probabilities
+row-major, the module took 8.7 ms. k's transpose stays: its tokens are not
+minor in k's bytes, and the walk's vector operand needs unit column
+stride.
 """
 import contextlib
 import contextvars
