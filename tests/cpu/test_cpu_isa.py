@@ -170,7 +170,7 @@ VARIANT_CHECK = """
                     out = np.full((2, 3, m, n + 1), 7, dtype)
                     g = [s // out.itemsize for s in out.strides]
                     walk = np.array([m, k, n, e[3], e[2], f[2], g[2], 2, 2, 3, e[0], e[1], f[1],
-                                     f[0], g[0], g[1], blocked], np.int64)
+                                     f[0], g[0], g[1], blocked] + [1] * blocked, np.int64)
                     gemm(a.ctypes.data, b.ctypes.data, out.ctypes.data, walk.ctypes.data, chunk)
                     want = np.swapaxes(a, 2, 3).astype(np.float64) @ np.swapaxes(b, 0, 1)[..., :n]
                     what = f"tiled gemm {name} {m}x{k}x{n} chunk={chunk} blocked={blocked}"
@@ -179,6 +179,20 @@ VARIANT_CHECK = """
                     assert np.all(out[..., n:] == 7), what
                     results.append(out.tobytes())
                 assert results[0] == results[1], f"tiled gemm {name} {m}x{k}x{n}: bits differ"
+        # A blocked walk's vector operand stored transposed: b[p, j] at
+        # bt[j, p] (its rows padded), b_row 1 and b_col the padded row.
+        for m, k, n in [(300, 40, 70), (64, 17, 5), (5, 130, 33)]:
+            a = rng.standard_normal((3, m, k)).astype(dtype)
+            bt = rng.standard_normal((3, n, k + 2)).astype(dtype)
+            out = np.full((3, m, n), 7, dtype)
+            walk = np.array([m, k, n, k, 1, 1, n, 1, 3, m * k, n * (k + 2), m * n, 1, k + 2],
+                            np.int64)
+            for chunk in (0, 1):
+                gemm(a.ctypes.data, bt.ctypes.data, out.ctypes.data, walk.ctypes.data, chunk)
+                want = a.astype(np.float64) @ np.swapaxes(bt[..., :k], 1, 2)
+                scale = tolerance[name] * np.sqrt(k)
+                assert np.allclose(out, want, rtol=scale, atol=scale), \
+                    f"blocked gemm {name} {m}x{k}x{n}, b transposed, chunk={chunk}"
     conv = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 3 + [ctypes.c_int64] * 18))(
         symbols["__xla_cpu_conv2d_f32"])
     x = rng.standard_normal((2, 12, 11, 8)).astype(np.float32)

@@ -287,10 +287,12 @@ def _call_runtime_gemm(me, h, walk, min_chunk):
                for x in (h.operands[0], h.operands[1], h))
     if walk.swapped:
         a, b = b, a
-    (a_batch, a_row, a_col), (b_batch, b_row, _), (c_batch, c_row, _) = \
+    (a_batch, a_row, a_col), (b_batch, b_row, b_col), (c_batch, c_row, _) = \
         walk.scalar, walk.vector, walk.out
     params = [walk.m, walk.k, walk.n, a_row, a_col, b_row, c_row, len(walk.batch),
               *walk.batch, *a_batch, *b_batch, *c_batch, int(walk.blocked)]
+    if walk.blocked:
+        params.append(b_col)
     d.call(fn, [a, b, c, me.dims_global(params), i64(min_chunk)])
 
 

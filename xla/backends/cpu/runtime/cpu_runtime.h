@@ -91,7 +91,7 @@ void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t 
 // increasing order of a[i, p] * b[p, j], one fused multiply-add per term
 // where the ISA has FMA. `walk` (elements, not bytes): {m, k, n, a_row,
 // a_col, b_row, c_row, rank, sizes[rank], a_batch[rank], b_batch[rank],
-// c_batch[rank], blocked}: a[i, p] at a + i * a_row + p * a_col, b[p, j] at b + p *
+// c_batch[rank], blocked[, b_col]}: a[i, p] at a + i * a_row + p * a_col, b[p, j] at b + p *
 // b_row + j, c[i, j] at c + i * c_row + j, each offset further by the
 // product's position times its batch strides (products row-major over the
 // batch sizes; rank <= 8). `c` must not overlap the operands. min_chunk > 0
@@ -99,7 +99,8 @@ void __xla_cpu_matmul_c128(const void* lhs, const void* rhs, void* out, int64_t 
 // (the bits do not depend on it); otherwise all run on the calling thread.
 // blocked != 0 (products too large for the tiled walk; a_row or a_col must
 // be 1): each product (or row slab of one) is the runtime's blocked GEMM
-// instead, summed in its order; min_chunk > 0 spreads them over the pool.
+// instead, summed in its order; min_chunk > 0 spreads them over the pool;
+// b[p, j] is then at b + p * b_row + j * b_col (b_row or b_col 1).
 void __xla_cpu_tiled_gemm_f32(const float* a, const float* b, float* c, const int64_t* walk,
                               int64_t min_chunk);
 void __xla_cpu_tiled_gemm_f64(const double* a, const double* b, double* c, const int64_t* walk,

@@ -156,8 +156,9 @@ struct Walk {
       c_batch[kMaxBatchRank];
   int64_t row_blocks;
   // The blocked walk (BlockedProducts): each product in `slabs` slabs of
-  // `slab_rows` rows (the last shorter).
-  int64_t slabs, slab_rows;
+  // `slab_rows` rows (the last shorter); b[p, j] at b + p * b_row + j * b_col
+  // (b_row or b_col 1).
+  int64_t slabs, slab_rows, b_col = 1;
 };
 
 // Rows [0, kRows) and vectors [0, kVecs) of columns of one block, the last
@@ -305,15 +306,24 @@ void BlockedUnits(const Walk<T>& w, int64_t begin, int64_t end) {
     int64_t a_off, b_off, c_off;
     ProductOffsets(w, unit / w.slabs, a_off, b_off, c_off);
     const T* a = w.a + a_off + i0 * w.a_row;
-    Eigen::Map<const RowMajorMatrix<T>, 0, Stride> b(w.b + b_off, w.k, w.n, Stride(w.b_row));
+    const T* b = w.b + b_off;
     Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(w.c + c_off + i0 * w.c_row, rows, w.n,
                                                Stride(w.c_row));
+    auto with_b = [&](const auto& lhs) {
+      if (w.b_col == 1) {
+        SerialGemm(c, lhs, Eigen::Map<const RowMajorMatrix<T>, 0, Stride>(b, w.k, w.n,
+                                                                          Stride(w.b_row)),
+                   /*accumulate=*/false);
+      } else {
+        SerialGemm(c, lhs, Eigen::Map<const ColMajorMatrix<T>, 0, Stride>(b, w.k, w.n,
+                                                                          Stride(w.b_col)),
+                   /*accumulate=*/false);
+      }
+    };
     if (w.a_col == 1) {
-      SerialGemm(c, Eigen::Map<const RowMajorMatrix<T>, 0, Stride>(a, rows, w.k, Stride(w.a_row)),
-                 b, /*accumulate=*/false);
+      with_b(Eigen::Map<const RowMajorMatrix<T>, 0, Stride>(a, rows, w.k, Stride(w.a_row)));
     } else {
-      SerialGemm(c, Eigen::Map<const ColMajorMatrix<T>, 0, Stride>(a, rows, w.k, Stride(w.a_col)),
-                 b, /*accumulate=*/false);
+      with_b(Eigen::Map<const ColMajorMatrix<T>, 0, Stride>(a, rows, w.k, Stride(w.a_col)));
     }
   }
 }
@@ -371,6 +381,7 @@ void TiledGemm(const T* a, const T* b, T* c, const int64_t* walk, int64_t min_ch
   }
   if (w.m <= 0 || w.n <= 0 || w.k < 0 || products <= 0) return;
   if (walk[8 + 4 * w.rank] != 0) {
+    w.b_col = walk[9 + 4 * w.rank];
     BlockedProducts(w, products, min_chunk);
     return;
   }
