@@ -83,6 +83,7 @@ from xla.backends.cpu.llvm_types import F32, F64, I32, vector_lanes
 from xla.backends.cpu.shape_generic import is_generic
 from xla.backends.cpu.strided_gemm import MAX_SPLIT_RHS_BYTES, MAX_TILED_MACS, MIN_COLUMNS, MR
 from xla.backends.cpu import strided_gemm
+from xla.errors import InternalError
 from xla.backends.cpu.loop_emitter import I64, i64
 
 # A block of MR rows (strided_gemm.MR) and NV 256-bit vectors per row: 12
@@ -229,7 +230,8 @@ def _emit_strided(me, h, walk):
     if _runtime_gemm(me, h) is not None and len(walk.batch) <= MAX_RUNTIME_BATCH_RANK:
         run = functools.partial(_call_runtime_gemm, me, h, walk)
     elif walk.blocked:
-        raise AssertionError(f"{h.name}: a blocked strided product without the runtime's GEMM")
+        raise InternalError(f"{h.name}: a blocked strided product without the runtime's GEMM "
+                            "(strided_gemm.runtime_products was on for a runtime without it)")
     else:
         et = h.shape.element_type.text
         wide = vector_lanes(64 if et == "f64" else 32)

@@ -119,8 +119,10 @@ class StridedGemm:
         self.blocked = blocked      # the runtime's blocked GEMM per product, not the tiles
         self.batch = batch          # sizes of the batch dimensions, major first
         self.m, self.k, self.n = m, k, n
-        # (batch strides, row stride, column stride) in elements; the vector
-        # operand's and the result's column stride is 1.
+        # (batch strides, row stride, column stride) in elements; the
+        # result's column stride is 1, and the vector operand's but in a
+        # blocked walk, whose vector operand may be stored transposed (row
+        # stride 1).
         self.scalar, self.vector, self.out = scalar, vector, out
 
     @property
