@@ -17,6 +17,7 @@ from xla import _core
 EXPECTED_SYMBOLS = {
     "__xla_cpu_parallel_for",
     "__xla_cpu_matmul_f32",
+    "__xla_cpu_matmul_addend_f32",
     "__xla_cpu_matmul_f64",
     "__xla_cpu_tiled_gemm_f32",
     "__xla_cpu_tiled_gemm_f64",

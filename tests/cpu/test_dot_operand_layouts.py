@@ -210,14 +210,15 @@ ENTRY e {
 
 def test_a_transposed_weight_gradient_is_written_in_the_weights_order():
     exe = xla.compile(parse_hlo_module(WEIGHT_UPDATE), "cpu")
-    (dot,) = [i for i in exe.module.entry.instructions if i.opcode == "dot"]
+    (dot,) = [i for i in exe.module.all_instructions() if i.opcode == "dot"]
     # The product written transposed: its bytes are the weight's order.
     assert list(dot.shape.layout.minor_to_major) == [0, 1]
-    # No copy, and the update kernel reads the product in its own order
-    # (its transpose is of the bytes as they lie): no tiles.
+    # No copy, and the update reads the product in its own order (its
+    # transpose is of the bytes as they lie): no tiles, and the matmul
+    # adds w as it stores the product (dot-addend-fusion).
     assert not any(i.opcode == "copy" for i in exe.module.all_instructions())
     assert ".tile.header" not in exe.ir_text
-    assert "__xla_cpu_matmul_f32" in exe.ir_text
+    assert '@"__xla_cpu_matmul_addend_f32"' in exe.ir_text
     rng = np.random.default_rng(8)
     x = rng.standard_normal((128, 256)).astype(np.float32)
     g = rng.standard_normal((128, 512)).astype(np.float32)

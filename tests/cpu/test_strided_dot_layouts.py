@@ -13,7 +13,7 @@ import pytest
 
 import xla
 from xla import _core
-from xla.backends.cpu import strided_gemm
+from xla.backends.cpu import runtime_context, strided_gemm
 from xla.backends.cpu.strided_dot_layouts import StridedDotLayouts
 from xla.hlo.parser import parse_hlo_module
 
@@ -251,7 +251,7 @@ def test_outside_a_compilation_plans_are_the_jits():
     assert changed
     d = module.entry.root_instruction
     assert d.operands[0].opcode == "bitcast" and strided_gemm.plan(d).blocked
-    with strided_gemm.runtime_products(False):
+    with runtime_context.compiling_with(()):
         _, changed = run_pass(StridedDotLayouts(), LONG_HEADS)
     assert not changed
 

@@ -10,7 +10,7 @@ import contextlib
 import re
 import time
 
-from xla.backends.cpu import fast_math, jit, kernel_compiler, llvm_types, strided_gemm
+from xla.backends.cpu import fast_math, jit, kernel_compiler, llvm_types, runtime_context
 from xla.backends.cpu.compile_progress import CompileProgress
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
@@ -41,9 +41,7 @@ def runtime_symbols():
     once; empty when the extension has none."""
     global _runtime
     if _runtime is None:
-        from xla import _core
-        get = getattr(_core, "cpu_runtime_symbols", None)
-        symbols = dict(get()) if get is not None else {}
+        symbols = dict(runtime_context.process_symbols())
         from xla.backends.cpu import collectives
         from xla.runtime import profiler
         symbols[collectives.SYMBOL] = collectives.address()
@@ -168,7 +166,7 @@ class CpuCompiler(Compiler):
         (the JIT passes the C++ runtime's; AOT passes none, or its C file's).
         """
         self.configure()
-        with strided_gemm.runtime_products(strided_gemm.runs_blocked_products(runtime_symbols)):
+        with runtime_context.compiling_with(runtime_symbols):
             assignment = self.optimize(module)
             if self.dynamic_binding is not None:
                 raise UnimplementedError(f"module {module.name}: ahead-of-time compilation of an "
@@ -217,11 +215,9 @@ class CpuCompiler(Compiler):
         # The collector stays paused from the verifier to the executable, not
         # only within each stage: re-enabled between stages it walked the
         # whole module (0.1-0.2 s at 20,000 instructions).
-        # Passes and emission agree on which strided products the runtime
-        # computes (those the symbols of this compile have it run).
-        with paused_gc(), \
-                strided_gemm.runtime_products(
-                    strided_gemm.runs_blocked_products(runtime_symbols())):
+        # Passes and emission agree on what the runtime computes (what the
+        # symbols of this compile have it run).
+        with paused_gc(), runtime_context.compiling_with(runtime_symbols()):
             return self._compile(module, hooks, cache, allow_mixed_precision)
 
     def _compile(self, module, hooks, cache, allow_mixed_precision):

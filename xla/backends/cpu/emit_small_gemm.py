@@ -231,7 +231,7 @@ def _emit_strided(me, h, walk):
         run = functools.partial(_call_runtime_gemm, me, h, walk)
     elif walk.blocked:
         raise InternalError(f"{h.name}: a blocked strided product without the runtime's GEMM "
-                            "(strided_gemm.runtime_products was on for a runtime without it)")
+                            "(runtime_context.symbols() had a runtime with it)")
     else:
         et = h.shape.element_type.text
         wide = vector_lanes(64 if et == "f64" else 32)

@@ -39,12 +39,17 @@ training step's weight update; same file), fusion with
 the CPU's policy (``fusion_policy.py``) and ``dynamic-update-slice-fusion``
 (a DUS joins the fusion computing its update: one in-place kernel),
 ``matrix-vector-pair-fusion`` (``A x`` and ``y A`` of one matrix in one
-pass over it: ``matrix_vector_pairs.py``), ``reshape-to-bitcast`` (a
+pass over it: ``matrix_vector_pairs.py``), ``dot-addend-fusion`` (a
+large f32 matmul and the update ``addend + alpha * product`` that alone
+reads it as one kOutput fusion, the runtime's GEMM adding the addend as it
+stores the product: a training step's ``w - lr * dW``;
+``dot_addend_fusion.py``), ``reshape-to-bitcast`` (a
 reshape left between kernels and library calls that moves no byte reads
 its operand's buffer instead of copying it), then
 copy insertion and the memory scheduler, after which buffer assignment
 runs."""
 from xla.backends.cpu import layout_constraints, strided_gemm
+from xla.backends.cpu.dot_addend_fusion import DotAddendFusion
 from xla.backends.cpu.dot_operand_layouts import (MIXED_MATMUL_TYPES, DotOperandCopies,
                                                   DotOperandLayouts, DotResultLayouts)
 from xla.backends.cpu.fusion_policy import CPU_FUSION_POLICY
@@ -94,6 +99,7 @@ def cpu_pipeline(**options):
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     pipeline.add_pass(MatrixVectorPairFusion())
+    pipeline.add_pass(DotAddendFusion())
     # Layouts and fusions are final here (x[4,128,256] -> [512,256] into a
     # matmul was a copy of x).
     pipeline.add_pass(make_pass("reshape-to-bitcast"))

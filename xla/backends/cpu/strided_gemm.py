@@ -31,7 +31,7 @@ neither N (in rhs and result) nor M (in lhs and result).
 Products of more than ``MAX_TILED_MACS`` multiply-adds or whose vector
 operand takes more than ``MAX_SPLIT_RHS_BYTES`` are where a blocked, packed
 GEMM wins over the kernel. Where the runtime computes them
-(``runtime_products``: the JIT, whose ``__xla_cpu_tiled_gemm_*`` runs
+(``runtime_context.symbols()``: the JIT, whose ``__xla_cpu_tiled_gemm_*`` runs
 such a walk, marked ``blocked``, as its blocked GEMM per product on the
 operands in place), the plan takes them too if the scalar operand has
 stride 1 along its rows or its columns; elsewhere (objects compiled ahead
@@ -46,9 +46,8 @@ operand stored transposed (k's head as k^T: its tokens are not minor in
 k's bytes), so k's copy goes too: attention S = 512 8.83-8.85 -> 8.65-8.82
 ms, the transformer block's training step 53.3-53.6 -> 52.0-52.6 ms.
 """
-import contextlib
-import contextvars
 
+from xla.backends.cpu import runtime_context
 from xla.backends.cpu.dot_operand_layouts import matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import physical_strides
 
@@ -73,42 +72,15 @@ TYPES = ("f32", "f64")
 # The runtime's walk takes at most this many batch dimensions.
 MAX_RUNTIME_BATCH_RANK = 8
 
-# Whether plans may be ``blocked`` (module docstring); the compiler sets it
-# for the whole compilation (passes and emission must agree). Outside a
-# compilation (``hlo_opt --platform=cpu``, a pass run alone) as the JIT
-# would: where the process's runtime computes such walks.
-_runtime_products = contextvars.ContextVar("xla_cpu_runtime_products", default=None)
-
-
-_process_runs_blocked = None
-
-
 def runs_blocked_products(symbols):
     """Whether a runtime with ``symbols`` (names) computes blocked walks."""
     return all(f"__xla_cpu_tiled_gemm_{t}" in symbols for t in TYPES)
 
 
 def _blocked_allowed():
-    global _process_runs_blocked
-    enabled = _runtime_products.get()
-    if enabled is None:
-        if _process_runs_blocked is None:
-            from xla import _core
-            get = getattr(_core, "cpu_runtime_symbols", None)
-            _process_runs_blocked = runs_blocked_products(dict(get()) if get is not None else {})
-        enabled = _process_runs_blocked
-    return enabled
-
-
-@contextlib.contextmanager
-def runtime_products(enabled=True):
-    """While active with ``enabled``, ``plan`` also accepts products beyond
-    the tiled kernel's limits, as ``blocked`` walks the runtime computes."""
-    token = _runtime_products.set(bool(enabled))
-    try:
-        yield
-    finally:
-        _runtime_products.reset(token)
+    """Whether plans may be ``blocked`` (module docstring): where the
+    runtime the code may call (``runtime_context``) computes such walks."""
+    return runs_blocked_products(runtime_context.symbols())
 
 
 class StridedGemm:

@@ -65,6 +65,15 @@ void __xla_cpu_parallel_for(void (*body)(void* ctx, int64_t begin, int64_t end),
 void __xla_cpu_matmul_f32(const float* lhs, const float* rhs, float* out, int64_t batch,
                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                           int32_t transpose_rhs);
+// out[b] = addend[b] + alpha (op(lhs[b]) x op(rhs[b])), as above, `addend` a
+// dense array laid out as `out` (not overlapping it): a product with the
+// elementwise update that follows it in one pass over the result (a
+// training step's w - lr * dW: dot-addend-fusion). On AVX-512 the packed
+// f32 GEMM adds it as it stores each tile (fused: alpha times the sums plus
+// the addend, rounded once); elsewhere the product is stored, then updated.
+void __xla_cpu_matmul_addend_f32(const float* lhs, const float* rhs, float* out, int64_t batch,
+                                 int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                                 int32_t transpose_rhs, const float* addend, float alpha);
 void __xla_cpu_matmul_f64(const double* lhs, const double* rhs, double* out, int64_t batch,
                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                           int32_t transpose_rhs);

@@ -133,7 +133,8 @@ TEST_F(CpuRuntimeTest, SymbolTableNamesEveryEntryPoint) {
     names.insert(symbols[i].name);
   }
   EXPECT_EQ(names.size(), static_cast<size_t>(count));
-  for (const char* name : {"__xla_cpu_parallel_for", "__xla_cpu_matmul_f32", "__xla_cpu_matmul_f64",
+  for (const char* name : {"__xla_cpu_parallel_for", "__xla_cpu_matmul_f32",
+                           "__xla_cpu_matmul_addend_f32", "__xla_cpu_matmul_f64",
                            "__xla_cpu_matmul_s32", "__xla_cpu_matmul_s8_s32",
                            "__xla_cpu_matmul_bf16_f32", "__xla_cpu_matmul_c64", "__xla_cpu_matmul_c128", "__xla_cpu_conv2d_f32",
                            "__xla_cpu_conv2d_f64", "__xla_cpu_conv2d_filter_f32",

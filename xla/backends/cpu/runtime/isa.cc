@@ -21,7 +21,7 @@ namespace {
 // `dot`: the namespace of the low-precision matmuls (matmul_lowp.cc).
 #define XLA_CPU_ISA_KERNELS(ns, dot, name)                                                     \
   IsaKernels {                                                                                 \
-    name, &ns::MatmulF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
+    name, &ns::MatmulF32, &ns::MatmulAddendF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
         &dot::MatmulS8S32, &dot::MatmulBf16F32, &ns::Conv2DF32, &ns::Conv2DF64,                \
         &ns::Conv2DFilterF32, &ns::Conv2DFilterF64, &ns::CholeskyF32, &ns::CholeskyF64,        \
         &ns::CholeskyC64, &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64,         \
@@ -190,6 +190,13 @@ void __xla_cpu_matmul_f32(const float* lhs, const float* rhs, float* out, int64_
                           int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
                           int32_t transpose_rhs) {
   Kernels().matmul_f32(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0, transpose_rhs != 0);
+}
+
+void __xla_cpu_matmul_addend_f32(const float* lhs, const float* rhs, float* out, int64_t batch,
+                                 int64_t m, int64_t k, int64_t n, int32_t transpose_lhs,
+                                 int32_t transpose_rhs, const float* addend, float alpha) {
+  Kernels().matmul_addend_f32(lhs, rhs, out, batch, m, k, n, transpose_lhs != 0,
+                              transpose_rhs != 0, addend, alpha);
 }
 
 void __xla_cpu_tiled_gemm_f32(const float* a, const float* b, float* c, const int64_t* walk,

@@ -148,6 +148,57 @@ TEST_F(IsaTest, EveryRunnableVariantMatchesNaiveMatmuls) {
   }
 }
 
+// out = addend + alpha (lhs x rhs) (matmul_addend_f32) on every variant
+// and path: tiny (Eigen's operator), k = 0, the vector-row and row-dot
+// forms, Eigen's serial GEMM, the packed GEMM (AVX-512) with two blocks of
+// the contraction (the addend added by the first, the output by the
+// second) in slabs over two threads, its swapped form (few rows, B stored
+// transposed: the tile stored transposed) and B read in place, the tensor
+// contraction (a square product off AVX-512) and batches.
+TEST_F(IsaTest, EveryRunnableVariantAddsTheAddendToItsProducts) {
+  std::mt19937 rng(5);
+  const std::vector<std::array<int64_t, 4>> shapes = {
+      {1, 3, 5, 7},     {1, 4, 0, 5},       {1, 1, 300, 70},  {1, 70, 300, 1},
+      {1, 50, 9, 1},    {1, 130, 70, 150},  {1, 256, 400, 200}, {1, 40, 512, 512},
+      {1, 64, 512, 512}, {1, 200, 96, 190}, {6, 40, 24, 40},  {3, 64, 128, 64}};
+  for (int threads : {1, 2}) {
+    __xla_cpu_runtime_set_num_threads(threads);
+    for (const IsaKernels* kernels : RunnableVariants()) {
+      for (const auto& [batch, m, k, n] : shapes) {
+        for (int t = 0; t < 4; ++t) {
+          const bool tl = t & 1, tr = t & 2;
+          const float alpha = t == 3 ? 1.0f : -0.37f;
+          SCOPED_TRACE(std::string(kernels->name) + " threads=" + std::to_string(threads) + " " +
+                       std::to_string(batch) + "x" + std::to_string(m) + "x" + std::to_string(k) +
+                       "x" + std::to_string(n) + " tl=" + std::to_string(tl) +
+                       " tr=" + std::to_string(tr));
+          const auto lhs = RandomVector<float>(rng, batch * m * k);
+          const auto rhs = RandomVector<float>(rng, batch * k * n);
+          const auto addend = RandomVector<float>(rng, batch * m * n);
+          std::vector<float> out(static_cast<size_t>(batch * m * n), 7.0f);
+          kernels->matmul_addend_f32(lhs.data(), rhs.data(), out.data(), batch, m, k, n, tl, tr,
+                                     addend.data(), alpha);
+          for (int64_t b = 0; b < batch; ++b) {
+            for (int64_t i = 0; i < m; ++i) {
+              for (int64_t j = 0; j < n; ++j) {
+                double sum = 0;
+                for (int64_t p = 0; p < k; ++p) {
+                  sum += double(lhs[b * m * k + (tl ? p * m + i : i * k + p)]) *
+                         rhs[b * k * n + (tr ? j * k + p : p * n + j)];
+                }
+                const int64_t at = b * m * n + i * n + j;
+                ASSERT_LE(std::abs(out[at] - (addend[at] + alpha * sum)),
+                          1e-5 * std::sqrt(double(k) + 1.0))
+                    << b << "," << i << "," << j;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The low-precision matmuls (matmul_lowp.cc) on every variant: s8 x s8 ->
 // s32 exactly (int64 sums reduced modulo 2^32), with operands of -128 and
 // 127 only in some cases (the +128 offset's overflow would show), and

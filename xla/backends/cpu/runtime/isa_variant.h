@@ -22,6 +22,7 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 
@@ -85,15 +86,32 @@ class ReusedGemmBlocking : public Eigen::internal::level3_blocking<T, T> {
 };
 
 // c = a * b, or c += a * b with `accumulate`, on the calling thread: a, b
-// and c Eigen maps with unit inner stride. Products Eigen does not run as
-// a blocked GEMM (a row or column, tiny sizes) go through its operator.
+// and c Eigen maps with unit inner stride. With an `addend` (laid out as c:
+// same storage order and outer stride; not with `accumulate`), c = addend
+// + alpha * a * b. Products Eigen does not run as a blocked GEMM (a row or
+// column, tiny sizes) go through its operator.
 template <typename Dst, typename Lhs, typename Rhs>
-void SerialGemm(Dst&& c, const Lhs& a, const Rhs& b, bool accumulate) {
+void SerialGemm(Dst&& c, const Lhs& a, const Rhs& b, bool accumulate,
+                const typename std::decay<Dst>::type::Scalar* addend = nullptr,
+                typename std::decay<Dst>::type::Scalar alpha = 1) {
   using T = typename std::decay<Dst>::type::Scalar;
   using Index = Eigen::Index;
+  constexpr bool kRowMajor = static_cast<bool>(std::decay<Dst>::type::IsRowMajor);
   const Index rows = c.rows(), cols = c.cols(), depth = a.cols();
+  // c = addend, then c += alpha * a * b (Eigen's paths).
+  auto copy_addend = [&] {
+    if (addend == nullptr || addend == c.data()) return;
+    const Index outer = kRowMajor ? rows : cols, inner = kRowMajor ? cols : rows;
+    for (Index o = 0; o < outer; ++o) {
+      std::copy(addend + o * c.outerStride(), addend + o * c.outerStride() + inner,
+                c.data() + o * c.outerStride());
+    }
+  };
   if (rows <= 1 || cols <= 1 || depth == 0 || rows + cols + depth < 20) {
-    if (accumulate) {
+    if (addend != nullptr) {
+      copy_addend();
+      c.noalias() += alpha * (a * b);
+    } else if (accumulate) {
       c.noalias() += a * b;
     } else {
       c.noalias() = a * b;
@@ -102,7 +120,7 @@ void SerialGemm(Dst&& c, const Lhs& a, const Rhs& b, bool accumulate) {
   }
 #if defined(__AVX512F__)
   // f32 products of a row-major result: packed_gemm.h where they are large.
-  if constexpr (std::is_same<T, float>::value && std::decay<Dst>::type::IsRowMajor) {
+  if constexpr (std::is_same<T, float>::value && kRowMajor) {
     static_assert(EIGEN_DEFAULT_ALIGN_BYTES >= 64, "packed_gemm.h's aligned loads");
     if (rows * cols * depth >= packed_gemm::kMinMacs) {
       float* space = ThreadGemmSpace<float>(
@@ -111,13 +129,16 @@ void SerialGemm(Dst&& c, const Lhs& a, const Rhs& b, bool accumulate) {
                         Lhs::IsRowMajor ? 1 : a.outerStride(), b.data(),
                         Rhs::IsRowMajor ? b.outerStride() : 1,
                         Rhs::IsRowMajor ? 1 : b.outerStride(), c.data(), c.outerStride(),
-                        accumulate, space);
+                        accumulate, space, addend, alpha);
       return;
     }
   }
 #endif
-  if (!accumulate) c.setZero();
-  constexpr bool kRowMajor = static_cast<bool>(std::decay<Dst>::type::IsRowMajor);
+  if (addend != nullptr) {
+    copy_addend();
+  } else if (!accumulate) {
+    c.setZero();
+  }
   ReusedGemmBlocking<T, kRowMajor> blocking(rows, cols, depth);
   Eigen::internal::general_matrix_matrix_product<
       Index, T, Lhs::IsRowMajor ? Eigen::RowMajor : Eigen::ColMajor, false, T,
@@ -125,7 +146,9 @@ void SerialGemm(Dst&& c, const Lhs& a, const Rhs& b, bool accumulate) {
       kRowMajor ? Eigen::RowMajor : Eigen::ColMajor, 1>::run(rows, cols, depth, a.data(),
                                                              a.outerStride(), b.data(),
                                                              b.outerStride(), c.data(), 1,
-                                                             c.outerStride(), T(1), blocking);
+                                                             c.outerStride(),
+                                                             addend != nullptr ? alpha : T(1),
+                                                             blocking);
 }
 
 // The process-wide pool (pool.cc) as this variant's Eigen sees a pool.

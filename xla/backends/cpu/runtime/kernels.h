@@ -70,6 +70,9 @@ int PoolCurrentThreadId();
   namespace ns {                                                                              \
   void MatmulF32(const float* lhs, const float* rhs, float* out, int64_t batch, int64_t m,   \
                  int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs);               \
+  void MatmulAddendF32(const float* lhs, const float* rhs, float* out, int64_t batch,        \
+                       int64_t m, int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs, \
+                       const float* addend, float alpha);                                       \
   void MatmulF64(const double* lhs, const double* rhs, double* out, int64_t batch, int64_t m, \
                  int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs);               \
   void MatmulS32(const int32_t* lhs, const int32_t* rhs, int32_t* out, int64_t batch,       \
@@ -152,6 +155,7 @@ XLA_CPU_DECLARE_DOT_KERNELS(isa_amx)
 struct IsaKernels {
   const char* name;  // "baseline", "avx2", "avx512", "avx512_vnni", "avx512_vnni_bf16", "amx"
   decltype(&isa_baseline::MatmulF32) matmul_f32;
+  decltype(&isa_baseline::MatmulAddendF32) matmul_addend_f32;
   decltype(&isa_baseline::MatmulF64) matmul_f64;
   decltype(&isa_baseline::MatmulS32) matmul_s32;
   decltype(&isa_baseline::MatmulC64) matmul_c64;

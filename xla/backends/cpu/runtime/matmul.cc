@@ -45,12 +45,45 @@ constexpr int64_t kPackedMinMacs = 0;
 #endif
 constexpr int64_t kMaxPackedSlabThreads = 4;
 
+// What a product writes: out = lhs x rhs, or with an `addend` (an array
+// laid out as out) out = addend + alpha (lhs x rhs) (__xla_cpu_matmul_addend_f32).
+template <typename T>
+struct Epilogue {
+  const T* addend = nullptr;
+  T alpha = T(1);
+  // The epilogue of the product at `offset` elements into the output.
+  Epilogue At(int64_t offset) const {
+    return addend == nullptr ? *this : Epilogue{addend + offset, alpha};
+  }
+};
+
+// out[i] = addend[i] + alpha out[i] for i in [0, count), over the pool: the
+// epilogue of the paths that compute the product first.
+template <typename T>
+struct EpilogueContext {
+  T* out;
+  Epilogue<T> e;
+};
+
+template <typename T>
+void EpilogueBody(void* ctx, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const EpilogueContext<T>*>(ctx);
+  for (int64_t i = begin; i < end; ++i) c.out[i] = c.e.addend[i] + c.e.alpha * c.out[i];
+}
+
+template <typename T>
+void ApplyEpilogue(T* out, int64_t count, const Epilogue<T>& e) {
+  if (e.addend == nullptr) return;
+  EpilogueContext<T> ctx{out, e};
+  __xla_cpu_parallel_for(&EpilogueBody<T>, &ctx, count, int64_t{1} << 16);
+}
+
 // The block [i0, i1) x [j0, j1) of one product, on the calling thread
 // (Eigen's blocked GEMM, or GEMV for a single row or column). A transposed
 // row-major operand is the same memory read as column-major.
 template <typename T, typename LhsStorage, typename RhsStorage>
 void MatmulBlockAs(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64_t n,
-                   int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+                   int64_t i0, int64_t i1, int64_t j0, int64_t j1, const Epilogue<T>& e) {
   using Stride = Eigen::OuterStride<>;
   constexpr bool kLhsRowMajor = static_cast<bool>(LhsStorage::IsRowMajor);
   constexpr bool kRhsRowMajor = static_cast<bool>(RhsStorage::IsRowMajor);
@@ -59,30 +92,30 @@ void MatmulBlockAs(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int
   Eigen::Map<const RhsStorage, 0, Stride> b(kRhsRowMajor ? rhs + j0 : rhs + j0 * k, k, j1 - j0,
                                             Stride(kRhsRowMajor ? n : k));
   Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(out + i0 * n + j0, i1 - i0, j1 - j0, Stride(n));
-  SerialGemm(c, a, b, /*accumulate=*/false);
+  SerialGemm(c, a, b, /*accumulate=*/false, e.At(i0 * n + j0).addend, e.alpha);
 }
 
 template <typename T>
 void MatmulBlock(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64_t n,
                  bool transpose_lhs, bool transpose_rhs, int64_t i0, int64_t i1, int64_t j0,
-                 int64_t j1) {
+                 int64_t j1, const Epilogue<T>& e) {
   if (transpose_lhs) {
     if (transpose_rhs) {
-      MatmulBlockAs<T, ColMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1);
+      MatmulBlockAs<T, ColMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1, e);
     } else {
-      MatmulBlockAs<T, ColMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1);
+      MatmulBlockAs<T, ColMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1, e);
     }
   } else if (transpose_rhs) {
-    MatmulBlockAs<T, RowMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1);
+    MatmulBlockAs<T, RowMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1, e);
   } else {
-    MatmulBlockAs<T, RowMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1);
+    MatmulBlockAs<T, RowMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1, e);
   }
 }
 
 template <typename T>
 void MatmulSerial(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64_t n,
-                  bool transpose_lhs, bool transpose_rhs) {
-  MatmulBlock(lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs, 0, m, 0, n);
+                  bool transpose_lhs, bool transpose_rhs, const Epilogue<T>& e) {
+  MatmulBlock(lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs, 0, m, 0, n, e);
 }
 
 // One product over the pool: Eigen's tensor contraction on a ThreadPoolDevice
@@ -114,6 +147,7 @@ struct SplitContext {
   int64_t m, k, n;
   bool transpose_lhs, transpose_rhs;
   bool split_rows;
+  Epilogue<T> e;
 };
 
 template <typename T>
@@ -121,17 +155,18 @@ void MatmulSplitBody(void* ctx, int64_t begin, int64_t end) {
   const auto& c = *static_cast<const SplitContext<T>*>(ctx);
   if (c.split_rows) {
     MatmulBlock(c.lhs, c.rhs, c.out, c.m, c.k, c.n, c.transpose_lhs, c.transpose_rhs, begin, end,
-                0, c.n);
+                0, c.n, c.e);
   } else {
     MatmulBlock(c.lhs, c.rhs, c.out, c.m, c.k, c.n, c.transpose_lhs, c.transpose_rhs, 0, c.m,
-                begin, end);
+                begin, end, c.e);
   }
 }
 
 template <typename T>
 void MatmulSplit(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64_t n,
-                 bool transpose_lhs, bool transpose_rhs, int64_t parts = 0) {
-  SplitContext<T> ctx{lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs, m >= n};
+                 bool transpose_lhs, bool transpose_rhs, const Epilogue<T>& e,
+                 int64_t parts = 0) {
+  SplitContext<T> ctx{lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs, m >= n, e};
   const int64_t extent = m >= n ? m : n;
   const int64_t macs_per_unit = k * (m >= n ? n : m);
   // Blocks of >= 8 rows or columns keep Eigen's kernels on full panels; of
@@ -237,6 +272,7 @@ struct BatchContext {
   T* out;
   int64_t m, k, n;
   bool transpose_lhs, transpose_rhs;
+  Epilogue<T> e;
 };
 
 template <typename T>
@@ -244,24 +280,27 @@ void MatmulBatchBody(void* ctx, int64_t begin, int64_t end) {
   const auto& c = *static_cast<const BatchContext<T>*>(ctx);
   for (int64_t b = begin; b < end; ++b) {
     MatmulSerial(c.lhs + b * c.m * c.k, c.rhs + b * c.k * c.n, c.out + b * c.m * c.n, c.m, c.k,
-                 c.n, c.transpose_lhs, c.transpose_rhs);
+                 c.n, c.transpose_lhs, c.transpose_rhs, c.e.At(b * c.m * c.n));
   }
 }
 
 template <typename T>
 void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_t k, int64_t n,
-            bool transpose_lhs, bool transpose_rhs) {
+            bool transpose_lhs, bool transpose_rhs, const Epilogue<T>& e = {}) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
   if (k <= 0) {
     std::fill(out, out + batch * m * n, T(0));
+    ApplyEpilogue(out, batch * m * n, e);
     return;
   }
   if (batch == 1 && m == 1 && !transpose_rhs) {  // x A, A row-major
     MatmulVectorRows(lhs, rhs, out, k, n);
+    ApplyEpilogue(out, n, e);
     return;
   }
   if (batch == 1 && n == 1 && transpose_lhs) {  // A x, A stored transposed
     MatmulVectorRows(rhs, lhs, out, k, m);
+    ApplyEpilogue(out, m, e);
     return;
   }
   const int64_t threads = ThreadsForCaller();
@@ -270,11 +309,12 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
     if (std::is_arithmetic<T>::value && batch == 1 && n == 1 && !transpose_lhs &&
         k <= kMaxRowDotColumns) {
       MatmulRowDots(lhs, rhs, out, m, k);
+      ApplyEpilogue(out, m, e);
       return;
     }
     for (int64_t b = 0; b < batch; ++b) {
       MatmulSerial(lhs + b * m * k, rhs + b * k * n, out + b * m * n, m, k, n, transpose_lhs,
-                   transpose_rhs);
+                   transpose_rhs, e.At(b * m * n));
     }
     return;
   }
@@ -282,7 +322,7 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
                     batch >= 4 * threads)) {
     // Products spread evenly over the threads, or many small ones: whole
     // products per task, each serial.
-    BatchContext<T> ctx{lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs};
+    BatchContext<T> ctx{lhs, rhs, out, m, k, n, transpose_lhs, transpose_rhs, e};
     __xla_cpu_parallel_for(&MatmulBatchBody<T>, &ctx, batch,
                            std::max<int64_t>(1, kMinParallelMacs / macs));
     return;
@@ -290,7 +330,7 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
   if (std::min(m, n) < kMinContractionDim) {
     for (int64_t b = 0; b < batch; ++b) {
       MatmulSplit(lhs + b * m * k, rhs + b * k * n, out + b * m * n, m, k, n, transpose_lhs,
-                  transpose_rhs);
+                  transpose_rhs, e.At(b * m * n));
     }
     return;
   }
@@ -304,11 +344,12 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
       // 256x1024x4096 5-8% faster, 256x4096x1024 level; square products
       // (512^3 to 1024^3) and 2048x512x2048 2-6% slower.
       MatmulSplit(lhs + b * m * k, rhs + b * k * n, out + b * m * n, m, k, n, transpose_lhs,
-                  transpose_rhs, threads);
+                  transpose_rhs, e.At(b * m * n), threads);
       continue;
     }
     MatmulParallel(static_cast<int>(threads), lhs + b * m * k, rhs + b * k * n, out + b * m * n,
                    m, k, n, transpose_lhs, transpose_rhs);
+    ApplyEpilogue(out + b * m * n, m * n, e.At(b * m * n));
   }
 }
 
@@ -317,6 +358,13 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
 void MatmulF32(const float* lhs, const float* rhs, float* out, int64_t batch, int64_t m, int64_t k,
                int64_t n, bool transpose_lhs, bool transpose_rhs) {
   Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
+}
+
+void MatmulAddendF32(const float* lhs, const float* rhs, float* out, int64_t batch, int64_t m,
+                     int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs,
+                     const float* addend, float alpha) {
+  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs,
+         Epilogue<float>{addend, alpha});
 }
 
 void MatmulF64(const double* lhs, const double* rhs, double* out, int64_t batch, int64_t m,

@@ -167,24 +167,27 @@ inline void PackA(const float* a, int64_t rs, int64_t cs, int64_t mc, int64_t kc
   }
 }
 
-// C'(i, j) = C(j, i): a tile of C' stored into C's rows. Rows past h and
-// columns past w are not stored.
-inline void StoreTransposed(const __m512 acc[kMR][2], float* c, int64_t ldc, bool load_c,
-                            int64_t h, int64_t w) {
+// C'(i, j) = C(j, i): a tile of C' stored into C's rows, alpha acc plus
+// the tile at `src` (laid out as C: C itself, the addend, or none). Rows
+// past h and columns past w are not stored.
+inline void StoreTransposed(const __m512 acc[kMR][2], float* c, int64_t ldc, const float* src,
+                            float alpha, int64_t h, int64_t w) {
   alignas(64) float tile[kMR * kNR];
   for (int64_t r = 0; r < kMR; ++r) {
     _mm512_store_ps(tile + r * kNR, acc[r][0]);
     _mm512_store_ps(tile + r * kNR + 16, acc[r][1]);
   }
   const __mmask16 rows = FirstLanes(h);
+  const __m512 va = _mm512_set1_ps(alpha);
   for (int64_t half = 0; half < 2 && half * 16 < w; ++half) {
     __m512 t[16];
     Transpose16(tile + half * 16, kNR, kMR, t);  // t[j]: column half*16 + j, rows in lanes
     for (int64_t j = 0; j < 16 && half * 16 + j < w; ++j) {
-      float* dst = c + (half * 16 + j) * ldc;
-      __m512 v = t[j];
-      if (load_c) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(rows, dst));
-      _mm512_mask_storeu_ps(dst, rows, v);
+      const int64_t offset = (half * 16 + j) * ldc;
+      __m512 v = src != nullptr
+                     ? _mm512_fmadd_ps(t[j], va, _mm512_maskz_loadu_ps(rows, src + offset))
+                     : _mm512_mul_ps(t[j], va);
+      _mm512_mask_storeu_ps(c + offset, rows, v);
     }
   }
 }
@@ -192,19 +195,27 @@ inline void StoreTransposed(const __m512 acc[kMR][2], float* c, int64_t ldc, boo
 // acc = sum over p < kc of the outer products of A's and B's rows, A a
 // packed panel (element (r, p) at ap[p * kMR + r]) or with kDirectA twelve
 // rows read in place (ap[r * lda + p]), B a packed panel (bp[p * kNR + j])
-// or with kDirectB 32 columns read in place (bp[p * ldb + j]); then C (+)= acc on the first h
-// rows and w columns (all of them if kFull), or with `transposed_c` C's
-// rows the tile's columns (StoreTransposed).
+// or with kDirectB 32 columns read in place (bp[p * ldb + j]); then C =
+// alpha acc + the tile at `src` (laid out as C: C itself to accumulate, an
+// addend, or nullptr for none) on the first h rows and w columns (all of
+// them if kFull), or with `transposed_c` C's rows the tile's columns
+// (StoreTransposed). With alpha 1 that is acc (+ src) exactly: a fused
+// multiply-add by 1 rounds once, as the sum does.
 template <bool kFull, bool kDirectA, bool kDirectB>
 inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
                         const float* __restrict bp, int64_t ldb, float* c, int64_t ldc,
-                        bool load_c, bool transposed_c, int64_t h, int64_t w) {
+                        const float* src, float alpha, bool transposed_c, int64_t h, int64_t w) {
   if (!transposed_c) {
     for (int64_t r = 0; r < (kFull ? kMR : h); ++r) {
       _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16), _MM_HINT_T0);
     }
   }
+  // An addend's lines (2 per row) one every 8 steps of the contraction, the
+  // rest before the stores: prefetched with C's at the start, its 24 misses
+  // waited for the line fill buffers, a memory latency per tile (1024 x 256
+  // x 4096 on two threads: 4.5 ms plain, 5.5 with the addend).
+  const int64_t src_lines = src != nullptr && src != c && !transposed_c ? 2 * (kFull ? kMR : h) : 0;
   __m512 acc[kMR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
@@ -214,6 +225,11 @@ inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
       for (int r = 0; r < kMR; ++r) {
         _mm_prefetch(reinterpret_cast<const char*>(ap + r * lda + 32), _MM_HINT_T0);
       }
+    }
+    if ((p & 3) == 0 && (p >> 2) < src_lines) {
+      const int64_t line = p >> 2;
+      _mm_prefetch(reinterpret_cast<const char*>(src + (line >> 1) * ldc + (line & 1) * 16),
+                   _MM_HINT_T0);
     }
     if (kDirectB) {  // B's row 8 ahead
       _mm_prefetch(reinterpret_cast<const char*>(bp + 8 * ldb), _MM_HINT_T0);
@@ -231,26 +247,32 @@ inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
     bp += kDirectB ? ldb : kNR;
   }
   if (transposed_c) {
-    StoreTransposed(acc, c, ldc, load_c, h, w);
+    StoreTransposed(acc, c, ldc, src, alpha, h, w);
     return;
   }
+  for (int64_t line = (kc + 3) >> 2; line < src_lines; ++line) {
+    _mm_prefetch(reinterpret_cast<const char*>(src + (line >> 1) * ldc + (line & 1) * 16),
+                 _MM_HINT_T0);
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
   const __mmask16 m0 = kFull ? __mmask16(0xffff) : FirstLanes(w);
   const __mmask16 m1 = kFull ? __mmask16(0xffff) : FirstLanes(w - 16);
   for (int64_t r = 0; r < (kFull ? kMR : h); ++r) {
     float* row = c + r * ldc;
-    __m512 x0 = acc[r][0], x1 = acc[r][1];
+    __m512 x0, x1;
+    if (src != nullptr) {
+      const float* s = src + r * ldc;
+      x0 = _mm512_fmadd_ps(acc[r][0], va, kFull ? _mm512_loadu_ps(s) : _mm512_maskz_loadu_ps(m0, s));
+      x1 = _mm512_fmadd_ps(acc[r][1], va,
+                           kFull ? _mm512_loadu_ps(s + 16) : _mm512_maskz_loadu_ps(m1, s + 16));
+    } else {
+      x0 = _mm512_mul_ps(acc[r][0], va);
+      x1 = _mm512_mul_ps(acc[r][1], va);
+    }
     if (kFull) {
-      if (load_c) {
-        x0 = _mm512_add_ps(x0, _mm512_loadu_ps(row));
-        x1 = _mm512_add_ps(x1, _mm512_loadu_ps(row + 16));
-      }
       _mm512_storeu_ps(row, x0);
       _mm512_storeu_ps(row + 16, x1);
     } else {
-      if (load_c) {
-        x0 = _mm512_add_ps(x0, _mm512_maskz_loadu_ps(m0, row));
-        x1 = _mm512_add_ps(x1, _mm512_maskz_loadu_ps(m1, row + 16));
-      }
       _mm512_mask_storeu_ps(row, m0, x0);
       _mm512_mask_storeu_ps(row + 16, m1, x1);
     }
@@ -282,11 +304,13 @@ inline int64_t SpaceFloats(int64_t m, int64_t n, int64_t k) {
 
 // The blocked product. With `direct_a` (A row-major) A's full panels are
 // read in place, not packed, and with `direct_b` (B row-major) B's; with
-// `transposed_c` C'(i, j) is at c[j * ldc + i].
+// `transposed_c` C'(i, j) is at c[j * ldc + i]. The first block of the
+// contraction adds `addend` (laid out as C; nullptr: none) to alpha times
+// its sums, or C itself with `accumulate`; the others add C.
 inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs,
                         int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs, float* c,
-                        int64_t ldc, bool accumulate, float* space, bool direct_a,
-                        bool direct_b, bool transposed_c) {
+                        int64_t ldc, bool accumulate, const float* addend, float alpha,
+                        float* space, bool direct_a, bool direct_b, bool transposed_c) {
   const int64_t kc_max = BlockDepth(k), nc_max = BlockColumns(kc_max);
   float* ap = space;
   float* bp = space + ((std::min(kMC, m) + kMR - 1) / kMR * kMR * kc_max + 15) / 16 * 16;
@@ -296,7 +320,7 @@ inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t
     const int64_t in_place = std::clamp<int64_t>(full_rows - ic, 0, mc);
     for (int64_t pc = 0; pc < k; pc += kc_max) {
       const int64_t kc = std::min(kc_max, k - pc);
-      const bool load_c = accumulate || pc > 0;
+      const float* src = accumulate || pc > 0 ? c : addend;
       // Packed: the rows past those read in place, at their offset in ap.
       PackA(a + (ic + in_place) * a_rs + pc * a_cs, a_rs, a_cs, mc - in_place, kc,
             ap + in_place * kc);
@@ -310,20 +334,22 @@ inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t
         auto tile_at = [&](int64_t ir, int64_t jr) {
           const int64_t h = std::min(kMR, mc - ir), w = std::min(kNR, nc - jr);
           const int64_t i = ic + ir, j = jc + jr;
-          float* tile = transposed_c ? c + j * ldc + i : c + i * ldc + j;
+          const int64_t offset = transposed_c ? j * ldc + i : i * ldc + j;
+          float* tile = c + offset;
+          const float* tile_src = src == nullptr ? nullptr : src + offset;
           const float* panel = bp + jr * kc;
           if (ir < in_place) {
             MicroKernel<false, true, false>(kc, a + i * a_rs + pc, a_rs, panel, kNR, tile, ldc,
-                                            load_c, transposed_c, h, w);
+                                            tile_src, alpha, transposed_c, h, w);
           } else if (jr < b_in_place) {
             MicroKernel<false, false, true>(kc, ap + ir * kc, kMR, b + pc * b_rs + j, b_rs,
-                                            tile, ldc, load_c, transposed_c, h, w);
+                                            tile, ldc, tile_src, alpha, transposed_c, h, w);
           } else if (h == kMR && w == kNR && !transposed_c) {
             MicroKernel<true, false, false>(kc, ap + ir * kc, kMR, panel, kNR, tile, ldc,
-                                            load_c, false, h, w);
+                                            tile_src, alpha, false, h, w);
           } else {
             MicroKernel<false, false, false>(kc, ap + ir * kc, kMR, panel, kNR, tile, ldc,
-                                             load_c, transposed_c, h, w);
+                                             tile_src, alpha, transposed_c, h, w);
           }
         };
         // A panel of A in L1, B's panels from the L2-resident block.
@@ -354,18 +380,20 @@ constexpr int64_t kMaxRowsForSwap = 96;
 // 64x1024x1024 and 90x1024x1024 (2 MB per slab) 364-399/331-374.
 constexpr int64_t kMaxDirectB = int64_t{1} << 18;
 
-// C (+)= A B as above; `space` (64-byte aligned) holds SpaceFloats(m, n, k).
-// Either way each element of C is the same sum, in the same order, of the
-// same exact products (FMA): the same bits.
+// C (+)= A B as above, or C = addend + alpha A B (`addend` laid out as C,
+// at most one of it and `accumulate`); `space` (64-byte aligned) holds
+// SpaceFloats(m, n, k). Either way each element of C is the same sum, in
+// the same order, of the same exact products (FMA): the same bits.
 inline void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
                  const float* b, int64_t b_rs, int64_t b_cs, float* c, int64_t ldc,
-                 bool accumulate, float* space) {
+                 bool accumulate, float* space, const float* addend = nullptr,
+                 float alpha = 1.0f) {
   if (m < kMaxRowsForSwap && b_rs == 1 && b_cs != 1 && n >= 2 * kMR) {
-    BlockedGemm(n, m, k, b, b_cs, b_rs, a, a_cs, a_rs, c, ldc, accumulate, space,
+    BlockedGemm(n, m, k, b, b_cs, b_rs, a, a_cs, a_rs, c, ldc, accumulate, addend, alpha, space,
                 /*direct_a=*/true, /*direct_b=*/false, /*transposed_c=*/true);
     return;
   }
-  BlockedGemm(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate, space,
+  BlockedGemm(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate, addend, alpha, space,
               /*direct_a=*/false,
               /*direct_b=*/m < kMaxRowsForSwap && b_cs == 1 && k * n <= kMaxDirectB,
               /*transposed_c=*/false);

@@ -317,6 +317,7 @@ const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count) {
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_runtime_num_threads),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_parallel_for),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_addend_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_matmul_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_tiled_gemm_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_tiled_gemm_f64),
