@@ -13,6 +13,7 @@ import xla
 from xla import _core
 from xla.backends.cpu import dot_addend_fusion, runtime_context
 from xla.hlo.parser import parse_hlo_module
+from xla.hlo.printer import module_to_text
 from xla.tools.arrays import flatten_result, random_args
 from lapack_fixtures import load, program, run
 
@@ -147,3 +148,22 @@ ENTRY e {
 """
     with pytest.raises(xla.XlaError, match="kOutput"):
         xla.compile(text, "cpu")
+
+
+def test_an_optimized_dump_compiles_where_the_runtime_lacks_the_function(monkeypatch):
+    # A module dumped after the JIT's passes holds the kOutput fusions; an
+    # object compiled ahead of time from it (or a runtime without the
+    # function) computes them as the fused computation's loops.
+    text = gzip.open(MLP, "rt").read()
+    dumped = module_to_text(xla.compile(text, "cpu").module)
+    assert "kind=kOutput" in dumped
+    from xla.backends.cpu import compiler
+    symbols = {k: v for k, v in compiler.runtime_symbols().items() if k != SYMBOL}
+    monkeypatch.setattr(compiler, "runtime_symbols", lambda: symbols)
+    exe = xla.compile(dumped, "cpu")
+    assert SYMBOL not in exe.ir_text and _kinds(exe).count("kOutput") == 2
+    args = [a * np.float32(0.1) for a in random_args(
+        [p.shape for p in parse_hlo_module(text).entry.parameters], seed=2)]
+    got = [np.asarray(r) for r in flatten_result(exe.execute(*args))]
+    for g, w in zip(got, run(text, args, "interpreter")):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -65,7 +65,6 @@ from xla.backends.cpu.element_generator import (  # noqa: F401  (emit_*.py impor
     physical_bytes, register_generator, to_bits, unsupported)
 from xla.backends.cpu.elemental_ir_emitter import emit_elementwise
 from xla.backends.cpu.llvm_types import F32, load_element, store_element
-from xla.errors import InternalError
 
 
 TINY_KERNEL_ELEMENTS = 4     # kernels this small are inlined into the driver
@@ -781,14 +780,15 @@ class ModuleEmitter:
 
     def emit_dot_addend(self, h):
         """A kOutput fusion of ``dot-addend-fusion`` (``addend + alpha *
-        dot``) as one call to the runtime's ``__xla_cpu_matmul_addend_f32``."""
+        dot``) as one call to the runtime's ``__xla_cpu_matmul_addend_f32``;
+        where the runtime has none (an optimized dump compiled ahead of
+        time), the fused computation's loops, each element's dot product
+        summed in place (slow, but the module's meaning)."""
         form = dot_addend_fusion.match(h)
         if form is None:
             raise unsupported(h, "kind=kOutput (other than dot-addend-fusion's dot and update)")
         if not self.emit_runtime_matmul(form.dot, fusion=h, addend=form.addend, alpha=form.alpha):
-            raise InternalError(f"{h.name}: a dot-addend fusion without the runtime's "
-                                f"{dot_addend_fusion.SYMBOL} (runtime_context.symbols() had a "
-                                "runtime with it)")
+            self.emit_loops(h, h.attr("calls").root_instruction, fusion=h)
 
     def emit_runtime_matmul(self, h, fusion=None, addend=None, alpha=1.0):
         """A canonical f32/f64/s32/c64/c128 dot (or s8 x s8 -> s32, bf16 x
