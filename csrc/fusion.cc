@@ -341,45 +341,52 @@ class FusionPlanner {
     from.shrink_to_fit();
   }
 
-  int64_t SourceDepth(int64_t q) const {
-    if (home_[q] >= 0) return depth_[home_[q]];
-    return unfused_depth_[q];
-  }
-
   void Siblings() {
     const int64_t num_groups = static_cast<int64_t>(groups_.size());
     depth_.assign(num_groups, 0);
     unfused_depth_.assign(n_, 0);
-    std::vector<int64_t> root_group(n_, -1);
-    for (int64_t gid = 0; gid < num_groups; ++gid) root_group[groups_[gid].root] = gid;
-    // In post order, with each group at its root, everything a group reads
-    // comes before its root, but an unfused instruction may read a group
-    // whose root comes after it: a value that became a reduce's second
-    // output (phase 1) is read by its unfused users (a dot, a reshape)
-    // before the reduce. Their depths then grow in a later pass: passes
-    // until none changes (the graph is acyclic; at most its longest path).
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (int64_t i = 0; i < n_; ++i) {
-        if (unfused_[i]) {
-          int64_t d = 0;
-          for (int64_t k = g_.operand_begin(i); k < g_.operand_end(i); ++k) {
-            d = std::max(d, SourceDepth(g_.operand_indices[k]) + 1);
-          }
-          if (d != unfused_depth_[i]) {
-            unfused_depth_[i] = d;
-            changed = true;
-          }
+    // A group's depth is one more than the deepest node it reads, an
+    // unfused instruction's likewise (0 for the rest). Not one pass in post
+    // order: with each group at its root, an unfused instruction may read a
+    // group whose root comes after it (a value that became a reduce's
+    // second output in phase 1, read by its unfused users, a dot or a
+    // reshape, before the reduce). So each depth is computed on first
+    // request, depth first with an explicit stack: linear in the graph.
+    // Nodes: groups [0, num_groups), then instructions.
+    auto node_of = [&](int64_t q) { return home_[q] >= 0 ? home_[q] : num_groups + q; };
+    auto for_each_read = [&](int64_t node, auto&& fn) {
+      if (node < num_groups) {
+        for (int64_t q : groups_[node].externals) fn(node_of(q));
+      } else if (unfused_[node - num_groups]) {
+        const int64_t i = node - num_groups;
+        for (int64_t k = g_.operand_begin(i); k < g_.operand_end(i); ++k) {
+          fn(node_of(g_.operand_indices[k]));
         }
-        const int64_t gid = root_group[i];
-        if (gid >= 0) {
-          int64_t d = 0;
-          for (int64_t q : groups_[gid].externals) d = std::max(d, SourceDepth(q) + 1);
-          if (d != depth_[gid]) {
-            depth_[gid] = d;
-            changed = true;
-          }
+      }
+    };
+    auto depth_of = [&](int64_t node) -> int64_t& {
+      return node < num_groups ? depth_[node] : unfused_depth_[node - num_groups];
+    };
+    std::vector<char> state(static_cast<size_t>(num_groups + n_), 0);  // 1 open, 2 done
+    std::vector<int64_t> stack;
+    for (int64_t start = 0; start < num_groups + n_; ++start) {
+      if (state[start] != 0) continue;
+      stack.push_back(start);
+      while (!stack.empty()) {
+        const int64_t node = stack.back();
+        if (state[node] == 0) {  // open it: its reads first
+          state[node] = 1;
+          for_each_read(node, [&](int64_t r) {
+            if (state[r] == 0) stack.push_back(r);
+          });
+          continue;
         }
+        stack.pop_back();
+        if (state[node] == 2) continue;  // pushed twice, done the first time
+        int64_t d = 0;
+        for_each_read(node, [&](int64_t r) { d = std::max(d, depth_of(r) + 1); });
+        depth_of(node) = d;
+        state[node] = 2;
       }
     }
 
