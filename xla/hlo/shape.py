@@ -175,6 +175,19 @@ class Shape:
     def num_elements(self):
         return math.prod(self.dimensions)
 
+    def physical_minor_to_major(self):
+        """The dimension numbers from the most minor to the most major in
+        memory: the layout's, or row-major (the reverse of dimension order)
+        where it has none of its rank."""
+        layout = self.layout
+        if layout is None or len(layout.minor_to_major) != self.rank:
+            return tuple(range(self.rank))[::-1]
+        return tuple(layout.minor_to_major)
+
+    def is_row_major(self):
+        """Whether the elements lie in memory in dimension order."""
+        return self.physical_minor_to_major() == tuple(range(self.rank))[::-1]
+
     def byte_size(self):
         """Bytes of the array (arrays) or of the tuple's pointer table (tuples)."""
         if self.is_tuple:

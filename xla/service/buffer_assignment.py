@@ -271,14 +271,6 @@ def in_place_update_operand(instr):
     return operand
 
 
-def _physical_order(shape):
-    """Minor-to-major order of an array shape (no layout: row-major)."""
-    layout = shape.layout
-    if layout is None or len(layout.minor_to_major) != shape.rank:
-        return tuple(reversed(range(shape.rank)))
-    return tuple(layout.minor_to_major)
-
-
 def _is_elementwise_fusion(instr):
     if instr.opcode != "fusion" or instr.attr("kind") != "kLoop":
         return False
@@ -735,7 +727,7 @@ class _Assigner:
         # overwrite elements it has yet to read (XLA's ShapeUtil::Equal).
         return (other.is_array and other.dimensions == shape.dimensions
                 and other.byte_size() == shape.byte_size()
-                and _physical_order(other) == _physical_order(shape)
+                and other.physical_minor_to_major() == shape.physical_minor_to_major()
                 and any(operand_buffer is self.points_to[id(o)].get(()) for o in instr.operands))
 
     def share_in_place(self, instr):

@@ -14,11 +14,6 @@ from xla.hlo.shape import Layout
 from xla.service.pass_utils import OpExpanderPass
 
 
-def _row_major(shape):
-    layout = shape.layout
-    return layout is None or list(layout.minor_to_major) == list(range(shape.rank))[::-1]
-
-
 def moves_no_byte(instr):
     """Whether ``instr`` is a reshape this pass makes a bitcast."""
     if instr.opcode != "reshape" or not instr.shape.is_array or len(instr.operands) != 1:
@@ -26,7 +21,7 @@ def moves_no_byte(instr):
     x = instr.operands[0]
     return (x.shape.is_array and not x.shape.is_dynamic and not instr.shape.is_dynamic
             and x.shape.element_type is instr.shape.element_type
-            and _row_major(x.shape) and _row_major(instr.shape))
+            and x.shape.is_row_major() and instr.shape.is_row_major())
 
 
 class ReshapeToBitcast(OpExpanderPass):

@@ -64,13 +64,6 @@ class AddendForm:
         self.alpha = alpha
 
 
-def _minor_to_major(shape):
-    layout = shape.layout
-    if layout is None or len(layout.minor_to_major) != shape.rank:
-        return list(range(shape.rank))[::-1]
-    return list(layout.minor_to_major)
-
-
 def _moves_no_byte(x):
     """Whether view ``x`` stores each element at its operand element's offset."""
     op = x.opcode
@@ -80,10 +73,11 @@ def _moves_no_byte(x):
     if op == "bitcast":
         return True
     if op == "copy":
-        return _minor_to_major(src) == _minor_to_major(x.shape)
+        return src.physical_minor_to_major() == x.shape.physical_minor_to_major()
     if op == "transpose":
         perm = list(x.attr("dimensions", ()))
-        return [perm[d] for d in _minor_to_major(x.shape)] == _minor_to_major(src)
+        return tuple(perm[d] for d in x.shape.physical_minor_to_major()) == \
+            src.physical_minor_to_major()
     return op == "reshape" and moves_no_byte(x)
 
 
@@ -120,7 +114,8 @@ def _scaled(x, target):
 
 
 def _same_bytes(a, b):
-    return tuple(a.dimensions) == tuple(b.dimensions) and _minor_to_major(a) == _minor_to_major(b)
+    return tuple(a.dimensions) == tuple(b.dimensions) and \
+        a.physical_minor_to_major() == b.physical_minor_to_major()
 
 
 def _form(root, dot, addend):

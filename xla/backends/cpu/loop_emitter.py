@@ -107,15 +107,12 @@ def for_loop(b, start, end, name="i", interleave=None, step=1, vectorize=None):
 
 def major_to_minor(shape):
     """Dimension numbers from the most major to the most minor in the layout."""
-    layout = shape.layout
-    if layout is None or len(layout.minor_to_major) != shape.rank:
-        return list(range(shape.rank))
-    return list(reversed(layout.minor_to_major))
+    return list(reversed(shape.physical_minor_to_major()))
 
 
 def is_row_major(shape):
     """Whether the shape's layout (or its absence) is row-major."""
-    return major_to_minor(shape) == list(range(shape.rank))
+    return shape.is_row_major()
 
 
 def reshape_groups(sizes, other_sizes):
