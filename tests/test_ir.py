@@ -112,3 +112,14 @@ def test_post_order_puts_control_predecessors_first():
     comp.add_instruction(d)   # listed after the root...
     b.attrs["control-predecessors"] = [d]   # ...and b must follow it
     assert [i.name for i in comp.post_order()] == ["p", "a", "d", "b", "c"]
+
+
+def test_a_shapes_physical_order_is_its_layouts_or_row_major():
+    from xla.hlo.parser import parse_shape
+    from xla.hlo.shape import Layout
+    s = parse_shape("f32[2,3,4]{0,2,1}")
+    assert s.physical_minor_to_major() == (0, 2, 1) and not s.is_row_major()
+    r = s.with_layout(Layout.row_major(3))
+    assert r.physical_minor_to_major() == (2, 1, 0) and r.is_row_major()
+    assert s.without_layout().physical_minor_to_major() == (2, 1, 0)
+    assert s.without_layout().is_row_major()
