@@ -10,6 +10,7 @@ import contextvars
 
 _compiling = contextvars.ContextVar("xla_cpu_runtime_symbols", default=None)
 _process = None
+_process_names = None
 
 
 def process_symbols():
@@ -26,8 +27,13 @@ def process_symbols():
 def symbols():
     """The names of the runtime functions the code may call: the
     compilation's, else the process runtime's."""
+    global _process_names
     names = _compiling.get()
-    return names if names is not None else frozenset(process_symbols())
+    if names is None:
+        if _process_names is None:
+            _process_names = frozenset(process_symbols())
+        names = _process_names
+    return names
 
 
 @contextlib.contextmanager

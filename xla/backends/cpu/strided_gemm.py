@@ -46,7 +46,6 @@ operand stored transposed (k's head as k^T: its tokens are not minor in
 k's bytes), so k's copy goes too: attention S = 512 8.83-8.85 -> 8.65-8.82
 ms, the transformer block's training step 53.3-53.6 -> 52.0-52.6 ms.
 """
-
 from xla.backends.cpu import runtime_context
 from xla.backends.cpu.dot_operand_layouts import matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import physical_strides
@@ -71,6 +70,7 @@ MAX_SPLIT_RHS_BYTES = 256 << 10
 TYPES = ("f32", "f64")
 # The runtime's walk takes at most this many batch dimensions.
 MAX_RUNTIME_BATCH_RANK = 8
+
 
 def runs_blocked_products(symbols):
     """Whether a runtime with ``symbols`` (names) computes blocked walks."""
