@@ -135,7 +135,9 @@ def _form(root, dot, addend):
 def match(fusion):
     """The ``AddendForm`` of a kOutput fusion this pass made, else None."""
     comp = fusion.attr("calls")
-    if fusion.attr("kind") != "kOutput" or comp is None or len(fusion.operands) != 3:
+    if fusion.attr("kind") != "kOutput" or comp is None or len(fusion.operands) != 3 \
+            or not fusion.shape.is_array \
+            or not _same_bytes(fusion.shape, comp.root_instruction.shape):
         return None
     dots = [i for i in comp.instructions if i.opcode == "dot"]
     params = comp.parameters
