@@ -148,19 +148,58 @@ TEST_F(IsaTest, EveryRunnableVariantMatchesNaiveMatmuls) {
   }
 }
 
+// The packed f32 GEMM's operand forms (packed_gemm.h), on every variant and
+// one or two threads against one naive product per shape: A read in place
+// (row-major A, at most 256 columns), B read in place where both would
+// apply (few rows: B's form wins), the swapped product, and packed both.
+TEST_F(IsaTest, EveryRunnableVariantMatchesNaiveMatmulsWhereThePackedGemmReadsInPlace) {
+  std::mt19937 rng(9);
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {512, 512, 64}, {90, 1500, 64}, {200, 700, 250}, {131, 300, 257}};
+  for (const auto& [m, k, n] : shapes) {
+    for (int t = 0; t < 4; ++t) {
+      const bool tl = t & 1, tr = t & 2;
+      const auto lhs = RandomVector<float>(rng, m * k);
+      const auto rhs = RandomVector<float>(rng, k * n);
+      std::vector<double> want(static_cast<size_t>(m * n), 0.0);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t p = 0; p < k; ++p) {
+          const double a = lhs[tl ? p * m + i : i * k + p];
+          for (int64_t j = 0; j < n; ++j) want[i * n + j] += a * rhs[tr ? j * k + p : p * n + j];
+        }
+      }
+      for (int threads : {1, 2}) {
+        __xla_cpu_runtime_set_num_threads(threads);
+        for (const IsaKernels* kernels : RunnableVariants()) {
+          SCOPED_TRACE(std::string(kernels->name) + " threads=" + std::to_string(threads) + " " +
+                       std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) +
+                       " tl=" + std::to_string(tl) + " tr=" + std::to_string(tr));
+          std::vector<float> out(static_cast<size_t>(m * n), 7.0f);
+          kernels->matmul_f32(lhs.data(), rhs.data(), out.data(), 1, m, k, n, tl, tr);
+          for (int64_t i = 0; i < m * n; ++i) {
+            ASSERT_LE(std::abs(out[i] - want[i]), 1e-5 * std::sqrt(double(k))) << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 // out = addend + alpha (lhs x rhs) (matmul_addend_f32) on every variant
 // and path: tiny (Eigen's operator), k = 0, the vector-row and row-dot
 // forms, Eigen's serial GEMM, the packed GEMM (AVX-512) with two blocks of
 // the contraction (the addend added by the first, the output by the
 // second) in slabs over two threads, its swapped form (few rows, B stored
-// transposed: the tile stored transposed) and B read in place, the tensor
+// transposed: the tile stored transposed), B read in place and A read in
+// place (row-major A, 64 columns), the tensor
 // contraction (a square product off AVX-512) and batches.
 TEST_F(IsaTest, EveryRunnableVariantAddsTheAddendToItsProducts) {
   std::mt19937 rng(5);
   const std::vector<std::array<int64_t, 4>> shapes = {
       {1, 3, 5, 7},     {1, 4, 0, 5},       {1, 1, 300, 70},  {1, 70, 300, 1},
       {1, 50, 9, 1},    {1, 130, 70, 150},  {1, 256, 400, 200}, {1, 40, 512, 512},
-      {1, 64, 512, 512}, {1, 200, 96, 190}, {6, 40, 24, 40},  {3, 64, 128, 64}};
+      {1, 64, 512, 512}, {1, 200, 96, 190}, {6, 40, 24, 40},  {3, 64, 128, 64},
+      {1, 512, 512, 64}};
   for (int threads : {1, 2}) {
     __xla_cpu_runtime_set_num_threads(threads);
     for (const IsaKernels* kernels : RunnableVariants()) {

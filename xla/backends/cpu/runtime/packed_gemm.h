@@ -380,6 +380,16 @@ constexpr int64_t kMaxRowsForSwap = 96;
 // 64x1024x1024 and 90x1024x1024 (2 MB per slab) 364-399/331-374.
 constexpr int64_t kMaxDirectB = int64_t{1} << 18;
 
+// Products of at most this many columns read A's full panels in place
+// when A is row-major (each element of A meets few columns of B, so
+// packing it cost a large part of the product). One thread, GFLOP/s packed
+// / in place: 512x512x64 165-176 / 236-240, 2048x1024x48 129 / 188,
+// 4096x4096x16 55 / 104-107, 2048x2048x96 179-192 / 243, 4096x512x160 221
+// / 248, 512x2048x256 230-233 / 248-249; two threads 512x512x64 305-332 /
+// 423-437, 8192x256x64 359-366 / 500. Wider products level within 2%
+// either way (1024^3 247 / 243-246, 1024x256x4096 251-256 / 243-247).
+constexpr int64_t kMaxColumnsForDirectA = 256;
+
 // C (+)= A B as above, or C = addend + alpha A B (`addend` laid out as C,
 // at most one of it and `accumulate`); `space` (64-byte aligned) holds
 // SpaceFloats(m, n, k). Either way each element of C is the same sum, in
@@ -393,9 +403,11 @@ inline void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs, 
                 /*direct_a=*/true, /*direct_b=*/false, /*transposed_c=*/true);
     return;
   }
+  // B read in place or A, not both (BlockedGemm's tiles read one operand
+  // in place, the other packed).
+  const bool direct_b = m < kMaxRowsForSwap && b_cs == 1 && k * n <= kMaxDirectB;
   BlockedGemm(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate, addend, alpha, space,
-              /*direct_a=*/false,
-              /*direct_b=*/m < kMaxRowsForSwap && b_cs == 1 && k * n <= kMaxDirectB,
+              /*direct_a=*/!direct_b && a_cs == 1 && n <= kMaxColumnsForDirectA, direct_b,
               /*transposed_c=*/false);
 }
 
