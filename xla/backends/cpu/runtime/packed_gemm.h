@@ -194,14 +194,15 @@ inline void StoreTransposed(const __m512 acc[kMR][2], float* c, int64_t ldc, con
 
 // acc = sum over p < kc of the outer products of A's and B's rows, A a
 // packed panel (element (r, p) at ap[p * kMR + r]) or with kDirectA twelve
-// rows read in place (ap[r * lda + p]), B a packed panel (bp[p * kNR + j])
+// rows read in place (ap[r * lda + p]) or with kDirectACols twelve rows of a
+// column-major A (ap[p * lda + r]), B a packed panel (bp[p * kNR + j])
 // or with kDirectB 32 columns read in place (bp[p * ldb + j]); then C =
 // alpha acc + the tile at `src` (laid out as C: C itself to accumulate, an
 // addend, or nullptr for none) on the first h rows and w columns (all of
 // them if kFull), or with `transposed_c` C's rows the tile's columns
 // (StoreTransposed). With alpha 1 that is acc (+ src) exactly: a fused
 // multiply-add by 1 rounds once, as the sum does.
-template <bool kFull, bool kDirectA, bool kDirectB>
+template <bool kFull, bool kDirectA, bool kDirectB, bool kDirectACols = false>
 inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
                         const float* __restrict bp, int64_t ldb, float* c, int64_t ldc,
                         const float* src, float alpha, bool transposed_c, int64_t h, int64_t w) {
@@ -220,6 +221,10 @@ inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {  // fully unrolled: the 24 sums stay in registers
+    if (kDirectACols) {  // the column 8 steps ahead (12 floats: at most two lines)
+      _mm_prefetch(reinterpret_cast<const char*>(ap + 8 * lda), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(ap + 8 * lda + kMR - 1), _MM_HINT_T0);
+    }
     if (kDirectA && p % 16 == 0) {  // each row's cache line two lines ahead
 #pragma GCC unroll 12
       for (int r = 0; r < kMR; ++r) {
@@ -243,7 +248,7 @@ inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
       acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
     }
-    ap += kDirectA ? 1 : kMR;
+    ap += kDirectA ? 1 : kDirectACols ? lda : kMR;
     bp += kDirectB ? ldb : kNR;
   }
   if (transposed_c) {
@@ -302,8 +307,8 @@ inline int64_t SpaceFloats(int64_t m, int64_t n, int64_t k) {
   return std::max(BlockFloats(m, n, k), BlockFloats(n, m, k));
 }
 
-// The blocked product. With `direct_a` (A row-major) A's full panels are
-// read in place, not packed, and with `direct_b` (B row-major) B's; with
+// The blocked product. With `direct_a` (A row-major or column-major: a
+// unit stride) A's full panels are read in place, not packed, and with `direct_b` (B row-major) B's; with
 // `transposed_c` C'(i, j) is at c[j * ldc + i]. The first block of the
 // contraction adds `addend` (laid out as C; nullptr: none) to alpha times
 // its sums, or C itself with `accumulate`; the others add C.
@@ -338,9 +343,12 @@ inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t
           float* tile = c + offset;
           const float* tile_src = src == nullptr ? nullptr : src + offset;
           const float* panel = bp + jr * kc;
-          if (ir < in_place) {
+          if (ir < in_place && a_cs == 1) {
             MicroKernel<false, true, false>(kc, a + i * a_rs + pc, a_rs, panel, kNR, tile, ldc,
                                             tile_src, alpha, transposed_c, h, w);
+          } else if (ir < in_place) {  // A column-major (a_rs == 1)
+            MicroKernel<false, false, false, true>(kc, a + i + pc * a_cs, a_cs, panel, kNR, tile,
+                                                   ldc, tile_src, alpha, transposed_c, h, w);
           } else if (jr < b_in_place) {
             MicroKernel<false, false, true>(kc, ap + ir * kc, kMR, b + pc * b_rs + j, b_rs,
                                             tile, ldc, tile_src, alpha, transposed_c, h, w);
@@ -381,13 +389,16 @@ constexpr int64_t kMaxRowsForSwap = 96;
 constexpr int64_t kMaxDirectB = int64_t{1} << 18;
 
 // Products of at most this many columns read A's full panels in place
-// when A is row-major (each element of A meets few columns of B, so
-// packing it cost a large part of the product). One thread, GFLOP/s packed
+// when A is row-major or column-major (each element of A meets few columns
+// of B, so packing it cost a large part of the product). One thread, GFLOP/s packed
 // / in place: 512x512x64 165-176 / 236-240, 2048x1024x48 129 / 188,
 // 4096x4096x16 55 / 104-107, 2048x2048x96 179-192 / 243, 4096x512x160 221
 // / 248, 512x2048x256 230-233 / 248-249; two threads 512x512x64 305-332 /
 // 423-437, 8192x256x64 359-366 / 500. Wider products level within 2%
 // either way (1024^3 247 / 243-246, 1024x256x4096 251-256 / 243-247).
+// Column-major A (A stored transposed), one thread: 512x512x64 189 / 234,
+// 2048x2048x64 152 / 207-217, 2048x1024x128 191-195 / 213-215; two threads
+// 512x512x64 330-357 / 430-435.
 constexpr int64_t kMaxColumnsForDirectA = 256;
 
 // C (+)= A B as above, or C = addend + alpha A B (`addend` laid out as C,
@@ -407,7 +418,8 @@ inline void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs, 
   // in place, the other packed).
   const bool direct_b = m < kMaxRowsForSwap && b_cs == 1 && k * n <= kMaxDirectB;
   BlockedGemm(m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c, ldc, accumulate, addend, alpha, space,
-              /*direct_a=*/!direct_b && a_cs == 1 && n <= kMaxColumnsForDirectA, direct_b,
+              /*direct_a=*/!direct_b && (a_cs == 1 || a_rs == 1) && n <= kMaxColumnsForDirectA,
+              direct_b,
               /*transposed_c=*/false);
 }
 
