@@ -57,7 +57,7 @@ def matmul_transposed(shape, nb):
 
 def runtime_dot(dot):
     """A dot the runtime's matmul computes (up to operand layouts; what
-    ``ir_emitter.emit_runtime_matmul`` checks first): element types one
+    ``runtime_matmul.emit_runtime_matmul`` checks first): element types one
     of its functions takes (``matmul_function``), leading batch dimensions,
     lhs ``[..., M, K]`` and rhs ``[..., K, N]`` (or without M / N)."""
     lhs, rhs = dot.operands

@@ -82,7 +82,7 @@ from xla.backends.cpu.ir_emitter import Slice, register_instruction
 from xla.backends.cpu.llvm_types import F32, F64, I32, vector_lanes
 from xla.backends.cpu.shape_generic import is_generic
 from xla.backends.cpu.strided_gemm import MAX_SPLIT_RHS_BYTES, MAX_TILED_MACS, MIN_COLUMNS, MR
-from xla.backends.cpu import strided_gemm
+from xla.backends.cpu import runtime_matmul, strided_gemm
 from xla.errors import InternalError
 from xla.backends.cpu.loop_emitter import I64, i64
 
@@ -159,7 +159,7 @@ def _split(m, k, n, et, runtime_symbols):
 def emit_dot(me, h):
     """A dot: the tiled kernel when it applies, else the runtime's matmul,
     else the generator's loops (reduction_emitter.generate_dot)."""
-    if not emit_small_gemm(me, h) and not me.emit_runtime_matmul(h):
+    if not emit_small_gemm(me, h) and not runtime_matmul.emit_runtime_matmul(me, h):
         me.emit_loops(h, h)
 
 
@@ -171,7 +171,7 @@ def emit_small_gemm(me, h):
         # Products beyond the tiled walk's limits in layouts the runtime's
         # matmul reads as they are: the matmul, with its own split of
         # such products over the pool.
-        if walk.blocked and me.emit_runtime_matmul(h):
+        if walk.blocked and runtime_matmul.emit_runtime_matmul(me, h):
             return True
         return _emit_strided(me, h, walk)
     shape = small_gemm_shape(h, me.runtime_symbols)
@@ -217,7 +217,7 @@ def emit_small_gemm(me, h):
             with serial:
                 run(0)
             with parallel:
-                emitted = me.emit_runtime_matmul(h)
+                emitted = runtime_matmul.emit_runtime_matmul(me, h)
         assert emitted, h
     return True
 
