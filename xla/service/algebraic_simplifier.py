@@ -131,7 +131,7 @@ def _constant_value(instr):
     return None
 
 
-def _splat(instr):
+def splat_value(instr):
     """The single value of a non-empty constant whose elements are all equal
     (bit for bit, so ``-0.0`` and ``+0.0`` differ), else None. A broadcast
     scalar is its scalar: nothing the size of the array is made (a
@@ -218,7 +218,7 @@ def _operand_if_same(instr, operand):
 def _add(rw, instr):
     kind = _kind(instr.shape)
     for const, other in ((instr.operands[1], instr.operands[0]), (instr.operands[0], instr.operands[1])):
-        value = _splat(const)
+        value = splat_value(const)
         if value is not None and _is_zero(value, kind, negative=True if kind in "fc" else False):
             return _operand_if_same(instr, other)
     return None
@@ -226,7 +226,7 @@ def _add(rw, instr):
 
 def _subtract(rw, instr):
     kind = _kind(instr.shape)
-    value = _splat(instr.operands[1])
+    value = splat_value(instr.operands[1])
     if value is not None and _is_zero(value, kind, negative=False):
         return _operand_if_same(instr, instr.operands[0])
     return None
@@ -235,7 +235,7 @@ def _subtract(rw, instr):
 def _multiply(rw, instr):
     kind = _kind(instr.shape)
     for const, other in ((instr.operands[1], instr.operands[0]), (instr.operands[0], instr.operands[1])):
-        value = _splat(const)
+        value = splat_value(const)
         if value is None:
             continue
         if _is_one(value, kind):
@@ -247,7 +247,7 @@ def _multiply(rw, instr):
 
 def _divide(rw, instr):
     x, divisor = instr.operands
-    value = _splat(divisor)
+    value = splat_value(divisor)
     if value is None:
         return None
     kind = _kind(instr.shape)
@@ -537,7 +537,7 @@ def _select(rw, instr):
     pred, on_true, on_false = instr.operands
     if on_true is on_false:
         return _operand_if_same(instr, on_true)
-    value = _splat(pred)
+    value = splat_value(pred)
     if value is not None:
         return _operand_if_same(instr, on_true if bool(value) else on_false)
     return None

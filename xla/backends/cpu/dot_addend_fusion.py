@@ -44,6 +44,7 @@ from xla.backends.cpu import runtime_context
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.strided_gemm import MAX_SPLIT_RHS_BYTES
 from xla.hlo.ir import HloComputation, HloInstruction
+from xla.service.algebraic_simplifier import same_shape_and_layout, splat_value
 from xla.service.hlo_pass import HloPass
 from xla.service.pass_utils import (add_before_callers, clone_instruction, control_successor_ids,
                                     fusion_computations, has_control_dependencies,
@@ -82,14 +83,8 @@ def _moves_no_byte(x):
 
 
 def _scale(x):
-    """The value of a broadcast scalar constant ``x``, else None."""
-    if x.opcode != "broadcast" or len(x.operands) != 1:
-        return None
-    c = x.operands[0]
-    if c.opcode != "constant" or c.literal is None or c.shape.rank != 0 \
-            or c.shape.element_type.text != "f32":
-        return None
-    return np.float32(np.asarray(c.literal))
+    """The value of ``x`` where it is a broadcast scalar constant, else None."""
+    return splat_value(x) if x.opcode == "broadcast" else None
 
 
 def _scaled(x, target):
@@ -103,7 +98,7 @@ def _scaled(x, target):
                 a, s = b, _scale(a)
             if s is None:
                 return None
-            alpha, x = np.float32(alpha * s), a
+            alpha, x = np.float32(alpha * np.float32(s)), a
         elif x.opcode == "negate":
             alpha, x = -alpha, x.operands[0]
         elif _moves_no_byte(x):
@@ -113,15 +108,10 @@ def _scaled(x, target):
     return alpha
 
 
-def _same_bytes(a, b):
-    return tuple(a.dimensions) == tuple(b.dimensions) and \
-        a.physical_minor_to_major() == b.physical_minor_to_major()
-
-
 def _form(root, dot, addend):
     """alpha when ``root`` computes addend + alpha * dot, else None."""
     if root.opcode not in ("add", "subtract") or addend is dot \
-            or not _same_bytes(addend.shape, root.shape):
+            or not same_shape_and_layout(addend.shape, root.shape):
         return None
     a, b = root.operands
     if a is addend:
@@ -137,7 +127,7 @@ def match(fusion):
     comp = fusion.attr("calls")
     if fusion.attr("kind") != "kOutput" or comp is None or len(fusion.operands) != 3 \
             or not fusion.shape.is_array \
-            or not _same_bytes(fusion.shape, comp.root_instruction.shape):
+            or not same_shape_and_layout(fusion.shape, comp.root_instruction.shape):
         return None
     dots = [i for i in comp.instructions if i.opcode == "dot"]
     params = comp.parameters
@@ -243,6 +233,5 @@ class DotAddendFusion(HloPass):
         comp.insert_before(update, replacement)
         comp.replace_all_uses(update, replacement)
         comp.remove_instruction(update)
-        comp.remove_instruction(dot)
-        comp.sort_post_order()
+        comp.remove_instruction(dot)   # in the update's place, the order stays topological
         return computation
