@@ -101,14 +101,18 @@ void MatmulBlock(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int64
                  int64_t j1, const Epilogue<T>& e) {
   if (transpose_lhs) {
     if (transpose_rhs) {
-      MatmulBlockAs<T, ColMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1, e);
+      MatmulBlockAs<T, ColMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1,
+                                                             e);
     } else {
-      MatmulBlockAs<T, ColMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1, e);
+      MatmulBlockAs<T, ColMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1,
+                                                             e);
     }
   } else if (transpose_rhs) {
-    MatmulBlockAs<T, RowMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1, e);
+    MatmulBlockAs<T, RowMajorMatrix<T>, ColMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1,
+                                                           e);
   } else {
-    MatmulBlockAs<T, RowMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1, e);
+    MatmulBlockAs<T, RowMajorMatrix<T>, RowMajorMatrix<T>>(lhs, rhs, out, m, k, n, i0, i1, j0, j1,
+                                                           e);
   }
 }
 

@@ -212,11 +212,12 @@ inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
       _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16), _MM_HINT_T0);
     }
   }
-  // An addend's lines (2 per row) one every 8 steps of the contraction, the
+  // An addend's lines (2 per row) one every 4 steps of the contraction, the
   // rest before the stores: prefetched with C's at the start, its 24 misses
   // waited for the line fill buffers, a memory latency per tile (1024 x 256
-  // x 4096 on two threads: 4.5 ms plain, 5.5 with the addend).
-  const int64_t src_lines = src != nullptr && src != c && !transposed_c ? 2 * (kFull ? kMR : h) : 0;
+  // x 4096 on two threads: 4.5 ms plain, 5.5 with the addend, 5.0 spread).
+  const int64_t src_lines =
+      src != nullptr && src != c && !transposed_c ? 2 * (kFull ? kMR : h) : 0;
   __m512 acc[kMR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
@@ -267,7 +268,8 @@ inline void MicroKernel(int64_t kc, const float* __restrict ap, int64_t lda,
     __m512 x0, x1;
     if (src != nullptr) {
       const float* s = src + r * ldc;
-      x0 = _mm512_fmadd_ps(acc[r][0], va, kFull ? _mm512_loadu_ps(s) : _mm512_maskz_loadu_ps(m0, s));
+      x0 = _mm512_fmadd_ps(acc[r][0], va,
+                           kFull ? _mm512_loadu_ps(s) : _mm512_maskz_loadu_ps(m0, s));
       x1 = _mm512_fmadd_ps(acc[r][1], va,
                            kFull ? _mm512_loadu_ps(s + 16) : _mm512_maskz_loadu_ps(m1, s + 16));
     } else {
@@ -308,8 +310,9 @@ inline int64_t SpaceFloats(int64_t m, int64_t n, int64_t k) {
 }
 
 // The blocked product. With `direct_a` (A row-major or column-major: a
-// unit stride) A's full panels are read in place, not packed, and with `direct_b` (B row-major) B's; with
-// `transposed_c` C'(i, j) is at c[j * ldc + i]. The first block of the
+// unit stride) A's full panels are read in place, not packed, and with
+// `direct_b` (B row-major) B's; with `transposed_c` C'(i, j) is at
+// c[j * ldc + i]. The first block of the
 // contraction adds `addend` (laid out as C; nullptr: none) to alpha times
 // its sums, or C itself with `accumulate`; the others add C.
 inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs,
@@ -390,8 +393,8 @@ constexpr int64_t kMaxDirectB = int64_t{1} << 18;
 
 // Products of at most this many columns read A's full panels in place
 // when A is row-major or column-major (each element of A meets few columns
-// of B, so packing it cost a large part of the product). One thread, GFLOP/s packed
-// / in place: 512x512x64 165-176 / 236-240, 2048x1024x48 129 / 188,
+// of B, so packing it cost a large part of the product). One thread,
+// GFLOP/s packed / in place: 512x512x64 165-176 / 236-240, 2048x1024x48 129 / 188,
 // 4096x4096x16 55 / 104-107, 2048x2048x96 179-192 / 243, 4096x512x160 221
 // / 248, 512x2048x256 230-233 / 248-249; two threads 512x512x64 305-332 /
 // 423-437, 8192x256x64 359-366 / 500. Wider products level within 2%
