@@ -304,6 +304,36 @@ ENTRY %main (x: f32[1000]) -> f32[1000] {
     np.testing.assert_allclose(accurate.execute(x), want, rtol=1.2e-7, atol=1e-7)
 
 
+@pytest.mark.parametrize("hlo_type,np_type", [("bf16", "bfloat16"), ("f16", "float16")])
+def test_narrow_tanh_is_rational_and_correctly_rounded(hlo_type, np_type):
+    """A bf16/f16 tanh computes the rational f32 form (fewer operations; its
+    6 f32 ulp are far below the narrow type's half ulp): every one of the
+    type's 65536 values rounds to the correctly rounded tanh, NaN to NaN;
+    an f32 tanh keeps the accurate form."""
+    import ml_dtypes
+    import xla
+    dtype = np.dtype(getattr(ml_dtypes, np_type, None) or np_type)
+
+    def compiled(t):
+        return xla.compile(f"HloModule t\nENTRY e {{\n  x = {t}[65536] parameter(0)\n"
+                           f"  ROOT r = {t}[65536] tanh(x)\n}}\n", backend="cpu")
+
+    # The rational form's clamp bound (9.02 as f32) is in its IR alone.
+    clamp = str(ir.Constant(ir.FloatType(), float(np.float32(fast_math._TANH_RATIONAL_CLAMP))))
+    clamp = clamp.split()[-1]
+    narrow = compiled(hlo_type)
+    assert clamp in narrow.ir_text and clamp not in compiled("f32").ir_text
+    x = np.arange(1 << 16, dtype=np.uint16).view(dtype)
+    got = narrow.execute(x)
+    with np.errstate(invalid="ignore"):  # NaN casts
+        wide = x.astype(np.float64)
+        want = np.tanh(wide).astype(dtype)
+    nan = np.isnan(wide)
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(got[nan].astype(np.float64)).all()
+    assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+
 def test_exp_underflow_is_exactly_plus_zero():
     # Below the underflow threshold the lanes are computed at 0 and replaced
     # (no subnormal arithmetic for a softmax's masked -1e9/-inf lanes); the

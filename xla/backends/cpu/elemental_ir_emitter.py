@@ -119,6 +119,24 @@ def _logistic(b, x):
     return fast_math.logistic(b, x)
 
 
+# Element types of at most 11 significant bits (bf16, f16, the f8 types),
+# computed in f32 registers: their tanh takes the rational form
+# (fast_math.tanh_rational, 6 f32 ulp, about 15 operations against the
+# accurate form's 22), an error some 2^8 (f16) to 2^16 (bf16) times below
+# the half unit in the last place the result rounds to, as XLA:CPU computes
+# every f32 tanh. A bf16 GELU on [4096, 1024]: 0.58 -> 0.45 ms (2-core Zen 5).
+_NARROW_FLOATS = frozenset((PT.BF16, PT.F16, *llvm_types.MINIFLOAT_TYPES))
+
+
+_tanh_f32_f64_complex = _float_math(fast_math.tanh, _complex_tanh)
+
+
+def _tanh(b, instr, x):
+    if _operand_type(instr, 0) in _NARROW_FLOATS:
+        return fast_math.tanh_rational(b, x)
+    return _tanh_f32_f64_complex(b, instr, x)
+
+
 def _abs(b, instr, x):
     kind = _kind(_operand_type(instr, 0))
     if kind in ("pred", "u"):
@@ -727,7 +745,7 @@ _EMITTERS = OpcodeTable("cpu elemental emitter", {
     "sqrt": _float_math(_sqrt, _complex_sqrt),
     "rsqrt": _float_math(_rsqrt, _complex_rsqrt),
     "cbrt": _float_math(_libm_unary("cbrt"), _complex_cbrt),
-    "tanh": _float_math(fast_math.tanh, _complex_tanh),
+    "tanh": _tanh,
     "logistic": _float_math(_logistic, _complex_logistic),
     "sine": _float_math(_intrinsic_unary("sin"), _complex_sin),
     "cosine": _float_math(_intrinsic_unary("cos"), _complex_cos),
