@@ -219,6 +219,11 @@ class _AotCompiler(CpuCompiler):
         # AVX512-BF16, which a baseline CPU has not.
         return False
 
+    def streaming_store_bytes(self):
+        # Plain stores: the object's target and its caches are not this
+        # host's (and sfence is x86's).
+        return None
+
 
 def _emit(module, runtime_symbols):
     """CpuCompiler.emit with runtime symbol names only (nothing is resolved)."""

@@ -10,7 +10,8 @@ import contextlib
 import re
 import time
 
-from xla.backends.cpu import fast_math, jit, kernel_compiler, llvm_types, runtime_context
+from xla.backends.cpu import (fast_math, jit, kernel_compiler, llvm_types, runtime_context,
+                              streaming_stores)
 from xla.backends.cpu.compile_progress import CompileProgress
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
@@ -184,7 +185,8 @@ class CpuCompiler(Compiler):
         with fast_math.approximations(self.fast_math), \
                 llvm_types.excess_precision(self.excess_precision), \
                 llvm_types.vector_width(self.vector_bits()), \
-                llvm_types.native_bf16_conversion(self.native_bf16_conversion()):
+                llvm_types.native_bf16_conversion(self.native_bf16_conversion()), \
+                streaming_stores.streaming(self.streaming_store_bytes()):
             yield
 
     def vector_bits(self):
@@ -196,6 +198,12 @@ class CpuCompiler(Compiler):
         """Whether f32 -> bf16 may use the target's instruction: the
         host's, where it has AVX512-BF16."""
         return jit.host_converts_bf16()
+
+    def streaming_store_bytes(self):
+        """Entry results larger than this many bytes are written with
+        streaming stores (``streaming_stores``): the host's last-level
+        cache size where the host is x86-64, else None (never)."""
+        return jit.host_streaming_store_bytes()
 
     def _transform(self, text):
         return with_fast_math(text) if self.fast_math else text
@@ -243,7 +251,8 @@ class CpuCompiler(Compiler):
         options = (f"O{self.opt_level} fast_math={self.fast_math} "
                    f"excess_precision={self.excess_precision} skip={self.skip} "
                    f"vector_bits={self.vector_bits()} "
-                   f"native_bf16={self.native_bf16_conversion()}")
+                   f"native_bf16={self.native_bf16_conversion()} "
+                   f"streaming_stores={self.streaming_store_bytes()}")
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers,
                                  self.skip)

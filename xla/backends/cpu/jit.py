@@ -234,6 +234,37 @@ def host_converts_bf16():
     return all(f in features for f in ("+avx512bf16", "+avx512vl", "+avx512bw"))
 
 
+def host_last_level_cache_bytes(root="/sys/devices/system/cpu/cpu0/cache"):
+    """The size in bytes of the host's largest data or unified cache (the
+    L3 of an x86 CPU), from Linux's sysfs; None where unknown."""
+    import glob
+    import os
+    best = None
+    for entry in glob.glob(os.path.join(root, "index*")):
+        try:
+            with open(os.path.join(entry, "type")) as f:
+                if f.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(entry, "size")) as f:
+                text = f.read().strip().upper()
+            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            size = int(text.rstrip("KMG")) * scale
+        except (OSError, ValueError):
+            continue
+        best = size if best is None else max(best, size)
+    return best
+
+
+def host_streaming_store_bytes():
+    """The result size above which the JIT's loop kernels stream their
+    stores (``streaming_stores``): the host's last-level cache size on
+    x86-64 (32 MB where sysfs does not say), None on other hosts."""
+    triple = _host_target()[0] if _host is not None else llvm.get_process_triple()
+    if not triple.startswith("x86_64"):
+        return None
+    return host_last_level_cache_bytes() or (32 << 20)
+
+
 _data_layout = None
 
 

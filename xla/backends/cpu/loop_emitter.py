@@ -230,7 +230,7 @@ def split_dimensions(shape, limit):
 
 
 def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None, dims=None,
-              split=1):
+              split=1, innermost=None):
     """Emits loops over every index of ``shape`` (layout order, the most
     major loop optionally restricted to ``[begin, end)``) and calls
     ``body(index)`` in the innermost one (with the ``interleave`` hint).
@@ -238,7 +238,11 @@ def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None, d
     values in a shape-generic kernel). ``split`` > 1 (int ``dims`` only):
     the outermost loop runs over the linear (row-major in the layout) index
     of the ``split`` most major dimensions, ``[begin, end)`` of
-    ``outer_extent(shape, split)``, and divides it back into their indices."""
+    ``outer_extent(shape, split)``, and divides it back into their indices.
+    ``innermost(lo, hi, index, d, name, interleave)``, where given, emits
+    the loop over the layout-minor dimension ``d`` itself (setting
+    ``index[d]`` and calling the body its own way:
+    ``streaming_stores.BlockedStores``)."""
     dims = shape.dimensions if dims is None else dims
     order = [d for d in major_to_minor(shape)]
     index = [i64(0)] * shape.rank
@@ -255,6 +259,9 @@ def loop_nest(b, shape, body, begin=None, end=None, name="d", interleave=None, d
             emit(level + 1)
             return
         inner = all(shape.dimensions[e] == 1 for e in order[level + 1:])
+        if innermost is not None and level == len(order) - 1:
+            innermost(lo, hi, index, d, f"{name}{d}", interleave)
+            return
         with for_loop(b, lo, hi, name=f"{name}{d}", interleave=interleave if inner else None) as iv:
             index[d] = iv
             emit(level + 1)
