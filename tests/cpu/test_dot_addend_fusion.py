@@ -107,8 +107,24 @@ _DOT_MINUS_ADDEND = _TWICE.replace("  n = f32[64,512] negate(d)\n", "").replace(
     "ROOT t = (f32[64,512], f32[64,512]) tuple(s, n)", "ROOT t = f32[64,512] copy(s)")
 
 
-@pytest.mark.parametrize("text", [_TWICE, _SCALED_BY_A_VALUE, _DOT_MINUS_ADDEND],
-                         ids=["product-read-twice", "scale-not-a-constant", "product-minus-w"])
+# 2^25 multiply-adds, row-major with a 16 KB rhs: emit_small_gemm's tiled
+# kernel, split over the pool, computes it (strided_gemm.small_gemm_shape),
+# not the runtime's matmul.
+_TILED_KERNELS_PRODUCT = """HloModule tiled
+ENTRY e {
+  w = f32[8192,64] parameter(0)
+  a = f32[8192,64] parameter(1)
+  b = f32[64,64] parameter(2)
+  d = f32[8192,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT s = f32[8192,64] subtract(w, d)
+}
+"""
+
+
+@pytest.mark.parametrize("text", [_TWICE, _SCALED_BY_A_VALUE, _DOT_MINUS_ADDEND,
+                                  _TILED_KERNELS_PRODUCT],
+                         ids=["product-read-twice", "scale-not-a-constant", "product-minus-w",
+                              "tiled-kernels-product"])
 def test_other_updates_stay_a_dot_and_a_kernel(text):
     exe = xla.compile(text, "cpu")
     assert CALL not in exe.ir_text and "kOutput" not in _kinds(exe)

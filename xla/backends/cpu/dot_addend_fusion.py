@@ -26,8 +26,7 @@ rewritten when:
 * ``D`` is an f32 x f32 -> f32 matrix product the runtime's matmul
   computes (``runtime_dot``: no batch dimensions here) in layouts it reads,
   of at least ``MIN_MACS`` multiply-adds, not one the tiled kernel computes
-  (``emit_small_gemm``: all row-major with an rhs of at most
-  ``strided_gemm.MAX_SPLIT_RHS_BYTES``);
+  (``strided_gemm.small_gemm_shape``, emit_small_gemm's rule);
 * and the compilation's runtime has the function (``runtime_context``:
   the JIT's does; objects compiled ahead of time keep the two kernels).
 
@@ -42,7 +41,7 @@ import numpy as np
 
 from xla.backends.cpu import runtime_context
 from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
-from xla.backends.cpu.strided_gemm import MAX_SPLIT_RHS_BYTES
+from xla.backends.cpu.strided_gemm import small_gemm_shape
 from xla.hlo.ir import HloComputation, HloInstruction
 from xla.service.algebraic_simplifier import same_shape_and_layout, splat_value
 from xla.service.hlo_pass import HloPass
@@ -147,12 +146,7 @@ def _fusable_dot(dot):
             matmul_transposed(s, 0) is None for s in (lhs.shape, rhs.shape, dot.shape)):
         return False
     (m, k), n = lhs.shape.dimensions, rhs.shape.dimensions[1]
-    if m * k * n < MIN_MACS:
-        return False
-    # Row-major products with a small rhs run the tiled kernel split over
-    # the pool (emit_small_gemm's small_gemm_shape); the rest the matmul.
-    row_major = all(matmul_transposed(s, 0) == 0 for s in (lhs.shape, rhs.shape, dot.shape))
-    return not row_major or k * n * 4 > MAX_SPLIT_RHS_BYTES
+    return m * k * n >= MIN_MACS and small_gemm_shape(dot, runtime_context.symbols()) is None
 
 
 def _candidate(update, successor_ids):

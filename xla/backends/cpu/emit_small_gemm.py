@@ -76,12 +76,12 @@ import math
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.kernels import PTR, VOID, Kernel, slice_pattern
 from xla.backends.cpu.ir_emitter import Slice, register_instruction
 from xla.backends.cpu.llvm_types import F32, F64, I32, vector_lanes
 from xla.backends.cpu.shape_generic import is_generic
-from xla.backends.cpu.strided_gemm import MAX_SPLIT_RHS_BYTES, MAX_TILED_MACS, MIN_COLUMNS, MR
+from xla.backends.cpu.strided_gemm import (MAX_MACS, MR, NUM_THREADS, PARALLEL_FOR,
+                                           small_gemm_shape, split_over_pool)
 from xla.backends.cpu import runtime_matmul, strided_gemm
 from xla.errors import InternalError
 from xla.backends.cpu.loop_emitter import I64, i64
@@ -91,7 +91,6 @@ from xla.backends.cpu.loop_emitter import I64, i64
 # 16 registers (tiles of 6 x 2 512-bit vectors, 8 x 3 or 6 x 4 256-bit ones
 # measured the same here on 60x50 by 50x70 f64, AVX-512).
 NV = 3
-MAX_MACS = 64 * 64 * 64   # the runtime's kMinParallelMacs: larger products may use threads
 # Such products of at least MIN_SPLIT_MACS spread their row blocks over the
 # pool, in chunks of at least MIN_CHUNK_MACS; smaller ones run on the
 # calling thread. Waking the pool's sleeping worker costs tens to hundreds
@@ -100,7 +99,6 @@ MAX_MACS = 64 * 64 * 64   # the runtime's kMinParallelMacs: larger products may 
 # us at two threads split into chunks of 131K.
 MIN_SPLIT_MACS = 1 << 22
 MIN_CHUNK_MACS = 1 << 20
-_PARALLEL_FOR = "__xla_cpu_parallel_for"
 _LANES = {"f32": 8, "f64": 4}          # 256-bit vectors
 _WIDE_LANES = {"f32": 16, "f64": 8}    # 512-bit vectors, on a host with AVX-512
 _TYPES = {"f32": F32, "f64": F64}
@@ -117,42 +115,8 @@ def _lanes(et, n):
     return _LANES[et]
 
 
-_NUM_THREADS = "__xla_cpu_runtime_num_threads"
 # Batch dimensions the runtime's tiled GEMM takes (cpu_runtime.h).
 MAX_RUNTIME_BATCH_RANK = strided_gemm.MAX_RUNTIME_BATCH_RANK
-
-
-def small_gemm_shape(h, runtime_symbols=()):
-    """(M, K, N) when ``h`` is a dot this emitter computes, else None.
-    Products of MAX_MACS or more need the runtime (``runtime_symbols``):
-    its thread count and its matmul."""
-    if not runtime_dot(h) or h.attr("lhs_batch_dims", ()):
-        return None
-    lhs, rhs = h.operands
-    et = h.shape.element_type.text
-    if et not in _LANES or lhs.shape.rank != 2 or rhs.shape.rank != 2:
-        return None
-    if lhs.shape.element_type.text != et or rhs.shape.element_type.text != et:
-        return None     # a bf16 x bf16 -> f32 dot: the runtime's low-precision matmul
-    if any(matmul_transposed(s, 0) != 0 for s in (lhs.shape, rhs.shape, h.shape)):
-        return None
-    m, k = lhs.shape.dimensions
-    n = rhs.shape.dimensions[1]
-    if m < MR or n < MIN_COLUMNS or k < 1:
-        return None
-    if m * k * n < MAX_MACS or _split(m, k, n, et, runtime_symbols):
-        return m, k, n
-    if m * k * n > MAX_TILED_MACS or \
-            not ({_NUM_THREADS, matmul_function(h)} <= set(runtime_symbols)):
-        return None
-    return m, k, n
-
-
-def _split(m, k, n, et, runtime_symbols):
-    """Whether a product of MAX_MACS or more runs the kernel split over the
-    pool (module docstring)."""
-    return m * k * n >= MAX_MACS and k * n * (4 if et == "f32" else 8) <= MAX_SPLIT_RHS_BYTES \
-        and _PARALLEL_FOR in runtime_symbols
 
 
 @register_instruction("dot")
@@ -202,7 +166,7 @@ def emit_small_gemm(me, h):
                                         name, slices, emit)
         run = functools.partial(_call_kernel, me, kernel, math.ceil(m / MR))
     et = h.shape.element_type.text
-    split = _split(m, k, n, et, me.runtime_symbols)
+    split = split_over_pool(m, k, n, et, me.runtime_symbols)
     if m * k * n < MAX_MACS or (split and m * k * n < MIN_SPLIT_MACS):
         run(0)
     elif split:
@@ -212,7 +176,7 @@ def emit_small_gemm(me, h):
         # where the pool has one thread (the runtime computes it serially
         # there too), the runtime's matmul otherwise.
         d = me.builder
-        threads = d.call(me.declare(_NUM_THREADS, ir.FunctionType(I32, [])), [])
+        threads = d.call(me.declare(NUM_THREADS, ir.FunctionType(I32, [])), [])
         with d.if_else(d.icmp_signed("<=", threads, ir.Constant(I32, 1))) as (serial, parallel):
             with serial:
                 run(0)
@@ -250,7 +214,7 @@ def _emit_strided(me, h, walk):
                                     name, slices, emit)
         run = functools.partial(_call_kernel, me, kernel, walk.products * math.ceil(walk.m / MR))
     split = walk.products * walk.m * walk.k * walk.n >= MIN_SPLIT_MACS \
-        and _PARALLEL_FOR in me.runtime_symbols
+        and PARALLEL_FOR in me.runtime_symbols
     run(_min_chunk(walk.k, walk.n) if split else 0)
     return True
 
@@ -275,7 +239,7 @@ def _call_kernel(me, kernel, blocks, min_chunk):
     if not min_chunk:
         kernel.call_in_driver(me.builder, me.table, i64(0), i64(blocks))
         return
-    pf = me.declare(_PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
+    pf = me.declare(PARALLEL_FOR, ir.FunctionType(VOID, [PTR, PTR, I64, I64]))
     me.builder.call(pf, [kernel.function, me.table, i64(blocks), i64(min_chunk)])
 
 

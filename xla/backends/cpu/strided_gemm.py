@@ -47,7 +47,7 @@ k's bytes), so k's copy goes too: attention S = 512 8.83-8.85 -> 8.65-8.82
 ms, the transformer block's training step 53.3-53.6 -> 52.0-52.6 ms.
 """
 from xla.backends.cpu import runtime_context
-from xla.backends.cpu.dot_operand_layouts import matmul_transposed, runtime_dot
+from xla.backends.cpu.dot_operand_layouts import matmul_function, matmul_transposed, runtime_dot
 from xla.backends.cpu.loop_emitter import physical_strides
 
 # A block of MR rows of the result (see emit_small_gemm).
@@ -56,7 +56,7 @@ MR = 4
 # GEMV and row dot products suit them; from 4 columns a masked vector does.
 MIN_COLUMNS = 4
 # Up to this many multiply-adds (one product of a batch) the kernel computes
-# products of at least emit_small_gemm.MAX_MACS with a larger rhs than
+# products of at least MAX_MACS with a larger rhs than
 # MAX_SPLIT_RHS_BYTES too, where the pool has one thread (100x100x100 f64,
 # one thread, this host: ~37 us where Eigen's packed GEMM took ~42).
 MAX_TILED_MACS = 128 * 128 * 128
@@ -70,6 +70,45 @@ MAX_SPLIT_RHS_BYTES = 256 << 10
 TYPES = ("f32", "f64")
 # The runtime's walk takes at most this many batch dimensions.
 MAX_RUNTIME_BATCH_RANK = 8
+MAX_MACS = 64 * 64 * 64   # the runtime's kMinParallelMacs: larger products may use threads
+PARALLEL_FOR = "__xla_cpu_parallel_for"
+NUM_THREADS = "__xla_cpu_runtime_num_threads"
+_ELEMENT_BYTES = {"f32": 4, "f64": 8}
+
+
+def small_gemm_shape(h, runtime_symbols=()):
+    """(M, K, N) when ``h`` is a dot emit_small_gemm's tiled kernel
+    computes, else None (the rules: emit_small_gemm's docstring). Products
+    of MAX_MACS or more need the runtime (``runtime_symbols``): its thread
+    count and its matmul. Shape-level, so that passes (dot-addend-fusion)
+    can tell which dots the runtime's matmul computes."""
+    if not runtime_dot(h) or h.attr("lhs_batch_dims", ()):
+        return None
+    lhs, rhs = h.operands
+    et = h.shape.element_type.text
+    if et not in TYPES or lhs.shape.rank != 2 or rhs.shape.rank != 2:
+        return None
+    if lhs.shape.element_type.text != et or rhs.shape.element_type.text != et:
+        return None     # a bf16 x bf16 -> f32 dot: the runtime's low-precision matmul
+    if any(matmul_transposed(s, 0) != 0 for s in (lhs.shape, rhs.shape, h.shape)):
+        return None
+    m, k = lhs.shape.dimensions
+    n = rhs.shape.dimensions[1]
+    if m < MR or n < MIN_COLUMNS or k < 1:
+        return None
+    if m * k * n < MAX_MACS or split_over_pool(m, k, n, et, runtime_symbols):
+        return m, k, n
+    if m * k * n > MAX_TILED_MACS or \
+            not ({NUM_THREADS, matmul_function(h)} <= set(runtime_symbols)):
+        return None
+    return m, k, n
+
+
+def split_over_pool(m, k, n, et, runtime_symbols):
+    """Whether a product of MAX_MACS or more runs the tiled kernel split
+    over the pool (emit_small_gemm's docstring)."""
+    return m * k * n >= MAX_MACS and k * n * _ELEMENT_BYTES[et] <= MAX_SPLIT_RHS_BYTES \
+        and PARALLEL_FOR in runtime_symbols
 
 
 def runs_blocked_products(symbols):
