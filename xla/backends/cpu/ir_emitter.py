@@ -514,7 +514,7 @@ class ModuleEmitter:
             split = self.loop_split(h, root, loop_shape, slices, side, reduces, tile_dim)
             stream = not side and streaming_stores.streams(
                 self.assignment, h, out, loop_shape, split, tile_dim,
-                self.tiny_loop(root, loop_shape, side), generic=False)
+                self.tiny_loop(root, loop_shape, side))
             memo_key = (self.fingerprints.key(h), group_number, slice_pattern(slices),
                         tile_dim, split, stream)
             kernel = self.memoized_kernel(
@@ -608,7 +608,7 @@ class ModuleEmitter:
     def _loop_kernel_code(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
                           elementwise, tile_dim, tiny, generic, split=1, stream=False):
         """``emit_loop_kernel``'s kernel with its code, not yet finished;
-        ``stream``: its one output written with streaming stores
+        ``stream``: its outputs written with streaming stores
         (``streaming_stores``)."""
         kernel = Kernel(self, name, slices, in_driver=tiny, generic=generic)
         kernel.root = h

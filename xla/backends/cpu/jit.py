@@ -18,6 +18,8 @@ Initialization is lazy and thread-safe; compilation is serialized with one
 lock because LLVM's global context is shared.
 """
 import ctypes
+import glob
+import os
 import struct
 import threading
 
@@ -237,8 +239,6 @@ def host_converts_bf16():
 def host_last_level_cache_bytes(root="/sys/devices/system/cpu/cpu0/cache"):
     """The size in bytes of the host's largest data or unified cache (the
     L3 of an x86 CPU), from Linux's sysfs; None where unknown."""
-    import glob
-    import os
     best = None
     for entry in glob.glob(os.path.join(root, "index*")):
         try:
@@ -255,14 +255,19 @@ def host_last_level_cache_bytes(root="/sys/devices/system/cpu/cpu0/cache"):
     return best
 
 
+_streaming_store_bytes = []
+
+
 def host_streaming_store_bytes():
     """The result size above which the JIT's loop kernels stream their
     stores (``streaming_stores``): the host's last-level cache size on
-    x86-64 (32 MB where sysfs does not say), None on other hosts."""
-    triple = _host_target()[0] if _host is not None else llvm.get_process_triple()
-    if not triple.startswith("x86_64"):
-        return None
-    return host_last_level_cache_bytes() or (32 << 20)
+    x86-64 (32 MB where sysfs does not say), None on other hosts. Read
+    once."""
+    if not _streaming_store_bytes:
+        x86 = llvm.get_process_triple().startswith("x86_64")
+        _streaming_store_bytes.append((host_last_level_cache_bytes() or (32 << 20)) if x86
+                                      else None)
+    return _streaming_store_bytes[0]
 
 
 _data_layout = None

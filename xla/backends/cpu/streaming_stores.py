@@ -70,12 +70,12 @@ def streaming(cache_bytes):
         _cache_bytes.reset(token)
 
 
-def streams(assignment, h, out, loop_shape, split, tile_dim, tiny, generic):
+def streams(assignment, h, out, loop_shape, split, tile_dim, tiny):
     """Whether the loop kernel of instruction ``h`` with outputs ``out``
     ([(slice, shape, get)]) over ``loop_shape`` streams its stores (see the
     module docstring)."""
     cache_bytes = _cache_bytes.get()
-    if cache_bytes is None or not out or tiny or generic or tile_dim is not None:
+    if cache_bytes is None or not out or tiny or tile_dim is not None:
         return False
     # Read by nothing after it: a later kernel would find the streamed lines
     # gone from the cache.
