@@ -37,7 +37,10 @@ writes the same bytes). The workloads, f32 unless named:
   writes them for that type (no casts: JAX decides what runs in f32).
   Sizes by element count: ``256K`` (256 rows: a cache-resident working
   set), ``4M`` (4096 rows: 16 MB at f32, half the last-level cache here)
-  and ``16M`` (16384 rows: 64 MB at f32, past any cache), f16 at 4M only.
+  and ``16M`` (16384 rows: 64 MB at f32, past any cache), f16 at 4M only;
+- ``gelu_exact_<type>_4M``: ``jax.nn.gelu(x, approximate=False)`` (the
+  erf form, PyTorch's default GELU; JAX lowers its erfc as polynomials
+  and an exp) at f32 and bf16 on [4096, 1024].
 """
 import argparse
 import gzip
@@ -200,6 +203,8 @@ def memory_bound(kind, dtype_name, size):
         return (lambda x: jax.nn.softmax(x, axis=-1)), (x,)
     if kind == "gelu":
         return jax.nn.gelu, (x,)
+    if kind == "gelu_exact":
+        return (lambda x: jax.nn.gelu(x, approximate=False)), (x,)
     return ((lambda x, g, b: _layernorm(jnp, x, g, b)),
             (x, _sds(1024, dtype=dtype), _sds(1024, dtype=dtype)))
 
@@ -226,6 +231,8 @@ CATALOG.update({
     f"{kind}_{t}_{size}": (lambda kind=kind, t=t, size=size: memory_bound(kind, t, size))
     for kind in ("softmax", "layernorm", "gelu") for t in ("f32", "bf16", "f16")
     for size in ROWS if t != "f16" or size == "4M"})
+CATALOG.update({f"gelu_exact_{t}_4M": (lambda t=t: memory_bound("gelu_exact", t, "4M"))
+                for t in ("f32", "bf16")})
 
 
 def main():

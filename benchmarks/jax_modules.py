@@ -21,7 +21,8 @@ on random arguments overflow on both); xla/ours above 1 means this project
 is faster. jax is never a dependency.
 
 The memory-bound modules (RMSNorm + residual, and softmax, layernorm and
-GELU at f32, bf16 and f16 from 256 K to 16 M elements) also show the bytes
+GELU at f32, bf16 and f16 from 256 K to 16 M elements, the exact erf GELU
+at f32 and bf16) also show the bytes
 they must move (their arguments and results, each once) over our time, and
 that rate as a fraction of the streaming bandwidth measured at the start
 (``cpu_workloads.streaming_bandwidth``: a 256 MB copy).
