@@ -381,6 +381,25 @@ inline void BlockedGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t
 // module at two threads that dot went from 273 to 304-316.
 constexpr int64_t kMaxRowsForSwap = 96;
 
+// And products of whole column panels of the transposed product (rows a
+// multiple of kNR) below this many rows: B's packing is still a large part
+// of their time. Two threads, GFLOP/s as they are / transposed (old and
+// new builds alternated, twice): 128x4096x4096 330-343 / 386-401,
+// 128x1024x4096 367-368 / 411-420, 128x2048x2048 359-362 / 384-405,
+// 160x2048x2048 363-365 / 372-403, 96x1024x1024 352-363 / 363-404; one
+// thread 128x4096x4096 173-174 / 184-196. Rows that leave a partial panel
+// lose it (100x2048x2048 336-343 / 318-323, 199x2048x2048 396-402 /
+// 361-362), and from 192 rows packing B pays (192x2048x2048 389-398 /
+// 350-401, one thread 255x1024x4096 199-202 / 188-190).
+constexpr int64_t kMaxPanelRowsForSwap = 192;
+
+// Whether Gemm runs C^T = B^T A^T: B stored transposed (b_rs == 1) and few
+// rows, or fewer than kMaxPanelRowsForSwap in whole panels.
+inline bool SwapsOperands(int64_t m, int64_t n, int64_t b_rs, int64_t b_cs) {
+  return b_rs == 1 && b_cs != 1 && n >= 2 * kMR &&
+         (m < kMaxRowsForSwap || (m < kMaxPanelRowsForSwap && m % kNR == 0));
+}
+
 // Products of fewer rows than kMaxRowsForSwap whose B is row-major and at
 // most this many floats (1 MB) read B's whole panels in place instead of
 // packing them. One thread, GFLOP/s packed/in place (Eigen): 64x512x512
@@ -412,7 +431,7 @@ inline void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs, 
                  const float* b, int64_t b_rs, int64_t b_cs, float* c, int64_t ldc,
                  bool accumulate, float* space, const float* addend = nullptr,
                  float alpha = 1.0f) {
-  if (m < kMaxRowsForSwap && b_rs == 1 && b_cs != 1 && n >= 2 * kMR) {
+  if (SwapsOperands(m, n, b_rs, b_cs)) {
     BlockedGemm(n, m, k, b, b_cs, b_rs, a, a_cs, a_rs, c, ldc, accumulate, addend, alpha, space,
                 /*direct_a=*/true, /*direct_b=*/false, /*transposed_c=*/true);
     return;

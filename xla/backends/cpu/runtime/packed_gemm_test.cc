@@ -131,12 +131,31 @@ TEST(PackedGemm, TheTransposedProductHasTheSameBits) {
   for (auto& x : b) x = dist(rng);
   const std::vector<float> zeros(static_cast<size_t>(200 * n), 0.0f);
   const auto whole = RunGemm(a, b, 200, n, k, false, true, false, zeros);  // as it is
-  const auto few = RunGemm(a, b, 64, n, k, false, true, false, zeros);     // transposed
-  for (int64_t i = 0; i < 64; ++i) {
-    for (int64_t j = 0; j < n + 3; ++j) {
-      ASSERT_EQ(few[i * (n + 3) + j], whole[i * (n + 3) + j]) << i << "," << j;
+  ASSERT_FALSE(pg::SwapsOperands(200, n, 1, k));
+  // 64 rows, and 128 (four whole column panels of the transposed product).
+  for (const int64_t rows : {int64_t{64}, int64_t{128}}) {
+    ASSERT_TRUE(pg::SwapsOperands(rows, n, 1, k)) << rows;
+    const auto few = RunGemm(a, b, rows, n, k, false, true, false, zeros);  // transposed
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < n + 3; ++j) {
+        ASSERT_EQ(few[i * (n + 3) + j], whole[i * (n + 3) + j]) << rows << ": " << i << "," << j;
+      }
     }
   }
+}
+
+// Which products run transposed: few rows, or whole panels below
+// kMaxPanelRowsForSwap rows; only with B stored transposed.
+TEST(PackedGemm, SwapsOperandsWhereBsPackingWouldCostMost) {
+  EXPECT_TRUE(pg::SwapsOperands(64, 512, 1, 512));
+  EXPECT_TRUE(pg::SwapsOperands(95, 512, 1, 512));
+  EXPECT_TRUE(pg::SwapsOperands(128, 4096, 1, 4096));
+  EXPECT_TRUE(pg::SwapsOperands(160, 2048, 1, 2048));
+  EXPECT_FALSE(pg::SwapsOperands(100, 2048, 1, 2048));  // a partial panel
+  EXPECT_FALSE(pg::SwapsOperands(192, 2048, 1, 2048));
+  EXPECT_FALSE(pg::SwapsOperands(256, 1024, 1, 4096));
+  EXPECT_FALSE(pg::SwapsOperands(128, 4096, 4096, 1));  // B row-major
+  EXPECT_FALSE(pg::SwapsOperands(64, 16, 1, 512));      // too few columns
 }
 
 }  // namespace
