@@ -408,3 +408,40 @@ def test_repeated_thin_products_fault_in_no_new_pages():
     assert run.returncode == 0, run.stderr
     faults = float(run.stdout.split()[-1])
     assert faults < 200, faults
+
+
+# f32 products the packed GEMM computes (2^23 multiply-adds or more), row-
+# or column-major B: split over any number of threads, each slab takes the
+# whole product's path, so every element has the bits one thread computes.
+# (Slabs below the threshold used to run Eigen's GEMM, and products of
+# 2^23-2^24 multiply-adds Eigen's tensor contraction: 64x256x512 differed in
+# 1,876 elements between one and two threads.)
+@pytest.mark.skipif(not _core.cpu_runtime_isa().startswith("avx512"),
+                    reason="the packed f32 GEMM is the AVX-512 variants' (this CPU runs "
+                           "another): other variants' products may depend on the thread count")
+@pytest.mark.parametrize("m,k,n,transposed_b", [
+    (64, 256, 512, False), (64, 256, 512, True), (200, 200, 210, True), (100, 1000, 100, False),
+    (96, 1024, 96, True), (300, 300, 100, True), (64, 4096, 64, False)])
+def test_f32_matmul_bits_do_not_depend_on_the_thread_count(m, k, n, transposed_b):
+    import xla
+    b_dims = f"{n},{k}" if transposed_b else f"{k},{n}"
+    exe = xla.compile(f"""HloModule m
+ENTRY e {{
+  a = f32[{m},{k}] parameter(0)
+  b = f32[{b_dims}] parameter(1)
+  ROOT d = f32[{m},{n}] dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{{int(transposed_b)}}}
+}}""", "cpu")
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if transposed_b else (k, n)).astype(np.float32)
+    outs = []
+    try:
+        for threads in (1, 2, 3, 4):
+            _core.set_cpu_runtime_num_threads(threads)
+            outs.append(np.asarray(exe.execute(a, b)))
+    finally:
+        _core.set_cpu_runtime_num_threads(0)
+    for threads, out in zip((2, 3, 4), outs[1:]):
+        assert np.array_equal(out.view(np.uint32), outs[0].view(np.uint32)), threads
+    want = a.astype(np.float64) @ (b.T if transposed_b else b).astype(np.float64)
+    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-3)

@@ -89,11 +89,16 @@ class ReusedGemmBlocking : public Eigen::internal::level3_blocking<T, T> {
 // and c Eigen maps with unit inner stride. With an `addend` (laid out as c:
 // same storage order and outer stride; not with `accumulate`), c = addend
 // + alpha * a * b. Products Eigen does not run as a blocked GEMM (a row or
-// column, tiny sizes) go through its operator.
+// column, tiny sizes) go through its operator. `whole_macs`: the
+// multiply-adds of the product c is a block of (0: c's own), which decide
+// between packed_gemm.h and Eigen: every block of a product then takes the
+// path the whole would, and its elements the whole product's bits
+// (packed_gemm's sums do not depend on the block), whatever the number of
+// threads splitting it.
 template <typename Dst, typename Lhs, typename Rhs>
 void SerialGemm(Dst&& c, const Lhs& a, const Rhs& b, bool accumulate,
                 const typename std::decay<Dst>::type::Scalar* addend = nullptr,
-                typename std::decay<Dst>::type::Scalar alpha = 1) {
+                typename std::decay<Dst>::type::Scalar alpha = 1, int64_t whole_macs = 0) {
   using T = typename std::decay<Dst>::type::Scalar;
   using Index = Eigen::Index;
   constexpr bool kRowMajor = static_cast<bool>(std::decay<Dst>::type::IsRowMajor);
@@ -122,7 +127,7 @@ void SerialGemm(Dst&& c, const Lhs& a, const Rhs& b, bool accumulate,
   // f32 products of a row-major result: packed_gemm.h where they are large.
   if constexpr (std::is_same<T, float>::value && kRowMajor) {
     static_assert(EIGEN_DEFAULT_ALIGN_BYTES >= 64, "packed_gemm.h's aligned loads");
-    if (rows * cols * depth >= packed_gemm::kMinMacs) {
+    if ((whole_macs > 0 ? whole_macs : rows * cols * depth) >= packed_gemm::kMinMacs) {
       float* space = ThreadGemmSpace<float>(
           static_cast<size_t>(packed_gemm::SpaceFloats(rows, cols, depth)));
       packed_gemm::Gemm(rows, cols, depth, a.data(), Lhs::IsRowMajor ? a.outerStride() : 1,

@@ -27,8 +27,10 @@ constexpr int64_t kMinContractionDim = 64;
 constexpr int64_t kSlabAspect = 4;
 
 // f32 on AVX-512: SerialGemm's packed GEMM (packed_gemm.h). On up to
-// kMaxPackedSlabThreads threads every product whose slabs it computes
-// splits into one slab per thread, each thread packing its own operand
+// kMaxPackedSlabThreads threads every product it computes (kMinMacs or
+// more: the whole product decides, so each slab takes that path and its
+// elements have the bits one thread computes) splits into one slab per
+// thread, each thread packing its own operand
 // blocks, instead of the tensor contraction's 2-D sharding of Eigen's GEMM
 // (2 threads here, GFLOP/s before/after, three alternating runs: 1024^3
 // 381-439/460-471, 2048^3 357-389/437-477, 2048x512x2048 380-431/448-482,
@@ -92,7 +94,8 @@ void MatmulBlockAs(const T* lhs, const T* rhs, T* out, int64_t m, int64_t k, int
   Eigen::Map<const RhsStorage, 0, Stride> b(kRhsRowMajor ? rhs + j0 : rhs + j0 * k, k, j1 - j0,
                                             Stride(kRhsRowMajor ? n : k));
   Eigen::Map<RowMajorMatrix<T>, 0, Stride> c(out + i0 * n + j0, i1 - i0, j1 - j0, Stride(n));
-  SerialGemm(c, a, b, /*accumulate=*/false, e.At(i0 * n + j0).addend, e.alpha);
+  SerialGemm(c, a, b, /*accumulate=*/false, e.At(i0 * n + j0).addend, e.alpha,
+             /*whole_macs=*/m * k * n);
 }
 
 template <typename T>
@@ -340,8 +343,7 @@ void Matmul(const T* lhs, const T* rhs, T* out, int64_t batch, int64_t m, int64_
   }
   for (int64_t b = 0; b < batch; ++b) {
     if (std::max(m, n) >= kSlabAspect * std::min(m, n) ||
-        (kPackedF32<T> && threads <= kMaxPackedSlabThreads &&
-         macs >= kPackedMinMacs * threads)) {
+        (kPackedF32<T> && threads <= kMaxPackedSlabThreads && macs >= kPackedMinMacs)) {
       // One serial GEMM per thread on a slab of the larger dimension, for
       // wide, thin products. Measured against the contraction's 2-D
       // sharding here (2 threads, medians of 15, 3 runs each):
