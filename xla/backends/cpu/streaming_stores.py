@@ -152,17 +152,17 @@ class BlockedStores:
         """After the loop nest: the fence, where a block was streamed."""
         if self.used:
             b = self.kernel.b
-            fn = b.module.globals.get("llvm.x86.sse.sfence") or ir.Function(
-                b.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse.sfence")
-            b.call(fn, [])
+            b.call(self.kernel.emitter.declare_in(b.module, "llvm.x86.sse.sfence",
+                                                  ir.FunctionType(ir.VoidType(), [])), [])
 
 
-def _memcpy(b, dest, src, nbytes):
-    name = "llvm.memcpy.p0.p0.i64"
-    fn = b.module.globals.get(name) or ir.Function(
-        b.module, ir.FunctionType(ir.VoidType(), [ir.PointerType(), ir.PointerType(),
-                                                  ir.IntType(64), ir.IntType(1)]), name)
-    b.call(fn, [dest, src, nbytes, ir.Constant(ir.IntType(1), 0)])
+_MEMCPY = ir.FunctionType(ir.VoidType(), [ir.PointerType(), ir.PointerType(), ir.IntType(64),
+                                          ir.IntType(1)])
+
+
+def _memcpy(kernel, dest, src, nbytes):
+    fn = kernel.emitter.declare_in(kernel.b.module, "llvm.memcpy.p0.p0.i64", _MEMCPY)
+    kernel.b.call(fn, [dest, src, nbytes, ir.Constant(ir.IntType(1), 0)])
 
 
 def copy_out(kernel, dest, src, nbytes):
@@ -173,7 +173,7 @@ def copy_out(kernel, dest, src, nbytes):
     address = b.ptrtoint(dest, ir.IntType(64))
     head = b.and_(b.sub(i64(0), address), i64(LINE_BYTES - 1))
     head = b.select(b.icmp_unsigned("<", head, nbytes), head, nbytes)
-    _memcpy(b, dest, src, head)
+    _memcpy(kernel, dest, src, head)
     lines = b.lshr(b.sub(nbytes, head), i64(6))
     with le.for_loop(b, 0, lines, name="stream.line") as j:
         at = b.add(head, b.shl(j, i64(6)), flags=("nsw", "nuw"))
@@ -181,5 +181,5 @@ def copy_out(kernel, dest, src, nbytes):
         store = b.store(line, b.gep(dest, [at], inbounds=True, source_etype=I8), align=LINE_BYTES)
         store.set_metadata("nontemporal", b.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
     done = b.add(head, b.shl(lines, i64(6)), flags=("nsw", "nuw"))
-    _memcpy(b, b.gep(dest, [done], inbounds=True, source_etype=I8),
+    _memcpy(kernel, b.gep(dest, [done], inbounds=True, source_etype=I8),
             b.gep(src, [done], inbounds=True, source_etype=I8), b.sub(nbytes, done))
