@@ -1,19 +1,24 @@
-// A cache of the large buffers compiled CPU code writes its results into.
+// A cache of the buffers compiled CPU code writes its results into.
 //
-// A result array is fresh memory for each call. Above glibc's mmap
-// threshold (32 MiB at most) malloc maps new pages for it and free unmaps
-// them, so every call pays the kernel's page faults and zeroing of the
-// whole result before the code writes it: a 64 MiB result took 3.8-4.0 ms
-// where the same kernel took 2.1 ms writing into pages it had written
-// before (f32 GELU or x * 3 over 2^24 elements, two threads, Zen 5 VM).
-// Here an array of at least kMinCachedOutputBytes gets its memory from
-// this cache: a capsule owning the buffer is the array's base, and when
-// the last array using it (views included: their base is the capsule too)
-// is gone, the capsule's destructor gives the buffer back instead of
-// freeing it, for the next result of the same size. The cache holds at
-// most XLA_CPU_OUTPUT_CACHE_BYTES of idle buffers (default 1 GiB, or an
-// eighth of the machine's memory where less; 0: no cache), the oldest
-// freed first when a newer one does not fit; buffers in use do not
+// A result array is fresh memory for each call, and glibc gives memory back
+// to the kernel more eagerly than a caller of compiled code would expect:
+// above its mmap threshold (128 KiB at first, raised up to 32 MiB as mapped
+// blocks are freed) malloc maps new pages and free unmaps them, and below
+// it a free of 64 KiB or more trims the heap's free top beyond the trim
+// threshold (twice the mmap threshold). Either way the next call's results
+// are new pages, which the kernel faults in and zeroes as the code first
+// writes them: a 64 MiB result took 3.8-4.0 ms where the same kernel took
+// 2.1 ms writing into pages it had written before (f32 GELU over 2^24
+// elements), and two 1 MiB results of one call 570 us where 20 us was the
+// kernel (eight of 256 KiB: 286 us, sixty-four of 64 KiB: 1,050 us; two
+// threads, Zen 5 VM). Here an array of at least kMinCachedOutputBytes gets
+// its memory from this cache: a capsule owning the buffer is the array's
+// base, and when the last array using it (views included: their base is
+// the capsule too) is gone, the capsule's destructor gives the buffer back
+// instead of freeing it, for the next result of the same size. The cache
+// holds at most XLA_CPU_OUTPUT_CACHE_BYTES of idle buffers (default 1 GiB,
+// or an eighth of the machine's memory where less; 0: no cache), the
+// oldest freed first when a newer one does not fit; buffers in use do not
 // count. Arrays are uninitialized, as np.empty's are.
 #include "python/output_buffers.h"
 
@@ -26,8 +31,11 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
+#include <list>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace py = pybind11;
@@ -73,18 +81,21 @@ class Cache {
   const std::string& error() const { return error_; }
 
   // A buffer of `size` bytes (a multiple of kAlignment): a cached one of
-  // that size, else a new one; nullptr where there is no memory.
+  // that size (the newest: still in cache), else a new one; nullptr where
+  // there is no memory.
   void* Take(size_t size) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = idle_.size(); i-- > 0;) {   // the newest first: still in cache
-        if (idle_[i].size == size) {
-          void* data = idle_[i].data;
-          idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
-          idle_bytes_ -= size;
-          ++hits_;
-          return data;
-        }
+      auto found = by_size_.find(size);
+      if (found != by_size_.end()) {
+        const auto block = found->second.back();
+        found->second.pop_back();
+        if (found->second.empty()) by_size_.erase(found);
+        void* data = block->data;
+        idle_.erase(block);
+        idle_bytes_ -= size;
+        ++hits_;
+        return data;
       }
       ++misses_;
     }
@@ -101,11 +112,17 @@ class Cache {
         drop.push_back(data);
       } else {
         while (idle_bytes_ + size > limit_) {
-          drop.push_back(idle_.front().data);
-          idle_bytes_ -= idle_.front().size;
-          idle_.erase(idle_.begin());
+          // The oldest idle buffer is the oldest of its size too.
+          const Block oldest = idle_.front();
+          auto same = by_size_.find(oldest.size);
+          same->second.pop_front();
+          if (same->second.empty()) by_size_.erase(same);
+          idle_.pop_front();
+          idle_bytes_ -= oldest.size;
+          drop.push_back(oldest.data);
         }
         idle_.push_back({data, size});
+        by_size_[size].push_back(std::prev(idle_.end()));
         idle_bytes_ += size;
       }
     }
@@ -113,10 +130,11 @@ class Cache {
   }
 
   void Clear() {
-    std::vector<Block> idle;
+    std::list<Block> idle;
     {
       std::lock_guard<std::mutex> lock(mu_);
       idle.swap(idle_);
+      by_size_.clear();
       idle_bytes_ = 0;
     }
     for (const Block& b : idle) std::free(b.data);
@@ -139,7 +157,10 @@ class Cache {
     size_t size;
   };
   std::mutex mu_;
-  std::vector<Block> idle_;   // oldest first; at most limit_ / kMinCachedOutputBytes
+  std::list<Block> idle_;   // oldest first
+  // Each size's idle buffers in idle_, oldest first: Take finds one without
+  // a walk over every idle buffer (up to limit_ / kMinCachedOutputBytes).
+  std::unordered_map<size_t, std::deque<std::list<Block>::iterator>> by_size_;
   size_t idle_bytes_ = 0;
   uint64_t hits_ = 0, misses_ = 0;
   std::string error_;
@@ -223,7 +244,8 @@ void RegisterOutputBuffers(py::module_& m) {
       },
       py::arg("shape"), py::arg("dtype"),
       "A new uninitialized C-contiguous array for a compiled CPU executable's result: from the "
-      "cache of output buffers where it holds at least 8 MiB (python/output_buffers.cc).");
+      "cache of output buffers where it holds at least CPU_OUTPUT_CACHE_MIN_BYTES "
+      "(python/output_buffers.cc).");
   m.attr("CPU_OUTPUT_CACHE_MIN_BYTES") = kMinCachedOutputBytes;
   m.def("cpu_output_cache_stats", []() { return TheCache().Stats(); },
         "The output buffer cache: limit_bytes, idle_bytes, idle_buffers, hits, misses.");

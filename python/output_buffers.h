@@ -15,9 +15,12 @@ namespace xla_python {
 // Python error set (MemoryError where no memory is left).
 PyObject* NewOutputArray(PyObject* descr, int nd, const Py_intptr_t* dims);
 
-// Arrays smaller than this come from NumPy's allocator: glibc keeps freed
-// blocks below its mmap threshold (at most 32 MiB) for the next malloc.
-constexpr size_t kMinCachedOutputBytes = size_t{8} << 20;
+// Arrays smaller than this come from NumPy's allocator: glibc neither maps
+// them nor trims the heap when they are freed (a free below 64 KiB never
+// trims), so their pages stay for the next malloc. From 8 MiB down to
+// this size since 2026-11-28: several results of 64 KiB-8 MiB in one call
+// were trimmed away and faulted in again every call (output_buffers.cc).
+constexpr size_t kMinCachedOutputBytes = size_t{32} << 10;
 
 void RegisterOutputBuffers(pybind11::module_& m);
 

@@ -7,7 +7,7 @@ serialized with a lock). Per call: the parameters (read in place when their
 layout is row-major and they are 16-byte aligned, otherwise copied), and
 fresh output allocations, from which the results are views (copies when a
 result lives in a parameter or constant allocation); on the fast path
-(``_FastPath``) those of 8 MiB or more come from a cache of buffers that
+(``_FastPath``) those of 32 KiB or more come from a cache of buffers that
 keeps their pages mapped between calls (``python/output_buffers.cc``).
 """
 import contextlib
@@ -33,7 +33,7 @@ except ImportError:   # an extension built before it: prepared_call's call is Py
     PreparedCpuCall = None
 
 try:
-    # Results of 8 MiB or more from a cache of buffers, whose pages stay
+    # Results of 32 KiB or more from a cache of buffers, whose pages stay
     # mapped from call to call (python/output_buffers.cc).
     from xla._core import CPU_OUTPUT_CACHE_MIN_BYTES as CACHED_OUTPUT_BYTES
     from xla._core import cpu_output_array
