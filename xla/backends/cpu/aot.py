@@ -224,6 +224,10 @@ class _AotCompiler(CpuCompiler):
         # host's (and sfence is x86's).
         return None
 
+    def prefetch_bytes(self):
+        # No software prefetch: measured on this host only.
+        return None
+
 
 def _emit(module, runtime_symbols):
     """CpuCompiler.emit with runtime symbol names only (nothing is resolved)."""

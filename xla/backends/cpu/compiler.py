@@ -10,8 +10,8 @@ import contextlib
 import re
 import time
 
-from xla.backends.cpu import (fast_math, jit, kernel_compiler, llvm_types, runtime_context,
-                              streaming_stores)
+from xla.backends.cpu import (fast_math, jit, kernel_compiler, llvm_types, prefetch,
+                              runtime_context, streaming_stores)
 from xla.backends.cpu.compile_progress import CompileProgress
 from xla.backends.cpu.executable import CpuExecutable
 from xla.backends.cpu.ir_emitter import emit_module
@@ -186,7 +186,8 @@ class CpuCompiler(Compiler):
                 llvm_types.excess_precision(self.excess_precision), \
                 llvm_types.vector_width(self.vector_bits()), \
                 llvm_types.native_bf16_conversion(self.native_bf16_conversion()), \
-                streaming_stores.streaming(self.streaming_store_bytes()):
+                streaming_stores.streaming(self.streaming_store_bytes()), \
+                prefetch.prefetching(self.prefetch_bytes()):
             yield
 
     def vector_bits(self):
@@ -204,6 +205,15 @@ class CpuCompiler(Compiler):
         streaming stores (``streaming_stores``): the host's last-level
         cache size where the host is x86-64, else None (never)."""
         return jit.host_streaming_store_bytes()
+
+    def prefetch_bytes(self):
+        """Kernels reading entry parameters larger than this many bytes row
+        by row prefetch their rows ahead (``prefetch``): half the host's
+        last-level cache where the host is x86-64 (f32 softmax and
+        layernorm rows of 16 MB, in the L3, measured 1.04-1.07x faster
+        prefetched, of 64 MB 1.3x), else None (never)."""
+        cache = jit.host_streaming_store_bytes()
+        return None if cache is None else cache // 2
 
     def _transform(self, text):
         return with_fast_math(text) if self.fast_math else text
@@ -252,7 +262,8 @@ class CpuCompiler(Compiler):
                    f"excess_precision={self.excess_precision} skip={self.skip} "
                    f"vector_bits={self.vector_bits()} "
                    f"native_bf16={self.native_bf16_conversion()} "
-                   f"streaming_stores={self.streaming_store_bytes()}")
+                   f"streaming_stores={self.streaming_store_bytes()} "
+                   f"prefetch={self.prefetch_bytes()}")
         kernels = KernelCompiler(self.opt_level, options, self._transform, cache,
                                  progress.kernels if progress else None, self.compile_workers,
                                  self.skip)

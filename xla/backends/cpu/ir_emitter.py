@@ -50,8 +50,8 @@ from llvmlite import ir
 
 from xla.hlo.opcodes import OpcodeTable
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu import (column_reduce, reduction_emitter, row_groups, runtime_matmul,
-                              shape_generic, streaming_stores, tiling)
+from xla.backends.cpu import (column_reduce, prefetch, reduction_emitter, row_groups,
+                              runtime_matmul, shape_generic, streaming_stores, tiling)
 from xla.backends.cpu.kernels import (I8, I32, KERNEL_PLACEHOLDER, KERNEL_TYPE, PTR, VOID,  # noqa: F401
                                       EmittedModule, Kernel, KernelSet, Slice,
                                       slice_pattern)
@@ -512,16 +512,17 @@ class ModuleEmitter:
                 leaf = root.operands[outputs[0][0][0]] if root.opcode == "tuple" else root
                 tile_dim = tiling.transposed_dimension(self.assignment, leaf, fusion, out[0][1])
             split = self.loop_split(h, root, loop_shape, slices, side, reduces, tile_dim)
+            tiny = self.tiny_loop(root, loop_shape, side)
             stream = not side and streaming_stores.streams(
-                self.assignment, h, out, loop_shape, split, tile_dim,
-                self.tiny_loop(root, loop_shape, side))
+                self.assignment, h, out, loop_shape, split, tile_dim, tiny)
+            fetch = tile_dim is None and prefetch.wanted(self.assignment, h, fusion, tiny)
             memo_key = (self.fingerprints.key(h), group_number, slice_pattern(slices),
-                        tile_dim, split, stream)
+                        tile_dim, split, stream, fetch)
             kernel = self.memoized_kernel(
                 h, memo_key, name, slices,
                 lambda: self.emit_loop_kernel(h, root, fusion, name, slices, out, side, side_slices,
                                               loop_shape, elementwise, tile_dim, group_number,
-                                              split, stream))
+                                              split, stream, fetch))
             work = loop_shape.num_elements()
             if root.opcode == "reduce":  # each output element reads this many inputs
                 work *= max(1, root.operands[0].shape.num_elements() // max(1, work))
@@ -571,7 +572,8 @@ class ModuleEmitter:
         return kernel
 
     def emit_loop_kernel(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
-                         elementwise, tile_dim, group_number=0, split=1, stream=False):
+                         elementwise, tile_dim, group_number=0, split=1, stream=False,
+                         fetch=False):
         """The kernel of output group ``group_number`` of ``emit_loops``,
         emitted and finished (or, shape-generic, reused:
         ``shape_generic.SizeFreeKernels``). A kernel of a few elements (a
@@ -579,13 +581,13 @@ class ModuleEmitter:
         the driver module, where it is inlined into its caller: a call and
         its buffer-table loads cost more than the work."""
         tiny = self.tiny_loop(root, loop_shape, side)
-        generic = not tiny and not stream and shape_generic.is_generic(
+        generic = not tiny and not stream and not fetch and shape_generic.is_generic(
             self, h, slices, runtime_bounds=tile_dim is not None)
 
         def emit():
             kernel = self._loop_kernel_code(h, root, fusion, name, slices, out, side, side_slices,
                                             loop_shape, elementwise, tile_dim, tiny, generic,
-                                            split, stream)
+                                            split, stream, fetch)
             if generic and not kernel.dim_sizes:
                 # A shape-generic kernel whose code asked for no size (a 1-D
                 # loop runs from begin to end) is emitted again as it was
@@ -606,12 +608,15 @@ class ModuleEmitter:
                                            emit)
 
     def _loop_kernel_code(self, h, root, fusion, name, slices, out, side, side_slices, loop_shape,
-                          elementwise, tile_dim, tiny, generic, split=1, stream=False):
+                          elementwise, tile_dim, tiny, generic, split=1, stream=False,
+                          fetch=False):
         """``emit_loop_kernel``'s kernel with its code, not yet finished;
         ``stream``: its outputs written with streaming stores
-        (``streaming_stores``)."""
+        (``streaming_stores``); ``fetch``: its row loops prefetch the rows
+        ahead of large parameters they read (``prefetch``)."""
         kernel = Kernel(self, name, slices, in_driver=tiny, generic=generic)
         kernel.root = h
+        kernel.prefetch = fetch
         g = ElementGenerator(self, kernel, fusion)
         g.reduce_side_outputs = {}
         for (k, r), s in zip(side, side_slices):
@@ -637,9 +642,13 @@ class ModuleEmitter:
                      (lambda index, s=s, shape=shape: g.element_pointer(kernel.pointer(s), shape,
                                                                        index)), shape)
                     for s, shape, get in out])
+            innermost = blocked
+            rows = prefetch.row_buffers(g, root, loop_shape) if fetch and elementwise else []
+            if rows:
+                innermost = prefetch.RowPrefetch(g, rows, body, blocked)
             le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
                          interleave=le.long_chain_interleave(code, LOOP_INTERLEAVE)
-                         if elementwise else None, dims=dims, split=split, innermost=blocked)
+                         if elementwise else None, dims=dims, split=split, innermost=innermost)
             if blocked is not None:
                 blocked.finish()
         return kernel

@@ -64,6 +64,7 @@ around; complex: real and imaginary parts in two accumulators).
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
+from xla.backends.cpu import prefetch
 from xla.backends.cpu.loop_emitter import i64
 from xla.backends.cpu.element_generator import convert_register, register_generator
 from xla.backends.cpu.llvm_types import NARROW_FLOATS, register_type, round_result, vector_lanes
@@ -348,8 +349,14 @@ def _vector_row_reduce(g, h, x, init, base_index, order, lanes, ranges, comp, co
     inner = order[-1]
     interleave = le.long_chain_interleave(code, ROW_REDUCE_INTERLEAVE) or ROW_REDUCE_INTERLEAVE
 
+    # Whole rows (not a chunk's or a lane's part): the rows of large
+    # parameters ahead prefetched first (prefetch.py).
+    rows = prefetch.row_buffers(g, x, x.shape) if inner not in ranges else []
+
     def row():
         lo, hi = ranges.get(inner, (0, x.shape.dimensions[inner]))
+        if rows:
+            prefetch.prefetch_rows(g, rows, idx, inner)
         with le.for_loop(g.b, lo, hi, name="rv", vectorize=lanes,
                          interleave=interleave) as k:
             idx[inner] = k
