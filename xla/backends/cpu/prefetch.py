@@ -21,7 +21,7 @@ not at all.
 
 A kernel prefetches (``Kernel.prefetch``, decided by ``wanted`` before it
 is emitted) where the target is the JIT's x86-64 host (the compiler's
-``prefetch_bytes``: half its last-level cache), it is a pass of a
+``prefetch_bytes``: a quarter of its last-level cache), it is a pass of a
 row algorithm (it reduces rows, or reads a value per row: the passes row
 groups run; a GELU over f32[16384, 1024], alone, ran 16-21% slower
 prefetched), and it reads, as an operand, an entry parameter larger than that with rows (the layout-minor
