@@ -116,6 +116,35 @@ TEST(PackedGemm, ABlockOfTheResultAloneHasTheSameBits) {
   }
 }
 
+// A partial panel computes only the rows it needs (4 or 8, PartialRows):
+// products of 1..11 rows (a single partial panel, B packed, read in place,
+// or stored transposed) have the bits of the same rows of a product of 24
+// (whole panels, 12 rows each), and the guard columns stay untouched.
+TEST(PackedGemm, APartialPanelHasTheBitsOfAWholeOne) {
+  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512 (F/BW/DQ/VL): packed_gemm.h unused";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int64_t m = 24, k = 300;
+  for (const int64_t n : {int64_t{70}, int64_t{160}}) {
+    for (const bool tb : {false, true}) {
+      std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+      for (auto& x : a) x = dist(rng);
+      for (auto& x : b) x = dist(rng);
+      const std::vector<float> zeros(static_cast<size_t>(m * n), 0.0f);
+      const auto whole = RunGemm(a, b, m, n, k, false, tb, false, zeros);
+      for (int64_t rows = 1; rows < pg::kMR; ++rows) {
+        const auto part = RunGemm(a, b, rows, n, k, false, tb, false, zeros);
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t j = 0; j < n + 3; ++j) {
+            ASSERT_EQ(part[i * (n + 3) + j], whole[i * (n + 3) + j])
+                << "n " << n << (tb ? " B^T" : "") << ", " << rows << " rows: " << i << "," << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Products of few rows with B stored transposed run as C^T = B^T A^T (B^T
 // read in place, the tile stored transposed): the same bits as the same
 // rows of a product that runs as it is.
