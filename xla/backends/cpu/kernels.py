@@ -159,6 +159,8 @@ class Kernel:
     def __init__(self, emitter, name, slices, scratch=False, in_driver=False, generic=False):
         self.emitter = emitter
         self.root = None   # the instruction whose buffer it defines, set by the caller
+        # Whether its row loops prefetch rows ahead (prefetch.py), set by the caller.
+        self.prefetch = False
         self.name = name
         keys = self.keys = _distinct_keys(slices)
         aligns = {}

@@ -125,7 +125,7 @@ def row_buffers(g, x, shape):
     ``shape``'s dimensions and layout and larger than the threshold; none
     where their rows are more than MAX_ROW_BYTES together."""
     cache_bytes = _cache_bytes.get()
-    if cache_bytes is None or not getattr(g.kernel, "prefetch", False):
+    if cache_bytes is None or not g.kernel.prefetch:
         return []
     assignment = g.emitter.assignment
     order = le.major_to_minor(shape)
@@ -156,20 +156,22 @@ def prefetch_rows(g, buffers, index, minor):
     AHEAD_BYTES (whole rows) past the row of ``index`` (its ``minor``
     dimension's value ignored), where that row is inside the buffer."""
     b = g.b
+    fn = g.emitter.declare_in(b.module, "llvm.prefetch.p0", _PREFETCH)
     for v in buffers:
         shape = v.shape
         row_bytes = _row_bytes(shape)
         ahead = -(-AHEAD_BYTES // row_bytes) * row_bytes
         buffer = g.emitter.assignment.buffer(v, ())
-        base = g.kernel.pointer(Slice(buffer))
         at = list(index)
         at[minor] = i64(0)
-        start = g.element_pointer(base, shape, at)
-        offset = b.sub(b.ptrtoint(start, ir.IntType(64)), b.ptrtoint(base, ir.IntType(64)))
+        # The row's byte offset in the buffer (a prefetching kernel is never
+        # shape-generic: its strides are the layout's).
+        offset = b.mul(le.linear_index(b, shape, at), i64(shape.element_type.byte_size),
+                       flags=("nsw", "nuw"))
         inside = b.icmp_unsigned("<=", b.add(offset, i64(ahead + row_bytes)), i64(buffer.size))
-        fn = g.emitter.declare_in(b.module, "llvm.prefetch.p0", _PREFETCH)
         with b.if_then(inside):
-            target = b.gep(start, [i64(ahead)], source_etype=I8)
+            target = b.gep(g.kernel.pointer(Slice(buffer)), [b.add(offset, i64(ahead))],
+                           source_etype=I8)
             # Every line the row touches (it may start inside one). (The
             # same prefetches unrolled, one burst, made softmax 10% slower.)
             lines = (row_bytes + 2 * LINE_BYTES - 2) // LINE_BYTES
