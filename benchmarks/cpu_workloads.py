@@ -624,6 +624,86 @@ def median_time(fn, repeats):
     return statistics.median(times)
 
 
+def import_jax():
+    """(jax, jax.numpy) on the CPU platform, or (None, None) where jax is not
+    installed (it is never a dependency)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None, None
+    jax.config.update("jax_platforms", "cpu")
+    return jax, jnp
+
+
+def report_limits():
+    """Measures and prints the machine's limits (``machine_limits``), NumPy's
+    BLAS kernels and the runtime's ISA variant; returns (bandwidth in
+    bytes/s, peak f32 GEMM in FLOP/s)."""
+    bandwidth, peak, unrestricted_core = machine_limits()
+    print(f"machine limits: {bandwidth / 1e9:.1f} GB/s streaming, {peak / 1e9:.0f} GFLOP/s "
+          "f32 GEMM (best of NumPy and ours, 2048^3)")
+    core = numpy_blas_core()
+    restricted = {v: os.environ[v] for v in _BLAS_RESTRICTIONS if v in os.environ}
+    if restricted:
+        print(f"NumPy's BLAS runs OpenBLAS's {core} kernels here "
+              f"({', '.join(f'{k}={v}' for k, v in restricted.items())} in the environment; "
+              f"without it: {unrestricted_core or '?'}, whose GEMM counts in the peak above)")
+    elif core:
+        print(f"NumPy's BLAS: OpenBLAS, {core} kernels")
+    print(f"runtime kernels (dots, convolutions): {_core.cpu_runtime_isa()} "
+          f"(of {', '.join(_core.cpu_runtime_isas())}; XLA_CPU_RUNTIME_ISA chooses)")
+    return bandwidth, peak
+
+
+def measure(rows, repeats, rounds, bandwidth, peak, only=(), jax=None, jnp=None):
+    """Runs ``rows`` (``workloads()``'s tuples) whose name contains one of
+    ``only`` (all without it), checking each result against NumPy's: prints
+    the header, then a line per row, and yields a dict per row (seconds:
+    ``ours``, ``numpy``, ``jax`` (None without jax); ``nbytes`` or
+    ``flops``; ``of_limit``, the achieved rate over ``bandwidth`` or
+    ``peak``; ``jax_ratios``, jax.jit's time over ours per round)."""
+    header = (f"{'workload':34} {'ours':>10} {'numpy':>10} {'jax.jit':>10} {'np/ours':>8} {'jax/ours':>9}"
+              f"  {'throughput':>13} {'of limit':>8}  {'jax/ours range':>14}")
+    print(header)
+    print("-" * len(header))
+    for name, text, inputs, np_fn, jax_fn, nbytes, flops, *flags in rows:
+        if only and not any(part in name for part in only):
+            continue
+        exe = xla.compile(xla.parse_hlo_module(text), "cpu", debug_options=flags[0] if flags else None)
+        ours_out = exe.execute(*inputs)
+        expected = np_fn(*inputs)
+        # bf16/f16 rows: NumPy's result is computed in f32 and rounded once;
+        # ours rounds after each elementwise op as the HLO says (8 and 11
+        # significant bits: a few roundings of 2^-9 and 2^-12 each).
+        tol = {np.dtype(ml_dtypes.bfloat16): 3e-2, np.dtype(np.float16): 4e-3}.get(
+            np.asarray(ours_out).dtype, 2e-3)
+        np.testing.assert_allclose(np.asarray(ours_out, np.float64), np.asarray(expected, np.float64),
+                                   rtol=tol, atol=tol * max(1.0, float(np.abs(expected).max())))
+        t_np = median_time(lambda: np_fn(*inputs), repeats)
+        jf = dev = None
+        if jax is not None:
+            jf = jax.jit(jax_fn(jnp))
+            dev = [jax.device_put(a) for a in inputs]
+        ours_rounds, jax_rounds = [], []
+        for _ in range(max(1, rounds)):
+            ours_rounds.append(median_time(lambda: exe.execute(*inputs), repeats))
+            if jf is not None:
+                jax_rounds.append(median_time(lambda: jf(*dev).block_until_ready(), repeats))
+        t_ours = statistics.median(ours_rounds)
+        t_jax = statistics.median(jax_rounds) if jax_rounds else None
+        rate = (f"{nbytes / t_ours / 1e9:.1f} GB/s" if nbytes else f"{flops / t_ours / 1e9:.0f} GFLOP/s")
+        limit = nbytes / t_ours / bandwidth if nbytes else flops / t_ours / peak
+        jax_col = f"{t_jax * 1e3:9.2f}ms" if t_jax else f"{'-':>10}"
+        jax_ratio = f"{t_jax / t_ours:9.2f}" if t_jax else f"{'-':>9}"
+        ratios = [j / o for o, j in zip(ours_rounds, jax_rounds)]
+        spread = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
+        print(f"{name:34} {t_ours * 1e3:9.2f}ms {t_np * 1e3:9.2f}ms {jax_col} {t_np / t_ours:8.2f} "
+              f"{jax_ratio}  {rate:>13} {limit:8.2f}  {spread:>14}")
+        yield {"name": name, "ours": t_ours, "numpy": t_np, "jax": t_jax, "nbytes": nbytes,
+               "flops": flops, "of_limit": limit, "jax_ratios": ratios}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
@@ -638,12 +718,7 @@ def main():
                         help="each family at sizes from cache-resident to far beyond the "
                              "last-level cache instead of the default rows")
     args = parser.parse_args()
-    try:
-        import jax
-        import jax.numpy as jnp
-        jax.config.update("jax_platforms", "cpu")
-    except ImportError:
-        jax = jnp = None
+    jax, jnp = import_jax()
 
     # Compile time of the seed example, parse to executable: the first
     # compile in the process also pays for imports and LLVM's start-up.
@@ -654,57 +729,10 @@ def main():
     xla.compile(xla.parse_hlo_module(seed(1 << 24)), "cpu")
     compile_ms = (time.perf_counter() - start) * 1e3
 
-    bandwidth, peak, unrestricted_core = machine_limits()
-    print(f"machine limits: {bandwidth / 1e9:.1f} GB/s streaming, {peak / 1e9:.0f} GFLOP/s "
-          "f32 GEMM (best of NumPy and ours, 2048^3)")
-    core = numpy_blas_core()
-    restricted = {v: os.environ[v] for v in _BLAS_RESTRICTIONS if v in os.environ}
-    if restricted:
-        print(f"NumPy's BLAS runs OpenBLAS's {core} kernels here "
-              f"({', '.join(f'{k}={v}' for k, v in restricted.items())} in the environment; "
-              f"without it: {unrestricted_core or '?'}, whose GEMM counts in the peak above)")
-    elif core:
-        print(f"NumPy's BLAS: OpenBLAS, {core} kernels")
-    print(f"runtime kernels (dots, convolutions): {_core.cpu_runtime_isa()} "
-          f"(of {', '.join(_core.cpu_runtime_isas())}; XLA_CPU_RUNTIME_ISA chooses)")
-    header = (f"{'workload':34} {'ours':>10} {'numpy':>10} {'jax.jit':>10} {'np/ours':>8} {'jax/ours':>9}"
-              f"  {'throughput':>13} {'of limit':>8}  {'jax/ours range':>14}")
-    print(header)
-    print("-" * len(header))
-    rows = sweep_workloads() if args.sweep else workloads(args.quick)
-    for name, text, inputs, np_fn, jax_fn, nbytes, flops, *flags in rows:
-        if args.only and not any(part in name for part in args.only):
-            continue
-        exe = xla.compile(xla.parse_hlo_module(text), "cpu", debug_options=flags[0] if flags else None)
-        ours_out = exe.execute(*inputs)
-        expected = np_fn(*inputs)
-        # bf16/f16 rows: NumPy's result is computed in f32 and rounded once;
-        # ours rounds after each elementwise op as the HLO says (8 and 11
-        # significant bits: a few roundings of 2^-9 and 2^-12 each).
-        tol = {np.dtype(ml_dtypes.bfloat16): 3e-2, np.dtype(np.float16): 4e-3}.get(
-            np.asarray(ours_out).dtype, 2e-3)
-        np.testing.assert_allclose(np.asarray(ours_out, np.float64), np.asarray(expected, np.float64),
-                                   rtol=tol, atol=tol * max(1.0, float(np.abs(expected).max())))
-        t_np = median_time(lambda: np_fn(*inputs), args.repeats)
-        jf = dev = None
-        if jax is not None:
-            jf = jax.jit(jax_fn(jnp))
-            dev = [jax.device_put(a) for a in inputs]
-        ours_rounds, jax_rounds = [], []
-        for _ in range(max(1, args.rounds)):
-            ours_rounds.append(median_time(lambda: exe.execute(*inputs), args.repeats))
-            if jf is not None:
-                jax_rounds.append(median_time(lambda: jf(*dev).block_until_ready(), args.repeats))
-        t_ours = statistics.median(ours_rounds)
-        t_jax = statistics.median(jax_rounds) if jax_rounds else None
-        rate = (f"{nbytes / t_ours / 1e9:.1f} GB/s" if nbytes else f"{flops / t_ours / 1e9:.0f} GFLOP/s")
-        limit = nbytes / t_ours / bandwidth if nbytes else flops / t_ours / peak
-        jax_col = f"{t_jax * 1e3:9.2f}ms" if t_jax else f"{'-':>10}"
-        jax_ratio = f"{t_jax / t_ours:9.2f}" if t_jax else f"{'-':>9}"
-        ratios = [j / o for o, j in zip(ours_rounds, jax_rounds)]
-        spread = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
-        print(f"{name:34} {t_ours * 1e3:9.2f}ms {t_np * 1e3:9.2f}ms {jax_col} {t_np / t_ours:8.2f} "
-              f"{jax_ratio}  {rate:>13} {limit:8.2f}  {spread:>14}")
+    bandwidth, peak = report_limits()
+    for _ in measure(sweep_workloads() if args.sweep else workloads(args.quick), args.repeats,
+                     args.rounds, bandwidth, peak, args.only, jax, jnp):
+        pass
     # Per-call dispatch: an f32[4] add, Python to native code and back.
     add = xla.compile(xla.parse_hlo_module("""HloModule add
 ENTRY %main (x: f32[4], y: f32[4]) -> f32[4] {

@@ -112,6 +112,52 @@ def _close(got, want):
                                                    equal_nan=True)
 
 
+def measure(names, repeats, bandwidth=None):
+    """Runs the modules ``names``: prints the header and a line per module,
+    and yields a dict per module (seconds: ``ours``, ``xla`` (XLA:CPU, None
+    without jax or where it failed); ``match``: the results agree (None
+    where XLA:CPU did not run); ``of_limit``: the bytes moved per second
+    over ``bandwidth``, for the memory-bound modules when it is given)."""
+    print(f"{'module':26} {'instrs':>7} {'ours':>10} {'XLA:CPU':>10} {'xla/ours':>9}  "
+          f"{'results':7} {'GB/s':>6} {'of limit':>8}")
+    for name in names:
+        text = gzip.open(MODULES / f"{name}.hlo.gz", "rt").read()
+        module = xla.parse_hlo_module(text)
+        count = sum(len(c.instructions) for c in module.computations)
+        # Random values scaled down, so that deep steps stay finite.
+        inputs = [a * np.asarray(0.1, a.dtype) if _is_float(a.dtype) else a
+                  for a in random_args([p.shape for p in module.entry.parameters], seed=0)]
+        exe = xla.compile(xla.parse_hlo_module(text), "cpu")
+        ours = median_time(lambda: exe.execute(*inputs), repeats)
+        got = flatten_result(exe.execute(*inputs))
+        rate = ""
+        row = {"name": name, "ours": ours, "xla": None, "match": None, "of_limit": None}
+        if bandwidth and name.startswith(MEMORY_BOUND):
+            moved = sum(a.nbytes for a in inputs) + sum(np.asarray(g).nbytes for g in got)
+            rate = f" {moved / ours / 1e9:6.1f} {moved / ours / bandwidth:8.2f}"
+            row["of_limit"] = moved / ours / bandwidth
+        line = f"{name:26} {count:7d} {ours * 1e3:8.3f}ms"
+        try:
+            run = xla_cpu(text)
+            call = run and run(inputs)
+        except Exception as e:  # another jax's private API: say so, keep our figure
+            print(line + f" {'-':>10} {'-':>9}  {'-':7}{rate}  XLA:CPU failed: "
+                  f"{type(e).__name__}: {e}"[:300])
+            yield row
+            continue
+        if run is None:
+            print(line + f" {'-':>10} {'-':>9}  {'-':7}{rate}")
+            yield row
+            continue
+        theirs = median_time(call, repeats)
+        want = [np.asarray(o) for o in call()]
+        close = all(_close(g, w) for g, w in zip(got, want))
+        print(line + f" {theirs * 1e3:8.3f}ms {theirs / ours:9.2f}  "
+              f"{'match' if close and len(got) == len(want) else 'DIFFER':7}{rate}")
+        row.update(xla=theirs, match=close and len(got) == len(want))
+        yield row
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
@@ -129,38 +175,8 @@ def main():
         from cpu_workloads import streaming_bandwidth
         bandwidth = streaming_bandwidth()
         print(f"streaming bandwidth: {bandwidth / 1e9:.1f} GB/s (a 256 MB copy)")
-    print(f"{'module':26} {'instrs':>7} {'ours':>10} {'XLA:CPU':>10} {'xla/ours':>9}  "
-          f"{'results':7} {'GB/s':>6} {'of limit':>8}")
-    for name in names:
-        text = gzip.open(MODULES / f"{name}.hlo.gz", "rt").read()
-        module = xla.parse_hlo_module(text)
-        count = sum(len(c.instructions) for c in module.computations)
-        # Random values scaled down, so that deep steps stay finite.
-        inputs = [a * np.asarray(0.1, a.dtype) if _is_float(a.dtype) else a
-                  for a in random_args([p.shape for p in module.entry.parameters], seed=0)]
-        exe = xla.compile(xla.parse_hlo_module(text), "cpu")
-        ours = median_time(lambda: exe.execute(*inputs), args.repeats)
-        got = flatten_result(exe.execute(*inputs))
-        rate = ""
-        if bandwidth and name.startswith(MEMORY_BOUND):
-            moved = sum(a.nbytes for a in inputs) + sum(np.asarray(g).nbytes for g in got)
-            rate = f" {moved / ours / 1e9:6.1f} {moved / ours / bandwidth:8.2f}"
-        line = f"{name:26} {count:7d} {ours * 1e3:8.3f}ms"
-        try:
-            run = xla_cpu(text)
-            call = run and run(inputs)
-        except Exception as e:  # another jax's private API: say so, keep our figure
-            print(line + f" {'-':>10} {'-':>9}  {'-':7}{rate}  XLA:CPU failed: "
-                  f"{type(e).__name__}: {e}"[:300])
-            continue
-        if run is None:
-            print(line + f" {'-':>10} {'-':>9}  {'-':7}{rate}")
-            continue
-        theirs = median_time(call, args.repeats)
-        want = [np.asarray(o) for o in call()]
-        close = all(_close(g, w) for g, w in zip(got, want))
-        print(line + f" {theirs * 1e3:8.3f}ms {theirs / ours:9.2f}  "
-              f"{'match' if close and len(got) == len(want) else 'DIFFER':7}{rate}")
+    for _ in measure(names, args.repeats, bandwidth):
+        pass
 
 
 if __name__ == "__main__":
