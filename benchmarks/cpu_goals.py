@@ -1,0 +1,175 @@
+"""The CPU runtime's goals (issue 19), checked from one run: the machine's
+limits, the workloads of cpu_workloads.py (ours, NumPy, jax.jit) and the
+modules as JAX lowers them of jax_modules.py (ours, XLA:CPU on the same HLO
+text), each printed as those scripts print them, then one verdict per goal
+with the rows that fall short of it.
+
+    PYTHONPATH=.:<jax site-packages> .venv/bin/python benchmarks/cpu_goals.py [--quick]
+
+Without jax the goals that compare with it say so and are not judged.
+
+The goals, and the rows each is judged on:
+
+* memory-bound (fused elementwise, softmax, layernorm, RMSNorm, GELU,
+  reductions; f32, bf16 and f16): at least ``MEMORY_BOUND_OF_LIMIT`` of the
+  streaming bandwidth on the bytes that must move, and at least
+  ``MEMORY_BOUND_VS_JAX`` times jax.jit's speed. Rows: cpu_workloads' sum,
+  softmax, layernorm and GELU rows; jax_modules' ``rt_rmsnorm``,
+  ``rt_softmax``, ``rt_layernorm`` and ``rt_gelu`` modules (from 256 K
+  elements, which fit the cache: there the bandwidth of the cache bounds
+  them, not the memory's, and the fraction can pass 1).
+* dots and convolutions of every form: no slower than the faster of NumPy
+  and jax.jit. Rows: cpu_workloads' matmul, matvec and MLP rows (NumPy and
+  jax.jit); jax_modules' batched matmul, matrix-vector, s8 and bf16 dots and
+  the conv net's forward pass (XLA:CPU).
+* integer dots: at least ``INTEGER_DOT_SPEEDUP`` times faster than before
+  the issue's work, ``INTEGER_DOT_BASELINE`` (seconds, measured on the
+  2-core EPYC VM: meaningful there only).
+* training steps (transformer block, conv net, MLP, at f32 and bf16):
+  at least ``TRAINING_STEP_VS_JAX`` times jax.jit's speed (XLA:CPU on the
+  same module).
+
+Other rows (concatenate, attention, the transformer block's forward pass,
+the small modules of the compile-time fixtures) are measured and printed,
+with no goal of their own. Timings on a shared VM move between runs: the
+verdicts are those of this run.
+"""
+import argparse
+import pathlib
+import sys
+import textwrap
+
+MEMORY_BOUND_OF_LIMIT = 0.8
+MEMORY_BOUND_VS_JAX = 1.3
+TRAINING_STEP_VS_JAX = 1.2
+INTEGER_DOT_SPEEDUP = 4.0
+# cpu_workloads row -> seconds before the runtime's s8 GEMM (docs/cpu_backend.md,
+# "Low-precision dots", the "old" column: the dots widened to f32; 2026-11-26,
+# 2-core EPYC VM, the faster end of each range).
+INTEGER_DOT_BASELINE = {
+    "matmul s8 x s8 -> s32 [512]^3": 3.1e-3,
+    "matmul s8 -> s32 [16x128]^3 batched": 1.0e-3,
+    "matvec s8 -> s32 [4096,4096]": 15e-3,
+}
+
+_MEMORY_WORKLOADS = ("sum(", "softmax", "layernorm", "gelu")
+_DOT_WORKLOADS = ("matmul", "matvec", "mlp")
+_MEMORY_MODULES = ("rt_rmsnorm", "rt_softmax", "rt_layernorm", "rt_gelu")
+_DOT_MODULES = ("rt_batched_matmul", "rt_matvec", "rt_dot_s8", "rt_dot_bf16", "rt_cnn")
+_TRAINING_MODULES = ("rt_transformer_block_train", "rt_cnn_train", "rt_mlp_train",
+                     "rt_mlp_train_bf16", "rt_transformer_block_train_bf16")
+
+
+class Goal:
+    """One goal: its text, and per judged row (name, figure, holds)."""
+
+    def __init__(self, text):
+        self.text = text
+        self.rows = []
+        self.unjudged = []  # rows without the figure the goal compares with (no jax)
+        self.numpy_only = []  # dots judged against NumPy alone (no jax)
+
+    def judge(self, name, figure, holds):
+        self.rows.append((name, figure, holds))
+
+    def short(self):
+        return [(n, f) for n, f, holds in self.rows if not holds]
+
+
+def evaluate(workloads, modules):
+    """The goals judged on ``workloads`` (cpu_workloads.measure's dicts) and
+    ``modules`` (jax_modules.measure's): a list of Goal."""
+    of_limit = Goal(f"memory-bound: >= {MEMORY_BOUND_OF_LIMIT:.2f} of the streaming bandwidth")
+    vs_jax = Goal(f"memory-bound: >= {MEMORY_BOUND_VS_JAX:.2f}x jax.jit")
+    dots = Goal("dots and convolutions: >= 1.00x the faster of NumPy and jax.jit")
+    integer = Goal(f"integer dots: >= {INTEGER_DOT_SPEEDUP:.0f}x the speed before (EPYC VM)")
+    training = Goal(f"training steps: >= {TRAINING_STEP_VS_JAX:.2f}x jax.jit")
+    for row in workloads:
+        name = row["name"]
+        if name.startswith(_MEMORY_WORKLOADS):
+            of_limit.judge(name, row["of_limit"], row["of_limit"] >= MEMORY_BOUND_OF_LIMIT)
+            if row["jax"] is None:
+                vs_jax.unjudged.append(name)
+            else:
+                ratio = row["jax"] / row["ours"]
+                vs_jax.judge(name, ratio, ratio >= MEMORY_BOUND_VS_JAX)
+        elif name.startswith(_DOT_WORKLOADS):
+            others = [t for t in (row["numpy"], row["jax"]) if t is not None]
+            ratio = min(others) / row["ours"]
+            dots.judge(name, ratio, ratio >= 1.0)
+            if row["jax"] is None:
+                dots.numpy_only.append(name)
+        if name in INTEGER_DOT_BASELINE:
+            speedup = INTEGER_DOT_BASELINE[name] / row["ours"]
+            integer.judge(name, speedup, speedup >= INTEGER_DOT_SPEEDUP)
+    for row in modules:
+        name, ratio = row["name"], None
+        if row["xla"] is not None:
+            ratio = row["xla"] / row["ours"]
+        if name.startswith(_MEMORY_MODULES):
+            if row["of_limit"] is not None:
+                of_limit.judge(name, row["of_limit"], row["of_limit"] >= MEMORY_BOUND_OF_LIMIT)
+            goal, threshold = vs_jax, MEMORY_BOUND_VS_JAX
+        elif name in _DOT_MODULES:
+            goal, threshold = dots, 1.0
+        elif name in _TRAINING_MODULES:
+            goal, threshold = training, TRAINING_STEP_VS_JAX
+        else:
+            continue
+        if ratio is None:
+            goal.unjudged.append(name)
+        else:
+            goal.judge(name, ratio, ratio >= threshold)
+    return [of_limit, vs_jax, dots, integer, training]
+
+
+def report(goals):
+    """The verdict lines of ``goals``."""
+    lines = ["", "goals (issue 19), this run:"]
+    for goal in goals:
+        held = sum(holds for _, _, holds in goal.rows)
+        if not goal.rows:
+            verdict = "not judged"
+        elif held == len(goal.rows):
+            verdict = "holds"
+        else:
+            verdict = "short"
+        line = f"  {goal.text:62} {verdict:10} {held}/{len(goal.rows)} rows"
+        if goal.rows:
+            worst = min(goal.rows, key=lambda r: r[1])
+            line += f", lowest {worst[1]:.2f} ({worst[0]})"
+        lines.append(line)
+        for label, names in (("short", [f"{n} {f:.2f}" for n, f in goal.short()]),
+                             ("not judged (no jax.jit figure)", goal.unjudged),
+                             ("against NumPy only (no jax.jit figure)", goal.numpy_only)):
+            if names:
+                lines += textwrap.wrap(f"{label}: " + ", ".join(names), 110,
+                                       initial_indent=" " * 6, subsequent_indent=" " * 8)
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="cpu_workloads' alternating blocks of --repeats calls per side")
+    parser.add_argument("--quick", action="store_true",
+                        help="cpu_workloads' smaller sizes and the modules up to 4 M elements "
+                             "(a smoke run; the verdicts are not the goals')")
+    args = parser.parse_args()
+    sys.path.insert(1, str(pathlib.Path(__file__).resolve().parent))
+    import cpu_workloads
+    import jax_modules
+
+    jax, jnp = cpu_workloads.import_jax()
+    bandwidth, peak = cpu_workloads.report_limits()
+    workloads = list(cpu_workloads.measure(cpu_workloads.workloads(args.quick), args.repeats,
+                                           args.rounds, bandwidth, peak, jax=jax, jnp=jnp))
+    names = [n for n in jax_modules.NAMES if not (args.quick and n.endswith("_16M"))]
+    print()
+    modules = list(jax_modules.measure(names, args.repeats, bandwidth))
+    print("\n".join(report(evaluate(workloads, modules))))
+
+
+if __name__ == "__main__":
+    main()

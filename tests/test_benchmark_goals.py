@@ -1,0 +1,96 @@
+"""benchmarks/cpu_goals.py judges each row of a run against issue 19's goals:
+the thresholds, which rows each goal judges, and what the report says."""
+import importlib.util
+import pathlib
+
+import pytest
+
+_PATH = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "cpu_goals.py"
+
+
+@pytest.fixture(scope="module")
+def goals():
+    spec = importlib.util.spec_from_file_location("cpu_goals", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def workload(name, ours, numpy=None, jax=None, of_limit=None):
+    return {"name": name, "ours": ours, "numpy": numpy, "jax": jax, "of_limit": of_limit}
+
+
+def module(name, ours, xla=None, of_limit=None):
+    return {"name": name, "ours": ours, "xla": xla, "match": xla is not None, "of_limit": of_limit}
+
+
+def by_text(result, prefix):
+    (goal,) = [g for g in result if g.text.startswith(prefix)]
+    return goal
+
+
+def test_memory_bound_rows_need_both_the_bandwidth_fraction_and_the_speedup(goals):
+    result = goals.evaluate(
+        [workload("softmax f32[4096,1024]", 1.0, numpy=9.0, jax=1.31, of_limit=0.81),
+         workload("gelu bf16[4194304]", 1.0, numpy=9.0, jax=2.0, of_limit=0.79),
+         workload("layernorm f32[4096,1024]", 1.0, numpy=9.0, jax=1.29, of_limit=0.9)],
+        [module("rt_rmsnorm_residual", 1.0, xla=1.5, of_limit=0.92),
+         module("rt_softmax_bf16_4M", 1.0, xla=3.0, of_limit=0.46)])
+    of_limit = by_text(result, "memory-bound: >= 0.80")
+    assert [n for n, _ in of_limit.short()] == ["gelu bf16[4194304]", "rt_softmax_bf16_4M"]
+    assert len(of_limit.rows) == 5
+    vs_jax = by_text(result, "memory-bound: >= 1.30x")
+    assert [n for n, _ in vs_jax.short()] == ["layernorm f32[4096,1024]"]
+    assert len(vs_jax.rows) == 5
+
+
+def test_a_dot_must_beat_the_faster_of_numpy_and_jax(goals):
+    result = goals.evaluate(
+        [workload("matmul f32[1024]^3", 1.0, numpy=2.0, jax=0.98),  # NumPy slower, jax faster
+         workload("matvec bf16 [4096,4096]", 1.0, numpy=11.0, jax=38.0),
+         workload("mlp 256x1024->4096->1024 gelu", 1.0, numpy=6.0)],  # no jax
+        [module("rt_batched_matmul", 1.0, xla=0.99), module("rt_dot_s8", 1.0, xla=2.4),
+         module("rt_attention_S512", 1.0, xla=0.5)])  # no goal of its own
+    dots = by_text(result, "dots")
+    assert {n for n, _, _ in dots.rows} == {
+        "matmul f32[1024]^3", "matvec bf16 [4096,4096]", "mlp 256x1024->4096->1024 gelu",
+        "rt_batched_matmul", "rt_dot_s8"}
+    assert [n for n, _ in dots.short()] == ["matmul f32[1024]^3", "rt_batched_matmul"]
+    assert dots.numpy_only == ["mlp 256x1024->4096->1024 gelu"]
+
+
+def test_integer_dots_against_the_baseline(goals):
+    base = goals.INTEGER_DOT_BASELINE
+    result = goals.evaluate(
+        [workload("matmul s8 x s8 -> s32 [512]^3", base["matmul s8 x s8 -> s32 [512]^3"] / 4.1,
+                  numpy=1.0, jax=1.0),
+         workload("matvec s8 -> s32 [4096,4096]", base["matvec s8 -> s32 [4096,4096]"] / 3.9,
+                  numpy=1.0, jax=1.0)], [])
+    integer = by_text(result, "integer dots")
+    assert [n for n, _ in integer.short()] == ["matvec s8 -> s32 [4096,4096]"]
+    assert [round(f, 2) for _, f, _ in integer.rows] == [4.1, 3.9]
+
+
+def test_training_steps_and_the_report(goals):
+    result = goals.evaluate([], [
+        module("rt_mlp_train", 1.0, xla=1.07), module("rt_cnn_train", 1.0, xla=2.9),
+        module("rt_transformer_block_train", 1.0),  # XLA:CPU did not run
+        module("mlp_train_L37", 1.0, xla=5.0)])  # a compile-time fixture: no goal
+    training = by_text(result, "training")
+    assert [(n, round(f, 2)) for n, f in training.short()] == [("rt_mlp_train", 1.07)]
+    assert training.unjudged == ["rt_transformer_block_train"]
+    lines = goals.report(result)
+    (line,) = [x for x in lines if x.lstrip().startswith("training")]
+    assert "short" in line and "1/2 rows" in line and "lowest 1.07 (rt_mlp_train)" in line
+    assert "      short: rt_mlp_train 1.07" in lines
+    assert any("not judged" in x and "rt_transformer_block_train" in x for x in lines)
+    (dots_line,) = [x for x in lines if x.lstrip().startswith("dots")]
+    assert "not judged" in dots_line
+
+
+def test_long_lists_of_short_rows_wrap(goals):
+    lines = goals.report(goals.evaluate(
+        [], [module(f"rt_softmax_bf16_{i}", 1.0, xla=1.0) for i in range(40)]))
+    wrapped = [x for x in lines if x.startswith(" " * 6)]
+    assert len(wrapped) > 3 and max(len(x) for x in wrapped) <= 110
+    assert sum(x.count("rt_softmax_bf16_") for x in wrapped) == 40
