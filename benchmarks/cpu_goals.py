@@ -29,6 +29,12 @@ The goals, and the rows each is judged on:
   at least ``TRAINING_STEP_VS_JAX`` times jax.jit's speed (XLA:CPU on the
   same module).
 
+* nothing slower than before: with ``--baseline FILE`` (an earlier run's
+  output, of this script, cpu_workloads.py or jax_modules.py, such as the
+  README's tables' files in benchmarks/results/), every row both runs
+  have at no more than ``--tolerance`` times the earlier time (the best of
+  the file's lines for it: a rerun section counts too).
+
 Other rows (concatenate, attention, the transformer block's forward pass,
 the small modules of the compile-time fixtures) are measured and printed,
 with no goal of their own. Timings on a shared VM move between runs: the
@@ -36,6 +42,7 @@ verdicts are those of this run.
 """
 import argparse
 import pathlib
+import re
 import sys
 import textwrap
 
@@ -51,6 +58,12 @@ INTEGER_DOT_BASELINE = {
     "matmul s8 -> s32 [16x128]^3 batched": 1.0e-3,
     "matvec s8 -> s32 [4096,4096]": 15e-3,
 }
+
+DEFAULT_TOLERANCE = 1.25
+# An output line of jax_modules.py (name, instructions, our time) or of
+# cpu_workloads.py (name, our time, NumPy's time).
+_MODULE_LINE = re.compile(r"^(?P<name>\S+)\s+\d+\s+(?P<ours>\d+\.\d+)ms\b")
+_WORKLOAD_LINE = re.compile(r"^(?P<name>\S.*?)\s+(?P<ours>\d+\.\d+)ms\s+\d+\.\d+ms")
 
 _MEMORY_WORKLOADS = ("sum(", "softmax", "layernorm", "gelu")
 _DOT_WORKLOADS = ("matmul", "matvec", "mlp")
@@ -76,9 +89,22 @@ class Goal:
         return [(n, f) for n, f, holds in self.rows if not holds]
 
 
-def evaluate(workloads, modules):
+def read_baseline(text):
+    """{row name: seconds} of our times in an earlier run's output ``text``
+    (the least where a row appears more than once)."""
+    times = {}
+    for line in text.splitlines():
+        match = _MODULE_LINE.match(line) or _WORKLOAD_LINE.match(line)
+        if match:
+            name, seconds = match["name"], float(match["ours"]) / 1e3
+            times[name] = min(seconds, times.get(name, seconds))
+    return times
+
+
+def evaluate(workloads, modules, baseline=None, tolerance=DEFAULT_TOLERANCE):
     """The goals judged on ``workloads`` (cpu_workloads.measure's dicts) and
-    ``modules`` (jax_modules.measure's): a list of Goal."""
+    ``modules`` (jax_modules.measure's), and against ``baseline``
+    (read_baseline's) where given: a list of Goal."""
     of_limit = Goal(f"memory-bound: >= {MEMORY_BOUND_OF_LIMIT:.2f} of the streaming bandwidth")
     vs_jax = Goal(f"memory-bound: >= {MEMORY_BOUND_VS_JAX:.2f}x jax.jit")
     dots = Goal("dots and convolutions: >= 1.00x the faster of NumPy and jax.jit")
@@ -120,7 +146,15 @@ def evaluate(workloads, modules):
             goal.unjudged.append(name)
         else:
             goal.judge(name, ratio, ratio >= threshold)
-    return [of_limit, vs_jax, dots, integer, training]
+    goals = [of_limit, vs_jax, dots, integer, training]
+    if baseline is not None:
+        before = Goal(f"nothing slower than the baseline (x{tolerance:.2f} allowed)")
+        for row in list(workloads) + list(modules):
+            if row["name"] in baseline:
+                speed = baseline[row["name"]] / row["ours"]
+                before.judge(row["name"], speed, speed * tolerance >= 1.0)
+        goals.append(before)
+    return goals
 
 
 def report(goals):
@@ -156,7 +190,25 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="cpu_workloads' smaller sizes and the modules up to 4 M elements "
                              "(a smoke run; the verdicts are not the goals')")
+    parser.add_argument("--baseline", action="append", default=[], metavar="FILE",
+                        help="an earlier run's output (repeatable): judge that no row got slower")
+    parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+                        help="how many times its baseline time a row may take (timing noise)")
     args = parser.parse_args()
+    if not args.tolerance >= 1.0:
+        parser.error(f"--tolerance {args.tolerance}: must be at least 1 (a factor on the time)")
+    baseline = None
+    if args.baseline:
+        baseline = {}
+        for path in args.baseline:
+            try:
+                text = pathlib.Path(path).read_text()
+            except OSError as e:
+                parser.error(f"--baseline {path}: {e.strerror}")
+            for name, seconds in read_baseline(text).items():
+                baseline[name] = min(seconds, baseline.get(name, seconds))
+        if not baseline:
+            parser.error(f"--baseline: no benchmark rows in {', '.join(args.baseline)}")
     sys.path.insert(1, str(pathlib.Path(__file__).resolve().parent))
     import cpu_workloads
     import jax_modules
@@ -168,7 +220,7 @@ def main():
     names = [n for n in jax_modules.NAMES if not (args.quick and n.endswith("_16M"))]
     print()
     modules = list(jax_modules.measure(names, args.repeats, bandwidth))
-    print("\n".join(report(evaluate(workloads, modules))))
+    print("\n".join(report(evaluate(workloads, modules, baseline, args.tolerance))))
 
 
 if __name__ == "__main__":

@@ -94,3 +94,46 @@ def test_long_lists_of_short_rows_wrap(goals):
     wrapped = [x for x in lines if x.startswith(" " * 6)]
     assert len(wrapped) > 3 and max(len(x) for x in wrapped) <= 110
     assert sum(x.count("rt_softmax_bf16_") for x in wrapped) == 40
+
+
+# Lines as the benchmarks print them (benchmarks/results/cpu_goals_epyc_2026-11-28.txt).
+EARLIER_RUN = """# benchmarks/cpu_goals.py (--rounds 3 --repeats 10), 2-core AMD EPYC (Zen 5) VM
+machine limits: 52.7 GB/s streaming, 478 GFLOP/s f32 GEMM (best of NumPy and ours, 2048^3)
+workload                                 ours      numpy    jax.jit  np/ours  jax/ours     throughput of limit  jax/ours range
+sum(x + y*z) f32[16777216]              3.82ms     14.07ms      4.94ms     3.68      1.29      52.6 GB/s     1.00       1.18-1.60
+mlp 256x1024->4096->1024 gelu          10.31ms     69.56ms     13.35ms     6.74      1.29    416 GFLOP/s     0.87       1.03-1.33
+matmul f32[1024]^3                      4.63ms      8.70ms          -     1.88        -    464 GFLOP/s     0.97               -
+dispatch of an f32[4] add: 1.03 us per call (jax.jit: 5.26 us)
+compile time of the seed example (parse to executable): 22 ms (102 ms for the first compile in the process)
+module                      instrs       ours    XLA:CPU  xla/ours  results   GB/s of limit
+softmax                         25    0.018ms    0.079ms      4.25  match
+rt_transformer_block_train_bf16     447   32.325ms   96.729ms      2.99  match
+rt_softmax_f32_256K             25    0.035ms    0.153ms      4.34  match     59.3     1.13
+## rerun
+rt_softmax_f32_256K             25    0.040ms          -         -  -          59.3     1.13
+"""
+
+
+def test_read_baseline_takes_our_time_of_each_row(goals):
+    times = goals.read_baseline(EARLIER_RUN)
+    assert times == pytest.approx({
+        "sum(x + y*z) f32[16777216]": 3.82e-3, "mlp 256x1024->4096->1024 gelu": 10.31e-3,
+        "matmul f32[1024]^3": 4.63e-3, "softmax": 0.018e-3,
+        "rt_transformer_block_train_bf16": 32.325e-3,
+        "rt_softmax_f32_256K": 0.035e-3})  # the faster of its two lines
+
+
+def test_rows_slower_than_the_baseline(goals):
+    baseline = goals.read_baseline(EARLIER_RUN)
+    result = goals.evaluate(
+        [workload("sum(x + y*z) f32[16777216]", 3.82e-3 * 1.2, numpy=1.0, jax=1.0, of_limit=1.0),
+         workload("matmul f32[1024]^3", 4.63e-3 * 1.3, numpy=1.0, jax=1.0),
+         workload("softmax f32[64,1024]", 1.0, numpy=2.0, jax=2.0, of_limit=1.0)],  # not in it
+        [module("rt_softmax_f32_256K", 0.035e-3 / 2, xla=1.0, of_limit=1.0)],
+        baseline, tolerance=1.25)
+    before = by_text(result, "nothing slower")
+    assert [(n, round(f, 2)) for n, f, _ in before.rows] == [
+        ("sum(x + y*z) f32[16777216]", 0.83), ("matmul f32[1024]^3", 0.77),
+        ("rt_softmax_f32_256K", 2.0)]
+    assert [n for n, _ in before.short()] == ["matmul f32[1024]^3"]
+    assert not any(g.text.startswith("nothing slower") for g in goals.evaluate([], []))
