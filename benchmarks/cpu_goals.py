@@ -105,6 +105,7 @@ def evaluate(workloads, modules, baseline=None, tolerance=DEFAULT_TOLERANCE):
     """The goals judged on ``workloads`` (cpu_workloads.measure's dicts) and
     ``modules`` (jax_modules.measure's), and against ``baseline``
     (read_baseline's) where given: a list of Goal."""
+    workloads, modules = list(workloads), list(modules)  # read twice
     of_limit = Goal(f"memory-bound: >= {MEMORY_BOUND_OF_LIMIT:.2f} of the streaming bandwidth")
     vs_jax = Goal(f"memory-bound: >= {MEMORY_BOUND_VS_JAX:.2f}x jax.jit")
     dots = Goal("dots and convolutions: >= 1.00x the faster of NumPy and jax.jit")
@@ -149,7 +150,7 @@ def evaluate(workloads, modules, baseline=None, tolerance=DEFAULT_TOLERANCE):
     goals = [of_limit, vs_jax, dots, integer, training]
     if baseline is not None:
         before = Goal(f"nothing slower than the baseline (x{tolerance:.2f} allowed)")
-        for row in list(workloads) + list(modules):
+        for row in workloads + modules:
             if row["name"] in baseline:
                 speed = baseline[row["name"]] / row["ours"]
                 before.judge(row["name"], speed, speed * tolerance >= 1.0)
