@@ -128,6 +128,28 @@ ENTRY %main (x: {t}[3,1037]) -> {t}[3,1037] {{
     assert '!"llvm.loop.interleave.count", i32 4' not in exe.ir_text
 
 
+@pytest.mark.parametrize("src,dst", [("bf16", "bf16"), ("f16", "f16"), ("f32", "bf16"),
+                                     ("bf16", "f32"), ("f32", "f32")])
+def test_f32_long_chain_between_half_loads_or_stores_interleaves_8(src, dst):
+    # The chain computed in f32 (as JAX expands erf for bf16 arrays) in a
+    # kernel that loads or stores bf16/f16: 8 interleaved iterations; all
+    # f32: 4 (loop_emitter.long_chain_interleave).
+    text = f"""
+HloModule softplus_{src}_{dst}
+ENTRY %main (x: {src}[3,1037]) -> {dst}[3,1037] {{
+  %x = {src}[3,1037] parameter(0)
+  %c = f32[3,1037] convert(%x)
+  %e = f32[3,1037] exponential(%c)
+  %l = f32[3,1037] log-plus-one(%e)
+  ROOT %r = {dst}[3,1037] convert(%l)
+}}
+"""
+    exe = check(text, rtol=1e-2, atol=1e-2)
+    count = 4 if src == dst == "f32" else 8
+    assert exe.ir_text.count(f'!"llvm.loop.interleave.count", i32 {count}') == 1
+    assert exe.ir_text.count("llvm.loop.interleave.count") == 1
+
+
 @pytest.mark.parametrize("t,count", [("bf16", 8), ("f16", 8), ("f32", 2)])
 def test_softmax_row_sum_interleave(t, count):
     # The exp-and-sum row loop of a softmax: 8 vector accumulators where the

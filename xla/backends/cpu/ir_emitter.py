@@ -75,7 +75,7 @@ PARALLEL_MIN_CHUNK_ELEMENTS = 1 << 14
 # Vector iterations the innermost loop of an elementwise kernel interleaves
 # (loop_emitter.loop_hints): 4 independent chains per core, for kernels
 # that compute one of loop_emitter.LONG_CHAIN_OPS (8 where it computes at
-# bf16/f16: le.long_chain_interleave). Other kernels
+# bf16/f16 or the kernel loads or stores bf16/f16: le.long_chain_interleave). Other kernels
 # leave the count to LLVM's cost model: interleaving a short expression 4
 # times bought nothing measurable at run time and took a quarter of LLVM's
 # time on the varied-width MLP's elementwise kernels.
@@ -646,9 +646,15 @@ class ModuleEmitter:
             rows = prefetch.row_buffers(g, root, loop_shape) if fetch and elementwise else []
             if rows:
                 innermost = prefetch.RowPrefetch(g, rows, body, blocked)
+            interleave = None
+            if elementwise:
+                loaded = ([x for x in code if x.opcode == "parameter"] if fusion is not None
+                          else h.operands)
+                interleave = le.long_chain_interleave(
+                    code, LOOP_INTERLEAVE,
+                    [x.shape for x in loaded] + [shape for _, shape, _ in out])
             le.loop_nest(kernel.b, loop_shape, body, kernel.begin, kernel.end,
-                         interleave=le.long_chain_interleave(code, LOOP_INTERLEAVE)
-                         if elementwise else None, dims=dims, split=split, innermost=innermost)
+                         interleave=interleave, dims=dims, split=split, innermost=innermost)
             if blocked is not None:
                 blocked.finish()
         return kernel

@@ -22,27 +22,40 @@ LONG_CHAIN_OPS = frozenset([
     "exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "erf",
     "sine", "cosine", "tan", "power", "atan2", "cbrt"])
 # Vector iterations such a loop interleaves where one of those ops has a
-# bf16 or f16 result (its loads and stores move half a vector register per
-# iteration, the conversions lengthen the chain). Measured on the 2-core
+# bf16 or f16 result, or the kernel loads or stores bf16/f16 arrays (its
+# loads and stores move half a vector register per iteration, the
+# conversions lengthen the chain). Measured on the 2-core
 # Zen 5 (AVX-512; [4096, 1024] arrays, best of 30 calls, alternated):
 # elementwise (4 before): bf16 GELU 0.68 -> 0.58 ms, x * logistic(x) 0.58
 # -> 0.48, exp 0.43 -> 0.39, tanh 0.45 -> 0.43; f16 GELU 0.50 -> 0.47, x *
 # logistic(x) 0.42 -> 0.38 (f32 is slower at 8: tanh 0.33 -> 0.43, GELU on
 # 16 M elements 2.8 -> 4.0 ms); softmax's exp and row sum (2 before): bf16
 # 0.80 -> 0.63 ms, f16 0.59 -> 0.52. LLVM's time grows by 4-8 ms per such
-# kernel (bf16 GELU module 31 -> 37 ms, bf16 softmax 37-40 -> 45 ms).
+# kernel (bf16 GELU module 31 -> 37 ms, bf16 softmax 37-40 -> 45 ms). Chains
+# computed in f32 between bf16 loads and stores (medians of 30, in-process,
+# alternated; 2026-11-28): JAX's exact (erf) GELU on bf16[4096, 1024],
+# whose erfc JAX expands in f32, 1.24 -> 1.09 ms; convert(log1p(exp(x)))
+# from and to bf16 1.30 -> 1.16; f32 in, tanh, bf16 out 0.44 -> 0.42;
+# bf16 in, tanh, f32 out level; the bf16 MLP and transformer training
+# steps, RMSNorm and layernorm level.
 HALF_LONG_CHAIN_INTERLEAVE = 8
 
 
-def long_chain_interleave(instructions, default):
-    """The interleave count of a loop whose element code is ``instructions``:
+def _half(shape):
+    return shape.is_array and shape.element_type in (PT.BF16, PT.F16)
+
+
+def long_chain_interleave(instructions, default, moved_shapes=()):
+    """The interleave count of a loop whose element code is ``instructions``
+    and that loads and stores arrays of ``moved_shapes``:
     ``HALF_LONG_CHAIN_INTERLEAVE`` where one of them is a long-chain op with
-    a bf16/f16 result, ``default`` where one is a long-chain op, else None
+    a bf16/f16 result or one of ``moved_shapes`` is bf16/f16 and there is a
+    long-chain op, ``default`` where there is a long-chain op, else None
     (LLVM's cost model decides)."""
     chains = [x for x in instructions if x.opcode in LONG_CHAIN_OPS]
     if not chains:
         return None
-    if any(x.shape.is_array and x.shape.element_type in (PT.BF16, PT.F16) for x in chains):
+    if any(_half(x.shape) for x in chains) or any(_half(s) for s in moved_shapes):
         return HALF_LONG_CHAIN_INTERLEAVE
     return default
 
