@@ -118,6 +118,7 @@ def test_native_conversion_is_one_instruction_per_16_lanes():
     asm = _assembly(exe.optimized_ir_text)
     assert re.search(r"vcvtneps2bf16\s+%zmm\d+, %ymm\d+", asm), "no 16-lane vcvtneps2bf16"
     assert "vpmovdw" not in asm  # the integer rounding's narrowing
+    assert "vpsrld" not in asm  # nor the integer rounding (llvm_types._round_bf16_in_f32)
 
 
 def test_integer_rounding_without_the_feature(monkeypatch):
@@ -160,3 +161,60 @@ ENTRY %main (x: bf16[64,48]) -> bf16[48,64] {
     want = np.asarray(Evaluator().evaluate(parse_hlo_module(text), [x])).view(np.uint16)
     assert np.array_equal(want, bits.T)
     assert np.array_equal(got, want)
+
+
+def _widened_module(n):
+    # The convert's bf16 value goes on in f32 (x 1, exact: a NaN stays the
+    # convert's quiet NaN).
+    return f"""HloModule widened
+ENTRY %main (x: f32[{n}]) -> f32[{n}] {{
+  %x = f32[{n}] parameter(0)
+  %h = bf16[{n}] convert(%x)
+  %w = f32[{n}] convert(%h)
+  %one = f32[] constant(1)
+  %ob = f32[{n}] broadcast(%one), dimensions={{}}
+  ROOT %y = f32[{n}] multiply(%w, %ob)
+}}"""
+
+
+@pytest.mark.parametrize("shift", [0, 7])
+def test_rounded_value_used_in_f32_matches_ml_dtypes(path, shift):
+    # llvm_types._round_bf16_in_f32: the rounding kept in 32-bit lanes.
+    bits = np.roll(_bits_values(), shift)
+    exe = runtime.compile(parse_hlo_module(_widened_module(bits.size)), "cpu")
+    got = np.asarray(exe.execute(bits.view(np.float32))).view(np.uint32)
+    assert np.all(got & np.uint32(0xFFFF) == 0), "not a bf16 value"
+    _check((got >> np.uint32(16)).astype(np.uint16), bits)
+
+
+@needs_bf16
+def test_rounded_value_used_in_f32_is_not_narrowed_and_widened():
+    # A bf16 rounding whose value stays in f32 rounds in 32-bit lanes: no
+    # vcvtneps2bf16 to 16 bits and vpmovzxwd / vpslld back.
+    exe = runtime.compile(parse_hlo_module(_widened_module(4096)), "cpu")
+    asm = _assembly(exe.optimized_ir_text)
+    assert "vcvtneps2bf16" not in asm and "vpmovzxwd" not in asm
+    assert re.search(r"vpandd?\s+.*%zmm", asm), "no 16-lane rounding"
+
+
+def test_stored_rounded_value_is_converted_once(path):
+    # A rounded value that is also stored: the store takes its bits (no
+    # second rounding); with AVX512-BF16 from one conversion of the
+    # unrounded value, the f32 user from the 32-bit rounding.
+    text = """HloModule both
+ENTRY %main (x: f32[4099]) -> (bf16[4099], f32[4099]) {
+  %x = f32[4099] parameter(0)
+  %h = bf16[4099] convert(%x)
+  %w = f32[4099] convert(%h)
+  %s = f32[4099] add(%w, %w)
+  ROOT %t = (bf16[4099], f32[4099]) tuple(%h, %s)
+}"""
+    bits = _bits_values()[:4099]
+    exe = runtime.compile(parse_hlo_module(text), "cpu")
+    h, s = exe.execute(bits.view(np.float32))
+    _check(np.asarray(h).view(np.uint16), bits)
+    want = _expected_bits(bits).astype(np.uint32) << np.uint32(16)
+    with np.errstate(invalid="ignore", over="ignore"):
+        doubled = (want.view(np.float32) * np.float32(2))
+    np.testing.assert_array_equal(np.asarray(s), doubled)
+    assert exe.ir_text.count("to bfloat") == (1 if path == "native" else 0)

@@ -12,7 +12,9 @@ f16        i16 (bits)       float; ``fpext half`` on load, ``fptrunc`` on store
 bf16       i16 (bits)       float; ``bits << 16`` on load, round to nearest
                             even on store (NaN -> quiet NaN with its sign,
                             as ml_dtypes does; the target's vcvtneps2bf16
-                            where it has AVX512-BF16, see f32_to_bf16_bits)
+                            where it has AVX512-BF16, see f32_to_bf16_bits);
+                            a rounding kept in f32 stays in 32-bit lanes
+                            (_round_bf16_in_f32)
 f8* f6*    i8 (code in the  float; decoded exactly on load, rounded to
 f4e2m1fn   low bits)        nearest even on store as ml_dtypes does
                             (minifloat.py: one routine, one row per format)
@@ -162,17 +164,49 @@ def bf16_bits_to_f32(b, bits16):
     return b.bitcast(b.shl(b.zext(bits16, I32), ir.Constant(I32, 16)), F32)
 
 
-def _widened_bf16_bits(value):
+def _round_bf16_in_f32(b, value):
+    """``round_to_type``'s bf16 case: f32 ``value`` rounded to bf16 (nearest
+    even; NaN -> quiet NaN with its sign: ml_dtypes' bits) and kept in f32,
+    computed in 32-bit lanes: the rounded bits with their low half zero.
+    Where the value goes on in f32 (a convert's result, an op's rounded
+    result under --xla_allow_excess_precision=false), this does not narrow
+    to 16 bits and widen back: vcvtneps2bf16 with its fix-ups and then
+    vpmovzxwd and vpslld, about 10 vector instructions per 16 lanes, where
+    this is 7. Denormals round like the rest (bf16's are f32's with the
+    low half cut off). ``_widened_bf16_bits`` recognizes the result, and
+    stores it without a second rounding."""
+    bits = b.bitcast(value, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.and_(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb)),
+                     ir.Constant(I32, 0xFFFF0000))
+    is_nan = b.fcmp_unordered("uno", value, value)
+    qnan = b.or_(b.and_(bits, ir.Constant(I32, 0x80000000)), ir.Constant(I32, 0x7FC00000))
+    high = b.select(is_nan, qnan, rounded)
+    high.bf16_source = value
+    return b.bitcast(high, F32)
+
+
+def _widened_bf16_bits(b, value):
     """The i16 ``bits`` when ``value`` is ``bf16_bits_to_f32(bits)`` as
-    emitted (a loaded bf16, a rounded convert's result), else None: storing
-    it needs no second rounding, which LLVM cannot see through (a convert
-    rounded twice, and through ``fptrunc`` to bfloat the loop vectorizer's
-    cost model then chose 4 lanes). A NaN keeps its payload, as moved
-    elements keep it in the interpreter."""
+    emitted (a loaded bf16, a rounded convert's result) or a
+    ``_round_bf16_in_f32`` result, else None: storing it needs no second
+    rounding, which LLVM cannot see through (a convert rounded twice, and
+    through ``fptrunc`` to bfloat the loop vectorizer's cost model then
+    chose 4 lanes). A NaN keeps its payload, as moved elements keep it in
+    the interpreter."""
     if not (isinstance(value, ir.CastInstr) and value.opname == "bitcast"
             and value.type == F32):
         return None
     shifted = value.operands[0]
+    source = getattr(shifted, "bf16_source", None)
+    if source is not None:
+        # The high half as it is; with AVX512-BF16 the conversion of the
+        # unrounded value instead, the same bits in one vcvtneps2bf16 that
+        # narrows too (the rounding above is then dead code where nothing
+        # else reads it: a convert whose result is only stored).
+        if _native_bf16.get():
+            return _f32_to_bf16_bits_native(b, source)
+        return b.trunc(b.lshr(shifted, ir.Constant(I32, 16)), I16)
     if not (isinstance(shifted, ir.Instruction) and shifted.opname == "shl"
             and isinstance(shifted.operands[1], ir.Constant)
             and shifted.operands[1].constant == 16):
@@ -198,7 +232,7 @@ def round_to_type(b, value, element_type):
     if element_type is PT.F16:
         return b.fpext(b.fptrunc(value, F16), F32)
     if element_type is PT.BF16:
-        return bf16_bits_to_f32(b, f32_to_bf16_bits(b, value))
+        return _round_bf16_in_f32(b, value)
     if element_type in MINIFLOAT_TYPES:
         return minifloat.decode(b, minifloat.encode(b, value, element_type), element_type)
     return value
@@ -334,7 +368,7 @@ def to_memory(b, value, element_type):
     if element_type is PT.F16:
         return f32_to_f16_bits(b, value)
     if element_type is PT.BF16:
-        return _widened_bf16_bits(value) or f32_to_bf16_bits(b, value)
+        return _widened_bf16_bits(b, value) or f32_to_bf16_bits(b, value)
     if element_type in MINIFLOAT_TYPES:
         return minifloat.encode(b, value, element_type)
     if element_type in SUB_BYTE_INTS:
