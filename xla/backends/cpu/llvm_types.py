@@ -126,12 +126,19 @@ def f32_to_bf16_bits(b, value):
     # The NaN select is on the 32-bit words and one shift and truncation
     # follow it: vectorized, that is one vpsrld + vpmovdw per 16 lanes
     # where selecting the two 16-bit candidates needed two of each.
+    return b.trunc(b.lshr(_rounded_word(b, value), ir.Constant(I32, 16)), I16)
+
+
+def _rounded_word(b, value):
+    """The 32-bit word whose high half is the bf16 bits of f32 ``value``
+    (round to nearest even; NaN -> quiet NaN with its sign) and whose low
+    half is left over from the rounding (zero for a NaN)."""
     bits = b.bitcast(value, I32)
     lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
     rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb))
     is_nan = b.fcmp_unordered("uno", value, value)
     qnan = b.or_(b.and_(bits, ir.Constant(I32, 0x80000000)), ir.Constant(I32, 0x7FC00000))
-    return b.trunc(b.lshr(b.select(is_nan, qnan, rounded), ir.Constant(I32, 16)), I16)
+    return b.select(is_nan, qnan, rounded)
 
 
 def _f32_to_bf16_bits_native(b, value):
@@ -175,13 +182,7 @@ def _round_bf16_in_f32(b, value):
     this is 7. Denormals round like the rest (bf16's are f32's with the
     low half cut off). ``_widened_bf16_bits`` recognizes the result, and
     stores it without a second rounding."""
-    bits = b.bitcast(value, I32)
-    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-    rounded = b.and_(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb)),
-                     ir.Constant(I32, 0xFFFF0000))
-    is_nan = b.fcmp_unordered("uno", value, value)
-    qnan = b.or_(b.and_(bits, ir.Constant(I32, 0x80000000)), ir.Constant(I32, 0x7FC00000))
-    high = b.select(is_nan, qnan, rounded)
+    high = b.and_(_rounded_word(b, value), ir.Constant(I32, 0xFFFF0000))
     high.bf16_source = value
     return b.bitcast(high, F32)
 

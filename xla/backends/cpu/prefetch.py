@@ -41,11 +41,11 @@ from llvmlite import ir
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.kernels import Slice
 from xla.backends.cpu.loop_emitter import i64
+from xla.backends.cpu.streaming_stores import LINE_BYTES
 from xla.hlo.opcodes import ELEMENTWISE
 
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)
-LINE_BYTES = 64
 # How far ahead a row is prefetched, rounded up to whole rows: at least one
 # block of a row group's rows of the buffer (its block is BLOCK_BYTES in
 # all, over every buffer it touches).
