@@ -56,15 +56,26 @@ def _native_type(instr, native):
 
 def _wide_type(instr):
     """The type to compute ``instr`` (a dot) in, or None to leave it."""
-    types = [instr.shape.element_type] + [o.shape.element_type for o in instr.operands]
+    lhs, rhs = instr.operands
+    k = math.prod(lhs.shape.dimensions[d] for d in instr.attr("lhs_contracting_dims", ()))
+    return contraction_type(instr.shape.element_type, lhs.shape.element_type,
+                            rhs.shape.element_type, k)
+
+
+def contraction_type(out, lhs, rhs, k):
+    """The type to compute a contraction of ``k`` terms (a dot's, a
+    convolution's) with operand types ``lhs`` and ``rhs`` and result type
+    ``out`` in, or None to leave it: f32 for floats of at most 32 bits
+    with a narrower one among them; for integers of at most 32 bits, f32
+    or f64 where every partial sum is an integer the float holds exactly
+    (``k * max|lhs| * max|rhs|`` at most 2^24, below 2^31), else s32."""
+    types = [out, lhs, rhs]
     if all(t.is_float and t.bits <= 32 for t in types):
         if all(t == PrimitiveType.F32 for t in types):
             return None
         return PrimitiveType.F32
     if all(t.is_integer and t.bits <= 32 for t in types):
-        lhs, rhs = instr.operands
-        k = math.prod(lhs.shape.dimensions[d] for d in instr.attr("lhs_contracting_dims", ()))
-        bound = k * _max_magnitude(lhs.shape.element_type) * _max_magnitude(rhs.shape.element_type)
+        bound = k * _max_magnitude(lhs) * _max_magnitude(rhs)
         if bound <= 2 ** 24:
             return PrimitiveType.F32
         if bound < 2 ** 31:
@@ -107,19 +118,26 @@ class DotTypeWidening(OpExpanderPass):
                         **dict(dot.attrs))
             out = Shape.array(dot.shape.element_type, dot.shape.dimensions)
             return b.add("convert", out, [new])
+        return widen(b, dot, wide)
 
-        def widened(x):
-            if x.shape.element_type == wide:
-                return x
-            return b.add("convert", Shape.array(wide, x.shape.dimensions), [x])
 
-        dims = dot.shape.dimensions
-        new = b.add("dot", Shape.array(wide, dims), [widened(o) for o in dot.operands],
-                    **dict(dot.attrs))
-        out = dot.shape.element_type
-        if out.is_integer and wide.is_float:
-            # Exact integers below 2^31: to s32, then (wrapping) to the result.
-            new = b.add("convert", Shape.array(PrimitiveType.S32, dims), [new])
-        if new.shape.element_type == out:
-            return new
-        return b.add("convert", Shape.array(out, dims), [new])
+def widen(b, instr, wide):
+    """``instr`` (a dot or a convolution) computed in type ``wide`` with the
+    Emitter ``b``: its operands converted to ``wide``, its result converted
+    back (integers computed in a float through s32, whose narrowing
+    convert keeps the low bits); the result's instruction."""
+    def widened(x):
+        if x.shape.element_type == wide:
+            return x
+        return b.add("convert", Shape.array(wide, x.shape.dimensions), [x])
+
+    dims = instr.shape.dimensions
+    new = b.add(instr.opcode, Shape.array(wide, dims), [widened(o) for o in instr.operands],
+                **dict(instr.attrs))
+    out = instr.shape.element_type
+    if out.is_integer and wide.is_float:
+        # Exact integers below 2^31: to s32, then (wrapping) to the result.
+        new = b.add("convert", Shape.array(PrimitiveType.S32, dims), [new])
+    if new.shape.element_type == out:
+        return new
+    return b.add("convert", Shape.array(out, dims), [new])

@@ -18,6 +18,7 @@ PASSES = {
     "cse": "xla.service.cse:HloCSE",
     "custom-fusion-inliner": "xla.service.custom_fusion_inliner:CustomFusionInliner",
     "convolution-im2col": "xla.service.convolution_im2col:ConvolutionIm2Col",
+    "convolution-type-widening": "xla.service.convolution_type_widening:ConvolutionTypeWidening",
     "convolution-reversal-expander": "xla.service.conv_reversal_expander:ConvolutionReversalExpander",
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",

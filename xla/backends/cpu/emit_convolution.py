@@ -13,7 +13,10 @@ physical orders of ``layout_constraints.conv2d_form``) become one call to
 output [spatial, batch, feature]); both im2col + Eigen GEMM, parallel
 inside the runtime. A 1-D convolution is a 2-D one with a unit height.
 
-Everything else (integer and narrow types, other layouts, batch groups,
+bf16/f16/f8 and narrow integer convolutions the runtime would take in f32
+or f64 reach here widened to that type (the pipeline's
+``convolution-type-widening``). Everything else (other integer and
+narrow types, other layouts, batch groups,
 reversal, any number of spatial dimensions, convolutions inside fusions)
 goes through the generator: for one output element, a loop nest over the
 kernel's spatial positions (skipping positions that fall in padding or

@@ -24,7 +24,10 @@ kernel, which the runtime's conv2d then takes) and ``dot-type-widening``
 just before its layout assignment (bf16/f16/f8 dots
 in f32, narrow integer dots in s32: the types Eigen's GEMM runs; s8 x s8
 and bf16 x bf16 dots keep their operands for the runtime's low-precision
-matmuls, ``__xla_cpu_matmul_s8_s32``/``_bf16_f32``) and a
+matmuls, ``__xla_cpu_matmul_s8_s32``/``_bf16_f32``),
+``convolution-type-widening`` (bf16/f16/f8 and narrow integer
+convolutions in f32 or f64, the same rules, where the runtime's conv2d then
+takes them: ``layout_constraints.widened_conv2d``) and a
 layout assignment that gives ``fft`` and the collectives row-major operands
 and results and convolutions the orders the runtime's conv2d reads (NHWC/HWIO, or
 for a kernel gradient the order JAX gives it; copies around them where the module says otherwise: ``layout_constraints.py``),
@@ -86,7 +89,9 @@ def cpu_pipeline(**options):
     pipeline.passes[layout] = make_pass("layout-assignment",
                                         constraints=layout_constraints.constraints)
     pipeline.passes[layout:layout] = [make_pass("convolution-reversal-expander"),
-                                      make_pass("dot-type-widening", native=MIXED_MATMUL_TYPES)]
+                                      make_pass("dot-type-widening", native=MIXED_MATMUL_TYPES),
+                                      make_pass("convolution-type-widening",
+                                                accepts=layout_constraints.widened_conv2d)]
     layout = _index(pipeline, "layout-assignment")
     # The dots the tiled kernel reads with strides keep the layouts
     # strided-dot-layouts chose (a transposed bitcast of another operand
