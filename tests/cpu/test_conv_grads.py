@@ -25,6 +25,10 @@ RUNTIME_CALLS = {
     "feature_groups": (2, 0),
     "conv1d": (2, 1),
     "nchw": (2, 1),
+    # depthwise layers and their input gradients (runtime/convolution.cc,
+    # DepthwiseRows); kernel gradients with batch groups as above
+    "depthwise": (2, 0),
+    "depthwise_stride2": (2, 0),
 }
 
 

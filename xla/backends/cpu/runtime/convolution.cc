@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "xla/backends/cpu/runtime/conv_window.h"
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
 
 namespace xla_cpu_runtime {
@@ -20,17 +21,6 @@ namespace {
 
 // Output pixels per im2col block: bounds the patch buffer of each thread.
 constexpr int64_t kConvBlockPixels = 256;
-
-// The input index that dilated, padded position `pos` reads, or -1 (padding,
-// or a hole between dilated elements).
-inline int64_t SourceIndex(int64_t pos, int64_t dilation, int64_t size) {
-  if (pos < 0) return -1;
-  if (dilation != 1) {
-    if (pos % dilation != 0) return -1;
-    pos /= dilation;
-  }
-  return pos < size ? pos : -1;
-}
 
 // (b, y, x) of consecutive indices of a [batch, h, w] grid, stepped
 // without the divisions that recomputing them per index costs.
@@ -262,13 +252,9 @@ void PhasedConvBody(void* ctx_ptr, int64_t begin, int64_t end) {
 // 0.31-0.33 ms (docs/cpu_backend.md). Lhs dilation runs the same tiles
 // per phase (PhasedDirectBody below).
 //
-// The variant's widest packet of T (Eigen's), and its lanes: the direct
-// paths here and FilterDirect below run where that is 16 (AVX-512 f32) or
-// 8 (AVX2 f32).
-template <typename T>
-using DirectPacket = typename Eigen::internal::packet_traits<T>::type;
-template <typename T>
-constexpr int kDirectLanes = Eigen::internal::unpacket_traits<DirectPacket<T>>::size;
+// The direct paths here and FilterDirect below run where the variant's
+// widest packet of T (DirectPacket, conv_window.h) has 16 lanes (AVX-512
+// f32) or 8 (AVX2 f32).
 
 // Output pixels per tile for kVecs vectors of features: the tile's
 // accumulators, the kernel row's kVecs vectors and a broadcast in the
@@ -544,6 +530,10 @@ void Conv2D(const T* input, const T* kernel, T* out, const ConvParams& p) {
   const int64_t patch = p.kernel_h * p.kernel_w * (p.in_c / p.groups);
   if (patch <= 0) {
     std::fill(out, out + pixels * p.out_c, T(0));
+    return;
+  }
+  if (DepthwiseFits(p)) {   // convolution_depthwise.cc
+    Conv2DDepthwise(input, kernel, out, p);
     return;
   }
   if (p.lhs_dilation_h > 1 || p.lhs_dilation_w > 1) {
