@@ -1,11 +1,14 @@
 """Depthwise convolutions (feature_group_count == input features == output
-features): the runtime sums each output feature over the window's taps in
-the image, vectors of features at a time (convolution.cc, DepthwiseRows:
-blocks of four vectors, then single vectors, then single features;
+features) and their kernel gradients (batch groups of one entry and one
+output feature, as JAX writes them): the runtime sums each output element
+over the taps in the image, vectors of features at a time
+(convolution_depthwise.cc, DepthwiseRows and DepthwiseFilterChunks: blocks
+of four vectors, then single vectors, then single features;
 test_conv_direct_variants.py runs these cases on each ISA variant).
 Expected values from NumPy: out[n, y, x, c] = sum over (ky, kx) of the
 padded, lhs-dilated input at (y * stride + ky * dilation, x * stride + kx *
-dilation) times kernel[ky, kx, 0, c]."""
+dilation) times kernel[ky, kx, 0, c]; a kernel gradient's out[ky, kx, 0, c]
+the sum over images and gradient pixels of input times gradient."""
 import numpy as np
 import pytest
 
@@ -95,3 +98,75 @@ def test_depthwise_convolution_matches_numpy(case):
     assert got.dtype == npt and got.shape == want.shape
     tol = 1e-5 if dtype == "f32" else 1e-12
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * k * k)
+
+
+def _filter_hlo(dtype, n, h, w, c, gh, gw, stride, pad, dilation, lhs_dilation, kh, kw):
+    """A depthwise layer's kernel gradient as JAX writes it: the images as
+    input features (f01b), the output gradient as the kernel (i01o), the
+    layer's features as batch groups of one entry."""
+    s = lambda d: ",".join(map(str, d))  # noqa: E731
+    window = f"size={gh}x{gw} pad={pad[0]}_{pad[1]}x{pad[0]}_{pad[1]}"
+    if stride > 1:
+        window += f" stride={stride}x{stride}"
+    if dilation > 1:
+        window += f" rhs_dilate={dilation}x{dilation}"
+    if lhs_dilation > 1:
+        window += f" lhs_dilate={lhs_dilation}x{lhs_dilation}"
+    return (f"HloModule dwf\nENTRY e {{\n  x = {dtype}[{s((n, h, w, c))}] parameter(0)\n"
+            f"  g = {dtype}[{s((n, gh, gw, c))}] parameter(1)\n"
+            f"  ROOT c = {dtype}[{s((kh, kw, 1, c))}] convolution(x, g), window={{{window}}}, "
+            f"dim_labels=f01b_i01o->01bf, batch_group_count={c}\n}}\n")
+
+
+# (type, images, height, width, features, gradient height, width, stride,
+#  padding, rhs dilation (the layer's stride), lhs dilation)
+FILTER_CASES = {
+    "128_features": ("f32", 3, 9, 10, 128, 9, 10, 1, (1, 1), 1, 1),
+    "80_features_block_and_vector": ("f32", 2, 7, 6, 80, 7, 6, 1, (1, 1), 1, 1),
+    "70_features_scalar_tail": ("f32", 2, 6, 7, 70, 6, 7, 1, (1, 1), 1, 1),
+    "3_features": ("f32", 2, 5, 5, 3, 5, 5, 1, (1, 1), 1, 1),
+    # a stride-2 layer's: the gradient's pixels 2 apart, uneven padding
+    "layer_stride2": ("f32", 2, 12, 13, 32, 6, 7, 1, (0, 1), 2, 1),
+    "strided_window": ("f32", 1, 11, 12, 48, 4, 4, 2, (1, 1), 1, 1),
+    "lhs_dilated": ("f32", 2, 5, 6, 20, 8, 9, 1, (1, 1), 1, 2),
+    "one_image": ("f32", 1, 8, 8, 64, 8, 8, 1, (3, 3), 1, 1),
+    "f64": ("f64", 3, 6, 7, 37, 6, 7, 1, (1, 1), 1, 1),
+}
+
+
+def _filter_numpy(x, g, stride, pad, dilation, lhs_dilation, out_hw):
+    n, h, w, c = x.shape
+    dil = np.zeros((n, lhs_dilation * (h - 1) + 1, lhs_dilation * (w - 1) + 1, c))
+    dil[:, ::lhs_dilation, ::lhs_dilation, :] = x
+    xp = np.pad(dil, ((0, 0), pad, pad, (0, 0)))
+    gh, gw = g.shape[1:3]
+    out = np.zeros(out_hw + (1, c))
+    for ty in range(out_hw[0]):
+        for tx in range(out_hw[1]):
+            y0, x0 = ty * stride, tx * stride
+            taps = xp[:, y0:y0 + dilation * (gh - 1) + 1:dilation,
+                      x0:x0 + dilation * (gw - 1) + 1:dilation, :]
+            out[ty, tx, 0] = np.einsum("nyxc,nyxc->c", taps, g)
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(FILTER_CASES))
+def test_depthwise_kernel_gradient_matches_numpy(case):
+    dtype, n, h, w, c, gh, gw, stride, pad, dilation, lhs_dilation = FILTER_CASES[case]
+    kh = _out_size(h, gh, stride, pad, dilation, lhs_dilation)
+    kw = _out_size(w, gw, stride, pad, dilation, lhs_dilation)
+    text = _filter_hlo(dtype, n, h, w, c, gh, gw, stride, pad, dilation, lhs_dilation, kh, kw)
+    npt = np.float32 if dtype == "f32" else np.float64
+    rng = np.random.default_rng(len(case))
+    x = rng.standard_normal((n, h, w, c)).astype(npt)
+    g = rng.standard_normal((n, gh, gw, c)).astype(npt)
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    assert f'call void @"__xla_cpu_conv2d_depthwise_filter_{dtype}"' in exe.ir_text
+    got = np.asarray(exe.execute(x, g))
+    want = _filter_numpy(x, g, stride, pad, dilation, lhs_dilation, (kh, kw))
+    assert got.dtype == npt and got.shape == want.shape
+    tol = 1e-5 if dtype == "f32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(n * gh * gw))
+    # the interpreter (the reference semantics of batch groups) agrees
+    ref = np.asarray(xla.compile(parse_hlo_module(text), "interpreter").execute(x, g))
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.sqrt(n * gh * gw))

@@ -1,8 +1,10 @@
 """Convolutions and both of their gradients as jax.jit lowers them
 (tests/cpu/fixtures/conv_grads.npz, gen_conv_grads.py): strides, uneven
-and explicit padding, rhs and lhs dilation, feature groups, 1-D and NCHW,
-against XLA:CPU's results; each runs in the runtime's conv2d or, for the
-kernel gradient, its conv2d_filter form (xla/backends/cpu/layout_constraints.py)."""
+and explicit padding, rhs and lhs dilation, feature groups, depthwise
+layers, 1-D and NCHW, against XLA:CPU's results; each runs in the runtime's
+conv2d or, for the kernel gradient, its conv2d_filter form, or for a
+depthwise layer's, conv2d_depthwise_filter
+(xla/backends/cpu/layout_constraints.py)."""
 import pathlib
 
 import numpy as np
@@ -14,21 +16,22 @@ from xla.hlo.parser import parse_hlo_module
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 DATA = np.load(FIXTURES / "conv_grads.npz")
 
-# case: (calls of __xla_cpu_conv2d_f32, calls of __xla_cpu_conv2d_filter_f32)
+# case: (calls of __xla_cpu_conv2d_f32, of __xla_cpu_conv2d_filter_f32, of
+# __xla_cpu_conv2d_depthwise_filter_f32)
 RUNTIME_CALLS = {
-    "same_3x3": (2, 1),
-    "stride2_same": (2, 1),
-    "uneven_padding": (2, 1),
-    "rhs_dilation": (2, 1),
-    "lhs_dilation": (2, 1),
+    "same_3x3": (2, 1, 0),
+    "stride2_same": (2, 1, 0),
+    "uneven_padding": (2, 1, 0),
+    "rhs_dilation": (2, 1, 0),
+    "lhs_dilation": (2, 1, 0),
     # the kernel gradient has batch groups: a loop per output element
-    "feature_groups": (2, 0),
-    "conv1d": (2, 1),
-    "nchw": (2, 1),
-    # depthwise layers and their input gradients (runtime/convolution.cc,
-    # DepthwiseRows); kernel gradients with batch groups as above
-    "depthwise": (2, 0),
-    "depthwise_stride2": (2, 0),
+    "feature_groups": (2, 0, 0),
+    "conv1d": (2, 1, 0),
+    "nchw": (2, 1, 0),
+    # depthwise layers, their input gradients and their kernel gradients
+    # (batch groups of one entry: runtime/convolution_depthwise.cc)
+    "depthwise": (2, 0, 1),
+    "depthwise_stride2": (2, 0, 1),
 }
 
 
@@ -37,9 +40,11 @@ def test_convolution_and_its_gradients_match_xla(case):
     text = str(DATA[f"{case}.hlo"])
     args = [DATA[f"{case}.{a}"] for a in ("x", "w", "ct")]
     exe = xla.compile(parse_hlo_module(text), "cpu")
-    conv2d, conv2d_filter = RUNTIME_CALLS[case]
+    conv2d, conv2d_filter, depthwise_filter = RUNTIME_CALLS[case]
     assert exe.ir_text.count('call void @"__xla_cpu_conv2d_f32"') == conv2d
     assert exe.ir_text.count('call void @"__xla_cpu_conv2d_filter_f32"') == conv2d_filter
+    assert exe.ir_text.count('call void @"__xla_cpu_conv2d_depthwise_filter_f32"') == \
+        depthwise_filter
     for k, out in enumerate(exe.execute(*args)):
         want = DATA[f"{case}.out{k}"]
         np.testing.assert_allclose(np.asarray(out), want, rtol=1e-4,

@@ -14,17 +14,19 @@ from xla.tools.arrays import flatten_result
 
 DATA, NAMES = load("narrow_convs_jax.npz")
 
-# program: (conv2d calls in f32, in f64; kernel-gradient calls in f32)
+# program: (conv2d calls in f32, in f64; kernel-gradient calls in f32, of
+# depthwise kernel gradients in f32)
 RUNTIME_CALLS = {
-    "bf16_same": (1, 0, 0),
-    "bf16_strided_groups": (1, 0, 0),
-    "bf16_to_f32": (1, 0, 0),
-    "bf16_grads": (2, 0, 1),   # the layer and its input gradient; the kernel gradient
-    "f16_conv1d_dilated": (1, 0, 0),
-    "f16_nchw": (1, 0, 0),
-    "s8_to_s32": (1, 0, 0),
-    "s8_to_s32_deep": (0, 1, 0),
-    "u8_to_s32": (1, 0, 0),
+    "bf16_same": (1, 0, 0, 0),
+    "bf16_strided_groups": (1, 0, 0, 0),
+    "bf16_to_f32": (1, 0, 0, 0),
+    "bf16_grads": (2, 0, 1, 0),   # the layer and its input gradient; the kernel gradient
+    "bf16_depthwise_grads": (2, 0, 0, 1),
+    "f16_conv1d_dilated": (1, 0, 0, 0),
+    "f16_nchw": (1, 0, 0, 0),
+    "s8_to_s32": (1, 0, 0, 0),
+    "s8_to_s32_deep": (0, 1, 0, 0),
+    "u8_to_s32": (1, 0, 0, 0),
 }
 
 
@@ -42,10 +44,12 @@ def test_narrow_convolution_runs_in_the_runtime(name):
     text, args, want = program(DATA, name)
     args, want = [_typed(a) for a in args], [_typed(w) for w in want]
     exe = xla.compile(parse_hlo_module(text), "cpu")
-    f32, f64, filt = RUNTIME_CALLS[name]
+    f32, f64, filt, depthwise_filt = RUNTIME_CALLS[name]
     assert exe.ir_text.count('call void @"__xla_cpu_conv2d_f32"') == f32
     assert exe.ir_text.count('call void @"__xla_cpu_conv2d_f64"') == f64
     assert exe.ir_text.count('call void @"__xla_cpu_conv2d_filter_f32"') == filt
+    assert exe.ir_text.count('call void @"__xla_cpu_conv2d_depthwise_filter_f32"') == \
+        depthwise_filt
     # no convolution is left to the generator's loops
     assert all(i.operands[0].shape.element_type.text in ("f32", "f64")
                for i in exe.module.entry.instructions if i.opcode == "convolution")

@@ -2,7 +2,8 @@
 loop per output element.
 
 Fast path (an instruction emitter): f32/f64 convolutions whose operands
-and result have the result's element type, no batch groups, no window
+and result have the result's element type, no batch groups (but a depthwise
+kernel gradient's), no window
 reversal (the pipeline's ``convolution-reversal-expander`` reverses the
 kernel instead), one or two spatial dimensions, and buffers stored as the runtime
 reads them (any dim_labels: the CPU's layout assignment arranges the
@@ -10,7 +11,9 @@ physical orders of ``layout_constraints.conv2d_form``) become one call to
 ``__xla_cpu_conv2d_f32/f64`` (input NHWC, kernel HWIO, output NHWC) or
 ``__xla_cpu_conv2d_filter_f32/f64`` (a kernel gradient's order: input
 [feature, spatial, batch], kernel [input feature, spatial, output feature],
-output [spatial, batch, feature]); both im2col + Eigen GEMM, parallel
+output [spatial, batch, feature]), or in that order
+``__xla_cpu_conv2d_depthwise_filter_f32/f64`` (a depthwise layer's kernel
+gradient: batch groups of one entry and one output feature); parallel
 inside the runtime. A 1-D convolution is a 2-D one with a unit height.
 
 bf16/f16/f8 and narrow integer convolutions the runtime would take in f32
@@ -153,7 +156,9 @@ def _runtime_conv_params(h):
     form, orders = conv2d_form(h)
     if [le.major_to_minor(s) for s in (lhs.shape, rhs.shape, h.shape)] != list(orders):
         return None
-    G = int(h.attr("feature_group_count", 1) or 1)
+    # conv2d_depthwise_filter takes the batch group count in its place
+    G = int(h.attr("batch_group_count" if form == "conv2d_depthwise_filter"
+                   else "feature_group_count", 1) or 1)
     ld, rd, od = lhs.shape.dimensions, rhs.shape.dimensions, h.shape.dimensions
     in_c, out_c = ld[dn.input_feature_dimension], rd[dn.kernel_output_feature_dimension]
     sizes = [(ld[i], rd[k], od[o], wd) for i, k, o, wd in zip(isp, ksp, osp, wdims)]

@@ -20,6 +20,9 @@ layout assignment constrains its Eigen calls):
     feature], result [spatial, batch, feature]. These are the orders JAX's
     row-major arrays already have, so the kernel gradients of a training
     step run as a GEMM over its operands without transposed copies.
+  - ``conv2d_depthwise_filter``, a depthwise layer's kernel gradient (batch
+    groups of one batch entry and one output feature: ``depthwise_filter``),
+    in conv2d_filter's orders.
 
   Both run as im2col + GEMM instead of a loop per output element. Where the
   module's layouts differ, the copies move each array once; the
@@ -38,7 +41,8 @@ ROW_MAJOR_OPCODES = ("fft", "all-reduce", "all-gather", "reduce-scatter", "all-t
 def conv2d_candidate(h):
     """Whether the runtime's conv2d computes convolution ``h`` once its
     buffers are in the order it reads (``emit_convolution`` checks that
-    too): f32/f64 throughout, no batch groups, one or two spatial
+    too): f32/f64 throughout, no batch groups (but a depthwise kernel
+    gradient's: ``depthwise_filter``), one or two spatial
     dimensions, no window reversal, positive strides and dilations,
     feature groups that divide the features."""
     lhs, rhs = h.operands
@@ -61,10 +65,10 @@ def widened_conv2d(h, wide):
 def _conv2d_geometry(h):
     """``conv2d_candidate`` but for the element types."""
     lhs, rhs = h.operands
-    if int(h.attr("batch_group_count", 1) or 1) != 1:
-        return False
     dn = h.attr("dim_labels")
     if dn is None:
+        return False
+    if int(h.attr("batch_group_count", 1) or 1) != 1 and not depthwise_filter(h):
         return False
     nsp = len(dn.input_spatial_dimensions)
     if nsp not in (1, 2):
@@ -78,6 +82,21 @@ def _conv2d_geometry(h):
     in_c, out_c = ld[dn.input_feature_dimension], rd[dn.kernel_output_feature_dimension]
     return G >= 1 and in_c % G == 0 and out_c % G == 0 and \
         rd[dn.kernel_input_feature_dimension] * G == in_c
+
+
+def depthwise_filter(h):
+    """Whether convolution ``h`` is a depthwise layer's kernel gradient as
+    JAX writes it: batch groups, each of one input batch entry (a feature
+    of the layer) and one output feature, no feature groups. The runtime's
+    conv2d_depthwise_filter computes it in conv2d_filter's orders."""
+    groups = int(h.attr("batch_group_count", 1) or 1)
+    dn = h.attr("dim_labels")
+    if groups <= 1 or dn is None or int(h.attr("feature_group_count", 1) or 1) != 1:
+        return False
+    ld, rd = h.operands[0].shape.dimensions, h.operands[1].shape.dimensions
+    return (ld[dn.input_batch_dimension] == groups
+            and rd[dn.kernel_output_feature_dimension] == groups
+            and rd[dn.kernel_input_feature_dimension] == ld[dn.input_feature_dimension])
 
 
 def conv2d_orders(dn):
@@ -104,11 +123,15 @@ def conv2d_filter_orders(dn):
 
 
 def conv2d_form(h):
-    """("conv2d" or "conv2d_filter", its (input, kernel, output) orders) for
-    a ``conv2d_candidate``: conv2d_filter where there are no feature groups
+    """("conv2d", "conv2d_filter" or "conv2d_depthwise_filter", its (input,
+    kernel, output) orders) for a ``conv2d_candidate``:
+    conv2d_depthwise_filter for a depthwise layer's kernel gradient
+    (``depthwise_filter``), conv2d_filter where there are no feature groups
     and the window has more positions than the result (a kernel gradient:
     the contraction runs over whole images), else conv2d."""
     dn = h.attr("dim_labels")
+    if depthwise_filter(h):
+        return "conv2d_depthwise_filter", conv2d_filter_orders(dn)
     rd, od = h.operands[1].shape.dimensions, h.shape.dimensions
     window = math.prod(rd[d] for d in dn.kernel_spatial_dimensions)
     result = math.prod(od[d] for d in dn.output_spatial_dimensions)

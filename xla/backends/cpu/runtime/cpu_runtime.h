@@ -299,6 +299,33 @@ void __xla_cpu_conv2d_filter_f64(const double* input, const double* kernel, doub
                                  int64_t rhs_dilation_h, int64_t rhs_dilation_w,
                                  int64_t feature_group_count);
 
+// A depthwise layer's kernel gradient (JAX's f01b_i01o->01bf with
+// batch_group_count equal to the features) in conv2d_filter's order, same
+// arguments, with out_c == batch (the features, one batch group each):
+//   input  [in_c, in_h, in_w, batch]
+//   kernel [in_c, kernel_h, kernel_w, batch]
+//   out    [out_h, out_w, 1, batch]
+// out[oy, ox, 0, c] = sum over (n, ky, kx) of input[n, iy, ix, c] *
+// kernel[n, ky, kx, c], (iy, ix) as above; feature_group_count is the
+// batch group count (== batch == out_c).
+void __xla_cpu_conv2d_depthwise_filter_f32(const float* input, const float* kernel, float* out,
+                                           int64_t batch, int64_t in_h, int64_t in_w,
+                                           int64_t in_c, int64_t kernel_h, int64_t kernel_w,
+                                           int64_t out_c, int64_t out_h, int64_t out_w,
+                                           int64_t stride_h, int64_t stride_w, int64_t pad_h_lo,
+                                           int64_t pad_w_lo, int64_t lhs_dilation_h,
+                                           int64_t lhs_dilation_w, int64_t rhs_dilation_h,
+                                           int64_t rhs_dilation_w, int64_t feature_group_count);
+void __xla_cpu_conv2d_depthwise_filter_f64(const double* input, const double* kernel,
+                                           double* out, int64_t batch, int64_t in_h,
+                                           int64_t in_w, int64_t in_c, int64_t kernel_h,
+                                           int64_t kernel_w, int64_t out_c, int64_t out_h,
+                                           int64_t out_w, int64_t stride_h, int64_t stride_w,
+                                           int64_t pad_h_lo, int64_t pad_w_lo,
+                                           int64_t lhs_dilation_h, int64_t lhs_dilation_w,
+                                           int64_t rhs_dilation_h, int64_t rhs_dilation_w,
+                                           int64_t feature_group_count);
+
 }  // extern "C"
 
 #endif  // XLA_BACKENDS_CPU_RUNTIME_CPU_RUNTIME_H_

@@ -23,7 +23,8 @@ namespace {
   IsaKernels {                                                                                 \
     name, &ns::MatmulF32, &ns::MatmulAddendF32, &ns::MatmulF64, &ns::MatmulS32, &ns::MatmulC64, &ns::MatmulC128,     \
         &dot::MatmulS8S32, &dot::MatmulBf16F32, &ns::Conv2DF32, &ns::Conv2DF64,                \
-        &ns::Conv2DFilterF32, &ns::Conv2DFilterF64, &ns::CholeskyF32, &ns::CholeskyF64,        \
+        &ns::Conv2DFilterF32, &ns::Conv2DFilterF64, &ns::Conv2DDepthwiseFilterF32,             \
+        &ns::Conv2DDepthwiseFilterF64, &ns::CholeskyF32, &ns::CholeskyF64,                     \
         &ns::CholeskyC64, &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64,         \
         &ns::TrsmC128, &ns::SyevdF32, &ns::SyevdF64, &ns::GesddF32, &ns::GesddF64,             \
         &ns::GetrfF32, &ns::GetrfF64, &ns::GeqrfF32, &ns::GeqrfF64, &ns::OrgqrF32,             \
@@ -287,6 +288,8 @@ void __xla_cpu_conv2d_f64(const double* input, const double* kernel, double* out
   }
 XLA_CPU_CONV2D_FILTER(__xla_cpu_conv2d_filter_f32, float, conv2d_filter_f32)
 XLA_CPU_CONV2D_FILTER(__xla_cpu_conv2d_filter_f64, double, conv2d_filter_f64)
+XLA_CPU_CONV2D_FILTER(__xla_cpu_conv2d_depthwise_filter_f32, float, conv2d_depthwise_filter_f32)
+XLA_CPU_CONV2D_FILTER(__xla_cpu_conv2d_depthwise_filter_f64, double, conv2d_depthwise_filter_f64)
 #undef XLA_CPU_CONV2D_FILTER
 
 void __xla_cpu_cholesky_f32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,

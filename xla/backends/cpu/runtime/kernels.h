@@ -88,6 +88,10 @@ int PoolCurrentThreadId();
                        const ConvParams& p);                                                  \
   void Conv2DFilterF64(const double* input, const double* kernel, double* out,               \
                        const ConvParams& p);                                                  \
+  void Conv2DDepthwiseFilterF32(const float* input, const float* kernel, float* out,         \
+                                const ConvParams& p);                                         \
+  void Conv2DDepthwiseFilterF64(const double* input, const double* kernel, double* out,      \
+                                const ConvParams& p);                                         \
   void CholeskyF32(const float* a, float* out, int32_t* info, int64_t batch, int64_t n,       \
                    int32_t lower, int32_t potrf);                                             \
   void CholeskyF64(const double* a, double* out, int32_t* info, int64_t batch, int64_t n,     \
@@ -166,6 +170,8 @@ struct IsaKernels {
   decltype(&isa_baseline::Conv2DF64) conv2d_f64;
   decltype(&isa_baseline::Conv2DFilterF32) conv2d_filter_f32;
   decltype(&isa_baseline::Conv2DFilterF64) conv2d_filter_f64;
+  decltype(&isa_baseline::Conv2DDepthwiseFilterF32) conv2d_depthwise_filter_f32;
+  decltype(&isa_baseline::Conv2DDepthwiseFilterF64) conv2d_depthwise_filter_f64;
   decltype(&isa_baseline::CholeskyF32) cholesky_f32;
   decltype(&isa_baseline::CholeskyF64) cholesky_f64;
   decltype(&isa_baseline::CholeskyC64) cholesky_c64;

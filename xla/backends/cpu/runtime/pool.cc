@@ -352,6 +352,8 @@ const XlaCpuRuntimeSymbol* __xla_cpu_runtime_symbols(int64_t* count) {
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_filter_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_filter_f64),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_depthwise_filter_f32),
+      XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_conv2d_depthwise_filter_f64),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_fft_f32),
       XLA_CPU_RUNTIME_SYMBOL(__xla_cpu_fft_f64),
   };
