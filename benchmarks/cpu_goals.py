@@ -20,7 +20,9 @@ The goals, and the rows each is judged on:
   them, not the memory's, and the fraction can pass 1).
 * dots and convolutions of every form: no slower than the faster of NumPy
   and jax.jit. Rows: cpu_workloads' matmul, matvec and MLP rows (NumPy and
-  jax.jit); jax_modules' batched matmul, matrix-vector, s8 and bf16 dots and
+  jax.jit); jax_modules' batched matmul, matrix-vector, s8 and bf16 dots,
+  dots with a transposed operand and of odd sizes, convolutions (1x1,
+  dilated, 1-D, bf16, s8, depthwise and a depthwise layer's gradients) and
   the conv net's forward pass (XLA:CPU).
 * integer dots: at least ``INTEGER_DOT_SPEEDUP`` times faster than before
   the issue's work, ``INTEGER_DOT_BASELINE`` (seconds, measured on the
@@ -68,7 +70,8 @@ _WORKLOAD_LINE = re.compile(r"^(?P<name>\S.*?)\s+(?P<ours>\d+\.\d+)ms\s+\d+\.\d+
 _MEMORY_WORKLOADS = ("sum(", "softmax", "layernorm", "gelu")
 _DOT_WORKLOADS = ("matmul", "matvec", "mlp")
 _MEMORY_MODULES = ("rt_rmsnorm", "rt_softmax", "rt_layernorm", "rt_gelu")
-_DOT_MODULES = ("rt_batched_matmul", "rt_matvec", "rt_dot_s8", "rt_dot_bf16", "rt_cnn")
+_DOT_MODULES = ("rt_batched_matmul", "rt_matvec", "rt_cnn")
+_DOT_MODULE_PREFIXES = ("rt_dot_", "rt_conv")   # rt_dot_s8, rt_dot_nt, rt_conv_1x1, ...
 _TRAINING_MODULES = ("rt_transformer_block_train", "rt_cnn_train", "rt_mlp_train",
                      "rt_mlp_train_bf16", "rt_transformer_block_train_bf16")
 
@@ -137,7 +140,7 @@ def evaluate(workloads, modules, baseline=None, tolerance=DEFAULT_TOLERANCE):
             if row["of_limit"] is not None:
                 of_limit.judge(name, row["of_limit"], row["of_limit"] >= MEMORY_BOUND_OF_LIMIT)
             goal, threshold = vs_jax, MEMORY_BOUND_VS_JAX
-        elif name in _DOT_MODULES:
+        elif name in _DOT_MODULES or name.startswith(_DOT_MODULE_PREFIXES):
             goal, threshold = dots, 1.0
         elif name in _TRAINING_MODULES:
             goal, threshold = training, TRAINING_STEP_VS_JAX

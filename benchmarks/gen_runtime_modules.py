@@ -30,6 +30,17 @@ writes the same bytes). The workloads, f32 unless named:
 - ``matvec``: [4096, 4096] @ [4096];
 - ``dot_s8``: s8 [512, 512] x s8 [512, 512] -> s32;
   ``dot_bf16``: bf16 [1024, 1024] @ bf16 [1024, 1024] (bf16 result);
+- dots of other forms: ``dot_nt`` ``x @ w.T`` ([256, 4096] and a
+  [1024, 4096] weight stored as PyTorch stores it), ``dot_tn`` ``x.T @ g``
+  (a weight gradient: [4096, 256] and [4096, 1024]), ``dot_odd``
+  [900, 850] @ [850, 950];
+- convolutions of other forms (NHWC x HWIO, SAME padding, f32 unless
+  named): ``conv_1x1`` [8, 56, 56, 64] to 256 features, ``conv_dilated``
+  3x3 with rhs dilation 2 on [8, 28, 28, 128] to 128, ``conv1d`` 5 taps
+  on [16, 1024, 256] to 256, ``conv_bf16`` and ``conv_s8`` (s8 x s8 ->
+  s32) 3x3 on [8, 56, 56, 64] to 64, ``conv_depthwise`` 3x3 with one
+  feature per group on [8, 56, 56, 128], ``conv_depthwise_grads`` that
+  layer with both of its gradients (jax.vjp);
 - ``softmax_<type>_<size>``, ``layernorm_<type>_<size>``,
   ``gelu_<type>_<size>``: ``jax.nn.softmax`` over the last axis, the
   layernorm above (with scale and offset) and ``jax.nn.gelu`` (its default
@@ -192,6 +203,47 @@ def dot(kind):
     return jnp.matmul, (_sds(4096, 4096), _sds(4096))
 
 
+def dot_form(kind):
+    _, jnp = _jax()
+    if kind == "nt":
+        return (lambda x, w: x @ w.T), (_sds(256, 4096), _sds(1024, 4096))
+    if kind == "tn":
+        return (lambda x, g: x.T @ g), (_sds(4096, 256), _sds(4096, 1024))
+    return jnp.matmul, (_sds(900, 850), _sds(850, 950))
+
+
+def conv_form(kind):
+    jax, jnp = _jax()
+
+    def conv(x, w, dims=("NHWC", "HWIO", "NHWC"), **kw):
+        return jax.lax.conv_general_dilated(x, w, (1,) * (x.ndim - 2), "SAME",
+                                            dimension_numbers=dims, **kw)
+    if kind == "1x1":
+        return conv, (_sds(8, 56, 56, 64), _sds(1, 1, 64, 256))
+    if kind == "dilated":
+        return (lambda x, w: conv(x, w, rhs_dilation=(2, 2))), (_sds(8, 28, 28, 128),
+                                                                 _sds(3, 3, 128, 128))
+    if kind == "1d":
+        return ((lambda x, w: conv(x, w, ("NWC", "WIO", "NWC"))),
+                (_sds(16, 1024, 256), _sds(5, 256, 256)))
+    if kind == "bf16":
+        return conv, (_sds(8, 56, 56, 64, dtype=jnp.bfloat16), _sds(3, 3, 64, 64, dtype=jnp.bfloat16))
+    if kind == "s8":
+        return ((lambda x, w: conv(x, w, preferred_element_type=jnp.int32)),
+                (_sds(8, 56, 56, 64, dtype=jnp.int8), _sds(3, 3, 64, 64, dtype=jnp.int8)))
+
+    def depthwise(x, w):
+        return conv(x, w, feature_group_count=x.shape[-1])
+    args = (_sds(8, 56, 56, 128), _sds(3, 3, 1, 128))
+    if kind == "depthwise":
+        return depthwise, args
+
+    def grads(x, w, g):
+        y, vjp = jax.vjp(depthwise, x, w)
+        return (y,) + vjp(g)
+    return grads, args + (_sds(8, 56, 56, 128),)
+
+
 ROWS = {"256K": 256, "4M": 4096, "16M": 16384}
 
 
@@ -226,6 +278,16 @@ CATALOG = {
     "matvec": lambda: dot("matvec"),
     "dot_s8": lambda: dot("s8"),
     "dot_bf16": lambda: dot("bf16"),
+    "dot_nt": lambda: dot_form("nt"),
+    "dot_tn": lambda: dot_form("tn"),
+    "dot_odd": lambda: dot_form("odd"),
+    "conv_1x1": lambda: conv_form("1x1"),
+    "conv_dilated": lambda: conv_form("dilated"),
+    "conv1d": lambda: conv_form("1d"),
+    "conv_bf16": lambda: conv_form("bf16"),
+    "conv_s8": lambda: conv_form("s8"),
+    "conv_depthwise": lambda: conv_form("depthwise"),
+    "conv_depthwise_grads": lambda: conv_form("depthwise_grads"),
 }
 CATALOG.update({
     f"{kind}_{t}_{size}": (lambda kind=kind, t=t, size=size: memory_bound(kind, t, size))

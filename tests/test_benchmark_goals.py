@@ -50,12 +50,15 @@ def test_a_dot_must_beat_the_faster_of_numpy_and_jax(goals):
          workload("matvec bf16 [4096,4096]", 1.0, numpy=11.0, jax=38.0),
          workload("mlp 256x1024->4096->1024 gelu", 1.0, numpy=6.0)],  # no jax
         [module("rt_batched_matmul", 1.0, xla=0.99), module("rt_dot_s8", 1.0, xla=2.4),
+         module("rt_conv_dilated", 1.0, xla=0.98), module("rt_cnn", 1.0, xla=3.0),
+         module("rt_cnn_train", 1.0, xla=0.5),  # a training step
          module("rt_attention_S512", 1.0, xla=0.5)])  # no goal of its own
     dots = by_text(result, "dots")
     assert {n for n, _, _ in dots.rows} == {
         "matmul f32[1024]^3", "matvec bf16 [4096,4096]", "mlp 256x1024->4096->1024 gelu",
-        "rt_batched_matmul", "rt_dot_s8"}
-    assert [n for n, _ in dots.short()] == ["matmul f32[1024]^3", "rt_batched_matmul"]
+        "rt_batched_matmul", "rt_dot_s8", "rt_conv_dilated", "rt_cnn"}
+    assert [n for n, _ in dots.short()] == ["matmul f32[1024]^3", "rt_batched_matmul",
+                                            "rt_conv_dilated"]
     assert dots.numpy_only == ["mlp 256x1024->4096->1024 gelu"]
 
 
