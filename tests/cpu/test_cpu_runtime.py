@@ -30,6 +30,8 @@ EXPECTED_SYMBOLS = {
     "__xla_cpu_conv2d_f64",
     "__xla_cpu_conv2d_filter_f32",
     "__xla_cpu_conv2d_filter_f64",
+    "__xla_cpu_conv2d_depthwise_filter_f32",
+    "__xla_cpu_conv2d_depthwise_filter_f64",
     "__xla_cpu_cholesky_f32",
     "__xla_cpu_cholesky_f64",
     "__xla_cpu_trsm_f32",
