@@ -22,7 +22,7 @@ The goals, and the rows each is judged on:
   and jax.jit. Rows: cpu_workloads' matmul, matvec and MLP rows (NumPy and
   jax.jit); jax_modules' batched matmul, matrix-vector, s8 and bf16 dots,
   dots with a transposed operand and of odd sizes, convolutions (1x1,
-  dilated, 1-D, bf16, s8, depthwise and a depthwise layer's gradients) and
+  dilated, 1-D, 3-D, bf16, s8, depthwise and a depthwise layer's gradients) and
   the conv net's forward pass (XLA:CPU).
 * integer dots: at least ``INTEGER_DOT_SPEEDUP`` times faster than before
   the issue's work, ``INTEGER_DOT_BASELINE`` (seconds, measured on the

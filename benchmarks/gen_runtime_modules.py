@@ -40,7 +40,8 @@ writes the same bytes). The workloads, f32 unless named:
   on [16, 1024, 256] to 256, ``conv_bf16`` and ``conv_s8`` (s8 x s8 ->
   s32) 3x3 on [8, 56, 56, 64] to 64, ``conv_depthwise`` 3x3 with one
   feature per group on [8, 56, 56, 128], ``conv_depthwise_grads`` that
-  layer with both of its gradients (jax.vjp);
+  layer with both of its gradients (jax.vjp), ``conv3d`` NDHWC x DHWIO
+  3x3x3 on [2, 16, 32, 32, 16] to 32 features;
 - ``softmax_<type>_<size>``, ``layernorm_<type>_<size>``,
   ``gelu_<type>_<size>``: ``jax.nn.softmax`` over the last axis, the
   layernorm above (with scale and offset) and ``jax.nn.gelu`` (its default
@@ -192,6 +193,9 @@ def mlp_train(dtype_name="f32"):
 
 def dot(kind):
     jax, jnp = _jax()
+    if kind == "3d":
+        return ((lambda x, w: conv(x, w, ("NDHWC", "DHWIO", "NDHWC"))),
+                (_sds(2, 16, 32, 32, 16), _sds(3, 3, 3, 16, 32)))
     if kind == "s8":
         fn = lambda a, b: jax.lax.dot(a, b, preferred_element_type=jnp.int32)  # noqa: E731
         return fn, (_sds(512, 512, dtype=jnp.int8), _sds(512, 512, dtype=jnp.int8))
@@ -228,6 +232,9 @@ def conv_form(kind):
                 (_sds(16, 1024, 256), _sds(5, 256, 256)))
     if kind == "bf16":
         return conv, (_sds(8, 56, 56, 64, dtype=jnp.bfloat16), _sds(3, 3, 64, 64, dtype=jnp.bfloat16))
+    if kind == "3d":
+        return ((lambda x, w: conv(x, w, ("NDHWC", "DHWIO", "NDHWC"))),
+                (_sds(2, 16, 32, 32, 16), _sds(3, 3, 3, 16, 32)))
     if kind == "s8":
         return ((lambda x, w: conv(x, w, preferred_element_type=jnp.int32)),
                 (_sds(8, 56, 56, 64, dtype=jnp.int8), _sds(3, 3, 64, 64, dtype=jnp.int8)))
@@ -288,6 +295,7 @@ CATALOG = {
     "conv_s8": lambda: conv_form("s8"),
     "conv_depthwise": lambda: conv_form("depthwise"),
     "conv_depthwise_grads": lambda: conv_form("depthwise_grads"),
+    "conv3d": lambda: conv_form("3d"),
 }
 CATALOG.update({
     f"{kind}_{t}_{size}": (lambda kind=kind, t=t, size=size: memory_bound(kind, t, size))

@@ -32,6 +32,8 @@ RUNTIME_CALLS = {
     # (batch groups of one entry: runtime/convolution_depthwise.cc)
     "depthwise": (2, 0, 1),
     "depthwise_stride2": (2, 0, 1),
+    # 3-D: GEMMs over the windows (convolution-im2col), no convolution left
+    "conv3d": (0, 0, 0),
 }
 
 
@@ -62,3 +64,9 @@ def test_kernel_gradient_of_jax_reads_its_operands_without_copies():
     conv = kernel_grads[0]
     assert [o.opcode for o in conv.operands] == ["parameter", "parameter"]
     assert all(u.opcode == "tuple" for u in conv.users)
+
+
+def test_3d_convolution_and_its_gradients_leave_no_convolution():
+    exe = xla.compile(parse_hlo_module(str(DATA["conv3d.hlo"])), "cpu")
+    opcodes = {i.opcode for i in exe.module.all_instructions()}
+    assert "convolution" not in opcodes and "dot" in opcodes

@@ -114,3 +114,19 @@ def test_the_gpu_runs_a_convolution_as_one_kernel_and_a_gemm():
     w = rng.standard_normal((3, 3, 8, 16)).astype(np.float32)
     want = xla.compile(text, "interpreter").execute(x, w)
     np.testing.assert_allclose(exe.execute(x, w), want, rtol=1e-4, atol=1e-4)
+
+
+def test_accepts_decides_and_applies_ignores_the_types():
+    from xla.hlo.parser import parse_hlo_module
+    from xla.hlo.types import PrimitiveType
+    from xla.service.convolution_im2col import applies
+    seen = []
+    refuse = ConvolutionIm2Col(accepts=lambda conv: seen.append(conv.name) or False)
+    module, changed = run_pass(refuse, SMALL)
+    assert not changed and "convolution" in opcodes(module) and seen == ["c"]
+    bf16 = SMALL.replace("f32", "bf16")
+    assert not run_pass(ConvolutionIm2Col(), bf16)[1]   # the pass itself: f32/f64 only
+    conv = parse_hlo_module(bf16).entry.root_instruction
+    # 9 rows x 8 columns: 144 bytes at bf16, 288 at f32
+    assert applies(conv, max_bytes=144) and not applies(conv, max_bytes=287,
+                                                          element_type=PrimitiveType.F32)

@@ -136,7 +136,7 @@ def test_cpu_pipeline_widens_convolutions_its_runtime_takes():
     from xla.backends.cpu.pipeline import cpu_pipeline
     names = [p.name for p in cpu_pipeline().passes]
     assert names.index("dot-type-widening") < names.index("convolution-type-widening") \
-        < names.index("layout-assignment")
+        < names.index("convolution-im2col") < names.index("layout-assignment")
     bf16 = conv_module("bf16", "bf16", "bf16")
     three_d = ("HloModule m\n\nENTRY e {\n  x = bf16[1,4,4,4,2] parameter(0)\n"
                "  w = bf16[2,2,2,2,3] parameter(1)\n"
@@ -146,7 +146,10 @@ def test_cpu_pipeline_widens_convolutions_its_runtime_takes():
                      "  w = bf16[3,3,2,4] parameter(1)\n"
                      "  ROOT y = bf16[2,3,3,4] convolution(x, w), window={size=3x3}, "
                      "dim_labels=b01f_01io->b01f, batch_group_count=2\n}\n")
-    for text, runtime in ((bf16, True), (three_d, False), (grouped_batch, False)):
+    # (module, the runtime's conv2d call, the convolutions left, the dots' type)
+    for text, runtime, convs, dots in ((bf16, True, {"f32"}, set()),
+                                       (three_d, False, set(), {"f32"}),   # im2col: a GEMM
+                                       (grouped_batch, False, {"bf16"}, set())):  # generator
         exe = xla.compile(parse_hlo_module(text), "cpu")
         assert ('__xla_cpu_conv2d_f32' in exe.ir_text) is runtime
         want = xla.compile(parse_hlo_module(text), "interpreter")
@@ -155,5 +158,6 @@ def test_cpu_pipeline_widens_convolutions_its_runtime_takes():
         np.testing.assert_allclose(np.asarray(exe.execute(*args), np.float64),
                                    np.asarray(want.execute(*args), np.float64), rtol=1e-2,
                                    atol=1e-2)
-        # the generator's convolutions keep their type
-        assert {t for t, _ in conv_types(exe.module)} == {"f32" if runtime else "bf16"}
+        assert {t for t, _ in conv_types(exe.module)} == convs
+        assert {i.shape.element_type.text for i in exe.module.all_instructions()
+                if i.opcode == "dot"} == dots

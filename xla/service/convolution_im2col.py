@@ -28,8 +28,10 @@ Exactly the convolution's sums, in another order (a GEMM's). It applies to
 f32 and f64 convolutions without batch groups whose im2col matrix holds at
 most ``max_bytes`` (default 1 GiB; the input is read K times into it), with
 at least two input features per group (depthwise convolutions stay as
-they are: K-long dots are no work for a GEMM). Everything else is left
-alone. The slices and the concatenate fuse into one kernel; the dot goes
+they are: K-long dots are no work for a GEMM), and where given, that
+``accepts(conv)`` says so (the CPU: only convolutions its runtime's conv2d
+does not take, ``layout_constraints.im2col_conv``: 3-D ones).
+Everything else is left alone. The slices and the concatenate fuse into one kernel; the dot goes
 to the backend's GEMM.
 """
 import itertools
@@ -55,39 +57,52 @@ def _reshape(b, x, dims):
     return b.add("reshape", Shape.array(x.shape.element_type, list(dims)), [x])
 
 
+def applies(conv, max_bytes=DEFAULT_MAX_BYTES, element_type=None):
+    """Whether the rewrite takes convolution ``conv`` but for its element
+    types (which must be f32 or f64, all three): no batch groups, at least
+    two input features per feature group, positive strides and
+    dilations, no empty array, an im2col matrix of at most ``max_bytes``
+    in ``element_type`` (default: the result's)."""
+    if conv.opcode != "convolution" or len(conv.operands) != 2 or not conv.shape.is_array:
+        return False
+    dn, window = conv.attr("dim_labels"), conv.attr("window")
+    x, w = conv.operands
+    if dn is None or not x.shape.is_array or not w.shape.is_array:
+        return False
+    if int(conv.attr("batch_group_count", 1) or 1) != 1:
+        return False
+    groups = int(conv.attr("feature_group_count", 1) or 1)
+    per_group = w.shape.dimensions[dn.kernel_input_feature_dimension]
+    if groups > 1 and per_group < 2:
+        return False
+    dims = window.dimensions if window is not None else ()
+    if len(dims) != len(dn.input_spatial_dimensions):
+        return False
+    if any(d.stride < 1 or d.base_dilation < 1 or d.window_dilation < 1 for d in dims):
+        return False
+    if 0 in conv.shape.dimensions or 0 in x.shape.dimensions or 0 in w.shape.dimensions:
+        return False
+    out = conv.shape.dimensions
+    rows = out[dn.output_batch_dimension] * math.prod(out[o] for o in dn.output_spatial_dimensions)
+    columns = math.prod(d.size for d in dims) * x.shape.dimensions[dn.input_feature_dimension]
+    size = (element_type or conv.shape.element_type).byte_size
+    return rows * columns * size <= max_bytes
+
+
 class ConvolutionIm2Col(OpExpanderPass):
     name = "convolution-im2col"
 
-    def __init__(self, max_bytes=DEFAULT_MAX_BYTES):
+    def __init__(self, max_bytes=DEFAULT_MAX_BYTES, accepts=None):
         super().__init__()
         self.max_bytes = max_bytes
+        self.accepts = accepts
 
     def matches(self, conv):
-        if conv.opcode != "convolution" or len(conv.operands) != 2 or not conv.shape.is_array:
+        et = conv.shape.element_type if conv.shape.is_array else None
+        if et is None or et.text not in ("f32", "f64") or not all(
+                o.shape.is_array and o.shape.element_type is et for o in conv.operands):
             return False
-        dn, window = conv.attr("dim_labels"), conv.attr("window")
-        x, w = conv.operands
-        et = conv.shape.element_type
-        if dn is None or et.text not in ("f32", "f64") or x.shape.element_type is not et \
-                or w.shape.element_type is not et:
-            return False
-        if int(conv.attr("batch_group_count", 1) or 1) != 1:
-            return False
-        groups = int(conv.attr("feature_group_count", 1) or 1)
-        per_group = w.shape.dimensions[dn.kernel_input_feature_dimension]
-        if groups > 1 and per_group < 2:
-            return False
-        dims = window.dimensions if window is not None else ()
-        if len(dims) != len(dn.input_spatial_dimensions):
-            return False
-        if any(d.stride < 1 or d.base_dilation < 1 or d.window_dilation < 1 for d in dims):
-            return False
-        if 0 in conv.shape.dimensions or 0 in x.shape.dimensions or 0 in w.shape.dimensions:
-            return False
-        out = conv.shape.dimensions
-        rows = out[dn.output_batch_dimension] * math.prod(out[o] for o in dn.output_spatial_dimensions)
-        columns = math.prod(d.size for d in dims) * x.shape.dimensions[dn.input_feature_dimension]
-        return rows * columns * et.byte_size <= self.max_bytes
+        return applies(conv, self.max_bytes) and (self.accepts is None or self.accepts(conv))
 
     def expand(self, b, conv):
         x, w = conv.operands

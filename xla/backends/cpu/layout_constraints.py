@@ -33,6 +33,7 @@ import re
 
 from xla.hlo.parser import parse_shape
 from xla.hlo.shape import Layout
+from xla.service import convolution_im2col
 
 ROW_MAJOR_OPCODES = ("fft", "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                      "collective-permute", "collective-broadcast")
@@ -56,10 +57,22 @@ def conv2d_candidate(h):
 def widened_conv2d(h, wide):
     """``convolution-type-widening``'s rule on the CPU: widen convolution
     ``h`` (bf16, f16, f8, narrow integers) to type ``wide`` where the
-    runtime's conv2d then computes it (the loop the generator emits per
-    output element ran a bf16 [8, 56, 56, 64] 3x3 convolution to 64
-    features in ~460 ms, the runtime's f32 one takes ~4)."""
-    return wide.text in ("f32", "f64") and _conv2d_geometry(h)
+    runtime's conv2d or ``convolution-im2col`` then computes it (the loop
+    the generator emits per output element ran a bf16 [8, 56, 56, 64] 3x3
+    convolution to 64 features in ~460 ms, the runtime's f32 one takes
+    ~4)."""
+    return wide.text in ("f32", "f64") and (
+        _conv2d_geometry(h) or convolution_im2col.applies(h, element_type=wide))
+
+
+def im2col_conv(h):
+    """``convolution-im2col``'s rule on the CPU: the (f32/f64) convolutions
+    the runtime's conv2d does not take (three or more spatial dimensions,
+    batch groups the rewrite refuses anyway) become a GEMM over their
+    windows; without it the generator's loop per output element computed
+    them (JAX's 3-D conv of [2, 16, 32, 32, 16] 3x3x3 to 32 features: ~104
+    ms, XLA:CPU ~16)."""
+    return not conv2d_candidate(h)
 
 
 def _conv2d_geometry(h):

@@ -27,7 +27,10 @@ and bf16 x bf16 dots keep their operands for the runtime's low-precision
 matmuls, ``__xla_cpu_matmul_s8_s32``/``_bf16_f32``),
 ``convolution-type-widening`` (bf16/f16/f8 and narrow integer
 convolutions in f32 or f64, the same rules, where the runtime's conv2d then
-takes them: ``layout_constraints.widened_conv2d``) and a
+takes them: ``layout_constraints.widened_conv2d``),
+``convolution-im2col`` for the convolutions the runtime's conv2d does not
+take (3-D ones: a GEMM over their windows instead of a loop per output
+element; ``layout_constraints.im2col_conv``) and a
 layout assignment that gives ``fft`` and the collectives row-major operands
 and results and convolutions the orders the runtime's conv2d reads (NHWC/HWIO, or
 for a kernel gradient the order JAX gives it; copies around them where the module says otherwise: ``layout_constraints.py``),
@@ -91,7 +94,9 @@ def cpu_pipeline(**options):
     pipeline.passes[layout:layout] = [make_pass("convolution-reversal-expander"),
                                       make_pass("dot-type-widening", native=MIXED_MATMUL_TYPES),
                                       make_pass("convolution-type-widening",
-                                                accepts=layout_constraints.widened_conv2d)]
+                                                accepts=layout_constraints.widened_conv2d),
+                                      make_pass("convolution-im2col",
+                                                accepts=layout_constraints.im2col_conv)]
     layout = _index(pipeline, "layout-assignment")
     # The dots the tiled kernel reads with strides keep the layouts
     # strided-dot-layouts chose (a transposed bitcast of another operand
