@@ -28,7 +28,8 @@ writes the same bytes). The workloads, f32 unless named:
   results);
 - ``batched_matmul``: [64, 256, 256] @ [64, 256, 256];
 - ``matvec``: [4096, 4096] @ [4096];
-- ``dot_s8``: s8 [512, 512] x s8 [512, 512] -> s32;
+- ``dot_s8``: s8 [512, 512] x s8 [512, 512] -> s32; ``dot_s32``: s32
+  [512, 512] @ s32 [512, 512] (wrapping);
   ``dot_bf16``: bf16 [1024, 1024] @ bf16 [1024, 1024] (bf16 result);
 - dots of other forms: ``dot_nt`` ``x @ w.T`` ([256, 4096] and a
   [1024, 4096] weight stored as PyTorch stores it), ``dot_tn`` ``x.T @ g``
@@ -199,6 +200,8 @@ def dot(kind):
     if kind == "s8":
         fn = lambda a, b: jax.lax.dot(a, b, preferred_element_type=jnp.int32)  # noqa: E731
         return fn, (_sds(512, 512, dtype=jnp.int8), _sds(512, 512, dtype=jnp.int8))
+    if kind == "s32":
+        return jnp.matmul, (_sds(512, 512, dtype=jnp.int32), _sds(512, 512, dtype=jnp.int32))
     if kind == "bf16":
         return jnp.matmul, (_sds(1024, 1024, dtype=jnp.bfloat16),
                             _sds(1024, 1024, dtype=jnp.bfloat16))
@@ -285,6 +288,7 @@ CATALOG = {
     "matvec": lambda: dot("matvec"),
     "dot_s8": lambda: dot("s8"),
     "dot_bf16": lambda: dot("bf16"),
+    "dot_s32": lambda: dot("s32"),
     "dot_nt": lambda: dot_form("nt"),
     "dot_tn": lambda: dot_form("tn"),
     "dot_odd": lambda: dot_form("odd"),

@@ -378,11 +378,7 @@ void MatmulF64(const double* lhs, const double* rhs, double* out, int64_t batch,
   Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
 }
 
-// Sums wrap modulo 2^32: the variant units are compiled with -fwrapv.
-void MatmulS32(const int32_t* lhs, const int32_t* rhs, int32_t* out, int64_t batch, int64_t m,
-               int64_t k, int64_t n, bool transpose_lhs, bool transpose_rhs) {
-  Matmul(lhs, rhs, out, batch, m, k, n, transpose_lhs, transpose_rhs);
-}
+// MatmulS32: matmul_s32.cc.
 
 void MatmulC64(const void* lhs, const void* rhs, void* out, int64_t batch, int64_t m, int64_t k,
                int64_t n, bool transpose_lhs, bool transpose_rhs) {
