@@ -10,6 +10,8 @@
 // all of k: it stays in L2 while the task's row tiles pass over it) the
 // tiles in turn. Each element is one thread's sum over p in order. An ISA
 // variant unit (kernels.h, isa_variant.h).
+#include "xla/backends/cpu/runtime/isa_variant.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -18,7 +20,6 @@
 #include <immintrin.h>
 #endif
 
-#include "xla/backends/cpu/runtime/conv_window.h"
 #include "xla/backends/cpu/runtime/cpu_runtime.h"
 
 namespace xla_cpu_runtime {
@@ -46,8 +47,8 @@ inline Packet Madd(int32_t a, Packet b, Packet acc) {
   return _mm256_add_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(a), b));
 }
 #else
-using Packet = DirectPacket<int32_t>;
-constexpr int kLanes = kDirectLanes<int32_t>;
+using Packet = typename Eigen::internal::packet_traits<int32_t>::type;
+constexpr int kLanes = Eigen::internal::unpacket_traits<Packet>::size;
 inline Packet Load(const int32_t* p) { return Eigen::internal::ploadu<Packet>(p); }
 inline void Store(int32_t* p, Packet v) { Eigen::internal::pstoreu(p, v); }
 inline Packet Zero() { return Eigen::internal::pset1<Packet>(0); }
