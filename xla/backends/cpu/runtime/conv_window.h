@@ -29,6 +29,15 @@ using DirectPacket = typename Eigen::internal::packet_traits<T>::type;
 template <typename T>
 constexpr int kDirectLanes = Eigen::internal::unpacket_traits<DirectPacket<T>>::size;
 
+// A convolution's buffers and parameters, for the pool's tasks.
+template <typename T>
+struct ConvContext {
+  const T* input;
+  const T* kernel;
+  T* out;
+  ConvParams p;
+};
+
 // Depthwise layers (convolution_depthwise.cc): one input feature and one
 // output feature per group (feature_group_count == in_c == out_c).
 inline bool DepthwiseFits(const ConvParams& p) {

@@ -78,14 +78,6 @@ inline void FillRun(T* dst, int64_t n) {
 }
 
 template <typename T>
-struct ConvContext {
-  const T* input;
-  const T* kernel;
-  T* out;
-  ConvParams p;
-};
-
-template <typename T>
 void ConvPixels(const ConvContext<T>& ctx, int64_t begin, int64_t end, std::vector<T>& patches) {
   const ConvParams& p = ctx.p;
   const int64_t cg = p.in_c / p.groups;

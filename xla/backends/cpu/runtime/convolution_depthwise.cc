@@ -15,13 +15,52 @@ namespace xla_cpu_runtime {
 namespace XLA_CPU_ISA_NAMESPACE {
 namespace {
 
-template <typename T>
-struct DepthwiseContext {
-  const T* input;
-  const T* kernel;
-  T* out;
-  ConvParams p;
-};
+// dst[f] (= or, with kAdd, +=) the sum over taps t in order of x[t][f] *
+// k[t][f], for f in [0, c): four vectors of features at a time (named
+// accumulators: an array of them stayed in memory with GCC, a load and a
+// store around every FMA), then single vectors, then single features.
+template <typename T, bool kAdd>
+void TapSums(const T* const* x, const T* const* k, size_t taps, int64_t c, T* dst) {
+  using Packet = DirectPacket<T>;
+  constexpr int L = kDirectLanes<T>;
+  auto put = [&](int64_t f, const Packet& sum) {
+    Eigen::internal::pstoreu(
+        dst + f, kAdd ? Eigen::internal::padd(Eigen::internal::ploadu<Packet>(dst + f), sum) : sum);
+  };
+  int64_t f = 0;
+  for (; f + 4 * L <= c; f += 4 * L) {
+    Packet a0 = Eigen::internal::pset1<Packet>(T(0)), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t t = 0; t < taps; ++t) {
+      const T* xf = x[t] + f;
+      const T* kf = k[t] + f;
+      a0 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(xf),
+                                  Eigen::internal::ploadu<Packet>(kf), a0);
+      a1 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(xf + L),
+                                  Eigen::internal::ploadu<Packet>(kf + L), a1);
+      a2 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(xf + 2 * L),
+                                  Eigen::internal::ploadu<Packet>(kf + 2 * L), a2);
+      a3 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(xf + 3 * L),
+                                  Eigen::internal::ploadu<Packet>(kf + 3 * L), a3);
+    }
+    put(f, a0);
+    put(f + L, a1);
+    put(f + 2 * L, a2);
+    put(f + 3 * L, a3);
+  }
+  for (; f + L <= c; f += L) {
+    Packet a = Eigen::internal::pset1<Packet>(T(0));
+    for (size_t t = 0; t < taps; ++t) {
+      a = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(x[t] + f),
+                                 Eigen::internal::ploadu<Packet>(k[t] + f), a);
+    }
+    put(f, a);
+  }
+  for (; f < c; ++f) {
+    T a = T(0);
+    for (size_t t = 0; t < taps; ++t) a = std::fma(x[t][f], k[t][f], a);
+    dst[f] = kAdd ? dst[f] + a : a;
+  }
+}
 
 // Depthwise convolutions (one input feature per group, one output feature
 // per group: feature_group_count == in_c == out_c, as MobileNet's and
@@ -38,10 +77,7 @@ struct DepthwiseContext {
 // count).
 template <typename T>
 void DepthwiseRows(void* ctx_ptr, int64_t begin, int64_t end) {
-  using Packet = DirectPacket<T>;
-  constexpr int L = kDirectLanes<T>;
-  constexpr int64_t kBlock = int64_t{L} * 4;   // four vectors of features at a time
-  const auto& ctx = *static_cast<const DepthwiseContext<T>*>(ctx_ptr);
+  const auto& ctx = *static_cast<const ConvContext<T>*>(ctx_ptr);
   const ConvParams& p = ctx.p;
   const int64_t c = p.in_c;
   std::vector<const T*> src(static_cast<size_t>(p.kernel_h * p.kernel_w));
@@ -64,41 +100,7 @@ void DepthwiseRows(void* ctx_ptr, int64_t begin, int64_t end) {
           ++taps;
         }
       }
-      T* dst = ctx.out + (row * p.out_w + ox) * c;
-      int64_t f = 0;
-      for (; f + kBlock <= c; f += kBlock) {
-        // Four named accumulators: an array of them stayed in memory (GCC).
-        Packet a0 = Eigen::internal::pset1<Packet>(T(0)), a1 = a0, a2 = a0, a3 = a0;
-        for (size_t t = 0; t < taps; ++t) {
-          const T* x = src[t] + f;
-          const T* k = wts[t] + f;
-          a0 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(x),
-                                      Eigen::internal::ploadu<Packet>(k), a0);
-          a1 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(x + L),
-                                      Eigen::internal::ploadu<Packet>(k + L), a1);
-          a2 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(x + 2 * L),
-                                      Eigen::internal::ploadu<Packet>(k + 2 * L), a2);
-          a3 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(x + 3 * L),
-                                      Eigen::internal::ploadu<Packet>(k + 3 * L), a3);
-        }
-        Eigen::internal::pstoreu(dst + f, a0);
-        Eigen::internal::pstoreu(dst + f + L, a1);
-        Eigen::internal::pstoreu(dst + f + 2 * L, a2);
-        Eigen::internal::pstoreu(dst + f + 3 * L, a3);
-      }
-      for (; f + L <= c; f += L) {
-        Packet acc = Eigen::internal::pset1<Packet>(T(0));
-        for (size_t t = 0; t < taps; ++t) {
-          acc = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(src[t] + f),
-                                       Eigen::internal::ploadu<Packet>(wts[t] + f), acc);
-        }
-        Eigen::internal::pstoreu(dst + f, acc);
-      }
-      for (; f < c; ++f) {
-        T acc = T(0);
-        for (size_t t = 0; t < taps; ++t) acc = std::fma(src[t][f], wts[t][f], acc);
-        dst[f] = acc;
-      }
+      TapSums<T, false>(src.data(), wts.data(), taps, c, ctx.out + (row * p.out_w + ox) * c);
     }
   }
 }
@@ -107,7 +109,7 @@ template <typename T>
 void Depthwise(const T* input, const T* kernel, T* out, const ConvParams& p) {
   const int64_t rows = p.batch * p.out_h;
   if (rows <= 0 || p.out_w <= 0 || p.in_c <= 0) return;
-  DepthwiseContext<T> ctx{input, kernel, out, p};
+  ConvContext<T> ctx{input, kernel, out, p};
   const int64_t macs_per_row = std::max<int64_t>(1, p.out_w * p.in_c * p.kernel_h * p.kernel_w);
   __xla_cpu_parallel_for(&DepthwiseRows<T>, &ctx, rows,
                          std::max<int64_t>(1, kMinParallelMacs / macs_per_row));
@@ -146,12 +148,11 @@ struct DepthwiseFilterContext {
 
 template <typename T>
 void DepthwiseFilterChunks(void* ctx_ptr, int64_t begin, int64_t end) {
-  using Packet = DirectPacket<T>;
-  constexpr int L = kDirectLanes<T>;
   const auto& ctx = *static_cast<const DepthwiseFilterContext<T>*>(ctx_ptr);
   const ConvParams& p = ctx.p;
   const int64_t c = p.batch;
   const int64_t size = p.out_h * p.out_w * c;
+  std::vector<const T*> src(static_cast<size_t>(p.kernel_w)), wts(src.size());
   for (int64_t chunk = begin; chunk < end; ++chunk) {
     T* sums = ctx.partial + chunk * size;
     std::fill(sums, sums + size, T(0));
@@ -165,47 +166,12 @@ void DepthwiseFilterChunks(void* ctx_ptr, int64_t begin, int64_t end) {
           if (iy < 0) continue;
           const T* irow = ctx.input + (n * p.in_h + iy) * p.in_w * c;
           for (int64_t ox = 0; ox < p.out_w; ++ox) {
-            const int64_t t0 = ctx.col_start[ox], t1 = ctx.col_start[ox + 1];
-            T* dst = sums + (oy * p.out_w + ox) * c;
-            int64_t f = 0;
-            for (; f + 4 * L <= c; f += 4 * L) {
-              Packet a0 = Eigen::internal::pset1<Packet>(T(0)), a1 = a0, a2 = a0, a3 = a0;
-              for (int64_t t = t0; t < t1; ++t) {
-                const T* x = irow + ctx.col_ix[t] * c + f;
-                const T* k = krow + ctx.col_kx[t] * c + f;
-                a0 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(x),
-                                            Eigen::internal::ploadu<Packet>(k), a0);
-                a1 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(x + L),
-                                            Eigen::internal::ploadu<Packet>(k + L), a1);
-                a2 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(x + 2 * L),
-                                            Eigen::internal::ploadu<Packet>(k + 2 * L), a2);
-                a3 = Eigen::internal::pmadd(Eigen::internal::ploadu<Packet>(x + 3 * L),
-                                            Eigen::internal::ploadu<Packet>(k + 3 * L), a3);
-              }
-              const Packet* sums_in[4] = {&a0, &a1, &a2, &a3};
-              for (int v = 0; v < 4; ++v) {
-                T* d = dst + f + v * L;
-                Eigen::internal::pstoreu(
-                    d, Eigen::internal::padd(Eigen::internal::ploadu<Packet>(d), *sums_in[v]));
-              }
+            size_t taps = 0;
+            for (int64_t t = ctx.col_start[ox]; t < ctx.col_start[ox + 1]; ++t, ++taps) {
+              src[taps] = irow + ctx.col_ix[t] * c;
+              wts[taps] = krow + ctx.col_kx[t] * c;
             }
-            for (; f + L <= c; f += L) {
-              Packet a = Eigen::internal::pset1<Packet>(T(0));
-              for (int64_t t = t0; t < t1; ++t) {
-                a = Eigen::internal::pmadd(
-                    Eigen::internal::ploadu<Packet>(irow + ctx.col_ix[t] * c + f),
-                    Eigen::internal::ploadu<Packet>(krow + ctx.col_kx[t] * c + f), a);
-              }
-              Eigen::internal::pstoreu(
-                  dst + f, Eigen::internal::padd(Eigen::internal::ploadu<Packet>(dst + f), a));
-            }
-            for (; f < c; ++f) {
-              T a = T(0);
-              for (int64_t t = t0; t < t1; ++t) {
-                a = std::fma(irow[ctx.col_ix[t] * c + f], krow[ctx.col_kx[t] * c + f], a);
-              }
-              dst[f] += a;
-            }
+            TapSums<T, true>(src.data(), wts.data(), taps, c, sums + (oy * p.out_w + ox) * c);
           }
         }
       }
