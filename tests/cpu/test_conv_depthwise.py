@@ -20,16 +20,22 @@ def _out_size(size, k, stride, pad, dilation, lhs_dilation):
     return (lhs_dilation * (size - 1) + 1 + sum(pad) - dilation * (k - 1) - 1) // stride + 1
 
 
-def _hlo(dtype, n, h, w, c, k, stride, pad, dilation, lhs_dilation, labels):
-    oh = _out_size(h, k, stride, pad, dilation, lhs_dilation)
-    ow = _out_size(w, k, stride, pad, dilation, lhs_dilation)
-    window = f"size={k}x{k} pad={pad[0]}_{pad[1]}x{pad[0]}_{pad[1]}"
+def _window(kh, kw, stride, pad, dilation, lhs_dilation):
+    """The window attribute: the same stride, padding and dilations along both dimensions."""
+    window = f"size={kh}x{kw} pad={pad[0]}_{pad[1]}x{pad[0]}_{pad[1]}"
     if stride > 1:
         window += f" stride={stride}x{stride}"
     if lhs_dilation > 1:
         window += f" lhs_dilate={lhs_dilation}x{lhs_dilation}"
     if dilation > 1:
         window += f" rhs_dilate={dilation}x{dilation}"
+    return window
+
+
+def _hlo(dtype, n, h, w, c, k, stride, pad, dilation, lhs_dilation, labels):
+    oh = _out_size(h, k, stride, pad, dilation, lhs_dilation)
+    ow = _out_size(w, k, stride, pad, dilation, lhs_dilation)
+    window = _window(k, k, stride, pad, dilation, lhs_dilation)
     if labels == "nchw":
         xs, ks, os_ = (n, c, h, w), (c, 1, k, k), (n, c, oh, ow)
         dl = "bf01_oi01->bf01"
@@ -105,13 +111,7 @@ def _filter_hlo(dtype, n, h, w, c, gh, gw, stride, pad, dilation, lhs_dilation, 
     input features (f01b), the output gradient as the kernel (i01o), the
     layer's features as batch groups of one entry."""
     s = lambda d: ",".join(map(str, d))  # noqa: E731
-    window = f"size={gh}x{gw} pad={pad[0]}_{pad[1]}x{pad[0]}_{pad[1]}"
-    if stride > 1:
-        window += f" stride={stride}x{stride}"
-    if dilation > 1:
-        window += f" rhs_dilate={dilation}x{dilation}"
-    if lhs_dilation > 1:
-        window += f" lhs_dilate={lhs_dilation}x{lhs_dilation}"
+    window = _window(gh, gw, stride, pad, dilation, lhs_dilation)
     return (f"HloModule dwf\nENTRY e {{\n  x = {dtype}[{s((n, h, w, c))}] parameter(0)\n"
             f"  g = {dtype}[{s((n, gh, gw, c))}] parameter(1)\n"
             f"  ROOT c = {dtype}[{s((kh, kw, 1, c))}] convolution(x, g), window={{{window}}}, "
