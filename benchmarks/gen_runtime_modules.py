@@ -194,9 +194,6 @@ def mlp_train(dtype_name="f32"):
 
 def dot(kind):
     jax, jnp = _jax()
-    if kind == "3d":
-        return ((lambda x, w: conv(x, w, ("NDHWC", "DHWIO", "NDHWC"))),
-                (_sds(2, 16, 32, 32, 16), _sds(3, 3, 3, 16, 32)))
     if kind == "s8":
         fn = lambda a, b: jax.lax.dot(a, b, preferred_element_type=jnp.int32)  # noqa: E731
         return fn, (_sds(512, 512, dtype=jnp.int8), _sds(512, 512, dtype=jnp.int8))
