@@ -63,11 +63,12 @@ CASES = {
     # no variant's width: im2col and the GEMM
     "20_features": (2, 8, 8, 8, 3, 20, 1, (1, 1), 1),
     "80_features": (1, 6, 7, 4, 3, 80, 1, (1, 1), 1),
-    # at most 512 output pixels and 2^23 multiply-adds or more: every im2col
+    # at most 1024 output pixels and 2^23 multiply-adds or more: every im2col
     # row, then one product of the runtime's matmul (AVX-512; FewPixelsProduct)
     "few_pixels_batch1": (1, 14, 14, 256, 3, 256, 1, (1, 1), 1),
     "few_pixels_dilated": (2, 12, 11, 160, 3, 160, 1, (2, 2), 2),
     "few_pixels_strided": (1, 30, 33, 96, 3, 256, 2, (0, 1), 1),
+    "few_pixels_784": (1, 28, 28, 128, 3, 128, 1, (1, 1), 1),
 }
 
 
