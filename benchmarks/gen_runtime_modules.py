@@ -42,7 +42,8 @@ writes the same bytes). The workloads, f32 unless named:
   s32) 3x3 on [8, 56, 56, 64] to 64, ``conv_depthwise`` 3x3 with one
   feature per group on [8, 56, 56, 128], ``conv_depthwise_grads`` that
   layer with both of its gradients (jax.vjp), ``conv3d`` NDHWC x DHWIO
-  3x3x3 on [2, 16, 32, 32, 16] to 32 features;
+  3x3x3 on [2, 16, 32, 32, 16] to 32 features, ``conv_batch1`` 3x3 on [1,
+  14, 14, 256] to 256 (a late layer at inference);
 - ``softmax_<type>_<size>``, ``layernorm_<type>_<size>``,
   ``gelu_<type>_<size>``: ``jax.nn.softmax`` over the last axis, the
   layernorm above (with scale and offset) and ``jax.nn.gelu`` (its default
@@ -232,6 +233,8 @@ def conv_form(kind):
                 (_sds(16, 1024, 256), _sds(5, 256, 256)))
     if kind == "bf16":
         return conv, (_sds(8, 56, 56, 64, dtype=jnp.bfloat16), _sds(3, 3, 64, 64, dtype=jnp.bfloat16))
+    if kind == "batch1":
+        return conv, (_sds(1, 14, 14, 256), _sds(3, 3, 256, 256))
     if kind == "3d":
         return ((lambda x, w: conv(x, w, ("NDHWC", "DHWIO", "NDHWC"))),
                 (_sds(2, 16, 32, 32, 16), _sds(3, 3, 3, 16, 32)))
@@ -297,6 +300,7 @@ CATALOG = {
     "conv_depthwise": lambda: conv_form("depthwise"),
     "conv_depthwise_grads": lambda: conv_form("depthwise_grads"),
     "conv3d": lambda: conv_form("3d"),
+    "conv_batch1": lambda: conv_form("batch1"),
 }
 CATALOG.update({
     f"{kind}_{t}_{size}": (lambda kind=kind, t=t, size=size: memory_bound(kind, t, size))
