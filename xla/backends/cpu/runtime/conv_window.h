@@ -1,11 +1,13 @@
 // What the convolution units of an ISA variant (convolution.cc,
-// convolution_depthwise.cc) share: where a window tap reads, the variant's
-// widest vector of T, and the depthwise entry points convolution.cc's
-// conv2d hands its depthwise layers to. Included only by variant units.
+// convolution_filter.cc, convolution_depthwise.cc) share: where a window
+// tap reads, a grid cursor and im2col's copies, the variant's widest
+// vector of T, and the depthwise entry points convolution.cc's conv2d
+// hands its depthwise layers to. Included only by variant units.
 #ifndef XLA_BACKENDS_CPU_RUNTIME_CONV_WINDOW_H_
 #define XLA_BACKENDS_CPU_RUNTIME_CONV_WINDOW_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "xla/backends/cpu/runtime/isa_variant.h"
 
@@ -21,6 +23,43 @@ inline int64_t SourceIndex(int64_t pos, int64_t dilation, int64_t size) {
     pos /= dilation;
   }
   return pos < size ? pos : -1;
+}
+
+// (b, y, x) of consecutive indices of a [batch, h, w] grid, stepped
+// without the divisions that recomputing them per index costs.
+struct GridCursor {
+  int64_t h, w, b, y, x;
+  GridCursor(int64_t index, int64_t h_, int64_t w_)
+      : h(h_), w(w_), b(index / (h_ * w_)), y((index / w_) % h_), x(index % w_) {}
+  void Next() {
+    if (++x == w) {
+      x = 0;
+      if (++y == h) {
+        y = 0;
+        ++b;
+      }
+    }
+  }
+};
+
+// im2col's copies: runs of a few features (8 f32 per tap in a first
+// layer), too short for a memmove call to pay; fixed 32-byte pieces
+// compile to vector moves.
+template <typename T>
+inline void CopyRun(const T* src, int64_t n, T* dst) {
+  constexpr int64_t kStep = 32 / sizeof(T);
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep) std::memcpy(dst + i, src + i, 32);
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+template <typename T>
+inline void FillRun(T* dst, int64_t n) {
+  constexpr int64_t kStep = 32 / sizeof(T);
+  static const T kZeros[kStep] = {};
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep) std::memcpy(dst + i, kZeros, 32);
+  for (; i < n; ++i) dst[i] = T(0);
 }
 
 // The variant's widest packet of T (Eigen's), and its lanes.
