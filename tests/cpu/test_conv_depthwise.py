@@ -170,3 +170,25 @@ def test_depthwise_kernel_gradient_matches_numpy(case):
     # the interpreter (the reference semantics of batch groups) agrees
     ref = np.asarray(xla.compile(parse_hlo_module(text), "interpreter").execute(x, g))
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.sqrt(n * gh * gw))
+
+
+def test_same_bits_at_any_thread_count():
+    # A layer and its kernel gradient large enough to split over the pool
+    # (the gradient's images in chunks, summed in chunk order).
+    from xla import _core
+    layer, xs, ks, _ = _hlo("f32", 4, 20, 20, 96, 3, 1, (1, 1), 1, 1, "nhwc")
+    grad = _filter_hlo("f32", 16, 20, 20, 96, 20, 20, 1, (1, 1), 1, 1, 3, 3)
+    rng = np.random.default_rng(7)
+    cases = [(layer, [rng.standard_normal(xs), rng.standard_normal(ks)]),
+             (grad, [rng.standard_normal((16, 20, 20, 96)), rng.standard_normal((16, 20, 20, 96))])]
+    for text, args in cases:
+        args = [a.astype(np.float32) for a in args]
+        exe = xla.compile(parse_hlo_module(text), "cpu")
+        bits = []
+        try:
+            for threads in (1, 2, 3):
+                _core.set_cpu_runtime_num_threads(threads)
+                bits.append(np.asarray(exe.execute(*args)).tobytes())
+        finally:
+            _core.set_cpu_runtime_num_threads(0)
+        assert bits[0] == bits[1] == bits[2]

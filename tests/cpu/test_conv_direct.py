@@ -86,3 +86,23 @@ def test_convolution_matches_numpy(case):
     want = _numpy_conv(x, kern, stride, pad, dilation, out_hw)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_few_pixels_product_has_the_same_bits_at_any_thread_count():
+    # One matmul split along the output features by the pool's thread count
+    # (FewPixelsProduct): every element is the same sum whatever the split.
+    from xla import _core
+    text, _ = _conv_hlo(*CASES["few_pixels_batch1"])
+    n, h, w, cin, k, cout = CASES["few_pixels_batch1"][:6]
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((n, h, w, cin)).astype(np.float32)
+    kern = rng.standard_normal((k, k, cin, cout)).astype(np.float32)
+    exe = xla.compile(parse_hlo_module(text), "cpu")
+    bits = []
+    try:
+        for threads in (1, 2, 3):
+            _core.set_cpu_runtime_num_threads(threads)
+            bits.append(np.asarray(exe.execute(x, kern)).tobytes())
+    finally:
+        _core.set_cpu_runtime_num_threads(0)
+    assert bits[0] == bits[1] == bits[2]
