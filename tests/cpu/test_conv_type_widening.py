@@ -1,6 +1,8 @@
 """bf16, f16 and narrow-integer convolutions on the CPU run in f32 or f64
 through the runtime's conv2d (``convolution-type-widening``, with the CPU's
-rule ``layout_constraints.widened_conv2d``) and give XLA:CPU's results:
+rule ``layout_constraints.widened_conv2d``), s8 x s8 -> s32 ones as an s8
+im2col matrix and the runtime's s8 product (``convolution-im2col`` with
+``native``), and give XLA:CPU's results:
 JAX-lowered programs with jax's arguments and results
 (fixtures/narrow_convs_jax.npz, written by gen_narrow_convs_jax.py)."""
 import ml_dtypes
@@ -15,18 +17,19 @@ from xla.tools.arrays import flatten_result
 DATA, NAMES = load("narrow_convs_jax.npz")
 
 # program: (conv2d calls in f32, in f64; kernel-gradient calls in f32, of
-# depthwise kernel gradients in f32)
+# depthwise kernel gradients in f32; s8 products)
 RUNTIME_CALLS = {
-    "bf16_same": (1, 0, 0, 0),
-    "bf16_strided_groups": (1, 0, 0, 0),
-    "bf16_to_f32": (1, 0, 0, 0),
-    "bf16_grads": (2, 0, 1, 0),   # the layer and its input gradient; the kernel gradient
-    "bf16_depthwise_grads": (2, 0, 0, 1),
-    "f16_conv1d_dilated": (1, 0, 0, 0),
-    "f16_nchw": (1, 0, 0, 0),
-    "s8_to_s32": (1, 0, 0, 0),
-    "s8_to_s32_deep": (0, 1, 0, 0),
-    "u8_to_s32": (1, 0, 0, 0),
+    "bf16_same": (1, 0, 0, 0, 0),
+    "bf16_strided_groups": (1, 0, 0, 0, 0),
+    "bf16_to_f32": (1, 0, 0, 0, 0),
+    "bf16_grads": (2, 0, 1, 0, 0),   # the layer and its input gradient; the kernel gradient
+    "bf16_depthwise_grads": (2, 0, 0, 1, 0),
+    "f16_conv1d_dilated": (1, 0, 0, 0, 0),
+    "f16_nchw": (1, 0, 0, 0, 0),
+    # s8 x s8 -> s32: im2col in s8 and the runtime's s8 product, not widened
+    "s8_to_s32": (0, 0, 0, 0, 1),
+    "s8_to_s32_deep": (0, 0, 0, 0, 1),
+    "u8_to_s32": (1, 0, 0, 0, 0),
 }
 
 
@@ -44,15 +47,16 @@ def test_narrow_convolution_runs_in_the_runtime(name):
     text, args, want = program(DATA, name)
     args, want = [_typed(a) for a in args], [_typed(w) for w in want]
     exe = xla.compile(parse_hlo_module(text), "cpu")
-    f32, f64, filt, depthwise_filt = RUNTIME_CALLS[name]
+    f32, f64, filt, depthwise_filt, s8 = RUNTIME_CALLS[name]
     assert exe.ir_text.count('call void @"__xla_cpu_conv2d_f32"') == f32
     assert exe.ir_text.count('call void @"__xla_cpu_conv2d_f64"') == f64
     assert exe.ir_text.count('call void @"__xla_cpu_conv2d_filter_f32"') == filt
     assert exe.ir_text.count('call void @"__xla_cpu_conv2d_depthwise_filter_f32"') == \
         depthwise_filt
+    assert exe.ir_text.count('call void @"__xla_cpu_matmul_s8_s32"') == s8
     # no convolution is left to the generator's loops
     assert all(i.operands[0].shape.element_type.text in ("f32", "f64")
-               for i in exe.module.entry.instructions if i.opcode == "convolution")
+               for i in exe.module.all_instructions() if i.opcode == "convolution")
     got = [np.asarray(g) for g in flatten_result(exe.execute(*args))]
     assert len(got) == len(want)
     for g, w in zip(got, want):

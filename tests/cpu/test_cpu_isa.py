@@ -122,7 +122,10 @@ VARIANT_CHECK = """
     import ml_dtypes
     s8 = ctypes.CFUNCTYPE(None, *args)(symbols["__xla_cpu_matmul_s8_s32"])
     bf16 = ctypes.CFUNCTYPE(None, *args)(symbols["__xla_cpu_matmul_bf16_f32"])
-    for batch, m, k, n in shapes + [(1, 67, 67, 67), (2, 9, 1030, 41), (1, 5, 0, 3)]:
+    # (and, run transposed into a buffer: many rows and at most 64 columns)
+    for batch, m, k, n in shapes + [(1, 67, 67, 67), (2, 9, 1030, 41), (1, 5, 0, 3),
+                                    (1, 300, 40, 24), (1, 1030, 67, 64), (1, 200, 9, 2),
+                                    (1, 4100, 20, 3)]:   # blocks of 2048 rows
         for tl in (0, 1):
             for tr in (0, 1):
                 what = f"{batch}x{m}x{k}x{n} tl={tl} tr={tr}"

@@ -130,3 +130,25 @@ def test_accepts_decides_and_applies_ignores_the_types():
     # 9 rows x 8 columns: 144 bytes at bf16, 288 at f32
     assert applies(conv, max_bytes=144) and not applies(conv, max_bytes=287,
                                                           element_type=PrimitiveType.F32)
+
+
+def test_native_s8_products_keep_the_operand_type():
+    s8 = SMALL.replace("f32[1,4,4,2]", "s8[1,4,4,2]").replace("f32[2,2,2,3]", "s8[2,2,2,3]") \
+        .replace("f32[1,3,3,3]", "s32[1,3,3,3]")
+    assert not run_pass(ConvolutionIm2Col(), s8)[1]   # without native: left alone
+    module, changed = run_pass(ConvolutionIm2Col(native=(("s8", "s32"),)), s8)
+    assert changed and "convolution" not in opcodes(module)
+    types = {i.opcode: (i.shape.element_type.text, tuple(o.shape.element_type.text
+                                                         for o in i.operands))
+             for i in module.entry.instructions if i.opcode in ("slice", "concatenate", "dot")}
+    assert types["slice"][0] == types["concatenate"][0] == "s8"
+    assert types["dot"] == ("s32", ("s8", "s8"))
+    rng = np.random.default_rng(0)
+    x = rng.integers(-128, 128, (1, 4, 4, 2)).astype(np.int8)
+    w = rng.integers(-128, 128, (2, 2, 2, 3)).astype(np.int8)
+    want = np.asarray(xla.compile(s8, "interpreter").execute(x, w))
+    got = np.asarray(xla.compile(module.to_text(), "interpreter").execute(x, w))
+    np.testing.assert_array_equal(got, want)
+    # s8 -> s8 (the product's type differs): not native
+    assert not run_pass(ConvolutionIm2Col(native=(("s8", "s32"),)),
+                        s8.replace("s32[1,3,3,3]", "s8[1,3,3,3]"))[1]

@@ -28,7 +28,11 @@ Exactly the convolution's sums, in another order (a GEMM's). It applies to
 f32 and f64 convolutions without batch groups whose im2col matrix holds at
 most ``max_bytes`` (default 1 GiB; the input is read K times into it), with
 at least two input features per group (depthwise convolutions stay as
-they are: K-long dots are no work for a GEMM), and where given, that
+they are: K-long dots are no work for a GEMM), or, with ``native`` (pairs
+of an operand type and a result type, e.g. ``(("s8", "s32"),)``: the
+products a backend multiplies in their own type), to convolutions of two
+such operands and that result (the slices and the im2col matrix in the
+operand type, one byte per element for s8), and where given, that
 ``accepts(conv)`` says so (the CPU: only convolutions its runtime's conv2d
 does not take, ``layout_constraints.im2col_conv``: 3-D ones).
 Everything else is left alone. The slices and the concatenate fuse into one kernel; the dot goes
@@ -92,23 +96,29 @@ def applies(conv, max_bytes=DEFAULT_MAX_BYTES, element_type=None):
 class ConvolutionIm2Col(OpExpanderPass):
     name = "convolution-im2col"
 
-    def __init__(self, max_bytes=DEFAULT_MAX_BYTES, accepts=None):
+    def __init__(self, max_bytes=DEFAULT_MAX_BYTES, accepts=None, native=()):
         super().__init__()
         self.max_bytes = max_bytes
         self.accepts = accepts
+        self.native = dict(native)
 
     def matches(self, conv):
         et = conv.shape.element_type if conv.shape.is_array else None
-        if et is None or et.text not in ("f32", "f64") or not all(
-                o.shape.is_array and o.shape.element_type is et for o in conv.operands):
+        if et is None or len(conv.operands) != 2 or not all(o.shape.is_array for o in conv.operands):
             return False
-        return applies(conv, self.max_bytes) and (self.accepts is None or self.accepts(conv))
+        lhs, rhs = (o.shape.element_type for o in conv.operands)
+        if not (et.text in ("f32", "f64") and lhs is et and rhs is et) and not (
+                lhs is rhs and self.native.get(lhs.text) == et.text):
+            return False
+        return (applies(conv, self.max_bytes, element_type=lhs)
+                and (self.accepts is None or self.accepts(conv)))
 
     def expand(self, b, conv):
         x, w = conv.operands
         dn, window = conv.attr("dim_labels"), conv.attr("window")
         dims = window.dimensions if window is not None else ()
         et = conv.shape.element_type
+        xet = x.shape.element_type   # the im2col matrix's (s8 for a native s8 product)
         groups = int(conv.attr("feature_group_count", 1) or 1)
         nsp = len(dims)
         # 1. [N, S1..Sd, C] and [K1..Kd, C/G, F], the kernel read backwards where reversed.
@@ -129,8 +139,8 @@ class ConvolutionIm2Col(OpExpanderPass):
         if any(p != (0, 0, 0) for p in config):
             padded_dims = [n] + [(s - 1) * d.base_dilation + 1 + d.padding_low + d.padding_high
                                  for s, d in zip(spatial, dims)] + [c]
-            zero = b.constant(0, et)
-            xt = b.add("pad", Shape.array(et, padded_dims), [xt, zero], padding=tuple(config))
+            zero = b.constant(0, xet)
+            xt = b.add("pad", Shape.array(xet, padded_dims), [xt, zero], padding=tuple(config))
         # 3-4. one strided slice per window offset, concatenated along the features.
         slices = []
         for offsets in itertools.product(*[range(k) for k in ksizes]):
@@ -142,10 +152,10 @@ class ConvolutionIm2Col(OpExpanderPass):
             trivial = all(s.start == 0 and s.stride == 1 and s.limit == size
                           for s, size in zip(box, xt.shape.dimensions))
             slices.append(xt if trivial else
-                          b.add("slice", Shape.array(et, [n, *out, c]), [xt], slice=tuple(box)))
+                          b.add("slice", Shape.array(xet, [n, *out, c]), [xt], slice=tuple(box)))
         taps = len(slices)
         cols = slices[0] if taps == 1 else b.add(
-            "concatenate", Shape.array(et, [n, *out, taps * c]), slices, dimensions=(nsp + 1,))
+            "concatenate", Shape.array(xet, [n, *out, taps * c]), slices, dimensions=(nsp + 1,))
         m = n * math.prod(out)
         # 5. the product, per group.
         if groups == 1:

@@ -30,7 +30,8 @@ convolutions in f32 or f64, the same rules, where the runtime's conv2d then
 takes them: ``layout_constraints.widened_conv2d``),
 ``convolution-im2col`` for the convolutions the runtime's conv2d does not
 take (3-D ones: a GEMM over their windows instead of a loop per output
-element; ``layout_constraints.im2col_conv``) and a
+element; ``layout_constraints.im2col_conv``) and for s8 x s8 -> s32 ones,
+whose product the runtime's s8 matmul computes (``native_im2col``), and a
 layout assignment that gives ``fft`` and the collectives row-major operands
 and results and convolutions the orders the runtime's conv2d reads (NHWC/HWIO, or
 for a kernel gradient the order JAX gives it; copies around them where the module says otherwise: ``layout_constraints.py``),
@@ -96,7 +97,8 @@ def cpu_pipeline(**options):
                                       make_pass("convolution-type-widening",
                                                 accepts=layout_constraints.widened_conv2d),
                                       make_pass("convolution-im2col",
-                                                accepts=layout_constraints.im2col_conv)]
+                                                accepts=layout_constraints.im2col_conv,
+                                                native=layout_constraints.NATIVE_IM2COL_TYPES)]
     layout = _index(pipeline, "layout-assignment")
     # The dots the tiled kernel reads with strides keep the layouts
     # strided-dot-layouts chose (a transposed bitcast of another operand
