@@ -926,15 +926,34 @@ struct TransposeContext {
   int64_t m, n;
 };
 
+void TransposeRows(void* ctx_ptr, int64_t begin, int64_t end);
+
+// Tasks of 16 dst rows each (the last one shorter).
+void TransposeRows16(void* ctx_ptr, int64_t begin, int64_t end) {
+  const auto& c = *static_cast<const TransposeContext*>(ctx_ptr);
+  TransposeRows(ctx_ptr, begin * 16, std::min(end * 16, c.m));
+}
+
+// dst rows [begin, end): 16 x 16 tiles through registers (the 32-bit lanes
+// moved as floats, bits unchanged), the rest element by element.
 void TransposeRows(void* ctx_ptr, int64_t begin, int64_t end) {
   const auto& c = *static_cast<const TransposeContext*>(ctx_ptr);
-  constexpr int64_t kBlock = 64;   // rows of dst per block: src's lines reused
-  for (int64_t i0 = begin; i0 < end; i0 += kBlock) {
-    const int64_t i1 = std::min(end, i0 + kBlock);
-    for (int64_t j = 0; j < c.n; ++j) {
-      const int32_t* s = c.src + j * c.m;
-      for (int64_t i = i0; i < i1; ++i) c.dst[i * c.n + j] = s[i];
+  const int64_t full_j = c.n / 16 * 16;
+  int64_t i0 = begin;
+  for (; i0 + 16 <= end; i0 += 16) {
+    for (int64_t j0 = 0; j0 < full_j; j0 += 16) {
+      __m512 t[16];   // t[q]: dst row i0 + q, columns j0..j0 + 15
+      packed_gemm::Transpose16(reinterpret_cast<const float*>(c.src + j0 * c.m + i0), c.m, 16, t);
+      for (int q = 0; q < 16; ++q) {
+        _mm512_storeu_ps(reinterpret_cast<float*>(c.dst + (i0 + q) * c.n + j0), t[q]);
+      }
     }
+    for (int64_t j = full_j; j < c.n; ++j) {
+      for (int64_t i = i0; i < i0 + 16; ++i) c.dst[i * c.n + j] = c.src[j * c.m + i];
+    }
+  }
+  for (int64_t i = i0; i < end; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) c.dst[i * c.n + j] = c.src[j * c.m + i];
   }
 }
 #endif
@@ -959,7 +978,7 @@ void MatmulS8S32(const int8_t* lhs, const int8_t* rhs, int32_t* out, int64_t bat
       MatmulS8S32(rhs, lhs + i0 * k, transposed.data(), 1, n, k, rows, !transpose_rhs,
                   !transpose_lhs);
       TransposeContext ctx{transposed.data(), out + i0 * n, rows, n};
-      __xla_cpu_parallel_for(&TransposeRows, &ctx, rows, std::max<int64_t>(64, rows / 64));
+      __xla_cpu_parallel_for(&TransposeRows16, &ctx, (rows + 15) / 16, 8);
     }
     return;
   }
