@@ -61,12 +61,20 @@ def _reshape(b, x, dims):
     return b.add("reshape", Shape.array(x.shape.element_type, list(dims)), [x])
 
 
+def native_product(conv, native):
+    """Whether convolution ``conv`` has two operands of one type that
+    ``native`` (pairs of an operand type and a result type) pairs with its
+    result type: the rewrite keeps their type (s8 x s8 -> s32)."""
+    lhs, rhs = (o.shape.element_type for o in conv.operands)
+    return lhs is rhs and dict(native).get(lhs.text) == conv.shape.element_type.text
+
+
 def applies(conv, max_bytes=DEFAULT_MAX_BYTES, element_type=None):
     """Whether the rewrite takes convolution ``conv`` but for its element
-    types (which must be f32 or f64, all three): no batch groups, at least
-    two input features per feature group, positive strides and
-    dilations, no empty array, an im2col matrix of at most ``max_bytes``
-    in ``element_type`` (default: the result's)."""
+    types (f32 or f64 throughout, or a ``native_product``): no batch
+    groups, at least two input features per feature group, positive
+    strides and dilations, no empty array, an im2col matrix of at most
+    ``max_bytes`` in ``element_type`` (default: the result's)."""
     if conv.opcode != "convolution" or len(conv.operands) != 2 or not conv.shape.is_array:
         return False
     dn, window = conv.attr("dim_labels"), conv.attr("window")
@@ -107,8 +115,8 @@ class ConvolutionIm2Col(OpExpanderPass):
         if et is None or len(conv.operands) != 2 or not all(o.shape.is_array for o in conv.operands):
             return False
         lhs, rhs = (o.shape.element_type for o in conv.operands)
-        if not (et.text in ("f32", "f64") and lhs is et and rhs is et) and not (
-                lhs is rhs and self.native.get(lhs.text) == et.text):
+        if not (et.text in ("f32", "f64") and lhs is et and rhs is et) and not native_product(
+                conv, self.native):
             return False
         return (applies(conv, self.max_bytes, element_type=lhs)
                 and (self.accepts is None or self.accepts(conv)))

@@ -18,8 +18,9 @@ only drop terms).
   else in s32.
 
 ``accepts(instr, wide)``, when given, says whether the backend computes
-``instr`` faster in type ``wide`` (the CPU: where its runtime's conv2d
-takes the widened convolution, ``layout_constraints.widened_conv2d``);
+``instr`` faster in type ``wide`` (the CPU: where its runtime's conv2d or
+``convolution-im2col`` takes the widened convolution, and not s8 x s8 ->
+s32 ones, which im2col keeps in s8: ``layout_constraints.widened_conv2d``);
 a convolution it refuses is left as it is.
 """
 import math

@@ -2,11 +2,10 @@
 loop per output element.
 
 Fast path (an instruction emitter): f32/f64 convolutions whose operands
-and result have the result's element type, no batch groups (but a depthwise
-kernel gradient's), no window
-reversal (the pipeline's ``convolution-reversal-expander`` reverses the
-kernel instead), one or two spatial dimensions, and buffers stored as the runtime
-reads them (any dim_labels: the CPU's layout assignment arranges the
+and result have the result's element type, no batch groups (but a
+depthwise kernel gradient's), no window reversal (the pipeline's
+``convolution-reversal-expander`` reverses the kernel instead), one or two
+spatial dimensions, and buffers stored as the runtime reads them (any dim_labels: the CPU's layout assignment arranges the
 physical orders of ``layout_constraints.conv2d_form``) become one call to
 ``__xla_cpu_conv2d_f32/f64`` (input NHWC, kernel HWIO, output NHWC) or
 ``__xla_cpu_conv2d_filter_f32/f64`` (a kernel gradient's order: input
