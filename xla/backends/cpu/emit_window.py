@@ -28,11 +28,13 @@ from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, convert_register,
-                                         register_generator, register_instruction, unsupported)
+                                         register_generator, register_instruction,
+                                         register_root_kernel, unsupported)
 from xla.backends.cpu.llvm_types import constant, load_element, register_type, round_result, store_element
 from xla.backends.cpu.reduction_emitter import narrow_float_accumulation
 from xla.backends.cpu.loop_emitter import i64
 from xla.hlo.attributes import WindowDimension
+from xla.hlo.shape import Shape
 
 I1 = ir.IntType(1)
 
@@ -154,10 +156,178 @@ def generate_reduce_window(g, h, index):
     return result[0] if n == 1 else result
 
 
-@register_instruction("reduce-window")
-def emit_reduce_window(me, h):
-    # A loop over the output, variadic (tuple-shaped) results included.
-    me.emit_loops(h, h)
+# ----- reduce-window as a running fold (cumsum) ----------------------------------------
+# Reducers a reverse scan may fold from the end: associative and
+# commutative, exactly on integers and pred; on floats up to the rounding
+# of a regrouped sum or product (XLA leaves reduce-window's order
+# unspecified; its own CPU result differs from the in-order fold too).
+_ORDER_FREE = frozenset(["add", "multiply", "maximum", "minimum", "and", "or", "xor"])
+_FLOAT_ORDER_FREE = frozenset(["add", "multiply", "maximum", "minimum"])
+
+
+def _order_free(comp, element_type):
+    root = comp.root_instruction
+    params = [i for i in comp.instructions if i.opcode == "parameter"]
+    if not (len(params) == 2 and {id(o) for o in root.operands} == {id(p) for p in params}):
+        return False
+    if element_type.is_integer or element_type.is_pred:
+        return root.opcode in _ORDER_FREE
+    return element_type.is_float and root.opcode in _FLOAT_ORDER_FREE
+
+
+def prefix_scan(root):
+    """(dimension, reverse) where reduce-window ``root`` is an inclusive scan
+    along ``dimension``: output ``i`` folds the whole prefix ``x[0..i]``
+    (window at least the dimension's size, ``size - 1`` low padding, stride
+    1, no dilation; every other dimension a window of 1), or with
+    ``reverse`` the suffix ``x[i..]`` (the padding high) where the fold is
+    order-free (``_order_free``). Else None.
+
+    As a generator each output folds its whole window: jnp.cumsum of
+    f64[1024, 4096] as JAX lowers it took 4.3 s here (XLA:CPU 24 ms). The
+    forward scan is out[i] = f(out[i - 1], x[i]) with out[-1] = the init
+    value, the very fold the window computes (padding is skipped, not
+    combined), so the bits are the generator's. The reverse scan is
+    out[i] = f(x[i], out[i + 1]): the same bits on integers and pred, a
+    regrouped fold on floats (``_ORDER_FREE``; as a generator, jax.lax.cumsum
+    with reverse=True of f32[512, 2048] took 540 ms, XLA:CPU 2.2 ms)."""
+    if root.opcode != "reduce-window" or not root.shape.is_array and not root.shape.is_tuple:
+        return None
+    n = len(root.operands) // 2
+    in_shape = root.operands[0].shape
+    found = None
+    for d, wd in enumerate(window_dimensions(root, in_shape.rank)):
+        if wd.stride != 1 or wd.window_dilation != 1 or wd.base_dilation != 1 or wd.window_reversal:
+            return None
+        if wd.size == 1 and wd.padding_low == 0 and wd.padding_high == 0:
+            continue
+        size = in_shape.dimensions[d]
+        if found is not None or size < 2 or wd.size < size:
+            return None
+        if wd.padding_low == wd.size - 1 and wd.padding_high == 0:
+            found = (d, False)
+        elif (wd.padding_high == wd.size - 1 and wd.padding_low == 0 and n == 1
+              and _order_free(root.attr("to_apply"), in_shape.element_type)):
+            found = (d, True)
+        else:
+            return None
+    return found
+
+
+def _exact_in_memory(element_type):
+    """Whether a stored element reads back as the register value that was
+    stored (no rounding of an excess-precision value, no packing)."""
+    return element_type.bits >= 8 and not element_type.is_narrow_float and \
+        not element_type.is_pred and not element_type.is_complex
+
+
+def emit_scan(me, h, root, fusion=None):
+    """Reduce-window ``root`` (``h`` itself or the root of fusion ``h``) as a
+    running fold along its scan dimension (``prefix_scan``). Where the
+    dimension is the layout's minor one (or everything minor to it has size
+    1), each row is one loop with the accumulators in registers, rows split
+    across threads. Otherwise the loop over the scan dimension runs outside
+    the dimensions minor to it, each step reading the previous step's
+    outputs back (a vectorizable, streaming inner loop), where a stored
+    element is the accumulator exactly (``_exact_in_memory``); narrow
+    floats keep the first form (their sums accumulate in f32)."""
+    d, reverse = prefix_scan(root)
+    n = len(root.operands) // 2
+    inputs, inits = root.operands[:n], root.operands[n:]
+    outs = [(si, leaf) for si, leaf in h.shape.leaves() if leaf.is_array]
+    out_slices = [Slice(me.assignment.buffer(h, si)) for si, _ in outs]
+    slices = me.operand_slices(h) + out_slices
+    shape = outs[0][1]
+    size = shape.dimensions[d]
+    order = le.major_to_minor(shape)
+    pos = order.index(d)
+    comp = root.attr("to_apply")
+    wide = narrow_float_accumulation(comp, shape.element_type) if n == 1 else None
+    streaming = (any(shape.dimensions[e] > 1 for e in order[pos + 1:])
+                 and all(_exact_in_memory(leaf.element_type) for _, leaf in outs))
+    kernel = Kernel(me, me.unique(f"kernel.{h.name}"), slices)
+    kernel.root = h
+    g = ElementGenerator(me, kernel, fusion)
+    b = kernel.b
+    init_values = [g.value(i, []) for i in inits]
+    out_ptrs = [kernel.pointer(s) for s in out_slices]
+
+    def step(index, cur):
+        """The outputs at ``index`` from the accumulators ``cur``, stored."""
+        xs = [g.value(x, index) for x in inputs]
+        if wide is not None:
+            new = [(g.b.fadd if wide == "add" else g.b.fmul)(cur[0], xs[0])]
+            stored = [round_result(g.b, new[0], shape.element_type)]
+        elif reverse:
+            new = stored = [g.emitter.emit_scalar_computation(g.b, comp, xs + cur)]
+        else:
+            out = g.emitter.emit_scalar_computation(g.b, comp, cur + xs)
+            new = stored = list(out) if isinstance(out, (list, tuple)) else [out]
+        for v, ptr, (_, leaf) in zip(stored, out_ptrs, outs):
+            store_element(g.b, v, g.element_pointer(ptr, leaf, index), leaf.element_type)
+        return new
+
+    def position(i):
+        return b.sub(i64(size - 1), i, flags=("nsw",)) if reverse else i
+
+    if not streaming:
+        rows = Shape(shape.element_type, [1 if e == d else x for e, x in enumerate(shape.dimensions)],
+                     shape.layout)
+        accs = [kernel.alloca(v.type, name="acc") for v in init_values]
+
+        def row(index):
+            for a, v in zip(accs, init_values):
+                g.b.store(v, a)
+            saved = g.push_scope()
+            with le.for_loop(g.b, 0, size, name="scan") as i:
+                idx = list(index)
+                idx[d] = position(i)
+                cur = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
+                for a, v in zip(accs, step(idx, cur)):
+                    g.b.store(v, a)
+            g.pop_scope(saved)
+
+        split = shape.rank
+        le.loop_nest(b, rows, row, kernel.begin, kernel.end, name="row", split=split)
+        kernel.finish()
+        me.call_kernel(kernel, rows, work=shape.num_elements(), extent=le.outer_extent(rows, split))
+        return
+    major = Shape(shape.element_type, [x if e in order[:pos] else 1
+                                       for e, x in enumerate(shape.dimensions)], shape.layout)
+    minor = Shape(shape.element_type, [x if e in order[pos + 1:] else 1
+                                       for e, x in enumerate(shape.dimensions)], shape.layout)
+
+    def block(outer):
+        saved = g.push_scope()
+        with le.for_loop(g.b, 0, size, name="scan") as i:
+            k = position(i)
+            first = g.b.icmp_signed("==", i, i64(0))
+            previous = g.b.select(first, k, g.b.add(k, i64(1), flags=("nsw",)) if reverse
+                                  else g.b.sub(k, i64(1), flags=("nsw",)))
+
+            def element(inner):
+                idx = [inner[e] if e in order[pos + 1:] else outer[e] for e in range(shape.rank)]
+                idx[d] = k
+                prev = list(idx)
+                prev[d] = previous
+                loaded = [load_element(g.b, g.element_pointer(ptr, leaf, prev), leaf.element_type)
+                          for ptr, (_, leaf) in zip(out_ptrs, outs)]
+                cur = [g.b.select(first, v, x) for v, x in zip(init_values, loaded)]
+                step(idx, cur)
+
+            inner_saved = g.push_scope()
+            le.loop_nest(g.b, minor, element, name="col")
+            g.pop_scope(inner_saved)
+        g.pop_scope(saved)
+
+    split = max(1, pos)
+    le.loop_nest(b, major, block, kernel.begin, kernel.end, name="row", split=split)
+    kernel.finish()
+    me.call_kernel(kernel, major, work=shape.num_elements(), extent=le.outer_extent(major, split))
+
+
+# A loop over the output (variadic results included) unless it is a scan.
+register_root_kernel("reduce-window", lambda me, h, root: prefix_scan(root) is not None, emit_scan)
 
 
 # ----- select-and-scatter -------------------------------------------------------------
