@@ -52,6 +52,9 @@ writes the same bytes). The workloads, f32 unless named:
   Sizes by element count: ``256K`` (256 rows: a cache-resident working
   set), ``4M`` (4096 rows: 16 MB at f32, half the last-level cache here)
   and ``16M`` (16384 rows: 64 MB at f32, past any cache), f16 at 4M only;
+- ``cumsum_f32_4M`` and ``cumsum_axis0_f32_4M``: ``jnp.cumsum`` of
+  f32[4096, 1024] along its rows and along its columns (JAX lowers both
+  to a reduce-window over the whole prefix);
 - ``gelu_exact_<type>_4M``: ``jax.nn.gelu(x, approximate=False)`` (the
   erf form, PyTorch's default GELU; JAX lowers its erfc as polynomials
   and an exp) at f32 and bf16 on [4096, 1024].
@@ -271,6 +274,11 @@ def memory_bound(kind, dtype_name, size):
             (x, _sds(1024, dtype=dtype), _sds(1024, dtype=dtype)))
 
 
+def scan(axis):
+    _, jnp = _jax()
+    return (lambda x: jnp.cumsum(x, axis=axis)), (_sds(ROWS["4M"], 1024),)
+
+
 CATALOG = {
     "rmsnorm_residual": lambda: rmsnorm_residual("f32"),
     "rmsnorm_residual_bf16": lambda: rmsnorm_residual("bf16"),
@@ -306,6 +314,10 @@ CATALOG.update({
     f"{kind}_{t}_{size}": (lambda kind=kind, t=t, size=size: memory_bound(kind, t, size))
     for kind in ("softmax", "layernorm", "gelu") for t in ("f32", "bf16", "f16")
     for size in ROWS if t != "f16" or size == "4M"})
+CATALOG.update({
+    "cumsum_f32_4M": lambda: scan(-1),
+    "cumsum_axis0_f32_4M": lambda: scan(0),
+})
 CATALOG.update({f"gelu_exact_{t}_4M": (lambda t=t: memory_bound("gelu_exact", t, "4M"))
                 for t in ("f32", "bf16")})
 

@@ -35,13 +35,15 @@ def test_memory_bound_rows_need_both_the_bandwidth_fraction_and_the_speedup(goal
          workload("gelu bf16[4194304]", 1.0, numpy=9.0, jax=2.0, of_limit=0.79),
          workload("layernorm f32[4096,1024]", 1.0, numpy=9.0, jax=1.29, of_limit=0.9)],
         [module("rt_rmsnorm_residual", 1.0, xla=1.5, of_limit=0.92),
-         module("rt_softmax_bf16_4M", 1.0, xla=3.0, of_limit=0.46)])
+         module("rt_softmax_bf16_4M", 1.0, xla=3.0, of_limit=0.46),
+         module("rt_cumsum_axis0_f32_4M", 1.0, xla=1.2, of_limit=0.85)])
     of_limit = by_text(result, "memory-bound: >= 0.80")
     assert [n for n, _ in of_limit.short()] == ["gelu bf16[4194304]", "rt_softmax_bf16_4M"]
-    assert len(of_limit.rows) == 5
+    assert len(of_limit.rows) == 6
     vs_jax = by_text(result, "memory-bound: >= 1.30x")
-    assert [n for n, _ in vs_jax.short()] == ["layernorm f32[4096,1024]"]
-    assert len(vs_jax.rows) == 5
+    assert [n for n, _ in vs_jax.short()] == ["layernorm f32[4096,1024]",
+                                              "rt_cumsum_axis0_f32_4M"]
+    assert len(vs_jax.rows) == 6
 
 
 def test_a_dot_must_beat_the_faster_of_numpy_and_jax(goals):

@@ -221,6 +221,10 @@ def _exact_in_memory(element_type):
         not element_type.is_pred and not element_type.is_complex
 
 
+# Rows a row-by-row scan folds at once (where the rows divide by it).
+ROW_INTERLEAVE = 4
+
+
 def emit_scan(me, h, root, fusion=None):
     """Reduce-window ``root`` (``h`` itself or the root of fusion ``h``) as a
     running fold along its scan dimension (``prefix_scan``). Where the
@@ -271,20 +275,37 @@ def emit_scan(me, h, root, fusion=None):
         return b.sub(i64(size - 1), i, flags=("nsw",)) if reverse else i
 
     if not streaming:
-        rows = Shape(shape.element_type, [1 if e == d else x for e, x in enumerate(shape.dimensions)],
-                     shape.layout)
-        accs = [kernel.alloca(v.type, name="acc") for v in init_values]
+        # ROW_INTERLEAVE rows at a time where the next dimension divides
+        # by it: each row's fold is a chain of dependent operations (one
+        # add's latency per element), several rows' chains overlap.
+        others = [e for e in order if e != d and shape.dimensions[e] > 1]
+        e = others[-1] if others else None
+        ways = next((r for r in (ROW_INTERLEAVE, 2) if e is not None
+                     and shape.dimensions[e] % r == 0), 1)
+        rows = Shape(shape.element_type,
+                     [1 if k == d else x // ways if k == e else x
+                      for k, x in enumerate(shape.dimensions)], shape.layout)
+        accs = [[kernel.alloca(v.type, name="acc") for v in init_values] for _ in range(ways)]
 
         def row(index):
-            for a, v in zip(accs, init_values):
-                g.b.store(v, a)
+            indices = []
+            for r in range(ways):
+                idx = list(index)
+                if ways > 1:
+                    idx[e] = g.b.add(g.b.mul(index[e], i64(ways), flags=("nsw", "nuw")), i64(r),
+                                     flags=("nsw", "nuw"))
+                indices.append(idx)
+                for a, v in zip(accs[r], init_values):
+                    g.b.store(v, a)
             saved = g.push_scope()
             with le.for_loop(g.b, 0, size, name="scan") as i:
-                idx = list(index)
-                idx[d] = position(i)
-                cur = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
-                for a, v in zip(accs, step(idx, cur)):
-                    g.b.store(v, a)
+                k = position(i)
+                for idx, row_accs in zip(indices, accs):
+                    idx = list(idx)
+                    idx[d] = k
+                    cur = [g.b.load(a, typ=v.type) for a, v in zip(row_accs, init_values)]
+                    for a, v in zip(row_accs, step(idx, cur)):
+                        g.b.store(v, a)
             g.pop_scope(saved)
 
         split = shape.rank
