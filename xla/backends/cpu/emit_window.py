@@ -1,5 +1,6 @@
-"""Windowed ops: reduce-window (a generator) and select-and-scatter (an
-instruction emitter).
+"""Windowed ops: reduce-window (a generator, or as an inclusive scan a
+kernel of its own: ``emit_scan``) and select-and-scatter (an instruction
+emitter).
 
 Window semantics per dimension, as the interpreter defines them
 (``ops_window.py``): output position ``o`` and window offset ``k`` cover
