@@ -165,3 +165,62 @@ ENTRY %main (x: s32[100]) -> (s32[7], s32[7]) {
   ROOT %t = (s32[7], s32[7]) topk(%x), k=7, largest=true
 }
 """, args=[(np.arange(100, dtype=np.int32) * 37) % 11])
+
+
+def _topk_module(dims, k, largest="true", ty="f32", layout=""):
+    shape = f"{ty}[{','.join(map(str, dims))}]{layout}"
+    out = list(dims[:-1]) + [k]
+    return f"""
+HloModule topk_select
+ENTRY %main (x: {shape}) -> ({ty}[{','.join(map(str, out))}], s32[{','.join(map(str, out))}]) {{
+  %x = {shape} parameter(0)
+  ROOT %t = ({ty}[{','.join(map(str, out))}], s32[{','.join(map(str, out))}]) topk(%x), k={k}, largest={largest}
+}}
+"""
+
+
+def _stable_topk(x, k, largest):
+    """NumPy's stable order: descending (largest) or ascending, ties by the
+    lower index (no NaNs)."""
+    idx = np.argsort(-x if largest else x, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
+
+
+ROWS = np.random.default_rng(7).integers(-6, 7, (37, 300)).astype(np.float32)   # many ties
+
+
+@pytest.mark.parametrize("k,largest,rows", [
+    (16, True, ROWS), (16, False, ROWS), (1, True, ROWS), (32, True, ROWS),
+    (5, True, np.tile(np.arange(300, dtype=np.float32), (3, 1))),      # every element enters
+    (5, True, np.tile(np.arange(300, 0, -1, dtype=np.float32), (3, 1))),  # none after the first k
+    (19, False, ROWS[:, :20]),                                          # k = n - 1
+    (33, True, ROWS), (20, True, ROWS[:, :20]),                         # the sort: k > 32, k = n
+])
+def test_topk_selects_the_stable_first_k(k, largest, rows):
+    exe = check(_topk_module(rows.shape, k, "true" if largest else "false"), args=[rows])
+    values, indices = (np.asarray(a) for a in exe.execute(rows))
+    want_values, want_indices = _stable_topk(rows, k, largest)
+    np.testing.assert_array_equal(indices, want_indices)
+    np.testing.assert_array_equal(values, want_values)
+    # which path: one selecting pass for k <= 32 below the row length
+    selects = "select.header:" in exe.ir_text
+    assert selects == (k <= 32 and k < rows.shape[-1])
+
+
+def test_topk_selection_total_order():
+    # NaNs of both signs, zeros of both signs, infinities, repeated
+    rng = np.random.default_rng(8)
+    pool = np.array([np.nan, -np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, -1.5, 3.0], np.float32)
+    x = rng.choice(pool, (9, 100)).astype(np.float32)
+    x[x != x] = np.where(rng.random((x != x).sum()) < 0.5, np.float32("nan"), -np.float32("nan"))
+    for largest in ("true", "false"):
+        exe = check(_topk_module(x.shape, 12, largest), args=[x])
+        assert "select.header:" in exe.ir_text
+
+
+def test_topk_selection_other_types_and_layouts():
+    x = np.random.default_rng(9).integers(-100, 100, (6, 7, 64)).astype(np.int32)
+    check(_topk_module(x.shape, 8, ty="s32"), args=[x])
+    check(_topk_module(x.shape, 8, "false", ty="s32", layout="{1,2,0}"), args=[x])
+    b = np.random.default_rng(10).standard_normal((4, 90)).astype(np.float32)
+    check(_topk_module(b.shape, 7, ty="bf16"), args=[b.astype(np.float32).astype(__import__("ml_dtypes").bfloat16)])

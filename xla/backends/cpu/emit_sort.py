@@ -34,7 +34,9 @@ form: k from the result shape, largest) sort each last-dimension row by the
 interpreter's key: descending (ascending for largest=false) in TOTALORDER
 for floats (+NaN largest, -NaN smallest, -0 before +0 descending), ties by
 the lower index; the first ``k`` of the permutation give the values and
-the s32 indices.
+the s32 indices. For k up to ``MAX_SELECT_K`` (below the row's length) no
+row is sorted: one pass keeps the first k positions of that order
+(``_select_first``), the same positions.
 """
 from llvmlite import ir
 
@@ -47,6 +49,10 @@ from xla.backends.cpu.loop_emitter import I64, i64
 
 RUN = 16
 STACK_SCRATCH_BYTES = 64 * 1024
+# top-k of at most this many elements per row: one selecting pass
+# (_select_first, up to k shifts for an element that enters: k x n moves at
+# worst, an ascending row for largest=true) instead of sorting the row.
+MAX_SELECT_K = 32
 I1 = ir.IntType(1)
 
 
@@ -84,7 +90,51 @@ def _smin(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
+def _select_first(b, loops, lt, buf, n, k):
+    """The first ``k`` row positions in the stable order of ``lt`` into
+    ``buf`` (k i64s), in order: one pass over the row keeping them sorted,
+    a position entering where it sorts strictly before the k-th so far and
+    moving past those it sorts strictly before (insertion: equal elements
+    keep the earlier position first, as the stable sort does). For k much
+    smaller than the row, most elements cost one comparison with the k-th:
+    lax.top_k(x, 16) of f32[1024, 4096] took 128 ms as a merge sort of
+    every row (XLA:CPU 8.4 ms)."""
+    count = loops.var(0, "count")
+
+    def at(p):
+        return b.gep(buf, [p], inbounds=True, source_etype=I64)
+
+    # Every slot a valid position from the start: the comparisons below read
+    # the element a slot names before knowing whether they need it.
+    with le.for_loop(b, 0, k, name="clear") as q:
+        b.store(i64(0), at(q))
+
+    with le.for_loop(b, 0, n, name="select") as p:
+        c = loops.get(count)
+        full = b.icmp_signed("==", c, i64(k))
+        last = b.load(at(i64(k - 1)), typ=I64)
+        enter = b.or_(b.not_(full), lt(p, last))
+        with b.if_then(enter):
+            j = loops.var(b.select(full, i64(k - 1), c), "j")
+
+            def moves():
+                jv = loops.get(j)
+                above = b.load(at(b.select(b.icmp_signed(">", jv, i64(0)),
+                                          b.sub(jv, i64(1)), i64(0))), typ=I64)
+                return b.and_(b.icmp_signed(">", jv, i64(0)), lt(p, above))
+
+            def shift():
+                jv = loops.get(j)
+                jm1 = b.sub(jv, i64(1))
+                b.store(b.load(at(jm1), typ=I64), at(jv))
+                b.store(jm1, j)
+
+            loops.while_(moves, shift, "place")
+            b.store(p, at(loops.get(j)))
+            b.store(b.select(full, c, b.add(c, i64(1))), count)
+
+
+def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row, select=None):
     """Emits and calls the row-sorting function.
 
     inputs: [(Slice, shape)] read by ``less``; outputs: [(Slice, shape)]
@@ -92,7 +142,8 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
     element ``i`` of the row sorts strictly before element ``j`` (``load(k,
     p)`` is input k's register value at row position p). ``write_row(b,
     load, store, perm_at)`` writes the outputs (``store(k, p, v)``;
-    ``perm_at(p)`` the i64 row position that sorts p-th).
+    ``perm_at(p)`` the i64 row position that sorts p-th). With ``select``
+    (k), only the first k positions are found, by ``_select_first``.
     """
     shape = inputs[0][1]
     n = shape.dimensions[dim]
@@ -115,13 +166,13 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
         if s.key not in ptrs:
             ptrs[s.key] = me.slice_pointer(b, table, s.key)
 
-    scratch_bytes = 2 * n * 8
+    scratch_bytes = (select if select is not None else 2 * n) * 8
     heap = scratch_bytes > STACK_SCRATCH_BYTES
     if heap:
         malloc = me.declare_in(fn.module, "malloc", ir.FunctionType(PTR, [I64]))
         scratch = b.call(malloc, [i64(scratch_bytes)])
     else:
-        scratch = ab.alloca(I64, size=i64(2 * n), name="perm")
+        scratch = ab.alloca(I64, size=i64(scratch_bytes // 8), name="perm")
         scratch.align = 16
     bufs = [scratch, b.gep(scratch, [i64(n)], inbounds=True, source_etype=I64)]
 
@@ -163,6 +214,11 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row):
         def lt(i, j):
             return less(b, load, i, j)
 
+        if select is not None:
+            _select_first(b, loops, lt, scratch, n, select)
+            write_row(b, load, store, lambda p: b.load(perm_ptr(scratch, p), typ=I64))
+            b.store(b.add(r, i64(1)), row)
+            return
         a0, a1 = bufs
         with le.for_loop(b, 0, n, name="init") as i:
             b.store(i, perm_ptr(a0, i))
@@ -326,7 +382,9 @@ def _emit_topk(me, h, k, largest):
 
     if k == 0:
         return
-    _emit_row_sort(me, h, f"topk.{h.name}", inputs, outputs, dim, less, write_row)
+    n = x.shape.dimensions[dim]
+    _emit_row_sort(me, h, f"topk.{h.name}", inputs, outputs, dim, less, write_row,
+                   select=k if k <= MAX_SELECT_K and k < n else None)
 
 
 @register_instruction("topk")
