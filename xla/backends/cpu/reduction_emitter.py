@@ -64,7 +64,7 @@ around; complex: real and imaginary parts in two accumulators).
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
-from xla.backends.cpu import prefetch
+from xla.backends.cpu import arg_reduce, prefetch
 from xla.backends.cpu.loop_emitter import i64
 from xla.backends.cpu.element_generator import convert_register, register_generator
 from xla.backends.cpu.llvm_types import NARROW_FLOATS, register_type, round_result, vector_lanes
@@ -213,6 +213,14 @@ def generate_reduce(g, h, index):
         base_index[d] = index[i]
     order = [d for d in le.major_to_minor(in_shape) if d in reduced]
     et = inputs[0].shape.element_type
+    arg = arg_reduce.applies(g, h, inputs, inits, reduced) if not ranges else None
+    if arg is not None:
+        lanes = _row_lanes(LANES[et.text], 64 if et is PT.F64 else 32, in_shape.dimensions[order[-1]])
+        op = "maximum" if arg == "max" else "minimum"
+        return arg_reduce.emit(
+            g, h, inputs, inits, base_index, order[-1],
+            lambda init: _fast_min_max_row(g, h, inputs[0], init, base_index, order, lanes, {}, op),
+            lanes)
     narrow = et in _NARROW_VECTOR_TYPES
     lanes = _NARROW_LANES if narrow else LANES.get(et.text)
     identity = row_identity(comp, et) if n == 1 and lanes else None
