@@ -15,8 +15,8 @@ The goals, and the rows each is judged on:
   streaming bandwidth on the bytes that must move, and at least
   ``MEMORY_BOUND_VS_JAX`` times jax.jit's speed. Rows: cpu_workloads' sum,
   softmax, layernorm and GELU rows; jax_modules' ``rt_rmsnorm``,
-  ``rt_softmax``, ``rt_layernorm``, ``rt_gelu`` and ``rt_cumsum`` (a scan)
-  modules (from 256 K
+  ``rt_softmax``, ``rt_layernorm``, ``rt_gelu``, ``rt_cumsum`` (a scan)
+  and ``rt_argmax`` modules (from 256 K
   elements, which fit the cache: there the bandwidth of the cache bounds
   them, not the memory's, and the fraction can pass 1).
 * dots and convolutions of every form: no slower than the faster of NumPy
@@ -70,7 +70,8 @@ _WORKLOAD_LINE = re.compile(r"^(?P<name>\S.*?)\s+(?P<ours>\d+\.\d+)ms\s+\d+\.\d+
 
 _MEMORY_WORKLOADS = ("sum(", "softmax", "layernorm", "gelu")
 _DOT_WORKLOADS = ("matmul", "matvec", "mlp")
-_MEMORY_MODULES = ("rt_rmsnorm", "rt_softmax", "rt_layernorm", "rt_gelu", "rt_cumsum")
+_MEMORY_MODULES = ("rt_rmsnorm", "rt_softmax", "rt_layernorm", "rt_gelu", "rt_cumsum",
+                   "rt_argmax")
 _DOT_MODULES = ("rt_batched_matmul", "rt_matvec", "rt_cnn")
 _DOT_MODULE_PREFIXES = ("rt_dot_", "rt_conv")   # rt_dot_s8, rt_dot_nt, rt_conv_1x1, ...
 _TRAINING_MODULES = ("rt_transformer_block_train", "rt_cnn_train", "rt_mlp_train",

@@ -54,7 +54,8 @@ writes the same bytes). The workloads, f32 unless named:
   and ``16M`` (16384 rows: 64 MB at f32, past any cache), f16 at 4M only;
 - ``cumsum_f32_4M`` and ``cumsum_axis0_f32_4M``: ``jnp.cumsum`` of
   f32[4096, 1024] along its rows and along its columns (JAX lowers both
-  to a reduce-window over the whole prefix);
+  to a reduce-window over the whole prefix); ``argmax_f32_4M``:
+  ``jnp.argmax`` of its rows (a variadic reduce with an iota);
 - ``gelu_exact_<type>_4M``: ``jax.nn.gelu(x, approximate=False)`` (the
   erf form, PyTorch's default GELU; JAX lowers its erfc as polynomials
   and an exp) at f32 and bf16 on [4096, 1024].
@@ -274,6 +275,11 @@ def memory_bound(kind, dtype_name, size):
             (x, _sds(1024, dtype=dtype), _sds(1024, dtype=dtype)))
 
 
+def argmax():
+    _, jnp = _jax()
+    return (lambda x: jnp.argmax(x, axis=-1)), (_sds(ROWS["4M"], 1024),)
+
+
 def scan(axis):
     _, jnp = _jax()
     return (lambda x: jnp.cumsum(x, axis=axis)), (_sds(ROWS["4M"], 1024),)
@@ -317,6 +323,7 @@ CATALOG.update({
 CATALOG.update({
     "cumsum_f32_4M": lambda: scan(-1),
     "cumsum_axis0_f32_4M": lambda: scan(0),
+    "argmax_f32_4M": lambda: argmax(),
 })
 CATALOG.update({f"gelu_exact_{t}_4M": (lambda t=t: memory_bound("gelu_exact", t, "4M"))
                 for t in ("f32", "bf16")})

@@ -50,7 +50,8 @@ NAMES = ["softmax", "layernorm", "attention", "cnn_train", "mlp_train_L37", "mlp
 NAMES += ["rt_" + n for n in gen_runtime_modules.CATALOG]
 # The memory-bound ones, each also reported as a fraction of the machine's
 # streaming bandwidth.
-MEMORY_BOUND = ("rt_rmsnorm", "rt_softmax", "rt_layernorm", "rt_gelu", "rt_cumsum")
+MEMORY_BOUND = ("rt_rmsnorm", "rt_softmax", "rt_layernorm", "rt_gelu", "rt_cumsum",
+                "rt_argmax")
 
 
 def median_time(fn, repeats):
