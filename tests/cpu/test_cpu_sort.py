@@ -104,6 +104,32 @@ ENTRY %main (x: f32[2,{n}]) -> f32[2,{n}] {{
 """)
 
 
+def test_sort_large_stable_pairs_of_odd_sizes():
+    # bf16 keys (2-byte copies of an odd count: the copy regions' padding),
+    # s8 and f64 payloads, many ties: the stable order, on the heap
+    import ml_dtypes
+    n = 20001
+    rng = np.random.default_rng(12)
+    keys = rng.integers(-20, 20, n).astype(np.float32).astype(ml_dtypes.bfloat16)
+    keys[::97] = np.nan
+    small = rng.integers(-100, 100, n).astype(np.int8)
+    pos = np.arange(n, dtype=np.float64)
+    text = comparator("bf16", "LT", "TOTALORDER", extra=("s8", "f64")) + f"""
+ENTRY %main (k: bf16[{n}], s: s8[{n}], p: f64[{n}]) -> (bf16[{n}], s8[{n}], f64[{n}]) {{
+  %k = bf16[{n}] parameter(0)
+  %s = s8[{n}] parameter(1)
+  %p = f64[{n}] parameter(2)
+  ROOT %r = (bf16[{n}], s8[{n}], f64[{n}]) sort(%k, %s, %p), dimensions={{0}}, is_stable=true, to_apply=%cmp
+}}
+"""
+    exe = check(text, args=[keys, small, pos])
+    k, sm, p = (np.asarray(a) for a in exe.execute(keys, small, pos))
+    order = np.argsort(keys.astype(np.float32), kind="stable")   # NaNs last, as TOTALORDER's +NaN
+    np.testing.assert_array_equal(p, order.astype(np.float64))
+    np.testing.assert_array_equal(sm, small[order])
+    assert k.tobytes() == keys[order].tobytes()
+
+
 def test_sort_many_rows_parallel():
     check(comparator("s32") + """
 ENTRY %main (x: s32[4096,40]) -> s32[4096,40] {

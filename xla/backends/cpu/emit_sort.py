@@ -8,9 +8,12 @@ enough elements. Each row is sorted as a *permutation*: an i64 array
 ``perm`` starts as ``0..n-1`` and is stably merge-sorted with the comparator
 (runs of ``RUN`` elements by insertion sort, then bottom-up merge passes
 ping-ponging between two scratch arrays; the number of passes is known at
-compile time since ``n`` is), comparing operand elements ``perm[i]`` and
-``perm[j]`` read straight from the operand buffers; then every result is
-gathered, ``result_k[.., i, ..] = operand_k[.., perm[i], ..]``. So operands
+compile time since ``n`` is), each operand's elements copied beside the
+permutation and moved with it, so that the comparisons read them in order
+(through the permutation from the operands, every comparison of a long
+row missed the cache: a sort of 2^20 (key, value) pairs took 287 ms);
+then every result is gathered, ``result_k[.., i, ..] = operand_k[..,
+perm[i], ..]``. So operands
 of any number and element types, and any layouts of operands and results,
 are handled alike, and nothing is written before the row is sorted.
 
@@ -24,7 +27,8 @@ weak order, and the interpreter's order for sort with is_stable true or
 false. Every comparator call reads valid indices: conditions are evaluated
 without branches on indices clamped into the row, then selected.
 
-Scratch memory: ``2 * n`` i64s per call of the function, an ``alloca`` of
+Scratch memory: ``2 * n`` i64s and two copies of each operand's row per
+call of the function, an ``alloca`` of
 the function's entry block when that is at most ``STACK_SCRATCH_BYTES``,
 otherwise ``malloc``'d at the start of the call and ``free``'d at its end
 (one allocation per thread chunk, never per row).
@@ -44,7 +48,9 @@ from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.ir_emitter import (I8, PARALLEL_MIN_CHUNK_ELEMENTS, PARALLEL_MIN_ELEMENTS,
                                          KERNEL_TYPE, PTR, VOID, Slice, register_instruction,
                                          unsupported)
-from xla.backends.cpu.llvm_types import load_element, register_type, store_element
+from xla.backends.cpu.llvm_types import (from_memory, load_element,
+                                         memory_type, register_type, store_element,
+                                         typed_pointer)
 from xla.backends.cpu.loop_emitter import I64, i64
 
 RUN = 16
@@ -166,7 +172,12 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row, select=No
         if s.key not in ptrs:
             ptrs[s.key] = me.slice_pointer(b, table, s.key)
 
-    scratch_bytes = (select if select is not None else 2 * n) * 8
+    # The sort's scratch: two permutations (i64) and, per input, two arrays
+    # of its elements in the permutations' order (memory form, 8-byte
+    # aligned): [perm0][perm1][input 0: copy0][copy1][input 1: ...].
+    sizes = [sh.element_type.byte_size for _, sh in inputs]
+    copy_bytes = [-(-n * sz // 8) * 8 for sz in sizes]
+    scratch_bytes = select * 8 if select is not None else 2 * n * 8 + 2 * sum(copy_bytes)
     heap = scratch_bytes > STACK_SCRATCH_BYTES
     if heap:
         malloc = me.declare_in(fn.module, "malloc", ir.FunctionType(PTR, [I64]))
@@ -220,14 +231,42 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row, select=No
             b.store(b.add(r, i64(1)), row)
             return
         a0, a1 = bufs
+        # Comparisons read the copies, in the permutation's order: a merge
+        # pass streams them (read through the permutation from the operands,
+        # a sort of 2^20 (key, value) pairs missed the cache at every
+        # comparison: 287 ms).
+        copy_base = 2 * n * 8
+
+        def copy_ptr(buf, k, p):
+            base = copy_base + sum(copy_bytes[:k]) * 2 + (copy_bytes[k] if buf is a1 else 0)
+            sz = sizes[k]
+            off = b.add(i64(base), p if sz == 1 else b.mul(p, i64(sz)))
+            return b.gep(scratch, [off], inbounds=True, source_etype=I8)
+
+        mems = [memory_type(sh.element_type) for _, sh in inputs]
+
+        def raw(buf, k, p):
+            return b.load(typed_pointer(b, copy_ptr(buf, k, p), mems[k]), typ=mems[k])
+
+        def put(buf, k, p, v):
+            b.store(v, typed_pointer(b, copy_ptr(buf, k, p), mems[k]))
+
+        def lt_at(x, y):
+            """lt of two elements, each the raw values of its inputs."""
+            return less(b, lambda k, e: from_memory(b, e[k], inputs[k][1].element_type), x, y)
+
         with le.for_loop(b, 0, n, name="init") as i:
             b.store(i, perm_ptr(a0, i))
+            for k, (_, sh) in enumerate(inputs):
+                src = typed_pointer(b, element_ptr(in_addr[k], sh.element_type, i), mems[k])
+                put(a0, k, i, b.load(src, typ=mems[k]))
         # Insertion sort of each run of RUN elements, in a0.
         with le.for_loop(b, 0, (n + RUN - 1) // RUN, name="run") as q:
             s = b.mul(q, i64(RUN))
             e = _smin(b, b.add(s, i64(RUN)), i64(n))
             with le.for_loop(b, b.add(s, i64(1)), e, name="ins") as i:
                 x = b.load(perm_ptr(a0, i), typ=I64)
+                xv = [raw(a0, k, i) for k in range(len(inputs))]
                 j = loops.var(i, "j")
 
                 # Keep every read in bounds: read a0[max(j-1, s)].
@@ -235,17 +274,21 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row, select=No
                     jv = loops.get(j)
                     jm1 = b.sub(jv, i64(1))
                     jm1c = b.select(b.icmp_signed(">", jv, s), jm1, s)
-                    prev = b.load(perm_ptr(a0, jm1c), typ=I64)
-                    return b.and_(b.icmp_signed(">", jv, s), lt(x, prev))
+                    prev = [raw(a0, k, jm1c) for k in range(len(inputs))]
+                    return b.and_(b.icmp_signed(">", jv, s), lt_at(xv, prev))
 
                 def shift():
                     jv = loops.get(j)
                     jm1 = b.sub(jv, i64(1))
                     b.store(b.load(perm_ptr(a0, jm1), typ=I64), perm_ptr(a0, jv))
+                    for k in range(len(inputs)):
+                        put(a0, k, jv, raw(a0, k, jm1))
                     b.store(jm1, j)
 
                 loops.while_(cond_safe, shift, "shift")
                 b.store(x, perm_ptr(a0, loops.get(j)))
+                for k in range(len(inputs)):
+                    put(a0, k, loops.get(j), xv[k])
         # Bottom-up merge passes.
         src, dst = a0, a1
         width = RUN
@@ -262,10 +305,14 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row, select=No
                     jc = _smin(b, jj, i64(n - 1))
                     left = b.load(perm_ptr(src, ic), typ=I64)
                     right = b.load(perm_ptr(src, jc), typ=I64)
+                    lv = [raw(src, t, ic) for t in range(len(inputs))]
+                    rv = [raw(src, t, jc) for t in range(len(inputs))]
                     right_ok = b.icmp_signed("<", jj, hi)
                     left_done = b.icmp_signed(">=", ii, mid)
-                    take_right = b.and_(right_ok, b.or_(left_done, lt(right, left)))
+                    take_right = b.and_(right_ok, b.or_(left_done, lt_at(rv, lv)))
                     b.store(b.select(take_right, right, left), perm_ptr(dst, k))
+                    for t in range(len(inputs)):
+                        put(dst, t, k, b.select(take_right, rv[t], lv[t]))
                     b.store(b.select(take_right, ii, b.add(ii, i64(1))), iv)
                     b.store(b.select(take_right, b.add(jj, i64(1)), jj), jv)
             src, dst = dst, src

@@ -331,7 +331,7 @@ def round_result(b, value, element_type):
 # loads and stores
 # ----------------------------------------------------------------------------
 
-def _typed_pointer(b, ptr, typ):
+def typed_pointer(b, ptr, typ):
     """``ptr`` as a pointer to ``typ`` (typed-pointer llvmlite IR needs it)."""
     ptype = ptr.type
     if not isinstance(ptype, ir.PointerType):
@@ -359,7 +359,7 @@ def from_memory(b, raw, element_type):
 def load_element(b, ptr, element_type, align=None):
     """Loads the element at ``ptr`` and returns its register value."""
     mem = memory_type(element_type)
-    return from_memory(b, b.load(_typed_pointer(b, ptr, mem), typ=mem, align=align), element_type)
+    return from_memory(b, b.load(typed_pointer(b, ptr, mem), typ=mem, align=align), element_type)
 
 
 def to_memory(b, value, element_type):
@@ -380,7 +380,7 @@ def to_memory(b, value, element_type):
 def store_element(b, value, ptr, element_type, align=None):
     """Stores register value ``value`` to ``ptr`` in its memory form."""
     mem = memory_type(element_type)
-    return b.store(to_memory(b, value, element_type), _typed_pointer(b, ptr, mem), align=align)
+    return b.store(to_memory(b, value, element_type), typed_pointer(b, ptr, mem), align=align)
 
 
 def to_bits(b, value, element_type):
