@@ -38,6 +38,7 @@ PASSES = {
     "scaled-dot-expander": "xla.service.scaled_dot_expander:ScaledDotExpander",
     "reshape-to-bitcast": "xla.service.reshape_to_bitcast:ReshapeToBitcast",
     "scan-expander": "xla.service.scan_expander:ScanExpander",
+    "scatter-to-dynamic-update-slice": "xla.service.scatter_to_dus:ScatterToDynamicUpdateSlice",
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",
     "while-loop-invariant-code-motion":
         "xla.service.while_loop_invariant_code_motion:WhileLoopInvariantCodeMotion",

@@ -61,6 +61,7 @@ def target_independent_pipeline(disabled_passes=(), verify=False, dump_hook=None
     p.add_pass(make_pass("dynamic-index-splitter"))
     p.add_pass(make_pass("batchnorm_expander"))
     p.add_pass(make_pass("stochastic_convert_decomposer"))
+    p.add_pass(make_pass("scatter-to-dynamic-update-slice"))
     p.add_pass(simplification_pipeline(**options))
     p.add_pass(make_pass("while-loop-invariant-code-motion"))
     p.add_pass(make_pass("dot_decomposer"))
