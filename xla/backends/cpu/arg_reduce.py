@@ -86,12 +86,7 @@ def arg_reducer(comp):
 def _iota_along(g, h, dim):
     """Whether the element generator computes ``h`` (an operand of the
     reduce, fused or not) as an iota along ``dim`` of its shape."""
-    while True:
-        if h.opcode == "parameter" and g.fusion is not None and \
-                not g.emitter.assignment.has_buffers(h):
-            h = g.fusion.operands[h.parameter_number]
-            continue
-        break
+    h = _outside(g, h)
     if h is not g.kernel.root and g.emitter.assignment.has_buffers(h):
         return False   # a buffer's contents: unknown
     if h.opcode == "iota":
@@ -129,9 +124,17 @@ def applies(g, h, inputs, inits, reduced):
     return kind
 
 
+def _outside(g, h):
+    """``h``, or where it is a parameter of the fusion being emitted, the
+    fusion's operand it stands for."""
+    if h.opcode == "parameter" and g.fusion is not None and \
+            not g.emitter.assignment.has_buffers(h):
+        return g.fusion.operands[h.parameter_number]
+    return h
+
+
 def _constant(g, h):
-    while h.opcode == "parameter" and g.fusion is not None:
-        h = g.fusion.operands[h.parameter_number]
+    h = _outside(g, h)
     if h.opcode != "constant" or not h.shape.is_array or h.shape.rank != 0 or h.literal is None:
         return None
     return float(h.literal.item())
