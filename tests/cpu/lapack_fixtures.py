@@ -19,10 +19,19 @@ def load(filename):
 
 
 def program(data, name):
-    """(HLO text, arguments, jax's results) of program ``name``."""
+    """(HLO text, arguments, jax's results) of program ``name``; bf16 arrays,
+    which npz keeps as 2-byte voids, as bf16."""
     count = lambda what: int(data[f"{name}.num_{what}"])  # noqa: E731
-    return (str(data[f"{name}.hlo"]), [data[f"{name}.arg{i}"] for i in range(count("args"))],
-            [data[f"{name}.result{i}"] for i in range(count("results"))])
+    return (str(data[f"{name}.hlo"]),
+            [_typed(data[f"{name}.arg{i}"]) for i in range(count("args"))],
+            [_typed(data[f"{name}.result{i}"]) for i in range(count("results"))])
+
+
+def _typed(a):
+    if a.dtype == np.dtype("V2"):
+        import ml_dtypes
+        return a.view(ml_dtypes.bfloat16)
+    return a
 
 
 def run(text, args, backend):
