@@ -83,6 +83,7 @@ def test_out_of_bounds_windows_are_dropped(form, index):
     dict(combiner="b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)"),       # an add
     dict(indices="s32[2,1]", updates="f32[2,5]", uwd="1", ivd="1"),          # two windows
     dict(operand="f32[300,5]", indices="s8[1]"),                             # 295 not in s8
+    dict(indices="s4[1]"),                                                   # a sub-byte index
 ])
 def test_other_scatters_stay(form):
     text = _scatter(**form)

@@ -50,7 +50,8 @@ def plan(scatter):
     if comp is None or not _overwrites(comp):
         return None
     et = indices.shape.element_type
-    if not et.is_integer or operand.shape.is_dynamic or updates.shape.is_dynamic:
+    if not et.is_integer or et.bits < 8 or operand.shape.is_dynamic or updates.shape.is_dynamic \
+            or updates.shape.element_type is not operand.shape.element_type:
         return None
     ivd = scatter.attr("index_vector_dim")
     ivd = indices.shape.rank if ivd is None else int(ivd)
