@@ -5,6 +5,7 @@ written by gen_arg_reduce_jax.py) and the interpreter's results bit for
 bit, values included (the first NaN, the last of equal zeros: the fold's,
 in order or pairwise alike for this reducer);
 reducers, indices and inits of other forms keep the fold."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -87,7 +88,7 @@ def _special_rows(n, dtype=np.float32):
     x[2, :] = 0.0
     x[2, 6] = -0.0
     nan = np.array([np.nan], dtype)
-    payload = nan.view(np.uint32 if dtype == np.float32 else np.uint64) | 5
+    payload = nan.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[nan.itemsize]) | 5
     x[3, 9] = payload.view(dtype)[0]            # the first NaN's payload
     x[3, 2] = -np.nan
     x[4, -1] = np.nan
@@ -96,7 +97,8 @@ def _special_rows(n, dtype=np.float32):
     return x
 
 
-@pytest.mark.parametrize("t,dtype", [("f32", np.float32), ("f64", np.float64)])
+@pytest.mark.parametrize("t,dtype", [("f32", np.float32), ("f64", np.float64),
+                                     ("bf16", ml_dtypes.bfloat16)])
 @pytest.mark.parametrize("direction", ["GT", "LT"])
 def test_values_and_indices_are_the_folds(t, dtype, direction):
     x = _special_rows(70, dtype)

@@ -102,16 +102,21 @@ def _iota_along(g, h, dim):
     return False
 
 
+# Value types: f32 and f64, and bf16 and f16 in f32 registers (exact
+# there; the logits of a bf16 model's greedy decoding).
+_TYPES = ("f32", "f64", "bf16", "f16")
+
+
 def applies(g, h, inputs, inits, reduced):
     """"max"/"min" where reduce ``h`` is an argmax/argmin row this module
     emits: one reduced dimension of at least one element, float values
-    (f32 or f64), JAX's reducer, an iota along the row as the index, init
+    (``_TYPES``), JAX's reducer, an iota along the row as the index, init
     (-inf or +inf, 0) as constants."""
     if len(inputs) != 2 or len(reduced) != 1:
         return None
     (d,) = reduced
     values, index = inputs
-    if values.shape.element_type.text not in ("f32", "f64") or values.shape.dimensions[d] < 1:
+    if values.shape.element_type.text not in _TYPES or values.shape.dimensions[d] < 1:
         return None
     if not index.shape.element_type.is_integer:
         return None

@@ -215,7 +215,8 @@ def generate_reduce(g, h, index):
     et = inputs[0].shape.element_type
     arg = arg_reduce.applies(g, h, inputs, inits, reduced) if not ranges else None
     if arg is not None:
-        lanes = _row_lanes(LANES[et.text], 64 if et is PT.F64 else 32, in_shape.dimensions[order[-1]])
+        lanes = _row_lanes(_NARROW_LANES if et in _NARROW_VECTOR_TYPES else LANES[et.text],
+                           64 if et is PT.F64 else 32, in_shape.dimensions[order[-1]])
         op = "maximum" if arg == "max" else "minimum"
         return arg_reduce.emit(
             g, h, inputs, inits, base_index, order[-1],
