@@ -189,6 +189,48 @@ ENTRY %main (x: {t}[5,1037]) -> {t}[5,1037] {{
     assert '!"llvm.loop.interleave.count", i32 2' in exe.ir_text  # the row max's
 
 
+def test_logsumexp_row_sum_is_vectorized():
+    # JAX's logsumexp: the exponentials' row sum subtracts the row max only
+    # where it is finite (is-finite, select): still one vectorized row loop
+    # (reduction_emitter._LOOP_VECTORIZABLE_OPS), not the unrolled scalar
+    # form (jax.nn.logsumexp of f32[4096, 1024]: 0.9-1.5 -> 0.47 ms).
+    text = """
+HloModule logsumexp
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+ENTRY %main (x: f32[6,1037]) -> f32[6] {
+  %x = f32[6,1037] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[6] reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  %fin = pred[6] is-finite(%mx)
+  %zero = f32[] constant(0)
+  %zb = f32[6] broadcast(%zero), dimensions={}
+  %safe = f32[6] select(%fin, %mx, %zb)
+  %sb = f32[6,1037] broadcast(%safe), dimensions={0}
+  %sub = f32[6,1037] subtract(%x, %sb)
+  %e = f32[6,1037] exponential(%sub)
+  %sm = f32[6] reduce(%e, %zero), dimensions={1}, to_apply=%add
+  %lg = f32[6] log(%sm)
+  ROOT %out = f32[6] add(%lg, %safe)
+}
+"""
+    x = np.random.default_rng(5).standard_normal((6, 1037)).astype(np.float32)
+    x[1, :] = -np.inf   # a row whose max is not finite
+    x[2, 3] = np.inf
+    exe = check(text, args=[x], rtol=1e-5, atol=1e-6)
+    # widths set on the row max's two loops (the vectorized one and its
+    # exact walk, width 1) and on the sum's
+    assert exe.ir_text.count("llvm.loop.vectorize.width") == 3
+
+
 def test_short_elementwise_loop_leaves_interleaving_to_llvm():
     # No op with a long dependency chain (loop_emitter.LONG_CHAIN_OPS): no
     # interleave hint, LLVM's cost model picks the count.

@@ -450,7 +450,7 @@ _LOOP_VECTORIZABLE_OPS = frozenset([
     "parameter", "constant", "iota", "broadcast", "reshape", "bitcast", "transpose", "copy",
     "convert", "add", "subtract", "multiply", "divide", "maximum", "minimum", "negate", "abs",
     "exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "sqrt",
-    "rsqrt", "sine", "cosine", "compare", "select", "clamp", "and", "or", "not"])
+    "rsqrt", "sine", "cosine", "compare", "select", "clamp", "and", "or", "not", "is-finite"])
 
 
 def _element_code(g, x):
