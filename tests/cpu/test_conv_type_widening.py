@@ -33,7 +33,6 @@ RUNTIME_CALLS = {
 }
 
 
-
 def test_every_program_is_listed():
     assert sorted(RUNTIME_CALLS) == NAMES
 

@@ -106,16 +106,16 @@ class ScatterToDynamicUpdateSlice(HloPass):
             comp.insert_before(scatter, instr)
             return instr
 
-        def constant(value, typ=et):
-            instr = HloInstruction.create_constant(np.asarray(value, typ.dtype),
-                                                   Shape.array(typ, ()))
+        def constant(value):
+            instr = HloInstruction.create_constant(np.asarray(value, et.dtype), scalar)
             instr.name = module.unique_name("constant")
             comp.insert_before(scatter, instr)
             return instr
 
         count = max(components.values(), default=-1) + 1
         vector = add("reshape", Shape.array(et, (count,)), [indices]) if count else None
-        starts = []
+        pred = Shape.array(PT.PRED, ())
+        starts, fits = [], None   # fits: every start inside [0, dim - window]
         for d in range(rank):
             k = components.get(d)
             if k is None:
@@ -123,11 +123,6 @@ class ScatterToDynamicUpdateSlice(HloPass):
                 continue
             piece = add("slice", Shape.array(et, (1,)), [vector], slice=(SliceDim(k, k + 1, 1),))
             starts.append(add("reshape", scalar, [piece]))
-        pred = Shape.array(PT.PRED, ())
-        fits = None
-        for d in range(rank):
-            if components.get(d) is None:
-                continue
             bound = operand.shape.dimensions[d] - sizes[d]
             conds = [add("compare", pred, [starts[d], constant(bound)], direction="LE")]
             if et.is_signed_integer:

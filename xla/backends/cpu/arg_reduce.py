@@ -34,7 +34,8 @@ from llvmlite import ir
 from xla.backends.cpu import loop_emitter as le
 from xla.backends.cpu.loop_emitter import i64
 
-def _param(comp, h):
+
+def _param(h):
     return h.parameter_number if h.opcode == "parameter" else None
 
 
@@ -43,7 +44,7 @@ def _compare(h, direction, a, b):
     type: no TOTALORDER)."""
     return (h.opcode == "compare" and str(h.attr("direction")) == direction
             and h.attr("type") in (None, "FLOAT", "SIGNED", "UNSIGNED")
-            and [_param(None, o) for o in h.operands] == [a, b])
+            and [_param(o) for o in h.operands] == [a, b])
 
 
 def _pair(h, opcode, first, second):
@@ -66,9 +67,9 @@ def arg_reducer(comp):
     if value.opcode != "select" or index.opcode != "select":
         return None
     pick, a, x = value.operands
-    if _param(comp, a) != 0 or _param(comp, x) != 2:
+    if _param(a) != 0 or _param(x) != 2:
         return None
-    if [_param(comp, o) for o in index.operands[1:]] != [1, 3]:
+    if [_param(o) for o in index.operands[1:]] != [1, 3]:
         return None
     for kind, direction in (("max", "GT"), ("min", "LT")):
         def is_pick(h, direction=direction):
@@ -86,18 +87,18 @@ def arg_reducer(comp):
 def _iota_along(g, h, dim):
     """Whether the element generator computes ``h`` (an operand of the
     reduce, fused or not) as an iota along ``dim`` of its shape."""
+    def computed_iota(h):   # an iota's code, not a buffer's contents (unknown)
+        return h.opcode == "iota" and (h is g.kernel.root or
+                                       not g.emitter.assignment.has_buffers(h))
+
     h = _outside(g, h)
-    if h is not g.kernel.root and g.emitter.assignment.has_buffers(h):
-        return False   # a buffer's contents: unknown
-    if h.opcode == "iota":
+    if computed_iota(h):
         return h.attr("iota_dimension") == dim
-    if h.opcode == "broadcast":
+    if h.opcode == "broadcast" and (h is g.kernel.root or
+                                    not g.emitter.assignment.has_buffers(h)):
         (src,) = h.operands
         mapped = list(h.attr("dimensions", ()))
-        if dim not in mapped:
-            return False
-        return src.opcode == "iota" and (src is g.kernel.root or
-                                         not g.emitter.assignment.has_buffers(src)) and \
+        return dim in mapped and computed_iota(src) and \
             src.attr("iota_dimension") == mapped.index(dim)
     return False
 
@@ -178,7 +179,8 @@ def emit(g, h, inputs, inits, base_index, d, extreme_row, lanes):
         # min/max reductions of positions (the forms the vectorizer knows)
         for slot, miss, op in ((first, n, "smin"), (last, -1, "smax")):
             cand = b.select(hit, j, i64(miss))
-            fn = b.module.declare_intrinsic(f"llvm.{op}", [le.I64], ir.FunctionType(le.I64, [le.I64, le.I64]))
+            fn = b.module.declare_intrinsic(f"llvm.{op}", [le.I64],
+                                            ir.FunctionType(le.I64, [le.I64, le.I64]))
             b.store(b.call(fn, [b.load(slot, typ=le.I64), cand]), slot)
     # M is one of the row's elements, or the first NaN is: both found. The
     # clamps only keep every read inside the row whatever happens.

@@ -323,20 +323,14 @@ _CHEAP_VIEWS = ("bitcast", "reshape", "broadcast", "convert", "copy", "transpose
 
 def _cheap(g, h):
     """Whether ``h``'s element is a load or a constant (through views of
-    one): cheaper to compute for every element and select than to branch."""
-    outside = g.fusion is None   # a fusion's parameter stands for its operand, once
-    while True:
-        if h.opcode == "parameter" and not outside:
-            h, outside = g.fusion.operands[h.parameter_number], True
-            continue
-        if h is not g.kernel.root and g.emitter.assignment.has_buffers(h):
-            return True
-        if h.opcode in ("parameter", "constant", "iota"):
-            return True
-        if h.opcode in _CHEAP_VIEWS and len(h.operands) == 1:
-            h = h.operands[0]
-            continue
-        return False
+    one): cheaper to compute for every element and select than to branch.
+    A parameter (of the entry, or of a fusion: its operand has a buffer)
+    is a load."""
+    while h.opcode in _CHEAP_VIEWS and len(h.operands) == 1 and \
+            not (h is not g.kernel.root and g.emitter.assignment.has_buffers(h)):
+        h = h.operands[0]
+    return (h is not g.kernel.root and g.emitter.assignment.has_buffers(h)) or \
+        h.opcode in ("parameter", "constant", "iota")
 
 
 def _gen_concatenate(g, h, index):

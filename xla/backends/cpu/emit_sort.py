@@ -185,7 +185,9 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row, select=No
     else:
         scratch = ab.alloca(I64, size=i64(scratch_bytes // 8), name="perm")
         scratch.align = 16
-    bufs = [scratch, b.gep(scratch, [i64(n)], inbounds=True, source_etype=I64)]
+    # (a selection's scratch holds k positions only)
+    bufs = [scratch, b.gep(scratch, [i64(n)], inbounds=True, source_etype=I64)] \
+        if select is None else None
 
     def perm_ptr(buf, p):
         return b.gep(buf, [p], inbounds=True, source_etype=I64)
@@ -231,10 +233,7 @@ def _emit_row_sort(me, h, name, inputs, outputs, dim, less, write_row, select=No
             b.store(b.add(r, i64(1)), row)
             return
         a0, a1 = bufs
-        # Comparisons read the copies, in the permutation's order: a merge
-        # pass streams them (read through the permutation from the operands,
-        # a sort of 2^20 (key, value) pairs missed the cache at every
-        # comparison: 287 ms).
+        # Comparisons read the copies (module docstring).
         copy_base = 2 * n * 8
 
         def copy_ptr(buf, k, p):

@@ -192,7 +192,7 @@ def prefix_scan(root):
     out[i] = f(x[i], out[i + 1]): the same bits on integers and pred, a
     regrouped fold on floats (``_ORDER_FREE``; as a generator, jax.lax.cumsum
     with reverse=True of f32[512, 2048] took 540 ms, XLA:CPU 2.2 ms)."""
-    if root.opcode != "reduce-window" or not root.shape.is_array and not root.shape.is_tuple:
+    if root.opcode != "reduce-window":
         return None
     n = len(root.operands) // 2
     in_shape = root.operands[0].shape
@@ -337,9 +337,7 @@ def emit_scan(me, h, root, fusion=None):
                 cur = [g.b.select(first, v, x) for v, x in zip(init_values, loaded)]
                 step(idx, cur)
 
-            inner_saved = g.push_scope()
             le.loop_nest(g.b, minor, element, name="col")
-            g.pop_scope(inner_saved)
         g.pop_scope(saved)
 
     split = max(1, pos)
