@@ -1,8 +1,9 @@
 """cholesky, triangular-solve and the LAPACK custom calls jaxlib emits for
 them (``lapack_{s,d,c,z}potrf_ffi``, ``lapack_{s,d,c,z}trsm_ffi``).
 
-Row-major f32/f64/c64/c128 operands go to the runtime
-(``xla/backends/cpu/runtime/linalg.cc``): Cholesky through Eigen's blocked
+f32/f64/c64/c128 matrices, row- or column-major (jaxlib's lowering asks
+for column-major ones: the runtime takes them as their transposes), go to
+the runtime (``xla/backends/cpu/runtime/linalg.cc``): Cholesky through Eigen's blocked
 LLT (``__xla_cpu_cholesky_*``; 1000x1000 f32: 129 -> 8 ms), triangular
 solves through its blocked TRSM (``__xla_cpu_trsm_*``; 1000 x 1000
 right-hand sides f32: 412 -> 13 ms), with the semantics below (complex
@@ -181,23 +182,39 @@ def cholesky_body(k, h, a_key, out_key):
 RUNTIME_TYPES = ("f32", "f64", "c64", "c128")
 
 
+def _matrix_order(shape):
+    """How the matrices (the last two dimensions) of ``shape`` lie: "row"
+    (row-major), "col" (column-major, the batch dimensions outermost in
+    order: the layout jaxlib's LAPACK calls ask for) or None (another
+    layout). A column-major matrix read row-major is its transpose, which
+    is how the runtime (row-major Eigen maps) takes it."""
+    r = shape.rank
+    if r >= 2 and shape.physical_minor_to_major() == (r - 2, r - 1) + tuple(range(r - 3, -1, -1)):
+        return "col"
+    return "row" if shape.is_row_major() else None
+
+
 def _runtime_cholesky(me, h, out_shape, slices, lower, potrf):
     """The factorization as a call to ``__xla_cpu_cholesky_<type>``
     (slices: operand, factor, optional s32 info); False where it does not
-    apply (other types, layouts that are not row-major, no runtime)."""
+    apply (other types, no runtime, operand and factor not both row-major
+    or both column-major). Column-major matrices are their transposes to
+    the runtime: the triangle read and written is the other one (for a
+    Hermitian matrix the transpose is the conjugate, and the factor of the
+    conjugate is the conjugate factor, which the opposite triangle of the
+    transpose holds: the same numbers)."""
     a = h.operands[0]
     et = a.shape.element_type.text
     name = f"__xla_cpu_cholesky_{et}"
-    shapes = [a.shape, out_shape]
-    if len(slices) > 2:
-        info_shape = h.shape.tuple_shapes[1]
-        if info_shape.element_type.text != "s32":
-            return False
-        shapes.append(info_shape)
+    if len(slices) > 2 and h.shape.tuple_shapes[1].element_type.text != "s32":
+        return False
+    order = _matrix_order(a.shape)
     if (et not in RUNTIME_TYPES or out_shape.element_type.text != et
-            or name not in me.runtime_symbols or not all(le.is_row_major(s) for s in shapes)):
+            or name not in me.runtime_symbols or order is None or _matrix_order(out_shape) != order
+            or (len(slices) > 2 and not le.is_row_major(h.shape.tuple_shapes[1]))):
         return False
     n = a.shape.dimensions[-1]
+    lower = lower != (order == "col")
     _call_runtime(me, name, slices, 3, [i64(_batch(out_shape) if n else 0), i64(n),
                                         ir.Constant(I32, int(lower)), ir.Constant(I32, int(potrf))])
     return True
@@ -282,19 +299,35 @@ def trsm_body(k, h, out_shape, out_key, left, lower, unit, trans, alpha=None, al
 
 def _runtime_trsm(me, h, out_shape, slices, left, lower, unit, trans):
     """The solve as a call to ``__xla_cpu_trsm_<type>`` (slices: a, b,
-    out, optional alpha); False where it does not apply."""
+    out, optional alpha); False where it does not apply: other types, no
+    runtime, a or the right-hand sides neither row- nor column-major, b and
+    the result in different orders. Flags: 1 left, 2 lower (the triangle
+    of the matrix as stored), 4 unit diagonal, 8 transposed, 16 conjugated
+    (complex; without 8 the conjugate of a, which the orders can ask for).
+
+    The runtime reads row-major matrices: a column-major result (and b)
+    is X^T, which solves X^T op(a)^T = B^T (the other side, op transposed);
+    a column-major a is S = a^T (op transposed again, the other
+    triangle)."""
     a, bop = h.operands[0], h.operands[1]
     et = out_shape.element_type.text
     name = f"__xla_cpu_trsm_{et}"
     operands = [a, bop] + ([h.operands[2]] if len(slices) > 3 else [])
     shapes = [o.shape for o in operands] + [out_shape]
+    order, a_order = _matrix_order(out_shape), _matrix_order(a.shape)
     if (et not in RUNTIME_TYPES or name not in me.runtime_symbols
-            or any(s.element_type.text != et or not le.is_row_major(s) for s in shapes)
+            or any(s.element_type.text != et for s in shapes)
+            or order is None or a_order is None or _matrix_order(bop.shape) != order
             or a.shape.dimensions[:-2] != out_shape.dimensions[:-2]):
         return False
     rows, cols = out_shape.dimensions[-2:]
-    flags = ((left * 1) | (lower * 2) | (unit * 4) | (trans in ("TRANSPOSE", "ADJOINT")) * 8
-             | (trans == "ADJOINT") * 16)
+    transposed, conjugate = trans != "NO_TRANSPOSE", trans == "ADJOINT"
+    if order == "col":
+        left, transposed, (rows, cols) = not left, not transposed, (cols, rows)
+    if a_order == "col":
+        lower, transposed = not lower, not transposed
+    conjugate = conjugate and et in ("c64", "c128")
+    flags = (left * 1) | (lower * 2) | (unit * 4) | (transposed * 8) | (conjugate * 16)
     _call_runtime(me, name, slices, 4, [i64(_batch(out_shape)), i64(rows), i64(cols),
                                         ir.Constant(I32, flags)])
     return True

@@ -5,9 +5,12 @@ layout assignment constrains its Eigen calls):
 * ``ROW_MAJOR_OPCODES``: FFT and the collectives take dense row-major
   arrays;
 * the LAPACK eigendecomposition (symmetric and general), SVD, LU and QR custom calls (``emit_spectral.py``)
+  and its triangular solve and Cholesky (trsm, potrf: ``emit_linalg.py``)
   get the operand layouts their ``operand_layout_constraints`` declare
   (jaxlib's lowering asks for column-major matrices, and the runtime
-  reads the operand in the layout of the results);
+  reads the operand in the layout of the results; a trsm whose
+  right-hand sides were left row-major under a column-major result fell
+  back to the substitution loops: jnp.linalg.inv of f64[512, 512] 70 ms);
 * ``constraints(instr)``: a convolution the runtime's conv2d can compute
   (``conv2d_candidate``) gets the physical orders of one of its two forms
   (``conv2d_form``), whatever its dim_labels:
@@ -176,7 +179,7 @@ def _row_major(shape):
 
 
 # Custom-call targets whose operand_layout_constraints are honoured.
-_DECLARED_LAYOUT_TARGETS = re.compile(r"lapack_[sdcz](syevd|heevd|gesdd|geev|getrf|geqrf|orgqr|ungqr)(_ffi)?$")
+_DECLARED_LAYOUT_TARGETS = re.compile(r"lapack_[sdcz](syevd|heevd|gesdd|geev|getrf|geqrf|orgqr|ungqr|potrf|trsm)(_ffi)?$")
 
 
 def _declared_operand_layouts(instr):

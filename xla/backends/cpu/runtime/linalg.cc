@@ -140,6 +140,8 @@ void TrsmBatch(void* raw, int64_t begin, int64_t end) {
     // The transpose of a triangle is the opposite triangle.
     if (c.transpose && c.conjugate) {
       SolveTriangular(a.adjoint(), x, c.left, !c.lower, c.unit);
+    } else if (c.conjugate) {
+      SolveTriangular(a.conjugate(), x, c.left, c.lower, c.unit);
     } else if (c.transpose) {
       SolveTriangular(a.transpose(), x, c.left, !c.lower, c.unit);
     } else {
