@@ -130,7 +130,6 @@ def test_potrf_orders(order, uplo, t, dtype):
         x = x + 1j * rng.standard_normal((2, n, n))
     a = (x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n)).astype(dtype)
     a[1, 20, 20] = -1e4
-    lay = "{1,2,0}" if order == "row" else "{2,1,0}"
     lay = {"row": "{2,1,0}", "col": "{1,2,0}"}[order]
     letter = "d" if t == "f64" else "z"
     text = f"""HloModule m
@@ -150,3 +149,82 @@ ENTRY %main (a: {t}[2,{n},{n}]) -> ({t}[2,{n},{n}], s32[2]) {{
                                atol=1e-12)
     np.testing.assert_array_equal(other(factor[0], 1 if lower else -1), other(a[0], 1 if lower else -1))
     np.testing.assert_array_equal(factor[1], a[1])
+
+
+@pytest.mark.parametrize("t,dims,zero_column", [
+    ("f64", (300, 300), None), ("f64", (300, 300), 150), ("f64", (600, 270), None),
+    ("f32", (290, 600), None), ("f64", (2, 300, 300), 40)])
+def test_large_getrf_matches_the_interpreter(t, dims, zero_column):
+    # One matrix of at least 256 columns and rows factors in panels of 64
+    # whose row swaps, solves and trailing updates run over the pool
+    # (spectral.cc ParallelLu); a batch of two runs Eigen's LU per matrix.
+    # Same pivots and info as the interpreter's LU, the factors to rounding,
+    # and P L U = a.
+    rng = np.random.default_rng(9)
+    dtype = np.float64 if t == "f64" else np.float32
+    a = rng.standard_normal(dims).astype(dtype)
+    if zero_column is not None:
+        a[..., zero_column] = 0  # a zero pivot there: info = zero_column + 1
+    m, n = dims[-2:]
+    k = min(m, n)
+    batch = dims[:-2]
+    s = ",".join(map(str, dims))
+    lay = "{" + ",".join(map(str, [len(dims) - 2, len(dims) - 1] + list(range(len(dims) - 3, -1, -1)))) + "}"
+    bk = ",".join(map(str, batch + (k,)))
+    bi = ",".join(map(str, batch))
+    letter = "d" if t == "f64" else "s"
+    text = f"""HloModule m
+ENTRY %main (a: {t}[{s}]) -> ({t}[{s}], s32[{bk}], s32[{bi}]) {{
+  %a = {t}[{s}]{lay} parameter(0)
+  ROOT %lu = ({t}[{s}]{lay}, s32[{bk}], s32[{bi}]) custom-call(%a), custom_call_target="lapack_{letter}getrf_ffi", output_to_operand_aliasing={{{{0}}: (0, {{}})}}, api_version=API_VERSION_TYPED_FFI
+}}
+"""
+    lu, ipiv, info = run(text, [a], "cpu")
+    ref_lu, ref_ipiv, ref_info = run(text, [a], "interpreter")
+    np.testing.assert_array_equal(ipiv, ref_ipiv)
+    np.testing.assert_array_equal(info, ref_info)
+    assert np.all(info == (0 if zero_column is None else zero_column + 1))
+    tol = 1e-9 if t == "f64" else 2e-3
+    np.testing.assert_allclose(lu, ref_lu, rtol=tol, atol=tol)
+    for idx in np.ndindex(*batch):
+        f, p = lu[idx].astype(np.float64), ipiv[idx]
+        lower = np.tril(f[:, :k], -1) + np.eye(m, k)
+        upper = np.triu(f[:k, :])
+        rows = np.arange(m)
+        for j, pj in enumerate(p - 1):  # LAPACK's swaps, in order
+            rows[[j, pj]] = rows[[pj, j]]
+        np.testing.assert_allclose((lower @ upper), a[idx][rows].astype(np.float64),
+                                   atol=50 * tol * np.sqrt(n))
+
+
+@pytest.mark.parametrize("left,order,t", [(True, "col", "f64"), (False, "col", "f64"),
+                                          (True, "row", "c128"), (False, "row", "f64")])
+def test_large_trsm_in_slabs(left, order, t):
+    # One system of 2^23 or more multiply-adds: its right-hand sides are
+    # solved in slabs over the pool (linalg.cc Trsm), alpha applied to each.
+    rng = np.random.default_rng(10)
+    k, nrhs = 300, 101
+    dtype = np.float64 if t == "f64" else np.complex128
+    a = rng.standard_normal((k, k)) / np.sqrt(k) + 3 * np.eye(k)
+    bshape = (k, nrhs) if left else (nrhs, k)
+    b = rng.standard_normal(bshape)
+    if t == "c128":
+        a, b = a + 0.3j * np.tril(a), b - 1j * b[::-1]
+    a, b = a.astype(dtype), b.astype(dtype)
+    s = ",".join(map(str, bshape))
+    lay = _LAYOUT[order]
+    letter = "d" if t == "f64" else "z"
+    cfg = (f"diag = {ord('N')} : ui8, side = {ord('L' if left else 'R')} : ui8, "
+           f"trans_x = {ord('T')} : ui8, uplo = {ord('L')} : ui8")
+    text = f"""HloModule m
+ENTRY %main (a: {t}[{k},{k}], b: {t}[{s}], alpha: {t}[]) -> {t}[{s}] {{
+  %a = {t}[{k},{k}]{lay} parameter(0)
+  %b = {t}[{s}]{lay} parameter(1)
+  %alpha = {t}[] parameter(2)
+  ROOT %x = {t}[{s}]{lay} custom-call(%a, %b, %alpha), custom_call_target="lapack_{letter}trsm_ffi", output_to_operand_aliasing={{{{}}: (1, {{}})}}, api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}
+}}
+"""
+    alpha = np.asarray(0.75, dtype)
+    got = run(text, [a, b, alpha], "cpu")[0]
+    want = _reference(a, b, left, True, False, "TRANSPOSE", alpha)
+    np.testing.assert_allclose(got, want if t == "c128" else want.real, rtol=1e-10, atol=1e-11)

@@ -298,7 +298,81 @@ struct GetrfContext {
   int32_t* info;
   int64_t m, n;
   bool col_major;
+  bool parallel;  // one matrix at a time, its trailing updates over the pool
 };
+
+// Right-looking blocked LU of the column-major m x n `lu` (leading
+// dimension m) whose trailing updates run over the pool: each panel of
+// kPanel columns is factored by Eigen's blocked LU, then every other
+// column takes the panel's row swaps and, right of the panel, the unit
+// lower solve and the GEMM update, in slabs of columns. The same
+// algorithm as Eigen's blocked_lu (the same pivots up to rounding), which
+// runs it on one thread: jnp.linalg.det of f64[512, 512] 5.3 -> ms on two.
+// Returns the first zero pivot's index, or -1; pivots as Eigen's.
+constexpr int64_t kPanel = 64;
+
+template <typename T>
+struct LuUpdate {
+  T* lu;
+  const int* pivots;  // of the panel, absolute rows
+  int64_t m, n, k0, bs, slab;
+};
+
+template <typename T>
+void LuUpdateSlabs(void* raw, int64_t begin, int64_t end) {
+  const auto& u = *static_cast<const LuUpdate<T>*>(raw);
+  using Stride = Eigen::OuterStride<>;
+  using Block = Eigen::Map<ColMajorMatrix<T>, 0, Stride>;
+  const int64_t m = u.m, k0 = u.k0, bs = u.bs, right = k0 + bs;
+  // Columns outside the panel: [0, k0) then [right, n), numbered together.
+  const int64_t others = u.n - bs;
+  for (int64_t s = begin; s < end; ++s) {
+    const int64_t lo = s * u.slab, hi = std::min(others, lo + u.slab);
+    for (int64_t part = 0; part < 2; ++part) {
+      // part 0: the slab's columns left of the panel; part 1: right of it.
+      const int64_t c0 = part == 0 ? lo : std::max(lo, k0) + bs;
+      const int64_t c1 = part == 0 ? std::min(hi, k0) : hi + bs;
+      if (c0 >= c1) continue;
+      for (int64_t c = c0; c < c1; ++c) {
+        T* col = u.lu + c * m;
+        for (int64_t i = 0; i < bs; ++i) std::swap(col[k0 + i], col[u.pivots[k0 + i]]);
+      }
+      if (part == 0) continue;
+      const int64_t w = c1 - c0;
+      Block l11(u.lu + k0 * m + k0, bs, bs, Stride(m));
+      Block a12(u.lu + c0 * m + k0, bs, w, Stride(m));
+      l11.template triangularView<Eigen::UnitLower>().solveInPlace(a12);
+      if (m > right) {
+        Block l21(u.lu + k0 * m + right, m - right, bs, Stride(m));
+        Block a22(u.lu + c0 * m + right, m - right, w, Stride(m));
+        a22.noalias() -= l21 * a12;
+      }
+    }
+  }
+}
+
+template <typename T>
+Eigen::Index ParallelLu(T* lu, int64_t m, int64_t n, int* pivots) {
+  using Impl = Eigen::internal::partial_lu_impl<T, Eigen::ColMajor, int>;
+  const int64_t k = std::min(m, n);
+  Eigen::Index first_zero = -1;
+  for (int64_t k0 = 0; k0 < k; k0 += kPanel) {
+    const int64_t bs = std::min(kPanel, k - k0);
+    int transpositions = 0;
+    const Eigen::Index zero =
+        Impl::blocked_lu(m - k0, bs, lu + k0 * m + k0, m, pivots + k0, transpositions);
+    if (zero >= 0 && first_zero < 0) first_zero = k0 + zero;
+    for (int64_t i = 0; i < bs; ++i) pivots[k0 + i] += static_cast<int>(k0);
+    const int64_t others = n - bs;
+    if (others <= 0) continue;
+    // Slabs of >= 32 columns, about two per thread.
+    const int64_t slab = std::max<int64_t>(32, (others + 2 * PoolNumThreads() - 1) /
+                                                   (2 * PoolNumThreads()));
+    LuUpdate<T> u{lu, pivots, m, n, k0, bs, slab};
+    __xla_cpu_parallel_for(&LuUpdateSlabs<T>, &u, (others + slab - 1) / slab, 1);
+  }
+  return first_zero;
+}
 
 template <typename T>
 void GetrfBatch(void* raw, int64_t begin, int64_t end) {
@@ -315,7 +389,9 @@ void GetrfBatch(void* raw, int64_t begin, int64_t end) {
       work = ConstRowMap<T>(a, m, n);
     }
     int transpositions = 0;
-    const Eigen::Index zero = Impl::blocked_lu(m, n, work.data(), m, pivots.data(), transpositions);
+    const Eigen::Index zero =
+        c.parallel ? ParallelLu(work.data(), m, n, pivots.data())
+                   : Impl::blocked_lu(m, n, work.data(), m, pivots.data(), transpositions);
     Store(c.lu + b * m * n, m, n, c.col_major, work);
     for (int64_t j = 0; j < k; ++j) c.ipiv[b * k + j] = pivots[j] + 1;
     if (c.info != nullptr) c.info[b] = zero < 0 ? 0 : static_cast<int32_t>(zero + 1);
@@ -330,7 +406,10 @@ void Getrf(const T* a, T* lu, int32_t* ipiv, int32_t* info, int64_t batch, int64
     Fill(info, batch, int32_t{0});
     return;
   }
-  GetrfContext<T> ctx{a, lu, ipiv, info, m, n, (flags & 1) != 0};
+  // A matrix large enough shares its updates out where the batch does not
+  // fill the pool.
+  const bool parallel = std::min(m, n) >= 4 * kPanel && batch < PoolNumThreads();
+  GetrfContext<T> ctx{a, lu, ipiv, info, m, n, (flags & 1) != 0, parallel};
   const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / (m * n * std::min(m, n)));
   __xla_cpu_parallel_for(&GetrfBatch<T>, &ctx, batch, min_chunk);
 }
