@@ -1,6 +1,6 @@
 """The CPU runtime's ISA variants (xla/backends/cpu/runtime/kernels.h): every
-variant this CPU runs computes matmuls and convolutions that agree with
-NumPy (each in its own process, chosen with XLA_CPU_RUNTIME_ISA), the query
+variant this CPU runs computes matmuls, convolutions and FFTs that agree
+with NumPy (each in its own process, chosen with XLA_CPU_RUNTIME_ISA), the query
 reports what was asked, a bad request is a clear error, and no code of the
 extension outside the variant units uses AVX or AVX-512 instructions."""
 import os
@@ -209,6 +209,24 @@ VARIANT_CHECK = """
         for kx in range(3):
             want += padded[:, ky:ky + 12, kx:kx + 11, :] @ w[ky, kx].astype(np.float64)
     assert np.allclose(out, want, rtol=1e-4, atol=1e-4), "conv2d"
+    # FFT (fft.cc): the lanes' 64-byte vectors in every variant's
+    # alignment, power-of-two and other lengths, real transforms.
+    fft = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32,
+                           ctypes.c_void_p, ctypes.c_int32)
+    for real, cdt, tol in (("f32", np.complex64, 2e-5), ("f64", np.complex128, 1e-12)):
+        f = fft(symbols["__xla_cpu_fft_" + real])
+        for rows, n in ((37, 256), (5, 48), (3, 4)):
+            z = (rng.standard_normal((rows, n)) + 1j * rng.standard_normal((rows, n))).astype(cdt)
+            lengths = np.array([n], np.int64)
+            out = np.empty_like(z)
+            f(z.ctypes.data, out.ctypes.data, rows, 1, lengths.ctypes.data, 0)
+            want = np.fft.fft(z.astype(np.complex128))
+            assert np.allclose(out, want, rtol=0, atol=tol * np.abs(want).max() * 10), f"fft {real} {n}"
+            x = np.ascontiguousarray(z.real)
+            half = np.empty((rows, n // 2 + 1), cdt)
+            f(x.ctypes.data, half.ctypes.data, rows, 1, lengths.ctypes.data, 2)
+            want = np.fft.rfft(x.astype(np.float64))
+            assert np.allclose(half, want, rtol=0, atol=tol * np.abs(want).max() * 10), f"rfft {real} {n}"
     a = rng.standard_normal((200, 300)).astype(np.float32)
     b = rng.standard_normal((300, 150)).astype(np.float32)
     got = np.asarray(xla.jit(lambda p, q: p @ q)(a, b))

@@ -1,8 +1,10 @@
 """fft (FFT, IFFT, RFFT, IRFFT over the last len(fft_length) dimensions)
-as one call to the runtime's ``__xla_cpu_fft_f32/_f64`` (Eigen's FFT
-module, xla/backends/cpu/runtime/cpu_runtime.h), for c64/f32 and c128/f64 operands stored
-row-major (the default layout). Transforms of 1 to 3 dimensions; the
-leading dimensions are a batch the runtime spreads over its threads.
+as one call to the runtime's ``__xla_cpu_fft_f32/_f64``
+(xla/backends/cpu/runtime/fft.cc: power-of-two lengths as a Stockham
+transform vectorized across 16 or 8 lines, others through Eigen's FFT
+module), for c64/f32 and c128/f64 operands stored row-major (the default
+layout). Transforms of 1 to 3 dimensions; every line of each axis, batch
+included, is spread over the runtime's threads.
 Ahead-of-time objects have no FFT in their C runtime: compiling one for
 them names the op as unsupported.
 """

@@ -237,7 +237,8 @@ void __xla_cpu_geev_c128(const void* a, void* w, void* wi, void* vl, void* vr, i
 // 1/N), 2 RFFT (real -> complex, the last dimension n becomes n/2 + 1),
 // 3 IRFFT (complex -> real, n/2 + 1 -> n, scaled; imaginary parts a real
 // signal cannot have are ignored, as numpy.fft.irfftn does). `lengths`
-// holds fft_length (the real-side sizes). Computed with Eigen's FFT module
+// holds fft_length (the real-side sizes). Power-of-two lengths: a Stockham
+// transform vectorized across lines (fft.cc); others: Eigen's FFT module
 // (kissfft); `in` and `out` must not overlap. f32: complex<float> and
 // float; f64: complex<double> and double.
 void __xla_cpu_fft_f32(const void* in, void* out, int64_t batch, int32_t rank,

@@ -28,7 +28,7 @@ namespace {
         &ns::CholeskyC64, &ns::CholeskyC128, &ns::TrsmF32, &ns::TrsmF64, &ns::TrsmC64,         \
         &ns::TrsmC128, &ns::SyevdF32, &ns::SyevdF64, &ns::GesddF32, &ns::GesddF64,             \
         &ns::GetrfF32, &ns::GetrfF64, &ns::GeqrfF32, &ns::GeqrfF64, &ns::OrgqrF32,             \
-        &ns::OrgqrF64, &ns::TiledGemmF32, &ns::TiledGemmF64                                    \
+        &ns::OrgqrF64, &ns::TiledGemmF32, &ns::TiledGemmF64, &ns::FftF32, &ns::FftF64          \
   }
 
 const IsaKernels kBaseline = XLA_CPU_ISA_KERNELS(isa_baseline, isa_baseline, "baseline");
@@ -380,6 +380,16 @@ void __xla_cpu_orgqr_f32(const float* a, const float* tau, float* out, int64_t b
 void __xla_cpu_orgqr_f64(const double* a, const double* tau, double* out, int64_t batch,
                          int64_t m, int64_t n, int64_t k, int32_t flags) {
   Kernels().orgqr_f64(a, tau, out, batch, m, n, k, flags);
+}
+
+void __xla_cpu_fft_f32(const void* in, void* out, int64_t batch, int32_t rank,
+                       const int64_t* lengths, int32_t kind) {
+  Kernels().fft_f32(in, out, batch, rank, lengths, kind);
+}
+
+void __xla_cpu_fft_f64(const void* in, void* out, int64_t batch, int32_t rank,
+                       const int64_t* lengths, int32_t kind) {
+  Kernels().fft_f64(in, out, batch, rank, lengths, kind);
 }
 
 }  // extern "C"

@@ -132,6 +132,10 @@ int PoolCurrentThreadId();
                     int64_t min_chunk);                                                       \
   void TiledGemmF64(const double* a, const double* b, double* c, const int64_t* walk,         \
                     int64_t min_chunk);                                                       \
+  void FftF32(const void* in, void* out, int64_t batch, int32_t rank, const int64_t* lengths, \
+              int32_t kind);                                                                  \
+  void FftF64(const void* in, void* out, int64_t batch, int32_t rank, const int64_t* lengths, \
+              int32_t kind);                                                                  \
   }
 
 // The low-precision matmuls (matmul_lowp.cc): bf16 operands are bits.
@@ -192,6 +196,8 @@ struct IsaKernels {
   decltype(&isa_baseline::OrgqrF64) orgqr_f64;
   decltype(&isa_baseline::TiledGemmF32) tiled_gemm_f32;
   decltype(&isa_baseline::TiledGemmF64) tiled_gemm_f64;
+  decltype(&isa_baseline::FftF32) fft_f32;
+  decltype(&isa_baseline::FftF64) fft_f64;
 };
 
 // Every variant this build has, narrowest first.
