@@ -228,3 +228,16 @@ ENTRY %main (a: {t}[{k},{k}], b: {t}[{s}], alpha: {t}[]) -> {t}[{s}] {{
     got = run(text, [a, b, alpha], "cpu")[0]
     want = _reference(a, b, left, True, False, "TRANSPOSE", alpha)
     np.testing.assert_allclose(got, want if t == "c128" else want.real, rtol=1e-10, atol=1e-11)
+
+
+def test_jit_numpy_solve_of_a_nonsymmetric_matrix():
+    # xla.jit(np.linalg.solve) goes through linalg_composite_rewriter, whose
+    # triangular-solve carries its transpose_a as the builder gives it (a
+    # transposed solve here once read an attribute object as "not
+    # NO_TRANSPOSE").
+    import xla
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((5, 5)) + 5 * np.eye(5)
+    for b in (rng.standard_normal(5), rng.standard_normal((5, 2))):
+        np.testing.assert_allclose(np.asarray(xla.jit(np.linalg.solve)(a, b)),
+                                   np.linalg.solve(a, b), rtol=1e-12, atol=1e-12)

@@ -321,7 +321,7 @@ def _runtime_trsm(me, h, out_shape, slices, left, lower, unit, trans):
             or a.shape.dimensions[:-2] != out_shape.dimensions[:-2]):
         return False
     rows, cols = out_shape.dimensions[-2:]
-    transposed, conjugate = trans != "NO_TRANSPOSE", trans == "ADJOINT"
+    transposed, conjugate = trans in ("TRANSPOSE", "ADJOINT"), trans == "ADJOINT"
     if order == "col":
         left, transposed, (rows, cols) = not left, not transposed, (cols, rows)
     if a_order == "col":
@@ -354,6 +354,7 @@ def _emit_trsm(me, h, out_shape, out_slice, left, lower, unit, trans, alpha=None
 @register_instruction("triangular-solve")
 def emit_triangular_solve(me, h):
     trans = h.attr("transpose_a", "NO_TRANSPOSE") or "NO_TRANSPOSE"
+    trans = getattr(trans, "text", trans)  # the builder's RawAttr, the parser's str
     _emit_trsm(me, h, h.shape, Slice(me.assignment.buffer(h, ())), bool(h.attr("left_side", False)),
                bool(h.attr("lower", False)), bool(h.attr("unit_diagonal", False)), str(trans))
 

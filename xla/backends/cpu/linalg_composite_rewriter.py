@@ -135,7 +135,7 @@ def _solve(b, instr, attrs):
     y = b.add("slice", Shape.array(et, rhs.dimensions), [lu],
               slice=keep + (SliceDim(0, n, 1), SliceDim(n, n + k, 1)))
     x = b.add("triangular-solve", Shape.array(et, rhs.dimensions), [u, y], left_side=True,
-              lower=False, unit_diagonal=False, transpose_a=RawAttr("NO_TRANSPOSE"))
+              lower=False, unit_diagonal=False, transpose_a="NO_TRANSPOSE")
     info = _gte(b, cc, 2)
     return b.add("tuple", Shape.tuple([x.shape, info.shape]), [x, info])
 
