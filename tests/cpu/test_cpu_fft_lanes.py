@@ -8,7 +8,8 @@ shape is exercised: full and partial groups, lines side by side (an axis
 before the last), strides that split a group across outer indices, odd
 and even powers of two, lengths 2 and 4, mixed power-of-two and other
 lengths, IRFFT spectra whose DC and Nyquist imaginary parts must be
-ignored."""
+ignored, and the lengths and line counts that go to kissfft instead
+(fft.cc UseLanes)."""
 import numpy as np
 import pytest
 
@@ -78,6 +79,9 @@ CASES = [
     ("IRFFT", [4, 8, 17], [8, 32]),
     ("IRFFT", [6, 16], [30]),         # even, not a power of two: kissfft
     ("IRFFT", [2, 1025], [2048]),
+    ("FFT", [2, 8192], [8192]),       # few lines of a long length: kissfft
+    ("RFFT", [4, 16384], [16384]),    # a quarter of a group or more: lanes
+    ("IFFT", [131072], [131072]),     # past 2^16: kissfft
 ]
 
 

@@ -3,8 +3,9 @@
 // in turn, every line of the axis (across the batch too) shared over the
 // pool in groups of kLanes lines.
 //
-// Power-of-two lengths run a Stockham transform (radix 4, one radix-2 stage
-// for odd powers) vectorized across the group's lines: each group is
+// Power-of-two lengths up to 2^16 (UseLanes) run a Stockham transform
+// (radix 4, one radix-2 stage for odd powers) vectorized across the
+// group's lines: each group is
 // gathered into split real/imaginary arrays [n][kLanes], so every butterfly
 // is a vector operation on kLanes independent lines, and no bit reversal is
 // needed. A real transform of even power-of-two length n is the complex
@@ -237,16 +238,6 @@ int64_t LineStart(const AxisJob<T>& job, int64_t line) {
   return (line / job.stride) * job.n * job.stride + line % job.stride;
 }
 
-// This thread's vectorized transform of length n in that direction.
-template <typename T>
-LaneFft<T>& Engine(int64_t n, bool inverse) {
-  thread_local std::unique_ptr<LaneFft<T>> engine;
-  if (!engine || engine->n() != n || engine->inverse() != inverse) {
-    engine = std::make_unique<LaneFft<T>>(n, inverse);
-  }
-  return *engine;
-}
-
 // The lanes' data as scalars: element j of lane w at [j * kLanes + w].
 // Gathers and scatters move one lane (line) at a time, reading and
 // writing its line in order; lanes past `count` hold zeros.
@@ -271,24 +262,14 @@ inline void ForLanes(int64_t count, int64_t n, F&& body) {
   }
 }
 
-// This thread's split scratch of n + 1 vectors (an RFFT's n/2 + 1 outputs,
-// an IRFFT's inputs).
-template <typename T>
-typename Simd<T>::V* Scratch(int64_t size, int which) {
-  thread_local VectorArray<typename Simd<T>::V> buffers[2];
-  buffers[which].Reserve(size);
-  return buffers[which].data();
-}
-
 // Lines [first, first + count), count <= kLanes, of a complex transform
 // (FFT, IFFT: in place in job.out) through the vectorized transform.
 template <typename T>
-void ComplexLanes(const AxisJob<T>& job, int64_t first, int64_t count) {
+void ComplexLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneFft<T>& fft) {
   using C = std::complex<T>;
   constexpr int64_t W = kLanes<T>;
   const int64_t n = job.n, s = job.stride;
   const bool inverse = job.kind == 1;
-  LaneFft<T>& fft = Engine<T>(n, inverse);
   T* re = Scalars<T>(fft.re());
   T* im = Scalars<T>(fft.im());
   C* data = static_cast<C*>(job.out);
@@ -342,12 +323,12 @@ void ComplexLanes(const AxisJob<T>& job, int64_t first, int64_t count) {
 // z = x[even] + i x[odd], Z = FFT_{n/2}(z), then for k = 0..n/2
 // X[k] = (Z[k] + conj Z[n/2 - k]) / 2 - i/2 e^(-2 pi i k / n) (Z[k] - conj Z[n/2 - k]).
 template <typename T>
-void RealForwardLanes(const AxisJob<T>& job, int64_t first, int64_t count) {
+void RealForwardLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneFft<T>& fft,
+                      typename Simd<T>::V* xr, typename Simd<T>::V* xi) {
   using C = std::complex<T>;
   using V = typename Simd<T>::V;
   constexpr int64_t W = kLanes<T>;
   const int64_t n = job.n, h = n / 2;
-  LaneFft<T>& fft = Engine<T>(h, false);
   T* zr = Scalars<T>(fft.re());
   T* zi = Scalars<T>(fft.im());
   if (count < W) {
@@ -363,8 +344,6 @@ void RealForwardLanes(const AxisJob<T>& job, int64_t first, int64_t count) {
   fft.Run();  // the result may be in the other buffers
   const V* re = fft.re();
   const V* im = fft.im();
-  V* xr = Scratch<T>(h + 1, 0);
-  V* xi = Scratch<T>(h + 1, 1);
   const C* tw = Twiddles<T>(n);
   for (int64_t k = 0; k <= h; ++k) {
     const int64_t a = k % h, b = (h - k) % h;
@@ -391,13 +370,12 @@ void RealForwardLanes(const AxisJob<T>& job, int64_t first, int64_t count) {
 // O = (X[k] - conj X[n/2 - k]) / 2 e^(2 pi i k / n); z = IFFT_{n/2}(Z) / (n/2)
 // gives x[2k] + i x[2k + 1].
 template <typename T>
-void RealInverseLanes(const AxisJob<T>& job, int64_t first, int64_t count) {
+void RealInverseLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneFft<T>& fft,
+                      typename Simd<T>::V* xr, typename Simd<T>::V* xi) {
   using C = std::complex<T>;
   using V = typename Simd<T>::V;
   constexpr int64_t W = kLanes<T>;
   const int64_t n = job.n, h = n / 2;
-  V* xr = Scratch<T>(h + 1, 0);
-  V* xi = Scratch<T>(h + 1, 1);
   T* sr = Scalars<T>(xr);
   T* si = Scalars<T>(xi);
   if (count < W) {
@@ -410,7 +388,6 @@ void RealInverseLanes(const AxisJob<T>& job, int64_t first, int64_t count) {
     sr[k * W + w] = x.real();
     si[k * W + w] = k == 0 || k == h ? T(0) : x.imag();
   });
-  LaneFft<T>& fft = Engine<T>(h, true);
   V* re = fft.re();
   V* im = fft.im();
   const C* tw = Twiddles<T>(n);
@@ -466,20 +443,43 @@ void KissLines(const AxisJob<T>& job, int64_t first, int64_t count) {
   }
 }
 
+// Whether an axis's lines run the vectorized transform: power-of-two
+// lengths (real: at least 4) up to kMaxLaneLength (each task's four split
+// arrays hold kLanes lines: 16 MB at 2^16 f32), and at least a quarter of
+// a group of lines where the length is large (fewer lines waste most
+// lanes on zeros).
+constexpr int64_t kMaxLaneLength = int64_t{1} << 16;
+
+template <typename T>
+bool UseLanes(const AxisJob<T>& job) {
+  return PowerOfTwo(job.n) && (job.kind <= 1 || job.n >= 4) && job.n <= kMaxLaneLength &&
+         (job.lines * 4 >= kLanes<T> || job.n <= 4096);
+}
+
 template <typename T>
 void AxisGroups(void* raw, int64_t begin, int64_t end) {
+  using V = typename Simd<T>::V;
   const auto& job = *static_cast<const AxisJob<T>*>(raw);
-  const bool lanes = job.kind <= 1 ? PowerOfTwo(job.n) : job.n >= 4 && PowerOfTwo(job.n);
+  if (!UseLanes(job)) {
+    for (int64_t g = begin; g < end; ++g) {
+      const int64_t first = g * kLanes<T>;
+      KissLines(job, first, std::min(kLanes<T>, job.lines - first));
+    }
+    return;
+  }
+  // This task's transform and (real transforms) the n/2 + 1 split outputs
+  // or inputs beside it.
+  const bool real = job.kind >= 2;
+  LaneFft<T> fft(real ? job.n / 2 : job.n, job.kind == 1 || job.kind == 3);
+  VectorArray<V> xr(real ? job.n / 2 + 1 : 0), xi(real ? job.n / 2 + 1 : 0);
   for (int64_t g = begin; g < end; ++g) {
     const int64_t first = g * kLanes<T>, count = std::min(kLanes<T>, job.lines - first);
-    if (!lanes) {
-      KissLines(job, first, count);
-    } else if (job.kind <= 1) {
-      ComplexLanes(job, first, count);
+    if (job.kind <= 1) {
+      ComplexLanes(job, first, count, fft);
     } else if (job.kind == 2) {
-      RealForwardLanes(job, first, count);
+      RealForwardLanes(job, first, count, fft, xr.data(), xi.data());
     } else {
-      RealInverseLanes(job, first, count);
+      RealInverseLanes(job, first, count, fft, xr.data(), xi.data());
     }
   }
 }
