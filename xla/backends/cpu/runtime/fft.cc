@@ -72,10 +72,6 @@ class VectorArray {
     size_ = size;
   }
   V* data() { return data_; }
-  void swap(VectorArray& other) {
-    std::swap(data_, other.data_);
-    std::swap(size_, other.size_);
-  }
 
  private:
   V* data_ = nullptr;
@@ -115,18 +111,26 @@ class LaneFft {
  public:
   using V = typename Simd<T>::V;
 
-  LaneFft(int64_t n, bool inverse)
-      : n_(n), inverse_(inverse), tw_(Twiddles<T>(n)), re_(n), im_(n), re2_(n), im2_(n) {}
+  // `buffers`: four arrays of at least n vectors, the transform's while it
+  // lives.
+  LaneFft(int64_t n, bool inverse, V* const buffers[4])
+      : n_(n),
+        inverse_(inverse),
+        tw_(Twiddles<T>(n)),
+        re_(buffers[0]),
+        im_(buffers[1]),
+        re2_(buffers[2]),
+        im2_(buffers[3]) {}
 
   int64_t n() const { return n_; }
   bool inverse() const { return inverse_; }
-  V* re() { return re_.data(); }
-  V* im() { return im_.data(); }
+  V* re() { return re_; }
+  V* im() { return im_; }
 
   void Run() {
     int log2n = 0;
     while ((int64_t{1} << log2n) < n_) ++log2n;
-    V *xr = re_.data(), *xi = im_.data(), *yr = re2_.data(), *yi = im2_.data();
+    V *xr = re_, *xi = im_, *yr = re2_, *yi = im2_;
     int64_t m = 1;
     if (log2n % 2 == 1) {
       Radix2(xr, xi, yr, yi, n_ / 2, m);
@@ -139,9 +143,9 @@ class LaneFft {
       std::swap(xr, yr);
       std::swap(xi, yi);
     }
-    if (xr != re_.data()) {
-      re_.swap(re2_);
-      im_.swap(im2_);
+    if (xr != re_) {
+      std::swap(re_, re2_);
+      std::swap(im_, im2_);
     }
   }
 
@@ -202,7 +206,7 @@ class LaneFft {
   int64_t n_;
   bool inverse_;
   const std::complex<T>* tw_;
-  VectorArray<V> re_, im_, re2_, im2_;
+  V *re_, *im_, *re2_, *im2_;
 };
 
 // One 1-D transform with Eigen's FFT; kissfft cannot take length 1 (the
@@ -444,16 +448,34 @@ void KissLines(const AxisJob<T>& job, int64_t first, int64_t count) {
 }
 
 // Whether an axis's lines run the vectorized transform: power-of-two
-// lengths (real: at least 4) up to kMaxLaneLength (each task's four split
-// arrays hold kLanes lines: 16 MB at 2^16 f32), and at least a quarter of
-// a group of lines where the length is large (fewer lines waste most
-// lanes on zeros).
+// lengths (real: at least 4) up to kMaxLaneLength (a task's four split
+// arrays hold kLanes lines: 16 MB at 2^16), and at least a quarter of a
+// group of lines (fewer waste most lanes on zeros: one line of 4096
+// through the lanes took 10x NumPy's time).
 constexpr int64_t kMaxLaneLength = int64_t{1} << 16;
 
 template <typename T>
 bool UseLanes(const AxisJob<T>& job) {
   return PowerOfTwo(job.n) && (job.kind <= 1 || job.n >= 4) && job.n <= kMaxLaneLength &&
-         (job.lines * 4 >= kLanes<T> || job.n <= 4096);
+         job.lines * 4 >= kLanes<T>;
+}
+
+// The split arrays of a task: the transform's four, and for real
+// transforms the n/2 + 1 outputs or inputs beside them. Lengths up to
+// kKeptLength keep a thread's arrays from call to call (1.25 MB a thread
+// at most), so small transforms do not allocate and fault in fresh pages
+// every call; longer ones allocate per task.
+constexpr int64_t kKeptLength = 4096;
+
+template <typename T>
+struct LaneArrays {
+  VectorArray<typename Simd<T>::V> arrays[6];
+};
+
+template <typename T>
+LaneArrays<T>& KeptArrays() {
+  thread_local LaneArrays<T> kept;
+  return kept;
 }
 
 template <typename T>
@@ -470,16 +492,25 @@ void AxisGroups(void* raw, int64_t begin, int64_t end) {
   // This task's transform and (real transforms) the n/2 + 1 split outputs
   // or inputs beside it.
   const bool real = job.kind >= 2;
-  LaneFft<T> fft(real ? job.n / 2 : job.n, job.kind == 1 || job.kind == 3);
-  VectorArray<V> xr(real ? job.n / 2 + 1 : 0), xi(real ? job.n / 2 + 1 : 0);
+  const int64_t length = real ? job.n / 2 : job.n;
+  LaneArrays<T> own;
+  LaneArrays<T>& arrays = job.n <= kKeptLength ? KeptArrays<T>() : own;
+  V* buffers[6];
+  for (int i = 0; i < 6; ++i) {
+    arrays.arrays[i].Reserve(i < 4 ? length : real ? length + 1 : 0);
+    buffers[i] = arrays.arrays[i].data();
+  }
+  LaneFft<T> fft(length, job.kind == 1 || job.kind == 3, buffers);
+  V* xr = buffers[4];
+  V* xi = buffers[5];
   for (int64_t g = begin; g < end; ++g) {
     const int64_t first = g * kLanes<T>, count = std::min(kLanes<T>, job.lines - first);
     if (job.kind <= 1) {
       ComplexLanes(job, first, count, fft);
     } else if (job.kind == 2) {
-      RealForwardLanes(job, first, count, fft, xr.data(), xi.data());
+      RealForwardLanes(job, first, count, fft, xr, xi);
     } else {
-      RealInverseLanes(job, first, count, fft, xr.data(), xi.data());
+      RealInverseLanes(job, first, count, fft, xr, xi);
     }
   }
 }
