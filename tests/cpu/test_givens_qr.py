@@ -125,3 +125,27 @@ ENTRY e {
 }"""
     v, w, info = _run(text, a)
     assert info == 1 and np.isnan(w).all() and np.isnan(v).all()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("kind,shape", [("random", (300, 300)), ("graded", (400, 290)),
+                                        ("rank3", (280, 350)), ("repeated", (300, 270))])
+def test_gesdd_values_past_the_vector_cutoff(dt, kind, shape):
+    # Values only (mode N) take the QR iterations at every size (runtime
+    # spectral.cc Svd: BDCSVD only where vectors are asked for past 256
+    # columns): jnp.linalg.svd(compute_uv=False) of f32[512, 512] 23 ->
+    # 13.5 ms. Against NumPy's values to O(n) eps.
+    m, n = shape
+    k = min(m, n)
+    a = _matrix(np.random.default_rng(m + n), kind, shape, dt)
+    et = ET[dt]
+    text = f"""HloModule m
+ENTRY e {{
+  a = {et}{_dims(shape)} parameter(0)
+  ROOT r = ({et}{_dims(shape)}, {et}{_dims((k,))}, {et}{_dims((m, k))}, {et}{_dims((k, n))}, s32[]) custom-call(a), custom_call_target="lapack_{PREFIX[dt]}gesdd_ffi", backend_config={{mode = {ord('N')} : ui8}}
+}}"""
+    _, s, _, _, info = _run(text, a)
+    assert int(info) == 0
+    s_ref = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+    _check(s, s_ref, s_ref.max(), dt, max(m, n), "singular values")
+    assert np.all(np.diff(s) <= 0) and np.all(s >= 0)
