@@ -74,6 +74,12 @@ def xla_cpu(text):
         return None
     jax.config.update("jax_platforms", "cpu")
     backend = jax.extend.backend.get_backend()
+    if "lapack_" in text:
+        # jaxlib fills its LAPACK kernels' function pointers when jax first
+        # lowers a linear-algebra op; HLO text calling them before that
+        # crashes XLA:CPU's process (a null call: jnp.linalg.det's module).
+        from jax._src.lib import lapack
+        lapack._lapack.initialize()
     module = xc.hlo.hlo_module_from_text(text)
     computation = xc.hlo.XlaComputation(module.as_serialized_hlo_module_proto())
     mlir = xc._xla.mlir.hlo_to_stablehlo(computation.as_serialized_hlo_module_proto())
