@@ -266,6 +266,16 @@ inline void ForLanes(int64_t count, int64_t n, F&& body) {
   }
 }
 
+// Zeros in `size` split vectors (re, im as scalars) where a group has fewer
+// than kLanes lines: the unused lanes compute on zeros.
+template <typename T>
+void ClearWhenPartial(T* re, T* im, int64_t size, int64_t count) {
+  if (count < kLanes<T>) {
+    std::fill(re, re + size * kLanes<T>, T(0));
+    std::fill(im, im + size * kLanes<T>, T(0));
+  }
+}
+
 // Lines [first, first + count), count <= kLanes, of a complex transform
 // (FFT, IFFT: in place in job.out) through the vectorized transform.
 template <typename T>
@@ -277,10 +287,7 @@ void ComplexLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneFft<T
   T* re = Scalars<T>(fft.re());
   T* im = Scalars<T>(fft.im());
   C* data = static_cast<C*>(job.out);
-  if (count < W) {
-    std::fill(re, re + n * W, T(0));
-    std::fill(im, im + n * W, T(0));
-  }
+  ClearWhenPartial(re, im, n, count);
   // Lines side by side in memory (an axis before the last: W consecutive
   // columns) gather a row of W at a time.
   const bool side_by_side = count == W && s >= W && first % s + W <= s;
@@ -335,10 +342,7 @@ void RealForwardLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneF
   const int64_t n = job.n, h = n / 2;
   T* zr = Scalars<T>(fft.re());
   T* zi = Scalars<T>(fft.im());
-  if (count < W) {
-    std::fill(zr, zr + h * W, T(0));
-    std::fill(zi, zi + h * W, T(0));
-  }
+  ClearWhenPartial(zr, zi, h, count);
   const T* in = static_cast<const T*>(job.in);
   ForLanes(count, h, [&](int64_t w, int64_t j) {
     const T* row = in + (first + w) * n;
@@ -382,10 +386,7 @@ void RealInverseLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneF
   const int64_t n = job.n, h = n / 2;
   T* sr = Scalars<T>(xr);
   T* si = Scalars<T>(xi);
-  if (count < W) {
-    std::fill(sr, sr + (h + 1) * W, T(0));
-    std::fill(si, si + (h + 1) * W, T(0));
-  }
+  ClearWhenPartial(sr, si, h + 1, count);
   const C* in = static_cast<const C*>(job.in);
   ForLanes(count, h + 1, [&](int64_t w, int64_t k) {
     const C x = in[(first + w) * (h + 1) + k];
