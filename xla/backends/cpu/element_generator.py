@@ -212,7 +212,36 @@ def _gen_reshape(g, h, index):
         return g.value(op, [next(it) if d != 1 else i64(0) for d in in_dims])
     g.constant_sizes()
     linear = le.row_major_linear(g.b, out_dims, index)
+    stored = _stored(g, op)
+    if stored is not None and stored.shape.is_row_major():
+        # Read from a row-major buffer: the row-major offset is the address
+        # (no index of the operand rebuilt from it with divisions).
+        return _load_at(g, stored, linear)
     return g.value(op, le.delinearize(g.b, linear, in_dims))
+
+
+def _stored(g, h):
+    """The materialized instruction whose buffer this kernel reads ``h``
+    from (``h``, or a fusion parameter's operand), or None where ``h`` is
+    computed here or the kernel is shape-generic."""
+    if g.generic:
+        return None
+    has = g.emitter.assignment.has_buffers
+    if not (h is not g.kernel.root and has(h)) and h.opcode == "parameter" and g.fusion is not None:
+        h = g.fusion.operands[h.parameter_number]   # as ElementGenerator._compute maps it
+    if h is g.kernel.root or not has(h) or not h.shape.is_array:
+        return None
+    return h
+
+
+def _load_at(g, src, offset):
+    """The element of materialized ``src`` at element offset ``offset`` of
+    its buffer."""
+    ptr = g.kernel.pointer(Slice(g.emitter.assignment.buffer(src, ())))
+    size = src.shape.element_type.byte_size
+    offset = offset if size == 1 else g.b.mul(offset, i64(size), flags=("nsw", "nuw"))
+    return load_element(g.b, g.b.gep(ptr, [offset], inbounds=True, source_etype=I8),
+                        src.shape.element_type)
 
 
 def _gen_bitcast(g, h, index):
@@ -228,8 +257,13 @@ def _gen_bitcast(g, h, index):
     else:
         g.constant_sizes()
         linear = le.linear_index(g.b, h.shape, index)
-        value = g.value(op, le.delinearize(g.b, linear, op.shape.dimensions,
-                                           le.major_to_minor(op.shape)))
+        stored = _stored(g, op)
+        if stored is not None:
+            # The same bytes: the offset in this layout is the address.
+            value = _load_at(g, stored, linear)
+        else:
+            value = g.value(op, le.delinearize(g.b, linear, op.shape.dimensions,
+                                               le.major_to_minor(op.shape)))
     if src is dst:
         return value
     # Same size, another type: the element's bits, reinterpreted.
