@@ -241,3 +241,30 @@ def test_jit_numpy_solve_of_a_nonsymmetric_matrix():
     for b in (rng.standard_normal(5), rng.standard_normal((5, 2))):
         np.testing.assert_allclose(np.asarray(xla.jit(np.linalg.solve)(a, b)),
                                    np.linalg.solve(a, b), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("trans", ["NO_TRANSPOSE", "TRANSPOSE"])
+def test_transpose_a_as_a_builders_raw_attribute(trans):
+    # An instruction built in Python may carry transpose_a as a RawAttr
+    # (the text after "transpose_a="); the interpreter and the cpu backend
+    # read it as the parser's string.
+    from xla.hlo.attributes import RawAttr
+    from xla.hlo.evaluator.evaluator import Evaluator
+    text = f"""HloModule m
+ENTRY %main (a: f64[4,4], b: f64[4,2]) -> f64[4,2] {{
+  %a = f64[4,4] parameter(0)
+  %b = f64[4,2] parameter(1)
+  ROOT %x = f64[4,2] triangular-solve(%a, %b), left_side=true, lower=true, transpose_a={trans}
+}}"""
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((4, 4)) + 4 * np.eye(4)
+    b = rng.standard_normal((4, 2))
+    want = _reference(a, b, True, True, False, trans, 1.0).real
+
+    def raw():
+        m = parse_hlo_module(text)
+        m.entry.root_instruction.attrs["transpose_a"] = RawAttr(trans)
+        return m
+    np.testing.assert_allclose(np.asarray(Evaluator().evaluate(raw(), [a, b])), want, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(runtime.compile(raw(), "cpu").execute(a, b)), want,
+                               rtol=1e-12)

@@ -94,7 +94,8 @@ def emit_linalg(emitter, h, name):
             left, lower = char("side", "L") == "L", char("uplo", "L") == "L"
             unit = char("diag", "N") == "U"
         else:
-            trans = str(h.attr("transpose_a", "NO_TRANSPOSE") or "NO_TRANSPOSE")
+            trans = h.attr("transpose_a", "NO_TRANSPOSE") or "NO_TRANSPOSE"
+            trans = str(getattr(trans, "text", trans))  # a builder's RawAttr, the parser's str
             out_index, alpha = (), None
             left, lower = bool(h.attr("left_side", False)), bool(h.attr("lower", False))
             unit = bool(h.attr("unit_diagonal", False))

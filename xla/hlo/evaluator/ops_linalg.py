@@ -342,6 +342,7 @@ def triangular_solve(instr, operands, ctx):
     lower = bool(instr.attr("lower", False))
     unit = bool(instr.attr("unit_diagonal", False))
     trans = instr.attr("transpose_a", "NO_TRANSPOSE") or "NO_TRANSPOSE"
+    trans = getattr(trans, "text", trans)  # a builder's RawAttr, the parser's str
     out_dtype = instr.shape.dtype
     cdt = _linalg_dtype(out_dtype)
     A = a.astype(cdt)
