@@ -243,8 +243,6 @@ int64_t LineStart(const AxisJob<T>& job, int64_t line) {
 }
 
 // The lanes' data as scalars: element j of lane w at [j * kLanes + w].
-// Gathers and scatters move one lane (line) at a time, reading and
-// writing its line in order; lanes past `count` hold zeros.
 template <typename T>
 T* Scalars(typename Simd<T>::V* v) {
   return reinterpret_cast<T*>(v);
