@@ -24,8 +24,9 @@ RUNTIME_CALLS = {
     "uneven_padding": (2, 1, 0),
     "rhs_dilation": (2, 1, 0),
     "lhs_dilation": (2, 1, 0),
-    # the kernel gradient has batch groups: a loop per output element
-    "feature_groups": (2, 0, 0),
+    # the kernel gradient's three batch groups: one conv2d_filter each
+    # (convolution-batch-group-splitter)
+    "feature_groups": (2, 3, 0),
     "conv1d": (2, 1, 0),
     "nchw": (2, 1, 0),
     # depthwise layers, their input gradients and their kernel gradients

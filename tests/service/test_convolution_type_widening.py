@@ -149,7 +149,8 @@ def test_cpu_pipeline_widens_convolutions_its_runtime_takes():
     # (module, the runtime's conv2d call, the convolutions left, the dots' type)
     for text, runtime, convs, dots in ((bf16, True, {"f32"}, set()),
                                        (three_d, False, set(), {"f32"}),   # im2col: a GEMM
-                                       (grouped_batch, False, {"bf16"}, set())):  # generator
+                                       # one convolution per batch group, widened
+                                       (grouped_batch, True, {"f32"}, set())):
         exe = xla.compile(parse_hlo_module(text), "cpu")
         assert ('__xla_cpu_conv2d_f32' in exe.ir_text) is runtime
         want = xla.compile(parse_hlo_module(text), "interpreter")

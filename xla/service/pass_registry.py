@@ -20,6 +20,7 @@ PASSES = {
     "convolution-im2col": "xla.service.convolution_im2col:ConvolutionIm2Col",
     "convolution-type-widening": "xla.service.convolution_type_widening:ConvolutionTypeWidening",
     "convolution-reversal-expander": "xla.service.conv_reversal_expander:ConvolutionReversalExpander",
+    "convolution-batch-group-splitter": "xla.service.conv_batch_group_splitter:ConvolutionBatchGroupSplitter",
     "dce": "xla.service.dce:HloDCE",
     "dot_decomposer": "xla.service.dot_decomposer:DotDecomposer",
     "dot-merger": "xla.service.dot_merger:DotMerger",

@@ -93,6 +93,8 @@ def cpu_pipeline(**options):
     pipeline.passes[layout] = make_pass("layout-assignment",
                                         constraints=layout_constraints.constraints)
     pipeline.passes[layout:layout] = [make_pass("convolution-reversal-expander"),
+                                      make_pass("convolution-batch-group-splitter",
+                                                keep=layout_constraints.depthwise_filter),
                                       make_pass("dot-type-widening", native=MIXED_MATMUL_TYPES),
                                       make_pass("convolution-type-widening",
                                                 accepts=layout_constraints.widened_conv2d),
