@@ -20,7 +20,10 @@ the target-independent pipeline (``xla/service/pipelines.py``) with
 (dots sharing an operand as one dot, where the operands it concatenates
 are constants: ``constant_weights`` below; ``xla/service/dot_merger.py``),
 ``convolution-reversal-expander`` (a reversed window as a reverse of the
-kernel, which the runtime's conv2d then takes) and ``dot-type-widening``
+kernel, which the runtime's conv2d then takes),
+``convolution-batch-group-splitter`` (batch groups as one convolution per
+group, but a depthwise gradient's, which the runtime takes) and
+``dot-type-widening``
 just before its layout assignment (bf16/f16/f8 dots
 in f32, narrow integer dots in s32: the types Eigen's GEMM runs; s8 x s8
 and bf16 x bf16 dots keep their operands for the runtime's low-precision
