@@ -188,10 +188,9 @@ def _matrix_order(shape):
     order: the layout jaxlib's LAPACK calls ask for) or None (another
     layout). A column-major matrix read row-major is its transpose, which
     is how the runtime (row-major Eigen maps) takes it."""
-    r = shape.rank
-    if r >= 2 and shape.physical_minor_to_major() == (r - 2, r - 1) + tuple(range(r - 3, -1, -1)):
+    if le.is_column_major_matrices(shape):
         return "col"
-    return "row" if shape.is_row_major() else None
+    return "row" if le.is_row_major(shape) else None
 
 
 def _runtime_cholesky(me, h, out_shape, slices, lower, potrf):

@@ -60,15 +60,11 @@ _TYPES = {"s": "f32", "d": "f64"}
 
 def _layout_of(h, matrices, others):
     """True for column-major matrices, False for row-major; refuses others."""
-    def col_major(s):
-        r = s.rank
-        return le.major_to_minor(s) == list(range(r - 2)) + [r - 1, r - 2]
-
     if not all(le.is_row_major(s) for s in others):
         raise unsupported(h, "a non-row-major vector result")
     if all(le.is_row_major(s) for s in matrices):
         return False
-    if all(col_major(s) for s in matrices):
+    if all(le.is_column_major_matrices(s) for s in matrices):
         return True
     layouts = ", ".join(s.to_text() for s in matrices)
     raise unsupported(h, f"matrices in mixed or non-dense layouts ({layouts})")

@@ -128,6 +128,14 @@ def is_row_major(shape):
     return shape.is_row_major()
 
 
+def is_column_major_matrices(shape):
+    """Whether the last two dimensions of ``shape`` are column-major
+    matrices with the batch dimensions outermost in order (the layout
+    jaxlib's LAPACK custom calls declare)."""
+    r = shape.rank
+    return r >= 2 and major_to_minor(shape) == list(range(r - 2)) + [r - 1, r - 2]
+
+
 def reshape_groups(sizes, other_sizes):
     """The groups of positions of two size sequences of the same element
     count that a reshape between them maps onto each other, in order:
