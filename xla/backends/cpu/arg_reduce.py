@@ -88,14 +88,12 @@ def _iota_along(g, h, dim):
     """Whether the element generator computes ``h`` (an operand of the
     reduce, fused or not) as an iota along ``dim`` of its shape."""
     def computed_iota(h):   # an iota's code, not a buffer's contents (unknown)
-        return h.opcode == "iota" and (h is g.kernel.root or
-                                       not g.emitter.assignment.has_buffers(h))
+        return h.opcode == "iota" and not g.materialized(h)
 
-    h = _outside(g, h)
+    h = g.outside(h)
     if computed_iota(h):
         return h.attr("iota_dimension") == dim
-    if h.opcode == "broadcast" and (h is g.kernel.root or
-                                    not g.emitter.assignment.has_buffers(h)):
+    if h.opcode == "broadcast" and not g.materialized(h):
         (src,) = h.operands
         mapped = list(h.attr("dimensions", ()))
         return dim in mapped and computed_iota(src) and \
@@ -130,17 +128,8 @@ def applies(g, h, inputs, inits, reduced):
     return kind
 
 
-def _outside(g, h):
-    """``h``, or where it is a parameter of the fusion being emitted, the
-    fusion's operand it stands for."""
-    if h.opcode == "parameter" and g.fusion is not None and \
-            not g.emitter.assignment.has_buffers(h):
-        return g.fusion.operands[h.parameter_number]
-    return h
-
-
 def _constant(g, h):
-    h = _outside(g, h)
+    h = g.outside(h)
     if h.opcode != "constant" or not h.shape.is_array or h.shape.rank != 0 or h.literal is None:
         return None
     return float(h.literal.item())

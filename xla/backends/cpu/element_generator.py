@@ -130,10 +130,21 @@ class ElementGenerator:
             self.memo[key] = v
         return v
 
+    def materialized(self, h):
+        """Whether this kernel reads ``h`` from its buffer: instructions of
+        computations with buffers (the entry, while bodies and conditions,
+        conditional branches, calls), but the kernel's own root."""
+        return h is not self.kernel.root and self.emitter.assignment.has_buffers(h)
+
+    def outside(self, h):
+        """``h``, or where it is a parameter of the fusion being emitted, the
+        fusion's operand it stands for (as ``_compute`` maps it)."""
+        if h.opcode == "parameter" and self.fusion is not None and not self.materialized(h):
+            return self.fusion.operands[h.parameter_number]
+        return h
+
     def _compute(self, h, index):
-        # Instructions of computations with buffers (the entry, while bodies
-        # and conditions, conditional branches, calls) are materialized.
-        if h is not self.kernel.root and self.emitter.assignment.has_buffers(h):
+        if self.materialized(h):
             return self.load(h, index)
         if h.opcode == "parameter" and self.fusion is not None:
             return self.value(self.fusion.operands[h.parameter_number], index)
@@ -163,8 +174,12 @@ class ElementGenerator:
 
     def element_pointer(self, base, shape, index):
         strides = self.kernel.strides(shape) if self.generic else None
-        linear = le.linear_index(self.b, shape, index, strides)
-        size = shape.element_type.byte_size
+        return self.offset_pointer(base, shape.element_type,
+                                   le.linear_index(self.b, shape, index, strides))
+
+    def offset_pointer(self, base, element_type, linear):
+        """The address of element ``linear`` (an element offset) from ``base``."""
+        size = element_type.byte_size
         offset = linear if size == 1 else self.b.mul(linear, i64(size), flags=("nsw", "nuw"))
         return self.b.gep(base, [offset], inbounds=True, source_etype=I8)
 
@@ -226,22 +241,16 @@ def _stored(g, h):
     computed here or the kernel is shape-generic."""
     if g.generic:
         return None
-    has = g.emitter.assignment.has_buffers
-    if not (h is not g.kernel.root and has(h)) and h.opcode == "parameter" and g.fusion is not None:
-        h = g.fusion.operands[h.parameter_number]   # as ElementGenerator._compute maps it
-    if h is g.kernel.root or not has(h) or not h.shape.is_array:
-        return None
-    return h
+    h = g.outside(h)
+    return h if g.materialized(h) and h.shape.is_array else None
 
 
 def _load_at(g, src, offset):
     """The element of materialized ``src`` at element offset ``offset`` of
     its buffer."""
     ptr = g.kernel.pointer(Slice(g.emitter.assignment.buffer(src, ())))
-    size = src.shape.element_type.byte_size
-    offset = offset if size == 1 else g.b.mul(offset, i64(size), flags=("nsw", "nuw"))
-    return load_element(g.b, g.b.gep(ptr, [offset], inbounds=True, source_etype=I8),
-                        src.shape.element_type)
+    et = src.shape.element_type
+    return load_element(g.b, g.offset_pointer(ptr, et, offset), et)
 
 
 def _gen_bitcast(g, h, index):
@@ -360,11 +369,9 @@ def _cheap(g, h):
     one): cheaper to compute for every element and select than to branch.
     A parameter (of the entry, or of a fusion: its operand has a buffer)
     is a load."""
-    while h.opcode in _CHEAP_VIEWS and len(h.operands) == 1 and \
-            not (h is not g.kernel.root and g.emitter.assignment.has_buffers(h)):
+    while h.opcode in _CHEAP_VIEWS and len(h.operands) == 1 and not g.materialized(h):
         h = h.operands[0]
-    return (h is not g.kernel.root and g.emitter.assignment.has_buffers(h)) or \
-        h.opcode in ("parameter", "constant", "iota")
+    return g.materialized(h) or h.opcode in ("parameter", "constant", "iota")
 
 
 def _gen_concatenate(g, h, index):
