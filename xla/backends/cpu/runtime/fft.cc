@@ -328,14 +328,26 @@ void ComplexLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneFft<T
   }
 }
 
+// A real transform's side of the half-length complex one: its n/2 + 1
+// split outputs (RFFT) or inputs (IRFFT), and the twiddles of length n
+// (looked up once per task).
+template <typename T>
+struct RealSide {
+  typename Simd<T>::V* xr;
+  typename Simd<T>::V* xi;
+  const std::complex<T>* tw;
+};
+
 // RFFT rows [first, first + count) of real length n (a power of two >= 4):
 // z = x[even] + i x[odd], Z = FFT_{n/2}(z), then for k = 0..n/2
 // X[k] = (Z[k] + conj Z[n/2 - k]) / 2 - i/2 e^(-2 pi i k / n) (Z[k] - conj Z[n/2 - k]).
 template <typename T>
 void RealForwardLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneFft<T>& fft,
-                      typename Simd<T>::V* xr, typename Simd<T>::V* xi) {
+                      const RealSide<T>& side) {
   using C = std::complex<T>;
   using V = typename Simd<T>::V;
+  V* xr = side.xr;
+  V* xi = side.xi;
   constexpr int64_t W = kLanes<T>;
   const int64_t n = job.n, h = n / 2;
   T* zr = Scalars<T>(fft.re());
@@ -350,7 +362,7 @@ void RealForwardLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneF
   fft.Run();  // the result may be in the other buffers
   const V* re = fft.re();
   const V* im = fft.im();
-  const C* tw = Twiddles<T>(n);
+  const C* tw = side.tw;
   for (int64_t k = 0; k <= h; ++k) {
     const int64_t a = k % h, b = (h - k) % h;
     // Z[k] and conj(Z[h - k]).
@@ -377,9 +389,11 @@ void RealForwardLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneF
 // gives x[2k] + i x[2k + 1].
 template <typename T>
 void RealInverseLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneFft<T>& fft,
-                      typename Simd<T>::V* xr, typename Simd<T>::V* xi) {
+                      const RealSide<T>& side) {
   using C = std::complex<T>;
   using V = typename Simd<T>::V;
+  V* xr = side.xr;
+  V* xi = side.xi;
   constexpr int64_t W = kLanes<T>;
   const int64_t n = job.n, h = n / 2;
   T* sr = Scalars<T>(xr);
@@ -393,7 +407,7 @@ void RealInverseLanes(const AxisJob<T>& job, int64_t first, int64_t count, LaneF
   });
   V* re = fft.re();
   V* im = fft.im();
-  const C* tw = Twiddles<T>(n);
+  const C* tw = side.tw;
   for (int64_t k = 0; k < h; ++k) {
     const V ar = xr[k], ai = xi[k], br = xr[h - k], bi = -xi[h - k];
     const V er = (ar + br) * T(0.5), ei = (ai + bi) * T(0.5);
@@ -500,16 +514,15 @@ void AxisGroups(void* raw, int64_t begin, int64_t end) {
     buffers[i] = arrays.arrays[i].data();
   }
   LaneFft<T> fft(length, job.kind == 1 || job.kind == 3, buffers);
-  V* xr = buffers[4];
-  V* xi = buffers[5];
+  const RealSide<T> side{buffers[4], buffers[5], real ? Twiddles<T>(job.n) : nullptr};
   for (int64_t g = begin; g < end; ++g) {
     const int64_t first = g * kLanes<T>, count = std::min(kLanes<T>, job.lines - first);
     if (job.kind <= 1) {
       ComplexLanes(job, first, count, fft);
     } else if (job.kind == 2) {
-      RealForwardLanes(job, first, count, fft, xr, xi);
+      RealForwardLanes(job, first, count, fft, side);
     } else {
-      RealInverseLanes(job, first, count, fft, xr, xi);
+      RealInverseLanes(job, first, count, fft, side);
     }
   }
 }
