@@ -4,7 +4,7 @@ sqrt, rsqrt, sin, cos, tan, tanh, expm1, log1p, logistic, pow and cbrt of
 c64/c128 register values (``{re, im}`` structs), with C99's special cases
 where they differ from the naive formulas; and the IR helpers they share
 with the real-valued emitters: intrinsic and libm calls, constants, NaN
-tests, float max/min and hypot.
+tests, float max/min and hypot (``fast_math.hypot``).
 """
 from llvmlite import ir
 
@@ -96,7 +96,7 @@ def _fmin(b, x, y):
 
 
 def _hypot(b, x, y):
-    return _libm(b, "hypot", x, y)
+    return fast_math.hypot(b, x, y)
 
 
 def _complex_div(b, a, c):

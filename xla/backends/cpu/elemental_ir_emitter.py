@@ -26,14 +26,16 @@ and docs/interpreter.md); the notable points:
   f64 -> bf16 rounds to f32 with round-to-odd first (one rounding overall);
   f64 -> f16 likewise (no ``__truncdfhf2`` libcall).
 * Math functions: exp, log, expm1, log1p, tanh and logistic of real
-  floats are branch-free, call-free IR from ``fast_math.py`` (so loops over
-  them vectorize; f32 within 1 ulp, tanh/logistic 2 ulp, see
-  tests/cpu/test_fast_math.py). Otherwise LLVM intrinsics where they exist
+  floats, and the modulus of complex ones (abs, and inside log, sqrt and
+  friends: ``fast_math.hypot``) are branch-free, call-free IR from
+  ``fast_math.py`` (so loops over them vectorize; f32 within 1 ulp,
+  tanh/logistic 2 ulp, see tests/cpu/test_fast_math.py and
+  test_fast_math_hypot.py). Otherwise LLVM intrinsics where they exist
   (sin, cos, pow, sqrt, fabs, floor, ceil, round, roundeven, copysign,
   ctpop, ctlz, fpto[su]i.sat, and exp/log inside complex functions), which
   LLVM lowers to instructions or libm calls; the others call libm directly
-  (cbrt, tan, erf, atan2, hypot, and log1p inside complex log, with an
-  ``f`` suffix for f32). ``jit.py`` makes the process's libm resolvable.
+  (cbrt, tan, erf, atan2, and log1p inside complex log, with an ``f``
+  suffix for f32). ``jit.py`` makes the process's libm resolvable.
 
 Complex functions and the IR helpers (intrinsic and libm calls) are in
 ``complex_math.py``.

@@ -1,4 +1,5 @@
-"""Branch-free, call-free LLVM IR for exp, log, expm1, log1p, tanh and logistic.
+"""Branch-free, call-free LLVM IR for exp, log, expm1, log1p, tanh, logistic
+and hypot.
 
 libm calls (and the ``llvm.exp``/``llvm.log`` intrinsics, which LLVM lowers
 to them) are opaque to the loop vectorizer, so a loop applying them runs one
@@ -336,6 +337,54 @@ def _tanh_accurate(b, x):
     e = expm1(b, b.fmul(ax, _f(typ, -2.0)))
     t = b.fdiv(e, b.fadd(e, _f(typ, 2.0)))
     return _intrinsic(b, "copysign", [t, x])  # |t| with x's sign
+
+
+def hypot(b, x, y):
+    """sqrt(x^2 + y^2) without intermediate overflow or underflow, with
+    C99's special case hypot(+-inf, anything, NaN included) = inf.
+
+    f32: in f64, where the squares are exact and their sum cannot overflow,
+    rounded once to f64 and once to f32 (glibc's hypotf does the same).
+    f64: the larger magnitude a and the smaller c scaled by a power of two
+    into [2^-450, 2^500] (exact), h = sqrt(a^2 + c^2), then one Newton step
+    on the exact residual h^2 - a^2 - c^2 (its three parts from FMAs;
+    h_sq - a_sq is exact because a >= c): Borges' correction, within an ulp
+    of the true value. The libm call these replace is opaque to the loop
+    vectorizer (a complex abs ran one element at a time)."""
+    typ = x.type
+    ax = _intrinsic(b, "fabs", [x])
+    ay = _intrinsic(b, "fabs", [y])
+    inf = _f(typ, math.inf)
+    either_inf = b.or_(b.fcmp_ordered("==", ax, inf), b.fcmp_ordered("==", ay, inf))
+    if isinstance(typ, ir.FloatType):
+        xd, yd = b.fpext(ax, F64), b.fpext(ay, F64)
+        s = b.fadd(b.fmul(xd, xd), b.fmul(yd, yd))
+        r = b.fptrunc(_intrinsic(b, "sqrt", [s]), typ)
+        return b.select(either_inf, inf, r)
+    x_big = b.fcmp_ordered(">=", ax, ay)
+    a = b.select(x_big, ax, ay)
+    c = b.select(x_big, ay, ax)
+    huge = b.fcmp_ordered(">", a, _f(typ, 2.0 ** 500))
+    tiny = b.fcmp_ordered("<", a, _f(typ, 2.0 ** -450))
+    one = _f(typ, 1.0)
+    down = b.select(huge, _f(typ, 2.0 ** -600), b.select(tiny, _f(typ, 2.0 ** 600), one))
+    up = b.select(huge, _f(typ, 2.0 ** 600), b.select(tiny, _f(typ, 2.0 ** -600), one))
+    a, c = b.fmul(a, down), b.fmul(c, down)
+    h = _intrinsic(b, "sqrt", [_exact_fma(b, a, a, b.fmul(c, c))])
+    h_sq, a_sq = b.fmul(h, h), b.fmul(a, a)
+    residual = b.fsub(
+        b.fadd(_exact_fma(b, b.fneg(c), c, b.fsub(h_sq, a_sq)),
+               _exact_fma(b, h, h, b.fneg(h_sq))),
+        _exact_fma(b, a, a, b.fneg(a_sq)))
+    corrected = b.fsub(h, b.fdiv(residual, b.fmul(h, _f(typ, 2.0))))
+    r = b.select(b.fcmp_ordered("==", h, _f(typ, 0.0)), h, corrected)
+    return b.select(either_inf, inf, b.fmul(r, up))
+
+
+def _exact_fma(b, x, y, z):
+    """x * y + z rounded once (``llvm.fma``: the residuals above need the
+    exact product, which ``fmuladd`` does not promise)."""
+    return _intrinsic(b, "fma", [x, y, z])
 
 
 # --xla_cpu_enable_fast_math: f32 tanh as one rational function (as XLA:CPU
