@@ -148,6 +148,54 @@ ENTRY main {
     assert same.slot == f.slot      # same layout: still in place
 
 
+MULTI_OUTPUT = """
+HloModule multi
+
+fused {
+  a = f32[16] parameter(0)
+  b = f32[16] parameter(1)
+  one = f32[] constant(1)
+  ones = f32[16] broadcast(one), dimensions={}
+  x0 = f32[16] add(a, ones)
+  x1 = f32[16] multiply(a, b)
+  ROOT t = (f32[16], f32[16]) tuple(x0, x1)
+}
+
+ENTRY main {
+  p = f32[16] parameter(0)
+  q = f32[16] parameter(1)
+  ea = f32[16] exponential(p)
+  eb = f32[16] negate(q)
+  f = (f32[16], f32[16]) fusion(A, eb), kind=kLoop, calls=fused
+  f0 = f32[16] get-tuple-element(f), index=0
+  f1 = f32[16] get-tuple-element(f), index=1
+  g = f32[16] add(f0, f1)
+  ROOT r = f32[16] sine(g)
+}
+"""
+
+
+def test_multi_output_elementwise_fusion_writes_over_operands_it_reads():
+    # Each output takes the buffer of an operand it reads (the kernel keeps
+    # the elements it loaded for the outputs after): x0 = a + 1 over a,
+    # x1 = a * b over b.
+    module, ba = assign(MULTI_OUTPUT.replace("fusion(A,", "fusion(ea,"))
+    check_properties(module, ba)
+    f = instr(module, "f")
+    assert ba.buffer(f, (0,)).slot == ba.buffer(instr(module, "ea")).slot
+    assert ba.buffer(f, (1,)).slot == ba.buffer(instr(module, "eb")).slot
+
+
+def test_multi_output_fusion_output_never_takes_an_operand_it_does_not_read():
+    # x0 = p + 1 reads the (read-only) parameter only: written over eb, it
+    # would destroy eb's element before x1 = p * eb reads it.
+    module, ba = assign(MULTI_OUTPUT.replace("fusion(A,", "fusion(p,"))
+    check_properties(module, ba)
+    f, b = instr(module, "f"), ba.buffer(instr(module, "eb"))
+    assert ba.buffer(f, (0,)).slot != b.slot
+    assert ba.buffer(f, (1,)).slot == b.slot
+
+
 def test_in_place_needs_the_last_use_and_same_size():
     module, ba = assign("""
 HloModule inplace

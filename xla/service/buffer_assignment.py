@@ -272,14 +272,19 @@ def in_place_update_operand(instr):
 
 
 def _is_elementwise_fusion(instr):
+    """A kLoop fusion of elementwise ops (parameters, scalar constants and
+    their broadcasts aside), its root a tuple of arrays or not."""
     if instr.opcode != "fusion" or instr.attr("kind") != "kLoop":
         return False
     calls = instr.attr("calls")
     if calls is None:
         return False
+    root = calls.root_instruction
     for f in calls.instructions:
         op = f.opcode
         if op in ELEMENTWISE or op == "parameter":
+            continue
+        if op == "tuple" and f is root and all(o.shape.is_array for o in f.operands):
             continue
         if op == "constant" and f.shape.is_scalar:
             continue
@@ -287,6 +292,27 @@ def _is_elementwise_fusion(instr):
             continue
         return False
     return True
+
+
+def _output_reads(fusion, k, operand_numbers):
+    """Whether output ``k`` of the multi-output fusion ``fusion`` reads one
+    of its parameters ``operand_numbers``. The kernel computes its outputs
+    one after another at each element and keeps each element it loaded for
+    the outputs after (``ElementGenerator``'s memo): output ``k`` may be
+    written over an operand's element once it has read it, and no later
+    output reads that element from memory again."""
+    root = fusion.attr("calls").root_instruction
+    wanted = set(operand_numbers)
+    seen, stack = set(), [root.operands[k]]
+    while stack:
+        h = stack.pop()
+        if id(h) in seen:
+            continue
+        seen.add(id(h))
+        if h.opcode == "parameter" and h.parameter_number in wanted:
+            return True
+        stack.extend(h.operands)
+    return False
 
 
 def _parse_input_output_alias(module):
@@ -541,7 +567,7 @@ class _Assigner:
         if end < start:
             return True
         return (len(members) == 1 and end == start == self.pos[id(out.instruction)]
-                and self.can_update_in_place(out.instruction, param))
+                and self.can_update_in_place(out.instruction, param, out.index))
 
     def colocate_while(self, w):
         pts = self.points_to
@@ -615,7 +641,7 @@ class _Assigner:
             chain.append(b)
             instr = b.instruction
             d = self.pos[id(instr)]
-            if bp.last_use == d and self.can_update_in_place(instr, bp):
+            if bp.last_use == d and self.can_update_in_place(instr, bp, b.index):
                 return list(chain)
             if bp.last_use < d:
                 best = list(chain)
@@ -624,7 +650,7 @@ class _Assigner:
                 break
             previous = [ob for ob in (self.points_to[id(o)].get(()) for o in instr.operands)
                         if ob is not None and ob.last_use == d
-                        and self.can_update_in_place(instr, ob)]
+                        and self.can_update_in_place(instr, ob, b.index)]
             if not previous:
                 break
             b = previous[0]
@@ -669,7 +695,8 @@ class _Assigner:
                 continue
             returned = [[(ri, rb) for ri, rb in pts[id(root)].items()
                          if rb is pb or rb.instruction.parent is comp and pb.last_use ==
-                         self.pos[id(rb.instruction)] and self.can_update_in_place(rb.instruction, pb)]
+                         self.pos[id(rb.instruction)] and
+                         self.can_update_in_place(rb.instruction, pb, rb.index)]
                         for pb, root, comp in zip(params, roots, branches)]
             if not any(returned):
                 # Only read by the branches: they read the operand's buffer.
@@ -707,10 +734,11 @@ class _Assigner:
                     self.join(pb, rb, pinned=True)
                 self.join(ob, cb, pinned=True)
 
-    def can_update_in_place(self, instr, operand_buffer):
-        """Whether ``instr`` may write its array result over ``operand_buffer``."""
+    def can_update_in_place(self, instr, operand_buffer, index=()):
+        """Whether ``instr`` may write its array result (at shape ``index``
+        of a multi-output fusion's tuple) over ``operand_buffer``."""
         target = in_place_update_operand(instr)
-        if target is not None:
+        if target is not None and index == ():
             pts = self.points_to
             return (operand_buffer is pts[id(target)].get(()) and
                     sum(operand_buffer is pts[id(o)].get(()) for o in instr.operands) == 1 and
@@ -718,8 +746,12 @@ class _Assigner:
                     operand_buffer.shape.byte_size() == instr.shape.byte_size())
         if not (instr.opcode in ELEMENTWISE or _is_elementwise_fusion(instr)):
             return False
-        shape = instr.shape
+        shape = instr.shape.subshape(index) if index else instr.shape
         if not shape.is_array or instr.opcode in ("bitcast", "bitcast-convert"):
+            return False
+        if index and not _output_reads(instr, index[0], [
+                k for k, o in enumerate(instr.operands)
+                if operand_buffer is self.points_to[id(o)].get(())]):
             return False
         other = operand_buffer.shape
         # Same layout too: a kernel writing its elements in another order
@@ -732,24 +764,36 @@ class _Assigner:
 
     def share_in_place(self, instr):
         pts = self.points_to
-        if instr.opcode in ("parameter", "constant") or not instr.shape.is_array:
+        if instr.opcode in ("parameter", "constant"):
             return
-        if not (instr.opcode in ELEMENTWISE or _is_elementwise_fusion(instr) or
-                in_place_update_operand(instr) is not None):
-            return
-        out = pts[id(instr)].get(())
-        if out is None or out.instruction is not instr or out.kind != "temp" or not self.singleton(out):
+        if instr.shape.is_array:
+            if not (instr.opcode in ELEMENTWISE or _is_elementwise_fusion(instr) or
+                    in_place_update_operand(instr) is not None):
+                return
+            indices = [()]
+        elif _is_elementwise_fusion(instr):
+            # A multi-output elementwise fusion: each output may take the
+            # buffer of an operand it reads (a while body's loop state
+            # updated in place: z = z * z + c; n += |z| < 2).
+            indices = [(k,) for k in range(len(instr.shape.tuple_shapes))]
+        else:
             return
         p = self.pos[id(instr)]
-        for o in instr.operands:
-            b = pts[id(o)].get(())
-            if b is None or b.kind != "temp":
+        for index in indices:
+            out = pts[id(instr)].get(index)
+            if out is None or out.instruction is not instr or out.kind != "temp" or \
+                    not self.singleton(out):
                 continue
-            r = self.uf.find(b.id)
-            if self.pinned[r] or self.set_end[r] != p or not self.can_update_in_place(instr, b):
-                continue
-            self.join(b, out)
-            return
+            for o in instr.operands:
+                b = pts[id(o)].get(())
+                if b is None or b.kind != "temp":
+                    continue
+                r = self.uf.find(b.id)
+                if self.pinned[r] or self.set_end[r] != p or \
+                        not self.can_update_in_place(instr, b, index):
+                    continue
+                self.join(b, out)
+                break
 
     # ----- packing ------------------------------------------------------------
     def run(self):
