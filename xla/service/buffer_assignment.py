@@ -46,7 +46,10 @@ these aliasing rules instead of new buffers:
   their broadcasts aside), whose array result has the same dimensions,
   layout and byte size as an operand's buffer, shares that buffer when it is its last
   user and the buffer is a temp (not a parameter, constant, live-out or loop
-  buffer); so does a dynamic-update-slice with its operand 0, and a kLoop
+  buffer); each output of such a fusion with a tuple root likewise, over an
+  operand that output reads (the kernel computes the outputs in turn at
+  each element and keeps what it loaded for the later ones, so nothing
+  reads an element after it was overwritten: ``_output_reads``); so does a dynamic-update-slice with its operand 0, and a kLoop
   fusion rooted at one with the operand bound to the DUS's array when
   nothing else in the fusion reads it (``in_place_update_operand``): the
   kernel then writes only the update;
