@@ -21,8 +21,8 @@ and docs/interpreter.md); the notable points:
 * maximum/minimum: ``isnan(a) or a > b ? a : b`` (and ``<``): NaN
   propagates, and for equal operands (+0 and -0) the second one is taken,
   as NumPy does.
-* convert float -> int: ``llvm.fpto[su]i.sat`` (truncate, saturate, NaN ->
-  0). int64 -> bf16 rounds through f64 and f32 (like NumPy + ml_dtypes);
+* convert float -> int: truncate, saturate, NaN -> 0 (``llvm.fpto[su]i.sat``'s
+  semantics, emitted as a clamp and a plain conversion: ``_float_to_int``). int64 -> bf16 rounds through f64 and f32 (like NumPy + ml_dtypes);
   f64 -> bf16 rounds to f32 with round-to-odd first (one rounding overall);
   f64 -> f16 likewise (no ``__truncdfhf2`` libcall).
 * Math functions: exp, log, expm1, log1p, tanh and logistic of real
@@ -619,6 +619,36 @@ def _int_to_float(b, x, signed, dst, dst_typ):
     return conv(x, dst_typ)
 
 
+def _float_to_int(b, x, signed, dst_typ):
+    """Float ``x`` to an integer register: truncated toward zero, saturated
+    at the type's bounds, NaN to 0 (``llvm.fpto[su]i.sat``'s semantics).
+    Emitted as a clamp in the float type (to the bounds, or to the largest
+    float below 2^w where the bound is not a float), a plain conversion
+    (to i32 for narrower types, then truncated) and selects for NaN and
+    for values past an unrepresentable upper bound: x86 lowers the vector
+    ``fpto[su]i.sat`` intrinsics one lane at a time (a clamp and a
+    vcvttss2si per lane: f32 -> s8 of 4M elements 0.86 ms, a plain
+    elementwise op 0.27)."""
+    typ = x.type
+    w = dst_typ.width
+    mant = 53 if isinstance(typ, ir.DoubleType) else 24
+    lo = -(2 ** (w - 1)) if signed else 0
+    hi = 2 ** (w - 1) - 1 if signed else 2 ** w - 1
+    top = 2 ** (w - 1) if signed else 2 ** w            # the first value past hi
+    hi_f = hi if hi < 2 ** mant else top - top // 2 ** mant  # largest float < top
+    clamped = b.select(b.fcmp_ordered("<", x, _fconst(typ, lo)), _fconst(typ, lo), x)
+    clamped = b.select(b.fcmp_ordered(">", clamped, _fconst(typ, hi_f)), _fconst(typ, hi_f),
+                       clamped)
+    narrow = w < 32
+    via = ir.IntType(32) if narrow else dst_typ
+    v = (b.fptosi if signed or narrow else b.fptoui)(clamped, via)
+    if narrow:
+        v = b.trunc(v, dst_typ)
+    if hi_f != hi:
+        v = b.select(b.fcmp_ordered(">=", x, _fconst(typ, top)), ir.Constant(dst_typ, hi), v)
+    return b.select(_is_nan(b, x), ir.Constant(dst_typ, 0), v)
+
+
 def _convert_real(b, x, src, dst):
     """Converts a non-complex register value between non-complex types."""
     sk, dk = _kind(src), _kind(dst)
@@ -642,8 +672,7 @@ def _convert_real(b, x, src, dst):
     if sk in ("s", "u") and dk == "f":
         return _int_to_float(b, x, sk == "s", dst, dst_typ)
     if sk == "f" and dk in ("s", "u"):
-        name = "fptosi.sat" if dk == "s" else "fptoui.sat"
-        return _intrinsic(b, name, [x], ret=dst_typ, suffix_types=[dst_typ, x.type])
+        return _float_to_int(b, x, dk == "s", dst_typ)
     if sk == "f" and dk == "f":
         return _float_to_float(b, x, src, dst_typ, dst)
     raise UnimplementedError(f"cpu: convert from {src} to {dst} is not supported")
