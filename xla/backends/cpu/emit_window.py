@@ -25,6 +25,9 @@ selected, and a later element ``e`` replaces the selected ``s`` when
 the selected position with ``scatter(output, source)``. A window with no
 valid element selects nothing.
 """
+import itertools
+import math
+
 from llvmlite import ir
 
 from xla.backends.cpu import loop_emitter as le
@@ -32,6 +35,7 @@ from xla.backends.cpu.ir_emitter import (ElementGenerator, Kernel, Slice, conver
                                          register_generator, register_instruction,
                                          register_root_kernel, unsupported)
 from xla.backends.cpu.llvm_types import constant, load_element, register_type, round_result, store_element
+from xla.backends.cpu.element_generator import _cheap
 from xla.backends.cpu.reduction_emitter import narrow_float_accumulation
 from xla.backends.cpu.loop_emitter import i64
 from xla.hlo.attributes import WindowDimension
@@ -82,9 +86,20 @@ def all_valid(b, conditions):
     return acc
 
 
-def window_loops(b, shape_sizes, body, name="w"):
+# Windows of at most this many elements are unrolled (their offsets
+# constants): the code of one output element is then straight-line and the
+# loop over the output can vectorize.
+UNROLL_WINDOW_ELEMENTS = 32
+
+
+def window_loops(b, shape_sizes, body, name="w", unroll=False):
     """Loops over every offset of a window of ``shape_sizes`` in row-major
-    order; ``body(offsets)`` gets i64 values (constant 0 for size-1 dims)."""
+    order; ``body(offsets)`` gets i64 values (constant 0 for size-1 dims;
+    constants for every dimension with ``unroll``: no loops)."""
+    if unroll:
+        for offsets in itertools.product(*(range(n) for n in shape_sizes)):
+            body([i64(k) for k in offsets])
+        return
     offsets = [None] * len(shape_sizes)
 
     def emit(level):
@@ -122,34 +137,47 @@ def generate_reduce_window(g, h, index):
         b.store(v, a)
     saved = g.push_scope()
 
+    # Inputs read from memory (or constants) are read at the clamped
+    # position and the padding's elements dropped by a select instead of a
+    # branch, which keeps the loop over the output vectorizable (a 3x3
+    # stride-2 max pool of f32[16, 64, 112, 112] with one row and column of
+    # padding ran one element at a time: 7.9 ms, XLA:CPU 6.3).
+    branch_free = (all(wd.base_dilation in (None, 1) for wd in wdims)
+                   and all(_cheap(g, x) for x in inputs))
+
     def body(offsets):
         b = g.b
         idx, conds = [], []
         for d, wd in enumerate(wdims):
             valid, pos = window_position(b, index[d], offsets[d], wd, in_shape.dimensions[d],
                                          out_shape.dimensions[d])
+            if valid is not None and branch_free:
+                pos = le.clamp(b, pos, 0, in_shape.dimensions[d] - 1)
             idx.append(pos)
             conds.append(valid)
         valid = all_valid(b, conds)
 
-        def combine():
+        def combine(keep=None):
             xs = [g.value(x, list(idx)) for x in inputs]
             cur = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
             if wide is not None:   # f32 accumulation, rounded once below
-                g.b.store((g.b.fadd if wide == "add" else g.b.fmul)(cur[0], xs[0]), accs[0])
-                return
-            out = g.emitter.emit_scalar_computation(g.b, comp, cur + xs)
-            out = out if isinstance(out, (list, tuple)) else [out]
-            for a, v in zip(accs, out):
-                g.b.store(v, a)
+                out = [(g.b.fadd if wide == "add" else g.b.fmul)(cur[0], xs[0])]
+            else:
+                out = g.emitter.emit_scalar_computation(g.b, comp, cur + xs)
+                out = out if isinstance(out, (list, tuple)) else [out]
+            for a, v, c in zip(accs, out, cur):
+                g.b.store(v if keep is None else g.b.select(keep, v, c), a)
 
         if valid is None:
             combine()
+        elif branch_free:
+            combine(valid)
         else:
             with b.if_then(valid):
                 combine()
 
-    window_loops(b, [wd.size for wd in wdims], body)
+    sizes = [wd.size for wd in wdims]
+    window_loops(b, sizes, body, unroll=branch_free and math.prod(sizes) <= UNROLL_WINDOW_ELEMENTS)
     g.pop_scope(saved)
     result = [g.b.load(a, typ=v.type) for a, v in zip(accs, init_values)]
     if wide is not None:
