@@ -25,7 +25,7 @@ DATA, NAMES = load("loop_state_jax.npz")
 
 def test_fixture_has_every_program():
     assert NAMES == sorted(["mandelbrot_c64", "oscillator_f32", "damped_f64", "abs_c64",
-                            "abs_c128"])
+                            "abs_c128", "angle_c64", "arctan2_f64"])
 
 
 @pytest.mark.parametrize("name", ["mandelbrot_c64", "oscillator_f32", "damped_f64"])
@@ -96,10 +96,32 @@ def _ulps(x, y):
     return np.abs(x.view(bits).astype(np.int64) - y.view(bits).astype(np.int64))
 
 
-def test_complex_abs_loop_has_no_call():
-    text, _, _ = program(DATA, "abs_c64")
+@pytest.mark.parametrize("name", ["angle_c64", "arctan2_f64"])
+def test_angles_match_jax(name):
+    # fast_math.atan2: within an ulp of the true angle, C99's signed zeros
+    # and infinities; jax's (XLA:CPU's) within two ulps of ours where
+    # neither an argument nor the angle is a denormal (XLA:CPU flushes them
+    # to zero).
+    text, args, (want,) = program(DATA, name)
+    (got,) = run(text, args, "cpu")
+    y, x = (args[0].imag, args[0].real) if name == "angle_c64" else args
+    wide = np.longdouble if got.dtype == np.float64 else np.float64
+    with np.errstate(all="ignore"):
+        exact = np.arctan2(y.astype(wide), x.astype(wide)).astype(got.dtype)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(exact))
+    ok = ~np.isnan(exact)
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(exact[ok]))
+    assert _ulps(np.abs(got[ok]), np.abs(exact[ok])).max() <= 1
+    normal = ok & ~_denormal(x) & ~_denormal(y) & ~_denormal(exact)
+    np.testing.assert_array_equal(np.signbit(got[normal]), np.signbit(want[normal]))
+    assert _ulps(np.abs(got[normal]), np.abs(want[normal])).max() <= 2
+
+
+@pytest.mark.parametrize("name,libm", [("abs_c64", "hypot"), ("angle_c64", "atan2")])
+def test_complex_abs_and_angle_loops_have_no_call(name, libm):
+    text, _, _ = program(DATA, name)
     ir = xla.compile(text, "cpu").optimized_ir_text
-    assert "hypot" not in ir
+    assert libm not in ir
 
 
 BODY = """HloModule state

@@ -162,7 +162,7 @@ def _complex_log(b, z):
     t = b.fadd(b.fmul(b.fsub(big, one), b.fadd(big, one)), b.fmul(small, small))
     re_near = b.fmul(_libm(b, "log1p", t), _fconst(typ, 0.5))
     re = b.select(near_one, re_near, _intrinsic(b, "log", [r]))
-    return _make_complex(b, re, _libm(b, "atan2", y, x))
+    return _make_complex(b, re, fast_math.atan2(b, y, x))
 
 
 def _complex_sqrt(b, z):
@@ -235,7 +235,7 @@ def _complex_log1p(b, z):
     """log(1 + z) = log|1 + z| + i arg(1 + z) (NumPy's form)."""
     x, y = _re(b, z), _im(b, z)
     u = b.fadd(x, _fconst(x.type, 1.0))
-    return _make_complex(b, _intrinsic(b, "log", [_hypot(b, u, y)]), _libm(b, "atan2", y, u))
+    return _make_complex(b, _intrinsic(b, "log", [_hypot(b, u, y)]), fast_math.atan2(b, y, u))
 
 
 def _complex_logistic(b, z):

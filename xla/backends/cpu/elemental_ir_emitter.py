@@ -25,17 +25,17 @@ and docs/interpreter.md); the notable points:
   semantics, emitted as a clamp and a plain conversion: ``_float_to_int``). int64 -> bf16 rounds through f64 and f32 (like NumPy + ml_dtypes);
   f64 -> bf16 rounds to f32 with round-to-odd first (one rounding overall);
   f64 -> f16 likewise (no ``__truncdfhf2`` libcall).
-* Math functions: exp, log, expm1, log1p, tanh and logistic of real
-  floats, and the modulus of complex ones (abs, and inside log, sqrt and
-  friends: ``fast_math.hypot``) are branch-free, call-free IR from
-  ``fast_math.py`` (so loops over them vectorize; f32 within 1 ulp,
-  tanh/logistic 2 ulp, see tests/cpu/test_fast_math.py and
-  test_fast_math_hypot.py). Otherwise LLVM intrinsics where they exist
+* Math functions: exp, log, expm1, log1p, tanh, logistic and atan2 of real
+  floats, and the modulus and argument of complex ones (abs, and inside
+  log, sqrt and friends: ``fast_math.hypot`` and ``atan2``) are
+  branch-free, call-free IR from ``fast_math.py`` (so loops over them
+  vectorize; f32 within 1 ulp, tanh/logistic 2 ulp, see
+  tests/cpu/test_fast_math.py and test_fast_math_binary.py). Otherwise LLVM intrinsics where they exist
   (sin, cos, pow, sqrt, fabs, floor, ceil, round, roundeven, copysign,
   ctpop, ctlz, fpto[su]i.sat, and exp/log inside complex functions), which
   LLVM lowers to instructions or libm calls; the others call libm directly
-  (cbrt, tan, erf, atan2, and log1p inside complex log, with an ``f``
-  suffix for f32). ``jit.py`` makes the process's libm resolvable.
+  (cbrt, tan, erf, and log1p inside complex log, with an ``f`` suffix for
+  f32). ``jit.py`` makes the process's libm resolvable.
 
 Complex functions and the IR helpers (intrinsic and libm calls) are in
 ``complex_math.py``.
@@ -515,7 +515,7 @@ def _mulhi(b, instr, x, y):
 
 def _atan2(b, instr, x, y):
     if _kind(_operand_type(instr, 0)) == "f":
-        return _libm(b, "atan2", x, y)
+        return fast_math.atan2(b, x, y)
     raise _unimplemented(instr)
 
 

@@ -1,5 +1,5 @@
-"""Branch-free, call-free LLVM IR for exp, log, expm1, log1p, tanh, logistic
-and hypot.
+"""Branch-free, call-free LLVM IR for exp, log, expm1, log1p, tanh, logistic,
+hypot and atan2.
 
 libm calls (and the ``llvm.exp``/``llvm.log`` intrinsics, which LLVM lowers
 to them) are opaque to the loop vectorizer, so a loop applying them runs one
@@ -60,6 +60,7 @@ over the whole range incl. denormals and specials, against NumPy in float64
 """
 import contextlib
 import math
+from decimal import Decimal
 
 import numpy as np
 from llvmlite import ir
@@ -121,7 +122,6 @@ def _truncate_f64(v, bits):
 
 def _ln2_lo(hi):
     # ln 2 to 36 digits, so that hi + lo is ln 2 to ~2^-48 relative.
-    from decimal import Decimal
     ln2 = Decimal("0.693147180559945309417232121458176568")
     return float(ln2 - Decimal(hi))
 
@@ -380,6 +380,98 @@ def hypot(b, x, y):
     r = b.select(b.fcmp_ordered("==", h, _f(typ, 0.0)), h, corrected)
     return b.select(either_inf, inf, b.fmul(r, up))
 
+
+
+# atan(u) = u + u z P(z), z = u^2, on |u| <= 7/16: P our own near-minimax
+# fit (Lawson's iteratively reweighted least squares in 40-digit
+# arithmetic) to the relative error of atan(u); approximation error
+# 4.6e-11 (f32, degree 5) and 1.7e-19 (f64, degree 11).
+_PI = Decimal("3.141592653589793238462643383279502884197")
+_ATAN_HALF = Decimal("0.4636476090008061162142562314612144020285")
+_ATAN_P = {
+    "float": [-0.33333331813733386, 0.1999984281467978, -0.14280266135350653,
+              0.1102327744831677, -0.08357853631110836, 0.04502266838615931],
+    "double": [-0.33333333333333315, 0.1999999999999298, -0.14285714284834125,
+               0.11111111055672471, -0.09090907039608938, 0.07692259203516187,
+               -0.06665898516261971, 0.058739856667829854, -0.051999239108787204,
+               0.04432416602631569, -0.03190511681913741, 0.013683081522173497],
+}
+
+
+def atan2(b, y, x):
+    """The angle of (x, y) in [-pi, pi], with C99's special cases (signed
+    zeros and infinities: atan2(+-0, -0) = +-pi, atan2(+-inf, -inf) =
+    +-3pi/4, ...; NaN in, NaN out).
+
+    The smaller magnitude over the larger, t in [0, 1], reduced as fdlibm's
+    atan does: t itself up to 7/16; atan(1/2) + atan((2t - 1) / (2 + t))
+    up to 11/16; pi/4 + atan((t - 1) / (t + 1)) above (2t - 1 and t - 1 are
+    exact there), so the reduced argument is at most 7/16 and no sum
+    cancels; atan of it by the polynomial above; then pi/2 - r where
+    |y| > |x|, pi - r where x is negative (its sign bit, so -0 counts), and
+    y's sign. Every constant added is a head and a tail, the tail added to
+    the small term first. libm's atan2 call is opaque to the loop
+    vectorizer (jnp.angle of c64[4M] took 154 ms)."""
+    typ = x.type
+    is_double = isinstance(typ, ir.DoubleType)
+    c = _consts(typ)
+    zero, one, two = _f(typ, 0.0), _f(typ, 1.0), _f(typ, 2.0)
+    ax = _intrinsic(b, "fabs", [x])
+    ay = _intrinsic(b, "fabs", [y])
+    swap = b.fcmp_ordered(">", ay, ax)
+    t = b.fdiv(b.select(swap, ax, ay), b.select(swap, ay, ax))
+    mid = b.fcmp_ordered(">", t, _f(typ, 7 / 16))
+    high = b.fcmp_ordered(">", t, _f(typ, 11 / 16))
+    u_mid = b.fdiv(b.fsub(b.fmul(t, two), one), b.fadd(t, two))
+    u_high = b.fdiv(b.fsub(t, one), b.fadd(t, one))
+    u = b.select(high, u_high, b.select(mid, u_mid, t))
+    z = b.fmul(u, u)
+    p = _fma(b, b.fmul(u, z), _horner(b, z, _ATAN_P["double" if is_double else "float"]), u)
+
+    # The result is K + p or K - p, K a constant of the region, of |y| > |x|
+    # (pi/2 - r) and of x's sign (pi - r): K's head and tail are chosen,
+    # the tail added to +-p first, so only p, that sum and the last
+    # addition round.
+    x_neg = b.icmp_signed("<", b.bitcast(x, c.ityp), _i(c.ityp, 0))
+
+    def head_tail(v):
+        """(v rounded to the type, the rest rounded to the type)."""
+        head = float(np.float64(float(v))) if is_double else float(np.float32(float(v)))
+        return _f(typ, head), _f(typ, float(v - Decimal(head)))
+
+    def pick(values):
+        """The constant of each (x negative, swapped, region) as one value."""
+        by_neg = []
+        for neg in (False, True):
+            by_swap = []
+            for sw in (False, True):
+                low, middle, top = (values(neg, sw, region) for region in range(3))
+                by_swap.append(b.select(high, top, b.select(mid, middle, low)))
+            by_neg.append(b.select(swap, by_swap[1], by_swap[0]))
+        return b.select(x_neg, by_neg[1], by_neg[0])
+
+    bases = (Decimal(0), _ATAN_HALF, _PI / 4)
+
+    def k(neg, sw, region):
+        v = bases[region]
+        if sw:
+            v = _PI / 2 - v
+        if neg:
+            v = _PI - v
+        return v
+
+    k_hi = pick(lambda *a: head_tail(k(*a))[0])
+    k_lo = pick(lambda *a: head_tail(k(*a))[1])
+    flip = b.xor(swap, x_neg)
+    r = b.fadd(k_hi, b.select(flip, b.fsub(k_lo, p), b.fadd(k_lo, p)))
+    pi_hi = head_tail(_PI)[0]
+    # Both zero (0/0) or both infinite (inf/inf): the quotient is NaN.
+    both_zero = b.and_(b.fcmp_ordered("==", ax, zero), b.fcmp_ordered("==", ay, zero))
+    inf = _f(typ, math.inf)
+    both_inf = b.and_(b.fcmp_ordered("==", ax, inf), b.fcmp_ordered("==", ay, inf))
+    r = b.select(both_zero, b.select(x_neg, pi_hi, zero), r)
+    r = b.select(both_inf, b.select(x_neg, _f(typ, 3 * math.pi / 4), _f(typ, math.pi / 4)), r)
+    return _intrinsic(b, "copysign", [r, y])
 
 def _exact_fma(b, x, y, z):
     """x * y + z rounded once (``llvm.fma``: the residuals above need the

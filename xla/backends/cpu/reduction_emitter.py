@@ -444,13 +444,14 @@ def _fast_min_max_row(g, h, x, init, base_index, order, lanes, ranges, op):
 
 # Ops whose element code LLVM's loop vectorizer can vectorize: arithmetic,
 # comparisons, selects, index arithmetic and loads, the polynomial math of
-# fast_math.py and LLVM intrinsics. Not libm calls (erf, tan, cbrt, atan2),
+# fast_math.py and LLVM intrinsics. Not libm calls (erf, tan, cbrt),
 # inner loops (a fused reduce or dot), complex numbers or control flow.
 _LOOP_VECTORIZABLE_OPS = frozenset([
     "parameter", "constant", "iota", "broadcast", "reshape", "bitcast", "transpose", "copy",
     "convert", "add", "subtract", "multiply", "divide", "maximum", "minimum", "negate", "abs",
     "exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "sqrt",
-    "rsqrt", "sine", "cosine", "compare", "select", "clamp", "and", "or", "not", "is-finite"])
+    "rsqrt", "sine", "cosine", "atan2", "compare", "select", "clamp", "and", "or", "not",
+    "is-finite"])
 
 
 def _element_code(g, x):
