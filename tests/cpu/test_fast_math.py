@@ -25,6 +25,7 @@ Measured (x86-64 AVX2+FMA, llvmlite 0.50 / LLVM 22), max ulp distance:
 ulps measured against the unrounded reference).
 """
 import ctypes
+import math
 import re
 
 import numpy as np
@@ -53,8 +54,12 @@ def _ref_logistic(x):
         return np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
 
 
+# f32 only (f64 keeps libm's): erf.
+F32_ONLY = ["erf_f32"]
+_erf = np.frompyfunc(math.erf, 1, 1)
 REFERENCE = {"exp": np.exp, "log": np.log, "expm1": np.expm1, "log1p": np.log1p,
-             "tanh": np.tanh, "logistic": _ref_logistic}
+             "tanh": np.tanh, "logistic": _ref_logistic,
+             "erf_f32": lambda x: _erf(x).astype(x.dtype)}
 
 
 def _llvm_type(dtype):
@@ -91,7 +96,7 @@ def _jit(dtype):
     key = np.dtype(dtype).name
     if key not in _JIT:
         module = ir.Module(name=f"fast_math_{key}")
-        for f in FUNCS:
+        for f in FUNCS + (F32_ONLY if key == "float32" else []):
             _add_loop(module, f"{f}_{key}", getattr(fast_math, f), _llvm_type(dtype))
         _JIT[key] = JitModule(module)
     return _JIT[key]
@@ -206,6 +211,19 @@ def test_special_values_f32(func, x, want):
     want = np.array(want, np.float64).astype(np.float32)
     same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
     assert same.all(), f"{func}({x}): got {got.tolist()} want {want.tolist()}"
+
+
+def test_erf_f32_accuracy():
+    x = inputs(np.float32)
+    worst, _, problems = errors("erf_f32", x)
+    assert not [p for p in problems if not p.startswith("worst")], problems
+    assert worst <= 1, problems
+    x = np.array([-np.inf, np.inf, np.nan, -0.0, 0.0, 1e-45, -1e-40, 4.0, -3.95, 1.0, -1.0,
+                  1.5, -1.4999999], np.float32)
+    got = run("erf_f32", x)
+    want = np.array([math.erf(v) for v in x.astype(np.float64)]).astype(np.float32)
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (x[~same], got[~same], want[~same])
 
 
 def test_exp_loop_vectorizes():
