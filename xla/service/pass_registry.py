@@ -38,6 +38,7 @@ PASSES = {
     "ragged-dot-expander": "xla.service.ragged_dot_expander:RaggedDotExpander",
     "scaled-dot-expander": "xla.service.scaled_dot_expander:ScaledDotExpander",
     "reshape-to-bitcast": "xla.service.reshape_to_bitcast:ReshapeToBitcast",
+    "reduction-dimension-grouper": "xla.service.reduction_dimension_grouper:ReductionDimensionGrouper",
     "scan-expander": "xla.service.scan_expander:ScanExpander",
     "scatter-to-dynamic-update-slice": "xla.service.scatter_to_dus:ScatterToDynamicUpdateSlice",
     "tuple-simplifier": "xla.service.tuple_simplifier:TupleSimplifier",

@@ -113,6 +113,9 @@ def cpu_pipeline(**options):
                                               DotOperandLayouts(skip=strided_gemm.kernel_only),
                                               DotOperandCopies(plan=strided_gemm.plan),
                                               DotResultLayouts(skip=strided_gemm.kernel_only)]
+    # Layouts are final: reduces over dimensions next to each other in
+    # memory reduce their product (rows of 6272, not 56).
+    pipeline.add_pass(make_pass("reduction-dimension-grouper"))
     add_fusion_stage(pipeline, CPU_FUSION_POLICY)
     pipeline.add_pass(make_pass("dynamic-update-slice-fusion"))
     pipeline.add_pass(MatrixVectorPairFusion())
