@@ -102,20 +102,20 @@ ENTRY e {{
 
 
 def test_compare_and_select_keep_their_attributes():
-    text = f"""HloModule m
-max {{
+    text = """HloModule m
+max {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT c = f32[] maximum(a, b)
-}}
-ENTRY e {{
+}
+ENTRY e {
   x = f32[3,4,5,6] parameter(0)
   y = f32[3,4,5,6] parameter(1)
   c = pred[3,4,5,6] compare(x, y), direction=LT
   s = f32[3,4,5,6] select(c, x, y)
   z = f32[] constant(-inf)
-  ROOT r = f32[3,4] reduce(s, z), dimensions={{2,3}}, to_apply=max
-}}
+  ROOT r = f32[3,4] reduce(s, z), dimensions={2,3}, to_apply=max
+}
 """
     module, changed = run_pass(ReductionDimensionGrouper(), text)
     assert changed
