@@ -75,7 +75,7 @@ def test_per_pass_dumps_follow_the_regex(tmp_path):
     per_pass = sorted(n for n in os.listdir(tmp_path) if re.search(r"\.\d{4}\.", n))
     assert len(per_pass) == 2
     # Steps count from 0 per module, as XLA's StepNumberForModule does.
-    assert per_pass[0].endswith(".0000.optimization.after_dot-result-layouts.before_fusion.txt")
+    assert per_pass[0].endswith(".0000.optimization.after_reduction-dimension-grouper.before_fusion.txt")
     assert per_pass[1].endswith(".0001.optimization.after_fusion.before_dce.txt")
     before = xla.parse_hlo_module(open(tmp_path / per_pass[0]).read())
     after = xla.parse_hlo_module(open(tmp_path / per_pass[1]).read())
@@ -271,7 +271,7 @@ def test_hlo_opt_honours_xla_dump_flags(tmp_path):
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     suffixes = sorted(n.split(".", 2)[2] for n in os.listdir(tmp_path))
-    assert suffixes == ["0000.optimization.after_dot-result-layouts.before_fusion.txt",
+    assert suffixes == ["0000.optimization.after_reduction-dimension-grouper.before_fusion.txt",
                         "0001.optimization.after_fusion.before_dce.txt",
                         "before_optimizations.txt", "cpu_after_optimizations.txt"]
     assert xla.parse_hlo_module((tmp_path / os.listdir(tmp_path)[0]).read_text())

@@ -123,3 +123,47 @@ ENTRY e {
     cmp = r.operands[0].operands[0]
     assert cmp.opcode == "compare" and str(cmp.attr("direction")) == "LT"
     assert_same_results(text, module)
+
+
+CHANNELS = """HloModule channels
+""" + ADD + """
+sub {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] subtract(a, b)
+}
+ENTRY e {
+  x = u8[2,16,32,3] parameter(0)
+  f = f32[2,16,32,3] convert(x)
+  z = f32[] constant(0)
+  ROOT r = f32[2,3] reduce(f, z), dimensions={1,2}, to_apply=REDUCER
+}
+"""
+
+
+def test_a_few_channels_kept_minor_are_folded_sixteen_rows_at_once():
+    # [2, 512, 3] -> rows of 16 pixels' 3 channels: [2, 32, 48], reduced to
+    # [2, 48], then [2, 16, 3] reduced to [2, 3].
+    text = CHANNELS.replace("REDUCER", "add")
+    module, changed = run_pass(ReductionDimensionGrouper(), text)
+    assert changed
+    partial, final = _reduces(module)
+    assert partial.operands[0].shape.dimensions == (2, 32, 48)
+    assert partial.operands[0].opcode == "convert"      # rebuilt in the new shape
+    assert partial.shape.dimensions == (2, 48)
+    assert final.operands[0].shape.dimensions == (2, 16, 3) and final.attr("dimensions") == (1,)
+    assert_same_results(text, module, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("change", [
+    ("REDUCER", "sub"),                                   # not regroupable: grouped only
+    ("[2,16,32,3]", "[2,17,31,3]"),                       # 527 rows: not a multiple of 16
+    ("[2,16,32,3]", "[2,4,8,3]"),                         # 32 rows: too few
+])
+def test_channels_left_unsplit(change):
+    text = CHANNELS.replace(*change).replace("REDUCER", "add")
+    module, changed = run_pass(ReductionDimensionGrouper(), text)
+    assert changed
+    (r,) = _reduces(module)
+    assert r.operands[0].shape.rank == 3 and r.attr("dimensions") == (1,)
+    assert_same_results(text, module, rtol=1e-5, atol=1e-3)
