@@ -3,7 +3,7 @@ under valgrind's memcheck (issue 13): indices far out of range for gather,
 scatter, dynamic-slice and dynamic-update-slice (every index type, u64
 starts of 2^63 and more, s64's minimum), TopK with k equal to the row,
 batched LAPACK potrf/trsm, negative padding, padded and dilated windows,
-empty arrays. Each module is compiled ahead of time (xla.backends.cpu.aot),
+pads written as rows, empty arrays. Each module is compiled ahead of time (xla.backends.cpu.aot),
 linked into a C program that gives every buffer exactly its size (so a
 read or write one element past a buffer is an error valgrind reports) and
 run under memcheck; it must report no error and compute what the
@@ -154,8 +154,25 @@ LIBRARY_ARGS = [np.random.default_rng(3).standard_normal((8, 4)).astype(np.float
                 (_m @ np.swapaxes(_m, 1, 2) + 4 * np.eye(4, dtype=np.float32)).astype(np.float32),
                 np.random.default_rng(4).standard_normal((2, 4, 3)).astype(np.float32)]
 
+# Pads of the minor dimension written as rows (emit_pad.py): the operand's
+# run must read exactly its row, from the first and the last row too.
+PADS = """HloModule pads
+ENTRY e {
+  x = f32[37,113] parameter(0)
+  z = f32[] constant(0)
+  e = f32[37,113] exponential(x)
+  p = f32[40,120] pad(e, z), padding=1_2x3_4
+  y = s8[61,70] parameter(1)
+  c = s8[] constant(-3)
+  q = s8[61,77] pad(y, c), padding=0_0x0_7
+  ROOT t = (f32[40,120], s8[61,77]) tuple(p, q)
+}
+"""
+PADS_ARGS = [np.random.default_rng(5).standard_normal((37, 113)).astype(np.float32),
+             np.random.default_rng(6).integers(-100, 100, (61, 70)).astype(np.int8)]
+
 CASES = {"indexing": (INDEXING, INDEXING_ARGS), "windows": (WINDOWS, WINDOWS_ARGS),
-         "library": (LIBRARY, LIBRARY_ARGS)}
+         "library": (LIBRARY, LIBRARY_ARGS), "pads": (PADS, PADS_ARGS)}
 
 
 def memcheck(tmp_path, case, shrink=0):

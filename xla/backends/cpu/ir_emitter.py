@@ -150,7 +150,7 @@ EXTENSION_OPCODES = frozenset("""
 all-gather all-gather-done all-gather-start all-reduce all-reduce-done all-reduce-start
 all-to-all call cholesky concatenate collective-broadcast collective-permute collective-permute-done
 collective-permute-start conditional convolution custom-call dot dynamic-update-slice fft
-gather partition-id reduce-scatter reduce-window replica-id rng rng-bit-generator
+gather pad partition-id reduce-scatter reduce-window replica-id rng rng-bit-generator
 rng-get-and-update-state scatter select-and-scatter sort topk triangular-solve tuple while
 """.split())
 
