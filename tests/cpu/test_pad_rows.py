@@ -2,7 +2,7 @@
 row the low padding, the operand's row at unclamped consecutive indices (a
 vector loop), the high padding; rows in an outer dimension's padding the
 padding value throughout. ``jnp.pad(jnp.diff(x, axis=1), ((0, 0), (1,
-0)))`` of f32[4096, 1024] 1.8-2.2 -> 0.64 ms (XLA:CPU 0.44-0.8 in its good
+0)))`` of f32[4096, 1024] 1.8-2.2 -> 0.21 ms (XLA:CPU 0.38-0.8 in its good
 runs). JAX-lowered programs (fixtures/pad_rows_jax.npz, from
 gen_pad_rows_jax.py) against XLA:CPU's results and the interpreter, and
 which code runs."""
