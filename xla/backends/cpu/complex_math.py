@@ -4,7 +4,8 @@ sqrt, rsqrt, sin, cos, tan, tanh, expm1, log1p, logistic, pow and cbrt of
 c64/c128 register values (``{re, im}`` structs), with C99's special cases
 where they differ from the naive formulas; and the IR helpers they share
 with the real-valued emitters: intrinsic and libm calls, constants, NaN
-tests, float max/min and hypot (``fast_math.hypot``).
+tests, float max/min. Moduli and arguments are ``fast_math.hypot`` and
+``fast_math.atan2``.
 """
 from llvmlite import ir
 
@@ -95,10 +96,6 @@ def _fmin(b, x, y):
     return b.select(take_x, x, y)
 
 
-def _hypot(b, x, y):
-    return fast_math.hypot(b, x, y)
-
-
 def _complex_div(b, a, c):
     """NumPy's complex division (Smith's algorithm)."""
     ar, ai, br, bi = _re(b, a), _im(b, a), _re(b, c), _im(b, c)
@@ -134,7 +131,7 @@ def _complex_mul(b, x, y):
 
 
 def _complex_abs(b, z):
-    return _hypot(b, _re(b, z), _im(b, z))
+    return fast_math.hypot(b, _re(b, z), _im(b, z))
 
 
 def _complex_exp(b, z):
@@ -152,7 +149,7 @@ def _complex_log(b, z):
     x, y = _re(b, z), _im(b, z)
     typ = x.type
     one = _fconst(typ, 1.0)
-    r = _hypot(b, x, y)
+    r = fast_math.hypot(b, x, y)
     ax = _intrinsic(b, "fabs", [x])
     ay = _intrinsic(b, "fabs", [y])
     big = b.select(b.fcmp_ordered(">=", ax, ay), ax, ay)
@@ -171,7 +168,7 @@ def _complex_sqrt(b, z):
     zero = _fconst(typ, 0.0)
     ax = _intrinsic(b, "fabs", [x])
     ay = _intrinsic(b, "fabs", [y])
-    t = _intrinsic(b, "sqrt", [b.fmul(b.fadd(ax, _hypot(b, x, y)), _fconst(typ, 0.5))])
+    t = _intrinsic(b, "sqrt", [b.fmul(b.fadd(ax, fast_math.hypot(b, x, y)), _fconst(typ, 0.5))])
     two_t = b.fmul(t, _fconst(typ, 2.0))
     x_nonneg = b.fcmp_ordered(">=", x, zero)
     re = b.select(x_nonneg, t, b.fdiv(ay, two_t))
@@ -235,7 +232,8 @@ def _complex_log1p(b, z):
     """log(1 + z) = log|1 + z| + i arg(1 + z) (NumPy's form)."""
     x, y = _re(b, z), _im(b, z)
     u = b.fadd(x, _fconst(x.type, 1.0))
-    return _make_complex(b, _intrinsic(b, "log", [_hypot(b, u, y)]), fast_math.atan2(b, y, u))
+    return _make_complex(b, _intrinsic(b, "log", [fast_math.hypot(b, u, y)]),
+                         fast_math.atan2(b, y, u))
 
 
 def _complex_logistic(b, z):
