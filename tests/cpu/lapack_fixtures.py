@@ -40,3 +40,13 @@ def run(text, args, backend):
     if backend == "cpu":
         return [np.asarray(r) for r in flatten_result(xla.compile(text, "cpu").execute(*args))]
     return [np.asarray(r) for r in flatten_result(Evaluator().evaluate(parse_hlo_module(text), list(args)))]
+
+
+def cpu_and_interpreter(text, args, want):
+    """[(the cpu backend's result, jax's ``want``, the interpreter's)] of
+    module ``text`` on ``args``; each cpu result has jax's dtype and shape."""
+    got, ref = run(text, args, "cpu"), run(text, args, "interpreter")
+    assert len(got) == len(want) == len(ref)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+    return list(zip(got, want, ref))

@@ -25,6 +25,8 @@ from llvmlite import ir
 from xla.backends.cpu import fast_math
 from xla.backends.cpu.jit import JitModule
 
+from test_fast_math import _ordered
+
 I8P = ir.IntType(8).as_pointer()
 I64 = ir.IntType(64)
 N = 1 << 19
@@ -98,12 +100,6 @@ def _pairs(dtype):
     x = np.concatenate([raw[0], close, sx.ravel()])
     y = np.concatenate([raw[1], near, sy.ravel()])
     return x, y
-
-
-def _ordered(x):
-    itype = {4: np.int32, 8: np.int64}[x.dtype.itemsize]
-    s = x.view(itype).astype(np.int64)
-    return np.where(s < 0, -(s & np.int64(np.iinfo(itype).max)), s)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -12,7 +12,7 @@ import pytest
 
 import xla
 
-from lapack_fixtures import load, program, run
+from lapack_fixtures import cpu_and_interpreter, load, program
 
 DATA, NAMES = load("grouped_reductions_jax.npz")
 
@@ -25,11 +25,7 @@ def test_fixture_has_every_program():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_matches_jax_and_the_interpreter(name):
-    text, args, want = program(DATA, name)
-    got = run(text, args, "cpu")
-    ref = run(text, args, "interpreter")
-    for g, w, r in zip(got, want, ref):
-        assert g.dtype == w.dtype and g.shape == w.shape
+    for g, w, r in cpu_and_interpreter(*program(DATA, name)):
         if w.dtype.kind == "i":
             np.testing.assert_array_equal(g, w)
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)

@@ -19,6 +19,7 @@ import pytest
 import xla
 
 from lapack_fixtures import load, program, run
+from test_fast_math import _ordered
 
 DATA, NAMES = load("loop_state_jax.npz")
 
@@ -91,9 +92,8 @@ def _denormal(x):
 
 
 def _ulps(x, y):
-    """The distance between non-negative finite floats in representable values."""
-    bits = np.int32 if x.dtype == np.float32 else np.int64
-    return np.abs(x.view(bits).astype(np.int64) - y.view(bits).astype(np.int64))
+    """The distance between finite floats in representable values."""
+    return np.abs(_ordered(x) - _ordered(y))
 
 
 @pytest.mark.parametrize("name", ["angle_c64", "arctan2_f64"])

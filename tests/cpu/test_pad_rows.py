@@ -11,7 +11,7 @@ import pytest
 
 import xla
 
-from lapack_fixtures import load, program, run
+from lapack_fixtures import cpu_and_interpreter, load, program, run
 
 DATA, NAMES = load("pad_rows_jax.npz")
 # jax lowers edge mode to concatenates of slices, not a pad.
@@ -25,11 +25,7 @@ def test_fixture_has_every_program():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_matches_jax_and_the_interpreter(name):
-    text, args, want = program(DATA, name)
-    (got,) = run(text, args, "cpu")
-    (ref,) = run(text, args, "interpreter")
-    (w,) = want
-    assert got.dtype == w.dtype and got.shape == w.shape
+    ((got, w, ref),) = cpu_and_interpreter(*program(DATA, name))
     # Exact but for the fused exponential (fast_math.exp: within an ulp).
     for other in (ref, w):
         np.testing.assert_allclose(got.astype(np.float64), other.astype(np.float64), rtol=1e-6,

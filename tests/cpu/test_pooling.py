@@ -15,7 +15,7 @@ import pytest
 
 import xla
 
-from lapack_fixtures import load, program, run
+from lapack_fixtures import cpu_and_interpreter, load, program
 
 DATA, NAMES = load("pooling_jax.npz")
 
@@ -28,11 +28,7 @@ def test_fixture_has_every_program():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_matches_jax_and_the_interpreter(name):
-    text, args, want = program(DATA, name)
-    got = run(text, args, "cpu")
-    ref = run(text, args, "interpreter")
-    for g, w, r in zip(got, want, ref):
-        assert g.dtype == w.dtype and g.shape == w.shape
+    for g, w, r in cpu_and_interpreter(*program(DATA, name)):
         # max is exact; the sums are in window order (the interpreter's).
         np.testing.assert_array_equal(g.astype(np.float32), r.astype(np.float32))
         tol = 1e-2 if g.dtype.itemsize == 2 else 1e-6

@@ -14,7 +14,7 @@ import xla
 from xla.backends.cpu.emit_small_gemm import tiny_products
 from xla.hlo.parser import parse_hlo_module
 
-from lapack_fixtures import load, program, run
+from lapack_fixtures import cpu_and_interpreter, load, program
 
 DATA, NAMES = load("tiny_products_jax.npz")
 # Products with more than three columns keep the tiled kernel.
@@ -29,11 +29,7 @@ def test_fixture_has_every_program():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_matches_jax_and_the_interpreter(name):
-    text, args, want = program(DATA, name)
-    (got,) = run(text, args, "cpu")
-    (ref,) = run(text, args, "interpreter")
-    (w,) = want
-    assert got.dtype == w.dtype and got.shape == w.shape
+    ((got, w, ref),) = cpu_and_interpreter(*program(DATA, name))
     if w.dtype.kind == "i":
         np.testing.assert_array_equal(got, w)
         np.testing.assert_array_equal(got, ref)
